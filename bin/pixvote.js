@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// The `pixvote` command. Plain JavaScript on purpose: the CLI is TypeScript run by Node's type stripping,
+// which is on by default from Node 22.18 but needs --experimental-strip-types on 22.17; this launcher
+// re-runs itself with the flag when needed. Node never strips types under node_modules, so an installed
+// copy (not `npm link`, which resolves to the checkout) runs the compiled dist/ from `npm run build`.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 17)) {
+  console.error(`pixvote needs Node.js >= 22.17 (found ${process.version}); install it, e.g. \`npm install -g --prefix /usr/local node@22\`.`);
+  process.exit(1);
+}
+
+const source = new URL('../src/cli/pixvote.cli.ts', import.meta.url);
+const compiled = new URL('../dist/cli/pixvote.cli.js', import.meta.url);
+const underNodeModules = fileURLToPath(source).split(/[\\/]/).includes('node_modules');
+
+if (underNodeModules || process.features.typescript) {
+  const entry = underNodeModules ? compiled : source;
+  if (!existsSync(entry)) {
+    console.error(`pixvote: ${fileURLToPath(entry)} is missing; run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}`);
+    process.exit(2);
+  }
+  const { main } = await import(entry.href);
+  process.exitCode = await main(process.argv.slice(2));
+} else {
+  const child = spawn(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => {
+    if (!signal) process.exit(code ?? 1);
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+  });
+}

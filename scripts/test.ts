@@ -1,0 +1,65 @@
+/**
+ * `npm test`: the whole suite on SQLite, then the database-facing suites (test/http, test/integration)
+ * again on PostgreSQL + Redis when they answer. Says plainly which passes it skipped and why.
+ *
+ *   npm test                       both passes (PostgreSQL pass skipped, with the reason, if unreachable)
+ *   npm test -- --db=sqlite        only the SQLite pass
+ *   npm test -- test/http/auth.test.ts   only these files (on each selected database)
+ *
+ * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass into a failure.
+ */
+import { spawnSync } from 'node:child_process';
+import { globSync } from 'node:fs';
+import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
+import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
+
+const args = process.argv.slice(2);
+const dbArg = args.find((a) => a.startsWith('--db='))?.slice(5);
+const files = args.filter((a) => !a.startsWith('--'));
+const required = process.env.PIXVOTE_REQUIRE_SERVICES === '1';
+
+function run(label: string, patterns: string[], env: Record<string, string>): boolean {
+  const selected = files.length ? files.filter((f) => patterns.some((p) => globMatch(f, p))) : patterns.flatMap((p) => globSync(p)).sort();
+  if (!selected.length) {
+    console.log(`\n=== ${label}: no test files selected`);
+    return true;
+  }
+  console.log(`\n=== ${label}: ${selected.length} files`);
+  const r = spawnSync(
+    process.execPath,
+    ['--experimental-strip-types', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...selected],
+    { stdio: 'inherit', env: { ...process.env, ...env } },
+  );
+  return r.status === 0;
+}
+
+function globMatch(file: string, pattern: string): boolean {
+  return globSync(pattern).includes(file.replace(/^\.\//, ''));
+}
+
+const ALL = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
+const DB_FACING = ['test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
+
+const results: string[] = [];
+let ok = true;
+
+if (dbArg !== 'postgres') {
+  const passed = run('SQLite (embedded default)', ALL, { PIXVOTE_TEST_DB: 'sqlite' });
+  results.push(`SQLite pass: ${passed ? 'passed' : 'FAILED'}`);
+  ok &&= passed;
+}
+if (dbArg !== 'sqlite') {
+  const why = (await postgresUnreachable(TEST_PG_URL)) ?? (await redisUnreachable(TEST_REDIS_URL));
+  if (why) {
+    results.push(`PostgreSQL + Redis pass: SKIPPED — ${why}. Start them (see README, "Tests") to run it.`);
+    if (required) ok = false;
+  } else {
+    const passed = run('PostgreSQL + Redis', DB_FACING, { PIXVOTE_TEST_DB: 'postgres' });
+    results.push(`PostgreSQL + Redis pass: ${passed ? 'passed' : 'FAILED'}`);
+    ok &&= passed;
+  }
+}
+
+console.log('\n=== summary');
+for (const r of results) console.log(`- ${r}`);
+process.exit(ok ? 0 : 1);

@@ -1,0 +1,214 @@
+/**
+ * The environment, validated once into a frozen, typed Config.
+ * Every bad variable is reported in one error, e.g. `WORKERS=abc: expected a positive integer`.
+ */
+import { availableParallelism } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
+
+export type { Rate };
+export type HumanPolicy = 'reject' | 'flag' | 'off';
+
+export interface Config {
+  readonly nodeEnv: string;
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | null;
+  readonly redisUrl: string | null;
+  /** Prefix for every Redis key, so several deployments (or test runs) can share one Redis. */
+  readonly redisPrefix: string;
+  readonly jwtSecret: string;
+  readonly jwtTtlSeconds: number;
+  readonly workers: number;
+  readonly workerQueue: number;
+  readonly humanPolicy: HumanPolicy;
+  readonly humanThreshold: number;
+  readonly nearDuplicateDistance: number;
+  readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
+  readonly fetchAllowPrivate: boolean;
+  readonly fetchTimeoutMs: number;
+  readonly adminUsernames: ReadonlySet<string>;
+  readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate }>;
+  readonly trustProxy: boolean;
+  readonly logLevel: string;
+  readonly shutdownGraceMs: number;
+  readonly modelsDir: string;
+  /** Gateway processes started by `npm start` (1 = no cluster). */
+  readonly processes: number;
+}
+
+/** Calibrated on real photos (bench/calibrate-detector.ts); see the README, "Person detection". */
+export const DEFAULT_HUMAN_THRESHOLD = 0.2;
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+const positiveInt = z
+  .string()
+  .regex(/^\d+$/, 'expected a positive integer')
+  .transform(Number)
+  .refine((n) => n >= 1 && Number.isSafeInteger(n), 'expected a positive integer');
+const port = z
+  .string()
+  .regex(/^\d+$/, 'expected a port number 0-65535')
+  .transform(Number)
+  .refine((n) => n <= 65535, 'expected a port number 0-65535');
+const bool = z.enum(['true', 'false', '1', '0'], 'expected true or false').transform((v) => v === 'true' || v === '1');
+const duration = z.string().transform((v, ctx) => {
+  const s = parseDuration(v);
+  if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 7d' });
+  return s ?? 0;
+});
+const rate = z.string().transform((v, ctx) => {
+  const r = parseRate(v);
+  if (!r) ctx.addIssue({ code: 'custom', message: 'expected N/window, e.g. 20/1h (window units s, m, h)' });
+  return r ?? { points: 0, seconds: 0 };
+});
+const url = (schemes: string[]) =>
+  z.string().refine((v) => {
+    try {
+      return schemes.includes(new URL(v).protocol.replace(/:$/, ''));
+    } catch {
+      return false;
+    }
+  }, `expected a ${schemes.join(' or ')} URL`);
+
+const schema = z.object({
+  NODE_ENV: z.string().default('development'),
+  PORT: port.prefault('3000'),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: url(['postgres', 'postgresql']).optional(),
+  REDIS_URL: url(['redis', 'rediss']).optional(),
+  REDIS_PREFIX: z.string().regex(/^[\w:.-]{0,64}$/, 'expected up to 64 letters, digits, _ : . -').prefault('pixvote:'),
+  JWT_SECRET: z.string().min(32, 'expected at least 32 characters').optional(),
+  JWT_TTL: duration.prefault('24h'),
+  WORKERS: positiveInt.optional(),
+  WORKER_QUEUE: positiveInt.optional(),
+  HUMAN_POLICY: z.enum(['reject', 'flag', 'off'], 'expected reject, flag or off').prefault('reject'),
+  HUMAN_THRESHOLD: z
+    .string()
+    .transform(Number)
+    .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, 'expected a number in (0, 1]')
+    .optional(),
+  NEAR_DUPLICATE_DISTANCE: z
+    .string()
+    .regex(/^-?\d+$/, 'expected an integer from -1 to 32')
+    .transform(Number)
+    .refine((n) => n >= -1 && n <= 32, 'expected an integer from -1 to 32')
+    .prefault('4'),
+  NEAR_DUPLICATE_INDEX: z
+    .enum(['multi-index-hashing', 'sqlite-vec'], 'expected multi-index-hashing or sqlite-vec')
+    .default('multi-index-hashing'),
+  FETCH_ALLOW_PRIVATE: bool.prefault('false'),
+  FETCH_TIMEOUT_MS: positiveInt.prefault('10000'),
+  ADMIN_USERNAMES: z.string().prefault(''),
+  RATE_LIMIT_AUTH: rate.prefault('5/15m'),
+  RATE_LIMIT_UPLOAD: rate.prefault('20/1h'),
+  RATE_LIMIT_VOTE: rate.prefault('20/1h'),
+  RATE_LIMIT_GENERAL: rate.prefault('600/15m'),
+  TRUST_PROXY: bool.prefault('false'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'expected fatal, error, warn, info, debug, trace or silent').prefault('info'),
+  SHUTDOWN_GRACE_MS: z
+    .string()
+    .regex(/^\d+$/, 'expected a non-negative integer')
+    .transform(Number)
+    .prefault('25000'),
+  MODELS_DIR: z.string().min(1).optional(),
+  PROCESSES: positiveInt.prefault('1'),
+});
+
+/**
+ * Parses the environment. Throws ConfigError listing every bad variable.
+ * `JWT_SECRET` is generated once into `$DATA_DIR/jwt-secret` unless NODE_ENV=production, where it is required.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') input[key] = v;
+  }
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => {
+      const key = String(i.path[0]);
+      return `${key}=${input[key] ?? ''}: ${i.message}`;
+    });
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data;
+  const nodeEnv = e.NODE_ENV;
+  if (nodeEnv === 'production' && !e.JWT_SECRET) {
+    throw new ConfigError(['JWT_SECRET=: required when NODE_ENV=production (at least 32 characters)']);
+  }
+  if (e.NEAR_DUPLICATE_INDEX === 'sqlite-vec' && e.DATABASE_URL) {
+    throw new ConfigError(['NEAR_DUPLICATE_INDEX=sqlite-vec: only available on SQLite (DATABASE_URL selects PostgreSQL)']);
+  }
+  const dataDir = resolve(e.DATA_DIR);
+  const workers = e.WORKERS ?? Math.max(1, availableParallelism());
+  return Object.freeze({
+    nodeEnv,
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    databaseUrl: e.DATABASE_URL ?? null,
+    redisUrl: e.REDIS_URL ?? null,
+    redisPrefix: e.REDIS_PREFIX,
+    jwtSecret: e.JWT_SECRET ?? embeddedJwtSecret(dataDir),
+    jwtTtlSeconds: e.JWT_TTL,
+    workers,
+    workerQueue: e.WORKER_QUEUE ?? 4 * workers,
+    humanPolicy: e.HUMAN_POLICY,
+    humanThreshold: e.HUMAN_THRESHOLD ?? DEFAULT_HUMAN_THRESHOLD,
+    nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
+    nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
+    fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
+    fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
+    adminUsernames: new Set(
+      e.ADMIN_USERNAMES.split(',')
+        .map((s) => s.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+    rateLimits: Object.freeze({
+      auth: e.RATE_LIMIT_AUTH,
+      upload: e.RATE_LIMIT_UPLOAD,
+      vote: e.RATE_LIMIT_VOTE,
+      general: e.RATE_LIMIT_GENERAL,
+    }),
+    trustProxy: e.TRUST_PROXY,
+    logLevel: e.LOG_LEVEL,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    modelsDir: resolve(e.MODELS_DIR ?? join(import.meta.dirname, '..', 'models')),
+    processes: e.PROCESSES,
+  });
+}
+
+/** The embedded default: a random secret created on first start and kept in DATA_DIR. */
+function embeddedJwtSecret(dataDir: string): string {
+  const file = join(dataDir, 'jwt-secret');
+  try {
+    const existing = readFileSync(file, 'utf8').trim();
+    if (existing.length >= 32) return existing;
+  } catch {
+    // first start: fall through and create it
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  try {
+    // 'wx' fails if another process won the race; then read what it wrote.
+    writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
+    return secret;
+  } catch {
+    return readFileSync(file, 'utf8').trim();
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Registration, login, and turning a presented credential (JWT or API token) into a Principal.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { errors } from '../errors.ts';
+import type { Clock } from '../clock.ts';
+import { isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
+import { hashPassword, verifyPassword, type ScryptParams } from './passwords.ts';
+import type { JwtIssuer } from './jwt.ts';
+
+export interface UserStore {
+  /** Inserts a user; returns 'username' or 'email' when that key is already taken. */
+  create(user: UserRecord & { passwordHash: string }): Promise<UserRecord | 'username' | 'email'>;
+  findById(id: string): Promise<UserRecord | null>;
+  findForLogin(by: { email: string } | { username: string }): Promise<(UserRecord & { passwordHash: string }) | null>;
+  exists(by: { email: string } | { username: string }): Promise<boolean>;
+}
+
+export interface ApiTokenRecord {
+  id: string;
+  userId: string;
+  name: string;
+  tokenHash: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+export interface ApiTokenStore {
+  create(token: ApiTokenRecord): Promise<void>;
+  listForUser(userId: string): Promise<ApiTokenRecord[]>;
+  /** Deletes the user's token; false when there is no such token of that user. */
+  delete(userId: string, id: string): Promise<boolean>;
+  findByHash(tokenHash: string): Promise<{ token: ApiTokenRecord; user: UserRecord } | null>;
+  touch(id: string, at: Date): Promise<void>;
+}
+
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  verify(password: string, stored: string): Promise<boolean>;
+}
+
+export const scryptHasher = (params?: ScryptParams): PasswordHasher => ({
+  hash: (p) => hashPassword(p, params),
+  verify: verifyPassword,
+});
+
+export interface Session {
+  token: string;
+  expiresAt: Date;
+  user: UserView;
+}
+
+export interface TokenView {
+  id: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+const API_TOKEN_PREFIX = 'pv_';
+/** last_used_at is written at most this often per token, so a busy upload bot costs no extra writes. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+export class AuthService {
+  readonly #users: UserStore;
+  readonly #tokens: ApiTokenStore;
+  readonly #jwt: JwtIssuer;
+  readonly #clock: Clock;
+  readonly #admins: ReadonlySet<string>;
+  readonly #passwords: PasswordHasher;
+  /** A real hash of a random password: unknown users are checked against it, so both failures take the same time. */
+  #decoyHash: Promise<string>;
+
+  constructor(deps: {
+    users: UserStore;
+    tokens: ApiTokenStore;
+    jwt: JwtIssuer;
+    clock: Clock;
+    adminUsernames: ReadonlySet<string>;
+    /** Defaults to scrypt with DEFAULT_SCRYPT; tests pass cheaper parameters or a spy. */
+    passwords?: PasswordHasher;
+    scrypt?: ScryptParams;
+  }) {
+    this.#users = deps.users;
+    this.#tokens = deps.tokens;
+    this.#jwt = deps.jwt;
+    this.#clock = deps.clock;
+    this.#admins = deps.adminUsernames;
+    this.#passwords = deps.passwords ?? scryptHasher(deps.scrypt);
+    this.#decoyHash = this.#passwords.hash(randomBytes(16).toString('hex'));
+  }
+
+  async register(input: { email: string; username: string; password: string }): Promise<Session> {
+    const email = input.email.trim();
+    const username = input.username.trim();
+    // Friendly messages for the common case; the unique indexes still decide under races.
+    if (await this.#users.exists({ username })) throw errors.conflict(`username "${username}" is already taken`);
+    if (await this.#users.exists({ email })) throw errors.conflict('email is already registered');
+    const user: UserRecord = { id: randomUUID(), username, email, role: 'user', createdAt: this.#clock.now() };
+    const created = await this.#users.create({ ...user, passwordHash: await this.#passwords.hash(input.password) });
+    if (created === 'username') throw errors.conflict(`username "${username}" is already taken`);
+    if (created === 'email') throw errors.conflict('email is already registered');
+    return this.#session(created);
+  }
+
+  async login(input: { email?: string; username?: string; password: string }): Promise<Session> {
+    const by = input.email !== undefined ? { email: input.email.trim() } : { username: (input.username ?? '').trim() };
+    const found = await this.#users.findForLogin(by);
+    const ok = await this.#passwords.verify(input.password, found?.passwordHash ?? (await this.#decoyHash));
+    if (!found || !ok) throw errors.unauthorized('invalid credentials: check the email/username and password');
+    return this.#session(found);
+  }
+
+  /** Resolves a Bearer or cookie credential. Null when it is not valid (bad, expired, revoked, user gone). */
+  async authenticate(credential: string, viaCookie: boolean): Promise<Principal | null> {
+    if (credential.startsWith(API_TOKEN_PREFIX)) {
+      const hash = sha256(credential);
+      const found = await this.#tokens.findByHash(hash);
+      if (!found || !timingSafeEqual(Buffer.from(found.token.tokenHash), Buffer.from(hash))) return null;
+      const now = this.#clock.now();
+      if (!found.token.lastUsedAt || now.getTime() - found.token.lastUsedAt.getTime() > TOUCH_INTERVAL_MS) {
+        await this.#tokens.touch(found.token.id, now);
+      }
+      return this.#principal(found.user, 'api_token', viaCookie);
+    }
+    const userId = this.#jwt.verify(credential);
+    if (!userId) return null;
+    const user = await this.#users.findById(userId);
+    return user ? this.#principal(user, 'jwt', viaCookie) : null;
+  }
+
+  async me(principal: Principal): Promise<UserView> {
+    const user = await this.#users.findById(principal.userId);
+    if (!user) throw errors.unauthorized('token is no longer valid: the user does not exist');
+    return toUserView(user, principal, this.#admins);
+  }
+
+  async generateToken(principal: Principal, name: string): Promise<TokenView & { token: string }> {
+    const secret = API_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    const record: ApiTokenRecord = {
+      id: randomUUID(),
+      userId: principal.userId,
+      name: name.trim(),
+      tokenHash: sha256(secret),
+      createdAt: this.#clock.now(),
+      lastUsedAt: null,
+    };
+    await this.#tokens.create(record);
+    return { token: secret, ...tokenView(record) };
+  }
+
+  async listTokens(principal: Principal): Promise<TokenView[]> {
+    return (await this.#tokens.listForUser(principal.userId)).map(tokenView);
+  }
+
+  async revokeToken(principal: Principal, id: string): Promise<void> {
+    if (!(await this.#tokens.delete(principal.userId, id))) throw errors.notFound(`no API token ${id} of yours`);
+  }
+
+  #session(user: UserRecord): Session {
+    const { token, expiresAt } = this.#jwt.sign(user.id);
+    const principal = this.#principal(user, 'jwt', false);
+    return { token, expiresAt, user: toUserView(user, principal, this.#admins) };
+  }
+
+  #principal(user: UserRecord, method: Principal['method'], viaCookie: boolean): Principal {
+    return { userId: user.id, username: user.username, isAdmin: isAdminUser(user, this.#admins), method, viaCookie };
+  }
+}
+
+function tokenView(t: ApiTokenRecord): TokenView {
+  return {
+    id: t.id,
+    name: t.name,
+    created_at: t.createdAt.toISOString(),
+    last_used_at: t.lastUsedAt ? t.lastUsedAt.toISOString() : null,
+  };
+}

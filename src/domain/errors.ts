@@ -1,0 +1,84 @@
+/**
+ * The error model of API.md: every non-2xx response (except 304) is `{error, message}`.
+ * The domain throws these; one gateway middleware turns them into responses.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unsupported_format'
+  | 'invalid_image'
+  | 'human_detected'
+  | 'fetch_failed'
+  | 'too_many_tags'
+  | 'invalid_tag'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'busy'
+  | 'internal';
+
+export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  invalid_request: 400,
+  unsupported_format: 400,
+  invalid_image: 400,
+  human_detected: 400,
+  fetch_failed: 400,
+  too_many_tags: 400,
+  invalid_tag: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  busy: 503,
+  internal: 500,
+});
+
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  /** Extra response headers, e.g. Retry-After. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = STATUS_OF[code];
+    this.headers = headers;
+  }
+}
+
+/** Small factories, one per code, so call sites read like the contract. */
+export const errors = {
+  invalid: (message: string) => new AppError('invalid_request', message),
+  unsupportedFormat: (message: string) => new AppError('unsupported_format', message),
+  invalidImage: (message: string) => new AppError('invalid_image', message),
+  humanDetected: (message: string) => new AppError('human_detected', message),
+  fetchFailed: (message: string) => new AppError('fetch_failed', message),
+  tooManyTags: (message: string) => new AppError('too_many_tags', message),
+  invalidTag: (message: string) => new AppError('invalid_tag', message),
+  unauthorized: (message = 'authentication required: send a valid Bearer token or the auth-token cookie') =>
+    new AppError('unauthorized', message),
+  forbidden: (message: string) => new AppError('forbidden', message),
+  notFound: (message: string) => new AppError('not_found', message),
+  conflict: (message: string) => new AppError('conflict', message),
+  payloadTooLarge: (message: string) => new AppError('payload_too_large', message),
+  rateLimited: (message: string, retryAfterSeconds: number) =>
+    new AppError('rate_limited', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
+  busy: (message: string, retryAfterSeconds = 1) =>
+    new AppError('busy', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
+} as const;
+
+/**
+ * What a worker task returns for an expected rejection. Structured clone drops error classes,
+ * so workers return this shape and the pool turns it into an AppError.
+ */
+export interface Rejection {
+  ok: false;
+  code: ErrorCode;
+  message: string;
+}

@@ -1,0 +1,69 @@
+/** Tags of an upload (read by anyone, changed by its owner or an admin) and tag suggestions. */
+import { errors } from './errors.ts';
+import { isUuid } from './ids.ts';
+import type { Clock } from './clock.ts';
+import type { Principal } from './users.ts';
+import { MAX_TAGS_PER_UPLOAD, normalizeTag, normalizeTags, slugOf, type TagView } from './tags.ts';
+
+export interface TagSuggestion extends TagView {
+  uploads: number;
+}
+
+export interface TagStore {
+  ownerOf(uploadId: string): Promise<string | null>;
+  tagsOf(uploadId: string): Promise<TagView[]>;
+  /** Adds the tags in one transaction unless the upload would then carry more than `max`; returns the new total or the would-be count. */
+  add(uploadId: string, names: string[], max: number, at: Date): Promise<{ ok: true; tags: TagView[] } | { ok: false; wouldHave: number } | null>;
+  remove(uploadId: string, slug: string): Promise<boolean>;
+  suggest(prefix: string, limit: number): Promise<TagSuggestion[]>;
+}
+
+export class TagService {
+  readonly #tags: TagStore;
+  readonly #clock: Clock;
+  readonly #onChanged: () => Promise<void>;
+
+  constructor(deps: { tags: TagStore; clock: Clock; onChanged?: () => Promise<void> }) {
+    this.#tags = deps.tags;
+    this.#clock = deps.clock;
+    this.#onChanged = deps.onChanged ?? (async () => {});
+  }
+
+  async list(uploadId: string): Promise<TagView[]> {
+    await this.#ownerOf(uploadId);
+    return this.#tags.tagsOf(uploadId);
+  }
+
+  async add(principal: Principal, uploadId: string, raw: string[]): Promise<TagView[]> {
+    await this.#mayEdit(principal, uploadId);
+    const names = normalizeTags(raw);
+    const r = await this.#tags.add(uploadId, names, MAX_TAGS_PER_UPLOAD, this.#clock.now());
+    if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
+    if (!r.ok) throw errors.tooManyTags(`upload would have ${r.wouldHave} tags; the limit is ${MAX_TAGS_PER_UPLOAD}; nothing was added`);
+    await this.#onChanged();
+    return r.tags;
+  }
+
+  async remove(principal: Principal, uploadId: string, slugOrName: string): Promise<TagView[]> {
+    await this.#mayEdit(principal, uploadId);
+    const slug = slugOf(normalizeTag(slugOrName));
+    if (!(await this.#tags.remove(uploadId, slug))) throw errors.notFound(`upload ${uploadId} has no tag "${slug}"`);
+    await this.#onChanged();
+    return this.#tags.tagsOf(uploadId);
+  }
+
+  suggest(q: string, limit: number): Promise<TagSuggestion[]> {
+    return this.#tags.suggest(normalizeTag(q), limit);
+  }
+
+  async #ownerOf(uploadId: string): Promise<string> {
+    const owner = isUuid(uploadId) ? await this.#tags.ownerOf(uploadId) : null;
+    if (!owner) throw errors.notFound(`upload ${uploadId} does not exist`);
+    return owner;
+  }
+
+  async #mayEdit(principal: Principal, uploadId: string): Promise<void> {
+    const owner = await this.#ownerOf(uploadId);
+    if (owner !== principal.userId && !principal.isAdmin) throw errors.forbidden(`only the owner or an admin may change the tags of upload ${uploadId}`);
+  }
+}

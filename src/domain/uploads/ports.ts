@@ -1,0 +1,56 @@
+/**
+ * What the upload service needs from the outside world. Implemented in src/store (database, media
+ * files) and src/workers (the image processor); faked in unit tests.
+ */
+import type { ProcessedImage, ProcessImageTask } from '../../workers/pipeline/types.ts';
+import type { UploadRecord, Viewer } from './upload.types.ts';
+
+/** What an insert writes: a stored upload minus what the database derives (owner name, counters, tags). */
+export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCount' | 'tags'>;
+
+export interface UploadStore {
+  findById(id: string): Promise<UploadRecord | null>;
+  /** The stored-files key of an image upload (null for links), or undefined when there is no such upload. */
+  mediaKeyOf(id: string): Promise<string | null | undefined>;
+  /** The oldest upload with these bytes that the viewer may see. */
+  findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null>;
+  /** The closest visible upload within `maxDistance` (Hamming) of `phash`, oldest first on ties. */
+  findNear(phash: string, maxDistance: number, viewer: Viewer): Promise<{ id: string; distance: number } | null>;
+  /**
+   * Inserts the upload, its tags and its similarity-index entry in one transaction.
+   * When the same user already stored these bytes (a race of two identical uploads), returns that upload's id.
+   * `reuseMediaOf`: the upload whose stored files this one shares; the insert fails with 'gone' if it vanished.
+   */
+  insert(upload: NewUpload, tagNames: string[], opts?: { reuseMediaOf?: string }): Promise<{ ok: true } | { ok: false; duplicateOf: string } | { ok: false; gone: true }>;
+  /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */
+  findAnyBySha256(sha256: string): Promise<UploadRecord | null>;
+  setPrivacy(id: string, isPrivate: boolean): Promise<void>;
+  /**
+   * Deletes the upload with its votes and tag links; says whether its media files are still used by
+   * another upload. When not, the key is journalled as garbage in the same transaction.
+   */
+  delete(id: string): Promise<{ mediaKey: string | null; mediaStillUsed: boolean } | null>;
+  /** The garbage journal entry of a media key whose files are now removed. */
+  mediaRemoved(mediaKey: string): Promise<void>;
+}
+
+export interface MediaStore {
+  /** Creates and returns a fresh staging directory for a media key. */
+  stage(mediaKey: string): Promise<string>;
+  /** Moves staged variants into place (after the database commit). */
+  commit(mediaKey: string): Promise<void>;
+  /** Removes a staging directory and everything in it. */
+  discard(mediaKey: string): Promise<void>;
+  /** Removes stored variants. */
+  remove(mediaKey: string): Promise<void>;
+}
+
+/** The worker pool, as the domain sees it. Rejections arrive as AppErrors (400 codes, or 503 busy). */
+export interface ImageProcessor {
+  process(task: Omit<ProcessImageTask, 'cancel'>, signal?: AbortSignal): Promise<ProcessedImage>;
+}
+
+/** Fetches a client-given image URL safely (SSRF rules, size and time caps); failures are fetch_failed. */
+export interface ImageFetcher {
+  fetch(url: string, signal?: AbortSignal): Promise<{ bytes: Buffer; sha256: string; finalUrl: string }>;
+}

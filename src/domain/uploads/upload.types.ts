@@ -1,0 +1,91 @@
+import type { ErrorCode } from '../errors.ts';
+import type { TagView } from '../tags.ts';
+import type { Embed } from '../embeds.ts';
+
+export type UploadType = 'image' | 'link';
+export type VoteValue = 'fucks' | 'does_not_fuck';
+
+export interface VariantInfo {
+  width: number;
+  height: number;
+  bytes: number;
+}
+
+/** A stored upload as the domain sees it. */
+export interface UploadRecord {
+  id: string;
+  userId: string;
+  username: string;
+  uploadType: UploadType;
+  filename: string | null;
+  originalName: string | null;
+  description: string;
+  externalUrl: string | null;
+  sourceUrl: string | null;
+  upvotes: number;
+  downvoteCount: number;
+  isPrivate: boolean;
+  createdAt: Date;
+  sha256: string | null;
+  phash: string | null;
+  mediaKey: string | null;
+  width: number | null;
+  height: number | null;
+  animated: boolean | null;
+  originalFormat: string | null;
+  thumbhash: string | null;
+  humanScore: number | null;
+  variants: Record<string, VariantInfo> | null;
+  tags: TagView[];
+}
+
+/** Who is asking, for visibility rules (private uploads are visible to their owner and admins). */
+export interface Viewer {
+  userId: string;
+  isAdmin: boolean;
+}
+
+export interface ImageView {
+  width: number;
+  height: number;
+  mime: 'image/webp';
+  animated: boolean;
+  url: string;
+  thumbnail_url: string;
+  thumbhash: string | null;
+  human_score: number | null;
+}
+
+/** API.md's Upload record. */
+export interface UploadView {
+  id: string;
+  user_id: string;
+  username: string;
+  filename: string | null;
+  original_name: string | null;
+  description: string;
+  upload_type: UploadType;
+  external_url: string | null;
+  source_url: string | null;
+  upvotes: number;
+  downvote_count: number;
+  is_private: boolean;
+  tags: TagView[];
+  created_at: string;
+  image: ImageView | null;
+  embed: Embed | null;
+  my_vote?: VoteValue | null;
+}
+
+export interface DuplicateNotice {
+  duplicate: true;
+  existingUploadId: string;
+  message: string;
+  match: 'exact' | 'near';
+  distance: number;
+}
+
+export type CreateResult = { kind: 'created'; upload: UploadView } | { kind: 'duplicate'; notice: DuplicateNotice };
+
+/** Why an upload was refused, for metrics. */
+export type RejectReason = ErrorCode | 'duplicate';

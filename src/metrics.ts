@@ -1,0 +1,108 @@
+/**
+ * Prometheus metrics (prom-client): what an operator needs to size workers and processes.
+ * One registry per process; with several gateway processes each exposes its own (scrape them all,
+ * or use the primary's aggregated endpoint in cluster mode).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface Metrics {
+  registry: Registry;
+  httpRequests: Counter<'method' | 'route' | 'status'>;
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+  poolThreads: Gauge;
+  poolQueueDepth: Gauge;
+  poolUtilization: Gauge;
+  poolQueueWait: Histogram;
+  stageDuration: Histogram<'stage'>;
+  uploadsAccepted: Counter<'type'>;
+  uploadsRejected: Counter<'reason'>;
+  rateLimited: Counter<'limit'>;
+  detectorBackend: Gauge<'backend'>;
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createMetrics(opts: { pool?: () => { threads: number; queueSize: number; utilization: number } } = {}): Metrics {
+  const registry = new Registry();
+  // Process CPU/memory, GC, and event-loop lag (nodejs_eventloop_lag_*), sampled every 10 ms.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
+  const pool = opts.pool;
+  const m: Metrics = {
+    registry,
+    httpRequests: new Counter({
+      name: 'pixvote_http_requests_total',
+      help: 'HTTP requests by route pattern, method and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'pixvote_http_request_duration_seconds',
+      help: 'HTTP request latency by route pattern, method and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    poolThreads: new Gauge({
+      name: 'pixvote_pool_threads',
+      help: 'Media worker threads',
+      registers: [registry],
+      collect() {
+        if (pool) this.set(pool().threads);
+      },
+    }),
+    poolQueueDepth: new Gauge({
+      name: 'pixvote_pool_queue_depth',
+      help: 'Media tasks waiting for a worker thread',
+      registers: [registry],
+      collect() {
+        if (pool) this.set(pool().queueSize);
+      },
+    }),
+    poolUtilization: new Gauge({
+      name: 'pixvote_pool_utilization',
+      help: 'Share of time the worker threads were busy since start (0-1)',
+      registers: [registry],
+      collect() {
+        if (pool) this.set(pool().utilization);
+      },
+    }),
+    poolQueueWait: new Histogram({
+      name: 'pixvote_pool_queue_wait_seconds',
+      help: 'Time a media task waited for a worker thread',
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    stageDuration: new Histogram({
+      name: 'pixvote_pipeline_stage_duration_seconds',
+      help: 'Time per image pipeline stage (hash = receiving the upload while hashing it)',
+      labelNames: ['stage'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    uploadsAccepted: new Counter({
+      name: 'pixvote_uploads_accepted_total',
+      help: 'Uploads stored, by type',
+      labelNames: ['type'],
+      registers: [registry],
+    }),
+    uploadsRejected: new Counter({
+      name: 'pixvote_uploads_rejected_total',
+      help: 'Uploads refused, by reason (an error code, or duplicate)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'pixvote_rate_limit_rejections_total',
+      help: 'Requests refused with 429, by limit',
+      labelNames: ['limit'],
+      registers: [registry],
+    }),
+    detectorBackend: new Gauge({
+      name: 'pixvote_detector_backend_info',
+      help: 'The TensorFlow.js backend the person detector runs on (1 for the backend in use)',
+      labelNames: ['backend'],
+      registers: [registry],
+    }),
+  };
+  return m;
+}

@@ -1,0 +1,138 @@
+/**
+ * Opens the database the configuration names (SQLite in DATA_DIR by default, PostgreSQL for
+ * `DATABASE_URL=postgres://…`), applies the migrations and exposes what the repositories need.
+ * This folder is the only place that imports MikroORM.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { MikroORM } from '@mikro-orm/core';
+import type { SqlEntityManager } from '@mikro-orm/sql';
+import { Migrator } from '@mikro-orm/migrations';
+import type { Kysely } from 'kysely';
+import { ALL_ENTITIES } from './entities/index.ts';
+import { MIGRATIONS } from './migrations/index.ts';
+import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
+import { hammingHex } from './similarity/hamming.ts';
+
+export interface DatabaseOptions {
+  /** `postgres://…`, or null for SQLite at `sqlitePath`. */
+  databaseUrl: string | null;
+  sqlitePath: string;
+  /** PostgreSQL pool size per process. */
+  poolSize?: number;
+  debug?: boolean;
+}
+
+export interface Database {
+  readonly dialect: Dialect;
+  readonly orm: MikroORM;
+  /** A fresh EntityManager: one per unit of work, never shared between requests. */
+  em(): SqlEntityManager;
+  /** Query builder bound to `em` (and to its transaction, when inside one). */
+  db(em?: SqlEntityManager): Kysely<any>;
+  /** Runs `fn` in one transaction; retried on serialization failures/deadlocks on PostgreSQL. */
+  transaction<T>(fn: (em: SqlEntityManager, db: Kysely<any>) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  const common = {
+    entities: ALL_ENTITIES,
+    extensions: [Migrator],
+    debug: opts.debug ?? false,
+    allowGlobalContext: false,
+    discovery: { warnWhenNoEntities: false },
+    migrations: {
+      migrationsList: MIGRATIONS,
+      snapshot: false,
+      snapshotOnMigrate: false,
+      silent: true,
+      transactional: true,
+      allOrNothing: true,
+      tableName: 'schema_migrations',
+    },
+  };
+  let orm: MikroORM;
+  let dialect: Dialect;
+  if (opts.databaseUrl) {
+    const { MikroORM: PgORM } = await import('@mikro-orm/postgresql');
+    orm = await PgORM.init({
+      ...common,
+      clientUrl: opts.databaseUrl,
+      pool: { min: 0, max: opts.poolSize ?? 10 },
+      // Keep the pool from hanging forever when PostgreSQL goes away: fail fast, let the caller answer 503.
+      driverOptions: { connectionTimeoutMillis: 3000, query_timeout: 10_000, idleTimeoutMillis: 30000, keepAlive: true },
+    });
+    dialect = postgresDialect;
+  } else {
+    mkdirSync(join(opts.sqlitePath, '..'), { recursive: true });
+    const { MikroORM: SqliteORM } = await import('@mikro-orm/sqlite');
+    orm = await SqliteORM.init({ ...common, dbName: opts.sqlitePath, driverOptions: { timeout: 10_000 } });
+    await setUpSqlite(orm);
+    dialect = sqliteDialect;
+  }
+  await migrate(orm, opts.databaseUrl);
+
+  const rootEm = orm.em as SqlEntityManager;
+  const database: Database = {
+    dialect,
+    orm,
+    em: () => rootEm.fork(),
+    db: (em) => (em ?? rootEm.fork()).getKysely() as Kysely<any>,
+    transaction: (fn) =>
+      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em as SqlEntityManager, (em as SqlEntityManager).getKysely() as Kysely<any>))),
+    async ping() {
+      await rootEm.fork().getKysely().selectNoFrom((eb) => eb.val(1).as('ok')).execute();
+    },
+    async close() {
+      await orm.close(true);
+    },
+  };
+  return database;
+}
+
+/**
+ * Applies pending migrations. On PostgreSQL several gateways may start at once (hosts behind a load
+ * balancer): a session-level advisory lock, held on its own connection, lets one migrate at a time.
+ */
+async function migrate(orm: MikroORM, databaseUrl: string | null): Promise<void> {
+  if (!databaseUrl) {
+    await orm.migrator.up();
+    return;
+  }
+  const { default: pg } = await import('pg');
+  const lock = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await orm.migrator.up();
+  } finally {
+    await lock.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await lock.end();
+  }
+}
+
+/** Arbitrary, fixed: identifies pixvote's migration lock among other advisory locks. */
+const MIGRATION_LOCK_KEY = 7_202_611;
+
+/** better-sqlite3 holds one connection: set it up once (WAL, sqlite-vec) before migrations need it. */
+async function setUpSqlite(orm: MikroORM): Promise<void> {
+  const native = (await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<NativeSqlite> }).getNativeClient());
+  const { load } = await import('sqlite-vec');
+  load(native as never);
+  native.pragma('journal_mode = WAL');
+  // WAL + NORMAL is durable across process crashes (only a power loss can drop the last commits).
+  native.pragma('synchronous = NORMAL');
+  native.pragma('foreign_keys = ON');
+  native.pragma('busy_timeout = 10000');
+  // Hamming distance of two 16-hex-digit hashes, for multi-index hashing on SQLite (PostgreSQL has bit_count).
+  native.function('hamming64', { deterministic: true }, (a: unknown, b: unknown) =>
+    typeof a === 'string' && typeof b === 'string' ? hammingHex(a, b) : null,
+  );
+}
+
+interface NativeSqlite {
+  pragma(sql: string): unknown;
+  function(name: string, opts: { deterministic: boolean }, fn: (...args: unknown[]) => unknown): unknown;
+}

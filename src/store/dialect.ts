@@ -1,0 +1,90 @@
+/**
+ * The few places where SQLite and PostgreSQL differ for the hand-written queries of the repositories:
+ * how dates and booleans are bound, a handful of SQL functions, and which errors are worth a retry.
+ */
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgres';
+  /** A Date as this database binds it (SQLite stores epoch milliseconds, as MikroORM does). */
+  date(d: Date): Date | number;
+  /** A timestamp column value back as a Date. */
+  readDate(v: unknown): Date;
+  bool(b: boolean): boolean | number;
+  readBool(v: unknown): boolean;
+  /** Literal `false`, spelled so that SQLite's planner can match partial indexes (`is_private = 0`). */
+  readonly falseLit: string;
+  /** SQL for a timestamp column in epoch seconds. */
+  epochSeconds(column: string): string;
+  /** SQL `max(a, b)` for two scalars. */
+  greatest(a: string, b: string): string;
+  /** Runs fn again when the database reports a transient conflict (deadlock, serialization, busy). */
+  retrying<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+const RETRIES = 5;
+
+async function retry<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (attempt >= RETRIES || !transient(e)) throw e;
+      await new Promise((r) => setTimeout(r, 5 * attempt + Math.random() * 10));
+    }
+  }
+}
+
+const codeOf = (e: unknown): string | undefined => {
+  const err = e as { code?: unknown; cause?: { code?: unknown } };
+  const c = err?.code ?? err?.cause?.code;
+  return typeof c === 'string' ? c : undefined;
+};
+
+export const sqliteDialect: Dialect = {
+  name: 'sqlite',
+  date: (d) => d.getTime(),
+  readDate: (v) => (v instanceof Date ? v : new Date(typeof v === 'string' && !/^\d+$/.test(v) ? v : Number(v))),
+  bool: (b) => (b ? 1 : 0),
+  readBool: (v) => v === 1 || v === true || v === '1',
+  falseLit: '0',
+  epochSeconds: (c) => `(${c} / 1000.0)`,
+  greatest: (a, b) => `max(${a}, ${b})`,
+  retrying: (fn) => retry(fn, (e) => codeOf(e) === 'SQLITE_BUSY'),
+};
+
+export const postgresDialect: Dialect = {
+  name: 'postgres',
+  date: (d) => d,
+  readDate: (v) => (v instanceof Date ? v : new Date(String(v))),
+  bool: (b) => b,
+  readBool: (v) => v === true,
+  falseLit: 'false',
+  epochSeconds: (c) => `extract(epoch from ${c})`,
+  greatest: (a, b) => `greatest(${a}, ${b})`,
+  // 40001 serialization_failure, 40P01 deadlock_detected
+  retrying: (fn) => retry(fn, (e) => codeOf(e) === '40001' || codeOf(e) === '40P01'),
+};
+
+/** True when `e` is a unique-constraint violation on either database. */
+export function isUniqueViolation(e: unknown): boolean {
+  const name = (e as { name?: string })?.name;
+  const code = codeOf(e);
+  return name === 'UniqueConstraintViolationException' || code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|terminating connection|the database system is (starting up|shutting down)|Connection refused/i;
+
+/**
+ * True when `e` says the database cannot be reached (refused, dropped, timed out, shutting down) rather
+ * than that a query was wrong: such requests get 503 with Retry-After, not 500.
+ */
+export function isDatabaseUnavailable(e: unknown): boolean {
+  for (let err = e as { code?: unknown; message?: unknown; name?: unknown; cause?: unknown } | undefined, depth = 0; err && depth < 5; depth++) {
+    if (err.name === 'ConnectionException') return true;
+    if (typeof err.code === 'string' && (UNAVAILABLE_CODES.has(err.code) || err.code.startsWith('08'))) return true;
+    if (typeof err.message === 'string' && UNAVAILABLE_MESSAGES.test(err.message)) return true;
+    if (Array.isArray((err as { errors?: unknown[] }).errors)) return (err as { errors: unknown[] }).errors.some(isDatabaseUnavailable);
+    err = err.cause as typeof err;
+  }
+  return false;
+}

@@ -1,0 +1,15 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+export const Tag = defineEntity({
+  name: 'Tag',
+  tableName: 'tags',
+  properties: {
+    id: p.uuid().primary(),
+    name: p.string().length(32).unique(),
+    slug: p.string().length(32).unique(),
+    /** Links to uploads; kept by the tag repository in the same transaction as the links, for suggestions. */
+    uploadCount: p.integer().default(0),
+    createdAt: p.datetime(3),
+  },
+});
+export type ITag = InferEntity<typeof Tag>;

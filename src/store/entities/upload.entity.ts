@@ -1,0 +1,51 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { User } from './user.entity.ts';
+
+/**
+ * An image or link upload. Counters and ranks are only ever moved by single SQL statements
+ * (see vote.repository.ts), never read-modify-written through the ORM.
+ */
+export const Upload = defineEntity({
+  name: 'Upload',
+  tableName: 'uploads',
+  properties: {
+    id: p.uuid().primary(),
+    user: () => p.manyToOne(User).deleteRule('cascade'),
+    uploadType: p.string().length(8),
+    filename: p.string().length(64).nullable(),
+    originalName: p.string().length(255).nullable(),
+    description: p.text().default(''),
+    externalUrl: p.text().nullable(),
+    sourceUrl: p.text().nullable(),
+    upvotes: p.integer().default(0),
+    downvoteCount: p.integer().default(0),
+    /** upvotes − downvotes, for `sort=top`. */
+    score: p.integer().default(0),
+    /** Reddit-style hot rank: log10 of the score plus creation time; indexable because it does not depend on now. */
+    hotRank: p.double().default(0),
+    /** Wilson score lower bound (z = 1.28), for `sort=best`. */
+    bestRank: p.double().default(0),
+    isPrivate: p.boolean().default(false),
+    createdAt: p.datetime(3),
+    /** SHA-256 of the original bytes (hex): exact-duplicate key. */
+    sha256: p.string().length(64).nullable(),
+    /** 64-bit perceptual hash as 16 hex characters: exact on both databases. */
+    phash: p.string().length(16).nullable(),
+    /** The perceptual hash split into four 16-bit chunks, for multi-index hashing. */
+    ph0: p.integer().nullable(),
+    ph1: p.integer().nullable(),
+    ph2: p.integer().nullable(),
+    ph3: p.integer().nullable(),
+    /** Name of the stored variant files; shared by uploads of identical bytes. */
+    mediaKey: p.string().length(36).nullable(),
+    width: p.integer().nullable(),
+    height: p.integer().nullable(),
+    animated: p.boolean().nullable(),
+    originalFormat: p.string().length(8).nullable(),
+    thumbhash: p.string().length(64).nullable(),
+    humanScore: p.double().nullable(),
+    /** Variant dimensions and byte sizes: {thumb: {width, height, bytes}, …}. */
+    variants: p.json<Record<string, { width: number; height: number; bytes: number }>>().nullable(),
+  },
+});
+export type IUpload = InferEntity<typeof Upload>;

@@ -1,0 +1,154 @@
+/**
+ * Image variants on disk under DATA_DIR (a shared volume when several gateways run):
+ *
+ *   media/ab/<key>.<variant>.webp      stored variants, sharded by the key's first two characters
+ *   staging/<instance>/<key>/          written by a worker before the database commit
+ *   tmp/<instance>/<request>/          multipart uploads while they stream in
+ *
+ * Staged files are renamed into place only after the upload row is committed. Each process stages
+ * under its own instance directory, with a heartbeat file; when a process dies, the next sweep (at any
+ * process's start-up, and periodically) moves in the staged files whose row exists and removes the
+ * rest — so every row has its files and every file has its row.
+ */
+import { hostname } from 'node:os';
+import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { MediaStore } from '../domain/uploads/ports.ts';
+import { VARIANT_MAX_SIDE, type VariantName } from '../workers/pipeline/types.ts';
+
+export const VARIANTS = Object.keys(VARIANT_MAX_SIDE) as VariantName[];
+const KEY_RE = /^[0-9a-f-]{36}$/;
+const HEARTBEAT_MS = 10_000;
+/** An instance whose heartbeat is this old is dead, whatever its pid says (another host, or a reused pid). */
+const DEAD_AFTER_MS = 60_000;
+const ALIVE = '.alive';
+
+export class FileMediaStore implements MediaStore {
+  readonly root: string;
+  readonly stagingRoot: string;
+  readonly tmpRoot: string;
+  /** This process: `<host>~<pid>~<start>` (no host name contains a tilde). */
+  readonly instance = `${hostname()}~${process.pid}~${Date.now()}`;
+  #heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(dataDir: string) {
+    this.root = join(dataDir, 'media');
+    this.stagingRoot = join(dataDir, 'staging');
+    this.tmpRoot = join(dataDir, 'tmp');
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.root, { recursive: true });
+    for (const root of [this.stagingRoot, this.tmpRoot]) {
+      await mkdir(join(root, this.instance), { recursive: true });
+      await writeFile(join(root, this.instance, ALIVE), '');
+    }
+    this.#heartbeat = setInterval(() => {
+      const now = new Date();
+      for (const root of [this.stagingRoot, this.tmpRoot]) void utimes(join(root, this.instance, ALIVE), now, now).catch(() => {});
+    }, HEARTBEAT_MS).unref();
+  }
+
+  /** Stops the heartbeat and removes this instance's (empty by now) directories. */
+  async close(): Promise<void> {
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    for (const root of [this.stagingRoot, this.tmpRoot]) await rm(join(root, this.instance), { recursive: true, force: true });
+  }
+
+  /** Path of a stored variant. */
+  variantPath(key: string, variant: VariantName): string {
+    return join(this.root, key.slice(0, 2), `${key}.${variant}.webp`);
+  }
+
+  stagingDir(key: string, instance = this.instance): string {
+    return join(this.stagingRoot, instance, key);
+  }
+
+  async stage(key: string): Promise<string> {
+    const dir = this.stagingDir(key);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  }
+
+  async commit(key: string, instance = this.instance): Promise<void> {
+    const dir = this.stagingDir(key, instance);
+    await mkdir(join(this.root, key.slice(0, 2)), { recursive: true });
+    for (const v of VARIANTS) {
+      try {
+        await rename(join(dir, `${key}.${v}.webp`), this.variantPath(key, v));
+      } catch (e) {
+        // Already moved by an earlier, interrupted commit.
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  async discard(key: string): Promise<void> {
+    await rm(this.stagingDir(key), { recursive: true, force: true });
+  }
+
+  async remove(key: string): Promise<void> {
+    await Promise.all(VARIANTS.map((v) => rm(this.variantPath(key, v), { force: true })));
+  }
+
+  /** A fresh directory for one request's multipart temp file; removed by the caller in a finally. */
+  async tempDir(name: string): Promise<string> {
+    const dir = join(this.tmpRoot, this.instance, name);
+    await mkdir(dir, { recursive: true });
+    return dir;
+  }
+
+  /**
+   * Recovery. Staged media of any instance whose row exists is moved into place (always safe: commits
+   * are idempotent). Everything else left by dead instances — staged media without a row, temp files —
+   * is removed. Live instances' unreferenced work is theirs and is left alone.
+   */
+  async sweep(isReferenced: (key: string) => Promise<boolean>): Promise<{ committed: number; discarded: number }> {
+    let committed = 0;
+    let discarded = 0;
+    for (const instance of await readdir(this.stagingRoot).catch(() => [] as string[])) {
+      if (instance === this.instance) continue;
+      const dead = await this.#isDead(this.stagingRoot, instance);
+      for (const key of await readdir(join(this.stagingRoot, instance)).catch(() => [] as string[])) {
+        if (key === ALIVE) continue;
+        if (KEY_RE.test(key) && (await isReferenced(key))) {
+          await this.commit(key, instance);
+          committed++;
+        } else if (dead) {
+          await rm(join(this.stagingRoot, instance, key), { recursive: true, force: true });
+          discarded++;
+        }
+      }
+      if (dead) await rm(join(this.stagingRoot, instance), { recursive: true, force: true });
+    }
+    for (const instance of await readdir(this.tmpRoot).catch(() => [] as string[])) {
+      if (instance !== this.instance && (await this.#isDead(this.tmpRoot, instance))) {
+        await rm(join(this.tmpRoot, instance), { recursive: true, force: true });
+      }
+    }
+    return { committed, discarded };
+  }
+
+  async #isDead(root: string, instance: string): Promise<boolean> {
+    const beat = (await stat(join(root, instance, ALIVE)).catch(() => null))?.mtimeMs ?? 0;
+    if (Date.now() - beat > DEAD_AFTER_MS) return true;
+    const [host, pid] = instance.split('~');
+    if (host !== hostname() || !pid) return false;
+    try {
+      process.kill(Number(pid), 0);
+      return false;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'ESRCH';
+    }
+  }
+
+  /** Size of a stored variant, or null when missing. */
+  async size(key: string, variant: VariantName): Promise<number | null> {
+    try {
+      return (await stat(this.variantPath(key, variant))).size;
+    } catch {
+      return null;
+    }
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * Uploads: rows, their tags and their similarity-index entries, written in one transaction.
+ * Queries are Kysely (through MikroORM's connection and transactions) so that they say exactly
+ * which index they use.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { NewUpload, UploadStore } from '../../domain/uploads/ports.ts';
+import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
+import type { TagView } from '../../domain/tags.ts';
+import { isUuid } from '../../domain/ids.ts';
+import type { Database } from '../database.ts';
+import { isUniqueViolation, type Dialect } from '../dialect.ts';
+import type { SimilarityIndex } from '../similarity/similarity-index.ts';
+import { chunksOf } from '../similarity/hamming.ts';
+import { linkTags, tagsOf } from './tag-links.ts';
+import { lockUpload, visibleTo } from '../upload-rows.ts';
+import { hotRank } from '../../domain/ranking.ts';
+
+/** Columns of an upload record, with the owner's name. */
+export const UPLOAD_COLUMNS = [
+  'u.id', 'u.user_id', 'us.username', 'u.upload_type', 'u.filename', 'u.original_name', 'u.description',
+  'u.external_url', 'u.source_url', 'u.upvotes', 'u.downvote_count', 'u.is_private', 'u.created_at', 'u.sha256',
+  'u.phash', 'u.media_key', 'u.width', 'u.height', 'u.animated', 'u.original_format', 'u.thumbhash', 'u.human_score',
+  'u.variants',
+] as const;
+
+export function rowToRecord(dialect: Dialect, r: any, tags: TagView[]): UploadRecord {
+  return {
+    id: r.id,
+    userId: r.user_id,
+    username: r.username,
+    uploadType: r.upload_type,
+    filename: r.filename,
+    originalName: r.original_name,
+    description: r.description,
+    externalUrl: r.external_url,
+    sourceUrl: r.source_url,
+    upvotes: Number(r.upvotes),
+    downvoteCount: Number(r.downvote_count),
+    isPrivate: dialect.readBool(r.is_private),
+    createdAt: dialect.readDate(r.created_at),
+    sha256: r.sha256,
+    phash: r.phash,
+    mediaKey: r.media_key,
+    width: r.width === null ? null : Number(r.width),
+    height: r.height === null ? null : Number(r.height),
+    animated: r.animated === null ? null : dialect.readBool(r.animated),
+    originalFormat: r.original_format,
+    thumbhash: r.thumbhash,
+    humanScore: r.human_score === null ? null : Number(r.human_score),
+    variants: r.variants === null ? null : ((typeof r.variants === 'string' ? JSON.parse(r.variants) : r.variants) as Record<string, VariantInfo>),
+    tags,
+  };
+}
+
+export class UploadRepository implements UploadStore {
+  readonly #db: Database;
+  readonly #similarity: SimilarityIndex;
+
+  constructor(db: Database, similarity: SimilarityIndex) {
+    this.#db = db;
+    this.#similarity = similarity;
+  }
+
+  /** Selects upload records (with owner) from `uploads as u`; the caller adds where/order/limit. */
+  select(db: Kysely<any> = this.#db.db()) {
+    return db.selectFrom('uploads as u').innerJoin('users as us', 'us.id', 'u.user_id').select([...UPLOAD_COLUMNS]);
+  }
+
+  /** Turns selected rows into records, fetching all their tags in one query. */
+  async hydrate(rows: any[], db: Kysely<any> = this.#db.db()): Promise<UploadRecord[]> {
+    const tags = await tagsOf(db, rows.map((r) => r.id));
+    return rows.map((r) => rowToRecord(this.#db.dialect, r, tags.get(r.id) ?? []));
+  }
+
+  async #first(row: unknown): Promise<UploadRecord | null> {
+    return row ? (await this.hydrate([row]))[0]! : null;
+  }
+
+  async findById(id: string): Promise<UploadRecord | null> {
+    return isUuid(id) ? this.#first(await this.select().where('u.id', '=', id).executeTakeFirst()) : null;
+  }
+
+  async mediaKeyOf(id: string): Promise<string | null | undefined> {
+    if (!isUuid(id)) return undefined;
+    const row = await this.#db.db().selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
+    return row ? (row.media_key as string | null) : undefined;
+  }
+
+  async findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null> {
+    const q = this.select().where('u.sha256', '=', sha256).where(visibleTo(this.#db.dialect, viewer));
+    return this.#first(await q.orderBy('u.created_at').limit(1).executeTakeFirst());
+  }
+
+  async findAnyBySha256(sha256: string): Promise<UploadRecord | null> {
+    return this.#first(await this.select().where('u.sha256', '=', sha256).where('u.media_key', 'is not', null).orderBy('u.created_at').limit(1).executeTakeFirst());
+  }
+
+  findNear(phash: string, maxDistance: number, viewer: Viewer) {
+    return this.#similarity.findNear(this.#db.db(), phash, maxDistance, viewer);
+  }
+
+  async insert(u: NewUpload, tagNames: string[], opts: { reuseMediaOf?: string } = {}) {
+    const d = this.#db.dialect;
+    const chunks = u.phash ? chunksOf(u.phash) : [null, null, null, null];
+    try {
+      return await this.#db.transaction(async (_em, db) => {
+        // Lock the upload whose files we share, so a concurrent delete cannot remove them under us.
+        if (opts.reuseMediaOf && !(await lockUpload(db, d, opts.reuseMediaOf, ['id']))) return { ok: false as const, gone: true as const };
+        await db
+          .insertInto('uploads')
+          .values({
+            id: u.id,
+            user_id: u.userId,
+            upload_type: u.uploadType,
+            filename: u.filename,
+            original_name: u.originalName,
+            description: u.description,
+            external_url: u.externalUrl,
+            source_url: u.sourceUrl,
+            is_private: d.bool(u.isPrivate),
+            created_at: d.date(u.createdAt),
+            hot_rank: hotRank(0, u.createdAt),
+            sha256: u.sha256,
+            phash: u.phash,
+            ph0: chunks[0],
+            ph1: chunks[1],
+            ph2: chunks[2],
+            ph3: chunks[3],
+            media_key: u.mediaKey,
+            width: u.width,
+            height: u.height,
+            animated: u.animated === null ? null : d.bool(u.animated),
+            original_format: u.originalFormat,
+            thumbhash: u.thumbhash,
+            human_score: u.humanScore,
+            variants: u.variants === null ? null : JSON.stringify(u.variants),
+          })
+          .execute();
+        if (u.phash) await this.#similarity.add(db, u.id, u.phash);
+        await linkTags(db, d, u.id, tagNames, u.createdAt);
+        return { ok: true as const };
+      });
+    } catch (e) {
+      if (u.sha256 && isUniqueViolation(e)) {
+        const first = await this.#db.db().selectFrom('uploads').select('id').where('user_id', '=', u.userId).where('sha256', '=', u.sha256).executeTakeFirst();
+        if (first) return { ok: false as const, duplicateOf: first.id as string };
+      }
+      throw e;
+    }
+  }
+
+  async mediaRemoved(mediaKey: string): Promise<void> {
+    await this.#db.db().deleteFrom('media_garbage').where('media_key', '=', mediaKey).execute();
+  }
+
+  async pendingGarbage(limit = 1000): Promise<string[]> {
+    const rows = await this.#db.db().selectFrom('media_garbage').select('media_key').orderBy('created_at').limit(limit).execute();
+    return rows.map((r) => r.media_key as string);
+  }
+
+  async setPrivacy(id: string, isPrivate: boolean): Promise<void> {
+    await this.#db.db().updateTable('uploads').set({ is_private: this.#db.dialect.bool(isPrivate) }).where('id', '=', id).execute();
+  }
+
+  async delete(id: string) {
+    if (!isUuid(id)) return null;
+    return this.#db.transaction(async (_em, db) => {
+      const row = await lockUpload(db, this.#db.dialect, id, ['media_key']);
+      if (!row) return null;
+      await db
+        .updateTable('tags')
+        .set({ upload_count: sql`upload_count - 1` })
+        .where('id', 'in', db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', id))
+        .execute();
+      await this.#similarity.remove(db, id);
+      // Votes and tag links go with the row (on delete cascade).
+      await db.deleteFrom('uploads').where('id', '=', id).execute();
+      const mediaKey = row.media_key as string | null;
+      const others = mediaKey
+        ? await db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst()
+        : undefined;
+      if (mediaKey && !others) {
+        await db.insertInto('media_garbage').values({ media_key: mediaKey, created_at: this.#db.dialect.date(new Date()) }).onConflict((oc) => oc.doNothing()).execute();
+      }
+      return { mediaKey, mediaStillUsed: Boolean(others) };
+    });
+  }
+}

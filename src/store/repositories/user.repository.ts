@@ -1,0 +1,56 @@
+import type { UserStore } from '../../domain/auth/auth.service.ts';
+import type { UserRecord } from '../../domain/users.ts';
+import type { Database } from '../database.ts';
+import { User, type IUser } from '../entities/index.ts';
+import { isUniqueViolation } from '../dialect.ts';
+
+const key = (s: string) => s.trim().toLowerCase();
+
+function toRecord(u: IUser): UserRecord {
+  return { id: u.id, username: u.username, email: u.email, role: u.role === 'admin' ? 'admin' : 'user', createdAt: u.createdAt };
+}
+
+const where = (by: { email: string } | { username: string }) =>
+  'email' in by ? { emailKey: key(by.email) } : { usernameKey: key(by.username) };
+
+export class UserRepository implements UserStore {
+  readonly #db: Database;
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async create(user: UserRecord & { passwordHash: string }): Promise<UserRecord | 'username' | 'email'> {
+    const em = this.#db.em();
+    em.create(User, {
+      id: user.id,
+      username: user.username,
+      usernameKey: key(user.username),
+      email: user.email,
+      emailKey: key(user.email),
+      passwordHash: user.passwordHash,
+      role: user.role,
+      createdAt: user.createdAt,
+    });
+    try {
+      await em.flush();
+    } catch (e) {
+      if (isUniqueViolation(e)) return /username/.test(String((e as Error).message)) ? 'username' : 'email';
+      throw e;
+    }
+    return { id: user.id, username: user.username, email: user.email, role: user.role, createdAt: user.createdAt };
+  }
+
+  async findById(id: string): Promise<UserRecord | null> {
+    const u = await this.#db.em().findOne(User, { id });
+    return u ? toRecord(u) : null;
+  }
+
+  async findForLogin(by: { email: string } | { username: string }) {
+    const u = await this.#db.em().findOne(User, where(by), { populate: ['passwordHash'] });
+    return u ? { ...toRecord(u), passwordHash: u.passwordHash as string } : null;
+  }
+
+  async exists(by: { email: string } | { username: string }): Promise<boolean> {
+    return (await this.#db.em().count(User, where(by))) > 0;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Near-duplicate lookup by Hamming distance of 64-bit perceptual hashes, behind one interface: multi-index
+ * hashing over four indexed 16-bit chunks (both databases, the default), or sqlite-vec `bit[64]` KNN on
+ * SQLite (NEAR_DUPLICATE_INDEX=sqlite-vec).
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Viewer } from '../../domain/uploads/upload.types.ts';
+import type { Dialect } from '../dialect.ts';
+import { chunkCandidates } from './hamming.ts';
+import { visibleTo } from '../upload-rows.ts';
+
+export interface NearMatch {
+  id: string;
+  distance: number;
+}
+
+export type LookupMethod = 'multi-index-hashing' | 'sqlite-vec';
+
+export interface SimilarityIndex {
+  readonly kind: LookupMethod;
+  /** Called inside the upload's insert transaction. */
+  add(db: Kysely<any>, uploadId: string, phash: string): Promise<void>;
+  /** Called inside the upload's delete transaction. */
+  remove(db: Kysely<any>, uploadId: string): Promise<void>;
+  /** Closest upload visible to `viewer` within `maxDistance`; oldest first on ties. */
+  findNear(db: Kysely<any>, phash: string, maxDistance: number, viewer: Viewer | null): Promise<NearMatch | null>;
+}
+
+/** How many nearest neighbours sqlite-vec returns before the visibility filter; widened when all are hidden. */
+const KNN_K = 32;
+
+export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
+  return {
+    kind: 'sqlite-vec',
+    async add(db, uploadId, phash) {
+      await sql`insert into upload_phash_vec (upload_id, hash) values (${uploadId}, vec_bit(${Buffer.from(phash, 'hex')}))`.execute(db);
+    },
+    async remove(db, uploadId) {
+      await sql`delete from upload_phash_vec where upload_id = ${uploadId}`.execute(db);
+    },
+    async findNear(db, phash, maxDistance, viewer) {
+      const query = Buffer.from(phash, 'hex');
+      for (let k = KNN_K; ; k *= 4) {
+        const { rows } = await sql<{ id: string; distance: number; vis: number }>`
+          with knn as (select upload_id, distance from upload_phash_vec where hash match vec_bit(${query}) and k = ${k})
+          select knn.upload_id as id, knn.distance as distance, (case when ${visibleTo(dialect, viewer)} then 1 else 0 end) as vis
+          from knn join uploads u on u.id = knn.upload_id
+          order by knn.distance, u.created_at`.execute(db);
+        const hit = rows.find((r) => r.distance <= maxDistance && r.vis === 1);
+        if (hit) return { id: hit.id, distance: Math.round(hit.distance) };
+        // Widen only when every one of the k nearest was in range but hidden from this viewer.
+        const last = rows.at(-1);
+        if (rows.length < k || !last || last.distance > maxDistance) return null;
+      }
+    },
+  };
+}
+
+/**
+ * Multi-index hashing: the four chunk lookups as a UNION ALL, each an index-only scan of its covering
+ * index (migration m003) with the distance and visibility filters inside; no candidate row is read from
+ * the table. 1.4 ms p50 at 1M hashes on both databases (npm run bench:lookup).
+ */
+export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
+  return {
+    kind: 'multi-index-hashing',
+    async add() {
+      // The chunks are columns of the upload row itself.
+    },
+    async remove() {},
+    async findNear(db, phash, maxDistance, viewer) {
+      const candidates = chunkCandidates(phash, maxDistance);
+      const distance =
+        dialect.name === 'postgres'
+          ? sql`bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64))`
+          : sql`hamming64(u.phash, ${sql.lit(phash)})`;
+      const parts = CHUNKS.map(
+        (c, i) =>
+          sql`select u.id as id, u.created_at as created_at, ${distance} as distance from uploads u
+              where u.${sql.ref(c)} in (${sql.join(candidates[i]!.map((v) => sql.lit(v)))}) and ${visibleTo(dialect, viewer)}`,
+      );
+      const { rows } = await sql<{ id: string; distance: number }>`
+        select id, distance from (${sql.join(parts, sql` union all `)}) m
+        where distance <= ${maxDistance}
+        order by distance, created_at limit 1`.execute(db);
+      return rows[0] ? { id: rows[0].id, distance: Number(rows[0].distance) } : null;
+    },
+  };
+}
+
+const CHUNKS = ['ph0', 'ph1', 'ph2', 'ph3'] as const;
+
+/**
+ * The index of a database: on SQLite the sqlite-vec table is always kept (so either lookup can be chosen
+ * at any time) and `method` answers; PostgreSQL has multi-index hashing only.
+ */
+export function similarityIndexFor(dialect: Dialect, method: LookupMethod): SimilarityIndex {
+  const mih = multiIndexHashing(dialect);
+  if (dialect.name === 'postgres') return mih;
+  const vec = sqliteVecIndex(dialect);
+  return { ...vec, kind: method, findNear: method === 'sqlite-vec' ? vec.findNear : mih.findNear };
+}

@@ -1,0 +1,118 @@
+/**
+ * The CenterNet graph model of models/manifest.json, loaded for a chosen square input size and run
+ * for its two raw outputs: the person channel of the class heatmap and the box-edge distances.
+ */
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { GraphModel } from '@tensorflow/tfjs-converter';
+import type { io, Tensor4D } from '@tensorflow/tfjs-core';
+import type { Tf } from './tfjs-backend.loader.ts';
+
+const CENTERNET_FILE = 'centernet.json';
+/** The size the graph was exported for; its upsampling constants are sized for it. */
+const CENTERNET_TRAINED_SIZE = 512;
+/** Output grid cell in input pixels. */
+export const CENTERNET_STRIDE = 4;
+/** COCO class 'person'. */
+const PERSON_CLASS = 0;
+
+const INPUT = 'tower_0/images';
+const HEATMAP = 'tower_0/keypoints';
+const EDGES = 'tower_0/wh';
+// UpSampling2D exported as ResizeBilinear with a constant output size (32, 64, 128 at 512 px).
+const UPSAMPLE_SIZE = /\/up_sampling2d(_\d+)?\/mul$/;
+
+/** Raw outputs for one image, on a `gridSize`×`gridSize` grid (input size / 4), row-major. */
+export interface CenterNetOutput {
+  gridSize: number;
+  /** Person probability per cell. */
+  heatmap: Float32Array;
+  /** Per cell: distances from (4x, 4y) to the box's left, top, right, bottom edges, input pixels. */
+  edges: Float32Array;
+}
+
+export interface CenterNet {
+  readonly inputSize: number;
+  /** `input`: [1, inputSize, inputSize, 3] RGB floats in 0–255. Does not dispose `input`. */
+  run(input: Tensor4D): Promise<CenterNetOutput>;
+  dispose(): void;
+}
+
+/** Loads the model from `modelDir` (or its `centernet/` subdirectory) for `inputSize`×`inputSize` inputs. */
+export async function loadCenterNet(tf: Tf, modelDir: string, inputSize: number): Promise<CenterNet> {
+  if (!Number.isInteger(inputSize) || inputSize % 32 !== 0 || inputSize < 128 || inputSize > 1024) {
+    throw new Error(`Expected a multiple of 32 between 128 and 1024 for inputSize but received ${inputSize}`);
+  }
+  const dir = await findModelDir(modelDir);
+  const json = JSON.parse(await readFile(path.join(dir, CENTERNET_FILE), 'utf8')) as io.ModelJSON;
+  const artifacts = await tf.io.getModelArtifactsForJSON(json, async (manifest) => {
+    const buffers = await Promise.all(manifest.flatMap((group) => group.paths.map((p) => readFile(path.join(dir, p)))));
+    const weights = Buffer.concat(buffers);
+    return [manifest.flatMap((group) => group.weights), weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength)];
+  });
+  resizeGraph(artifacts, inputSize);
+  const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
+
+  return {
+    inputSize,
+    async run(input) {
+      const [heat, edges] = tf.tidy(() => {
+        const [keypoints, wh] = model.execute(input, [HEATMAP, EDGES]) as Tensor4D[];
+        return [tf.slice(keypoints!, [0, 0, 0, PERSON_CLASS], [1, -1, -1, 1]), wh!];
+      });
+      try {
+        const [heatmap, distances] = await Promise.all([heat.data<'float32'>(), edges.data<'float32'>()]);
+        return { gridSize: heat.shape[1], heatmap, edges: distances };
+      } finally {
+        tf.dispose([heat, edges]);
+      }
+    },
+    dispose: () => model.dispose(),
+  };
+}
+
+/** `dir` itself, or its `centernet/` subdirectory when given the models root (MODELS_DIR). */
+async function findModelDir(dir: string): Promise<string> {
+  const candidates = [dir, path.join(dir, 'centernet')];
+  for (const candidate of candidates) {
+    try {
+      await access(path.join(candidate, CENTERNET_FILE));
+      return candidate;
+    } catch {
+      // try the next one
+    }
+  }
+  throw new Error(`no ${CENTERNET_FILE} in ${candidates.join(' or ')}: run \`node scripts/fetch-models.ts\` or call ensureModels() first`);
+}
+
+/**
+ * The graph is fully convolutional except for two things fixed at export: the input placeholder's
+ * shape and the output sizes of three upsampling steps. Both are rewritten for `size`.
+ */
+function resizeGraph(artifacts: io.ModelArtifacts, size: number): void {
+  const topology = artifacts.modelTopology as { node: Array<{ name: string; op: string; attr?: { shape?: { shape: { dim: unknown } } } }> };
+  const dims = [1, size, size, 3].map((n) => ({ size: String(n) }));
+  const placeholder = topology.node.find((node) => node.op === 'Placeholder' && node.name === INPUT);
+  if (!placeholder?.attr?.shape) throw new Error(`${CENTERNET_FILE} has no placeholder ${INPUT}`);
+  placeholder.attr.shape.shape.dim = dims;
+  const signatureInput = (artifacts.signature as { inputs?: Record<string, { tensorShape: { dim: unknown } }> } | undefined)?.inputs?.[INPUT];
+  if (signatureInput) signatureInput.tensorShape.dim = dims;
+
+  const specs = artifacts.weightSpecs ?? [];
+  const data = new DataView(artifacts.weightData as ArrayBuffer);
+  const bytesPer: Record<string, number> = { float16: 2, float32: 4, int32: 4, uint8: 1, uint16: 2, bool: 1 };
+  let offset = 0;
+  let patched = 0;
+  for (const spec of specs) {
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    if (UPSAMPLE_SIZE.test(spec.name)) {
+      if (spec.dtype !== 'int32' || count !== 2) throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
+      for (const at of [offset, offset + 4]) {
+        data.setInt32(at, (data.getInt32(at, true) * size) / CENTERNET_TRAINED_SIZE, true);
+      }
+      patched++;
+    }
+    offset += count * bytesPer[spec.quantization?.dtype ?? spec.dtype]!;
+  }
+  if (patched !== 3) throw new Error(`${CENTERNET_FILE}: expected 3 upsampling size constants, found ${patched}`);
+}

@@ -1,0 +1,65 @@
+/**
+ * Piscina worker entry (thread side). The pool runs
+ * `pool.run(task, { name: 'processImage', transferList: [task.bytes] })` with `workerData: { modelDir }`.
+ */
+import { workerData } from 'node:worker_threads';
+import { setupSharp } from './sharp-setup.ts';
+import { processImage as runPipeline } from './pipeline/process-image.ts';
+import type { PersonDetector, ProcessImageResult, ProcessImageTask } from './pipeline/types.ts';
+
+export interface MediaWorkerData {
+  /** Directory of the person-detector model; read only when a task needs detection. */
+  modelDir?: string;
+  /** Load the detector when the thread starts (HUMAN_POLICY ≠ off), so no upload waits for it. */
+  preloadDetector?: boolean;
+}
+
+const ready = setupSharp();
+let detector: Promise<PersonDetector> | undefined;
+let backend: string | null = null;
+
+/** Loads the detector on first need, once per thread; a failed load is retried by the next task. */
+function loadDetector(): Promise<PersonDetector> {
+  detector ??= (async () => {
+    const { modelDir } = (workerData ?? {}) as MediaWorkerData;
+    // Imported by URL so that this file loads, and 'off' tasks run, without the detector module.
+    const url = new URL(`./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url).href;
+    let create: unknown;
+    try {
+      ({ createPersonDetector: create } = await import(url));
+    } catch (err) {
+      throw new Error(`person detection is needed but ${url} could not be loaded: ${(err as Error).message}`, { cause: err });
+    }
+    if (typeof create !== 'function') throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
+    try {
+      const loaded = (await create({ modelDir })) as PersonDetector;
+      backend = loaded.backend;
+      return loaded;
+    } catch (err) {
+      throw new Error(`person detector could not be created (modelDir ${modelDir ?? 'default'}): ${(err as Error).message}`, { cause: err });
+    }
+  })();
+  detector.catch(() => {
+    detector = undefined;
+  });
+  return detector;
+}
+
+/** The processImage task (pipeline/process-image.ts), plus when the thread started it, for queue-wait metrics. */
+export async function processImage(task: ProcessImageTask): Promise<ProcessImageResult & { startedAt: number }> {
+  const startedAt = performance.timeOrigin + performance.now();
+  await ready;
+  const result = await runPipeline(task, { detector: task.humanPolicy === 'off' ? null : await loadDetector() });
+  return { ...result, startedAt };
+}
+
+if ((workerData as MediaWorkerData | undefined)?.preloadDetector) loadDetector().catch(() => {});
+
+/** Readiness probe: answers once sharp (and a preloaded detector) is ready; names the detector backend. */
+export async function ping(): Promise<{ detectorBackend: string | null }> {
+  await ready;
+  if ((workerData as MediaWorkerData | undefined)?.preloadDetector) await loadDetector();
+  return { detectorBackend: backend };
+}
+
+export default processImage;

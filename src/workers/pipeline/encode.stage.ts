@@ -1,0 +1,91 @@
+/**
+ * Encode stage: the three WebP variants, written to the task's staging directory.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import sharp from 'sharp';
+import type { WebpOptions } from 'sharp';
+import type { DecodedImage } from './decode.stage.ts';
+import { VARIANT_MAX_SIDE } from './types.ts';
+import type { EncodedVariant, VariantName } from './types.ts';
+
+/**
+ * Effort measured on a 12 MP photo-like JPEG (`npm run bench:pipeline -- --webp-efforts`) and on real
+ * photos: effort 2 writes the three variants in half the time of sharp's default 4 for 4–6% more bytes;
+ * 0–1 are faster again but 13–19% bigger; 3–6 cost 2–3.5× the time to save at most 8%.
+ */
+export const WEBP_OPTIONS: Readonly<WebpOptions> = Object.freeze({ quality: 80, effort: 2 });
+
+/** Largest first: each variant is resampled from the pixels of the one before it. */
+const ORDER: readonly VariantName[] = ['full', 'medium', 'thumb'];
+
+export interface EncodeContext {
+  stagingDir: string;
+  baseName: string;
+  /** Overrides WEBP_OPTIONS (benchmarks). */
+  webp?: Readonly<WebpOptions>;
+}
+
+/** Where a variant of this task is staged. */
+export const variantPath = (ctx: EncodeContext, name: VariantName): string =>
+  path.join(ctx.stagingDir, `${ctx.baseName}.${name}.webp`);
+
+/** Fits width×height inside a max×max box, never enlarging, rounding to the nearest pixel. */
+export function fitInside(width: number, height: number, max: number): { width: number; height: number } {
+  const scale = max / Math.max(width, height);
+  if (scale >= 1) return { width, height };
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+}
+
+interface Pixels {
+  data: Uint8Array;
+  width: number;
+  pageHeight: number;
+}
+
+/**
+ * Encodes thumb (≤ 320), medium (≤ 1024) and full (≤ 2048) WebP variants from the decoded working buffer:
+ * full is the working buffer itself, medium is resampled from it and thumb from medium. The input is raw
+ * pixels, so no EXIF, GPS, XMP or ICC can reach the output; the pixels are already auto-oriented and in
+ * sRGB, which is what a WebP without a profile means. An animation stays animated at every size, with its
+ * frame delays and loop count. Variants of equal size are encoded once.
+ */
+export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): Promise<EncodedVariant[]> {
+  const { channels } = image.raw;
+  const frames = image.animated ? image.frames : 1;
+  const animation = image.animated ? { delay: image.delay, loop: image.loop ?? 0 } : {};
+  const source = (p: Pixels) =>
+    image.animated
+      ? sharp(p.data, { raw: { width: p.width, height: p.pageHeight * frames, channels, pageHeight: p.pageHeight }, pages: -1 })
+      : sharp(p.data, { raw: { width: p.width, height: p.pageHeight, channels } });
+  const resample = async (p: Pixels, size: { width: number; height: number }): Promise<Pixels> => {
+    if (p.width === size.width && p.pageHeight === size.height) return p;
+    const { data, info } = await source(p).resize(size.width, size.height, { fit: 'fill' }).raw().toBuffer({ resolveWithObject: true });
+    return { data, width: info.width, pageHeight: info.pageHeight ?? info.height };
+  };
+
+  const full: Pixels = { data: image.raw.data, width: image.raw.width, pageHeight: image.pageHeight };
+  const sizes = ORDER.map((name) => fitInside(full.width, full.pageHeight, VARIANT_MAX_SIDE[name]));
+  const pixels: Array<Promise<Pixels>> = [];
+  sizes.forEach((size, i) => pixels.push(i === 0 ? Promise.resolve(full) : pixels[i - 1]!.then((p) => resample(p, size))));
+
+  const encoded = new Map<string, Promise<Buffer>>();
+  const jobs = ORDER.map(async (name, i): Promise<EncodedVariant> => {
+    const { width, height } = sizes[i]!;
+    const key = `${width}x${height}`;
+    let webp = encoded.get(key);
+    if (!webp) {
+      webp = pixels[i]!.then((p) => source(p).webp({ ...(ctx.webp ?? WEBP_OPTIONS), ...animation }).toBuffer());
+      encoded.set(key, webp);
+    }
+    const data = await webp;
+    const file = variantPath(ctx, name);
+    await writeFile(file, data);
+    return { name, width, height, bytes: data.length, path: file };
+  });
+  // Wait for every job, failed or not, so no write lands after the caller has cleaned the staging dir.
+  const settled = await Promise.allSettled(jobs);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<EncodedVariant>).value).reverse();
+}

@@ -1,0 +1,130 @@
+/**
+ * The worker's processImage task: sniff → decode → phash → detect → encode → thumbhash.
+ * Expected rejections are returned as `{ok: false, code, message}`; only bugs throw.
+ */
+import { rm } from 'node:fs/promises';
+import { decode, derive } from './decode.stage.ts';
+import type { DecodedImage } from './decode.stage.ts';
+import { encodeVariants, variantPath } from './encode.stage.ts';
+import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
+import { sniff } from './sniff.stage.ts';
+import { THUMBHASH_MAX_SIDE, thumbhash } from './thumbhash.stage.ts';
+import type {
+  PersonDetection,
+  PersonDetector,
+  ProcessedImage,
+  ProcessImageResult,
+  ProcessImageTask,
+  StageRejection,
+  VariantName,
+} from './types.ts';
+
+export interface ProcessImageDeps {
+  /** Required unless the task's humanPolicy is 'off'. */
+  detector: PersonDetector | null;
+}
+
+type Timings = ProcessedImage['timings'];
+
+/** Frames of an animation the detector looks at: first, middle and last. */
+const DETECT_FRAMES = 3;
+
+async function timed<T>(timings: Timings, stage: keyof Timings, fn: () => T | Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await fn();
+  } finally {
+    timings[stage] = Math.round((performance.now() - start) * 10) / 10;
+  }
+}
+
+/** Runs the detector on up to DETECT_FRAMES frames prepared per its inputSpec; the highest score wins. */
+export async function detectPeople(image: DecodedImage, detector: PersonDetector): Promise<PersonDetection> {
+  const { size, fit } = detector.inputSpec;
+  const last = image.animated ? image.frames - 1 : 0;
+  const frames = [...new Set(Array.from({ length: DETECT_FRAMES }, (_, i) => Math.round((last * i) / (DETECT_FRAMES - 1))))];
+  let best: PersonDetection = { score: 0, boxes: [] };
+  for (const frame of frames) {
+    const rgb = await derive(image, { width: size, height: size, fit: fit === 'fill' ? 'fill' : 'inside', channels: 3, frame, enlarge: true });
+    const found = await detector.detect(rgb);
+    if (found.score > best.score) best = found;
+  }
+  return best;
+}
+
+/** The pool sets the cancel flag when the request was aborted; checked before each costly stage. */
+function cancelled(task: ProcessImageTask, next: keyof Timings): StageRejection | null {
+  if (!task.cancel || Atomics.load(task.cancel, 0) === 0) return null;
+  return { ok: false, code: 'busy', message: `processing was cancelled before ${next}: the request was aborted`, cancelled: true };
+}
+
+async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timings): Promise<ProcessImageResult> {
+  const bytes = new Uint8Array(task.bytes);
+  const sniffed = await timed(timings, 'sniff', () => sniff(bytes));
+  if (!sniffed.ok) return sniffed;
+  let stop = cancelled(task, 'decode');
+  if (stop) return stop;
+  const decoded = await timed(timings, 'decode', () => decode(bytes, { format: sniffed.format }));
+  if (!decoded.ok) return decoded;
+  const image = decoded.image;
+
+  const hash = await timed(timings, 'phash', async () =>
+    phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
+  );
+
+  let humanScore: number | null = null;
+  if (task.humanPolicy !== 'off') {
+    stop = cancelled(task, 'detect');
+    if (stop) return stop;
+    const { detector } = deps;
+    if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
+    humanScore = (await timed(timings, 'detect', () => detectPeople(image, detector))).score;
+    if (task.humanPolicy === 'reject' && humanScore >= task.humanThreshold) {
+      return {
+        ok: false,
+        code: 'human_detected',
+        message: `a person was detected (score ${humanScore.toFixed(3)}, threshold ${task.humanThreshold}); images showing people are not accepted`,
+      };
+    }
+  }
+
+  stop = cancelled(task, 'encode');
+  if (stop) return stop;
+  const variants = await timed(timings, 'encode', () => encodeVariants(image, { stagingDir: task.stagingDir, baseName: task.baseName }));
+  const placeholder = await timed(timings, 'thumbhash', async () =>
+    thumbhash(await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 })),
+  );
+  return {
+    ok: true,
+    format: image.format,
+    width: image.width,
+    height: image.height,
+    animated: image.animated,
+    frames: image.frames,
+    phash: hash,
+    thumbhash: placeholder,
+    humanScore,
+    variants,
+    timings,
+  };
+}
+
+const VARIANTS: readonly VariantName[] = ['thumb', 'medium', 'full'];
+
+/**
+ * Processes one uploaded image into staged WebP variants and the hashes the gateway stores.
+ * On a rejection or a throw, every file this task may have staged is removed before returning.
+ */
+export async function processImage(task: ProcessImageTask, deps: ProcessImageDeps): Promise<ProcessImageResult> {
+  const timings: Timings = {};
+  let result: ProcessImageResult | undefined;
+  try {
+    result = await run(task, deps, timings);
+    return result;
+  } finally {
+    if (!result?.ok) {
+      // A cleanup failure must not mask the outcome; the caller removes the staging dir on failure anyway.
+      await Promise.allSettled(VARIANTS.map((name) => rm(variantPath(task, name), { force: true })));
+    }
+  }
+}

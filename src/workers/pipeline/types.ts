@@ -1,0 +1,103 @@
+/**
+ * Shapes shared by the pipeline stages, the worker entry and the pool.
+ * Everything here crosses a worker-thread boundary, so it must survive structured clone:
+ * plain objects, typed arrays, no classes.
+ */
+import type { ErrorCode } from '../../domain/errors.ts';
+import type { ImageFormat } from '../../domain/image-format.ts';
+
+/** Raw interleaved pixels, row-major, 8 bits per channel. */
+export interface RawImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+  channels: 1 | 3 | 4;
+}
+
+export type HumanPolicy = 'reject' | 'flag' | 'off';
+
+/** How the detector wants its input prepared from the decoded image. */
+export interface DetectorInputSpec {
+  /** Side of the square model input, in pixels. */
+  size: number;
+  /** 'fill' = stretch to size×size; 'contain' = keep aspect, fit inside size×size (the detector pads). */
+  fit: 'fill' | 'contain';
+}
+
+export interface PersonDetection {
+  /** Highest person score in the image, 0–1 (0 when no person box survived). */
+  score: number;
+  /** Person boxes after non-max suppression, in input-image pixel coordinates. */
+  boxes: Array<{ x: number; y: number; width: number; height: number; score: number }>;
+}
+
+/** A person detector loaded once per worker thread. */
+export interface PersonDetector {
+  /** 'tensorflow' (tfjs-node) or 'wasm' (tfjs-backend-wasm). Never the pure-JS cpu backend. */
+  readonly backend: string;
+  readonly model: string;
+  readonly inputSpec: DetectorInputSpec;
+  /** Runs the model on RGB pixels prepared per `inputSpec`. */
+  detect(rgb: RawImage): Promise<PersonDetection>;
+  dispose(): void;
+}
+
+export type VariantName = 'thumb' | 'medium' | 'full';
+
+export const VARIANT_MAX_SIDE: Readonly<Record<VariantName, number>> = Object.freeze({
+  thumb: 320,
+  medium: 1024,
+  full: 2048,
+});
+
+export interface EncodedVariant {
+  name: VariantName;
+  width: number;
+  height: number;
+  bytes: number;
+  /** Absolute path of the staged file (inside the task's staging directory). */
+  path: string;
+}
+
+/** Input of the worker's processImage task. */
+export interface ProcessImageTask {
+  /** The original bytes; transferred (moved) to the worker, not copied. */
+  bytes: ArrayBuffer;
+  /** Directory the worker writes variants into; created by the caller, removed by the caller on failure. */
+  stagingDir: string;
+  /** Base name for staged files, e.g. the upload id; variants become `${baseName}.${variant}.webp`. */
+  baseName: string;
+  humanPolicy: HumanPolicy;
+  humanThreshold: number;
+  /** Optional cancel flag (Int32Array over a SharedArrayBuffer): the pool sets [0] to 1; checked between stages. */
+  cancel?: Int32Array;
+}
+
+export interface ProcessedImage {
+  ok: true;
+  format: ImageFormat;
+  /** Displayed dimensions of the original (EXIF orientation applied). */
+  width: number;
+  height: number;
+  animated: boolean;
+  frames: number;
+  /** 64-bit perceptual hash, 16 lowercase hex characters. */
+  phash: string;
+  /** ThumbHash, base64. */
+  thumbhash: string;
+  /** Highest person score, or null when humanPolicy is 'off'. */
+  humanScore: number | null;
+  variants: EncodedVariant[];
+  /** Milliseconds spent per stage, for metrics. */
+  timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'detect' | 'encode' | 'thumbhash', number>>;
+}
+
+export interface StageRejection {
+  ok: false;
+  code: ErrorCode;
+  message: string;
+  /** Set when the task stopped because its request was aborted (the client went away). */
+  cancelled?: true;
+}
+
+export type ProcessImageResult = ProcessedImage | StageRejection;

@@ -1,0 +1,123 @@
+/**
+ * The media worker pool: the domain's ImageProcessor port over Piscina. Image bytes are moved to the
+ * worker (transferList), never copied; a full queue or a pool that is shutting down answers 503 busy;
+ * a request whose client went away cancels its task between pipeline stages.
+ */
+import { Piscina } from 'piscina';
+import { setupSharpProcess } from './sharp-setup.ts';
+import { AppError, errors } from '../domain/errors.ts';
+import type { ImageProcessor } from '../domain/uploads/ports.ts';
+import type { ProcessedImage, ProcessImageResult, ProcessImageTask } from './pipeline/types.ts';
+
+export interface PoolOptions {
+  workers: number;
+  /** Tasks that may wait for a thread; one more is refused with 503 busy. */
+  maxQueue: number;
+  modelDir: string;
+  /** Load the person detector in every thread at start (HUMAN_POLICY ≠ off). */
+  preloadDetector: boolean;
+  /** Called with the queue wait and run time (ms) and stage timings of each finished task. */
+  onTaskDone?: (t: { waitMs: number; runMs: number; stages: ProcessedImage['timings']; outcome: string }) => void;
+}
+
+export interface PoolStats {
+  threads: number;
+  queueSize: number;
+  maxQueue: number;
+  utilization: number;
+  completed: number;
+}
+
+// `.ts` when run from src/, `.js` when run from the compiled dist/.
+const WORKER_FILE = new URL(`./media.worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url);
+
+export class MediaPool implements ImageProcessor {
+  readonly #piscina: Piscina;
+  readonly #opts: PoolOptions;
+  #closing = false;
+
+  /** Locks libvips down to the four accepted loaders for the whole process, then starts the threads. */
+  static async start(opts: PoolOptions): Promise<MediaPool> {
+    await setupSharpProcess();
+    return new MediaPool(opts);
+  }
+
+  private constructor(opts: PoolOptions) {
+    this.#opts = opts;
+    this.#piscina = new Piscina({
+      filename: WORKER_FILE.href,
+      minThreads: opts.workers,
+      maxThreads: opts.workers,
+      maxQueue: opts.maxQueue,
+      idleTimeout: 2 ** 31 - 1,
+      workerData: { modelDir: opts.modelDir, preloadDetector: opts.preloadDetector },
+      // Native memory (libvips, wasm) is outside V8's heap; this only bounds the JS side of a runaway task.
+      resourceLimits: { maxOldGenerationSizeMb: 512 },
+    });
+  }
+
+  async process(task: Omit<ProcessImageTask, 'cancel'>, signal?: AbortSignal): Promise<ProcessedImage> {
+    if (this.#closing) throw errors.busy('the server is shutting down; retry against another instance', 5);
+    if (this.#piscina.queueSize >= this.#opts.maxQueue) {
+      throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
+    }
+    // Cooperative cancellation: the worker checks this flag between stages; aborting a running Piscina
+    // task would kill its thread (and its loaded detector).
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const onAbort = () => Atomics.store(cancel, 0, 1);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const submitted = performance.timeOrigin + performance.now();
+    let result: ProcessImageResult & { startedAt?: number };
+    try {
+      result = await this.#piscina.run({ ...task, cancel }, { name: 'processImage', transferList: [task.bytes] });
+    } catch (e) {
+      if (/queue is at limit/i.test((e as Error).message)) {
+        throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
+      }
+      if (this.#closing) throw errors.busy('the server is shutting down; retry against another instance', 5);
+      // A crashed thread fails only its own task; Piscina replaces the thread.
+      throw e instanceof AppError ? e : new AppError('internal', 'image processing failed unexpectedly');
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    const finished = performance.timeOrigin + performance.now();
+    const startedAt = result.startedAt ?? submitted;
+    this.#opts.onTaskDone?.({
+      waitMs: Math.max(0, startedAt - submitted),
+      runMs: finished - startedAt,
+      stages: result.ok ? result.timings : {},
+      outcome: result.ok ? 'ok' : result.cancelled ? 'cancelled' : result.code,
+    });
+    if (!result.ok) throw new AppError(result.code, result.message);
+    return result;
+  }
+
+  stats(): PoolStats {
+    return {
+      threads: this.#piscina.threads.length,
+      queueSize: this.#piscina.queueSize,
+      maxQueue: this.#opts.maxQueue,
+      utilization: this.#piscina.utilization,
+      completed: this.#piscina.completed,
+    };
+  }
+
+  /** The live worker threads (for operators' introspection and fault-injection tests). */
+  threads(): readonly import('node:worker_threads').Worker[] {
+    return this.#piscina.threads;
+  }
+
+  /** Answers when a worker thread can run a task (readiness). */
+  async ping(): Promise<{ threads: number; detectorBackend: string | null }> {
+    if (this.#closing) throw new Error('shutting down');
+    const r = (await this.#piscina.run({}, { name: 'ping' })) as { detectorBackend: string | null };
+    return { threads: this.#piscina.threads.length, detectorBackend: r.detectorBackend };
+  }
+
+  /** Stops accepting tasks; waits for running and queued ones to finish. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await this.#piscina.close();
+  }
+}

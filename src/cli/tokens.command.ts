@@ -1,0 +1,41 @@
+/** `pixvote tokens create <name> | list | revoke <id>`: the caller's API tokens. */
+import type { ApiClient } from './api.client.ts';
+import { CliError } from './cli-config.store.ts';
+import type { Output } from './progress.reporter.ts';
+
+interface TokenView {
+  id: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export async function runTokens(client: ApiClient, args: string[], out: Output): Promise<number> {
+  const [action, arg, ...rest] = args;
+  if (rest.length) throw new CliError(`unexpected arguments: ${rest.join(' ')}`);
+  if (action === 'create') {
+    if (!arg) throw new CliError('usage: pixvote tokens create <name>');
+    const t = await client.call('POST', '/api/auth/tokens/generate', { json: { name: arg } });
+    out.write(`created API token "${t.name}" (${t.id})\n${t.token}\nThe secret is shown only now; keep it somewhere safe.\n`);
+    return 0;
+  }
+  if (action === 'list') {
+    if (arg) throw new CliError('usage: pixvote tokens list');
+    const { tokens } = (await client.call('GET', '/api/auth/tokens')) as { tokens: TokenView[] };
+    if (!tokens.length) {
+      out.write('no API tokens\n');
+      return 0;
+    }
+    const rows = [['ID', 'NAME', 'CREATED', 'LAST USED'], ...tokens.map((t) => [t.id, t.name, t.created_at, t.last_used_at ?? 'never'])];
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows) out.write(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ') + '\n');
+    return 0;
+  }
+  if (action === 'revoke') {
+    if (!arg) throw new CliError('usage: pixvote tokens revoke <id>');
+    await client.call('DELETE', `/api/auth/tokens/${encodeURIComponent(arg)}`);
+    out.write(`revoked API token ${arg}\n`);
+    return 0;
+  }
+  throw new CliError('usage: pixvote tokens create <name> | list | revoke <id>');
+}

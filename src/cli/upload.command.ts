@@ -1,0 +1,146 @@
+/**
+ * `pixvote upload`: every image under the given paths, N at a time. Each file carries an Idempotency-Key
+ * derived from its SHA-256 and the upload options, so a retry, or a whole re-run, never stores it twice.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, openAsBlob } from 'node:fs';
+import { basename, extname } from 'node:path';
+import { ApiClient, NetworkError, toApiError } from './api.client.ts';
+import { CliError } from './cli-config.store.ts';
+import { walkImages, type ImageFile } from './image-files.walker.ts';
+import { ProgressReporter, formatBytes, formatDuration, type Output } from './progress.reporter.ts';
+
+/** API.md: a file may be at most 10 MiB; larger ones are refused here instead of being sent for a 413. */
+export const MAX_FILE_BYTES = 10 * 1024 * 1024;
+const MAX_TAGS = 10;
+const TAG_RE = /^[\p{L}\p{N} _-]{1,32}$/u;
+const MIME: Record<string, string> = { '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif', '.webp': 'image/webp' };
+
+export interface UploadOptions {
+  paths: string[];
+  tags: string[];
+  isPrivate: boolean;
+  concurrency: number;
+}
+
+type Outcome =
+  | { kind: 'uploaded' | 'replayed'; id: string }
+  | { kind: 'duplicate'; id: string; match: string }
+  | { kind: 'failed'; reason: string; fatal?: boolean };
+
+/** Tags as the server will store them (trimmed, lowercased, whitespace collapsed), de-duplicated, in order. */
+export function normalizeTags(raw: string[]): string[] {
+  const names = [...new Set(raw.map((t) => t.normalize('NFC').trim().toLowerCase().replace(/\s+/g, ' ')).filter(Boolean))];
+  for (const n of names) if (!TAG_RE.test(n)) throw new CliError(`tag "${n}" must be 1 to 32 letters, digits, spaces, "-" or "_"`);
+  if (names.length > MAX_TAGS) throw new CliError(`${names.length} tags; an upload may carry at most ${MAX_TAGS}`);
+  return names;
+}
+
+/** The same file with the same options always gets the same key; anything else, another key. */
+export function idempotencyKey(sha256: string, opts: { tags: string[]; isPrivate: boolean }): string {
+  const digest = createHash('sha256').update(JSON.stringify(['pixvote-cli/1', sha256, opts.tags.join(','), opts.isPrivate])).digest('hex');
+  return `pixvote-cli-${digest}`;
+}
+
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** One request per distinct key in a run: a second file with the same bytes waits for the first and is its duplicate. */
+type Sent = Map<string, { path: string; outcome: Promise<Outcome> }>;
+
+async function uploadOne(client: ApiClient, file: ImageFile, opts: UploadOptions, sent: Sent, note: (line: string) => void): Promise<Outcome> {
+  if (file.size === 0) return { kind: 'failed', reason: 'the file is empty' };
+  if (file.size > MAX_FILE_BYTES) return { kind: 'failed', reason: `${formatBytes(file.size)} is over the limit of 10 MiB (${MAX_FILE_BYTES} bytes)` };
+  const key = idempotencyKey(await sha256File(file.path), opts);
+  const first = sent.get(key);
+  if (first) {
+    const o = await first.outcome;
+    return o.kind === 'failed' ? o : { kind: 'duplicate', id: o.id, match: `same bytes as ${first.path}, an exact` };
+  }
+  const outcome = send(client, file, opts, key, note);
+  sent.set(key, { path: file.path, outcome });
+  return outcome;
+}
+
+async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key: string, note: (line: string) => void): Promise<Outcome> {
+  const form = async () => {
+    const f = new FormData();
+    f.append('upload_type', 'image');
+    if (opts.tags.length) f.append('tags', opts.tags.join(','));
+    f.append('is_private', String(opts.isPrivate));
+    f.append('file', await openAsBlob(file.path, { type: MIME[extname(file.path).toLowerCase()] ?? 'application/octet-stream' }), basename(file.path));
+    return f;
+  };
+  let r;
+  try {
+    r = await client.request('POST', '/api/v1/upload', {
+      form,
+      headers: { 'idempotency-key': key },
+      onRetry: (n) => note(`retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s (${n.reason}; retry ${n.attempt})`),
+    });
+  } catch (e) {
+    if (e instanceof NetworkError) return { kind: 'failed', reason: `server unreachable: ${e.message}` };
+    throw e;
+  }
+  if (r.status === 201) return { kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded', id: r.body.id };
+  if (r.status === 200 && r.body?.duplicate) return { kind: 'duplicate', id: r.body.existingUploadId, match: r.body.match };
+  const err = toApiError(r);
+  // A refused credential fails every file alike: stop instead of sending the rest.
+  return { kind: 'failed', reason: `${err.code}: ${err.message}`, fatal: r.status === 401 || r.status === 403 };
+}
+
+/** A file that vanished or cannot be read mid-run fails alone. */
+const unreadable = (e: NodeJS.ErrnoException): Outcome => ({ kind: 'failed', reason: e.code ? `cannot read it (${e.code})` : e.message });
+
+export async function runUpload(client: ApiClient, opts: UploadOptions, out: Output): Promise<number> {
+  const walked = await walkImages(opts.paths);
+  for (const s of walked.skipped) out.write(`skipped ${s}: not a .jpg, .jpeg, .png, .gif or .webp file\n`);
+  const failures: string[] = walked.unreadable.map((u) => `${u.path}: ${u.reason}`);
+  if (!walked.files.length) {
+    for (const f of failures) out.write(`cannot read ${f}\n`);
+    throw new CliError(`no image files (.jpg, .jpeg, .png, .gif, .webp) found in ${opts.paths.join(' ')}`, 1);
+  }
+  const totalBytes = walked.files.reduce((n, f) => n + f.size, 0);
+  out.write(`uploading ${walked.files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ${opts.concurrency} at a time\n`);
+  const progress = new ProgressReporter(out, { files: walked.files.length, bytes: totalBytes });
+  const counts = { uploaded: 0, replayed: 0, duplicate: 0, failed: failures.length };
+  const duplicates: string[] = [];
+  const sent: Sent = new Map();
+  let abort: string | null = null;
+  let next = 0;
+
+  const worker = async () => {
+    for (let i = next++; i < walked.files.length; i = next++) {
+      const file = walked.files[i]!;
+      const o: Outcome = abort ? { kind: 'failed', reason: `not sent: ${abort}` } : await uploadOne(client, file, opts, sent, (l) => progress.message(l)).catch(unreadable);
+      if (o.kind === 'failed') {
+        counts.failed++;
+        failures.push(`${file.path}: ${o.reason}`);
+        if (o.fatal) abort ??= o.reason;
+        progress.fileDone(file.size, true, `FAILED    ${file.path}: ${o.reason}`);
+      } else if (o.kind === 'duplicate') {
+        counts.duplicate++;
+        duplicates.push(`${file.path}: ${o.match} duplicate of ${o.id}`);
+        progress.fileDone(file.size, false, `duplicate ${file.path}: ${o.match} duplicate of ${o.id}`);
+      } else {
+        counts[o.kind]++;
+        progress.fileDone(file.size, false, `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}${o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency, walked.files.length) }, worker));
+  progress.finish();
+
+  const elapsed = Date.now() - progress.state.startedAt;
+  out.write(
+    `\ndone in ${formatDuration(elapsed)}: ${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
+      `${counts.duplicate} duplicates, ${counts.failed} failed${walked.skipped.length ? `, ${walked.skipped.length} skipped` : ''} ` +
+      `(${walked.files.length} files, ${formatBytes(totalBytes)})\n`,
+  );
+  if (duplicates.length) out.write(`duplicates (nothing new stored):\n${duplicates.map((d) => `  ${d}\n`).join('')}`);
+  if (failures.length) out.write(`failed:\n${failures.map((f) => `  ${f}\n`).join('')}`);
+  return counts.failed ? 1 : 0;
+}

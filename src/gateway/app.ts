@@ -1,0 +1,65 @@
+/**
+ * The Koa application, built from its dependencies so tests can drive `app.callback()` with no port.
+ * Middleware order: envelope (request id, security headers, error mapper, ETag, metrics, access log)
+ * → rate limit → body → auth → routes.
+ */
+import Koa from 'koa';
+import { koaBody } from 'koa-body';
+import type { Logger } from 'pino';
+import Router from '@koa/router';
+import type { AuthService } from '../domain/auth/auth.service.ts';
+import type { Limiter } from '../store/rate-limiter.ts';
+import type { AppError, ErrorCode } from '../domain/errors.ts';
+import type { AppState } from './context.ts';
+import { envelope } from './middleware/envelope.ts';
+import type { Metrics } from '../metrics.ts';
+import { ipRateLimit } from './middleware/rate-limit.ts';
+import { authenticate } from './middleware/authenticate.ts';
+import { authRoutes } from './routes/auth.routes.ts';
+import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
+
+export const JSON_LIMIT_BYTES = 1024 * 1024;
+
+export interface AppDeps {
+  log: Logger;
+  trustProxy: boolean;
+  auth: AuthService;
+  limiters: { auth: Limiter; general: Limiter; upload: Limiter; vote: Limiter };
+  readiness: ReadinessCheck[];
+  isShuttingDown: () => boolean;
+  /** Extra routers (uploads, votes, feeds…), mounted after auth in this order. */
+  routers?: Router<AppState>[];
+  onError?: (code: ErrorCode) => void;
+  /** Maps infrastructure errors (e.g. the database is unreachable) to contract errors (503 busy). */
+  classifyError?: (err: unknown) => AppError | null;
+  metrics?: Metrics;
+}
+
+export function createApp(deps: AppDeps): Koa<AppState> {
+  const app = new Koa<AppState>({ proxy: deps.trustProxy });
+  // Koa would print every error to stderr; the error handler logs what matters, as JSON, with the request id.
+  app.silent = true;
+
+  app.use(
+    envelope({
+      log: deps.log,
+      metrics: deps.metrics,
+      isShuttingDown: deps.isShuttingDown,
+      errors: { ...(deps.onError ? { onError: deps.onError } : {}), ...(deps.classifyError ? { classify: deps.classifyError } : {}) },
+    }),
+  );
+  app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
+  const jsonBody = koaBody({ json: true, jsonLimit: JSON_LIMIT_BYTES, jsonStrict: true, multipart: false, urlencoded: false, text: false });
+  app.use(function body(ctx, next) {
+    // Only methods that carry a body pay for content-type checks.
+    return ctx.method === 'GET' || ctx.method === 'HEAD' ? next() : jsonBody(ctx, next);
+  });
+  app.use(authenticate({ auth: deps.auth }));
+
+  const routers = [healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }), authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])];
+  // One router holding every route: a request is matched once, not once per route file.
+  const root = new Router<AppState>();
+  for (const r of routers) root.use(r.routes());
+  app.use(root.routes());
+  return app;
+}

@@ -1,0 +1,19 @@
+import type { ParameterizedContext } from 'koa';
+import type { Logger } from 'pino';
+import type { Principal } from '../domain/users.ts';
+import type { AppError } from '../domain/errors.ts';
+
+/** What the middleware chain leaves on ctx.state for the routes. */
+export interface AppState {
+  requestId: string;
+  /** The process logger; put `reqId: ctx.state.requestId` in what you log. */
+  log: Logger;
+  /** The authenticated caller, or null (anonymous, or a credential that did not verify). */
+  principal: Principal | null;
+  /** Why a presented credential was refused; thrown by requireUser(). */
+  authError: AppError | null;
+  /** Route pattern for metrics and logs, e.g. `/api/upload/:id`. */
+  routePattern?: string;
+}
+
+export type AppContext = ParameterizedContext<AppState>;

@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Metrics } from '../../metrics.ts';
+import type { AppContext } from '../context.ts';
+import { notFoundUnlessAnswered, writeError, type ErrorOptions } from './error-handler.ts';
+import { applyConditionalGet } from './conditional-get.ts';
+
+/** Requests slower than this are logged at info level, like failures. */
+const SLOW_SECONDS = 1;
+
+/** A client-sent id is echoed only when it is short and plain; anything else gets a fresh UUID. */
+const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Headers for an API that serves JSON and user images: nothing is sniffed, framed or scripted.
+ * A route that serves HTML (the API reference page) replaces the Content-Security-Policy itself.
+ */
+const SECURITY_HEADERS: ReadonlyArray<[string, string]> = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
+  ['X-Frame-Options', 'DENY'],
+  ['Referrer-Policy', 'no-referrer'],
+  ['Cross-Origin-Resource-Policy', 'same-site'],
+];
+
+/**
+ * What every request gets and leaves behind, in one layer (each middleware layer costs a few
+ * microseconds, and these all wrap the whole request): its id (echoed as X-Request-Id), the security
+ * headers, `Connection: close` while draining, the error mapper (the contract's error body for anything
+ * thrown, a JSON 404 for unknown routes), the ETag / 304 of GET JSON responses, the request metrics by
+ * route pattern (never the raw path: ids would explode the label set), and one access-log line (at info
+ * for failures and slow requests, at debug for the rest).
+ */
+export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isShuttingDown: () => boolean; errors?: ErrorOptions }) {
+  const { log, metrics } = opts;
+  // Label sets bound once per (method, route, status): prom-client then skips hashing the labels per request.
+  const bound = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  const series = (method: string, route: string, status: string) => {
+    const key = `${method} ${route} ${status}`;
+    let s = bound.get(key);
+    if (!s && metrics) {
+      const labels = { method, route, status };
+      bound.set(key, (s = { count: metrics.httpRequests.labels(labels), time: metrics.httpDuration.labels(labels) }));
+    }
+    return s;
+  };
+  return async function envelope(ctx: AppContext, next: () => Promise<unknown>) {
+    const started = performance.now();
+    const sent = ctx.get('x-request-id');
+    const id = sent && SANE_ID.test(sent) ? sent : randomUUID();
+    ctx.state.requestId = id;
+    ctx.state.log = log;
+    const res = ctx.res;
+    res.setHeader('X-Request-Id', id);
+    for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    if (ctx.secure) res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+    // While shutting down, keep-alive connections are not reused: clients reconnect elsewhere.
+    if (opts.isShuttingDown()) res.setHeader('Connection', 'close');
+    try {
+      await next();
+      notFoundUnlessAnswered(ctx);
+      applyConditionalGet(ctx);
+    } catch (err) {
+      writeError(ctx, err, opts.errors);
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      const route = (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      ctx.state.routePattern = route;
+      const s = series(ctx.method, route, String(ctx.status));
+      if (s) {
+        s.count.inc();
+        s.time.observe(seconds);
+      }
+      // Every request at debug; at info only what an operator acts on: failures and slow requests
+      // (the rest is in /metrics — a line per feed read costs a third of a cached read's CPU).
+      const level = ctx.status >= 400 || seconds >= SLOW_SECONDS ? 'info' : 'debug';
+      if (log.isLevelEnabled(level)) {
+        log[level]({ reqId: id, method: ctx.method, path: ctx.path, route, status: ctx.status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+      }
+    }
+  };
+}

@@ -1,0 +1,74 @@
+import { AppError, errors, type ErrorCode } from '../../domain/errors.ts';
+import type { AppContext } from '../context.ts';
+
+export interface ErrorOptions {
+  onError?: (code: ErrorCode, ctx: AppContext) => void;
+  /** Maps infrastructure errors (the database is unreachable…) onto the contract's codes. */
+  classify?: (err: unknown) => AppError | null;
+}
+
+/**
+ * The one place that writes error bodies: `{error, message}` for every non-2xx.
+ * AppErrors pass through; errors of body parsers (co-body, formidable) are mapped by their status;
+ * anything else is a 500 whose details stay in the log, keyed by the request id.
+ */
+export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): void {
+  const appError = opts.classify?.(err) ?? toAppError(err);
+  if (appError.code === 'busy' && !(err instanceof AppError)) ctx.state.log?.warn({ reqId: ctx.state.requestId, err: (err as Error).message }, 'dependency unavailable');
+  if (appError.code === 'internal') ctx.state.log?.error({ reqId: ctx.state.requestId, err }, 'unhandled error');
+  opts.onError?.(appError.code, ctx);
+  // Headers set for a success that never happened (ETag, caching) must not survive.
+  for (const h of ['etag', 'cache-control', 'last-modified', 'content-disposition']) ctx.remove(h);
+  ctx.status = appError.status;
+  for (const [k, v] of Object.entries(appError.headers)) ctx.set(k, v);
+  if (appError.status === 413) ctx.set('Connection', 'close');
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error: appError.code, message: appError.message };
+}
+
+/** Throws 404 not_found for a request no route answered. */
+export function notFoundUnlessAnswered(ctx: AppContext): void {
+  if (ctx.status === 404 && ctx.body === undefined) throw errors.notFound(`no route for ${ctx.method} ${ctx.path}`);
+}
+
+/** The error mapper as a middleware of its own (the app runs it inside the envelope). */
+export function errorHandler(opts: ErrorOptions = {}) {
+  return async function errorHandler(ctx: AppContext, next: () => Promise<unknown>) {
+    try {
+      await next();
+      notFoundUnlessAnswered(ctx);
+    } catch (err) {
+      writeError(ctx, err, opts);
+    }
+  };
+}
+
+/** Maps what third-party middleware throws onto the contract's codes; never exposes internals. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { status?: number; statusCode?: number; httpCode?: number; type?: string; code?: unknown; message?: string };
+  const status = e?.httpCode ?? e?.status ?? e?.statusCode;
+  if (status === 413) {
+    if (e.type === 'entity.too.large') return errors.payloadTooLarge('JSON body exceeds the limit of 1 MiB (1048576 bytes)');
+    return errors.payloadTooLarge('request body exceeds the limit: file up to 10 MiB (10485760 bytes)');
+  }
+  if (status === 400 || status === 415 || status === 422) {
+    if (e.type === 'entity.parse.failed' || err instanceof SyntaxError) return errors.invalid('malformed JSON body');
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+      return errors.invalid('unsupported body encoding: send UTF-8 JSON');
+    }
+    if (e.type === 'request.size.invalid' || e.type === 'request.aborted') return errors.invalid('request body was cut short');
+    return errors.invalid(formidableMessage(e) ?? 'malformed request body');
+  }
+  return new AppError('internal', 'internal error; the request id identifies it in the server log');
+}
+
+/** formidable's messages name its own option names; keep only the parts a client can act on. */
+function formidableMessage(e: { message?: string }): string | null {
+  const m = e.message ?? '';
+  if (/maxFiles|maxTotalFileSize/.test(m)) return 'only one file may be sent, in the field "file"';
+  if (/maxFields/.test(m)) return 'too many form fields';
+  if (/maxFieldsSize/.test(m)) return 'form fields are too large (limit 64 KiB in total)';
+  if (/boundary|multipart|Unexpected end/i.test(m)) return 'malformed multipart body';
+  return null;
+}

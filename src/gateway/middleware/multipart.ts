@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { koaBody } from 'koa-body';
+import { errors } from '../../domain/errors.ts';
+import type { FileMediaStore } from '../../store/media-store.ts';
+import type { AppContext } from '../context.ts';
+
+export const MAX_FILE_BYTES = 10 * 1024 * 1024;
+/** Form fields (description, tags, URLs) are small; this bounds them all together. */
+const MAX_FIELDS_BYTES = 64 * 1024;
+
+export interface UploadedFile {
+  path: string;
+  size: number;
+  sha256: string;
+  originalName: string | null;
+}
+
+/**
+ * Parses a multipart upload into a per-request temp directory with a hard 10 MiB cap (413 as soon as the
+ * stream passes it, or at once when Content-Length already says so), computing the SHA-256 while the
+ * bytes stream in. The directory is removed when the request ends, whatever happened.
+ * JSON bodies (for image_url and link uploads) were already parsed by the app's body middleware.
+ */
+export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (seconds: number) => void }) {
+  return async function multipartUpload(ctx: AppContext, next: () => Promise<unknown>) {
+    if (!ctx.is('multipart/form-data')) {
+      if (ctx.is('application/json')) return next();
+      throw errors.invalid('upload must be sent as multipart/form-data (or JSON for image_url and link uploads)');
+    }
+    const declared = Number(ctx.get('content-length') || 0);
+    if (declared > MAX_FILE_BYTES + MAX_FIELDS_BYTES + 16 * 1024) {
+      throw errors.payloadTooLarge(`upload is ${declared} bytes; a file may be at most 10 MiB (${MAX_FILE_BYTES} bytes)`);
+    }
+    const dir = await opts.media.tempDir(randomUUID());
+    const started = performance.now();
+    try {
+      await koaBody({
+        multipart: true,
+        json: false,
+        urlencoded: false,
+        text: false,
+        formidable: {
+          uploadDir: dir,
+          maxFiles: 1,
+          maxFileSize: MAX_FILE_BYTES,
+          maxTotalFileSize: MAX_FILE_BYTES,
+          maxFields: 20,
+          maxFieldsSize: MAX_FIELDS_BYTES,
+          allowEmptyFiles: false,
+          minFileSize: 1,
+          hashAlgorithm: 'sha256',
+          filter: ({ name }) => name === 'file',
+        },
+        onError(err) {
+          throw mapFormidable(err);
+        },
+      })(ctx, async () => {});
+      opts.onReceived?.((performance.now() - started) / 1000);
+      await next();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+}
+
+function mapFormidable(err: Error): Error {
+  const e = err as Error & { httpCode?: number; code?: number };
+  const m = e.message ?? '';
+  if (/maxFiles/.test(m)) return errors.invalid('only one file may be sent, in the field "file"');
+  if (e.httpCode === 413 || /maxFileSize|maxTotalFileSize/.test(m)) {
+    return errors.payloadTooLarge(`file exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
+  }
+  if (/allowEmptyFiles|minFileSize/.test(m)) return errors.invalid('file is empty');
+  return err;
+}
+
+/** The uploaded `file`, if one was sent. */
+export function uploadedFile(ctx: AppContext): UploadedFile | null {
+  const f = ctx.request.files?.file;
+  if (!f) return null;
+  if (Array.isArray(f)) throw errors.invalid('only one file may be sent, in the field "file"');
+  return { path: f.filepath, size: f.size, sha256: String(f.hash), originalName: f.originalFilename ?? null };
+}

@@ -1,0 +1,52 @@
+import { errors } from '../../domain/errors.ts';
+import type { LimitDecision, Limiter } from '../../store/rate-limiter.ts';
+import type { AppContext } from '../context.ts';
+
+/** Operational probes must never be throttled: a load balancer polling /readyz would lock itself out. */
+const UNLIMITED = new Set(['/healthz', '/readyz', '/metrics']);
+
+const describe = (l: Limiter) => `${l.rate.points} requests per ${windowText(l.rate.seconds)}`;
+
+function windowText(seconds: number): string {
+  if (seconds % 3600 === 0) return seconds === 3600 ? 'hour' : `${seconds / 3600} hours`;
+  if (seconds % 60 === 0) return seconds === 60 ? 'minute' : `${seconds / 60} minutes`;
+  return `${seconds} seconds`;
+}
+
+/** Consumes one point and sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent. */
+export async function applyLimit(ctx: AppContext, limiter: Limiter, key: string): Promise<LimitDecision> {
+  const d = await limiter.consume(key);
+  ctx.set('RateLimit-Limit', String(d.limit));
+  ctx.set('RateLimit-Remaining', String(d.remaining));
+  ctx.set('RateLimit-Reset', String(d.resetSeconds));
+  if (!d.allowed) {
+    throw errors.rateLimited(`${limiter.name} rate limit exceeded (${describe(limiter)}); retry in ${d.resetSeconds} s`, d.resetSeconds);
+  }
+  return d;
+}
+
+/**
+ * Per client IP, before the body is read: `POST /api/auth` spends the auth limit (every attempt counts,
+ * whatever its outcome), every other route the general limit.
+ */
+export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
+  return async function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
+    if (UNLIMITED.has(ctx.path)) return next();
+    const isAuth = ctx.method === 'POST' && (ctx.path === '/api/auth' || ctx.path === '/api/auth/');
+    await applyLimit(ctx, isAuth ? opts.auth : opts.general, ctx.ip);
+    await next();
+  };
+}
+
+/**
+ * Per authenticated user, for routes with their own budget (uploads, votes). Mount after requireUser.
+ * `exempt`: requests that cannot create anything new (an idempotent replay) spend nothing.
+ */
+export function userRateLimit(limiter: Limiter, opts: { exempt?: (ctx: AppContext) => Promise<boolean> } = {}) {
+  return async function userRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
+    const user = ctx.state.principal;
+    if (!user) throw errors.unauthorized();
+    if (!(await opts.exempt?.(ctx))) await applyLimit(ctx, limiter, user.userId);
+    await next();
+  };
+}

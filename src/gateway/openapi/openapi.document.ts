@@ -1,0 +1,210 @@
+/**
+ * The OpenAPI 3.1 document, generated from the operation tables and the zod schemas the routes parse with.
+ * Errors, rate-limit and caching headers are derived from each operation's auth, limit and method, so
+ * they follow the middleware rather than being restated per route.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { STATUS_OF, type ErrorCode } from '../../domain/errors.ts';
+import { ERROR_WHEN, errorBodyOf } from '../schemas/common.schemas.ts';
+import { authOperations } from './auth.operations.ts';
+import { communityOperations } from './community.operations.ts';
+import { documentInfo, headerComponents, parameterComponents, requestSchemas, responseSchemas, securitySchemes, tagDescriptions } from './openapi.components.ts';
+import type { Operation, ResponseSpec } from './operation.types.ts';
+import { serviceOperations } from './service.operations.ts';
+import { uploadOperations } from './upload.operations.ts';
+
+type Json = Record<string, unknown>;
+
+export const operations: readonly Operation[] = [...authOperations, ...uploadOperations, ...communityOperations, ...serviceOperations];
+
+const REF = '#/components/schemas/';
+
+/** `/api/upload/:id` → `/api/upload/{id}`. */
+const openApiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
+
+/** Names of the path parameters of a Koa path. */
+const pathParamNames = (koaPath: string) => [...koaPath.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+
+const version = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** Converts a registry of named schemas in one pass, so nested named schemas become `$ref`s. */
+function convert(named: Record<string, z.ZodType>, io: 'input' | 'output'): { schemas: Record<string, Json>; nameOf: Map<z.ZodType, string> } {
+  const registry = z.registry<{ id: string }>();
+  const nameOf = new Map<z.ZodType, string>();
+  for (const [id, schema] of Object.entries(named)) {
+    registry.add(schema, { id });
+    nameOf.set(schema, id);
+  }
+  const out = z.toJSONSchema(registry, { io, target: 'draft-2020-12', unrepresentable: 'any', uri: (id) => REF + id }).schemas;
+  const schemas: Record<string, Json> = {};
+  for (const [id, s] of Object.entries(out)) {
+    const { $schema: _s, $id: _i, ...rest } = s as Json;
+    schemas[id] = rest;
+  }
+  return { schemas, nameOf };
+}
+
+const inline = (schema: z.ZodType, io: 'input' | 'output'): Json => {
+  const { $schema: _s, ...rest } = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
+  return rest;
+};
+
+/** The error codes an operation can answer with, from its own list and what the middleware in front of it does. */
+export function errorCodesOf(op: Operation): ErrorCode[] {
+  const codes = new Set<ErrorCode>(op.errors ?? []);
+  codes.add('internal');
+  // An unreachable database is 503 busy wherever it is asked, by the route or by authentication.
+  codes.add('busy');
+  if (op.limit) codes.add('rate_limited');
+  if (op.auth === 'required') codes.add('unauthorized');
+  // Any state-changing request authenticated by cookie from another site is refused, whatever the route.
+  if (op.method !== 'get') codes.add('forbidden');
+  if (op.method === 'post' || op.method === 'patch') {
+    codes.add('invalid_request');
+    codes.add('payload_too_large');
+  }
+  return [...codes];
+}
+
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** GETs whose 200 carries an ETag (every JSON one, by the conditional-GET middleware) answer 304 to a matching If-None-Match. */
+const hasEtag = (op: Operation) => op.method === 'get' && Boolean(op.responses[200]?.json || op.responses[200]?.headers?.includes('ETag'));
+
+function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output') => Json): Json {
+  const common = (status: number): Json => ({
+    'X-Request-Id': headerRef('X-Request-Id'),
+    ...(op.limit ? { 'RateLimit-Limit': headerRef('RateLimit-Limit'), 'RateLimit-Remaining': headerRef('RateLimit-Remaining'), 'RateLimit-Reset': headerRef('RateLimit-Reset') } : {}),
+    ...(status === 429 || status === 503 ? { 'Retry-After': headerRef('Retry-After') } : {}),
+  });
+  const cacheControl = (values: string[]) => ({ description: 'Caching policy of this response.', required: true, schema: { type: 'string', enum: values } });
+  const out: Json = {};
+  const success = (status: number, spec: ResponseSpec): Json => {
+    const headers: Json = common(status);
+    for (const h of spec.headers ?? []) headers[h] = { ...headerRef(h), required: true };
+    for (const h of spec.optionalHeaders ?? []) headers[h] = headerRef(h);
+    if (op.method === 'get' && status === 200 && spec.json) headers.ETag = { ...headerRef('ETag'), required: true };
+    if (spec.cacheControl) headers['Cache-Control'] = cacheControl(spec.cacheControl);
+    const content: Json = {};
+    if (spec.json) {
+      const list = Array.isArray(spec.json) ? spec.json : [spec.json];
+      content['application/json'] = { schema: list.length === 1 ? ref(list[0]!, 'output') : { oneOf: list.map((s) => ref(s, 'output')) } };
+    }
+    for (const [type, schema] of Object.entries(spec.other ?? {})) content[type] = { schema };
+    return { description: spec.description, headers: fixRequired(headers), content };
+  };
+  for (const [status, spec] of Object.entries(op.responses)) out[status] = success(Number(status), spec);
+
+  const ok = op.responses[200];
+  if (ok && hasEtag(op)) {
+    out['304'] = {
+      description: 'Not modified: the `If-None-Match` tag still matches. Empty body.',
+      headers: fixRequired({ ...common(304), ETag: { ...headerRef('ETag'), required: true }, ...(ok.cacheControl ? { 'Cache-Control': cacheControl(ok.cacheControl) } : {}) }),
+    };
+  }
+
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(op)) byStatus.set(STATUS_OF[code], [...(byStatus.get(STATUS_OF[code]) ?? []), code]);
+  for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    if (out[status]) continue;
+    out[status] = {
+      description: codes.map((c) => `\`${c}\`: ${ERROR_WHEN[c]}`).join('; '),
+      headers: fixRequired({ ...common(status), 'Cache-Control': cacheControl(['no-store']) }),
+      content: { 'application/json': { schema: inline(errorBodyOf(codes as [ErrorCode, ...ErrorCode[]]), 'output') } },
+    };
+  }
+  return out;
+}
+
+/** A Reference Object allows only summary and description beside `$ref`: a header required here is written out in full. */
+function fixRequired(headers: Json): Json {
+  const out: Json = {};
+  for (const [name, h] of Object.entries(headers)) {
+    const { $ref, required } = h as { $ref?: string; required?: boolean };
+    if ($ref && required) {
+      const comp = headerComponents[$ref.split('/').pop() as keyof typeof headerComponents];
+      out[name] = { ...comp, required: true };
+    } else out[name] = h;
+  }
+  return out;
+}
+
+function parametersOf(op: Operation): Json[] {
+  const params: Json[] = [];
+  const names = pathParamNames(op.path);
+  const declared = Object.keys(op.params?.shape ?? {});
+  if (names.join() !== declared.join()) throw new Error(`${op.method.toUpperCase()} ${op.path}: path parameters ${names} but params schema ${declared}`);
+  for (const [where, schema] of [['path', op.params], ['query', op.query]] as const) {
+    if (!schema) continue;
+    const json = inline(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
+    for (const [name, prop] of Object.entries(json.properties ?? {})) {
+      const { description, ...rest } = prop;
+      params.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest });
+    }
+  }
+  if (op.idempotencyKey) params.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  if (hasEtag(op)) params.push({ $ref: '#/components/parameters/IfNoneMatch' });
+  return params;
+}
+
+const SECURED = [{ bearerJwt: [] }, { apiToken: [] }, { cookieAuth: [] }];
+
+function build(ops: readonly Operation[]): Json {
+  const requests = convert(requestSchemas, 'input');
+  const responses = convert(responseSchemas, 'output');
+  const ref = (s: z.ZodType, io: 'input' | 'output'): Json => {
+    const name = (io === 'input' ? requests : responses).nameOf.get(s);
+    if (!name) throw new Error(`a ${io === 'input' ? 'request' : 'response'} schema is not named in openapi/openapi.components.ts`);
+    return { $ref: REF + name };
+  };
+  const paths: Record<string, Json> = {};
+  for (const op of ops) {
+    const path = (paths[openApiPath(op.path)] ??= {});
+    const body = op.body && {
+      required: true,
+      ...(op.body.description ? { description: op.body.description } : {}),
+      content: {
+        ...(op.body.multipart ? { 'multipart/form-data': { schema: ref(op.body.multipart, 'input') } } : {}),
+        ...(op.body.json ? { 'application/json': { schema: ref(op.body.json, 'input') } } : {}),
+      },
+    };
+    path[op.method] = {
+      operationId: op.operationId,
+      tags: [op.tag],
+      summary: op.summary,
+      ...(op.description ? { description: op.description } : {}),
+      security: op.auth === 'none' ? [] : op.auth === 'optional' ? [{}, ...SECURED] : SECURED,
+      parameters: parametersOf(op),
+      ...(body ? { requestBody: body } : {}),
+      responses: buildResponses(op, ref),
+      ...(op.internal ? { 'x-internal': true } : {}),
+    };
+  }
+  return {
+    openapi: '3.1.1',
+    info: { ...documentInfo, version },
+    servers: [{ url: '/' }],
+    tags: tagDescriptions,
+    paths,
+    components: {
+      schemas: merge(requests.schemas, responses.schemas),
+      headers: headerComponents,
+      parameters: parameterComponents,
+      securitySchemes,
+    },
+  };
+}
+
+function merge(a: Record<string, Json>, b: Record<string, Json>): Record<string, Json> {
+  for (const name of Object.keys(a)) if (name in b) throw new Error(`schema name ${name} is used for a request and a response`);
+  return { ...a, ...b };
+}
+
+let cached: Json | null = null;
+
+/** The document (built once per process; every part of it is static). */
+export function openApiDocument(): Json {
+  cached ??= build(operations);
+  return cached;
+}

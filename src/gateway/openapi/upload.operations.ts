@@ -1,0 +1,95 @@
+import { IdParam } from '../schemas/common.schemas.ts';
+import { DuplicateNotice, ImageQuery, PrivacyBody, UploadDeleted, UploadFields, UploadForm, UploadRecord } from '../schemas/upload.schemas.ts';
+import type { Operation } from './operation.types.ts';
+
+const createUpload = (path: string, operationId: string, alias: boolean): Operation => ({
+  method: 'post',
+  path,
+  operationId,
+  tag: 'uploads',
+  summary: alias ? 'Create an upload (alias of /api/v1/upload)' : 'Create an upload: an image file, an image URL or a link',
+  description:
+    'Multipart (`upload_type=image` with the field `file`, or any type) or JSON (`image_url` and `link`). ' +
+    'Files are at most 10 MiB; the image must be JPEG, PNG, GIF or WebP by its bytes. ' +
+    'A duplicate (same SHA-256, or a perceptual hash within NEAR_DUPLICATE_DISTANCE) of an upload the caller may see ' +
+    'answers 200 with a duplicate notice and stores nothing. ' +
+    'With `Idempotency-Key`, a retry from the same user within 24 h returns the first result (`Idempotent-Replayed: true`) ' +
+    'and does not spend the upload limit; the same key with a different request is 409.',
+  auth: 'required',
+  limit: 'upload',
+  idempotencyKey: true,
+  body: { multipart: UploadForm, json: UploadFields },
+  responses: {
+    200: { description: 'A duplicate: nothing new was stored.', json: DuplicateNotice, optionalHeaders: ['Idempotent-Replayed'] },
+    201: { description: 'Created.', json: UploadRecord, headers: ['Location'], optionalHeaders: ['Idempotent-Replayed'] },
+  },
+  errors: ['invalid_request', 'unsupported_format', 'invalid_image', 'human_detected', 'fetch_failed', 'too_many_tags', 'invalid_tag', 'conflict', 'payload_too_large', 'busy'],
+});
+
+export const uploadOperations: Operation[] = [
+  createUpload('/api/v1/upload', 'createUpload', false),
+  createUpload('/api/upload', 'createUploadAlias', true),
+  {
+    method: 'get',
+    path: '/api/upload/:id',
+    operationId: 'getUpload',
+    tag: 'uploads',
+    summary: 'One upload',
+    description: 'Private uploads are reachable by anyone who knows the id (private means unlisted). An authenticated caller also gets `my_vote`.',
+    auth: 'optional',
+    limit: 'general',
+    params: IdParam,
+    responses: { 200: { description: 'The upload record.', json: UploadRecord, cacheControl: ['public, no-cache', 'private, no-cache'] } },
+    errors: ['not_found'],
+  },
+  {
+    method: 'patch',
+    path: '/api/upload/:id/privacy',
+    operationId: 'setUploadPrivacy',
+    tag: 'uploads',
+    summary: 'Make an upload private or public',
+    description: 'Owner or admin.',
+    auth: 'required',
+    limit: 'general',
+    params: IdParam,
+    body: { json: PrivacyBody },
+    responses: { 200: { description: 'The updated upload record.', json: UploadRecord } },
+    errors: ['invalid_request', 'not_found'],
+  },
+  {
+    method: 'delete',
+    path: '/api/upload/:id',
+    operationId: 'deleteUpload',
+    tag: 'uploads',
+    summary: 'Delete an upload',
+    description: 'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). A second delete is 404.',
+    auth: 'required',
+    limit: 'general',
+    params: IdParam,
+    responses: { 200: { description: 'Deleted.', json: UploadDeleted } },
+    errors: ['not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/image/:id',
+    operationId: 'getImage',
+    tag: 'uploads',
+    summary: 'The image of an upload, as WebP',
+    description:
+      'Variants: thumb ≤ 320 px, medium ≤ 1024 px, full ≤ 2048 px on the long side; animation kept, EXIF/GPS stripped, ' +
+      'orientation applied. The original bytes are never served. Private uploads are served too.',
+    auth: 'none',
+    limit: 'general',
+    params: IdParam,
+    query: ImageQuery,
+    responses: {
+      200: {
+        description: 'The variant.',
+        other: { 'image/webp': { type: 'string', contentMediaType: 'image/webp' } },
+        headers: ['ETag', 'Content-Security-Policy', 'X-Content-Type-Options'],
+        cacheControl: ['public, max-age=31536000, immutable'],
+      },
+    },
+    errors: ['invalid_request', 'not_found'],
+  },
+];

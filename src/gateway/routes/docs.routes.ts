@@ -1,0 +1,122 @@
+import Router from '@koa/router';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { errors } from '../../domain/errors.ts';
+import type { AppContext, AppState } from '../context.ts';
+import { matchesEtag } from '../fresh.ts';
+import { openApiDocument } from '../openapi/openapi.document.ts';
+
+/**
+ * `GET /api/openapi.json`, and `GET /docs`: the reference page, rendered by Swagger UI from that document.
+ * Everything the page loads is served from here (swagger-ui-dist from npm), so it works offline.
+ */
+const require = createRequire(import.meta.url);
+const uiDir = dirname(require.resolve('swagger-ui-dist/package.json'));
+
+// No inline script or style: the page's CSP allows scripts and styles from this origin only.
+const INIT_JS = `window.addEventListener('load', function () {
+  window.ui = SwaggerUIBundle({
+    url: '/api/openapi.json',
+    dom_id: '#swagger-ui',
+    deepLinking: true,
+    validatorUrl: null,
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: 'BaseLayout',
+    docExpansion: 'list',
+    defaultModelsExpandDepth: 0
+  });
+});
+`;
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>pixvote API reference</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script src="/docs/docs-init.js"></script>
+</body>
+</html>
+`;
+
+/** What Swagger UI needs: its script and stylesheet from here, SVG icons as data: URLs, fetches of the document and of "try it out". */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  'img-src data:',
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+interface Asset {
+  type: string;
+  load: () => Buffer;
+}
+
+const ASSETS: Record<string, Asset> = {
+  'swagger-ui-bundle.js': { type: 'text/javascript; charset=utf-8', load: () => readFileSync(join(uiDir, 'swagger-ui-bundle.js')) },
+  'swagger-ui.css': { type: 'text/css; charset=utf-8', load: () => readFileSync(join(uiDir, 'swagger-ui.css')) },
+  'docs-init.js': { type: 'text/javascript; charset=utf-8', load: () => Buffer.from(INIT_JS) },
+};
+
+const etagOf = (bytes: Buffer | string) => `"${createHash('sha1').update(bytes).digest('base64url')}"`;
+
+/** Loaded on first request and kept: the files only change with the package. */
+function memo<T>(load: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= load());
+}
+
+/** Sends bytes with their ETag, or 304 when the client has them. */
+function sendCached(ctx: AppContext, body: Buffer | string, type: string, etag: string, cacheControl: string): void {
+  ctx.set('Cache-Control', cacheControl);
+  ctx.set('ETag', etag);
+  ctx.status = 200;
+  if (matchesEtag(ctx)) {
+    ctx.status = 304;
+    return;
+  }
+  ctx.type = type;
+  ctx.body = body;
+}
+
+export function docsRoutes(): Router<AppState> {
+  const router = new Router<AppState>();
+  const spec = memo(() => {
+    const json = JSON.stringify(openApiDocument());
+    return { json, etag: etagOf(json) };
+  });
+  const assets = new Map(Object.entries(ASSETS).map(([name, a]) => [name, { type: a.type, load: memo(() => { const bytes = a.load(); return { bytes, etag: etagOf(bytes) }; }) }]));
+
+  router.get('/api/openapi.json', (ctx) => {
+    const { json, etag } = spec();
+    sendCached(ctx, json, 'application/json; charset=utf-8', etag, 'public, no-cache');
+  });
+
+  router.get('/docs', (ctx) => {
+    ctx.set('Content-Security-Policy', DOCS_CSP);
+    ctx.set('Cache-Control', 'public, no-cache');
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = PAGE;
+  });
+
+  router.get('/docs/:asset', (ctx) => {
+    const asset = assets.get(ctx.params.asset!);
+    if (!asset) throw errors.notFound(`no file ${ctx.params.asset} in the API reference page`);
+    const { bytes, etag } = asset.load();
+    sendCached(ctx, bytes, asset.type, etag, 'public, max-age=86400');
+  });
+
+  return router;
+}

@@ -1,0 +1,36 @@
+import Router from '@koa/router';
+import { createReadStream } from 'node:fs';
+import { errors } from '../../domain/errors.ts';
+import type { UploadService } from '../../domain/uploads/upload.service.ts';
+import type { FileMediaStore } from '../../store/media-store.ts';
+import type { AppState } from '../context.ts';
+import { matchesEtag } from '../fresh.ts';
+import { parse } from '../validate.ts';
+import { ImageQuery } from '../schemas/upload.schemas.ts';
+
+/**
+ * `GET /api/image/{id}?size=thumb|medium|full`: the stored WebP variant. Variants never change once
+ * written, so they are cacheable for a year and their ETag is their name. The original is never served.
+ */
+export function imageRoutes(deps: { uploads: UploadService; media: FileMediaStore }): Router<AppState> {
+  const router = new Router<AppState>();
+  router.get('/api/image/:id', async (ctx) => {
+    const { size } = parse(ImageQuery, ctx.query, 'query');
+    const key = await deps.uploads.imageKey(ctx.params.id!);
+    const bytes = await deps.media.size(key, size);
+    if (bytes === null) throw errors.notFound(`image ${ctx.params.id} has no ${size} variant`);
+    ctx.status = 200;
+    ctx.set('ETag', `"${key}.${size}"`);
+    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    ctx.set('Content-Security-Policy', "default-src 'none'");
+    ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
+    if (matchesEtag(ctx)) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = 'image/webp';
+    ctx.length = bytes;
+    ctx.body = ctx.method === 'HEAD' ? null : createReadStream(deps.media.variantPath(key, size));
+  });
+  return router;
+}

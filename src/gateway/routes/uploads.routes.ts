@@ -1,0 +1,150 @@
+import Router from '@koa/router';
+import { open } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { errors } from '../../domain/errors.ts';
+import { parseTagList } from '../../domain/tags.ts';
+import { fileNameOf, type UploadService } from '../../domain/uploads/upload.service.ts';
+import type { CreateResult } from '../../domain/uploads/upload.types.ts';
+import type { Limiter } from '../../store/rate-limiter.ts';
+import type { FileMediaStore } from '../../store/media-store.ts';
+import type { AppContext, AppState } from '../context.ts';
+import { needUser, requireUser } from '../middleware/authenticate.ts';
+import { userRateLimit } from '../middleware/rate-limit.ts';
+import { multipartUpload, uploadedFile } from '../middleware/multipart.ts';
+import { clientSignal } from '../client-signal.ts';
+import { parse } from '../validate.ts';
+import { PrivacyBody, UploadFields } from '../schemas/upload.schemas.ts';
+import { validateIdempotencyKey, type IdempotencyService } from '../../domain/idempotency.ts';
+
+export interface UploadRouteDeps {
+  /** During a graceful shutdown new uploads are refused (503 busy) while in-flight ones finish. */
+  isShuttingDown: () => boolean;
+  uploads: UploadService;
+  media: FileMediaStore;
+  uploadLimiter: Limiter;
+  idempotency: IdempotencyService;
+  /** The caller's vote on an upload, for `my_vote`. */
+  myVote(uploadId: string, userId: string): Promise<'fucks' | 'does_not_fuck' | null>;
+  /** Outcome of every upload request, for metrics: accepted (by type) or rejected (by reason). */
+  onOutcome?: (outcome: { accepted: 'image' | 'link' } | { rejected: string }) => void;
+  /** Time spent receiving (and hashing) a multipart body. */
+  onReceived?: (seconds: number) => void;
+}
+
+/** Reads a temp file into an ArrayBuffer of its own, so it can be moved (not copied) to a worker. */
+async function readWhole(path: string, size: number): Promise<ArrayBuffer> {
+  const buf = new ArrayBuffer(size);
+  const fh = await open(path, 'r');
+  try {
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await fh.read(new Uint8Array(buf, off), 0, size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+  return buf;
+}
+
+const asResponse = (result: CreateResult) =>
+  result.kind === 'duplicate' ? { status: 200, body: result.notice } : { status: 201, body: result.upload };
+
+const fingerprint = (fields: UploadFields, tags: string[], fileSha256: string | null) =>
+  createHash('sha256')
+    .update(JSON.stringify([fields.upload_type, fields.description, tags, fields.is_private, fields.image_url ?? null, fields.external_url ?? null, fileSha256]))
+    .digest('hex');
+
+export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
+  const router = new Router<AppState>();
+
+  const create = async (ctx: AppContext) => {
+    const user = requireUser(ctx);
+    const fields = parse(UploadFields, ctx.request.body ?? {});
+    const tags = parseTagList(fields.tags);
+    const common = { description: fields.description, tags, isPrivate: fields.is_private };
+    const signal = clientSignal(ctx);
+    const file = fields.upload_type === 'image' ? uploadedFile(ctx) : null;
+    const run = async (): Promise<CreateResult> => {
+      if (fields.upload_type === 'image') {
+        if (!file) throw errors.invalid('file is required when upload_type=image (multipart field "file")');
+        const bytes = await readWhole(file.path, file.size);
+        const originalName = file.originalName ? fileNameOf(file.originalName) : null;
+        return deps.uploads.createImage(user, { ...common, bytes, sha256: file.sha256, originalName, sourceUrl: null }, signal);
+      }
+      if (fields.upload_type === 'image_url') {
+        if (!fields.image_url) throw errors.invalid('image_url is required when upload_type=image_url');
+        return deps.uploads.createFromUrl(user, { ...common, imageUrl: fields.image_url }, signal);
+      }
+      if (!fields.external_url) throw errors.invalid('external_url is required when upload_type=link');
+      return deps.uploads.createLink(user, { ...common, externalUrl: fields.external_url });
+    };
+    const key = ctx.get('idempotency-key');
+    const response = key
+      ? await deps.idempotency.run(
+          user.userId,
+          validateIdempotencyKey(key),
+          fingerprint(fields, tags, file?.sha256 ?? null),
+          async () => {
+            const r = asResponse(await run());
+            return { status: r.status, body: JSON.stringify(r.body) };
+          },
+          signal,
+        )
+      : asResponse(await run());
+    ctx.status = response.status;
+    if ('replayed' in response && response.replayed) ctx.set('Idempotent-Replayed', 'true');
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = response.body;
+    const id = ctx.status === 201 ? (typeof response.body === 'string' ? JSON.parse(response.body) : response.body).id : null;
+    if (id) ctx.set('Location', `/api/upload/${id}`);
+  };
+  const knownKey = async (ctx: AppContext) => {
+    const key = ctx.get('idempotency-key');
+    return Boolean(key && ctx.state.principal && (await deps.idempotency.known(ctx.state.principal.userId, key)));
+  };
+  const outcome = async (ctx: AppContext, next: () => Promise<unknown>) => {
+    try {
+      await next();
+      const body = typeof ctx.body === 'string' ? JSON.parse(ctx.body) : ctx.body;
+      deps.onOutcome?.(ctx.status === 201 ? { accepted: body.upload_type } : { rejected: 'duplicate' });
+    } catch (e) {
+      deps.onOutcome?.({ rejected: (e as { code?: string }).code ?? 'internal' });
+      throw e;
+    }
+  };
+  const acceptingUploads = async (_ctx: AppContext, next: () => Promise<unknown>) => {
+    if (deps.isShuttingDown()) throw errors.busy('the server is shutting down; retry (another instance will take it)', 5);
+    await next();
+  };
+  const chain = [
+    outcome,
+    acceptingUploads,
+    needUser,
+    userRateLimit(deps.uploadLimiter, { exempt: knownKey }),
+    multipartUpload({ media: deps.media, ...(deps.onReceived ? { onReceived: deps.onReceived } : {}) }),
+    create,
+  ] as const;
+  router.post('/api/v1/upload', ...chain);
+  router.post('/api/upload', ...chain);
+
+  router.get('/api/upload/:id', async (ctx) => {
+    const me = ctx.state.principal;
+    const myVote = me ? await deps.myVote(ctx.params.id!, me.userId) : undefined;
+    ctx.set('Cache-Control', me ? 'private, no-cache' : 'public, no-cache');
+    ctx.body = await deps.uploads.get(ctx.params.id!, myVote);
+  });
+
+  router.patch('/api/upload/:id/privacy', async (ctx) => {
+    const user = requireUser(ctx);
+    const { is_private } = parse(PrivacyBody, ctx.request.body);
+    ctx.body = await deps.uploads.setPrivacy(user, ctx.params.id!, is_private, await deps.myVote(ctx.params.id!, user.userId));
+  });
+
+  router.delete('/api/upload/:id', async (ctx) => {
+    ctx.body = await deps.uploads.remove(requireUser(ctx), ctx.params.id!);
+  });
+
+  return router;
+}

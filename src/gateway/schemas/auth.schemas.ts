@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { Success } from './common.schemas.ts';
+
+export const USERNAME_RE = /^[A-Za-z0-9_]{3,32}$/;
+
+const email = z
+  .string({ error: 'email must be a string' })
+  .trim()
+  .max(254, { error: 'email must be at most 254 characters' })
+  .pipe(z.email({ error: 'email is not a valid email address' }));
+const username = z
+  .string({ error: 'username must be a string' })
+  .trim()
+  .regex(USERNAME_RE, { error: 'username must be 3 to 32 letters, digits or underscores' });
+const password = z
+  .string({ error: 'password must be a string' })
+  .min(8, { error: 'password must be at least 8 characters' })
+  .max(256, { error: 'password must be at most 256 characters' });
+
+export const RegisterBody = z.object({
+  action: z.literal('register'),
+  email: email.describe('A valid email address, at most 254 characters; unique, case-insensitive.'),
+  username: username.describe('3 to 32 letters, digits or underscores; unique, case-insensitive.'),
+  password: password.describe('8 to 256 characters.'),
+});
+export const LoginBody = z
+  .object({
+    action: z.literal('login'),
+    email: z.string({ error: 'email must be a string' }).max(254).optional(),
+    username: z.string({ error: 'username must be a string' }).max(32).optional(),
+    password: z.string({ error: 'password must be a string' }).max(256, { error: 'password must be at most 256 characters' }),
+  })
+  .refine((b) => b.email !== undefined || b.username !== undefined, { error: 'email or username is required', path: ['email'] })
+  .meta({ description: 'Email or username (either matches case-insensitively) and password.', anyOf: [{ required: ['email'] }, { required: ['username'] }] });
+export const LogoutBody = z.object({ action: z.literal('logout') });
+
+/** The body of `POST /api/auth` as documented; the route reads `action` first, then parses with the matching schema. */
+export const AuthRequest = z.discriminatedUnion('action', [RegisterBody, LoginBody, LogoutBody]);
+
+export const AuthAction = z.object({
+  action: z.enum(['register', 'login', 'logout'], { error: 'action must be register, login or logout' }),
+});
+
+export const TokenCreateBody = z.object({
+  name: z
+    .string({ error: 'name must be a string' })
+    .trim()
+    .min(1, { error: 'name must not be empty' })
+    .max(100, { error: 'name must be at most 100 characters' }),
+});
+
+export const UserSchema = z.object({
+  id: z.uuid(),
+  username: z.string(),
+  email: z.string().optional().describe('Only to the user themself and to admins.'),
+  role: z.enum(['user', 'admin']),
+  created_at: z.iso.datetime(),
+});
+
+export const SessionResponse = z.object({
+  token: z.string().describe('HS256 JWT (claims sub, iat, exp); also set as the auth-token cookie.'),
+  expires_at: z.iso.datetime(),
+  user: UserSchema,
+});
+export const TokenView = z.object({ id: z.uuid(), name: z.string(), created_at: z.iso.datetime(), last_used_at: z.iso.datetime().nullable() });
+export const TokenCreated = TokenView.extend({
+  token: z
+    .string()
+    .regex(/^pv_[A-Za-z0-9_-]+$/)
+    .describe('The API token secret, shown only in this response; send it as `Authorization: Bearer pv_…`.'),
+});
+export const TokenList = z.object({ tokens: z.array(TokenView) });
+export const TokenRevoked = Success.extend({ id: z.uuid() });
+export const Me = z.object({ user: UserSchema });

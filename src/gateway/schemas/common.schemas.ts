@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { STATUS_OF, type ErrorCode } from '../../domain/errors.ts';
+
+export const ERROR_CODES = Object.keys(STATUS_OF) as [ErrorCode, ...ErrorCode[]];
+
+/** API.md's table: when each error code is used. Shown next to every error response of the document. */
+export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
+  invalid_request: 'malformed JSON, missing or invalid field, bad query value',
+  unsupported_format: 'the image is not JPEG, PNG, GIF or WebP by its bytes',
+  invalid_image: 'truncated or corrupt image, more than 50 MP or more than 200 frames',
+  human_detected: 'human detection policy `reject` and a person was found',
+  fetch_failed: '`image_url` could not be fetched safely (blocked address, timeout, not an image, too big)',
+  too_many_tags: 'more than 10 tags on the upload',
+  invalid_tag: 'a tag is empty, longer than 32 characters or has characters other than letters, digits, space, `-`, `_`',
+  unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
+  forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
+  not_found: 'no such resource',
+  conflict: 'username or email already taken; an Idempotency-Key reused for a different request',
+  payload_too_large: 'file over 10 MiB (10485760 bytes), JSON body over 1 MiB',
+  rate_limited: 'a rate limit is spent; retry after `Retry-After` seconds',
+  busy: 'the media worker queue is full, the database does not answer, or the service is shutting down; retry after `Retry-After` seconds',
+  internal: 'anything else; logged with the request id',
+};
+
+export const ErrorBody = z
+  .object({
+    error: z.enum(ERROR_CODES).describe('Machine-readable error code.'),
+    message: z.string().describe('A human sentence naming the field or limit that failed.'),
+  })
+  .describe('The body of every non-2xx response except 304.');
+
+/** The error body of one response status, with `error` narrowed to the codes that status can carry there. */
+export const errorBodyOf = (codes: readonly [ErrorCode, ...ErrorCode[]]) => ErrorBody.extend({ error: z.enum(codes) });
+
+export const Success = z.object({ success: z.literal(true) });
+
+export const Health = z.object({ status: z.literal('ok') });
+
+const ReadinessCheck = z
+  .looseObject({
+    status: z.enum(['ok', 'down']),
+    reason: z.string().optional().describe('Why the dependency is down.'),
+  })
+  .describe('One dependency (database, workers, redis); further details vary by dependency.');
+const checks = z.record(z.string(), ReadinessCheck);
+
+export const Readiness = z.object({ status: z.literal('ok'), checks });
+export const NotReady = ErrorBody.extend({ error: z.literal('busy'), checks }).describe('503 from /readyz: which dependency did not answer.');
+
+/** `{id}` path parameter of uploads and tokens. Any string is accepted; one that is not a UUID is simply not found. */
+export const IdParam = z.object({ id: z.string().describe('A UUID.') });

@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { UserSchema } from './auth.schemas.ts';
+import { Success } from './common.schemas.ts';
+import { Tag, UploadRecord, VoteValue } from './upload.schemas.ts';
+
+export const VoteBody = z.object({
+  uploadId: z.string({ error: 'uploadId must be a string (an upload id)' }),
+  vote: z.enum(['fucks', 'does_not_fuck', 'none'], { error: 'vote must be fucks, does_not_fuck or none' }).describe('`none` retracts the vote.'),
+});
+
+const positiveInt = (name: string, fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return fallback;
+      if (!/^\d+$/.test(v) || Number(v) < 1) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be an integer of at least 1 (got "${v}")` });
+        return z.NEVER;
+      }
+      return Number(v);
+    })
+    // The query value is a string on the wire; the document describes what it must spell.
+    .meta({ type: 'integer', minimum: 1, description: `Default ${fallback}.` });
+
+export const MAX_PAGE = 10_000;
+
+export const FeedQuery = z.object({
+  page: positiveInt('page', 1).refine((p) => p <= MAX_PAGE, { error: `page must be at most ${MAX_PAGE}` }),
+  // API.md: limit > 50 is clamped to 50 (not an error).
+  limit: positiveInt('limit', 12)
+    .transform((l) => Math.min(l, 50))
+    .meta({ description: 'Default 12; values over 50 are clamped to 50.' }),
+  sort: z
+    .enum(['new', 'top', 'hot', 'best'], { error: 'sort must be new, top, hot or best' })
+    .default('new')
+    .describe('`best` ranks by the Wilson lower bound.'),
+  type: z.enum(['image', 'link'], { error: 'type must be image or link' }).optional(),
+  user: z.string().max(64, { error: 'user is too long' }).optional().describe('Username of the uploader.'),
+  tag: z.string().max(64, { error: 'tag is too long' }).optional().describe('Tag slug.'),
+});
+
+export const RecentQuery = z.object({
+  limit: positiveInt('limit', 20)
+    .transform((l) => Math.min(l, 50))
+    .meta({ description: 'Default 20; values over 50 are clamped to 50.' }),
+});
+
+export const TagsBody = z.object({
+  tags: z
+    .array(z.string({ error: 'tags must be strings' }), { error: 'tags must be an array of tag names' })
+    .max(50, { error: 'tags lists too many names' })
+    .describe('Names to add; normalized as in API.md (trimmed, lowercased, inner whitespace collapsed).'),
+});
+
+export const TagSuggestQuery = z.object({
+  q: z.string().max(64, { error: 'q is too long' }).default('').describe('Prefix of the tag name.'),
+  limit: positiveInt('limit', 10)
+    .transform((l) => Math.min(l, 50))
+    .meta({ description: 'Default 10; values over 50 are clamped to 50.' }),
+});
+
+export const VoteResult = z.object({
+  uploadId: z.uuid(),
+  vote: VoteValue.nullable().describe('The caller\'s vote after this request; null when retracted.'),
+  upvotes: z.int().nonnegative(),
+  downvote_count: z.int().nonnegative(),
+});
+
+export const FeedPage = z.object({
+  uploads: z.array(UploadRecord),
+  page: z.int().positive(),
+  limit: z.int().min(1).max(50),
+  has_more: z.boolean(),
+});
+
+export const RecentItems = z.object({ items: z.array(UploadRecord) });
+
+export const ProfileStats = z.object({
+  uploads: z.int().nonnegative(),
+  upvotes_received: z.int().nonnegative(),
+  downvotes_received: z.int().nonnegative(),
+  votes_cast: z.int().nonnegative(),
+});
+
+export const Profile = z.object({
+  user: UserSchema,
+  stats: ProfileStats,
+  uploads: z.array(UploadRecord).describe('The caller\'s own uploads, private included, newest first, first 12.'),
+});
+
+export const TagList = z.object({ tags: z.array(Tag) });
+export const TagsChanged = Success.extend({ tags: z.array(Tag).describe('All tags of the upload after the change.') });
+export const TagSuggestion = Tag.extend({ uploads: z.int().nonnegative().describe('How many uploads carry the tag.') });
+export const TagSuggestions = z.object({ tags: z.array(TagSuggestion) });

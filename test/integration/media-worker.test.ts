@@ -1,0 +1,90 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import sharp from 'sharp';
+import type { HumanPolicy, ProcessedImage, ProcessImageResult, ProcessImageTask } from '../../src/workers/pipeline/types.ts';
+import * as fx from '../support/fixtures.ts';
+
+const WORKER = new URL('../../src/workers/media.worker.ts', import.meta.url).href;
+
+describe('media worker in a Piscina pool', () => {
+  let pool: Piscina;
+  let stagingDir: string;
+  let n = 0;
+
+  const run = async (bytes: Uint8Array, humanPolicy: HumanPolicy = 'off'): Promise<{ task: ProcessImageTask; result: ProcessImageResult }> => {
+    const task: ProcessImageTask = { bytes: fx.toArrayBuffer(bytes), stagingDir, baseName: `up-${++n}`, humanPolicy, humanThreshold: 0.5 };
+    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as ProcessImageResult;
+    return { task, result };
+  };
+  const ok = (r: ProcessImageResult): ProcessedImage => (r.ok ? r : assert.fail(`${r.code}: ${r.message}`));
+  const staged = async (task: ProcessImageTask) => (await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`));
+
+  before(async () => {
+    stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-worker-'));
+    pool = new Piscina({ filename: WORKER, minThreads: 2, maxThreads: 2, workerData: { modelDir: path.join(stagingDir, 'no-model') } });
+  });
+  after(async () => {
+    await pool.destroy();
+    await rm(stagingDir, { recursive: true, force: true });
+  });
+
+  it('moves the bytes to the thread and stages GPS-free, auto-oriented WebP variants', async () => {
+    const jpeg = await fx.photoJpeg({ width: 2400, height: 1800, orientation: 6 });
+    const { task, result } = await run(jpeg);
+    assert.equal(task.bytes.byteLength, 0, 'transferred, not copied');
+    const image = ok(result);
+    assert.deepEqual([image.width, image.height, image.humanScore], [1800, 2400, null]);
+    assert.deepEqual(image.variants.map((v) => [v.name, v.width, v.height]), [['thumb', 240, 320], ['medium', 768, 1024], ['full', 1536, 2048]]);
+    for (const v of image.variants) {
+      const bytes = await readFile(v.path);
+      assert.deepEqual(fx.riffChunks(bytes), ['VP8 '], v.name);
+      assert.ok(!bytes.includes('GPS'));
+      const meta = await sharp(bytes).metadata();
+      assert.deepEqual([meta.width, meta.height, meta.exif, meta.xmp, meta.icc], [v.width, v.height, undefined, undefined, undefined]);
+    }
+    assert.equal(typeof (result as ProcessedImage & { startedAt?: number }).startedAt, 'number');
+  });
+
+  it('keeps an animated WebP animated in every variant', async () => {
+    const image = ok((await run(await fx.animatedWebp({ width: 400, height: 300, frames: 4 }))).result);
+    assert.deepEqual([image.animated, image.frames], [true, 4]);
+    for (const v of image.variants) assert.equal((await sharp(v.path, { pages: -1 }).metadata()).pages, 4, v.name);
+  });
+
+  it('refuses every non-accepted format inside the thread, staging nothing', async () => {
+    for (const { name, bytes } of await fx.refusedFormats()) {
+      const { task, result } = await run(bytes);
+      assert.equal(!result.ok && result.code, 'unsupported_format', name);
+      assert.deepEqual(await staged(task), []);
+    }
+  });
+
+  it('rejects truncated, corrupt and 201-frame images as invalid_image, staging nothing', async () => {
+    for (const bytes of [await fx.truncatedJpeg(), await fx.corruptPng(), await fx.manyFramesGif(201)]) {
+      const { task, result } = await run(bytes);
+      assert.equal(!result.ok && result.code, 'invalid_image');
+      assert.deepEqual(await staged(task), []);
+    }
+  });
+
+  it('rejects the 100000×100000 PNG without the process allocating it', async () => {
+    const rss = process.memoryUsage().rss;
+    const { result } = await run(fx.hugeHeaderPng());
+    assert.equal(!result.ok && result.message, 'image is 100000×100000 = 10000 MP; the limit is 50 MP');
+    assert.ok(process.memoryUsage().rss - rss < 100e6, 'RSS grew by 100 MB or more');
+  });
+
+  it('answers the readiness ping without loading the detector', async () => {
+    assert.deepEqual(await pool.run({}, { name: 'ping' }), { detectorBackend: null });
+  });
+
+  it('fails a task that needs detection with a clear error when the detector cannot load', async () => {
+    const jpeg = await fx.photoJpeg({ width: 64, height: 48 });
+    await assert.rejects(run(jpeg, 'reject'), /person detect(ion is needed|or could not be created)/);
+    ok((await run(jpeg, 'off')).result);
+  });
+});

@@ -1,0 +1,64 @@
+/**
+ * Starts the real application (the same compose() as `npm start`) on an ephemeral port, on the
+ * database this run targets, with its own DATA_DIR, Redis key prefix and PostgreSQL database.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { compose, type Composed } from '../../src/main.ts';
+import { createTestDatabase } from './pg.ts';
+import { TEST_REDIS_URL, onPostgres } from './env.ts';
+import { client, type Client } from './http.ts';
+
+export interface TestApp {
+  url: string;
+  config: Config;
+  composed: Composed;
+  api: Client;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Cheap password hashing for fixtures; one test proves the production cost separately. */
+export const TEST_SCRYPT = { N: 2 ** 12, r: 8, p: 1 };
+
+export async function startApp(env: Record<string, string> = {}, opts: { productionScrypt?: boolean; sharedDataDir?: string; databaseUrl?: string } = {}): Promise<TestApp> {
+  const dataDir = opts.sharedDataDir ?? (await mkdtemp(join(tmpdir(), 'pixvote-test-')));
+  const database = onPostgres && !opts.databaseUrl ? await createTestDatabase() : null;
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    WORKERS: '1',
+    HUMAN_POLICY: 'off',
+    // Generous defaults so unrelated tests never trip a limit; limit tests set their own.
+    RATE_LIMIT_AUTH: '1000/15m',
+    RATE_LIMIT_GENERAL: '100000/15m',
+    RATE_LIMIT_UPLOAD: '1000/1h',
+    RATE_LIMIT_VOTE: '100000/1h',
+    ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : database ? { DATABASE_URL: database.url } : {}),
+    ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:` } : {}),
+    ...env,
+  });
+  const composed = await compose(config, opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT });
+  const server = createServer(composed.app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    config,
+    composed,
+    api: client(url),
+    server,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await composed.close();
+      await database?.drop();
+      if (!opts.sharedDataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

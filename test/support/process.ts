@@ -1,0 +1,57 @@
+/**
+ * Runs the server as a real OS process (`node src/main.ts`, what `npm start` runs), for tests of
+ * signals, crashes and several gateways. The port is chosen by the OS (PORT=0) and read from the log.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { client, type Client } from './http.ts';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+
+export interface ServerProcess {
+  proc: ChildProcess;
+  url: string;
+  api: Client;
+  /** Every JSON log line so far. */
+  logs: Array<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+export async function spawnServer(env: Record<string, string>, opts: { timeoutMs?: number; expectListeners?: number } = {}): Promise<ServerProcess> {
+  const proc = spawn(process.execPath, ['--experimental-strip-types', MAIN], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  proc.stderr!.on('data', (d) => (stderr += d));
+  const exited = once(proc, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr.slice(-2000)}`)), opts.timeoutMs ?? 60_000);
+    let buf = '';
+    proc.stdout!.on('data', (chunk: Buffer) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          logs.push(entry);
+          const address = entry.address as { port?: number } | undefined;
+          if (entry.msg === 'pixvote listening' && address?.port) {
+            clearTimeout(timer);
+            resolve(address.port);
+          }
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    void exited.then(({ code, signal }) => reject(new Error(`server exited (${code ?? signal}) before listening; stderr: ${stderr.slice(-2000)}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return { proc, url, api: client(url), logs, exited, kill: (s) => proc.kill(s) };
+}

@@ -1,0 +1,91 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { parseDuration, parseRate } from '../../src/domain/durations.ts';
+
+const dataDir = () => mkdtempSync(join(tmpdir(), 'pixvote-cfg-'));
+
+test('defaults match API.md', () => {
+  const c = loadConfig({ DATA_DIR: dataDir() });
+  assert.equal(c.port, 3000);
+  assert.equal(c.host, '0.0.0.0');
+  assert.equal(c.databaseUrl, null);
+  assert.equal(c.redisUrl, null);
+  assert.equal(c.jwtTtlSeconds, 86400);
+  assert.ok(c.workers >= 1);
+  assert.equal(c.workerQueue, 4 * c.workers);
+  assert.equal(c.humanPolicy, 'reject');
+  assert.equal(c.nearDuplicateDistance, 4);
+  assert.equal(c.fetchAllowPrivate, false);
+  assert.equal(c.fetchTimeoutMs, 10000);
+  assert.deepEqual(c.rateLimits, {
+    auth: { points: 5, seconds: 900 },
+    upload: { points: 20, seconds: 3600 },
+    vote: { points: 20, seconds: 3600 },
+    general: { points: 600, seconds: 900 },
+  });
+  assert.equal(c.trustProxy, false);
+  assert.equal(c.logLevel, 'info');
+  assert.ok(Object.isFrozen(c));
+});
+
+test('every bad variable is listed in one error', () => {
+  try {
+    loadConfig({ DATA_DIR: dataDir(), WORKERS: 'abc', PORT: '70000', HUMAN_POLICY: 'maybe', RATE_LIMIT_VOTE: '20 per hour', NEAR_DUPLICATE_DISTANCE: '-2', FETCH_ALLOW_PRIVATE: 'yes', DATABASE_URL: 'mysql://x' });
+    assert.fail('should throw');
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    const m = e.message;
+    assert.match(m, /WORKERS=abc: expected a positive integer/);
+    for (const v of ['PORT', 'HUMAN_POLICY', 'RATE_LIMIT_VOTE', 'NEAR_DUPLICATE_DISTANCE', 'FETCH_ALLOW_PRIVATE', 'DATABASE_URL']) assert.match(m, new RegExp(`${v}=`));
+    assert.equal(e.problems.length, 7);
+  }
+});
+
+test('JWT_SECRET is generated once into DATA_DIR and reused; required in production', () => {
+  const dir = dataDir();
+  const a = loadConfig({ DATA_DIR: dir });
+  const b = loadConfig({ DATA_DIR: dir });
+  assert.equal(a.jwtSecret, b.jwtSecret);
+  assert.ok(a.jwtSecret.length >= 32);
+  assert.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim(), a.jwtSecret);
+  assert.equal(statSync(join(dir, 'jwt-secret')).mode & 0o777, 0o600);
+  assert.throws(() => loadConfig({ DATA_DIR: dir, NODE_ENV: 'production' }), /JWT_SECRET/);
+  assert.equal(loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }).jwtSecret, 's'.repeat(32));
+});
+
+test('durations and rates parse the documented forms', () => {
+  assert.equal(parseDuration('24h'), 86400);
+  assert.equal(parseDuration('15m'), 900);
+  assert.equal(parseDuration('90'), 90);
+  assert.equal(parseDuration('1y'), null);
+  assert.deepEqual(parseRate('5/15m'), { points: 5, seconds: 900 });
+  assert.deepEqual(parseRate('20/1h'), { points: 20, seconds: 3600 });
+  assert.deepEqual(parseRate('600/h'), { points: 600, seconds: 3600 });
+  assert.equal(parseRate('0/1h'), null);
+  assert.equal(parseRate('20 per hour'), null);
+});
+
+test('`WORKERS=abc npm start` exits non-zero naming WORKERS', () => {
+  const r = spawnSync(process.execPath, ['--experimental-strip-types', 'src/main.ts'], {
+    env: { ...process.env, WORKERS: 'abc', DATA_DIR: dataDir(), PORT: '0' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /WORKERS=abc: expected a positive integer/);
+});
+
+test('the start script refuses Node older than 22.17 in one line', () => {
+  const node20 = '/usr/bin/node';
+  const probe = spawnSync(node20, ['--version'], { encoding: 'utf8' });
+  if (probe.status !== 0 || !/^v(1\d|20|21)\./.test(probe.stdout)) return; // no old Node on this machine to try
+  const r = spawnSync(node20, ['scripts/require-node.js'], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr.trim().split('\n').length, 1);
+  assert.match(r.stderr, /needs Node\.js >= 22\.17/);
+});

@@ -1,0 +1,154 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { processImage } from '../../src/workers/pipeline/process-image.ts';
+import type { DetectorInputSpec, HumanPolicy, PersonDetector, ProcessImageTask, RawImage } from '../../src/workers/pipeline/types.ts';
+import { setupSharp } from '../../src/workers/sharp-setup.ts';
+import * as fx from '../support/fixtures.ts';
+
+interface FakeDetector extends PersonDetector {
+  inputs: RawImage[];
+}
+
+/** A detector that answers `score` for every frame (or what `scoreOf` says), recording its inputs. */
+function fakeDetector(score: number, opts: { inputSpec?: DetectorInputSpec; scoreOf?: (call: number) => number } = {}): FakeDetector {
+  const inputs: RawImage[] = [];
+  return {
+    backend: 'fake',
+    model: 'fake',
+    inputSpec: opts.inputSpec ?? { size: 96, fit: 'contain' },
+    inputs,
+    async detect(rgb) {
+      inputs.push(rgb);
+      const s = opts.scoreOf?.(inputs.length - 1) ?? score;
+      return { score: s, boxes: s > 0 ? [{ x: 1, y: 2, width: 3, height: 4, score: s }] : [] };
+    },
+    dispose() {},
+  };
+}
+
+const throwingDetector = (): PersonDetector => ({
+  ...fakeDetector(0),
+  detect: () => Promise.reject(new Error('detector exploded')),
+});
+
+describe('processImage', () => {
+  let stagingDir: string;
+  let n = 0;
+  const task = (bytes: Uint8Array, humanPolicy: HumanPolicy = 'off', extra: Partial<ProcessImageTask> = {}): ProcessImageTask => ({
+    bytes: fx.toArrayBuffer(bytes),
+    stagingDir,
+    baseName: `upload-${++n}`,
+    humanPolicy,
+    humanThreshold: 0.5,
+    ...extra,
+  });
+  const staged = async (t: ProcessImageTask) => (await readdir(stagingDir)).filter((f) => f.startsWith(`${t.baseName}.`)).sort();
+
+  before(async () => {
+    await setupSharp();
+    stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-process-'));
+  });
+  after(() => rm(stagingDir, { recursive: true, force: true }));
+
+  it('turns a camera JPEG into hashes, staged variants and per-stage timings', async () => {
+    const detector = fakeDetector(0.25);
+    const t = task(await fx.photoJpeg({ width: 640, height: 480, orientation: 6 }), 'flag');
+    const result = await processImage(t, { detector });
+    if (!result.ok) assert.fail(result.message);
+    assert.deepEqual(
+      [result.format, result.width, result.height, result.animated, result.frames, result.humanScore],
+      ['jpeg', 480, 640, false, 1, 0.25],
+    );
+    assert.match(result.phash, /^[0-9a-f]{16}$/);
+    assert.match(result.thumbhash, /^[A-Za-z0-9+/]+={0,2}$/);
+    assert.deepEqual(result.variants.map((v) => [v.name, v.width, v.height]), [['thumb', 240, 320], ['medium', 480, 640], ['full', 480, 640]]);
+    for (const v of result.variants) assert.equal((await stat(v.path)).size, v.bytes);
+    assert.deepEqual(await staged(t), [`${t.baseName}.full.webp`, `${t.baseName}.medium.webp`, `${t.baseName}.thumb.webp`]);
+    assert.deepEqual(Object.keys(result.timings).sort(), ['decode', 'detect', 'encode', 'phash', 'sniff', 'thumbhash']);
+    assert.ok(Object.values(result.timings).every((ms) => typeof ms === 'number' && ms >= 0));
+  });
+
+  it('prepares RGB for the detector as its inputSpec asks: contained, or filled to a square', async () => {
+    const jpeg = await fx.photoJpeg({ width: 640, height: 480, metadata: false });
+    const contain = fakeDetector(0, { inputSpec: { size: 96, fit: 'contain' } });
+    await processImage(task(jpeg, 'flag'), { detector: contain });
+    assert.deepEqual(contain.inputs.map((i) => [i.width, i.height, i.channels, i.data.length]), [[96, 72, 3, 96 * 72 * 3]]);
+    const fill = fakeDetector(0, { inputSpec: { size: 64, fit: 'fill' } });
+    await processImage(task(jpeg, 'flag'), { detector: fill });
+    assert.deepEqual(fill.inputs.map((i) => [i.width, i.height, i.channels]), [[64, 64, 3]]);
+  });
+
+  it("skips detection under humanPolicy 'off'", async () => {
+    const result = await processImage(task(await fx.pngImage(64, 48)), { detector: throwingDetector() });
+    assert.equal(result.ok && result.humanScore, null);
+    assert.equal(result.ok && result.timings.detect, undefined);
+  });
+
+  it("rejects a person under 'reject' before encoding anything, naming the score and threshold", async () => {
+    const t = task(await fx.photoJpeg(), 'reject');
+    assert.deepEqual(await processImage(t, { detector: fakeDetector(0.91) }), {
+      ok: false,
+      code: 'human_detected',
+      message: 'a person was detected (score 0.910, threshold 0.5); images showing people are not accepted',
+    });
+    assert.deepEqual(await staged(t), []);
+    const below = await processImage(task(await fx.photoJpeg(), 'reject'), { detector: fakeDetector(0.49) });
+    assert.equal(below.ok && below.humanScore, 0.49);
+  });
+
+  it('looks at the first, middle and last frame of an animation and keeps the highest score', async () => {
+    const detector = fakeDetector(0, { scoreOf: (call) => [0.1, 0.7, 0.2][call]! });
+    const result = await processImage(task(await fx.animatedGif({ width: 64, height: 48, frames: 5 }), 'flag'), { detector });
+    assert.equal(detector.inputs.length, 3);
+    assert.equal(result.ok && result.humanScore, 0.7);
+    assert.equal(result.ok && result.animated, true);
+  });
+
+  it('returns each expected rejection with its code and leaves nothing staged', async () => {
+    const cases: Array<[string, Uint8Array, string]> = [
+      ...(await fx.refusedFormats()).map(({ name, bytes }): [string, Uint8Array, string] => [name, bytes, 'unsupported_format']),
+      ['text', fx.nonImageBytes(), 'unsupported_format'],
+      ['truncated JPEG', await fx.truncatedJpeg(), 'invalid_image'],
+      ['corrupt PNG', await fx.corruptPng(), 'invalid_image'],
+      ['100000×100000 PNG', fx.hugeHeaderPng(), 'invalid_image'],
+      ['201-frame GIF', await fx.manyFramesGif(201), 'invalid_image'],
+    ];
+    for (const [name, bytes, code] of cases) {
+      const t = task(bytes, 'reject');
+      const result = await processImage(t, { detector: fakeDetector(0) });
+      assert.equal(result.ok ? 'ok' : result.code, code, name);
+      assert.deepEqual(await staged(t), [], name);
+    }
+  });
+
+  it('removes the variants it already wrote when a later write fails, and throws', async () => {
+    const t = task(await fx.photoJpeg({ width: 1600, height: 1200, metadata: false }));
+    await mkdir(path.join(stagingDir, `${t.baseName}.thumb.webp`)); // the thumb write hits a directory
+    await assert.rejects(processImage(t, { detector: null }), { code: 'EISDIR' });
+    assert.deepEqual(await staged(t), [`${t.baseName}.thumb.webp`]);
+  });
+
+  it('throws, staging nothing, when the detector fails or is missing (bugs, not rejections)', async () => {
+    const t = task(await fx.photoJpeg(), 'flag');
+    await assert.rejects(processImage(t, { detector: throwingDetector() }), /detector exploded/);
+    await assert.rejects(processImage(task(await fx.photoJpeg(), 'reject'), { detector: null }), /no person detector/);
+    assert.deepEqual(await staged(t), []);
+  });
+
+  it('stops between stages once the pool raises the cancel flag', async () => {
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    Atomics.store(cancel, 0, 1);
+    const early = await processImage(task(await fx.photoJpeg(), 'off', { cancel }), { detector: null });
+    assert.equal(!early.ok && early.message, 'processing was cancelled before decode: the request was aborted');
+
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    const t = task(await fx.photoJpeg(), 'flag', { cancel: flag });
+    const detector = fakeDetector(0, { scoreOf: () => (Atomics.store(flag, 0, 1), 0) });
+    const late = await processImage(t, { detector });
+    assert.equal(!late.ok && late.message, 'processing was cancelled before encode: the request was aborted');
+    assert.deepEqual(await staged(t), []);
+  });
+});

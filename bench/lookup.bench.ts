@@ -1,0 +1,182 @@
+/**
+ * Near-duplicate lookup (`findNear`, distance ≤ 4, a non-admin viewer) at 100k and 1M hashes:
+ * multi-index hashing (what both databases run: a UNION ALL of index-only scans over covering chunk
+ * indexes) vs sqlite-vec KNN (the brute-force yardstick, selectable with NEAR_DUPLICATE_INDEX) on SQLite,
+ * and vs a full scan computing bit_count over every row on PostgreSQL. Half the probes have a neighbour
+ * at distance 1–4, half have none (the common case: most uploads are new). Every method must return the
+ * same match for every probe; a disagreement is reported as a bug.
+ *
+ *   npm run bench:lookup [-- --sizes 100k,1m --db sqlite,postgres --probes 200 --rounds 3]
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../src/store/database.ts';
+import { postgresDialect, sqliteDialect } from '../src/store/dialect.ts';
+import { multiIndexHashing, sqliteVecIndex, type NearMatch } from '../src/store/similarity/similarity-index.ts';
+import type { Viewer } from '../src/domain/uploads/upload.types.ts';
+import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
+import { isMain, numbers, runAlone } from './support/cli.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { TARGETS, asGoal } from './support/targets.ts';
+import { flipBits, randomHash, rng, seedUploads, seedUsers } from './support/seed.ts';
+import { analyze, withIndexesDeferred } from './support/bulk-insert.ts';
+import { mapLimit, quantile, ratios } from './support/stats.ts';
+
+export interface LookupOptions {
+  sizes: number[];
+  dbs: DbKind[];
+  probes: number;
+  rounds: number;
+  /** Which target to tag as the CI one (bench:ci asserts it). */
+  ciRatioAt?: number;
+}
+
+const MAX_DISTANCE = 4;
+const CHUNK = 100_000;
+/** Probes every method must agree on. */
+const CHECKED = 40;
+/** A round of one method stops after this long (a full scan of 1M rows takes ~0.5 s), but times at least MIN_TIMED probes. */
+const BUDGET_MS = 8000;
+const MIN_TIMED = 20;
+
+type Find = (k: Kysely<any>, phash: string, viewer: Viewer) => Promise<NearMatch | null>;
+
+/** The same query multi-index hashing runs on PostgreSQL, without the chunk filter: every row's distance. */
+const pgFullScan: Find = async (k, phash, viewer) => {
+  const { rows } = await sql<{ id: string; distance: number }>`
+    select id, distance from (
+      select u.id as id, u.created_at as created_at, bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64)) as distance
+      from uploads u
+      where u.phash is not null and (u.is_private = false or u.user_id = ${viewer.userId})
+    ) m
+    where distance <= ${MAX_DISTANCE}
+    order by distance, created_at limit 1`.execute(k);
+  return rows[0] ? { id: rows[0].id, distance: Number(rows[0].distance) } : null;
+};
+
+function methods(kind: DbKind): Record<string, Find> {
+  if (kind === 'sqlite') {
+    const vec = sqliteVecIndex(sqliteDialect);
+    const mih = multiIndexHashing(sqliteDialect);
+    return {
+      'sqlite-vec KNN': (k, h, v) => vec.findNear(k, h, MAX_DISTANCE, v),
+      'multi-index hashing': (k, h, v) => mih.findNear(k, h, MAX_DISTANCE, v),
+    };
+  }
+  const mih = multiIndexHashing(postgresDialect);
+  return {
+    'multi-index hashing': (k, h, v) => mih.findNear(k, h, MAX_DISTANCE, v),
+    'full scan (bit_count)': pgFullScan,
+  };
+}
+
+/** Random pHash-like hashes; 2 % are edits (1–6 bits away) of an earlier one, as re-uploads are. */
+function hashAt(hashes: string[], i: number, r: () => number): string {
+  if (i > 100 && r() < 0.02) return flipBits(hashes[Math.floor(r() * i)]!, 1 + Math.floor(r() * 6), r);
+  return randomHash(r);
+}
+
+export async function lookupBench(rec: Recorder, opts: LookupOptions): Promise<void> {
+  for (const kind of opts.dbs) {
+    if (kind === 'postgres') {
+      const why = await postgresUnavailable();
+      if (why) {
+        rec.note(`lookup on PostgreSQL skipped: ${why}`);
+        continue;
+      }
+    }
+    const bdb = await createBenchDatabase(kind);
+    const db = await bdb.open();
+    try {
+      await lookupOn(rec, db, kind, opts);
+    } finally {
+      await db.close();
+      await bdb.dispose();
+    }
+  }
+}
+
+async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupOptions): Promise<void> {
+  const r = rng(42);
+  const users = await seedUsers(db, 100);
+  const viewer: Viewer = { userId: users[0]!.id, isAdmin: false };
+  const hashes: string[] = [];
+  const find = methods(kind);
+  const names = Object.keys(find);
+  for (const size of [...opts.sizes].sort((a, b) => a - b)) {
+    const seeding = performance.now();
+    const from = hashes.length;
+    while (hashes.length < size) hashes.push(hashAt(hashes, hashes.length, r));
+    const load = async () => {
+      for (let at = from; at < size; at += CHUNK) {
+        const count = Math.min(CHUNK, size - at);
+        await seedUploads(db, { count, users, r, phash: (i) => hashes[at + i]!, newest: new Date(Date.UTC(2026, 0, 1) + (at + count) * 60_000) });
+      }
+    };
+    await (size - from >= CHUNK ? withIndexesDeferred(db, 'uploads', load) : load());
+    // What autovacuum does on a live database: statistics, and the visibility map index-only scans need.
+    if (kind === 'postgres') await analyze(db);
+    const seconds = (performance.now() - seeding) / 1000;
+    rec.add(figure('lookup', `${kind}: seed ${size - from} uploads (to ${size})`, 'rows/s', (size - from) / seconds, { note: `${seconds.toFixed(1)} s` }));
+
+    const probes = Array.from({ length: opts.probes }, (_, p) =>
+      p % 2 === 0 ? flipBits(hashes[Math.floor(r() * size)]!, 1 + ((p / 2) % MAX_DISTANCE), r) : randomHash(r),
+    );
+    await agree(rec, `${kind} at ${size}`, find, probes.slice(0, CHECKED), db, viewer);
+    const { p50, p95, timedProbes } = await timeRounds(find, probes, opts.rounds, db, viewer);
+    for (const name of names) {
+      const note = `${timedProbes[name]} probes per round, every other one with a neighbour at distance 1–${MAX_DISTANCE}`;
+      const goal = size >= 1_000_000 && name === 'multi-index hashing' ? { target: TARGETS.lookupAt1MMs } : {};
+      rec.add(figure('lookup', `${kind} ${label(size)}: ${name} p50`, 'ms', p50[name]!, { ...goal, note }));
+      rec.add(figure('lookup', `${kind} ${label(size)}: ${name} p95`, 'ms', p95[name]!));
+    }
+    const [a, b] = kind === 'sqlite' ? ['multi-index hashing', 'sqlite-vec KNN'] : ['multi-index hashing', 'full scan (bit_count)'];
+    const target = kind === 'postgres' ? { target: size === (opts.ciRatioAt ?? 100_000) ? TARGETS.lookupVsFullScan : asGoal(TARGETS.lookupVsFullScan) } : {};
+    rec.add(figure('lookup', `${kind} ${label(size)}: ${a} ÷ ${b} (p50)`, '×', ratios(p50[a]!, p50[b]!), target));
+  }
+}
+
+/** Warms the caches and checks that every method finds the same match; returns the first method's answers. */
+async function agree(rec: Recorder, where: string, find: Record<string, Find>, checked: string[], db: Database, viewer: Viewer): Promise<Array<NearMatch | null>> {
+  const names = Object.keys(find);
+  const answers = new Map<string, Array<NearMatch | null>>();
+  for (const name of names) answers.set(name, await mapLimit(checked, 1, (h) => find[name]!(db.db(), h, viewer)));
+  const reference = answers.get(names[0]!)!;
+  for (const name of names.slice(1)) {
+    const differ = answers.get(name)!.filter((x, i) => (x?.distance ?? null) !== (reference[i]?.distance ?? null) || (x?.id ?? null) !== (reference[i]?.id ?? null));
+    if (differ.length) rec.note(`BUG? ${where}: ${name} disagrees with ${names[0]} on ${differ.length} of ${checked.length} probes`);
+  }
+  return reference;
+}
+
+/** p50 and p95 per round of each method, rotating their order every round. */
+async function timeRounds(find: Record<string, Find>, probes: string[], rounds: number, db: Database, viewer: Viewer) {
+  const names = Object.keys(find);
+  const p50: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const p95: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const timedProbes: Record<string, number> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const name of names.map((_, i) => names[(i + round) % names.length]!)) {
+      const ms: number[] = [];
+      const until = performance.now() + BUDGET_MS;
+      for (const h of probes) {
+        if (ms.length >= MIN_TIMED && performance.now() > until) break;
+        const t = performance.now();
+        await find[name]!(db.db(), h, viewer);
+        ms.push(performance.now() - t);
+      }
+      timedProbes[name] = ms.length;
+      p50[name]!.push(quantile(ms, 0.5));
+      p95[name]!.push(quantile(ms, 0.95));
+    }
+  }
+  return { p50, p95, timedProbes };
+}
+
+const label = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : `${n / 1e3}k`);
+
+if (isMain(import.meta.url)) {
+  const options = { sizes: { type: 'string', default: '100k,1m' }, db: { type: 'string', default: 'sqlite,postgres' }, probes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '3' }} as const;
+  await runAlone('lookup', options, (rec, v) =>
+    lookupBench(rec, { sizes: numbers(String(v.sizes)), dbs: String(v.db).split(',') as DbKind[], probes: Number(v.probes), rounds: Number(v.rounds) }),
+  );
+}

@@ -1,0 +1,170 @@
+/**
+ * Media pipeline: CPU ms per stage on 2 MP and 12 MP photo-like JPEGs (one image at a time, in this
+ * process, person detection on), then images/s through a real MediaPool with 1 and 2 workers beside
+ * processImage in this process, sharp making the three sizes directly, and the vips CLI making them —
+ * all in the same interleaved rounds. Last, resident memory per worker thread with the detector loaded.
+ *
+ *   npm run bench:pipeline [-- --sizes 2,12 --rounds 5 --no-rss]
+ *   npm run bench:pipeline -- --webp-efforts      size and ms of the three variants at WebP effort 0..6
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createPersonDetector } from '../src/workers/pipeline/detect.stage.ts';
+import type { PersonDetector } from '../src/workers/pipeline/types.ts';
+import type { MediaPool } from '../src/workers/pool.ts';
+import { isMain, numbers, runAlone } from './support/cli.ts';
+import { jpegs, type BenchImage } from './support/images.ts';
+import {
+  POLICY, detectorModelDir, freshDir, inProcessRate, poolRate, setupLikeTheApp, sharpRate, startPool, vipsRate, vipsVersion, writeImages,
+} from './support/pipeline-subjects.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { TARGETS, asGoal } from './support/targets.ts';
+import { NODE_TS } from './support/server-process.ts';
+import { stageCosts, webpEfforts } from './support/stage-costs.ts';
+import { cpuAndWall, interleave, ratios, summarize } from './support/stats.ts';
+import { CpuYardstick } from './support/cpu-yardstick.ts';
+
+export interface PipelineOptions {
+  sizes: number[];
+  rounds: number;
+  rss: boolean;
+}
+
+/** Images per size: enough to keep two workers busy for about a second per measurement. */
+const COUNT: Record<number, number> = { 2: 8, 12: 4 };
+
+export async function pipelineBench(rec: Recorder, opts: PipelineOptions): Promise<void> {
+  await setupLikeTheApp();
+  const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-pipeline-'));
+  const vips = await vipsVersion();
+  if (!vips) rec.note('vips CLI yardstick skipped: vips not installed (Debian: apt-get install -y libvips-tools)');
+  try {
+    const detector = await createPersonDetector({ modelDir: await detectorModelDir() });
+    const sets = new Map<number, BenchImage[]>();
+    for (const mp of opts.sizes) sets.set(mp, await jpegs(mp, COUNT[mp] ?? 4));
+    for (const [mp, images] of sets) await stageCosts(rec, `${mp} MP`, images, detector, await freshDir(path.join(dir, 'stages')));
+
+    const pools = { one: await startPool(1, POLICY), two: await startPool(2, POLICY), twoOff: await startPool(2, 'off') };
+    const machine = new CpuYardstick();
+    try {
+      for (const [mp, images] of sets) await throughput(rec, mp, images, opts.rounds, { ...pools, machine, detector, vips, dir });
+    } finally {
+      await Promise.all([...Object.values(pools).map((p) => p.close()), machine.close()]);
+    }
+    detector.dispose();
+    if (opts.rss) await workerMemory(rec, [...sets.values()].flat(), dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+interface Subjects {
+  one: MediaPool;
+  two: MediaPool;
+  twoOff: MediaPool;
+  machine: CpuYardstick;
+  detector: PersonDetector;
+  vips: string | null;
+  dir: string;
+}
+
+/** Images/s of every subject on the same images, in interleaved rounds, and the ratios between them. */
+async function throughput(rec: Recorder, mp: number, images: BenchImage[], rounds: number, x: Subjects): Promise<void> {
+  const label = `${mp} MP`;
+  const files = await writeImages(images, path.join(x.dir, `files-${mp}`));
+  const staging = path.join(x.dir, 'staging');
+  const cores: Record<string, number[]> = {};
+  // Cores busy while it ran (CPU time of this process ÷ wall time): a single worker already uses more than one.
+  const busy = (name: string, fn: () => Promise<number>) => async () => {
+    const { value, cpuMs, wallMs } = await cpuAndWall(fn);
+    (cores[name] ??= []).push(cpuMs / wallMs);
+    return value;
+  };
+  const subjects: Record<string, () => Promise<number>> = {
+    pool1: busy('pool1', () => poolRate(x.one, images, staging, POLICY)),
+    pool2: busy('pool2', () => poolRate(x.two, images, staging, POLICY)),
+    pool2off: () => poolRate(x.twoOff, images, staging, 'off'),
+    inProcess: () => inProcessRate(images, x.detector, staging, POLICY),
+    sharp: () => sharpRate(images, 2),
+    machine: () => x.machine.scaling(),
+    ...(x.vips ? { vips: () => vipsRate(files, 2, path.join(x.dir, 'vips')) } : {}),
+  };
+  await interleave(1, subjects); // warm-up
+  const s = (await interleave(rounds, subjects)) as Record<'pool1' | 'pool2' | 'pool2off' | 'inProcess' | 'sharp' | 'machine', number[]> & { vips?: number[] };
+  const scaling = ratios(s.pool2, s.pool1);
+  rec.add(
+    figure('pipeline', `${label}: pool, 1 worker`, 'images/s', s.pool1, { note: `${images.length} distinct images per run; ${summarize(cores.pool1!).median.toFixed(2)} cores busy` }),
+    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, { note: `${summarize(cores.pool2!).median.toFixed(2)} cores busy` }),
+    figure('pipeline', `${label}: pool, 2 workers, detection off`, 'images/s', s.pool2off),
+    figure('pipeline', `${label}: processImage in-process (1 at a time)`, 'images/s', s.inProcess),
+    figure('pipeline', `${label}: sharp direct, 3 sizes (2 at a time)`, 'images/s', s.sharp),
+  );
+  if (s.vips) rec.add(figure('pipeline', `${label}: vips CLI, 3 sizes (2 at a time)`, 'images/s', s.vips, { note: x.vips! }));
+  rec.add(
+    figure('pipeline', `${label}: 2 workers ÷ 1 worker`, '×', scaling, { target: TARGETS.workerScaling }),
+    figure('pipeline', `${label}: machine now, 2 threads ÷ 1 (CPU-bound JS)`, '×', s.machine, { note: '2.0 on an idle 2-core machine' }),
+    figure('pipeline', `${label}: 2 workers ÷ 1 worker, ÷ machine scaling`, '×', ratios(scaling, s.machine)),
+    figure('pipeline', `${label}: pool 1 worker ÷ in-process`, '×', ratios(s.pool1, s.inProcess), { target: mp === 2 ? TARGETS.poolOverhead : asGoal(TARGETS.poolOverhead) }),
+    figure('pipeline', `${label}: pool (detection off) ÷ sharp direct`, '×', ratios(s.pool2off, s.sharp), { target: TARGETS.poolVsSharp }),
+    figure('pipeline', `${label}: whole pipeline ÷ sharp direct`, '×', ratios(s.pool2, s.sharp)),
+  );
+  if (s.vips) rec.add(figure('pipeline', `${label}: whole pipeline ÷ vips CLI`, '×', ratios(s.pool2, s.vips), { target: TARGETS.pipelineVsVips }));
+}
+
+/**
+ * bench:ci's pool-overhead check: a MediaPool of one worker against processImage in this process, one
+ * image at a time, on the same 2 MP images with detection on. The pool costs a thread hop, a structured
+ * clone of the result and queueing; 10 % would be a regression.
+ */
+export async function poolOverhead(rec: Recorder, opts: { images: number; rounds: number }): Promise<void> {
+  await setupLikeTheApp();
+  const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-overhead-'));
+  const images = await jpegs(2, opts.images);
+  const detector = await createPersonDetector({ modelDir: await detectorModelDir() });
+  const pool = await startPool(1, POLICY);
+  try {
+    const subjects = { pool: () => poolRate(pool, images, dir, POLICY), inProcess: () => inProcessRate(images, detector, dir, POLICY) };
+    await interleave(1, subjects);
+    const s = await interleave(opts.rounds, subjects);
+    rec.add(
+      figure('pipeline', '2 MP: pool, 1 worker', 'images/s', s.pool, { note: `${images.length} distinct images per run` }),
+      figure('pipeline', '2 MP: processImage in-process (1 at a time)', 'images/s', s.inProcess),
+      figure('pipeline', '2 MP: pool 1 worker ÷ in-process', '×', ratios(s.pool, s.inProcess), { target: TARGETS.poolOverhead }),
+    );
+  } finally {
+    await pool.close();
+    detector.dispose();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Resident memory per worker thread, detector loaded, after 12 MP and 2 MP images went through it. */
+async function workerMemory(rec: Recorder, images: BenchImage[], dir: string): Promise<void> {
+  const files = await writeImages(images, path.join(dir, 'rss'));
+  const probe = fileURLToPath(new URL('./support/worker-rss.probe.ts', import.meta.url));
+  const modelDir = await detectorModelDir();
+  for (const arenas of [undefined, '2']) {
+    const env = { ...process.env, ...(arenas ? { MALLOC_ARENA_MAX: arenas } : {}) };
+    const rss = async (workers: number) =>
+      JSON.parse((await promisify(execFile)(process.execPath, [...NODE_TS, probe, String(workers), modelDir, ...files], { env })).stdout) as { rssMb: number; peakMb: number };
+    const base = await rss(0);
+    for (const workers of [1, 2]) {
+      const m = await rss(workers);
+      const how = arenas ? `, MALLOC_ARENA_MAX=${arenas}` : '';
+      rec.add(figure('pipeline', `RSS per worker (${workers} worker${workers > 1 ? 's' : ''}, detector loaded${how})`, 'MB', (m.rssMb - base.rssMb) / workers, {
+        target: TARGETS.rssPerWorkerMb,
+        note: `process ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb.toFixed(0)}) vs ${base.rssMb.toFixed(0)} MB without a pool`,
+      }));
+    }
+  }
+}
+
+if (isMain(import.meta.url)) {
+  await runAlone('pipeline', { sizes: { type: 'string', default: '2,12' }, rounds: { type: 'string', default: '5' }, 'no-rss': { type: 'boolean' }, 'webp-efforts': { type: 'boolean' } }, (rec, v) =>
+    v['webp-efforts'] ? webpEfforts(rec) : pipelineBench(rec, { sizes: numbers(String(v.sizes)), rounds: Number(v.rounds), rss: !v['no-rss'] }),
+  );
+}

@@ -1,0 +1,90 @@
+/**
+ * Throw-away databases for benchmarks: a temp DATA_DIR with its SQLite file, or a fresh PostgreSQL database
+ * (`pv_bench_*`, dropped afterwards) plus a Redis key prefix (deleted afterwards).
+ * BENCH_DATABASE_URL and BENCH_REDIS_URL override the defaults of the development and CI machines.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { postgresUnreachable, redisUnreachable } from '../../test/support/services.ts';
+import { Redis } from 'ioredis';
+import { openDatabase, type Database } from '../../src/store/database.ts';
+
+export const BENCH_PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const BENCH_REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export type DbKind = 'sqlite' | 'postgres';
+
+export interface BenchDatabase {
+  kind: DbKind;
+  /** DATA_DIR of the app: media files, and the SQLite file on SQLite. */
+  dataDir: string;
+  databaseUrl: string | null;
+  /** DATA_DIR, and DATABASE_URL + REDIS_URL + REDIS_PREFIX on PostgreSQL. */
+  env: Record<string, string>;
+  open(): Promise<Database>;
+  dispose(): Promise<void>;
+}
+
+/** Null when PostgreSQL and Redis answer; otherwise why not. */
+export async function postgresUnavailable(): Promise<string | null> {
+  return (await postgresUnreachable(BENCH_PG_URL)) ?? (await redisUnreachable(BENCH_REDIS_URL));
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: BENCH_PG_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+export async function createBenchDatabase(kind: DbKind): Promise<BenchDatabase> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-'));
+  const sqlitePath = path.join(dataDir, 'app.db');
+  if (kind === 'sqlite') {
+    return {
+      kind,
+      dataDir,
+      databaseUrl: null,
+      env: { DATA_DIR: dataDir },
+      open: () => openDatabase({ databaseUrl: null, sqlitePath }),
+      dispose: () => rm(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const name = `pv_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin((c) => c.query(`create database ${name}`));
+  const url = new URL(BENCH_PG_URL);
+  url.pathname = `/${name}`;
+  const prefix = `pvbench:${randomBytes(4).toString('hex')}:`;
+  return {
+    kind,
+    dataDir,
+    databaseUrl: url.toString(),
+    env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), REDIS_URL: BENCH_REDIS_URL, REDIS_PREFIX: prefix },
+    open: () => openDatabase({ databaseUrl: url.toString(), sqlitePath }),
+    async dispose() {
+      await admin((c) => c.query(`drop database if exists ${name} with (force)`));
+      await deleteRedisPrefix(prefix);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function deleteRedisPrefix(prefix: string): Promise<void> {
+  const r = new Redis(BENCH_REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length) await r.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The ways of turning a set of images into the three WebP sizes that the benchmarks compare, each returning
+ * images per second: the real MediaPool (worker threads), processImage called in this process, sharp called
+ * directly (the yardstick), and the vips command-line tool (the other yardstick).
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import sharp from 'sharp';
+import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
+import { WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
+import { processImage } from '../../src/workers/pipeline/process-image.ts';
+import { VARIANT_MAX_SIDE, type HumanPolicy, type PersonDetector } from '../../src/workers/pipeline/types.ts';
+import { MediaPool } from '../../src/workers/pool.ts';
+import { setupSharp, setupSharpProcess } from '../../src/workers/sharp-setup.ts';
+import { ownBuffer, type BenchImage } from './images.ts';
+import { mapLimit } from './stats.ts';
+
+const run = promisify(execFile);
+export const SIDES = Object.values(VARIANT_MAX_SIDE);
+
+/** Whatever the policy, detection costs the same unless a person is found; 'flag' never rejects. */
+export const POLICY: HumanPolicy = 'flag';
+
+let modelDir: Promise<string> | undefined;
+export const detectorModelDir = () => (modelDir ??= ensureModels(undefined, { log: (m) => console.log(`  · ${m}`) }).then((m) => m.dir));
+
+/** This process set up as the app's is: libvips locked to four loaders, one thread per image, no cache. */
+export async function setupLikeTheApp(): Promise<void> {
+  await setupSharpProcess();
+  await setupSharp();
+}
+
+export async function startPool(workers: number, policy: HumanPolicy): Promise<MediaPool> {
+  const pool = await MediaPool.start({ workers, maxQueue: 10_000, modelDir: await detectorModelDir(), preloadDetector: policy !== 'off' });
+  await pool.ping();
+  return pool;
+}
+
+/** A fresh staging directory per measurement; removed before the next (outside the timing). */
+export async function freshDir(dir: string): Promise<string> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  return dir;
+}
+
+const rate = (count: number, started: number) => (count * 1000) / (performance.now() - started);
+
+/** All images submitted at once: the pool's queue keeps every worker busy, as under load. */
+export async function poolRate(pool: MediaPool, images: readonly BenchImage[], stagingDir: string, policy: HumanPolicy): Promise<number> {
+  await freshDir(stagingDir);
+  const buffers = images.map((i) => ownBuffer(i.bytes));
+  const started = performance.now();
+  await Promise.all(buffers.map((bytes, i) => pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 })));
+  return rate(images.length, started);
+}
+
+/** processImage in this process, one image after another (what one worker thread does). */
+export async function inProcessRate(images: readonly BenchImage[], detector: PersonDetector | null, stagingDir: string, policy: HumanPolicy): Promise<number> {
+  await freshDir(stagingDir);
+  const buffers = images.map((i) => ownBuffer(i.bytes));
+  const started = performance.now();
+  for (const [i, bytes] of buffers.entries()) {
+    const r = await processImage({ bytes, stagingDir, baseName: `i${i}`, humanPolicy: policy, humanThreshold: 1 }, { detector });
+    if (!r.ok) throw new Error(`processImage rejected ${images[i]!.name}: ${r.message}`);
+  }
+  return rate(images.length, started);
+}
+
+/** The yardstick: the same three sizes by sharp straight from the file bytes (shrink-on-load each), same WebP settings. */
+export const directSharp = (bytes: Uint8Array) =>
+  Promise.all(SIDES.map((side) => sharp(bytes).autoOrient().resize(side, side, { fit: 'inside', withoutEnlargement: true }).webp(WEBP_OPTIONS).toBuffer()));
+
+export async function sharpRate(images: readonly BenchImage[], concurrency: number): Promise<number> {
+  const started = performance.now();
+  await mapLimit(images, concurrency, (i) => directSharp(i.bytes));
+  return rate(images.length, started);
+}
+
+/** The vips CLI's version, or null when it is not installed (Debian: apt-get install -y libvips-tools). */
+export async function vipsVersion(): Promise<string | null> {
+  try {
+    return (await run('vips', ['--version'])).stdout.trim();
+  } catch {
+    return null;
+  }
+}
+
+/** Writes the images to files for the vips CLI. */
+export async function writeImages(images: readonly BenchImage[], dir: string): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  return Promise.all(images.map(async (img, i) => {
+    const file = path.join(dir, `in-${i}.${img.kind === 'jpeg' ? 'jpg' : img.kind}`);
+    await writeFile(file, img.bytes);
+    return file;
+  }));
+}
+
+/** `vips thumbnail` once per size (auto-rotates, shrinks on load, strips metadata), one libvips thread each. */
+export async function vipsRate(files: readonly string[], concurrency: number, outDir: string): Promise<number> {
+  await freshDir(outDir);
+  const opts = `[Q=${WEBP_OPTIONS.quality},effort=${WEBP_OPTIONS.effort},strip]`;
+  const env = { ...process.env, VIPS_CONCURRENCY: '1' };
+  const started = performance.now();
+  await mapLimit(files, concurrency, async (file, i) => {
+    for (const side of SIDES) await run('vips', ['thumbnail', file, `${path.join(outDir, `v${i}-${side}.webp`)}${opts}`, String(side), '--size', 'down'], { env });
+  });
+  return rate(files.length, started);
+}

@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
 export type { Rate };
-export type HumanPolicy = 'reject' | 'flag' | 'off';
+import type { HumanPolicy } from './domain/person-policy.ts';
+export type { HumanPolicy };
 
 export interface Config {
   readonly nodeEnv: string;

@@ -174,6 +174,25 @@ describe('duplicates', () => {
     assert.equal((await app.api.del(`/api/upload/${bobs.body.id}`, { token: bob.token })).status, 200);
     assert.equal((await diskState(app)).media.length, mediaBefore - 3, 'the last user of the files removes them');
   });
+
+  test("bytes shared with another user's private upload still answer a visible near duplicate", async () => {
+    const original = await photoJpeg({ width: 1000, height: 750, seed: 204 });
+    const hidden = await uploadImage(app.api, aliceToken, original, { is_private: 'true' });
+    assert.equal(hidden.status, 201);
+    // Bob cannot see Alice's private upload, so his re-encoded copy is stored.
+    const copy = await uploadImage(app.api, bob.token, await sharp(original).resize(700).webp({ quality: 60 }).toBuffer(), {}, 'copy.webp');
+    assert.equal(copy.status, 201, copy.text);
+    // Carol's upload of Alice's exact bytes reuses Alice's files, but Bob's public copy is a near duplicate.
+    const carol = await registerUser(app.api);
+    const rows = await countUploads(app);
+    const media = (await diskState(app)).media.length;
+    const r = await uploadImage(app.api, carol.token, original);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.match, 'near');
+    assert.equal(r.body.existingUploadId, copy.body.id);
+    assert.ok(!r.text.includes(hidden.body.id), 'the private id does not leak');
+    await assertNothingLeft(rows, media);
+  });
 });
 
 describe('rejections leave nothing behind', () => {

@@ -7,7 +7,7 @@ import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
 import { validateExternalUrl } from '../embeds.ts';
-import type { HumanPolicy } from '../../workers/pipeline/types.ts';
+import { personRefusal, type HumanPolicy } from '../person-policy.ts';
 import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, UploadStore } from './ports.ts';
 import type { CreateResult, DuplicateNotice, UploadRecord, Viewer } from './upload.types.ts';
 import { toUploadView } from './upload-view.ts';
@@ -81,7 +81,7 @@ export class UploadService {
     // The same bytes stored privately by someone else: not revealed, but their derived files are shared.
     const twin = await this.#uploads.findAnyBySha256(input.sha256);
     if (twin && twin.mediaKey && twin.phash && (twin.humanScore !== null || this.#policy.humanPolicy === 'off')) {
-      const shared = await this.#createFromTwin(principal, input, twin);
+      const shared = await this.#createFromTwin(principal, input, { ...twin, phash: twin.phash }, viewer);
       if (shared) return shared;
     }
 
@@ -95,10 +95,8 @@ export class UploadService {
         { bytes: input.bytes, stagingDir, baseName: mediaKey, humanPolicy: this.#policy.humanPolicy, humanThreshold: this.#policy.humanThreshold },
         signal,
       );
-      if (this.#policy.nearDuplicateDistance >= 0) {
-        const near = await this.#uploads.findNear(processed.phash, this.#policy.nearDuplicateDistance, viewer);
-        if (near) return this.#duplicate(near.id, 'near', near.distance);
-      }
+      const near = await this.#nearDuplicate(processed.phash, viewer);
+      if (near) return near;
       const row: NewUpload = {
         ...this.#base(id, principal, input),
         uploadType: 'image',
@@ -191,11 +189,13 @@ export class UploadService {
     return u;
   }
 
-  async #createFromTwin(principal: Principal, input: ImageInput, twin: UploadRecord): Promise<CreateResult | null> {
+  /** Same rules as a fresh image (person policy, near duplicates), decided from what the twin's processing found. */
+  async #createFromTwin(principal: Principal, input: ImageInput, twin: UploadRecord & { phash: string }, viewer: Viewer): Promise<CreateResult | null> {
     const score = twin.humanScore;
-    if (this.#policy.humanPolicy === 'reject' && score !== null && score >= this.#policy.humanThreshold) {
-      throw errors.humanDetected(`a person was detected (score ${score.toFixed(2)}, threshold ${this.#policy.humanThreshold})`);
-    }
+    const refusal = personRefusal(this.#policy.humanPolicy, this.#policy.humanThreshold, score);
+    if (refusal) throw errors.humanDetected(refusal);
+    const near = await this.#nearDuplicate(twin.phash, viewer);
+    if (near) return near;
     const id = randomUUID();
     const row: NewUpload = {
       ...this.#base(id, principal, input),
@@ -216,6 +216,13 @@ export class UploadService {
     if (inserted.ok) return this.#created(id);
     if ('duplicateOf' in inserted) return this.#duplicate(inserted.duplicateOf, 'exact', 0);
     return null; // the twin was deleted meanwhile: process the bytes afresh
+  }
+
+  /** The closest visible upload within NEAR_DUPLICATE_DISTANCE, as the answer to give; null when there is none. */
+  async #nearDuplicate(phash: string, viewer: Viewer): Promise<CreateResult | null> {
+    if (this.#policy.nearDuplicateDistance < 0) return null;
+    const near = await this.#uploads.findNear(phash, this.#policy.nearDuplicateDistance, viewer);
+    return near ? this.#duplicate(near.id, 'near', near.distance) : null;
   }
 
   #base(id: string, principal: Principal, input: { description: string; isPrivate: boolean; originalName: string | null; sourceUrl: string | null }) {

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { errors } from '../../domain/errors.ts';
 import { parseTagList } from '../../domain/tags.ts';
 import { fileNameOf, type UploadService } from '../../domain/uploads/upload.service.ts';
-import type { CreateResult } from '../../domain/uploads/upload.types.ts';
+import type { CreateResult, UploadType, UploadView } from '../../domain/uploads/upload.types.ts';
 import type { Limiter } from '../../store/rate-limiter.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
 import type { AppContext, AppState } from '../context.ts';
@@ -16,6 +16,8 @@ import { parse } from '../validate.ts';
 import { PrivacyBody, UploadFields } from '../schemas/upload.schemas.ts';
 import { validateIdempotencyKey, type IdempotencyService } from '../../domain/idempotency.ts';
 
+type Outcome = { accepted: UploadType } | { rejected: string };
+
 export interface UploadRouteDeps {
   /** During a graceful shutdown new uploads are refused (503 busy) while in-flight ones finish. */
   isShuttingDown: () => boolean;
@@ -26,7 +28,7 @@ export interface UploadRouteDeps {
   /** The caller's vote on an upload, for `my_vote`. */
   myVote(uploadId: string, userId: string): Promise<'fucks' | 'does_not_fuck' | null>;
   /** Outcome of every upload request, for metrics: accepted (by type) or rejected (by reason). */
-  onOutcome?: (outcome: { accepted: 'image' | 'link' } | { rejected: string }) => void;
+  onOutcome?: (outcome: Outcome) => void;
   /** Time spent receiving (and hashing) a multipart body. */
   onReceived?: (seconds: number) => void;
 }
@@ -58,6 +60,7 @@ const fingerprint = (fields: UploadFields, tags: string[], fileSha256: string | 
 
 export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
+  const outcomes = new WeakMap<AppContext, Outcome>();
 
   const create = async (ctx: AppContext) => {
     const user = requireUser(ctx);
@@ -80,25 +83,25 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
       if (!fields.external_url) throw errors.invalid('external_url is required when upload_type=link');
       return deps.uploads.createLink(user, { ...common, externalUrl: fields.external_url });
     };
+    // The answer is serialized once; a replay comes back from the idempotency store as that text.
+    let created = null as Pick<UploadView, 'id' | 'upload_type'> | null;
+    const respond = async () => {
+      const result = await run();
+      if (result.kind === 'created') created = result.upload;
+      const r = asResponse(result);
+      return { status: r.status, body: JSON.stringify(r.body) };
+    };
     const key = ctx.get('idempotency-key');
     const response = key
-      ? await deps.idempotency.run(
-          user.userId,
-          validateIdempotencyKey(key),
-          fingerprint(fields, tags, file?.sha256 ?? null),
-          async () => {
-            const r = asResponse(await run());
-            return { status: r.status, body: JSON.stringify(r.body) };
-          },
-          signal,
-        )
-      : asResponse(await run());
+      ? await deps.idempotency.run(user.userId, validateIdempotencyKey(key), fingerprint(fields, tags, file?.sha256 ?? null), respond, signal)
+      : await respond();
+    if (response.status === 201) created ??= JSON.parse(response.body) as UploadView;
     ctx.status = response.status;
     if ('replayed' in response && response.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = response.body;
-    const id = ctx.status === 201 ? (typeof response.body === 'string' ? JSON.parse(response.body) : response.body).id : null;
-    if (id) ctx.set('Location', `/api/upload/${id}`);
+    if (created) ctx.set('Location', `/api/upload/${created.id}`);
+    outcomes.set(ctx, created ? { accepted: created.upload_type } : { rejected: 'duplicate' });
   };
   const knownKey = async (ctx: AppContext) => {
     const key = ctx.get('idempotency-key');
@@ -107,8 +110,8 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
   const outcome = async (ctx: AppContext, next: () => Promise<unknown>) => {
     try {
       await next();
-      const body = typeof ctx.body === 'string' ? JSON.parse(ctx.body) : ctx.body;
-      deps.onOutcome?.(ctx.status === 201 ? { accepted: body.upload_type } : { rejected: 'duplicate' });
+      const o = outcomes.get(ctx);
+      if (o) deps.onOutcome?.(o);
     } catch (e) {
       deps.onOutcome?.({ rejected: (e as { code?: string }).code ?? 'internal' });
       throw e;

@@ -9,6 +9,7 @@ import { encodeVariants, variantPath } from './encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { THUMBHASH_MAX_SIDE, thumbhash } from './thumbhash.stage.ts';
+import { personRefusal } from '../../domain/person-policy.ts';
 import type {
   PersonDetection,
   PersonDetector,
@@ -79,13 +80,8 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     const { detector } = deps;
     if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
     humanScore = (await timed(timings, 'detect', () => detectPeople(image, detector))).score;
-    if (task.humanPolicy === 'reject' && humanScore >= task.humanThreshold) {
-      return {
-        ok: false,
-        code: 'human_detected',
-        message: `a person was detected (score ${humanScore.toFixed(3)}, threshold ${task.humanThreshold}); images showing people are not accepted`,
-      };
-    }
+    const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
+    if (refusal) return { ok: false, code: 'human_detected', message: refusal };
   }
 
   stop = cancelled(task, 'encode');

@@ -14,7 +14,8 @@ export interface RawImage {
   channels: 1 | 3 | 4;
 }
 
-export type HumanPolicy = 'reject' | 'flag' | 'off';
+import type { HumanPolicy } from '../../domain/person-policy.ts';
+export type { HumanPolicy };
 
 /** How the detector wants its input prepared from the decoded image. */
 export interface DetectorInputSpec {

@@ -1,0 +1,11 @@
+/** What happens to an image in which the detector finds a person (HUMAN_POLICY). */
+export type HumanPolicy = 'reject' | 'flag' | 'off';
+
+/**
+ * Why an image is refused for showing a person, or null when the policy lets it in. One rule for images the
+ * workers score now and for bytes already stored (and scored) under another upload.
+ */
+export function personRefusal(policy: HumanPolicy, threshold: number, score: number | null): string | null {
+  if (policy !== 'reject' || score === null || score < threshold) return null;
+  return `a person was detected (score ${score.toFixed(3)}, threshold ${threshold}); images showing people are not accepted`;
+}

@@ -9,6 +9,9 @@ export function clientSignal(ctx: AppContext): AbortSignal {
   const { res } = ctx;
   const socket = ctx.req.socket;
   const gone = () => {
+    // A keep-alive socket outlives this request: its listener must go with the response, or a client
+    // sending thousands of uploads over one connection piles up listeners (and the contexts they hold).
+    socket.off('close', gone);
     if (!res.writableFinished) controller.abort(new Error('client disconnected'));
   };
   // (ctx.req.destroyed says nothing here: a request whose body was read to the end is destroyed too.)

@@ -1,6 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
 import sharp from 'sharp';
+import { Pool } from 'undici';
 import { startApp, type TestApp } from '../support/app.ts';
 import { apiToken, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
@@ -316,6 +318,30 @@ test('RATE_LIMIT_UPLOAD is per user, with RateLimit headers and Retry-After', as
     assert.equal(others.status, 201, 'another user has their own budget');
   } finally {
     await limited.close();
+  }
+});
+
+test('many uploads over one keep-alive connection leave no listeners behind on its socket', async () => {
+  const sockets: Socket[] = [];
+  const onConnection = (s: Socket) => sockets.push(s);
+  app.server.on('connection', onConnection);
+  const one = new Pool(app.url, { connections: 1 });
+  try {
+    for (let i = 0; i < 25; i++) {
+      const res = await one.request({
+        method: 'POST',
+        path: '/api/upload',
+        headers: { authorization: `Bearer ${aliceToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ upload_type: 'link', external_url: `https://example.com/keep-alive/${i}` }),
+      });
+      assert.equal(res.statusCode, 201, await res.body.text());
+      await res.body.dump();
+    }
+    assert.equal(sockets.length, 1, 'all uploads went over one connection');
+    assert.ok(sockets[0]!.listenerCount('close') < 5, `${sockets[0]!.listenerCount('close')} close listeners on the socket after 25 uploads`);
+  } finally {
+    app.server.off('connection', onConnection);
+    await one.close();
   }
 });
 

@@ -4,6 +4,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
+import { once } from 'node:events';
+import { startApp } from '../support/app.ts';
 import { spawnServer } from '../support/process.ts';
 import { registerUser } from '../support/users.ts';
 import { diskStateOf, uploadImage } from '../support/uploads.ts';
@@ -68,6 +71,39 @@ test('SIGTERM with uploads in flight: each completes (201) or is refused cleanly
     assert.equal(disk.media.length, 3 * results.filter((r) => r.status === 201).length);
   } finally {
     await cleanup();
+  }
+});
+
+test('while shutting down, an upload refused mid-body is read to its end, so its client reads 503 busy instead of a reset', async () => {
+  const app = await startApp();
+  try {
+    const user = await registerUser(app.api);
+    app.composed.drain();
+    const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
+    await once(socket, 'connect');
+    let answer = '';
+    let failure: Error | null = null;
+    socket.setEncoding('latin1').on('data', (d: string) => (answer += d));
+    socket.on('error', (e) => (failure = e));
+    const total = 8 * 1024 * 1024;
+    socket.write(
+      `POST /api/v1/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.token}\r\n` +
+        `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${total}\r\n\r\n`,
+    );
+    // The body keeps coming well after the server decided to refuse it.
+    const chunk = Buffer.alloc(256 * 1024, 0x61);
+    for (let sent = 0; sent < total && !failure; sent += chunk.length) {
+      if (!socket.write(chunk)) await once(socket, 'drain');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await Promise.race([once(socket, 'close'), new Promise((r) => setTimeout(r, 5000))]);
+    assert.equal(failure, null, 'the client could send its whole body');
+    assert.match(answer, /^HTTP\/1\.1 503 /);
+    assert.match(answer, /"error":"busy"/);
+    assert.match(answer, /connection: close/i);
+    socket.destroy();
+  } finally {
+    await app.close();
   }
 });
 

@@ -1,9 +1,31 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics.ts';
 import type { AppContext } from '../context.ts';
 import { notFoundUnlessAnswered, writeError, type ErrorOptions } from './error-handler.ts';
 import { applyConditionalGet } from './conditional-get.ts';
+
+/** How much of a refused request's body is read (and dropped) so the client can read the refusal. */
+const DISCARD_MAX_BYTES = 128 * 1024 * 1024;
+const DISCARD_MAX_MS = 10_000;
+
+function discardBody(req: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    const done = () => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', done).off('error', done).off('close', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      if ((bytes += chunk.length) > DISCARD_MAX_BYTES) done();
+    };
+    const timer = setTimeout(done, DISCARD_MAX_MS);
+    req.on('data', onData).once('end', done).once('error', done).once('close', done);
+    req.resume();
+  });
+}
 
 /** Requests slower than this are logged at info level, like failures. */
 const SLOW_SECONDS = 1;
@@ -63,6 +85,9 @@ export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isS
     } catch (err) {
       writeError(ctx, err, opts.errors);
     } finally {
+      // A response on a closing connection (shutting down) to a request whose body is still arriving: read
+      // the rest first (bounded), or the client, still writing, meets a reset instead of reading the answer.
+      if (!ctx.req.complete && res.getHeader('Connection') === 'close') await discardBody(ctx.req);
       const seconds = (performance.now() - started) / 1000;
       const route = (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       ctx.state.routePattern = route;

@@ -106,7 +106,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   const uploadsRepo = new UploadRepository(db, similarityIndexFor(db.dialect, config.nearDuplicateIndex));
   // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
   const sweep = async () => {
-    const staged = await media.sweep(async (key) => (await uploadsRepo.mediaKeyOf(key)) !== undefined);
+    const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key));
     const garbage = await uploadsRepo.pendingGarbage();
     for (const key of garbage) {
       await media.remove(key);

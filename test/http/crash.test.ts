@@ -1,10 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { access, mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { spawnServer, type ServerProcess } from '../support/process.ts';
+import { startApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { diskStateOf, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
@@ -115,7 +117,9 @@ test('SIGKILL while uploads stream in, while they are in the pipeline, and right
       }
     };
     const lanes = Array.from({ length: 8 }, lane);
-    await new Promise((r) => setTimeout(r, 1500));
+    // Kill it while commits are flowing: once a few have been accepted (however slow the machine), not at a fixed time.
+    for (let i = 0; i < 300 && accepted.length < before + 4; i++) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 150));
     await crash();
     running = false;
     await Promise.all(lanes);
@@ -129,6 +133,39 @@ test('SIGKILL while uploads stream in, while they are in the pipeline, and right
     assert.equal((await s.exited).code, 0);
   } finally {
     if (server && (server as ServerProcess).proc.exitCode === null) (server as ServerProcess).kill('SIGKILL');
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a crash between the database commit and the rename into place: start-up moves the staged files of the committed row in', async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-commit-gap-'));
+  const database = onPostgres ? await createTestDatabase() : null;
+  const shared = { sharedDataDir: dataDir, ...(database ? { databaseUrl: database.url } : {}) };
+  try {
+    const first = await startApp({}, shared);
+    const user = await registerUser(first.api);
+    const up = await uploadImage(first.api, user.token, await photoJpeg({ width: 800, height: 600, seed: 1701 }));
+    assert.equal(up.status, 201, up.text);
+    await first.close();
+    // The state such a crash leaves: the row committed, its files still in the dead process's staging directory.
+    const shard = (await readdir(join(dataDir, 'media')))[0]!;
+    const files = await readdir(join(dataDir, 'media', shard));
+    assert.equal(files.length, 3);
+    const key = files[0]!.split('.')[0]!;
+    const staged = join(dataDir, 'staging', `${hostname()}~999999~1`, key);
+    await mkdir(staged, { recursive: true });
+    for (const f of files) await rename(join(dataDir, 'media', shard, f), join(staged, f));
+
+    const second = await startApp({}, shared);
+    try {
+      for (const f of files) await access(join(dataDir, 'media', shard, f)).catch(() => assert.fail(`${f} was not moved into place`));
+      assert.deepEqual((await diskStateOf(dataDir)).staging, [], 'nothing left staged');
+      for (const size of ['thumb', 'medium', 'full']) assert.equal((await second.api.get(`/api/image/${up.body.id}?size=${size}`)).status, 200);
+    } finally {
+      await second.close();
+    }
+  } finally {
     await database?.drop();
     await rm(dataDir, { recursive: true, force: true });
   }

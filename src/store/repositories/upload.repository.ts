@@ -87,6 +87,13 @@ export class UploadRepository implements UploadStore {
     return row ? (row.media_key as string | null) : undefined;
   }
 
+  /** Whether any upload row uses these stored files (recovery: staged files of a committed row move in). */
+  async isMediaReferenced(mediaKey: string): Promise<boolean> {
+    if (!isUuid(mediaKey)) return false;
+    const row = await this.#db.db().selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst();
+    return Boolean(row);
+  }
+
   async findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null> {
     const q = this.select().where('u.sha256', '=', sha256).where(visibleTo(this.#db.dialect, viewer));
     return this.#first(await q.orderBy('u.created_at').limit(1).executeTakeFirst());

@@ -15,6 +15,7 @@ import { envelope } from './middleware/envelope.ts';
 import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
+import { exactGetRoutes } from './exact-routes.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
 
@@ -60,6 +61,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // One router holding every route: a request is matched once, not once per route file.
   const root = new Router<AppState>();
   for (const r of routers) root.use(r.routes());
+  app.use(exactGetRoutes(root));
   app.use(root.routes());
   return app;
 }

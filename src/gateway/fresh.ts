@@ -7,9 +7,10 @@ import type { AppContext } from './context.ts';
  */
 export function matchesEtag(ctx: AppContext): boolean {
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return false;
-  const etag = ctx.response.get('ETag');
-  const header = ctx.get('if-none-match');
-  if (!etag || !header) return false;
+  const header = ctx.req.headers['if-none-match'];
+  if (!header) return false;
+  const etag = ctx.res.getHeader('ETag');
+  if (typeof etag !== 'string' || !etag) return false;
   if (header.trim() === '*') return true;
   const bare = (t: string) => t.trim().replace(/^W\//, '');
   const want = bare(etag);

@@ -68,8 +68,8 @@ export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isS
   };
   return async function envelope(ctx: AppContext, next: () => Promise<unknown>) {
     const started = performance.now();
-    const sent = ctx.get('x-request-id');
-    const id = sent && SANE_ID.test(sent) ? sent : randomUUID();
+    const sent = ctx.req.headers['x-request-id'];
+    const id = typeof sent === 'string' && SANE_ID.test(sent) ? sent : randomUUID();
     ctx.state.requestId = id;
     ctx.state.log = log;
     const res = ctx.res;

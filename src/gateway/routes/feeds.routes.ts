@@ -12,14 +12,15 @@ type FeedQueryValue = z.output<typeof FeedQuery>;
 
 /** Sends a pre-serialized (cached) JSON body with its ETag; 304 when the client has it. */
 function sendCached(ctx: AppContext, page: CachedJson, cacheControl: string): void {
-  ctx.set('Cache-Control', cacheControl);
-  ctx.set('ETag', page.etag);
+  const { res } = ctx;
+  res.setHeader('Cache-Control', cacheControl);
+  res.setHeader('ETag', page.etag);
   ctx.status = 200;
   if (matchesEtag(ctx)) {
     ctx.status = 304;
     return;
   }
-  ctx.type = 'application/json; charset=utf-8';
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
   ctx.body = page.body;
 }
 

@@ -27,7 +27,7 @@ function run(label: string, patterns: string[], env: Record<string, string>): bo
   console.log(`\n=== ${label}: ${selected.length} files`);
   const r = spawnSync(
     process.execPath,
-    ['--experimental-strip-types', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...selected],
+    ['--experimental-strip-types', '--experimental-async-context-frame', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...selected],
     { stdio: 'inherit', env: { ...process.env, ...env } },
   );
   return r.status === 0;

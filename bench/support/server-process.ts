@@ -13,8 +13,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const APP_ENTRY = path.join(ROOT, 'src', 'main.ts');
 export const HELLO_ENTRY = fileURLToPath(new URL('./hello-world.server.ts', import.meta.url));
 
-/** Node 22.17 needs the flag to run TypeScript; later versions accept it silently. */
-export const NODE_TS = ['--experimental-strip-types'];
+/** As `npm start` runs it: TypeScript (Node 22.17 needs the flag; later versions accept it silently) and AsyncLocalStorage without promise hooks. */
+export const NODE_TS = ['--experimental-strip-types', '--experimental-async-context-frame'];
 
 /** A 48-character secret: benchmarks mint JWTs for seeded users with it. */
 export const BENCH_JWT_SECRET = 'pixvote-bench-secret-pixvote-bench-secret-000000';

@@ -20,7 +20,7 @@ export interface ServerProcess {
 }
 
 export async function spawnServer(env: Record<string, string>, opts: { timeoutMs?: number; expectListeners?: number } = {}): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, ['--experimental-strip-types', MAIN], {
+  const proc = spawn(process.execPath, ['--experimental-strip-types', '--experimental-async-context-frame', MAIN], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,87 @@
+/**
+ * `npm run bench:gateway`: the gateway's own CPU per cached feed read, in process — no sockets and no load
+ * generator sharing the cores — against Koa sending the same bytes and a Koa hello-world, in interleaved
+ * rounds. The feeds benchmark measures the same thing end to end through the network (requests/s), where
+ * a 2-core machine adds a lot of noise; this one isolates what the gateway code costs.
+ *
+ *   npm run bench:gateway [-- --rounds 15 --requests 3000]
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import Koa from 'koa';
+import { loadConfig } from '../src/config.ts';
+import { compose } from '../src/main.ts';
+import { isMain, runAlone } from './support/cli.ts';
+import { cpuPerRequest, inject } from './support/inject.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { quantile } from './support/stats.ts';
+import { TARGETS } from './support/targets.ts';
+
+export async function gatewayBench(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-gateway-'));
+  const composed = await compose(
+    loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', WORKERS: '1', HUMAN_POLICY: 'off', RATE_LIMIT_GENERAL: '1000000000/1m', RATE_LIMIT_UPLOAD: '1000/1m' }),
+  );
+  try {
+    const app = composed.app.callback();
+    // A page of twelve uploads, made through the API (so a write has run, as in production).
+    const registered = await inject(app, { method: 'POST', path: '/api/auth', body: JSON.stringify({ action: 'register', username: 'bench_gateway', email: 'bench@example.com', password: 'correct horse battery staple' }) });
+    const { token } = JSON.parse(registered.body) as { token: string };
+    for (let i = 0; i < 12; i++) {
+      const made = await inject(app, {
+        method: 'POST',
+        path: '/api/upload',
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify({ upload_type: 'link', external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`, description: 'a'.repeat(100), tags: 'bench,gateway,feeds' }),
+      });
+      if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
+    }
+    const page = await inject(app, { path: '/api/uploads' });
+    if (page.status !== 200) throw new Error(`GET /api/uploads answered ${page.status}`);
+    const pageBytes = Buffer.byteLength(page.body);
+
+    const sameBytes = new Koa();
+    // As the feed cache holds it: bytes, not a string.
+    const body = Buffer.from(page.body);
+    sameBytes.use((ctx) => {
+      ctx.type = 'application/json; charset=utf-8';
+      ctx.body = body;
+    });
+    const hello = new Koa();
+    hello.use((ctx) => {
+      ctx.body = { hello: 'world' };
+    });
+    const cpu = await cpuPerRequest(
+      {
+        hello: { handler: hello.callback(), path: '/' },
+        sameBytes: { handler: sameBytes.callback(), path: '/' },
+        cached: { handler: app, path: '/api/uploads' },
+        healthz: { handler: app, path: '/healthz' },
+      },
+      opts,
+    );
+    const ratio = (yardstick: number[], subject: number[]) => yardstick.map((y, i) => y / subject[i]!);
+    const note = (xs: number[]) => `${quantile(xs, 0.5).toFixed(1)} µs/request`;
+    rec.add(
+      figure('gateway', 'Koa hello-world, CPU per request (in process)', 'µs', cpu.hello!),
+      figure('gateway', `Koa sending the same ${pageBytes} bytes, CPU per request`, 'µs', cpu.sameBytes!),
+      figure('gateway', 'cached feed page, CPU per request', 'µs', cpu.cached!),
+      figure('gateway', '/healthz through the whole middleware chain, CPU per request', 'µs', cpu.healthz!),
+      figure('gateway', 'Koa sending the same bytes ÷ cached feed page (CPU per request)', '×', ratio(cpu.sameBytes!, cpu.cached!), {
+        target: TARGETS.gatewayCpuVsKoa,
+        note: `${note(cpu.sameBytes!)} vs ${note(cpu.cached!)}`,
+      }),
+      figure('gateway', 'Koa hello-world ÷ cached feed page (CPU per request)', '×', ratio(cpu.hello!, cpu.cached!)),
+    );
+  } finally {
+    await composed.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (isMain(import.meta.url)) {
+  await runAlone('gateway', { rounds: { type: 'string', default: '15' }, requests: { type: 'string', default: '3000' } }, (rec, v) =>
+    gatewayBench(rec, { rounds: Number(v.rounds), requests: Number(v.requests) }),
+  );
+}

@@ -15,7 +15,7 @@
  * PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
  */
 import { feedsBench } from './feeds.bench.ts';
-import { gatewayBench } from './gateway.bench.ts';
+import { gatewayBenchIsolated } from './gateway.bench.ts';
 import { httpUploadsBench } from './http-uploads.bench.ts';
 import { lookupBench } from './lookup.bench.ts';
 import { poolOverhead } from './pipeline.bench.ts';
@@ -29,8 +29,7 @@ interface Check {
 }
 
 const CHECKS: Check[] = [
-  // First, while this process's heap is small: it measures CPU in this process.
-  { name: 'gateway CPU per cached read vs Koa', run: (rec) => gatewayBench(rec, { rounds: 15, requests: 2000 }) },
+  { name: 'gateway CPU per cached read vs Koa', run: (rec) => gatewayBenchIsolated(rec, { rounds: 15, requests: 2000 }) },
   { name: 'HTTP uploads vs direct pipeline', run: (rec) => httpUploadsBench(rec, { db: 'sqlite', rounds: 3, images: 12, clients: 4, workers: 2, latency12: false }) },
   { name: 'pool overhead', run: (rec) => poolOverhead(rec, { images: 8, rounds: 5 }) },
   { name: 'near-duplicate lookup on PostgreSQL', run: (rec) => lookupBench(rec, { sizes: [100_000], dbs: ['postgres'], probes: 100, rounds: 3 }) },

@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { feedsBench } from './feeds.bench.ts';
-import { gatewayBench } from './gateway.bench.ts';
+import { gatewayBenchIsolated } from './gateway.bench.ts';
 import { httpUploadsBench } from './http-uploads.bench.ts';
 import { lookupBench } from './lookup.bench.ts';
 import { pipelineBench } from './pipeline.bench.ts';
@@ -23,7 +23,7 @@ const steps: Array<[string, () => Promise<void>]> = [
   ['http-uploads, SQLite', () => httpUploadsBench(rec, { db: 'sqlite', rounds, images: 16, clients: 4, workers: 2, latency12: true })],
   ['http-uploads, PostgreSQL + Redis', () => httpUploadsBench(rec, { db: 'postgres', rounds, images: 16, clients: 4, workers: 2, latency12: false })],
   ['feeds', () => feedsBench(rec, { dbs: ['sqlite', 'postgres'], rounds, seconds: 2, connections: 8, at100k: true })],
-  ['gateway CPU in process', () => gatewayBench(rec, { rounds: 15, requests: 3000 })],
+  ['gateway CPU in process', () => gatewayBenchIsolated(rec, { rounds: 15, requests: 3000 })],
   ['lookup', () => lookupBench(rec, { sizes: numbers(String(values['lookup-sizes'])), dbs: ['sqlite', 'postgres'], probes: 200, rounds: 3 })],
 ];
 const failed: string[] = [];

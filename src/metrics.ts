@@ -18,6 +18,8 @@ export interface Metrics {
   uploadsRejected: Counter<'reason'>;
   rateLimited: Counter<'limit'>;
   detectorBackend: Gauge<'backend'>;
+  /** One HTTP request answered (the envelope calls it for every request). */
+  recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -27,6 +29,11 @@ export function createMetrics(opts: { pool?: () => { threads: number; queueSize:
   // Process CPU/memory, GC, and event-loop lag (nodejs_eventloop_lag_*), sampled every 10 ms.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
   const pool = opts.pool;
+  // Per (method, route, status): the request count kept as a plain number and read at scrape time, and the
+  // histogram's label set bound once. prom-client re-validates and re-hashes labels on every inc()/observe(),
+  // which on every request cost more than the rest of the bookkeeping together.
+  type Series = { labels: { method: string; route: string; status: string }; n: number; time: { observe(v: number): void } };
+  const series = new Map<string, Series>();
   const m: Metrics = {
     registry,
     httpRequests: new Counter({
@@ -34,6 +41,10 @@ export function createMetrics(opts: { pool?: () => { threads: number; queueSize:
       help: 'HTTP requests by route pattern, method and status',
       labelNames: ['method', 'route', 'status'],
       registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of series.values()) this.inc(s.labels, s.n);
+      },
     }),
     httpDuration: new Histogram({
       name: 'pixvote_http_request_duration_seconds',
@@ -103,6 +114,16 @@ export function createMetrics(opts: { pool?: () => { threads: number; queueSize:
       labelNames: ['backend'],
       registers: [registry],
     }),
+    recordRequest(method, route, status, seconds) {
+      const key = `${method} ${route} ${status}`;
+      let s = series.get(key);
+      if (!s) {
+        const labels = { method, route, status: String(status) };
+        series.set(key, (s = { labels, n: 0, time: m.httpDuration.labels(labels) }));
+      }
+      s.n++;
+      s.time.observe(seconds);
+    },
   };
   return m;
 }

@@ -35,16 +35,15 @@ export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | n
   return {
     name: opts.name,
     rate: opts.rate,
-    async consume(key) {
-      try {
-        return decide(await limiter.consume(key), true);
-      } catch (e) {
-        if (e instanceof RateLimiterRes) {
+    consume(key) {
+      return limiter.consume(key).then(
+        (res) => decide(res, true),
+        (e: unknown) => {
+          if (!(e instanceof RateLimiterRes)) throw e;
           opts.onReject?.(opts.name);
           return decide(e, false);
-        }
-        throw e;
-      }
+        },
+      );
     },
   };
 }

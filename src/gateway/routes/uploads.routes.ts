@@ -60,7 +60,6 @@ const fingerprint = (fields: UploadFields, tags: string[], fileSha256: string | 
 
 export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
   const router = new Router<AppState>();
-  const outcomes = new WeakMap<AppContext, Outcome>();
 
   const create = async (ctx: AppContext) => {
     const user = requireUser(ctx);
@@ -101,17 +100,16 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = response.body;
     if (created) ctx.set('Location', `/api/upload/${created.id}`);
-    outcomes.set(ctx, created ? { accepted: created.upload_type } : { rejected: 'duplicate' });
+    deps.onOutcome?.(created ? { accepted: created.upload_type } : { rejected: 'duplicate' });
   };
   const knownKey = async (ctx: AppContext) => {
     const key = ctx.get('idempotency-key');
     return Boolean(key && ctx.state.principal && (await deps.idempotency.known(ctx.state.principal.userId, key)));
   };
-  const outcome = async (ctx: AppContext, next: () => Promise<unknown>) => {
+  /** Refusals anywhere in the chain, for metrics (an accepted upload or duplicate is counted by `create`). */
+  const outcome = async (_ctx: AppContext, next: () => Promise<unknown>) => {
     try {
       await next();
-      const o = outcomes.get(ctx);
-      if (o) deps.onOutcome?.(o);
     } catch (e) {
       deps.onOutcome?.({ rejected: (e as { code?: string }).code ?? 'internal' });
       throw e;

@@ -124,6 +124,21 @@ describe('POST /api/v1/upload with upload_type=image', () => {
   });
 });
 
+test('tiny and thin images are stored: a 16×16 PNG, a 3000×40 banner, a 1×1 GIF', async () => {
+  const pixel = await sharp({ create: { width: 1, height: 1, channels: 4, background: '#ff000080' } }).gif().toBuffer();
+  for (const [bytes, w, h] of [[await pngImage(16, 16, 31), 16, 16], [await pngImage(3000, 40, 32), 3000, 40], [pixel, 1, 1]] as const) {
+    const r = await uploadImage(app.api, aliceToken, bytes);
+    // (One flat pixel hashes like any other flat image: a near duplicate is a fine answer, a 500 is not.)
+    if (w === 1 && r.status === 200) {
+      assert.equal(r.body.match, 'near');
+      continue;
+    }
+    assert.equal(r.status, 201, r.text);
+    assert.deepEqual([r.body.image.width, r.body.image.height], [w, h]);
+    assert.equal((await app.api.get(`/api/image/${r.body.id}?size=thumb`)).status, 200);
+  }
+});
+
 describe('duplicates', () => {
   test('the same bytes again: 200 duplicate notice, exact, distance 0, nothing stored', async () => {
     const jpeg = await photoJpeg({ seed: 201 });

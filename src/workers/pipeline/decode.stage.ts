@@ -125,7 +125,7 @@ export interface DeriveOptions {
   channels: 1 | 3 | 4;
   /** Which frame of an animation; the first by default. */
   frame?: number;
-  /** Allow a result larger than the working buffer (default false). */
+  /** Allow a result larger than the working buffer (default false; `fill` always gives the exact size asked). */
   enlarge?: boolean;
 }
 
@@ -139,7 +139,9 @@ export async function derive(image: DecodedImage, opts: DeriveOptions): Promise<
     width: opts.width,
     height: opts.height,
     fit: opts.fit,
-    withoutEnlargement: !opts.enlarge,
+    // `fill` asks for exactly width × height (the hash inputs): an image smaller than that on either side
+    // is stretched up, or sharp would clamp that side and the hash would get the wrong number of pixels.
+    withoutEnlargement: !opts.enlarge && opts.fit !== 'fill',
   });
   if (opts.channels === 4) pipeline = pipeline.ensureAlpha();
   else if (image.raw.channels === 4) pipeline = pipeline.flatten({ background: '#ffffff' });

@@ -3,7 +3,7 @@ import { errors } from './errors.ts';
 import { isUuid } from './ids.ts';
 import type { Clock } from './clock.ts';
 import type { Principal } from './users.ts';
-import { MAX_TAGS_PER_UPLOAD, normalizeTag, normalizeTags, slugOf, type TagView } from './tags.ts';
+import { isTagSlug, MAX_TAGS_PER_UPLOAD, normalizeTag, normalizeTags, slugOf, type TagView } from './tags.ts';
 
 export interface TagSuggestion extends TagView {
   uploads: number;
@@ -47,7 +47,8 @@ export class TagService {
   async remove(principal: Principal, uploadId: string, slugOrName: string): Promise<TagView[]> {
     await this.#mayEdit(principal, uploadId);
     const slug = slugOf(normalizeTag(slugOrName));
-    if (!(await this.#tags.remove(uploadId, slug))) throw errors.notFound(`upload ${uploadId} has no tag "${slug}"`);
+    // A slug no tag could have (bad characters, too long) is simply not there: no query for it.
+    if (!isTagSlug(slug) || !(await this.#tags.remove(uploadId, slug))) throw errors.notFound(`upload ${uploadId} has no tag "${slug}"`);
     await this.#onChanged();
     return this.#tags.tagsOf(uploadId);
   }

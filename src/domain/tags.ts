@@ -20,6 +20,11 @@ export function slugOf(name: string): string {
   return name.replace(/ /g, '-');
 }
 
+/** Whether a (normalized) slug is one a tag could have. */
+export function isTagSlug(slug: string): boolean {
+  return VALID.test(slug) && [...slug].length <= MAX_TAG_LENGTH;
+}
+
 /** Normalizes, validates and de-duplicates (by slug) a list of tag names; throws invalid_tag naming the bad one. */
 export function normalizeTags(raw: readonly string[]): string[] {
   const seen = new Map<string, string>();

@@ -66,3 +66,25 @@ test('GET /healthz and /readyz', async () => {
   assert.equal(ready.body.checks.database.status, 'ok');
   if (app.config.redisUrl) assert.equal(ready.body.checks.redis.status, 'ok');
 });
+
+test('a NUL character in any text input is 400 invalid_request naming the field, never a 500, and stores nothing', async () => {
+  const u = await registerUser(app.api);
+  const link = await app.api.post('/api/upload', { upload_type: 'link', external_url: 'https://example.com/nul', description: 'a\u0000b' }, { token: u.token });
+  assert.equal(link.status, 400, link.text);
+  assert.equal(link.body.error, 'invalid_request');
+  assert.match(link.body.message, /description contains a NUL/);
+  const login = await app.api.post('/api/auth', { action: 'login', email: 'x\u0000@example.com', password: 'whatever123' });
+  assert.equal(login.status, 400, login.text);
+  const token = await app.api.post('/api/auth/tokens/generate', { name: 'bot\u0000' }, { token: u.token });
+  assert.equal(token.status, 400, token.text);
+  for (const path of ['/api/uploads?tag=a%00b', '/api/uploads?user=a%00b', '/api/tags?q=a%00']) {
+    const r = await app.api.get(path);
+    assert.equal(r.status, 400, `${path}: ${r.text}`);
+    assert.equal(r.body.error, 'invalid_request');
+  }
+  const own = await app.api.post('/api/upload', { upload_type: 'link', external_url: 'https://example.com/nul-ok' }, { token: u.token });
+  assert.equal(own.status, 201);
+  const del = await app.api.del(`/api/uploads/${own.body.id}/tags/a%00b`, { token: u.token });
+  assert.ok(del.status === 400 || del.status === 404, `${del.status} ${del.text}`);
+  assert.deepEqual((await app.api.get(`/api/profile`, { token: u.token })).body.uploads.map((x: { id: string }) => x.id), [own.body.id], 'nothing else was stored');
+});

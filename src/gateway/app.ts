@@ -37,7 +37,8 @@ export interface AppDeps {
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: deps.trustProxy });
+  // Behind our proxy only the address it appended to X-Forwarded-For is trusted, not what the client wrote before it.
+  const app = new Koa<AppState>({ proxy: deps.trustProxy, maxIpsCount: 1 });
   // Koa would print every error to stderr; the error handler logs what matters, as JSON, with the request id.
   app.silent = true;
 

@@ -53,8 +53,25 @@ test('X-Forwarded-For is ignored unless TRUST_PROXY=true', async () => {
     assert.equal((await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } })).status, 200);
     assert.equal((await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } })).status, 429);
     assert.equal((await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.2' } })).status, 200);
+    // Only the hop our proxy appended counts: what the client wrote before it buys nothing.
+    const spoofed = await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.2' } });
+    assert.equal(spoofed.status, 429);
   } finally {
     await trusted.close();
+  }
+});
+
+test('the auth limit cannot be dodged by spelling the path differently', async () => {
+  const app = await startApp({ RATE_LIMIT_AUTH: '2/15m' });
+  try {
+    for (const path of ['/API/Auth', '/api/auth/']) {
+      const r = await app.api.post(path, { action: 'logout' }, { unchecked: 'the same route, spelled differently' });
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+      assert.equal(r.headers.get('ratelimit-limit'), '2', `${path} spends the auth limit`);
+    }
+    assert.equal((await app.api.post('/api/auth', { action: 'logout' })).status, 429);
+  } finally {
+    await app.close();
   }
 });
 

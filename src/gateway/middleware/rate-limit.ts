@@ -4,6 +4,7 @@ import type { AppContext } from '../context.ts';
 
 /** Operational probes must never be throttled: a load balancer polling /readyz would lock itself out. */
 const UNLIMITED = new Set(['/healthz', '/readyz', '/metrics']);
+const AUTH_PATH = /^\/api\/auth\/?$/i;
 
 const describe = (l: Limiter) => `${l.rate.points} requests per ${windowText(l.rate.seconds)}`;
 
@@ -37,7 +38,8 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
   return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
     const path = ctx.path;
     if (UNLIMITED.has(path)) return next();
-    const isAuth = ctx.method === 'POST' && (path === '/api/auth' || path === '/api/auth/');
+    // As the router matches it: any letter case, with or without a trailing slash.
+    const isAuth = ctx.method === 'POST' && AUTH_PATH.test(path);
     return applyLimit(ctx, isAuth ? opts.auth : opts.general, ctx.ip).then(() => next());
   };
 }

@@ -26,3 +26,14 @@ export async function lockUpload<C extends string>(db: Kysely<any>, dialect: Dia
   if (dialect.name === 'postgres') q = q.forUpdate();
   return (await q.executeTakeFirst()) as Record<C, unknown> | undefined;
 }
+
+/**
+ * Locks (PostgreSQL) every upload row sharing a set of stored files, in id order, so that two transactions
+ * deleting the last two users of those files run one after the other: each sees whether the other's row is
+ * still there, and exactly one of them finds itself the last. Returns the ids still sharing them.
+ */
+export async function lockSharers(db: Kysely<any>, dialect: Dialect, mediaKey: string): Promise<string[]> {
+  let q = db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).orderBy('id');
+  if (dialect.name === 'postgres') q = q.forUpdate();
+  return (await q.execute()).map((r) => r.id as string);
+}

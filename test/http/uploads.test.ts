@@ -192,6 +192,23 @@ describe('duplicates', () => {
     assert.equal((await diskState(app)).media.length, mediaBefore - 3, 'the last user of the files removes them');
   });
 
+  test('the last two uploads sharing files, deleted at the same moment: the files go, exactly once', async () => {
+    for (const seed of [205, 206, 207, 208]) {
+      const jpeg = await photoJpeg({ width: 640, height: 480, seed });
+      const media = (await diskState(app)).media.length;
+      const mine = await uploadImage(app.api, aliceToken, jpeg, { is_private: 'true' });
+      const bobs = await uploadImage(app.api, bob.token, jpeg);
+      assert.deepEqual([mine.status, bobs.status], [201, 201]);
+      assert.equal((await diskState(app)).media.length, media + 3, 'one set of files, shared');
+      const gone = await Promise.all([
+        app.api.del(`/api/upload/${mine.body.id}`, { token: alice.token }),
+        app.api.del(`/api/upload/${bobs.body.id}`, { token: bob.token }),
+      ]);
+      assert.deepEqual(gone.map((r) => r.status), [200, 200]);
+      assert.equal((await diskState(app)).media.length, media, 'the last of the two removed the files');
+    }
+  });
+
   test("bytes shared with another user's private upload still answer a visible near duplicate", async () => {
     const original = await photoJpeg({ width: 1000, height: 750, seed: 204 });
     const hidden = await uploadImage(app.api, aliceToken, original, { is_private: 'true' });

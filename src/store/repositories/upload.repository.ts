@@ -13,7 +13,7 @@ import { isUniqueViolation, type Dialect } from '../dialect.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { chunksOf } from '../similarity/hamming.ts';
 import { linkTags, tagsOf } from './tag-links.ts';
-import { lockUpload, visibleTo } from '../upload-rows.ts';
+import { lockSharers, lockUpload, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
 
 /** Columns of an upload record, with the owner's name. */
@@ -173,6 +173,9 @@ export class UploadRepository implements UploadStore {
   async delete(id: string) {
     if (!isUuid(id)) return null;
     return this.#db.transaction(async (_em, db) => {
+      // A row's media key never changes: read it, then lock every row sharing the files (this one included).
+      const own = await db.selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
+      const sharers = own?.media_key ? await lockSharers(db, this.#db.dialect, own.media_key as string) : null;
       const row = await lockUpload(db, this.#db.dialect, id, ['media_key']);
       if (!row) return null;
       await db
@@ -184,13 +187,11 @@ export class UploadRepository implements UploadStore {
       // Votes and tag links go with the row (on delete cascade).
       await db.deleteFrom('uploads').where('id', '=', id).execute();
       const mediaKey = row.media_key as string | null;
-      const others = mediaKey
-        ? await db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst()
-        : undefined;
+      const others = Boolean(sharers?.some((other) => other !== id));
       if (mediaKey && !others) {
         await db.insertInto('media_garbage').values({ media_key: mediaKey, created_at: this.#db.dialect.date(new Date()) }).onConflict((oc) => oc.doNothing()).execute();
       }
-      return { mediaKey, mediaStillUsed: Boolean(others) };
+      return { mediaKey, mediaStillUsed: others };
     });
   }
 }

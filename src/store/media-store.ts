@@ -49,10 +49,16 @@ export class FileMediaStore implements MediaStore {
     }, HEARTBEAT_MS).unref();
   }
 
-  /** Stops the heartbeat and removes this instance's (empty by now) directories. */
+  /**
+   * Stops the heartbeat and removes this instance's directories — staging only when nothing is staged: an
+   * upload still finishing past the shutdown grace may have committed its row, and the next sweep (this
+   * instance is dead by then) moves such files in.
+   */
   async close(): Promise<void> {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
-    for (const root of [this.stagingRoot, this.tmpRoot]) await rm(join(root, this.instance), { recursive: true, force: true });
+    const staged = (await readdir(join(this.stagingRoot, this.instance)).catch(() => [] as string[])).filter((f) => f !== ALIVE);
+    if (staged.length === 0) await rm(join(this.stagingRoot, this.instance), { recursive: true, force: true });
+    await rm(join(this.tmpRoot, this.instance), { recursive: true, force: true });
   }
 
   /** Path of a stored variant. */
@@ -77,8 +83,9 @@ export class FileMediaStore implements MediaStore {
       try {
         await rename(join(dir, `${key}.${v}.webp`), this.variantPath(key, v));
       } catch (e) {
-        // Already moved by an earlier, interrupted commit.
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        // Already moved (an earlier, interrupted commit, or a sweep racing this one) — or lost: then say so.
+        if (!(await stat(this.variantPath(key, v)).catch(() => null))) throw new Error(`media ${key}: ${v} is neither staged nor stored`);
       }
     }
     await rm(dir, { recursive: true, force: true });
@@ -100,16 +107,17 @@ export class FileMediaStore implements MediaStore {
   }
 
   /**
-   * Recovery. Staged media of any instance whose row exists is moved into place (always safe: commits
-   * are idempotent). Everything else left by dead instances — staged media without a row, temp files —
+   * Recovery. Staged media of any instance (this one included) whose row exists is moved into place
+   * (always safe: commits are idempotent). Everything else left by dead instances — staged media without a row, temp files —
    * is removed. Live instances' unreferenced work is theirs and is left alone.
    */
   async sweep(isReferenced: (key: string) => Promise<boolean>): Promise<{ committed: number; discarded: number }> {
     let committed = 0;
     let discarded = 0;
     for (const instance of await readdir(this.stagingRoot).catch(() => [] as string[])) {
-      if (instance === this.instance) continue;
-      const dead = await this.#isDead(this.stagingRoot, instance);
+      // This process's own staged files are moved in too when their row exists (a commit that failed
+      // after the row was written), never discarded: the rest is work in progress.
+      const dead = instance !== this.instance && (await this.#isDead(this.stagingRoot, instance));
       for (const key of await readdir(join(this.stagingRoot, instance)).catch(() => [] as string[])) {
         if (key === ALIVE) continue;
         if (KEY_RE.test(key) && (await isReferenced(key))) {

@@ -59,7 +59,32 @@ test('sweep: staged media of a committed row moves in (any instance); a dead ins
     await rm(join(dir, `${key}.thumb.webp`));
     await store.commit(key);
     for (const v of VARIANTS) assert.ok(await exists(store.variantPath(key, v)));
+
+    // Files neither staged nor stored: the commit says so instead of pretending.
+    const lost = '00000000-0000-4000-8000-000000000007';
+    await store.stage(lost);
+    await assert.rejects(store.commit(lost), /neither staged nor stored/);
+
+    // This process's own staged files whose row exists are moved in by its sweep; its other work stays.
+    const own = '00000000-0000-4000-8000-000000000008';
+    const inProgress = '00000000-0000-4000-8000-000000000009';
+    for (const k of [own, inProgress]) {
+      const d = await store.stage(k);
+      for (const v of VARIANTS) await writeFile(join(d, `${k}.${v}.webp`), 'z');
+    }
+    assert.deepEqual(await store.sweep(async (k) => k === own), { committed: 1, discarded: 0 });
+    for (const v of VARIANTS) assert.ok(await exists(store.variantPath(own, v)));
+    assert.ok(await exists(store.stagingDir(inProgress)));
+
+    // Closing with something still staged leaves it for the next sweep.
     await store.close();
+    assert.ok(await exists(store.stagingDir(inProgress)));
+    const next = new FileMediaStore(dataDir);
+    await next.init();
+    // (The closed instance is this very process: its pid is alive, so only a committed row would move it.)
+    assert.deepEqual(await next.sweep(async (k) => k === inProgress), { committed: 1, discarded: 0 });
+    await next.close();
+    assert.deepEqual((await readdir(store.stagingRoot)).filter((d) => d === next.instance), []);
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }

@@ -76,8 +76,9 @@ export class MediaPool implements ImageProcessor {
         throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
       }
       if (this.#closing) throw errors.busy('the server is shutting down; retry against another instance', 5);
-      // A crashed thread fails only its own task; Piscina replaces the thread.
-      throw e instanceof AppError ? e : new AppError('internal', 'image processing failed unexpectedly');
+      // A crashed thread fails only its own task; Piscina replaces the thread. The error goes up as it is:
+      // the client gets a plain 500, and the log gets what actually happened.
+      throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }

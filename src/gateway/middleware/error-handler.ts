@@ -13,7 +13,7 @@ export interface ErrorOptions {
  * anything else is a 500 whose details stay in the log, keyed by the request id.
  */
 export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): void {
-  const appError = opts.classify?.(err) ?? toAppError(err);
+  const appError = err instanceof AppError ? err : (opts.classify?.(err) ?? toAppError(err));
   if (appError.code === 'busy' && !(err instanceof AppError)) ctx.state.log?.warn({ reqId: ctx.state.requestId, err: (err as Error).message }, 'dependency unavailable');
   if (appError.code === 'internal') ctx.state.log?.error({ reqId: ctx.state.requestId, err }, 'unhandled error');
   opts.onError?.(appError.code, ctx);

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import { open } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { errors } from '../../domain/errors.ts';
+import { toAppError } from '../middleware/error-handler.ts';
 import { parseTagList } from '../../domain/tags.ts';
 import { fileNameOf, type UploadService } from '../../domain/uploads/upload.service.ts';
 import type { CreateResult, UploadType, UploadView } from '../../domain/uploads/upload.types.ts';
@@ -111,7 +112,8 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     try {
       await next();
     } catch (e) {
-      deps.onOutcome?.({ rejected: (e as { code?: string }).code ?? 'internal' });
+      // By contract code, as the client sees it: a raw error's own code (ECONNREFUSED, 23505…) is not a reason.
+      deps.onOutcome?.({ rejected: toAppError(e).code });
       throw e;
     }
   };

@@ -39,7 +39,7 @@ import { IdempotencyRepository } from './store/repositories/idempotency.reposito
 import { MediaPool } from './workers/pool.ts';
 import { ensureModels } from './workers/detector/model-files.fetch.ts';
 import { fetchImage } from './net/safe-fetch.ts';
-import { MAX_FILE_BYTES } from './gateway/middleware/multipart.ts';
+import { MAX_FILE_BYTES } from './domain/uploads/limits.ts';
 import { createApp } from './gateway/app.ts';
 import { listen, exitOnSignals } from './server.ts';
 import { clusterMetrics, runPrimary } from './cluster.ts';

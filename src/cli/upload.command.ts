@@ -7,13 +7,12 @@ import { createReadStream, openAsBlob } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { ApiClient, NetworkError, toApiError } from './api.client.ts';
 import { CliError } from './cli-config.store.ts';
+import { parseTagList } from '../domain/tags.ts';
+import { MAX_FILE_BYTES } from '../domain/uploads/limits.ts';
 import { walkImages, type ImageFile } from './image-files.walker.ts';
 import { ProgressReporter, formatBytes, formatDuration, type Output } from './progress.reporter.ts';
 
 /** API.md: a file may be at most 10 MiB; larger ones are refused here instead of being sent for a 413. */
-export const MAX_FILE_BYTES = 10 * 1024 * 1024;
-const MAX_TAGS = 10;
-const TAG_RE = /^[\p{L}\p{N} _-]{1,32}$/u;
 const MIME: Record<string, string> = { '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif', '.webp': 'image/webp' };
 
 export interface UploadOptions {
@@ -28,12 +27,13 @@ type Outcome =
   | { kind: 'duplicate'; id: string; match: string }
   | { kind: 'failed'; reason: string; fatal?: boolean };
 
-/** Tags as the server will store them (trimmed, lowercased, whitespace collapsed), de-duplicated, in order. */
+/** Tags as the server will store them, by the server's own rule (domain/tags.ts), so a bad list fails before any upload. */
 export function normalizeTags(raw: string[]): string[] {
-  const names = [...new Set(raw.map((t) => t.normalize('NFC').trim().toLowerCase().replace(/\s+/g, ' ')).filter(Boolean))];
-  for (const n of names) if (!TAG_RE.test(n)) throw new CliError(`tag "${n}" must be 1 to 32 letters, digits, spaces, "-" or "_"`);
-  if (names.length > MAX_TAGS) throw new CliError(`${names.length} tags; an upload may carry at most ${MAX_TAGS}`);
-  return names;
+  try {
+    return parseTagList(raw.join(','));
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
 }
 
 /** The same file with the same options always gets the same key; anything else, another key. */

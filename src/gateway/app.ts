@@ -16,10 +16,9 @@ import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { exactGetRoutes } from './exact-routes.ts';
+import { JSON_LIMIT_BYTES } from './limits.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
-
-export const JSON_LIMIT_BYTES = 1024 * 1024;
 
 export interface AppDeps {
   log: Logger;

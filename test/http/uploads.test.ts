@@ -84,6 +84,12 @@ describe('POST /api/v1/upload with upload_type=image', () => {
     const first = await app.api.get(`/api/image/${r.body.id}?size=thumb`);
     const etag = first.headers.get('etag')!;
     assert.ok(etag);
+    // HEAD answers like GET, without the body.
+    const head = await fetch(`${app.url}/api/image/${r.body.id}?size=thumb`, { method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get('content-type'), 'image/webp');
+    assert.equal(head.headers.get('content-length'), first.headers.get('content-length'));
+    assert.equal(head.headers.get('etag'), etag);
     const again = await app.api.get(`/api/image/${r.body.id}?size=thumb`, { headers: { 'if-none-match': etag } });
     assert.equal(again.status, 304);
     assert.equal(again.bytes.byteLength, 0);

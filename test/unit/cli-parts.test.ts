@@ -23,7 +23,7 @@ test('the Idempotency-Key depends on the bytes and every upload option, and on n
 test('tags are normalized as the server does, de-duplicated, and checked before anything is sent', () => {
   assert.deepEqual(normalizeTags([' Cute  Cats ', 'dogs', 'DOGS', '']), ['cute cats', 'dogs']);
   assert.throws(() => normalizeTags(['no/slash']), /tag "no\/slash"/);
-  assert.throws(() => normalizeTags(Array.from({ length: 11 }, (_, i) => `t${i}`)), /at most 10/);
+  assert.throws(() => normalizeTags(Array.from({ length: 11 }, (_, i) => `t${i}`)), /the limit is 10/);
 });
 
 test('walking finds images by extension, skips hidden entries and symlinked folders, and lists a file once', async () => {

@@ -1,5 +1,7 @@
 import { AppError, errors, type ErrorCode } from '../../domain/errors.ts';
 import type { AppContext } from '../context.ts';
+import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
+import { JSON_LIMIT_BYTES } from '../limits.ts';
 
 export interface ErrorOptions {
   onError?: (code: ErrorCode, ctx: AppContext) => void;
@@ -49,8 +51,8 @@ export function toAppError(err: unknown): AppError {
   const e = err as { status?: number; statusCode?: number; httpCode?: number; type?: string; code?: unknown; message?: string };
   const status = e?.httpCode ?? e?.status ?? e?.statusCode;
   if (status === 413) {
-    if (e.type === 'entity.too.large') return errors.payloadTooLarge('JSON body exceeds the limit of 1 MiB (1048576 bytes)');
-    return errors.payloadTooLarge('request body exceeds the limit: file up to 10 MiB (10485760 bytes)');
+    if (e.type === 'entity.too.large') return errors.payloadTooLarge(`JSON body exceeds the limit of 1 MiB (${JSON_LIMIT_BYTES} bytes)`);
+    return errors.payloadTooLarge(`request body exceeds the limit: file up to 10 MiB (${MAX_FILE_BYTES} bytes)`);
   }
   if (status === 400 || status === 415 || status === 422) {
     if (e.type === 'entity.parse.failed' || err instanceof SyntaxError) return errors.invalid('malformed JSON body');
@@ -58,17 +60,7 @@ export function toAppError(err: unknown): AppError {
       return errors.invalid('unsupported body encoding: send UTF-8 JSON');
     }
     if (e.type === 'request.size.invalid' || e.type === 'request.aborted') return errors.invalid('request body was cut short');
-    return errors.invalid(formidableMessage(e) ?? 'malformed request body');
+    return errors.invalid('malformed request body');
   }
   return new AppError('internal', 'internal error; the request id identifies it in the server log');
-}
-
-/** formidable's messages name its own option names; keep only the parts a client can act on. */
-function formidableMessage(e: { message?: string }): string | null {
-  const m = e.message ?? '';
-  if (/maxFiles|maxTotalFileSize/.test(m)) return 'only one file may be sent, in the field "file"';
-  if (/maxFields/.test(m)) return 'too many form fields';
-  if (/maxFieldsSize/.test(m)) return 'form fields are too large (limit 64 KiB in total)';
-  if (/boundary|multipart|Unexpected end/i.test(m)) return 'malformed multipart body';
-  return null;
 }

@@ -4,8 +4,8 @@ import { koaBody } from 'koa-body';
 import { errors } from '../../domain/errors.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
 import type { AppContext } from '../context.ts';
+import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 
-export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** Form fields (description, tags, URLs) are small; this bounds them all together. */
 const MAX_FIELDS_BYTES = 64 * 1024;
 
@@ -72,6 +72,10 @@ function mapFormidable(err: Error): Error {
     return errors.payloadTooLarge(`file exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
   }
   if (/allowEmptyFiles|minFileSize/.test(m)) return errors.invalid('file is empty');
+  // formidable's messages name its own options; only what a client can act on is said.
+  if (/maxFieldsSize/.test(m)) return errors.invalid(`form fields are too large (limit ${MAX_FIELDS_BYTES / 1024} KiB in total)`);
+  if (/maxFields/.test(m)) return errors.invalid('too many form fields');
+  if (/boundary|multipart|Unexpected end/i.test(m)) return errors.invalid('malformed multipart body');
   return err;
 }
 

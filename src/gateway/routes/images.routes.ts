@@ -28,9 +28,13 @@ export function imageRoutes(deps: { uploads: UploadService; media: FileMediaStor
       ctx.status = 304;
       return;
     }
+    // HEAD: no stream to open (Koa would not read it); an empty body first, since Koa turns a null body
+    // into a 204 and drops Content-Type and Content-Length, then the status and headers of the GET.
+    if (ctx.method === 'HEAD') ctx.body = null;
+    else ctx.body = createReadStream(deps.media.variantPath(key, size));
+    ctx.status = 200;
     ctx.type = 'image/webp';
     ctx.length = bytes;
-    ctx.body = ctx.method === 'HEAD' ? null : createReadStream(deps.media.variantPath(key, size));
   });
   return router;
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_DESCRIPTION } from '../../domain/uploads/upload.service.ts';
-import { MAX_FILE_BYTES } from '../middleware/multipart.ts';
+import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { Success } from './common.schemas.ts';
 
 const single = (field: string) => (v: unknown) => (Array.isArray(v) ? { __multiple: field } : v);

@@ -10,7 +10,8 @@ import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
 export type { Rate };
-import type { HumanPolicy } from './domain/person-policy.ts';
+import { CALIBRATED_HUMAN_THRESHOLD, type HumanPolicy } from './domain/person-policy.ts';
+import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
 export interface Config {
@@ -41,9 +42,6 @@ export interface Config {
   /** Gateway processes started by `npm start` (1 = no cluster). */
   readonly processes: number;
 }
-
-/** Calibrated on real photos (bench/calibrate-detector.ts); see the README, "Person detection". */
-export const DEFAULT_HUMAN_THRESHOLD = 0.2;
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -170,7 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers,
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
-    humanThreshold: e.HUMAN_THRESHOLD ?? DEFAULT_HUMAN_THRESHOLD,
+    humanThreshold: e.HUMAN_THRESHOLD ?? CALIBRATED_HUMAN_THRESHOLD,
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
@@ -189,7 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
-    modelsDir: resolve(e.MODELS_DIR ?? join(import.meta.dirname, '..', 'models')),
+    modelsDir: e.MODELS_DIR ? resolve(e.MODELS_DIR) : DEFAULT_MODELS_DIR,
     processes: e.PROCESSES,
   });
 }

@@ -48,7 +48,9 @@ export const sqliteDialect: Dialect = {
   falseLit: '0',
   epochSeconds: (c) => `(${c} / 1000.0)`,
   greatest: (a, b) => `max(${a}, ${b})`,
-  retrying: (fn) => retry(fn, (e) => codeOf(e) === 'SQLITE_BUSY'),
+  // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT: another process committed after this
+  // transaction's first read): the whole transaction runs again, on a fresh snapshot.
+  retrying: (fn) => retry(fn, (e) => codeOf(e)?.startsWith('SQLITE_BUSY') === true),
 };
 
 export const postgresDialect: Dialect = {

@@ -4,7 +4,8 @@ import sharp from 'sharp';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, intersectionOverUnion, nonMaxSuppression, toImageBox } from '../../src/workers/detector/person-boxes.decode.ts';
 import { loadTfRuntime } from '../../src/workers/detector/tfjs-backend.loader.ts';
-import { CALIBRATED_HUMAN_THRESHOLD, createPersonDetector, detectStage } from '../../src/workers/pipeline/detect.stage.ts';
+import { createPersonDetector, detectStage } from '../../src/workers/pipeline/detect.stage.ts';
+import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
 import type { PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
 import { getPhotos, type Photo } from '../support/photos.ts';
 

@@ -119,7 +119,8 @@ export class UploadService {
       await this.#media.commit(mediaKey);
       return this.#created(id);
     } finally {
-      if (!committed) await this.#media.discard(mediaKey);
+      // Best effort: a failed cleanup must not replace the answer (a dead process's leftovers are swept).
+      if (!committed) await this.#media.discard(mediaKey).catch(() => {});
     }
   }
 
@@ -174,11 +175,15 @@ export class UploadService {
     await this.#owned(principal, id, 'delete');
     const deleted = await this.#uploads.delete(id);
     if (!deleted) throw errors.notFound(`upload ${id} does not exist`);
-    if (deleted.mediaKey && !deleted.mediaStillUsed) {
-      await this.#media.remove(deleted.mediaKey);
-      await this.#uploads.mediaRemoved(deleted.mediaKey);
-    }
+    // The row is gone: feeds must stop showing it whatever happens to the files, whose removal is journalled
+    // (media_garbage) and retried by the sweep if it fails here.
     await this.#events.onChanged?.();
+    if (deleted.mediaKey && !deleted.mediaStillUsed) {
+      await this.#media.remove(deleted.mediaKey).then(
+        () => this.#uploads.mediaRemoved(deleted.mediaKey!),
+        () => {},
+      );
+    }
     return { success: true, id };
   }
 

@@ -22,11 +22,6 @@ export interface PersonDetectorOptions {
 }
 
 export const DEFAULT_INPUT_SIZE = 384;
-/**
- * HUMAN_THRESHOLD for this model at DEFAULT_INPUT_SIZE, from bench/calibrate-detector.ts: on 38 labelled
- * photos it finds 20 of 21 with people and flags 2 of 17 without (a biplane from above, a flock of sheep).
- */
-export const CALIBRATED_HUMAN_THRESHOLD = 0.2;
 /** Peaks decoded per image; more than any photo has people, fewer than would cost time. */
 const MAX_PEAKS = 100;
 

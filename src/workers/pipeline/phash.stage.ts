@@ -52,19 +52,3 @@ export function phash(grey: RawImage): string {
   }
   return hex;
 }
-
-const HEX64 = /^[0-9a-f]{16}$/;
-
-/** Number of differing bits between two 64-bit hashes given as 16 hex characters. */
-export function hammingDistance(hexA: string, hexB: string): number {
-  if (!HEX64.test(hexA) || !HEX64.test(hexB)) {
-    throw new TypeError(`Expected two 16-character lowercase hex hashes but received "${hexA}" and "${hexB}"`);
-  }
-  let x = BigInt(`0x${hexA}`) ^ BigInt(`0x${hexB}`);
-  let count = 0;
-  while (x) {
-    x &= x - 1n;
-    count++;
-  }
-  return count;
-}

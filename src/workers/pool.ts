@@ -35,6 +35,8 @@ export class MediaPool implements ImageProcessor {
   readonly #piscina: Piscina;
   readonly #opts: PoolOptions;
   #closing = false;
+  /** What the last ping said; undefined before the first. */
+  #backend: string | null | undefined = undefined;
 
   /** Locks libvips down to the four accepted loaders for the whole process, then starts the threads. */
   static async start(opts: PoolOptions): Promise<MediaPool> {
@@ -109,10 +111,16 @@ export class MediaPool implements ImageProcessor {
     return this.#piscina.threads;
   }
 
-  /** Answers when a worker thread can run a task (readiness). */
+  /**
+   * Answers when a worker thread can run a task (readiness). With tasks queued, the threads are evidently
+   * running them: the ping would only wait behind (and take a queue slot from) uploads, so it is skipped.
+   */
   async ping(): Promise<{ threads: number; detectorBackend: string | null }> {
     if (this.#closing) throw new Error('shutting down');
+    const threads = this.#piscina.threads.length;
+    if (this.#piscina.queueSize > 0 && threads > 0 && this.#backend !== undefined) return { threads, detectorBackend: this.#backend };
     const r = (await this.#piscina.run({}, { name: 'ping' })) as { detectorBackend: string | null };
+    this.#backend = r.detectorBackend;
     return { threads: this.#piscina.threads.length, detectorBackend: r.detectorBackend };
   }
 

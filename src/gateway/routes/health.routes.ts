@@ -9,12 +9,14 @@ export interface ReadinessCheck {
 
 const CHECK_TIMEOUT_MS = 2000;
 
+class CheckTimeout extends Error {}
+
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let t: NodeJS.Timeout;
   return Promise.race([
     p.finally(() => clearTimeout(t)),
     new Promise<T>((_, reject) => {
-      t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+      t = setTimeout(() => reject(new CheckTimeout(`no answer within ${ms} ms`)), ms);
     }),
   ]);
 }
@@ -35,7 +37,9 @@ export function healthRoutes(deps: { checks: ReadinessCheck[]; isShuttingDown: (
           const details = await withTimeout(c.check(), CHECK_TIMEOUT_MS);
           return [c.name, { status: 'ok', ...(details ?? {}) }] as const;
         } catch (e) {
-          return [c.name, { status: 'down', reason: (e as Error).message }] as const;
+          // The driver's own text (host names, auth messages) goes to the log, not to whoever asks.
+          ctx.state.log?.warn({ reqId: ctx.state.requestId, check: c.name, err: (e as Error).message }, 'readiness check failed');
+          return [c.name, { status: 'down', reason: e instanceof CheckTimeout ? e.message : 'not reachable' }] as const;
         }
       }),
     );

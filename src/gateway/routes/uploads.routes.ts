@@ -103,9 +103,10 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     if (created) ctx.set('Location', `/api/upload/${created.id}`);
     deps.onOutcome?.(created ? { accepted: created.upload_type } : { rejected: 'duplicate' });
   };
+  /** Before the body is read: a malformed Idempotency-Key is refused at once, a known one spends no upload point. */
   const knownKey = async (ctx: AppContext) => {
     const key = ctx.get('idempotency-key');
-    return Boolean(key && ctx.state.principal && (await deps.idempotency.known(ctx.state.principal.userId, key)));
+    return Boolean(key && ctx.state.principal && (await deps.idempotency.known(ctx.state.principal.userId, validateIdempotencyKey(key))));
   };
   /** Refusals anywhere in the chain, for metrics (an accepted upload or duplicate is counted by `create`). */
   const outcome = async (_ctx: AppContext, next: () => Promise<unknown>) => {
@@ -136,6 +137,8 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     const me = ctx.state.principal;
     const myVote = me ? await deps.myVote(ctx.params.id!, me.userId) : undefined;
     ctx.set('Cache-Control', me ? 'private, no-cache' : 'public, no-cache');
+    // `my_vote` depends on who asks.
+    ctx.set('Vary', 'Authorization, Cookie');
     ctx.body = await deps.uploads.get(ctx.params.id!, myVote);
   });
 

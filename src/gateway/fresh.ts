@@ -16,3 +16,22 @@ export function matchesEtag(ctx: AppContext): boolean {
   const want = bare(etag);
   return header.split(',').some((t) => bare(t) === want);
 }
+
+/**
+ * Sends bytes prepared ahead (a cached page, the API document, an asset) with their ETag (and Cache-Control
+ * when given; otherwise the route's own stays),
+ * or 304 with no body when the client has them. Headers go straight to the response: this runs for every
+ * cached feed read.
+ */
+export function sendWithEtag(ctx: AppContext, body: Buffer | string, type: string, etag: string, cacheControl?: string): void {
+  const { res } = ctx;
+  if (cacheControl) res.setHeader('Cache-Control', cacheControl);
+  res.setHeader('ETag', etag);
+  ctx.status = 200;
+  if (matchesEtag(ctx)) {
+    ctx.status = 304;
+    return;
+  }
+  res.setHeader('Content-Type', type);
+  ctx.body = body;
+}

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
+import { serialize } from '../../domain/feeds/feed.service.ts';
 import type { AppContext } from '../context.ts';
-import { matchesEtag } from '../fresh.ts';
+import { sendWithEtag } from '../fresh.ts';
 
 /**
  * ETag on every successful GET JSON response, and 304 with an empty body when the client's
@@ -10,12 +10,7 @@ export function applyConditionalGet(ctx: AppContext): void {
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.status !== 200) return;
   const body = ctx.body;
   if (body === null || body === undefined || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
-  const json = JSON.stringify(body);
-  ctx.body = json;
-  ctx.type = 'application/json; charset=utf-8';
-  ctx.set('ETag', `W/"${createHash('sha1').update(json).digest('base64url')}"`);
-  if (matchesEtag(ctx)) {
-    ctx.status = 304;
-    ctx.body = null;
-  }
+  // Serialized and tagged as cached pages are (one rule for every JSON ETag).
+  const page = serialize(body);
+  sendWithEtag(ctx, page.body, 'application/json; charset=utf-8', page.etag);
 }

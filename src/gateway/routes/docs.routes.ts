@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { errors } from '../../domain/errors.ts';
 import type { AppContext, AppState } from '../context.ts';
-import { matchesEtag } from '../fresh.ts';
+import { sendWithEtag } from '../fresh.ts';
 import { openApiDocument } from '../openapi/openapi.document.ts';
 
 /**
@@ -78,19 +78,6 @@ function memo<T>(load: () => T): () => T {
   return () => (value ??= load());
 }
 
-/** Sends bytes with their ETag, or 304 when the client has them. */
-function sendCached(ctx: AppContext, body: Buffer | string, type: string, etag: string, cacheControl: string): void {
-  ctx.set('Cache-Control', cacheControl);
-  ctx.set('ETag', etag);
-  ctx.status = 200;
-  if (matchesEtag(ctx)) {
-    ctx.status = 304;
-    return;
-  }
-  ctx.type = type;
-  ctx.body = body;
-}
-
 export function docsRoutes(): Router<AppState> {
   const router = new Router<AppState>();
   const spec = memo(() => {
@@ -101,7 +88,7 @@ export function docsRoutes(): Router<AppState> {
 
   router.get('/api/openapi.json', (ctx) => {
     const { json, etag } = spec();
-    sendCached(ctx, json, 'application/json; charset=utf-8', etag, 'public, no-cache');
+    sendWithEtag(ctx, json, 'application/json; charset=utf-8', etag, 'public, no-cache');
   });
 
   router.get('/docs', (ctx) => {
@@ -115,7 +102,7 @@ export function docsRoutes(): Router<AppState> {
     const asset = assets.get(ctx.params.asset!);
     if (!asset) throw errors.notFound(`no file ${ctx.params.asset} in the API reference page`);
     const { bytes, etag } = asset.load();
-    sendCached(ctx, bytes, asset.type, etag, 'public, max-age=86400');
+    sendWithEtag(ctx, bytes, asset.type, etag, 'public, max-age=86400');
   });
 
   return router;

@@ -1,28 +1,16 @@
 import Router from '@koa/router';
 import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
-import type { CachedJson, FeedService } from '../../domain/feeds/feed.service.ts';
+import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
-import { matchesEtag } from '../fresh.ts';
+import { sendWithEtag } from '../fresh.ts';
 import { parse } from '../validate.ts';
 import { FeedQuery, RecentQuery } from '../schemas/community.schemas.ts';
 
 type FeedQueryValue = z.output<typeof FeedQuery>;
 
-/** Sends a pre-serialized (cached) JSON body with its ETag; 304 when the client has it. */
-function sendCached(ctx: AppContext, page: CachedJson, cacheControl: string): void {
-  const { res } = ctx;
-  res.setHeader('Cache-Control', cacheControl);
-  res.setHeader('ETag', page.etag);
-  ctx.status = 200;
-  if (matchesEtag(ctx)) {
-    ctx.status = 304;
-    return;
-  }
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  ctx.body = page.body;
-}
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function feedRoutes(deps: { feeds: FeedService }): Router<AppState> {
   const router = new Router<AppState>();
@@ -32,12 +20,14 @@ export function feedRoutes(deps: { feeds: FeedService }): Router<AppState> {
   router.get('/api/uploads', async (ctx) => {
     let q = queries.get(ctx.querystring);
     if (!q) queries.set(ctx.querystring, (q = parse(FeedQuery, ctx.query, 'query')));
-    sendCached(ctx, await deps.feeds.list(q), 'public, max-age=120');
+    const page = await deps.feeds.list(q);
+    sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=120');
   });
 
   router.get('/api/items-recent', async (ctx) => {
     const { limit } = parse(RecentQuery, ctx.query, 'query');
-    sendCached(ctx, await deps.feeds.recent(limit), 'public, max-age=300');
+    const page = await deps.feeds.recent(limit);
+    sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=300');
   });
 
   router.get('/api/profile', async (ctx) => {

@@ -21,7 +21,8 @@ export interface IdempotencyStore {
   /** Inserts a pending record unless one exists (a record older than `expiredBefore` counts as absent). */
   claim(userId: string, key: string, requestHash: string, now: Date, expiredBefore: Date): Promise<ClaimResult>;
   complete(userId: string, key: string, response: StoredResponse): Promise<void>;
-  release(userId: string, key: string): Promise<void>;
+  /** Frees the key, only if it still holds the claim made at `since` (a newer claim is someone else's). */
+  release(userId: string, key: string, since: Date): Promise<void>;
   /** Whether a live record exists (the request will be answered from it or compared with it). */
   exists(userId: string, key: string, expiredBefore: Date): Promise<boolean>;
   purge(expiredBefore: Date): Promise<number>;
@@ -61,10 +62,10 @@ export class IdempotencyService {
           const response = await fn();
           // Only successes are remembered; an error leaves the key free for a retry.
           if (response.status < 300) await this.#store.complete(userId, key, response);
-          else await this.#store.release(userId, key);
+          else await this.#store.release(userId, key, now);
           return { ...response, replayed: false };
         } catch (e) {
-          await this.#store.release(userId, key);
+          await this.#store.release(userId, key, now);
           throw e;
         }
       }
@@ -73,7 +74,8 @@ export class IdempotencyService {
       }
       if (claim.state === 'done') return { ...claim.response, replayed: true };
       if (now.getTime() - claim.since.getTime() > ABANDONED_AFTER_MS) {
-        await this.#store.release(userId, key);
+        // Abandoned: take it over — unless another waiter already has (then its claim stays).
+        await this.#store.release(userId, key, claim.since);
         continue;
       }
       if (signal?.aborted) throw errors.invalid('request cancelled');

@@ -35,8 +35,15 @@ export class IdempotencyRepository implements IdempotencyStore {
     await this.#db.db().updateTable('idempotency_keys').set({ status: response.status, body: response.body }).where('user_id', '=', userId).where('key', '=', key).execute();
   }
 
-  async release(userId: string, key: string): Promise<void> {
-    await this.#db.db().deleteFrom('idempotency_keys').where('user_id', '=', userId).where('key', '=', key).execute();
+  async release(userId: string, key: string, since: Date): Promise<void> {
+    await this.#db
+      .db()
+      .deleteFrom('idempotency_keys')
+      .where('user_id', '=', userId)
+      .where('key', '=', key)
+      .where('created_at', '=', this.#db.dialect.date(since))
+      .where('status', 'is', null)
+      .execute();
   }
 
   async exists(userId: string, key: string, expiredBefore: Date): Promise<boolean> {

@@ -22,8 +22,8 @@ export interface UploadPolicy {
 }
 
 export interface ImageInput {
-  /** The original bytes, in an ArrayBuffer of their own: it is moved to a worker thread. */
-  bytes: ArrayBuffer;
+  /** The original bytes, in an ArrayBuffer of their own (moved to a worker thread), read only when they are processed. */
+  bytes: () => Promise<ArrayBuffer>;
   sha256: string;
   originalName: string | null;
   sourceUrl: string | null;
@@ -92,7 +92,7 @@ export class UploadService {
     let committed = false;
     try {
       const processed = await this.#processor.process(
-        { bytes: input.bytes, stagingDir, baseName: mediaKey, humanPolicy: this.#policy.humanPolicy, humanThreshold: this.#policy.humanThreshold },
+        { bytes: await input.bytes(), stagingDir, baseName: mediaKey, humanPolicy: this.#policy.humanPolicy, humanThreshold: this.#policy.humanThreshold },
         signal,
       );
       const near = await this.#nearDuplicate(processed.phash, viewer);
@@ -131,7 +131,7 @@ export class UploadService {
     // The bytes move to a worker thread: they need an ArrayBuffer of their own.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : new Uint8Array(bytes).buffer;
     const originalName = fileNameOf(new URL(fetched.finalUrl).pathname.split('/').pop() ?? '', { urlEncoded: true });
-    return this.createImage(principal, { ...input, bytes: own, sha256: fetched.sha256, sourceUrl: input.imageUrl, originalName }, signal);
+    return this.createImage(principal, { ...input, bytes: async () => own, sha256: fetched.sha256, sourceUrl: input.imageUrl, originalName }, signal);
   }
 
   async createLink(principal: Principal, input: LinkInput): Promise<CreateResult> {

@@ -72,7 +72,8 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     const run = async (): Promise<CreateResult> => {
       if (fields.upload_type === 'image') {
         if (!file) throw errors.invalid('file is required when upload_type=image (multipart field "file")');
-        const bytes = await readWhole(file.path, file.size);
+        // Read from the temp file only if the bytes are processed (not for an exact duplicate).
+        const bytes = () => readWhole(file.path, file.size);
         const originalName = file.originalName ? fileNameOf(file.originalName) : null;
         return deps.uploads.createImage(user, { ...common, bytes, sha256: file.sha256, originalName, sourceUrl: null }, signal);
       }

@@ -115,9 +115,10 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     if (staged.committed || staged.discarded || garbage.length) log.info({ ...staged, removed: garbage.length }, 'media recovered');
   };
   await sweep();
+  const feedCache = redis ? redisFeedCache(redis, config.redisPrefix) : null;
   const feeds = new FeedService({
     store: new FeedRepository(db, uploadsRepo),
-    cache: redis ? redisFeedCache(redis, config.redisPrefix) : memoryFeedCache(),
+    cache: feedCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
   });
   // Every write that changes what a public page shows makes every cached page stale.
@@ -216,6 +217,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
         clearInterval(housekeeping);
         await pool?.close();
         await media.close();
+        feedCache?.close();
         redis?.disconnect();
         await db.close();
       })();

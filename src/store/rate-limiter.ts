@@ -23,27 +23,138 @@ export interface Limiter {
 export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | null; prefix: string; onReject?: (name: string) => void }): Limiter {
   const base = { points: opts.rate.points, duration: opts.rate.seconds, keyPrefix: `${opts.prefix}rl:${opts.name}` };
   const memory = new RateLimiterMemory(base);
-  const limiter: RateLimiterAbstract = opts.redis
-    ? new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory })
-    : memory;
-  const decide = (res: RateLimiterRes, allowed: boolean): LimitDecision => ({
-    allowed,
-    limit: opts.rate.points,
-    remaining: Math.max(0, res.remainingPoints),
-    resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
-  });
+  const decide = (res: RateLimiterRes, allowed: boolean): LimitDecision => {
+    if (!allowed) opts.onReject?.(opts.name);
+    return {
+      allowed,
+      limit: opts.rate.points,
+      remaining: Math.max(0, res.remainingPoints),
+      resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+    };
+  };
+  if (opts.redis) {
+    const shared = new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory });
+    return { name: opts.name, rate: opts.rate, consume: batchedCounter(shared, opts.rate.points, decide) };
+  }
   return {
     name: opts.name,
     rate: opts.rate,
-    consume(key) {
-      return limiter.consume(key).then(
+    consume: (key) =>
+      memory.consume(key).then(
         (res) => decide(res, true),
         (e: unknown) => {
           if (!(e instanceof RateLimiterRes)) throw e;
-          opts.onReject?.(opts.name);
           return decide(e, false);
         },
-      );
-    },
+      ),
+  };
+}
+
+/** Below this many points left in a window, every request of a key is counted in Redis before it is answered. */
+export const exactMargin = (points: number): number => Math.max(64, Math.ceil(points / 4));
+/** A key's requests admitted here and not yet sent to Redis: sent at this many, or after FLUSH_MS. */
+const SEND_AT = 16;
+/** ...and never more than this many unsent or unanswered, whatever Redis's latency: past it, requests wait for Redis. */
+const MAX_UNSENT = 32;
+const FLUSH_MS = 5;
+
+interface KeyState {
+  /** The total Redis last reported for this window, which includes every point sent before that answer. */
+  known: number;
+  /** Points sent and not yet answered. */
+  sending: number;
+  /** Points admitted here and not yet sent. */
+  unsent: number;
+  /** When the window ends (ms since epoch); Infinity until Redis first answers. */
+  resetAt: number;
+}
+
+/**
+ * A shared limit that costs a Redis round trip per request only near the limit. Far from it, a key's
+ * requests are admitted here and their count sent to Redis in batches (≥ every 5 ms, or per 16 requests,
+ * one INCRBY each); once fewer than `exactMargin(points)` points remain in the window (max(64, 25 %)),
+ * every request is counted in Redis before it is answered, exactly as without batching. A key over its
+ * limit is refused here until its window ends (the count only grows within a window). Limits of 64 or
+ * fewer points (the default auth, upload and vote limits) are therefore always exact; a larger one can be
+ * overrun only if processes together hold more than the margin uncounted (≤ 32 per key per process,
+ * unsent or unanswered).
+ */
+function batchedCounter(
+  shared: RateLimiterAbstract,
+  points: number,
+  decide: (res: RateLimiterRes, allowed: boolean) => LimitDecision,
+): (key: string) => Promise<LimitDecision> {
+  const margin = exactMargin(points);
+  const keys = new Map<string, KeyState>();
+  const dirty = new Set<string>();
+  let timer: NodeJS.Timeout | null = null;
+  let sinceSweep = 0;
+
+  /** Sends `n` points of `key` to Redis; resolves with the window total that includes them. */
+  const send = (key: string, s: KeyState, n: number): Promise<RateLimiterRes> => {
+    s.sending += n;
+    const answered = (res: RateLimiterRes) => {
+      s.sending -= n;
+      // Redis answers one connection's commands in order: this total includes all of ours sent so far.
+      s.known = res.consumedPoints;
+      s.resetAt = Date.now() + res.msBeforeNext;
+      return res;
+    };
+    return shared.consume(key, n).then(answered, (e: unknown) => {
+      if (e instanceof RateLimiterRes) return answered(e);
+      s.sending -= n;
+      throw e;
+    });
+  };
+
+  const flush = () => {
+    timer = null;
+    const now = Date.now();
+    for (const key of dirty) {
+      const s = keys.get(key);
+      if (!s || s.unsent === 0) continue;
+      const n = s.unsent;
+      s.unsent = 0;
+      // Admitted in a window that has ended: they count for nothing now.
+      if (now < s.resetAt) void send(key, s, n).catch(() => {});
+    }
+    dirty.clear();
+  };
+
+  const sweep = (now: number) => {
+    for (const [key, s] of keys) if (now >= s.resetAt && s.sending === 0 && s.unsent === 0) keys.delete(key);
+  };
+
+  return (key) => {
+    const now = Date.now();
+    let s = keys.get(key);
+    if (s && now >= s.resetAt && s.sending === 0) {
+      keys.delete(key);
+      s = undefined;
+    }
+    if (s && now < s.resetAt && s.resetAt !== Infinity) {
+      const used = s.known + s.sending + s.unsent;
+      const msBeforeNext = s.resetAt - now;
+      if (used >= points) return Promise.resolve(decide(new RateLimiterRes(0, msBeforeNext, used + 1), false));
+      if (used + 1 <= points - margin && s.unsent + s.sending < MAX_UNSENT) {
+        s.unsent++;
+        dirty.add(key);
+        if (s.unsent >= SEND_AT) flush();
+        else timer ??= setTimeout(flush, FLUSH_MS).unref();
+        return Promise.resolve(decide(new RateLimiterRes(points - used - 1, msBeforeNext, used + 1), true));
+      }
+    }
+    if (!s) {
+      s = { known: 0, sending: 0, unsent: 0, resetAt: Infinity };
+      keys.set(key, s);
+      if (++sinceSweep >= 1024) {
+        sinceSweep = 0;
+        sweep(now);
+      }
+    }
+    // Exact: this request and any still unsent go to Redis together; it is the last of them.
+    const n = s.unsent + 1;
+    s.unsent = 0;
+    return send(key, s, n).then((res) => decide(res, res.consumedPoints <= points));
   };
 }

@@ -3,19 +3,43 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { redisFeedCache } from '../../src/store/cache/feed-cache.ts';
+import { redisFeedCache, type RedisFeedCache } from '../../src/store/cache/feed-cache.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(JSON.stringify({ text })) });
+const skip = !onPostgres && 'needs Redis (PostgreSQL + Redis pass)';
 
-test('Redis feed cache: two processes, one generation; a page kept in memory is never served past a write', { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' }, async () => {
+async function connected(): Promise<Redis> {
+  const r = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  if (r.status !== 'ready') await once(r, 'ready');
+  return r;
+}
+
+async function until(what: string, ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(ok(), what);
+}
+
+/** Two processes' caches on one Redis, each with its own connections; removed with every key afterwards. */
+async function twoProcesses(run: (a: RedisFeedCache, b: RedisFeedCache, ctx: { prefix: string; ra: Redis; rb: Redis }) => Promise<void>): Promise<void> {
   const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
-  const [ra, rb] = [new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL)];
+  const [ra, rb] = await Promise.all([connected(), connected()]);
+  const a = redisFeedCache(ra, prefix);
+  const b = redisFeedCache(rb, prefix);
   try {
-    // (A cache counts a connection becoming ready as a possible missed write: connect first.)
-    await Promise.all([ra, rb].map((r) => (r.status === 'ready' ? null : once(r, 'ready'))));
-    const a = redisFeedCache(ra, prefix);
-    const b = redisFeedCache(rb, prefix);
+    await run(a, b, { prefix, ra, rb });
+  } finally {
+    a.close();
+    b.close();
+    const keys = await ra.keys(`${prefix}*`);
+    if (keys.length) await ra.del(...keys);
+    ra.disconnect();
+    rb.disconnect();
+  }
+}
+
+test('Redis feed cache: two processes, one generation; a page kept in memory is never served past a write', { skip }, () =>
+  twoProcesses(async (a, b, { prefix, rb }) => {
     const first = await a.read('k');
     assert.equal(first.hit, null);
     await a.write('k', first.generation, page('one'), 60);
@@ -39,10 +63,71 @@ test('Redis feed cache: two processes, one generation; a page kept in memory is 
     assert.equal((await b.read('short')).hit?.etag, 'W/"short"');
     await new Promise((r) => setTimeout(r, 1100));
     assert.equal((await b.read('short')).hit, null);
+  }),
+);
+
+test('Redis feed cache: with pushed generations, a write through one process is missed by the very next read of the other', { skip }, () =>
+  twoProcesses(async (a, b) => {
+    await until('both subscriptions confirmed', () => a.pushed && b.pushed);
+    for (let i = 0; i < 50; i++) {
+      const before = await b.read('k');
+      await b.write('k', before.generation, page(`v${i}`), 60);
+      assert.equal((await b.read('k')).hit?.etag, `W/"v${i}"`);
+      // No wait between the write's answer and the read: the announcement must already have been applied.
+      await a.invalidate();
+      const next = await b.read('k');
+      assert.equal(next.hit, null, `round ${i}: B served a page from before A's write`);
+      assert.ok(Number(next.generation) > Number(before.generation));
+    }
+    assert.ok(a.pushed && b.pushed, 'still trusting pushed generations');
+  }),
+);
+
+test('Redis feed cache: a process whose subscription drops asks Redis on every read until it is back', { skip }, async () => {
+  const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+  const [ra, rb] = await Promise.all([connected(), connected()]);
+  const name = `pvtest-sub-${randomBytes(4).toString('hex')}`;
+  const sub = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false, autoResubscribe: false, retryStrategy: () => 50, connectionName: name });
+  const a = redisFeedCache(ra, prefix);
+  const b = redisFeedCache(rb, prefix, { subscriber: sub });
+  try {
+    await until('B live', () => b.pushed);
+    const g = await b.read('k');
+    await b.write('k', g.generation, page('one'), 60);
+    // The subscription is cut and A writes while B hears nothing: B still misses.
+    const list = String(await ra.client('LIST'));
+    const id = /id=(\d+) [^\n]* name=(\S+)/g;
+    const mine = [...list.matchAll(id)].find((m) => m[2] === name)?.[1];
+    assert.ok(mine, 'the subscriber connection is listed');
+    await ra.client('KILL', 'ID', mine);
+    await until('B stops trusting pushed generations', () => !b.pushed);
+    await a.invalidate();
+    assert.equal((await b.read('k')).hit, null);
+    // Reconnected: B resubscribes, catches up with Redis, and trusts announcements again.
+    await until('B live again', () => b.pushed);
+    const now = await b.read('k');
+    await b.write('k', now.generation, page('two'), 60);
+    await a.invalidate();
+    assert.equal((await b.read('k')).hit, null);
   } finally {
+    a.close();
+    b.close();
     const keys = await ra.keys(`${prefix}*`);
     if (keys.length) await ra.del(...keys);
-    ra.disconnect();
-    rb.disconnect();
+    for (const r of [ra, rb, sub]) r.disconnect();
   }
 });
+
+test('Redis feed cache: a Redis that lost its data never brings back an old generation', { skip }, () =>
+  twoProcesses(async (a, b, { prefix, ra }) => {
+    await until('both live', () => a.pushed && b.pushed);
+    for (let i = 0; i < 3; i++) await a.invalidate();
+    const before = await b.read('k');
+    await b.write('k', before.generation, page('old'), 60);
+    await ra.del(`${prefix}feed:gen`); // as after a restart of a Redis that keeps nothing on disk
+    await a.invalidate();
+    const after = await b.read('k');
+    assert.equal(after.hit, null);
+    assert.ok(Number(after.generation) > Number(before.generation), `${after.generation} > ${before.generation}`);
+  }),
+);

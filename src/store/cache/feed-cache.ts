@@ -25,28 +25,134 @@ export function memoryFeedCache(maxEntries = 2000): FeedCache {
   };
 }
 
+export interface RedisFeedCache extends FeedCache {
+  /** Whether reads trust the generation held in memory (pushed by Redis) rather than asking for it. */
+  readonly pushed: boolean;
+  close(): void;
+}
+
 /**
- * Redis-backed: the generation is read from Redis on every request (one small GET), so a write through any
- * process is seen by the next read everywhere. Pages of the current generation are kept in process memory
- * too, so a hit costs that one round trip and no page transfer; a page not held here comes from Redis (a
- * second round trip) or is built. When Redis is unreachable the cache is bypassed (reads miss, writes are
- * dropped): pages are built from the database, never served stale.
+ * Bumps the generation and announces it in one step, so no process can miss a bump it could have read.
+ * A generation only ever grows, even across a Redis that lost its data: a missing counter starts from the
+ * caller's clock in microseconds, above any count a previous run could have reached.
  */
-export function redisFeedCache(redis: Redis, prefix: string, maxEntries = 2000): FeedCache {
+const BUMP = `if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end
+local g = redis.call('INCR', KEYS[1]) redis.call('PUBLISH', KEYS[1], g) return g`;
+
+/** How often a process that trusts pushed generations checks them against Redis anyway. */
+const RECHECK_MS = 1000;
+
+/**
+ * Redis-backed, shared by every process. Pages of the current generation are kept in process memory too,
+ * so a hit costs no page transfer; a page not held here comes from Redis (one round trip) or is built.
+ *
+ * Knowing the current generation without asking Redis on every request: each bump is published on a
+ * channel that every process subscribes to (a second connection), and the process that bumps applies it
+ * before its write is answered. Redis queues the announcement to every subscriber before it answers the
+ * writer, so by the time anyone learns of the write (the writer's client, then any request it causes),
+ * the announcement is already in each process's socket buffer; a read waits for the end of the current
+ * I/O phase, where every readable socket has been handled, before it trusts the generation in memory.
+ * While the subscription is not confirmed live (connecting, reconnecting, or either connection down), a
+ * read asks Redis for the generation as before, and a process rechecks it every second regardless, which
+ * bounds what a silently lost announcement could cost. When Redis is unreachable the cache is bypassed
+ * (reads miss, writes are dropped): pages are built from the database, never served stale.
+ */
+export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?: number; subscriber?: Redis } = {}): RedisFeedCache {
   const genKey = `${prefix}feed:gen`;
   const pageKey = (g: string, key: string) => `${prefix}feed:${g}:${key}`;
-  const local = new LRUCache<string, CachedJson>({ max: maxEntries, ttlAutopurge: false });
+  const local = new LRUCache<string, CachedJson>({ max: opts.maxEntries ?? 2000, ttlAutopurge: false });
   let localGeneration = '';
-  // Writes made while Redis was unreachable could not invalidate: start a new generation when it returns.
-  redis.on('ready', () => void redis.incr(genKey).catch(() => {}));
+  let generationNumber = -1;
+  const sub = opts.subscriber ?? redis.duplicate({ autoResubscribe: false, enableOfflineQueue: false, lazyConnect: false });
+  let live = false;
+  let epoch = 0;
+  let closed = false;
+
+  /** Moves to `g` unless a newer one is held (announcements and answers to reads may cross). */
+  const apply = (g: string | number) => {
+    const n = Number(g);
+    if (!Number.isFinite(n) || n <= generationNumber) return;
+    generationNumber = n;
+    localGeneration = String(n);
+    local.clear();
+  };
+  const bump = async () => apply((await redis.eval(BUMP, 1, genKey, String(Date.now() * 1000))) as number);
+  /** The generation in Redis, starting one if Redis has none. */
+  const fetchGeneration = async () => {
+    const g = await redis.get(genKey);
+    if (g === null) await bump();
+    else apply(g);
+  };
+  // A bump that failed (a timeout on a live connection) is retried until one succeeds; until then this
+  // process builds every page from the database, as the pages cached under the current generation may
+  // predate its write. (A disconnect is covered by the bump on 'ready'.)
+  let retry: NodeJS.Timeout | null = null;
+  const bumpOrRetry = async (): Promise<void> => {
+    try {
+      await bump();
+    } catch {
+      retry ??= setTimeout(() => {
+        retry = null;
+        if (!closed) void bumpOrRetry();
+      }, 200);
+    }
+  };
+
+  const goLive = async () => {
+    const mine = ++epoch;
+    live = false;
+    try {
+      await sub.subscribe(genKey);
+      await fetchGeneration();
+      if (mine !== epoch || closed) return;
+      live = true;
+    } catch {
+      // Not live: reads ask Redis until the next 'ready'.
+    }
+  };
+  const stopTrusting = () => {
+    epoch++;
+    live = false;
+  };
+  sub.on('message', (channel: string, g: string) => {
+    if (channel === genKey) apply(g);
+  });
+  sub.on('ready', () => void goLive());
+  sub.on('close', stopTrusting);
+  sub.on('error', () => {});
+  if (sub.status === 'ready') void goLive();
+  redis.on('close', stopTrusting);
+  // Writes made while Redis was unreachable could not invalidate: start a new generation when it returns,
+  // and trust pushed generations again only once the subscription is confirmed after it.
+  redis.on('ready', () => {
+    void bumpOrRetry();
+    if (sub.status === 'ready') void goLive();
+  });
+  const recheck = setInterval(() => {
+    if (live) fetchGeneration().catch(() => {});
+  }, RECHECK_MS);
+  recheck.unref();
+
+  // Sockets that became readable together with a request are handled before this resolves.
+  let settled: Promise<void> | null = null;
+  const settle = () =>
+    (settled ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        settled = null;
+        resolve();
+      }),
+    ));
+
   return {
+    get pushed() {
+      return live;
+    },
     async read(key) {
+      if (retry) return { hit: null, generation: 'none' };
       try {
-        const g = (await redis.get(genKey)) ?? '0';
-        if (g !== localGeneration) {
-          local.clear();
-          localGeneration = g;
-        }
+        // Live: announcements that arrived with this request are applied first. Else: ask Redis.
+        await (live ? settle() : fetchGeneration());
+        const g = localGeneration;
         let hit = local.get(key) ?? null;
         if (!hit) {
           // The page and its remaining lifetime, which the copy kept here must not outlive (`hot` ages).
@@ -67,8 +173,13 @@ export function redisFeedCache(redis: Redis, prefix: string, maxEntries = 2000):
       await redis.set(pageKey(g, key), Buffer.concat([Buffer.from(`${value.etag}\n`), value.body]), 'EX', ttlSeconds).catch(() => {});
       if (g === localGeneration) local.set(key, value, { ttl: ttlSeconds * 1000 });
     },
-    async invalidate() {
-      await redis.incr(genKey).catch(() => {});
+    invalidate: bumpOrRetry,
+    close() {
+      closed = true;
+      stopTrusting();
+      clearInterval(recheck);
+      if (retry) clearTimeout(retry);
+      if (!opts.subscriber) sub.disconnect();
     },
   };
 }

@@ -138,10 +138,38 @@ describe('server-side cache invalidation', () => {
       assert.equal(afterWrite.body.uploads[0].id, second.body.id);
       await a.api.post('/api/vote', { uploadId: second.body.id, vote: 'fucks' }, { token: u.token });
       assert.equal((await b.api.get('/api/uploads')).body.uploads[0].upvotes, 1);
+      // Again and again, once B trusts the generations Redis pushes to it (no round trip per read).
+      await new Promise((r) => setTimeout(r, 200));
+      const voters = await Promise.all(Array.from({ length: 10 }, () => registerUser(a.api)));
+      for (const [i, voter] of voters.entries()) {
+        await b.api.get('/api/uploads');
+        assert.equal((await a.api.post('/api/vote', { uploadId: second.body.id, vote: 'fucks' }, { token: voter.token })).status, 200);
+        assert.equal((await b.api.get('/api/uploads')).body.uploads[0].upvotes, i + 2, `vote ${i + 2} shows through B at once`);
+      }
     } finally {
       await b.close();
       await a.close();
     }
+  });
+
+  test('with Redis, a cached read costs no Redis round trip of its own', { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' }, async () => {
+    const redis = app.composed.redis!;
+    await app.api.get('/api/uploads');
+    await new Promise((r) => setTimeout(r, 200)); // the feed cache's subscription confirmed
+    const sent: string[] = [];
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: { name: string }, stream?: unknown) => {
+      sent.push(command.name);
+      return send(command as never, stream as never);
+    }) as typeof redis.sendCommand;
+    try {
+      for (let i = 0; i < 200; i++) assert.equal((await app.api.get('/api/uploads')).status, 200);
+    } finally {
+      redis.sendCommand = send;
+    }
+    // The general limit is sent in batches (≤ one command per 16 reads or 5 ms); the generation is pushed.
+    assert.ok(sent.length <= 200 / 4, `${sent.length} Redis commands for 200 cached reads: ${[...new Set(sent)].join(', ')}`);
+    assert.ok(!sent.includes('get'), 'the generation is not asked for');
   });
 });
 

@@ -31,7 +31,7 @@ import { FeedService } from './domain/feeds/feed.service.ts';
 import { TagService } from './domain/tag.service.ts';
 import { FeedRepository } from './store/repositories/feed.repository.ts';
 import { TagRepository } from './store/repositories/tag.repository.ts';
-import { memoryFeedCache, redisFeedCache } from './store/cache/feed-cache.ts';
+import { memoryFeedCache, redisFeedCache, type RedisFeedCache } from './store/cache/feed-cache.ts';
 import { voteRoutes } from './gateway/routes/votes.routes.ts';
 import { feedRoutes } from './gateway/routes/feeds.routes.ts';
 import { tagRoutes } from './gateway/routes/tags.routes.ts';
@@ -64,6 +64,8 @@ export interface Composed {
   log: Logger;
   db: Database;
   redis: Redis | null;
+  /** The Redis feed cache when REDIS_URL is set (whether it trusts pushed generations: `pushed`). */
+  feedCache: RedisFeedCache | null;
   auth: AuthService;
   metrics: Metrics;
   app: ReturnType<typeof createApp>;
@@ -204,6 +206,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     log,
     db,
     redis,
+    feedCache,
     auth,
     metrics,
     app,

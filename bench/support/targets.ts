@@ -12,11 +12,12 @@ export const TARGETS = {
   /** Near-duplicate lookup p50 at 100k hashes on PostgreSQL ÷ a full scan. */
   lookupVsFullScan: atMost(0.1, 'ci'),
   /**
-   * Cached feed page ÷ a Koa hello-world, requests/s through the network. Goal 0.5 (issue 5): 0.50–0.53 at
-   * the median on a quiet 2-core VM, single rounds 0.32–0.68 (README, "Benchmarks"). CI guards 0.2 against
-   * regressions; the in-process gatewayCpuVsKoa below is the tighter guard.
+   * Cached feed page ÷ a Koa hello-world, requests/s through the network, on SQLite and on PostgreSQL +
+   * Redis. Goal 0.5 (issue 5): medians 0.51–0.56 on a quiet 2-core VM, single rounds 0.40–0.67 (README,
+   * "Benchmarks"). CI fails below 0.35: a read that went back to asking Redis for the generation and the
+   * limit (0.27) fails it; the in-process gatewayCpuVsKoa below is the tighter guard on the chain's cost.
    */
-  cachedFeedVsHello: atLeast(0.2, 'ci', 0.5),
+  cachedFeedVsHello: atLeast(0.35, 'ci', 0.5),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
    * what the middleware chain costs, measured without the network's noise. 0.44 today (the contract's

@@ -17,74 +17,62 @@ export interface LimitDecision {
 export interface Limiter {
   readonly name: string;
   readonly rate: Rate;
-  consume(key: string): Promise<LimitDecision>;
+  /** Decided at once when the count held here settles it (far from the limit, or over it); else after the store answers. */
+  consume(key: string): LimitDecision | Promise<LimitDecision>;
 }
 
 export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | null; prefix: string; onReject?: (name: string) => void }): Limiter {
   const base = { points: opts.rate.points, duration: opts.rate.seconds, keyPrefix: `${opts.prefix}rl:${opts.name}` };
   const memory = new RateLimiterMemory(base);
-  const decide = (res: RateLimiterRes, allowed: boolean): LimitDecision => {
+  const limit = opts.rate.points;
+  const decide = (remaining: number, msBeforeNext: number, allowed: boolean): LimitDecision => {
     if (!allowed) opts.onReject?.(opts.name);
-    return {
-      allowed,
-      limit: opts.rate.points,
-      remaining: Math.max(0, res.remainingPoints),
-      resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
-    };
+    return { allowed, limit, remaining: Math.max(0, remaining), resetSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)) };
   };
-  if (opts.redis) {
-    const shared = new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory });
-    return { name: opts.name, rate: opts.rate, consume: batchedCounter(shared, opts.rate.points, decide) };
-  }
-  return {
-    name: opts.name,
-    rate: opts.rate,
-    consume: (key) =>
-      memory.consume(key).then(
-        (res) => decide(res, true),
-        (e: unknown) => {
-          if (!(e instanceof RateLimiterRes)) throw e;
-          return decide(e, false);
-        },
-      ),
-  };
+  // One process counts exactly in memory (no margin needed); processes sharing Redis keep a margin.
+  const consume = opts.redis
+    ? counter(new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory }), limit, exactMargin(limit), decide)
+    : counter(memory, limit, 0, decide);
+  return { name: opts.name, rate: opts.rate, consume };
 }
 
 /** Below this many points left in a window, every request of a key is counted in Redis before it is answered. */
 export const exactMargin = (points: number): number => Math.max(64, Math.ceil(points / 4));
-/** A key's requests admitted here and not yet sent to Redis: sent at this many, or after FLUSH_MS. */
+/** A key's requests admitted here and not yet sent to the store: sent at this many, or after FLUSH_MS. */
 const SEND_AT = 16;
-/** ...and never more than this many unsent or unanswered, whatever Redis's latency: past it, requests wait for Redis. */
+/** ...and never more than this many unsent or unanswered, whatever the store's latency: past it, requests wait for it. */
 const MAX_UNSENT = 32;
 const FLUSH_MS = 5;
 
 interface KeyState {
-  /** The total Redis last reported for this window, which includes every point sent before that answer. */
+  /** The total the store last reported for this window, which includes every point sent before that answer. */
   known: number;
   /** Points sent and not yet answered. */
   sending: number;
   /** Points admitted here and not yet sent. */
   unsent: number;
-  /** When the window ends (ms since epoch); Infinity until Redis first answers. */
+  /** When the window ends (ms since epoch); Infinity until the store first answers. */
   resetAt: number;
 }
 
 /**
- * A shared limit that costs a Redis round trip per request only near the limit. Far from it, a key's
+ * A limit whose store (rate-limiter-flexible's, in memory or in Redis) is asked only near the limit, so
+ * most decisions need no promise and, with Redis, no round trip. Far from the limit, a key's
  * requests are admitted here and their count sent to Redis in batches (≥ every 5 ms, or per 16 requests,
  * one INCRBY each); once fewer than `exactMargin(points)` points remain in the window (max(64, 25 %)),
- * every request is counted in Redis before it is answered, exactly as without batching. A key over its
+ * every request is counted in Redis before it is answered, exactly as without batching (in memory, where
+ * this process's count is the whole count, the margin is 0). A key over its
  * limit is refused here until its window ends (the count only grows within a window). Limits of 64 or
  * fewer points (the default auth, upload and vote limits) are therefore always exact; a larger one can be
  * overrun only if processes together hold more than the margin uncounted (≤ 32 per key per process,
  * unsent or unanswered).
  */
-function batchedCounter(
+function counter(
   shared: RateLimiterAbstract,
   points: number,
-  decide: (res: RateLimiterRes, allowed: boolean) => LimitDecision,
-): (key: string) => Promise<LimitDecision> {
-  const margin = exactMargin(points);
+  margin: number,
+  decide: (remaining: number, msBeforeNext: number, allowed: boolean) => LimitDecision,
+): (key: string) => LimitDecision | Promise<LimitDecision> {
   const keys = new Map<string, KeyState>();
   const dirty = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
@@ -135,13 +123,13 @@ function batchedCounter(
     if (s && now < s.resetAt && s.resetAt !== Infinity) {
       const used = s.known + s.sending + s.unsent;
       const msBeforeNext = s.resetAt - now;
-      if (used >= points) return Promise.resolve(decide(new RateLimiterRes(0, msBeforeNext, used + 1), false));
+      if (used >= points) return decide(0, msBeforeNext, false);
       if (used + 1 <= points - margin && s.unsent + s.sending < MAX_UNSENT) {
         s.unsent++;
         dirty.add(key);
         if (s.unsent >= SEND_AT) flush();
         else timer ??= setTimeout(flush, FLUSH_MS).unref();
-        return Promise.resolve(decide(new RateLimiterRes(points - used - 1, msBeforeNext, used + 1), true));
+        return decide(points - used - 1, msBeforeNext, true);
       }
     }
     if (!s) {
@@ -155,6 +143,6 @@ function batchedCounter(
     // Exact: this request and any still unsent go to Redis together; it is the last of them.
     const n = s.unsent + 1;
     s.unsent = 0;
-    return send(key, s, n).then((res) => decide(res, res.consumedPoints <= points));
+    return send(key, s, n).then((res) => decide(res.remainingPoints, res.msBeforeNext, res.consumedPoints <= points));
   };
 }

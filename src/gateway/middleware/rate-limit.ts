@@ -14,20 +14,26 @@ function windowText(seconds: number): string {
   return `${seconds} seconds`;
 }
 
-/** Consumes one point and sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent. */
-export function applyLimit(ctx: AppContext, limiter: Limiter, key: string): Promise<LimitDecision> {
-  // (Promise chains rather than async functions: this runs on every request, and each async frame costs.)
-  return limiter.consume(key).then((d) => {
-    // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
-    const { res } = ctx;
-    res.setHeader('RateLimit-Limit', String(d.limit));
-    res.setHeader('RateLimit-Remaining', String(d.remaining));
-    res.setHeader('RateLimit-Reset', String(d.resetSeconds));
-    if (!d.allowed) {
-      throw errors.rateLimited(`${limiter.name} rate limit exceeded (${describe(limiter)}); retry in ${d.resetSeconds} s`, d.resetSeconds);
-    }
-    return d;
-  });
+/** Sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent. */
+function stamp(ctx: AppContext, limiter: Limiter, d: LimitDecision): LimitDecision {
+  // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
+  const { res } = ctx;
+  res.setHeader('RateLimit-Limit', String(d.limit));
+  res.setHeader('RateLimit-Remaining', String(d.remaining));
+  res.setHeader('RateLimit-Reset', String(d.resetSeconds));
+  if (!d.allowed) {
+    throw errors.rateLimited(`${limiter.name} rate limit exceeded (${describe(limiter)}); retry in ${d.resetSeconds} s`, d.resetSeconds);
+  }
+  return d;
+}
+
+/**
+ * Consumes one point and sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent.
+ * Synchronous when the limiter decides at once (most requests): this runs on every request.
+ */
+export function applyLimit(ctx: AppContext, limiter: Limiter, key: string): LimitDecision | Promise<LimitDecision> {
+  const d = limiter.consume(key);
+  return d instanceof Promise ? d.then((decided) => stamp(ctx, limiter, decided)) : stamp(ctx, limiter, d);
 }
 
 /**
@@ -40,7 +46,8 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
     if (UNLIMITED.has(path)) return next();
     // As the router matches it: any letter case, with or without a trailing slash.
     const isAuth = ctx.method === 'POST' && AUTH_PATH.test(path);
-    return applyLimit(ctx, isAuth ? opts.auth : opts.general, ctx.ip).then(() => next());
+    const decided = applyLimit(ctx, isAuth ? opts.auth : opts.general, ctx.ip);
+    return decided instanceof Promise ? decided.then(() => next()) : next();
   };
 }
 

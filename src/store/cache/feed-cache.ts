@@ -48,10 +48,12 @@ const RECHECK_MS = 1000;
  *
  * Knowing the current generation without asking Redis on every request: each bump is published on a
  * channel that every process subscribes to (a second connection), and the process that bumps applies it
- * before its write is answered. Redis queues the announcement to every subscriber before it answers the
- * writer, so by the time anyone learns of the write (the writer's client, then any request it causes),
- * the announcement is already in each process's socket buffer; a read waits for the end of the current
- * I/O phase, where every readable socket has been handled, before it trusts the generation in memory.
+ * before its write is answered. The writer answers only after a second round trip (PING): Redis answers it
+ * in a later iteration of its event loop than the bump, and at the end of every iteration it has written
+ * all pending output, the announcement to each subscriber included. So by the time anyone learns of the
+ * write (the writer's client, then any request it causes), the announcement is already in each process's
+ * socket buffer; a read waits for the end of the current I/O phase, where every readable socket has been
+ * handled, before it trusts the generation in memory.
  * While the subscription is not confirmed live (connecting, reconnecting, or either connection down), a
  * read asks Redis for the generation as before, and a process rechecks it every second regardless, which
  * bounds what a silently lost announcement could cost. When Redis is unreachable the cache is bypassed
@@ -76,7 +78,13 @@ export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?
     localGeneration = String(n);
     local.clear();
   };
-  const bump = async () => apply((await redis.eval(BUMP, 1, genKey, String(Date.now() * 1000))) as number);
+  const bump = async () => {
+    apply((await redis.eval(BUMP, 1, genKey, String(Date.now() * 1000))) as number);
+    // Redis writes an iteration's replies and announcements together, the writer's reply possibly first
+    // and, on a busy machine, milliseconds before the rest. A second round trip is answered only in a
+    // later iteration, after every subscriber's socket has the announcement.
+    await redis.ping();
+  };
   /** The generation in Redis, starting one if Redis has none. */
   const fetchGeneration = async () => {
     const g = await redis.get(genKey);

@@ -51,11 +51,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   );
   app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
   const jsonBody = koaBody({ json: true, jsonLimit: JSON_LIMIT_BYTES, jsonStrict: true, multipart: false, urlencoded: false, text: false });
-  app.use(function body(ctx, next) {
-    // Only methods that carry a body pay for content-type checks.
-    return ctx.method === 'GET' || ctx.method === 'HEAD' ? next() : jsonBody(ctx, next);
+  const auth = authenticate({ auth: deps.auth });
+  app.use(function bodyThenAuth(ctx, next) {
+    // Only methods that carry a body pay for content-type checks (one layer for both: each costs).
+    return ctx.method === 'GET' || ctx.method === 'HEAD' ? auth(ctx, next) : jsonBody(ctx, () => auth(ctx, next));
   });
-  app.use(authenticate({ auth: deps.auth }));
 
   const routers = [healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }), authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])];
   // One router holding every route: a request is matched once, not once per route file.

@@ -12,9 +12,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * routes still answer, routes that need a user throw it (401).
  */
 export function authenticate(opts: { auth: AuthService }) {
-  return async function authenticate(ctx: AppContext, next: () => Promise<unknown>) {
-    ctx.state.principal = null;
-    ctx.state.authError = null;
+  const resolve = async (ctx: AppContext, next: () => Promise<unknown>) => {
     const header = ctx.get('authorization');
     // Parse cookies only when ours may be there (most API calls carry none).
     const cookie = header || !ctx.get('cookie').includes(`${AUTH_COOKIE}=`) ? undefined : ctx.cookies.get(AUTH_COOKIE);
@@ -34,6 +32,13 @@ export function authenticate(opts: { auth: AuthService }) {
       throw errors.forbidden('cross-site request refused: a state-changing request authenticated by cookie must come from this site');
     }
     await next();
+  };
+  return function authenticate(ctx: AppContext, next: () => Promise<unknown>) {
+    ctx.state.principal = null;
+    ctx.state.authError = null;
+    // Most reads carry no credential at all: no async frame for them.
+    const { authorization, cookie } = ctx.req.headers;
+    return authorization || cookie ? resolve(ctx, next) : next();
   };
 }
 

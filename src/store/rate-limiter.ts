@@ -32,17 +32,21 @@ export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | n
   // One process counts exactly in memory (no margin needed); processes sharing Redis keep a margin.
   const consume = opts.redis
     ? counter(new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory }), limit, exactMargin(limit), decide)
-    : counter(memory, limit, 0, decide);
+    : counter(memory, limit, 0, decide, MAX_UNCOUNTED);
   return { name: opts.name, rate: opts.rate, consume };
 }
 
 /** Below this many points left in a window, every request of a key is counted in Redis before it is answered. */
 export const exactMargin = (points: number): number => Math.max(64, Math.ceil(points / 4));
-/** A key's requests admitted here and not yet sent to the store: sent at this many, or after FLUSH_MS. */
-const SEND_AT = 16;
-/** ...and never more than this many unsent or unanswered, whatever the store's latency: past it, requests wait for it. */
-const MAX_UNSENT = 32;
-const FLUSH_MS = 5;
+const MIN_UNCOUNTED = 32;
+const MAX_UNCOUNTED = 1024;
+/**
+ * How many of a key's requests one process may admit before Redis has counted them (unsent or
+ * unanswered; past it, requests wait for Redis): an eighth of the margin, so eight processes together
+ * cannot overrun a limit, within 32–1024. Half of it goes to Redis at once; the rest at least every 25 ms.
+ */
+export const maxUncounted = (margin: number): number => Math.min(MAX_UNCOUNTED, Math.max(MIN_UNCOUNTED, Math.floor(margin / 8)));
+const FLUSH_MS = 25;
 
 interface KeyState {
   /** The total the store last reported for this window, which includes every point sent before that answer. */
@@ -57,22 +61,24 @@ interface KeyState {
 
 /**
  * A limit whose store (rate-limiter-flexible's, in memory or in Redis) is asked only near the limit, so
- * most decisions need no promise and, with Redis, no round trip. Far from the limit, a key's
- * requests are admitted here and their count sent to Redis in batches (≥ every 5 ms, or per 16 requests,
- * one INCRBY each); once fewer than `exactMargin(points)` points remain in the window (max(64, 25 %)),
- * every request is counted in Redis before it is answered, exactly as without batching (in memory, where
- * this process's count is the whole count, the margin is 0). A key over its
- * limit is refused here until its window ends (the count only grows within a window). Limits of 64 or
- * fewer points (the default auth, upload and vote limits) are therefore always exact; a larger one can be
- * overrun only if processes together hold more than the margin uncounted (≤ 32 per key per process,
- * unsent or unanswered).
+ * most decisions need no promise and, with Redis, no round trip. Far from the limit, a key's requests are
+ * admitted here and their count sent to Redis in batches (one INCRBY at least every 25 ms, or at once when
+ * half of `maxUncounted` is waiting); once fewer than `exactMargin(points)` points remain in the window
+ * (max(64, 25 %)), every request is counted in Redis before it is answered, exactly as without batching
+ * (in memory, where this process's count is the whole count, the margin is 0). A key over its limit is
+ * refused here until its window ends (the count only grows within a window). Limits of 64 or fewer points
+ * (the default auth, upload and vote limits) are therefore always exact; a larger one can be overrun only
+ * if more than eight processes each hold their most uncounted requests of one key at the same moment
+ * (600/15m: 32 each against a margin of 150; 1 000 000/1h: 1024 each against 250 000).
  */
 function counter(
   shared: RateLimiterAbstract,
   points: number,
   margin: number,
   decide: (remaining: number, msBeforeNext: number, allowed: boolean) => LimitDecision,
+  uncounted = maxUncounted(margin),
 ): (key: string) => LimitDecision | Promise<LimitDecision> {
+  const sendAt = uncounted / 2;
   const keys = new Map<string, KeyState>();
   const dirty = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
@@ -124,10 +130,10 @@ function counter(
       const used = s.known + s.sending + s.unsent;
       const msBeforeNext = s.resetAt - now;
       if (used >= points) return decide(0, msBeforeNext, false);
-      if (used + 1 <= points - margin && s.unsent + s.sending < MAX_UNSENT) {
+      if (used + 1 <= points - margin && s.unsent + s.sending < uncounted) {
         s.unsent++;
         dirty.add(key);
-        if (s.unsent >= SEND_AT) flush();
+        if (s.unsent >= sendAt) flush();
         else timer ??= setTimeout(flush, FLUSH_MS).unref();
         return decide(points - used - 1, msBeforeNext, true);
       }

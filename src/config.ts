@@ -154,7 +154,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(['NEAR_DUPLICATE_INDEX=sqlite-vec: only available on SQLite (DATABASE_URL selects PostgreSQL)']);
   }
   const dataDir = resolve(e.DATA_DIR);
-  const workers = e.WORKERS ?? Math.max(1, availableParallelism());
+  // "Available cores": those of the machine, shared by the PROCESSES gateways on it (each has its own pool).
+  const workers = e.WORKERS ?? Math.max(1, Math.floor(availableParallelism() / e.PROCESSES));
   return Object.freeze({
     nodeEnv,
     port: e.PORT,

@@ -1,13 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'pixvote-cfg-'));
+
+test('WORKERS defaults to the cores each of the PROCESSES gateways has: they share the machine', () => {
+  const cores = availableParallelism();
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), PROCESSES: '2' }).workers, Math.max(1, Math.floor(cores / 2)));
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), PROCESSES: String(cores * 4) }).workers, 1);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), PROCESSES: '2', WORKERS: '3' }).workers, 3);
+});
 
 test('defaults match API.md', () => {
   const c = loadConfig({ DATA_DIR: dataDir() });
@@ -16,7 +23,7 @@ test('defaults match API.md', () => {
   assert.equal(c.databaseUrl, null);
   assert.equal(c.redisUrl, null);
   assert.equal(c.jwtTtlSeconds, 86400);
-  assert.ok(c.workers >= 1);
+  assert.equal(c.workers, Math.max(1, availableParallelism()));
   assert.equal(c.workerQueue, 4 * c.workers);
   assert.equal(c.humanPolicy, 'reject');
   assert.equal(c.nearDuplicateDistance, 4);

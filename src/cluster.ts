@@ -9,6 +9,8 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from './config.ts';
 import { createLogger, flushLogs } from './logger.ts';
 import { openDatabase } from './store/database.ts';
+import { FEED_BUMP_TIMEOUT_MS, FEED_IPC } from './store/cache/feed-cache.ts';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 
 const METRICS_REQ = 'pixvote:metrics-request';
 const METRICS_RES = 'pixvote:metrics-response';
@@ -19,7 +21,10 @@ export async function runPrimary(config: Config): Promise<void> {
   const db = await openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: join(config.dataDir, 'app.db') });
   await db.close();
   if (!config.redisUrl) {
-    log.warn('PROCESSES > 1 without REDIS_URL: each process keeps its own rate limits and feed cache; set REDIS_URL to share them');
+    // Without Redis the primary is what the processes share: rate-limit counts and feed cache generations.
+    new RateLimiterClusterMaster();
+    shareFeedGenerations(log);
+    log.info('PROCESSES > 1 without REDIS_URL: rate limits and feed cache invalidations go through this primary; set REDIS_URL to share them across machines');
   }
 
   const aggregator = new AggregatorRegistry();
@@ -55,6 +60,59 @@ export async function runPrimary(config: Config): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+}
+
+/**
+ * The feed cache generation of every gateway process (without Redis): a write's process asks for a new
+ * one; every process that joined gets it, applies it and confirms; the write's process hears back once all
+ * have (a process that exits is not waited for; after FEED_BUMP_TIMEOUT_MS it hears back anyway).
+ */
+function shareFeedGenerations(log: ReturnType<typeof createLogger>): void {
+  let generation = 0;
+  let nextRound = 0;
+  const joined = new Set<Worker>();
+  const rounds = new Map<number, { waitingFor: Set<Worker>; finish: () => void }>();
+  const send = (w: Worker, msg: object) => {
+    if (!w.isConnected()) return;
+    try {
+      w.send(msg);
+    } catch {
+      // The process is going away: its 'exit' settles what waits for it.
+    }
+  };
+  const settle = (round: { waitingFor: Set<Worker>; finish: () => void }, w: Worker) => {
+    round.waitingFor.delete(w);
+    if (round.waitingFor.size === 0) round.finish();
+  };
+  cluster.on('message', (worker: Worker, msg: { type?: string; id?: number }) => {
+    if (msg?.type === FEED_IPC.join) {
+      joined.add(worker);
+      send(worker, { type: FEED_IPC.generation, generation, id: -1 });
+    } else if (msg?.type === FEED_IPC.bump) {
+      generation++;
+      const round = nextRound++;
+      const waitingFor = new Set([...joined].filter((w) => w.isConnected()));
+      const timer = setTimeout(() => {
+        log.warn({ pids: [...waitingFor].map((w) => w.process.pid) }, 'feed cache invalidation: a process did not confirm in time');
+        finish();
+      }, FEED_BUMP_TIMEOUT_MS);
+      const finish = () => {
+        if (!rounds.delete(round)) return;
+        clearTimeout(timer);
+        send(worker, { type: FEED_IPC.bumped, id: msg.id });
+      };
+      rounds.set(round, { waitingFor, finish });
+      for (const w of waitingFor) send(w, { type: FEED_IPC.generation, generation, id: round });
+      if (waitingFor.size === 0) finish();
+    } else if (msg?.type === FEED_IPC.applied && msg.id !== undefined) {
+      const round = rounds.get(msg.id);
+      if (round) settle(round, worker);
+    }
+  });
+  cluster.on('exit', (worker) => {
+    joined.delete(worker);
+    for (const round of [...rounds.values()]) settle(round, worker);
+  });
 }
 
 /** In a cluster worker: lets the primary collect this registry, and asks it for the whole cluster's metrics. */

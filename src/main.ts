@@ -31,7 +31,7 @@ import { FeedService } from './domain/feeds/feed.service.ts';
 import { TagService } from './domain/tag.service.ts';
 import { FeedRepository } from './store/repositories/feed.repository.ts';
 import { TagRepository } from './store/repositories/tag.repository.ts';
-import { memoryFeedCache, redisFeedCache, type RedisFeedCache } from './store/cache/feed-cache.ts';
+import { clusterFeedCache, memoryFeedCache, redisFeedCache, type RedisFeedCache } from './store/cache/feed-cache.ts';
 import { voteRoutes } from './gateway/routes/votes.routes.ts';
 import { feedRoutes } from './gateway/routes/feeds.routes.ts';
 import { tagRoutes } from './gateway/routes/tags.routes.ts';
@@ -86,7 +86,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   let pool: MediaPool | null = null;
   const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
   const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
-    createLimiter({ name, rate, redis, prefix: config.redisPrefix, onReject: (limit) => metrics.rateLimited.inc({ limit }) });
+    createLimiter({ name, rate, redis, cluster: !redis && opts.clusterWorker === true, prefix: config.redisPrefix, onReject: (limit) => metrics.rateLimited.inc({ limit }) });
   const limiters = {
     auth: limiter('auth', config.rateLimits.auth),
     general: limiter('general', config.rateLimits.general),
@@ -118,9 +118,11 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   };
   await sweep();
   const feedCache = redis ? redisFeedCache(redis, config.redisPrefix) : null;
+  // PROCESSES=N without Redis: the processes share invalidations through the primary.
+  const clusterCache = !redis && opts.clusterWorker && process.send ? clusterFeedCache(process as Parameters<typeof clusterFeedCache>[0]) : null;
   const feeds = new FeedService({
     store: new FeedRepository(db, uploadsRepo),
-    cache: feedCache ?? memoryFeedCache(),
+    cache: feedCache ?? clusterCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
   });
   // Every write that changes what a public page shows makes every cached page stale.
@@ -221,6 +223,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
         await pool?.close();
         await media.close();
         feedCache?.close();
+        clusterCache?.close();
         redis?.disconnect();
         await db.close();
       })();

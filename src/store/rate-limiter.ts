@@ -3,7 +3,7 @@
  * process) when configured, with an in-memory insurance limiter that takes over while Redis is down.
  */
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Rate } from '../domain/durations.ts';
 
 export interface LimitDecision {
@@ -21,7 +21,17 @@ export interface Limiter {
   consume(key: string): LimitDecision | Promise<LimitDecision>;
 }
 
-export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | null; prefix: string; onReject?: (name: string) => void }): Limiter {
+/** Where a limit's counts live: what `counter` asks near the limit, and sends its batches to. */
+interface Store {
+  consume(key: string, points: number): Promise<RateLimiterRes>;
+}
+
+/**
+ * `redis`: counts shared through Redis (with an in-memory insurance limiter while it is down).
+ * `cluster`: a gateway process of PROCESSES=N without Redis: counts kept by the primary (node:cluster IPC;
+ * this process's own count answers if the primary does not within a second). Neither: this process alone.
+ */
+export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | null; cluster?: boolean; prefix: string; onReject?: (name: string) => void }): Limiter {
   const base = { points: opts.rate.points, duration: opts.rate.seconds, keyPrefix: `${opts.prefix}rl:${opts.name}` };
   const memory = new RateLimiterMemory(base);
   const limit = opts.rate.points;
@@ -29,11 +39,20 @@ export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | n
     if (!allowed) opts.onReject?.(opts.name);
     return { allowed, limit, remaining: Math.max(0, remaining), resetSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)) };
   };
-  // One process counts exactly in memory (no margin needed); processes sharing Redis keep a margin.
+  // One process counts exactly in memory (no margin needed); processes sharing a store keep a margin.
   const consume = opts.redis
     ? counter(new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory }), limit, exactMargin(limit), decide)
-    : counter(memory, limit, 0, decide, MAX_UNCOUNTED);
+    : opts.cluster
+      ? counter(insured(new RateLimiterCluster({ ...base, timeoutMs: 1000 }), memory), limit, exactMargin(limit), decide)
+      : counter(memory, limit, 0, decide, MAX_UNCOUNTED);
   return { name: opts.name, rate: opts.rate, consume };
+}
+
+/** The store, or `fallback` when the store fails (rather than refuses). */
+function insured(store: Store, fallback: Store): Store {
+  return {
+    consume: (key, points) => store.consume(key, points).catch((e: unknown) => (e instanceof RateLimiterRes ? Promise.reject(e) : fallback.consume(key, points))),
+  };
 }
 
 /** Below this many points left in a window, every request of a key is counted in Redis before it is answered. */
@@ -72,7 +91,7 @@ interface KeyState {
  * (600/15m: 32 each against a margin of 150; 1 000 000/1h: 1024 each against 250 000).
  */
 function counter(
-  shared: RateLimiterAbstract,
+  shared: Store,
   points: number,
   margin: number,
   decide: (remaining: number, msBeforeNext: number, allowed: boolean) => LimitDecision,

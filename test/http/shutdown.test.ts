@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { startApp } from '../support/app.ts';
 import { spawnServer } from '../support/process.ts';
 import { registerUser } from '../support/users.ts';
-import { diskStateOf, uploadImage } from '../support/uploads.ts';
+import { diskStateOf, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
@@ -127,6 +127,58 @@ test('PROCESSES=2: one port served by two gateway processes, metrics aggregated,
     server.kill('SIGTERM');
     assert.equal((await server.exited).code, 0);
   } finally {
+    await cleanup();
+  }
+});
+
+/** One request on a connection of its own: the cluster primary hands each new connection to the next process. */
+function onNewConnection(base: string, method: string, path: string, opts: { token?: string; json?: unknown } = {}): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
+    const req = request(base + path, {
+      method,
+      agent: false,
+      headers: { connection: 'close', ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('PROCESSES=2 without Redis: a write through one process shows at once through the other, and limits count both', async () => {
+  const { env, cleanup } = await serverEnv();
+  delete env.REDIS_URL;
+  delete env.REDIS_PREFIX;
+  const server = await spawnServer({ ...env, PROCESSES: '2', LOG_LEVEL: 'debug', RATE_LIMIT_GENERAL: '200/15m', RATE_LIMIT_VOTE: '1000/1h' });
+  try {
+    for (let i = 0; i < 200 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    const user = await registerUser(server.api);
+    const link = await uploadFields(server.api, user.token, { upload_type: 'link', external_url: 'https://example.com/two-processes' });
+    assert.equal(link.status, 201);
+    // A vote flipped on one connection, then read at once on the next (the next process): 40 times.
+    for (let i = 0; i < 40; i++) {
+      const voted = await onNewConnection(server.url, 'POST', '/api/vote', { token: user.token, json: { uploadId: link.body.id, vote: i % 2 ? 'none' : 'fucks' } });
+      assert.equal(voted.status, 200);
+      const read = await onNewConnection(server.url, 'GET', '/api/uploads');
+      assert.equal(read.body.uploads[0].upvotes, i % 2 ? 0 : 1, `flip ${i} shows at once through the other process`);
+    }
+    const pidsOf = (route: string) => new Set(server.logs.filter((l) => l.msg === 'request' && l.route === route).map((l) => l.pid));
+    const voters = pidsOf('/api/vote');
+    assert.ok([...pidsOf('/api/uploads')].some((pid) => !voters.has(pid)), 'reads were answered by a process no vote went through');
+    // The general limit (200 per IP) is one budget: 81 spent above (the upload, 40 votes, 40 reads).
+    const statuses: number[] = [];
+    for (let i = 0; i < 150; i++) statuses.push((await onNewConnection(server.url, 'GET', '/api/uploads')).status);
+    assert.equal(statuses.filter((s) => s === 200).length, 200 - 81);
+    assert.equal(statuses.filter((s) => s === 429).length, 150 - (200 - 81));
+    server.kill('SIGTERM');
+    assert.equal((await server.exited).code, 0);
+  } finally {
+    server.kill('SIGKILL');
     await cleanup();
   }
 });

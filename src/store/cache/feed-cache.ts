@@ -25,6 +25,74 @@ export function memoryFeedCache(maxEntries = 2000): FeedCache {
   };
 }
 
+/** IPC between the gateway processes of `PROCESSES=N` and their primary (src/cluster.ts runs the primary's side). */
+export const FEED_IPC = { join: 'pixvote:feed-join', bump: 'pixvote:feed-bump', generation: 'pixvote:feed-generation', applied: 'pixvote:feed-applied', bumped: 'pixvote:feed-bumped' } as const;
+/** How long a write waits for every process to apply its invalidation before it answers anyway. */
+export const FEED_BUMP_TIMEOUT_MS = 2000;
+
+/**
+ * For a gateway process of `PROCESSES=N` without Redis: pages in this process's memory, the generation
+ * kept by the primary. A write asks the primary for a new generation; the primary sends it to every
+ * process, each applies it (dropping its pages) and says so, and only when all have (or after
+ * FEED_BUMP_TIMEOUT_MS, or as processes exit) does the write's process hear back and answer. So a write
+ * through one process shows on the very next request through any of them, as with Redis.
+ */
+export function clusterFeedCache(ipc: { send(msg: object): void; on(event: 'message', fn: (msg: any) => void): unknown; off(event: 'message', fn: (msg: any) => void): unknown }, maxEntries = 2000): FeedCache & { close(): void } {
+  let shared = 0;
+  // Bumped here when the primary does not answer in time, so this process at least never serves its own stale pages.
+  let ownEpoch = 0;
+  const generationOf = () => `${shared}.${ownEpoch}`;
+  let generation = generationOf();
+  const lru = new LRUCache<string, CachedJson>({ max: maxEntries, ttlAutopurge: false });
+  const waiting = new Map<number, () => void>();
+  let next = 0;
+  const onMessage = (msg: { type?: string; id?: number; generation?: number }) => {
+    if (msg?.type === FEED_IPC.generation && typeof msg.generation === 'number') {
+      if (msg.generation > shared) {
+        shared = msg.generation;
+        generation = generationOf();
+        lru.clear();
+      }
+      ipc.send({ type: FEED_IPC.applied, id: msg.id });
+    } else if (msg?.type === FEED_IPC.bumped && msg.id !== undefined) {
+      waiting.get(msg.id)?.();
+    }
+  };
+  ipc.on('message', onMessage);
+  // From here on the primary waits for this process too when a write bumps the generation.
+  ipc.send({ type: FEED_IPC.join });
+  return {
+    async read(key) {
+      return { hit: lru.get(key) ?? null, generation };
+    },
+    async write(key, g, value, ttlSeconds) {
+      if (g === generation) lru.set(key, value, { ttl: ttlSeconds * 1000 });
+    },
+    invalidate() {
+      return new Promise<void>((resolve) => {
+        const id = next++;
+        const timer = setTimeout(() => {
+          ownEpoch++;
+          generation = generationOf();
+          lru.clear();
+          done();
+        }, FEED_BUMP_TIMEOUT_MS + 500);
+        const done = () => {
+          clearTimeout(timer);
+          waiting.delete(id);
+          resolve();
+        };
+        waiting.set(id, done);
+        ipc.send({ type: FEED_IPC.bump, id });
+      });
+    },
+    close() {
+      ipc.off('message', onMessage);
+      for (const done of [...waiting.values()]) done();
+    },
+  };
+}
+
 export interface RedisFeedCache extends FeedCache {
   /** Whether reads trust the generation held in memory (pushed by Redis) rather than asking for it. */
   readonly pushed: boolean;

@@ -6,8 +6,9 @@
 import { Piscina } from 'piscina';
 import { setupSharpProcess } from './sharp-setup.ts';
 import { AppError, errors } from '../domain/errors.ts';
-import type { ImageProcessor } from '../domain/uploads/ports.ts';
-import type { ProcessedImage, ProcessImageResult, ProcessImageTask } from './pipeline/types.ts';
+import { MessageChannel } from 'node:worker_threads';
+import type { ImageProcessor, ProcessHooks } from '../domain/uploads/ports.ts';
+import type { ProcessedImage, ProcessImageResult, ProcessImageTask, StoppedAfterHash } from './pipeline/types.ts';
 
 export interface PoolOptions {
   workers: number;
@@ -27,6 +28,8 @@ export interface PoolStats {
   utilization: number;
   completed: number;
 }
+
+const isStopped = (r: ProcessImageResult): r is StoppedAfterHash => !r.ok && 'stopped' in r;
 
 // `.ts` when run from src/, `.js` when run from the compiled dist/.
 const WORKER_FILE = new URL(`./media.worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url);
@@ -58,7 +61,7 @@ export class MediaPool implements ImageProcessor {
     });
   }
 
-  async process(task: Omit<ProcessImageTask, 'cancel'>, signal?: AbortSignal): Promise<ProcessedImage> {
+  async process(task: Omit<ProcessImageTask, 'cancel' | 'afterHash'>, signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<ProcessedImage | null> {
     if (this.#closing) throw errors.busy('the server is shutting down; retry against another instance', 5);
     if (this.#piscina.queueSize >= this.#opts.maxQueue) {
       throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
@@ -69,10 +72,27 @@ export class MediaPool implements ImageProcessor {
     const onAbort = () => Atomics.store(cancel, 0, 1);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
+    // The hook's question and answer travel on a port of their own; a hook that fails stops the task and
+    // its error is what `process` throws.
+    const { afterHash } = hooks;
+    const channel = afterHash ? new MessageChannel() : null;
+    let hookError: { error: unknown } | null = null;
+    channel?.port1.on('message', (m: { phash: string }) => {
+      afterHash!(m.phash).then(
+        (stop) => channel.port1.postMessage({ stop }),
+        (error: unknown) => {
+          hookError = { error };
+          channel.port1.postMessage({ stop: true });
+        },
+      );
+    });
     const submitted = performance.timeOrigin + performance.now();
     let result: ProcessImageResult & { startedAt?: number };
     try {
-      result = await this.#piscina.run({ ...task, cancel }, { name: 'processImage', transferList: [task.bytes] });
+      result = await this.#piscina.run(
+        { ...task, cancel, ...(channel ? { afterHash: channel.port2 } : {}) },
+        { name: 'processImage', transferList: channel ? [task.bytes, channel.port2] : [task.bytes] },
+      );
     } catch (e) {
       if (/queue is at limit/i.test((e as Error).message)) {
         throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
@@ -83,17 +103,22 @@ export class MediaPool implements ImageProcessor {
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
+      channel?.port1.close();
     }
     const finished = performance.timeOrigin + performance.now();
     const startedAt = result.startedAt ?? submitted;
     this.#opts.onTaskDone?.({
       waitMs: Math.max(0, startedAt - submitted),
       runMs: finished - startedAt,
-      stages: result.ok ? result.timings : {},
-      outcome: result.ok ? 'ok' : result.cancelled ? 'cancelled' : result.code,
+      stages: result.ok || isStopped(result) ? result.timings : {},
+      outcome: result.ok ? 'ok' : isStopped(result) ? 'stopped' : result.cancelled ? 'cancelled' : result.code,
     });
-    if (!result.ok) throw new AppError(result.code, result.message);
-    return result;
+    if (result.ok) return result;
+    if (isStopped(result)) {
+      if (hookError) throw (hookError as { error: unknown }).error;
+      return null;
+    }
+    throw new AppError(result.code, result.message);
   }
 
   stats(): PoolStats {

@@ -167,11 +167,19 @@ describe('duplicates', () => {
     const first = await uploadImage(app.api, aliceToken, original);
     assert.equal(first.status, 201);
     const copy = await sharp(original).resize(700).webp({ quality: 60 }).toBuffer();
+    const stageRuns = async () => {
+      const text = (await app.api.get('/metrics')).text;
+      const count = (stage: string) => Number(new RegExp(`^pixvote_pipeline_stage_duration_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      return { phash: count('phash'), encode: count('encode') };
+    };
+    const before = await stageRuns();
     const near = await uploadImage(app.api, bob.token, copy, {}, 'copy.webp');
     assert.equal(near.status, 200, near.text);
     assert.equal(near.body.match, 'near');
     assert.equal(near.body.existingUploadId, first.body.id);
     assert.ok(Number.isInteger(near.body.distance) && near.body.distance >= 0 && near.body.distance <= 4);
+    // Refused as soon as its hash was known: hashed, never encoded.
+    assert.deepEqual(await stageRuns(), { phash: before.phash + 1, encode: before.encode });
     const other = await uploadImage(app.api, bob.token, await photoJpeg({ width: 1000, height: 750, seed: 299 }));
     assert.equal(other.status, 201);
   });

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import sharp from 'sharp';
-import type { HumanPolicy, ProcessedImage, ProcessImageResult, ProcessImageTask } from '../../src/workers/pipeline/types.ts';
+import { MessageChannel } from 'node:worker_threads';
+import type { HumanPolicy, ProcessedImage, ProcessImageResult, ProcessImageTask, StageRejection, StoppedAfterHash } from '../../src/workers/pipeline/types.ts';
 import * as fx from '../support/fixtures.ts';
 
 const WORKER = new URL('../../src/workers/media.worker.ts', import.meta.url).href;
@@ -15,12 +16,12 @@ describe('media worker in a Piscina pool', () => {
   let stagingDir: string;
   let n = 0;
 
-  const run = async (bytes: Uint8Array, humanPolicy: HumanPolicy = 'off'): Promise<{ task: ProcessImageTask; result: ProcessImageResult }> => {
+  const run = async (bytes: Uint8Array, humanPolicy: HumanPolicy = 'off'): Promise<{ task: ProcessImageTask; result: ProcessedImage | StageRejection }> => {
     const task: ProcessImageTask = { bytes: fx.toArrayBuffer(bytes), stagingDir, baseName: `up-${++n}`, humanPolicy, humanThreshold: 0.5 };
-    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as ProcessImageResult;
+    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as ProcessedImage | StageRejection;
     return { task, result };
   };
-  const ok = (r: ProcessImageResult): ProcessedImage => (r.ok ? r : assert.fail(`${r.code}: ${r.message}`));
+  const ok = (r: ProcessedImage | StageRejection): ProcessedImage => (r.ok ? r : assert.fail(`${r.code}: ${r.message}`));
   const staged = async (task: ProcessImageTask) => (await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`));
 
   before(async () => {
@@ -47,6 +48,37 @@ describe('media worker in a Piscina pool', () => {
       assert.deepEqual([meta.width, meta.height, meta.exif, meta.xmp, meta.icc], [v.width, v.height, undefined, undefined, undefined]);
     }
     assert.equal(typeof (result as ProcessedImage & { startedAt?: number }).startedAt, 'number');
+  });
+
+  it('asks, once the perceptual hash is known, whether to go on: told to stop, it encodes and stages nothing', async () => {
+    const jpeg = await fx.photoJpeg({ width: 1600, height: 1200 });
+    const ask = async (stop: boolean) => {
+      const { port1, port2 } = new MessageChannel();
+      const asked: string[] = [];
+      port1.on('message', (m: { phash: string }) => {
+        asked.push(m.phash);
+        port1.postMessage({ stop });
+      });
+      const task: ProcessImageTask = { bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: `up-${++n}`, humanPolicy: 'off', humanThreshold: 0.5, afterHash: port2 as never };
+      try {
+        const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes, port2 as never] })) as ProcessImageResult;
+        return { task, result, asked };
+      } finally {
+        port1.close();
+      }
+    };
+    const stopped = await ask(true);
+    assert.equal(stopped.asked.length, 1);
+    const halt = stopped.result as StoppedAfterHash;
+    assert.equal(halt.stopped, true);
+    assert.equal(halt.phash, stopped.asked[0]);
+    assert.deepEqual(Object.keys(halt.timings).sort(), ['decode', 'phash', 'sniff'], 'no detection, no encoding');
+    assert.deepEqual(await staged(stopped.task), []);
+    const went = await ask(false);
+    assert.deepEqual(went.asked, stopped.asked, 'the same hash both times');
+    const image = ok(went.result as ProcessedImage);
+    assert.equal(image.phash, went.asked[0]);
+    assert.equal((await staged(went.task)).length, 3);
   });
 
   it('keeps an animated WebP animated in every variant', async () => {

@@ -46,8 +46,17 @@ export interface MediaStore {
 }
 
 /** The worker pool, as the domain sees it. Rejections arrive as AppErrors (400 codes, or 503 busy). */
+export interface ProcessHooks {
+  /**
+   * Called once the perceptual hash is known, before person detection and encoding (most of the work);
+   * resolving true stops the task there, with nothing staged, and `process` resolves null.
+   */
+  afterHash?(phash: string): Promise<boolean>;
+}
+
 export interface ImageProcessor {
-  process(task: Omit<ProcessImageTask, 'cancel'>, signal?: AbortSignal): Promise<ProcessedImage>;
+  /** The processed image, or null when a hook stopped it. */
+  process(task: Omit<ProcessImageTask, 'cancel' | 'afterHash'>, signal?: AbortSignal, hooks?: ProcessHooks): Promise<ProcessedImage | null>;
 }
 
 /** Fetches a client-given image URL safely (SSRF rules, size and time caps); failures are fetch_failed. */

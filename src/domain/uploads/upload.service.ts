@@ -91,12 +91,14 @@ export class UploadService {
     const stagingDir = await this.#media.stage(mediaKey);
     let committed = false;
     try {
+      // A near duplicate is refused as soon as its hash is known, before detection and encoding.
+      let near: CreateResult | null = null;
       const processed = await this.#processor.process(
         { bytes: await input.bytes(), stagingDir, baseName: mediaKey, humanPolicy: this.#policy.humanPolicy, humanThreshold: this.#policy.humanThreshold },
         signal,
+        this.#policy.nearDuplicateDistance < 0 ? {} : { afterHash: async (phash) => (near = await this.#nearDuplicate(phash, viewer)) !== null },
       );
-      const near = await this.#nearDuplicate(processed.phash, viewer);
-      if (near) return near;
+      if (!processed) return near!;
       const row: NewUpload = {
         ...this.#base(id, principal, input),
         uploadType: 'image',

@@ -3,6 +3,7 @@
  * Expected rejections are returned as `{ok: false, code, message}`; only bugs throw.
  */
 import { rm } from 'node:fs/promises';
+import type { MessagePort } from 'node:worker_threads';
 import { decode, derive } from './decode.stage.ts';
 import type { DecodedImage } from './decode.stage.ts';
 import { encodeVariants, variantPath } from './encode.stage.ts';
@@ -17,6 +18,7 @@ import type {
   ProcessImageResult,
   ProcessImageTask,
   StageRejection,
+  StoppedAfterHash,
   VariantName,
 } from './types.ts';
 
@@ -53,6 +55,20 @@ export async function detectPeople(image: DecodedImage, detector: PersonDetector
   return best;
 }
 
+/** Asks the caller whether to go on now that the hash is known; a closed port means go on. */
+function verdict(port: MessagePort, hash: string): Promise<{ stop: boolean }> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { stop?: boolean }) => done({ stop: m?.stop === true });
+    const onClose = () => done({ stop: false });
+    const done = (v: { stop: boolean }) => {
+      port.off('message', onMessage).off('close', onClose);
+      resolve(v);
+    };
+    port.on('message', onMessage).on('close', onClose);
+    port.postMessage({ phash: hash });
+  });
+}
+
 /** The pool sets the cancel flag when the request was aborted; checked before each costly stage. */
 function cancelled(task: ProcessImageTask, next: keyof Timings): StageRejection | null {
   if (!task.cancel || Atomics.load(task.cancel, 0) === 0) return null;
@@ -72,6 +88,10 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
   const hash = await timed(timings, 'phash', async () =>
     phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
   );
+  if (task.afterHash && (await verdict(task.afterHash, hash)).stop) {
+    const stopped: StoppedAfterHash = { ok: false, code: 'conflict', message: 'stopped after the perceptual hash: a near duplicate', stopped: true, phash: hash, timings };
+    return stopped;
+  }
 
   let humanScore: number | null = null;
   if (task.humanPolicy !== 'off') {

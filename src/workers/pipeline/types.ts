@@ -1,3 +1,4 @@
+import type { MessagePort } from 'node:worker_threads';
 /**
  * Shapes shared by the pipeline stages, the worker entry and the pool.
  * Everything here crosses a worker-thread boundary, so it must survive structured clone:
@@ -72,6 +73,12 @@ export interface ProcessImageTask {
   humanThreshold: number;
   /** Optional cancel flag (Int32Array over a SharedArrayBuffer): the pool sets [0] to 1; checked between stages. */
   cancel?: Int32Array;
+  /**
+   * Optional: once the perceptual hash is known, the worker posts `{ phash }` here and waits for
+   * `{ stop: boolean }` before detection and encoding (the costly stages); stop ends the task there with
+   * nothing staged (`StoppedAfterHash`). Used to refuse a near duplicate without encoding it.
+   */
+  afterHash?: MessagePort;
 }
 
 export interface ProcessedImage {
@@ -99,6 +106,17 @@ export interface StageRejection {
   message: string;
   /** Set when the task stopped because its request was aborted (the client went away). */
   cancelled?: true;
+}
+
+/**
+ * The task ended after the perceptual hash because the afterHash port said stop (its caller found a near
+ * duplicate: the code says so should it ever reach a client).
+ */
+export interface StoppedAfterHash extends StageRejection {
+  code: 'conflict';
+  stopped: true;
+  phash: string;
+  timings: ProcessedImage['timings'];
 }
 
 export type ProcessImageResult = ProcessedImage | StageRejection;

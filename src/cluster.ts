@@ -138,6 +138,7 @@ export function clusterMetrics(registry: Registry): () => Promise<{ text: string
         if (r.error || r.text === undefined) reject(new Error(r.error ?? 'no metrics'));
         else resolve({ text: r.text, contentType: r.contentType ?? registry.contentType });
       });
-      process.send?.({ type: METRICS_REQ, id });
+      // A closed channel (the primary is gone) fails this scrape instead of crashing the process.
+      process.send?.({ type: METRICS_REQ, id }, undefined, undefined, (err: Error | null) => err && pending.get(id)?.({ error: err.message }));
     });
 }

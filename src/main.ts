@@ -31,7 +31,7 @@ import { FeedService } from './domain/feeds/feed.service.ts';
 import { TagService } from './domain/tag.service.ts';
 import { FeedRepository } from './store/repositories/feed.repository.ts';
 import { TagRepository } from './store/repositories/tag.repository.ts';
-import { clusterFeedCache, memoryFeedCache, redisFeedCache, type RedisFeedCache } from './store/cache/feed-cache.ts';
+import { clusterFeedCache, memoryFeedCache, redisFeedCache, type Ipc, type RedisFeedCache } from './store/cache/feed-cache.ts';
 import { voteRoutes } from './gateway/routes/votes.routes.ts';
 import { feedRoutes } from './gateway/routes/feeds.routes.ts';
 import { tagRoutes } from './gateway/routes/tags.routes.ts';
@@ -119,7 +119,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   await sweep();
   const feedCache = redis ? redisFeedCache(redis, config.redisPrefix) : null;
   // PROCESSES=N without Redis: the processes share invalidations through the primary.
-  const clusterCache = !redis && opts.clusterWorker && process.send ? clusterFeedCache(process as Parameters<typeof clusterFeedCache>[0]) : null;
+  const clusterCache = !redis && opts.clusterWorker && process.send ? clusterFeedCache(process as Ipc) : null;
   const feeds = new FeedService({
     store: new FeedRepository(db, uploadsRepo),
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),

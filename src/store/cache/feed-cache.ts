@@ -37,9 +37,16 @@ export const FEED_BUMP_TIMEOUT_MS = 2000;
  * FEED_BUMP_TIMEOUT_MS, or as processes exit) does the write's process hear back and answer. So a write
  * through one process shows on the very next request through any of them, as with Redis.
  */
-export function clusterFeedCache(ipc: { send(msg: object): void; on(event: 'message', fn: (msg: any) => void): unknown; off(event: 'message', fn: (msg: any) => void): unknown }, maxEntries = 2000): FeedCache & { close(): void } {
+export interface Ipc {
+  /** As process.send: the callback hears of a channel that is closed (the primary is gone) instead of an 'error' event. */
+  send(msg: object, callback: (err: Error | null) => void): unknown;
+  on(event: 'message', fn: (msg: any) => void): unknown;
+  off(event: 'message', fn: (msg: any) => void): unknown;
+}
+
+export function clusterFeedCache(ipc: Ipc, maxEntries = 2000): FeedCache & { close(): void } {
   let shared = 0;
-  // Bumped here when the primary does not answer in time, so this process at least never serves its own stale pages.
+  // Bumped here when the primary cannot be asked or does not answer in time.
   let ownEpoch = 0;
   const generationOf = () => `${shared}.${ownEpoch}`;
   let generation = generationOf();
@@ -53,14 +60,20 @@ export function clusterFeedCache(ipc: { send(msg: object): void; on(event: 'mess
         generation = generationOf();
         lru.clear();
       }
-      ipc.send({ type: FEED_IPC.applied, id: msg.id });
+      ipc.send({ type: FEED_IPC.applied, id: msg.id }, () => {});
     } else if (msg?.type === FEED_IPC.bumped && msg.id !== undefined) {
       waiting.get(msg.id)?.();
     }
   };
   ipc.on('message', onMessage);
   // From here on the primary waits for this process too when a write bumps the generation.
-  ipc.send({ type: FEED_IPC.join });
+  ipc.send({ type: FEED_IPC.join }, () => {});
+  /** Without the primary: at least this process never serves its own stale pages. */
+  const bumpHere = () => {
+    ownEpoch++;
+    generation = generationOf();
+    lru.clear();
+  };
   return {
     async read(key) {
       return { hit: lru.get(key) ?? null, generation };
@@ -71,19 +84,18 @@ export function clusterFeedCache(ipc: { send(msg: object): void; on(event: 'mess
     invalidate() {
       return new Promise<void>((resolve) => {
         const id = next++;
-        const timer = setTimeout(() => {
-          ownEpoch++;
-          generation = generationOf();
-          lru.clear();
-          done();
-        }, FEED_BUMP_TIMEOUT_MS + 500);
         const done = () => {
           clearTimeout(timer);
           waiting.delete(id);
           resolve();
         };
+        const alone = () => {
+          bumpHere();
+          done();
+        };
+        const timer = setTimeout(alone, FEED_BUMP_TIMEOUT_MS + 500);
         waiting.set(id, done);
-        ipc.send({ type: FEED_IPC.bump, id });
+        ipc.send({ type: FEED_IPC.bump, id }, (err) => err && alone());
       });
     },
     close() {

@@ -69,23 +69,29 @@ export class MediaPool implements ImageProcessor {
     // Cooperative cancellation: the worker checks this flag between stages; aborting a running Piscina
     // task would kill its thread (and its loaded detector).
     const cancel = new Int32Array(new SharedArrayBuffer(4));
-    const onAbort = () => Atomics.store(cancel, 0, 1);
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
     // The hook's question and answer travel on a port of their own; a hook that fails stops the task and
     // its error is what `process` throws.
     const { afterHash } = hooks;
     const channel = afterHash ? new MessageChannel() : null;
     let hookError: { error: unknown } | null = null;
     channel?.port1.on('message', (m: { phash: string }) => {
-      afterHash!(m.phash).then(
-        (stop) => channel.port1.postMessage({ stop }),
-        (error: unknown) => {
-          hookError = { error };
-          channel.port1.postMessage({ stop: true });
-        },
-      );
+      Promise.resolve()
+        .then(() => afterHash!(m.phash))
+        .then(
+          (stop) => channel.port1.postMessage({ stop }),
+          (error: unknown) => {
+            hookError = { error };
+            channel.port1.postMessage({ stop: true });
+          },
+        );
     });
+    const onAbort = () => {
+      Atomics.store(cancel, 0, 1);
+      // A worker waiting for the hook's answer goes on at once (closed port), to the cancel check.
+      channel?.port1.close();
+    };
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
     const submitted = performance.timeOrigin + performance.now();
     let result: ProcessImageResult & { startedAt?: number };
     try {
@@ -118,7 +124,8 @@ export class MediaPool implements ImageProcessor {
       if (hookError) throw (hookError as { error: unknown }).error;
       return null;
     }
-    throw new AppError(result.code, result.message);
+    // A cancelled task's 503 carries Retry-After like every other busy answer.
+    throw result.code === 'busy' ? errors.busy(result.message) : new AppError(result.code, result.message);
   }
 
   stats(): PoolStats {

@@ -131,3 +131,30 @@ test('Redis feed cache: a Redis that lost its data never brings back an old gene
     assert.ok(Number(after.generation) > Number(before.generation), `${after.generation} > ${before.generation}`);
   }),
 );
+
+test('Redis feed cache: a write whose bump failed is owed: pages are built from the database until a bump lands everywhere', { skip }, () =>
+  twoProcesses(async (a, b, { ra }) => {
+    await until('both live', () => a.pushed && b.pushed);
+    const g = await a.read('k');
+    await a.write('k', g.generation, page('before'), 60);
+    assert.equal((await b.read('k')).hit?.etag, 'W/"before"');
+    const evalFn = ra.eval.bind(ra);
+    // Each attempt fails after a while, as a command timeout does.
+    ra.eval = (() => new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 150))) as typeof ra.eval;
+    try {
+      await a.invalidate(); // answered: writes go on while Redis misbehaves
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await a.read('k')).hit, null, 'the writing process never serves a page from before its write');
+        await new Promise((r) => setTimeout(r, 100)); // its retries fail meanwhile
+      }
+    } finally {
+      ra.eval = evalFn;
+    }
+    // The retry lands: the other process drops its page too.
+    for (let i = 0; i < 100 && (await b.read('k')).hit !== null; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await b.read('k')).hit, null, 'the owed bump reached the other process');
+    const now = await a.read('k');
+    await a.write('k', now.generation, page('after'), 60);
+    assert.equal((await a.read('k')).hit?.etag, 'W/"after"', 'caching again once nothing is owed');
+  }),
+);

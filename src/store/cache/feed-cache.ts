@@ -7,22 +7,47 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import type { CachedJson, FeedCache } from '../../domain/feeds/feed.service.ts';
 
+/**
+ * The pages this process holds, all of one generation: moving to another generation drops them, and a
+ * page built under an older one is never kept. Every cache below keeps its pages here.
+ */
+class LocalPages {
+  generation: string;
+  readonly #lru: LRUCache<string, CachedJson>;
+
+  constructor(maxEntries: number, generation: string) {
+    this.generation = generation;
+    this.#lru = new LRUCache<string, CachedJson>({ max: maxEntries, ttlAutopurge: false });
+  }
+
+  get(key: string): CachedJson | null {
+    return this.#lru.get(key) ?? null;
+  }
+
+  keep(key: string, generation: string, value: CachedJson, ttlMs: number): void {
+    if (generation === this.generation) this.#lru.set(key, value, { ttl: ttlMs });
+  }
+
+  moveTo(generation: string): void {
+    if (generation === this.generation) return;
+    this.generation = generation;
+    this.#lru.clear();
+  }
+
+  /** A FeedCache over these pages, whose invalidation is `invalidate`. */
+  cache(invalidate: () => Promise<void>): FeedCache {
+    return {
+      read: async (key) => ({ hit: this.get(key), generation: this.generation }),
+      write: async (key, g, value, ttlSeconds) => this.keep(key, g, value, ttlSeconds * 1000),
+      invalidate,
+    };
+  }
+}
+
 export function memoryFeedCache(maxEntries = 2000): FeedCache {
   let generation = 0;
-  const lru = new LRUCache<string, CachedJson>({ max: maxEntries, ttlAutopurge: false });
-  return {
-    async read(key) {
-      const g = String(generation);
-      return { hit: lru.get(`${g}:${key}`) ?? null, generation: g };
-    },
-    async write(key, g, value, ttlSeconds) {
-      if (g === String(generation)) lru.set(`${g}:${key}`, value, { ttl: ttlSeconds * 1000 });
-    },
-    async invalidate() {
-      generation++;
-      lru.clear();
-    },
-  };
+  const pages = new LocalPages(maxEntries, '0');
+  return pages.cache(async () => pages.moveTo(String(++generation)));
 }
 
 /** IPC between the gateway processes of `PROCESSES=N` and their primary (src/cluster.ts runs the primary's side). */
@@ -48,19 +73,18 @@ export function clusterFeedCache(ipc: Ipc, maxEntries = 2000): FeedCache & { clo
   let shared = 0;
   // Bumped here when the primary cannot be asked or does not answer in time.
   let ownEpoch = 0;
-  const generationOf = () => `${shared}.${ownEpoch}`;
-  let generation = generationOf();
-  const lru = new LRUCache<string, CachedJson>({ max: maxEntries, ttlAutopurge: false });
+  const pages = new LocalPages(maxEntries, '0.0');
+  const moveTo = () => pages.moveTo(`${shared}.${ownEpoch}`);
   const waiting = new Map<number, () => void>();
   let next = 0;
   const onMessage = (msg: { type?: string; id?: number; generation?: number }) => {
     if (msg?.type === FEED_IPC.generation && typeof msg.generation === 'number') {
       if (msg.generation > shared) {
         shared = msg.generation;
-        generation = generationOf();
-        lru.clear();
+        moveTo();
       }
-      ipc.send({ type: FEED_IPC.applied, id: msg.id }, () => {});
+      // (The answer to joining, id -1, is no round's: nothing waits for it.)
+      if (msg.id !== undefined && msg.id >= 0) ipc.send({ type: FEED_IPC.applied, id: msg.id }, () => {});
     } else if (msg?.type === FEED_IPC.bumped && msg.id !== undefined) {
       waiting.get(msg.id)?.();
     }
@@ -68,36 +92,26 @@ export function clusterFeedCache(ipc: Ipc, maxEntries = 2000): FeedCache & { clo
   ipc.on('message', onMessage);
   // From here on the primary waits for this process too when a write bumps the generation.
   ipc.send({ type: FEED_IPC.join }, () => {});
-  /** Without the primary: at least this process never serves its own stale pages. */
-  const bumpHere = () => {
-    ownEpoch++;
-    generation = generationOf();
-    lru.clear();
-  };
+  const invalidate = () =>
+    new Promise<void>((resolve) => {
+      const id = next++;
+      const done = () => {
+        clearTimeout(timer);
+        waiting.delete(id);
+        resolve();
+      };
+      // Without the primary: at least this process never serves its own stale pages.
+      const alone = () => {
+        ownEpoch++;
+        moveTo();
+        done();
+      };
+      const timer = setTimeout(alone, FEED_BUMP_TIMEOUT_MS + 500);
+      waiting.set(id, done);
+      ipc.send({ type: FEED_IPC.bump, id }, (err) => err && alone());
+    });
   return {
-    async read(key) {
-      return { hit: lru.get(key) ?? null, generation };
-    },
-    async write(key, g, value, ttlSeconds) {
-      if (g === generation) lru.set(key, value, { ttl: ttlSeconds * 1000 });
-    },
-    invalidate() {
-      return new Promise<void>((resolve) => {
-        const id = next++;
-        const done = () => {
-          clearTimeout(timer);
-          waiting.delete(id);
-          resolve();
-        };
-        const alone = () => {
-          bumpHere();
-          done();
-        };
-        const timer = setTimeout(alone, FEED_BUMP_TIMEOUT_MS + 500);
-        waiting.set(id, done);
-        ipc.send({ type: FEED_IPC.bump, id }, (err) => err && alone());
-      });
-    },
+    ...pages.cache(invalidate),
     close() {
       ipc.off('message', onMessage);
       for (const done of [...waiting.values()]) done();
@@ -142,21 +156,16 @@ const RECHECK_MS = 1000;
 export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?: number; subscriber?: Redis } = {}): RedisFeedCache {
   const genKey = `${prefix}feed:gen`;
   const pageKey = (g: string, key: string) => `${prefix}feed:${g}:${key}`;
-  const local = new LRUCache<string, CachedJson>({ max: opts.maxEntries ?? 2000, ttlAutopurge: false });
-  let localGeneration = '';
-  let generationNumber = -1;
+  const pages = new LocalPages(opts.maxEntries ?? 2000, '');
   const sub = opts.subscriber ?? redis.duplicate({ autoResubscribe: false, enableOfflineQueue: false, lazyConnect: false });
   let live = false;
   let epoch = 0;
   let closed = false;
 
-  /** Moves to `g` unless a newer one is held (announcements and answers to reads may cross). */
+  /** Moves to generation `g` unless a newer one is held (announcements and answers to reads may cross). */
   const apply = (g: string | number) => {
     const n = Number(g);
-    if (!Number.isFinite(n) || n <= generationNumber) return;
-    generationNumber = n;
-    localGeneration = String(n);
-    local.clear();
+    if (Number.isFinite(n) && (pages.generation === '' || n > Number(pages.generation))) pages.moveTo(String(n));
   };
   const bump = async () => {
     apply((await redis.eval(BUMP, 1, genKey, String(Date.now() * 1000))) as number);
@@ -171,17 +180,21 @@ export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?
     if (g === null) await bump();
     else apply(g);
   };
-  // A bump that failed (a timeout on a live connection) is retried until one succeeds; until then this
-  // process builds every page from the database, as the pages cached under the current generation may
-  // predate its write. (A disconnect is covered by the bump on 'ready'.)
+  // A write whose bump failed (Redis down, or a timeout) is owed to every process: until a bump succeeds,
+  // this process builds every page from the database (the pages cached under the current generation may
+  // predate the write), and it keeps trying.
+  let owed = false;
   let retry: NodeJS.Timeout | null = null;
-  const bumpOrRetry = async (): Promise<void> => {
+  const invalidate = async (): Promise<void> => {
     try {
       await bump();
+      owed = false;
     } catch {
+      owed = true;
+      pages.moveTo('');
       retry ??= setTimeout(() => {
         retry = null;
-        if (!closed) void bumpOrRetry();
+        if (!closed) void invalidate();
       }, 200);
     }
   };
@@ -202,20 +215,17 @@ export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?
     epoch++;
     live = false;
   };
-  sub.on('message', (channel: string, g: string) => {
+  const onAnnounced = (channel: string, g: string) => {
     if (channel === genKey) apply(g);
-  });
-  sub.on('ready', () => void goLive());
-  sub.on('close', stopTrusting);
-  sub.on('error', () => {});
-  if (sub.status === 'ready') void goLive();
-  redis.on('close', stopTrusting);
-  // Writes made while Redis was unreachable could not invalidate: start a new generation when it returns,
-  // and trust pushed generations again only once the subscription is confirmed after it.
-  redis.on('ready', () => {
-    void bumpOrRetry();
+  };
+  const onSubReady = () => void goLive();
+  const onRedisReady = () => {
     if (sub.status === 'ready') void goLive();
-  });
+  };
+  const ignore = () => {};
+  sub.on('message', onAnnounced).on('ready', onSubReady).on('close', stopTrusting).on('error', ignore);
+  redis.on('close', stopTrusting).on('ready', onRedisReady);
+  if (sub.status === 'ready') void goLive();
   const recheck = setInterval(() => {
     if (live) fetchGeneration().catch(() => {});
   }, RECHECK_MS);
@@ -236,19 +246,19 @@ export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?
       return live;
     },
     async read(key) {
-      if (retry) return { hit: null, generation: 'none' };
+      if (owed) return { hit: null, generation: 'none' };
       try {
         // Live: announcements that arrived with this request are applied first. Else: ask Redis.
         await (live ? settle() : fetchGeneration());
-        const g = localGeneration;
-        let hit = local.get(key) ?? null;
+        const g = pages.generation;
+        let hit = pages.get(key);
         if (!hit) {
           // The page and its remaining lifetime, which the copy kept here must not outlive (`hot` ages).
           const [[, raw], [, ttl]] = ((await redis.pipeline().getBuffer(pageKey(g, key)).pttl(pageKey(g, key)).exec()) ?? []) as [[unknown, Buffer | null], [unknown, number]];
           if (raw && ttl > 0) {
             hit = decode(raw);
-            // A newer generation may have been seen meanwhile: never keep an older page under it.
-            if (g === localGeneration) local.set(key, hit, { ttl });
+            // A newer generation may have been seen meanwhile: never kept under it.
+            pages.keep(key, g, hit, ttl);
           }
         }
         return { hit, generation: g };
@@ -257,16 +267,18 @@ export function redisFeedCache(redis: Redis, prefix: string, opts: { maxEntries?
       }
     },
     async write(key, g, value, ttlSeconds) {
-      if (g === 'none') return;
+      if (g === 'none' || g === '') return;
+      pages.keep(key, g, value, ttlSeconds * 1000);
       await redis.set(pageKey(g, key), Buffer.concat([Buffer.from(`${value.etag}\n`), value.body]), 'EX', ttlSeconds).catch(() => {});
-      if (g === localGeneration) local.set(key, value, { ttl: ttlSeconds * 1000 });
     },
-    invalidate: bumpOrRetry,
+    invalidate,
     close() {
       closed = true;
       stopTrusting();
       clearInterval(recheck);
       if (retry) clearTimeout(retry);
+      redis.off('close', stopTrusting).off('ready', onRedisReady);
+      sub.off('message', onAnnounced).off('ready', onSubReady).off('close', stopTrusting).off('error', ignore);
       if (!opts.subscriber) sub.disconnect();
     },
   };

@@ -57,14 +57,13 @@ function insured(store: Store, fallback: Store): Store {
 
 /** Below this many points left in a window, every request of a key is counted in Redis before it is answered. */
 export const exactMargin = (points: number): number => Math.max(64, Math.ceil(points / 4));
-const MIN_UNCOUNTED = 32;
 const MAX_UNCOUNTED = 1024;
 /**
  * How many of a key's requests one process may admit before Redis has counted them (unsent or
- * unanswered; past it, requests wait for Redis): an eighth of the margin, so eight processes together
- * cannot overrun a limit, within 32–1024. Half of it goes to Redis at once; the rest at least every 25 ms.
+ * unanswered; past it, requests wait for Redis): an eighth of the margin (at most 1024), so eight
+ * processes together cannot overrun a limit. Half of it goes to Redis at once; the rest at least every 25 ms.
  */
-export const maxUncounted = (margin: number): number => Math.min(MAX_UNCOUNTED, Math.max(MIN_UNCOUNTED, Math.floor(margin / 8)));
+export const maxUncounted = (margin: number): number => Math.min(MAX_UNCOUNTED, Math.max(1, Math.floor(margin / 8)));
 const FLUSH_MS = 25;
 
 interface KeyState {
@@ -88,7 +87,7 @@ interface KeyState {
  * refused here until its window ends (the count only grows within a window). Limits of 64 or fewer points
  * (the default auth, upload and vote limits) are therefore always exact; a larger one can be overrun only
  * if more than eight processes each hold their most uncounted requests of one key at the same moment
- * (600/15m: 32 each against a margin of 150; 1 000 000/1h: 1024 each against 250 000).
+ * (600/15m: 18 each against a margin of 150; 1 000 000/1h: 1024 each against 250 000).
  */
 function counter(
   shared: Store,
@@ -103,12 +102,12 @@ function counter(
   let timer: NodeJS.Timeout | null = null;
   let sinceSweep = 0;
 
-  /** Sends `n` points of `key` to Redis; resolves with the window total that includes them. */
+  /** Sends `n` points of `key` to the store; resolves with the window total that includes them. */
   const send = (key: string, s: KeyState, n: number): Promise<RateLimiterRes> => {
     s.sending += n;
     const answered = (res: RateLimiterRes) => {
       s.sending -= n;
-      // Redis answers one connection's commands in order: this total includes all of ours sent so far.
+      // The store answers one connection's commands in order: this total includes all of ours sent so far.
       s.known = res.consumedPoints;
       s.resetAt = Date.now() + res.msBeforeNext;
       return res;
@@ -121,6 +120,7 @@ function counter(
   };
 
   const flush = () => {
+    if (timer) clearTimeout(timer);
     timer = null;
     const now = Date.now();
     for (const key of dirty) {
@@ -165,8 +165,9 @@ function counter(
         sweep(now);
       }
     }
-    // Exact: this request and any still unsent go to Redis together; it is the last of them.
-    const n = s.unsent + 1;
+    // Exact: this request and any still unsent go to Redis together; it is the last of them (unsent ones
+    // of a window that has ended count for nothing).
+    const n = (now < s.resetAt ? s.unsent : 0) + 1;
     s.unsent = 0;
     return send(key, s, n).then((res) => decide(res.remainingPoints, res.msBeforeNext, res.consumedPoints <= points));
   };

@@ -22,11 +22,12 @@ test('in-memory limit: exact count, remaining down by one per request, most deci
   assert.equal(other.filter((d) => d.allowed).length, 1000);
 });
 
-test('in-memory limit: a window that ends starts a fresh budget', async () => {
+test('in-memory limit: a window that ends starts a fresh budget', async (t) => {
+  t.mock.timers.enable({ apis: ['Date', 'setTimeout'] });
   const limiter = createLimiter({ name: 'vote', rate: { points: 3, seconds: 1 }, redis: null, prefix: 'unit:' });
   const first = await Promise.all([1, 2, 3, 4].map(() => limiter.consume('user')));
   assert.deepEqual(first.map((d) => d.allowed), [true, true, true, false]);
-  await new Promise((r) => setTimeout(r, 1100));
+  t.mock.timers.tick(1100);
   const d = await limiter.consume('user');
   assert.equal(d.allowed, true);
   assert.equal(d.remaining, 2);

@@ -40,7 +40,8 @@ export async function runPrimary(config: Config): Promise<void> {
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
     log.error({ pid: worker.process.pid, code, signal }, 'gateway process died; starting another');
-    setTimeout(fork, 1000).unref();
+    // (Not once a shutdown has begun: the new process would never be told to stop.)
+    setTimeout(() => stopping || fork(), 1000).unref();
   });
   for (let i = 0; i < config.processes; i++) fork();
   log.info({ processes: config.processes, workersEach: config.workers }, 'cluster started');

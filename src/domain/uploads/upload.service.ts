@@ -96,6 +96,7 @@ export class UploadService {
       const processed = await this.#processor.process(
         { bytes: await input.bytes(), stagingDir, baseName: mediaKey, humanPolicy: this.#policy.humanPolicy, humanThreshold: this.#policy.humanThreshold },
         signal,
+        // (With near matching off the worker is not made to ask.)
         this.#policy.nearDuplicateDistance < 0 ? {} : { afterHash: async (phash) => (near = await this.#nearDuplicate(phash, viewer)) !== null },
       );
       if (!processed) return near!;
@@ -196,13 +197,15 @@ export class UploadService {
     return u;
   }
 
-  /** Same rules as a fresh image (person policy, near duplicates), decided from what the twin's processing found. */
+  /**
+   * Same rules, in the same order, as a fresh image (near duplicates as soon as the hash is known, then the
+   * person policy), decided from what the twin's processing found.
+   */
   async #createFromTwin(principal: Principal, input: ImageInput, twin: UploadRecord & { phash: string }, viewer: Viewer): Promise<CreateResult | null> {
-    const score = twin.humanScore;
-    const refusal = personRefusal(this.#policy.humanPolicy, this.#policy.humanThreshold, score);
-    if (refusal) throw errors.humanDetected(refusal);
     const near = await this.#nearDuplicate(twin.phash, viewer);
     if (near) return near;
+    const refusal = personRefusal(this.#policy.humanPolicy, this.#policy.humanThreshold, twin.humanScore);
+    if (refusal) throw errors.humanDetected(refusal);
     const id = randomUUID();
     const row: NewUpload = {
       ...this.#base(id, principal, input),
@@ -216,7 +219,7 @@ export class UploadService {
       animated: twin.animated,
       originalFormat: twin.originalFormat,
       thumbhash: twin.thumbhash,
-      humanScore: this.#policy.humanPolicy === 'off' ? null : score,
+      humanScore: this.#policy.humanPolicy === 'off' ? null : twin.humanScore,
       variants: twin.variants,
     };
     const inserted = await this.#uploads.insert(row, input.tags, { reuseMediaOf: twin.id });

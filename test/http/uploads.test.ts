@@ -299,6 +299,48 @@ describe('rejections leave nothing behind', () => {
   });
 });
 
+describe('malformed multipart bodies name what is wrong and leave nothing behind', () => {
+  const post = (form: FormData) => app.api.post('/api/v1/upload', undefined, { token: aliceToken, raw: form });
+  test('too many fields → 400 naming the limit (not a file-size 413)', async () => {
+    const rows = await countUploads(app);
+    const media = (await diskState(app)).media.length;
+    const form = new FormData();
+    form.append('upload_type', 'image');
+    for (let i = 0; i < 25; i++) form.append(`extra${i}`, 'x');
+    form.append('file', new Blob([await photoJpeg({ seed: 307 })]), 'a.jpg');
+    const r = await post(form);
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.error, 'invalid_request');
+    assert.match(r.body.message, /too many form fields \(limit 20\)/);
+    await assertNothingLeft(rows, media);
+  });
+  test('fields over 64 KiB in total → 400 naming the limit', async () => {
+    const form = new FormData();
+    form.append('upload_type', 'link');
+    form.append('description', 'd'.repeat(70_000));
+    const r = await post(form);
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.body.message, /form fields are too large \(limit 64 KiB/);
+  });
+  test('a file sent in another field → 400 naming the field "file"; it counted against the caps and left nothing', async () => {
+    const rows = await countUploads(app);
+    const media = (await diskState(app)).media.length;
+    const form = new FormData();
+    form.append('upload_type', 'image');
+    form.append('image', new Blob([await photoJpeg({ seed: 308 })]), 'a.jpg');
+    const r = await post(form);
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.body.message, /field "file", not "image"/);
+    await assertNothingLeft(rows, media);
+    const big = new FormData();
+    big.append('upload_type', 'image');
+    big.append('other', new Blob([Buffer.alloc(10 * 1024 * 1024 + 1, 0xff)]), 'big.bin');
+    const tooBig = await post(big).catch((e) => ({ status: -1, text: String(e) }) as never);
+    assert.equal(tooBig.status, 413, tooBig.text);
+    await assertNothingLeft(rows, media);
+  });
+});
+
 describe('privacy and delete', () => {
   test('PATCH privacy: owner and admin may, others get 403, unknown ids 404, bad bodies 400', async () => {
     const r = await uploadImage(app.api, aliceToken, await photoJpeg({ seed: 401 }));

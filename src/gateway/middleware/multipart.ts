@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
+import { errors as formidableErrors } from 'formidable';
 import { koaBody } from 'koa-body';
 import { errors } from '../../domain/errors.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
@@ -8,6 +9,7 @@ import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 
 /** Form fields (description, tags, URLs) are small; this bounds them all together. */
 const MAX_FIELDS_BYTES = 64 * 1024;
+const MAX_FIELDS = 20;
 
 export interface UploadedFile {
   path: string;
@@ -45,12 +47,13 @@ export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (sec
           maxFiles: 1,
           maxFileSize: MAX_FILE_BYTES,
           maxTotalFileSize: MAX_FILE_BYTES,
-          maxFields: 20,
+          maxFields: MAX_FIELDS,
           maxFieldsSize: MAX_FIELDS_BYTES,
           allowEmptyFiles: false,
           minFileSize: 1,
           hashAlgorithm: 'sha256',
-          filter: ({ name }) => name === 'file',
+          // Every file part counts against the one-file, 10 MiB caps, whatever its field name (a part
+          // filtered out would be read to its end uncounted); a file in another field is refused below.
         },
         onError(err) {
           throw mapFormidable(err);
@@ -64,23 +67,36 @@ export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (sec
   };
 }
 
+/** formidable's errors by their code (its messages name its own options): what a client can act on. */
 function mapFormidable(err: Error): Error {
-  const e = err as Error & { httpCode?: number; code?: number };
-  const m = e.message ?? '';
-  if (/maxFiles/.test(m)) return errors.invalid('only one file may be sent, in the field "file"');
-  if (e.httpCode === 413 || /maxFileSize|maxTotalFileSize/.test(m)) {
-    return errors.payloadTooLarge(`file exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
+  switch ((err as Error & { code?: number }).code) {
+    case formidableErrors.maxFilesExceeded:
+      return errors.invalid('only one file may be sent, in the field "file"');
+    case formidableErrors.biggerThanMaxFileSize:
+    case formidableErrors.biggerThanTotalMaxFileSize:
+      return errors.payloadTooLarge(`file exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
+    case formidableErrors.noEmptyFiles:
+    case formidableErrors.smallerThanMinFileSize:
+      return errors.invalid('file is empty');
+    case formidableErrors.maxFieldsSizeExceeded:
+      return errors.invalid(`form fields are too large (limit ${MAX_FIELDS_BYTES / 1024} KiB in total)`);
+    case formidableErrors.maxFieldsExceeded:
+      return errors.invalid(`too many form fields (limit ${MAX_FIELDS})`);
+    case formidableErrors.aborted:
+      return errors.invalid('request body was cut short');
+    case formidableErrors.malformedMultipart:
+    case formidableErrors.missingMultipartBoundary:
+    case formidableErrors.unknownTransferEncoding:
+      return errors.invalid('malformed multipart body');
+    default:
+      return /boundary|multipart|Unexpected end/i.test(err.message ?? '') ? errors.invalid('malformed multipart body') : err;
   }
-  if (/allowEmptyFiles|minFileSize/.test(m)) return errors.invalid('file is empty');
-  // formidable's messages name its own options; only what a client can act on is said.
-  if (/maxFieldsSize/.test(m)) return errors.invalid(`form fields are too large (limit ${MAX_FIELDS_BYTES / 1024} KiB in total)`);
-  if (/maxFields/.test(m)) return errors.invalid('too many form fields');
-  if (/boundary|multipart|Unexpected end/i.test(m)) return errors.invalid('malformed multipart body');
-  return err;
 }
 
 /** The uploaded `file`, if one was sent. */
 export function uploadedFile(ctx: AppContext): UploadedFile | null {
+  const other = Object.keys(ctx.request.files ?? {}).find((name) => name !== 'file');
+  if (other !== undefined) throw errors.invalid(`the image must be sent in the field "file", not "${other.slice(0, 64)}"`);
   const f = ctx.request.files?.file;
   if (!f) return null;
   if (Array.isArray(f)) throw errors.invalid('only one file may be sent, in the field "file"');

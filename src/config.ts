@@ -138,21 +138,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (v !== undefined && v !== '') input[key] = v;
   }
   const parsed = schema.safeParse(input);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => {
-      const key = String(i.path[0]);
-      return `${key}=${input[key] ?? ''}: ${i.message}`;
-    });
-    throw new ConfigError(problems);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => {
+        const key = String(i.path[0]);
+        return `${key}=${input[key] ?? ''}: ${i.message}`;
+      });
+  // Rules between variables, in the same one message as the rest.
+  if (input.NODE_ENV === 'production' && !input.JWT_SECRET && !problems.some((p) => p.startsWith('JWT_SECRET='))) {
+    problems.push('JWT_SECRET=: required when NODE_ENV=production (at least 32 characters)');
   }
+  if (input.NEAR_DUPLICATE_INDEX === 'sqlite-vec' && input.DATABASE_URL) {
+    problems.push('NEAR_DUPLICATE_INDEX=sqlite-vec: only available on SQLite (DATABASE_URL selects PostgreSQL)');
+  }
+  if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const nodeEnv = e.NODE_ENV;
-  if (nodeEnv === 'production' && !e.JWT_SECRET) {
-    throw new ConfigError(['JWT_SECRET=: required when NODE_ENV=production (at least 32 characters)']);
-  }
-  if (e.NEAR_DUPLICATE_INDEX === 'sqlite-vec' && e.DATABASE_URL) {
-    throw new ConfigError(['NEAR_DUPLICATE_INDEX=sqlite-vec: only available on SQLite (DATABASE_URL selects PostgreSQL)']);
-  }
   const dataDir = resolve(e.DATA_DIR);
   // "Available cores": those of the machine, shared by the PROCESSES gateways on it (each has its own pool).
   const workers = e.WORKERS ?? Math.max(1, Math.floor(availableParallelism() / e.PROCESSES));
@@ -205,10 +206,15 @@ function embeddedJwtSecret(dataDir: string): string {
   mkdirSync(dataDir, { recursive: true });
   const secret = randomBytes(48).toString('base64url');
   try {
-    // 'wx' fails if another process won the race; then read what it wrote.
+    // 'wx' fails if another process won the race (or a short file is there); then read what it wrote.
     writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
     return secret;
   } catch {
-    return readFileSync(file, 'utf8').trim();
+    // The winner may be between creating and writing it: a moment's patience, then a file cut short (a
+    // crash while it was written) or edited by hand must not become a weak secret.
+    let theirs = '';
+    for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    if (theirs.length < 32) throw new ConfigError([`JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; delete it to have a new one made, or set JWT_SECRET`]);
+    return theirs;
   }
 }

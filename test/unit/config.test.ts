@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -14,6 +14,12 @@ test('WORKERS defaults to the cores each of the PROCESSES gateways has: they sha
   assert.equal(loadConfig({ DATA_DIR: dataDir(), PROCESSES: '2' }).workers, Math.max(1, Math.floor(cores / 2)));
   assert.equal(loadConfig({ DATA_DIR: dataDir(), PROCESSES: String(cores * 4) }).workers, 1);
   assert.equal(loadConfig({ DATA_DIR: dataDir(), PROCESSES: '2', WORKERS: '3' }).workers, 3);
+});
+
+test('an embedded jwt-secret file cut short is refused, naming the file, never used as a weak secret', () => {
+  const dir = dataDir();
+  writeFileSync(join(dir, 'jwt-secret'), 'short\n');
+  assert.throws(() => loadConfig({ DATA_DIR: dir }), (e: Error) => e instanceof ConfigError && /jwt-secret holds 5 characters, fewer than 32/.test(e.message));
 });
 
 test('defaults match API.md', () => {
@@ -51,6 +57,11 @@ test('every bad variable is listed in one error', () => {
     for (const v of ['PORT', 'HUMAN_POLICY', 'RATE_LIMIT_VOTE', 'NEAR_DUPLICATE_DISTANCE', 'FETCH_ALLOW_PRIVATE', 'DATABASE_URL']) assert.match(m, new RegExp(`${v}=`));
     assert.equal(e.problems.length, 7);
   }
+  // Rules between variables join the same list.
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', WORKERS: 'abc', NEAR_DUPLICATE_INDEX: 'sqlite-vec', DATABASE_URL: 'postgres://x/y' }),
+    (e: Error) => e instanceof ConfigError && e.problems.length === 3 && /JWT_SECRET=: required/.test(e.message) && /sqlite-vec: only available on SQLite/.test(e.message) && /WORKERS=abc/.test(e.message),
+  );
 });
 
 test('JWT_SECRET is generated once into DATA_DIR and reused; required in production', () => {

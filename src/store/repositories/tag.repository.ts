@@ -34,8 +34,11 @@ export class TagRepository implements TagStore {
     });
   }
 
+  /** The upload row first, as every write to an upload's links locks it (a delete racing this cannot deadlock it). */
   remove(uploadId: string, slug: string): Promise<boolean> {
+    const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
+      if (!(await lockUpload(db, d, uploadId, ['id']))) return false;
       const tag = await db.selectFrom('tags').select('id').where('slug', '=', slug).executeTakeFirst();
       if (!tag) return false;
       const r = await db.deleteFrom('upload_tags').where('upload_id', '=', uploadId).where('tag_id', '=', tag.id).executeTakeFirst();

@@ -11,7 +11,7 @@
  * rest — so every row has its files and every file has its row.
  */
 import { hostname } from 'node:os';
-import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { MediaStore } from '../domain/uploads/ports.ts';
 import { VARIANT_MAX_SIDE, type VariantName } from '../workers/pipeline/types.ts';
@@ -151,12 +151,23 @@ export class FileMediaStore implements MediaStore {
     }
   }
 
-  /** Size of a stored variant, or null when missing. */
-  async size(key: string, variant: VariantName): Promise<number | null> {
+  /**
+   * A stored variant, opened, with its size; null when missing. Sizing what is open (not a path stat'ed
+   * before opening it) means a file removed meanwhile is a clean miss, never a response cut off mid-way.
+   * The caller closes the handle (a stream made from it closes it when done).
+   */
+  async open(key: string, variant: VariantName): Promise<{ handle: FileHandle; size: number } | null> {
+    let handle: FileHandle;
     try {
-      return (await stat(this.variantPath(key, variant))).size;
+      handle = await open(this.variantPath(key, variant), 'r');
     } catch {
       return null;
+    }
+    try {
+      return { handle, size: (await handle.stat()).size };
+    } catch (e) {
+      await handle.close();
+      throw e;
     }
   }
 }

@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { createReadStream } from 'node:fs';
 import { errors } from '../../domain/errors.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
@@ -17,24 +16,29 @@ export function imageRoutes(deps: { uploads: UploadService; media: FileMediaStor
   router.get('/api/image/:id', async (ctx) => {
     const { size } = parse(ImageQuery, ctx.query, 'query');
     const key = await deps.uploads.imageKey(ctx.params.id!);
-    const bytes = await deps.media.size(key, size);
-    if (bytes === null) throw errors.notFound(`image ${ctx.params.id} has no ${size} variant`);
+    const file = await deps.media.open(key, size);
+    if (!file) throw errors.notFound(`image ${ctx.params.id} has no ${size} variant`);
     ctx.status = 200;
     ctx.set('ETag', `"${key}.${size}"`);
     ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
     ctx.set('Content-Security-Policy', "default-src 'none'");
     ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
     if (matchesEtag(ctx)) {
+      await file.handle.close();
       ctx.status = 304;
       return;
     }
-    // HEAD: no stream to open (Koa would not read it); an empty body first, since Koa turns a null body
-    // into a 204 and drops Content-Type and Content-Length, then the status and headers of the GET.
-    if (ctx.method === 'HEAD') ctx.body = null;
-    else ctx.body = createReadStream(deps.media.variantPath(key, size));
+    // HEAD: no stream (Koa would not read it); an empty body first, since Koa turns a null body into a 204
+    // and drops Content-Type and Content-Length, then the status and headers of the GET.
+    if (ctx.method === 'HEAD') {
+      await file.handle.close();
+      ctx.body = null;
+    } else {
+      ctx.body = file.handle.createReadStream();
+    }
     ctx.status = 200;
     ctx.type = 'image/webp';
-    ctx.length = bytes;
+    ctx.length = file.size;
   });
   return router;
 }

@@ -40,6 +40,13 @@ function globMatch(file: string, pattern: string): boolean {
 const ALL = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
 const DB_FACING = ['test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
 
+// A named file that is no test file (a typo, a directory, an absolute path) must not pass as "nothing failed".
+const unknown = files.filter((f) => !ALL.some((p) => globMatch(f, p)));
+if (unknown.length) {
+  console.error(`not test files (give paths like test/http/auth.test.ts): ${unknown.join(', ')}`);
+  process.exit(2);
+}
+
 const results: string[] = [];
 let ok = true;
 

@@ -5,10 +5,11 @@
  * source: a clean CI machine generates them once per run.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { animatedGif, photoJpeg, pngImage, sizeOf } from '../../test/support/fixtures.ts';
+import { writeFileAtomically } from '../../src/workers/detector/file-integrity.ts';
 
 export interface BenchImage {
   name: string;
@@ -32,7 +33,8 @@ async function cached(key: string, make: () => Promise<Buffer>): Promise<Buffer>
   } catch {
     const bytes = await make();
     await mkdir(CACHE, { recursive: true });
-    await writeFile(file, bytes);
+    // Whole or not at all: a run killed mid-write must not leave a cut-short image for the next one.
+    await writeFileAtomically(file, bytes);
     return bytes;
   }
 }

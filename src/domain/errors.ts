@@ -73,12 +73,3 @@ export const errors = {
     new AppError('busy', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
 } as const;
 
-/**
- * What a worker task returns for an expected rejection. Structured clone drops error classes,
- * so workers return this shape and the pool turns it into an AppError.
- */
-export interface Rejection {
-  ok: false;
-  code: ErrorCode;
-  message: string;
-}

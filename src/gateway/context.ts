@@ -12,8 +12,6 @@ export interface AppState {
   principal: Principal | null;
   /** Why a presented credential was refused; thrown by requireUser(). */
   authError: AppError | null;
-  /** Route pattern for metrics and logs, e.g. `/api/upload/:id`. */
-  routePattern?: string;
 }
 
 export type AppContext = ParameterizedContext<AppState>;

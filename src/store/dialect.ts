@@ -12,10 +12,6 @@ export interface Dialect {
   readBool(v: unknown): boolean;
   /** Literal `false`, spelled so that SQLite's planner can match partial indexes (`is_private = 0`). */
   readonly falseLit: string;
-  /** SQL for a timestamp column in epoch seconds. */
-  epochSeconds(column: string): string;
-  /** SQL `max(a, b)` for two scalars. */
-  greatest(a: string, b: string): string;
   /** Runs fn again when the database reports a transient conflict (deadlock, serialization, busy). */
   retrying<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -46,8 +42,6 @@ export const sqliteDialect: Dialect = {
   bool: (b) => (b ? 1 : 0),
   readBool: (v) => v === 1 || v === true || v === '1',
   falseLit: '0',
-  epochSeconds: (c) => `(${c} / 1000.0)`,
-  greatest: (a, b) => `max(${a}, ${b})`,
   // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT: another process committed after this
   // transaction's first read): the whole transaction runs again, on a fresh snapshot.
   retrying: (fn) => retry(fn, (e) => codeOf(e)?.startsWith('SQLITE_BUSY') === true),
@@ -60,8 +54,6 @@ export const postgresDialect: Dialect = {
   bool: (b) => b,
   readBool: (v) => v === true,
   falseLit: 'false',
-  epochSeconds: (c) => `extract(epoch from ${c})`,
-  greatest: (a, b) => `greatest(${a}, ${b})`,
   // 40001 serialization_failure, 40P01 deadlock_detected
   retrying: (fn) => retry(fn, (e) => codeOf(e) === '40001' || codeOf(e) === '40P01'),
 };

@@ -1,4 +1,3 @@
-import type { ErrorCode } from '../errors.ts';
 import type { TagView } from '../tags.ts';
 import type { Embed } from '../embeds.ts';
 
@@ -87,5 +86,3 @@ export interface DuplicateNotice {
 
 export type CreateResult = { kind: 'created'; upload: UploadView } | { kind: 'duplicate'; notice: DuplicateNotice };
 
-/** Why an upload was refused, for metrics. */
-export type RejectReason = ErrorCode | 'duplicate';

@@ -56,8 +56,3 @@ export function requireUser(ctx: AppContext): Principal {
   throw ctx.state.authError ?? errors.unauthorized();
 }
 
-/** Middleware form of requireUser, for chains that must refuse anonymous callers before reading a body. */
-export async function needUser(ctx: AppContext, next: () => Promise<unknown>): Promise<void> {
-  requireUser(ctx);
-  await next();
-}

@@ -79,7 +79,6 @@ export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isS
       if (!ctx.req.complete && res.getHeader('Connection') === 'close') await discardBody(ctx.req);
       const seconds = (performance.now() - started) / 1000;
       const route = (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-      ctx.state.routePattern = route;
       metrics?.recordRequest(ctx.method, route, ctx.status, seconds);
       // Every request at debug; at info only what an operator acts on: failures and slow requests
       // (the rest is in /metrics — a line per feed read costs a third of a cached read's CPU).

@@ -1,6 +1,7 @@
 import { errors } from '../../domain/errors.ts';
 import type { LimitDecision, Limiter } from '../../store/rate-limiter.ts';
 import type { AppContext } from '../context.ts';
+import { requireUser } from './authenticate.ts';
 
 /** Operational probes must never be throttled: a load balancer polling /readyz would lock itself out. */
 const UNLIMITED = new Set(['/healthz', '/readyz', '/metrics']);
@@ -52,13 +53,13 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
 }
 
 /**
- * Per authenticated user, for routes with their own budget (uploads, votes). Mount after requireUser.
+ * Per authenticated user, for routes with their own budget (uploads, votes). Refuses an anonymous caller with the 401 requireUser gives.
  * `exempt`: requests that cannot create anything new (an idempotent replay) spend nothing.
  */
 export function userRateLimit(limiter: Limiter, opts: { exempt?: (ctx: AppContext) => Promise<boolean> } = {}) {
   return async function userRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
-    const user = ctx.state.principal;
-    if (!user) throw errors.unauthorized();
+    // Why the caller has no user (a bad token says which) is the 401 they get.
+    const user = requireUser(ctx);
     if (!(await opts.exempt?.(ctx))) await applyLimit(ctx, limiter, user.userId);
     await next();
   };

@@ -9,7 +9,7 @@ import type { CreateResult, UploadType, UploadView } from '../../domain/uploads/
 import type { Limiter } from '../../store/rate-limiter.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
 import type { AppContext, AppState } from '../context.ts';
-import { needUser, requireUser } from '../middleware/authenticate.ts';
+import { requireUser } from '../middleware/authenticate.ts';
 import { userRateLimit } from '../middleware/rate-limit.ts';
 import { multipartUpload, uploadedFile } from '../middleware/multipart.ts';
 import { clientSignal } from '../client-signal.ts';
@@ -126,7 +126,6 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
   const chain = [
     outcome,
     acceptingUploads,
-    needUser,
     userRateLimit(deps.uploadLimiter, { exempt: knownKey }),
     multipartUpload({ media: deps.media, ...(deps.onReceived ? { onReceived: deps.onReceived } : {}) }),
     create,

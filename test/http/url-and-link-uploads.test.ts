@@ -153,14 +153,17 @@ describe('Idempotency-Key', () => {
       form.append('file', new Blob([jpeg]), 'x.jpg');
       return app.api.post('/api/v1/upload', undefined, { token: user.token, raw: form, headers: { 'idempotency-key': 'key-701' } });
     };
+    const accepted = async () => Number(/^pixvote_uploads_accepted_total\{type="image"\} (\d+)$/m.exec((await app.api.get('/metrics')).text)?.[1] ?? 0);
     const first = await send();
     assert.equal(first.status, 201);
     const rows = await countUploads(app);
+    const acceptedOnce = await accepted();
     const second = await send();
     assert.equal(second.status, 201, 'the same status, not a duplicate notice');
     assert.deepEqual(second.body, first.body);
     assert.equal(second.headers.get('idempotent-replayed'), 'true');
     assert.equal(await countUploads(app), rows);
+    assert.equal(await accepted(), acceptedOnce, 'a replay is not counted as another accepted upload');
   });
 
   test('the same key with a different request is refused', async () => {

@@ -102,7 +102,8 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = response.body;
     if (created) ctx.set('Location', `/api/upload/${created.id}`);
-    deps.onOutcome?.(created ? { accepted: created.upload_type } : { rejected: 'duplicate' });
+    // A replay stored nothing new: it was counted when it first ran.
+    if (!('replayed' in response && response.replayed)) deps.onOutcome?.(created ? { accepted: created.upload_type } : { rejected: 'duplicate' });
   };
   /** Before the body is read: a malformed Idempotency-Key is refused at once, a known one spends no upload point. */
   const knownKey = async (ctx: AppContext) => {

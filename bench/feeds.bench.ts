@@ -8,7 +8,7 @@
  * Then the uncached page build alone (FeedService over a cache that never hits: query, tags, JSON, ETag),
  * at 10k and 100k uploads. On SQLite, and on PostgreSQL + Redis.
  *
- *   npm run bench:feeds [-- --db sqlite,postgres --rounds 5 --seconds 2]
+ *   npm run bench:feeds [-- --db sqlite,postgres --rounds 5 --seconds 2 --cached-only]
  */
 import path from 'node:path';
 import type { Database } from '../src/store/database.ts';
@@ -199,7 +199,10 @@ function shuffled<T>(xs: T[], r: () => number): T[] {
 }
 
 if (isMain(import.meta.url)) {
-  await runAlone('feeds', { db: { type: 'string', default: 'sqlite,postgres' }, rounds: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' } }, (rec, v) =>
-    feedsBench(rec, { dbs: String(v.db).split(',') as DbKind[], rounds: Number(v.rounds), seconds: Number(v.seconds), connections: Number(v.connections), at100k: true }),
+  await runAlone(
+    'feeds',
+    { db: { type: 'string', default: 'sqlite,postgres' }, rounds: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' }, 'cached-only': { type: 'boolean' } },
+    (rec, v) =>
+      feedsBench(rec, { dbs: String(v.db).split(',') as DbKind[], rounds: Number(v.rounds), seconds: Number(v.seconds), connections: Number(v.connections), cachedOnly: Boolean(v['cached-only']), at100k: !v['cached-only'] }),
   );
 }

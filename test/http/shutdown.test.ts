@@ -182,3 +182,26 @@ test('PROCESSES=2 without Redis: a write through one process shows at once throu
     await cleanup();
   }
 });
+
+test('npm start (the README command) stops cleanly on SIGTERM and on SIGINT: the server drains and exits, nothing keeps serving', async () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const { env, cleanup } = await serverEnv();
+    const server = await spawnServer(env, { via: 'npm-start' });
+    try {
+      assert.equal((await server.api.get('/healthz')).status, 200);
+      server.kill(signal);
+      const exit = await server.exited;
+      assert.equal(exit.code, 0, `npm start exits 0 after ${signal}`);
+      assert.ok(server.logs.some((l) => l.msg === 'closed'), `the server itself shut down gracefully on ${signal}`);
+      // An orphaned server would still answer on its port.
+      const after = await server.api.get('/healthz').then(
+        (r) => `answered ${r.status}`,
+        (e: Error) => String((e.cause as Error | undefined)?.message ?? e.message),
+      );
+      assert.match(after, /ECONNREFUSED/, `nothing serves after ${signal}`);
+    } finally {
+      server.kill('SIGKILL');
+      await cleanup();
+    }
+  }
+});

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { client, type Client } from './http.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface ServerProcess {
   proc: ChildProcess;
@@ -19,8 +20,23 @@ export interface ServerProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-export async function spawnServer(env: Record<string, string>, opts: { timeoutMs?: number; expectListeners?: number } = {}): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, ['--experimental-strip-types', '--experimental-async-context-frame', MAIN], {
+/**
+ * `via: 'npm-start'` runs `npm start` in the checkout instead (the README's command), with npm's own
+ * signal handling in between; the npm that runs the tests is used when known.
+ */
+export async function spawnServer(
+  env: Record<string, string>,
+  opts: { timeoutMs?: number; expectListeners?: number; via?: 'node' | 'npm-start' } = {},
+): Promise<ServerProcess> {
+  const npmCli = process.env.npm_execpath;
+  const [command, args] =
+    opts.via === 'npm-start'
+      ? npmCli
+        ? [process.execPath, [npmCli, 'start', '--silent']]
+        : ['npm', ['start', '--silent']]
+      : [process.execPath, ['--experimental-strip-types', '--experimental-async-context-frame', MAIN]];
+  const proc = spawn(command, args, {
+    cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -49,7 +49,7 @@ async function connectGuarded(options: buildConnector.Options, guard: GuardOptio
   const allowed = guard.allowPrivate ? candidates : candidates.filter((ip) => guard.policy(ip) === null);
   if (allowed.length === 0) {
     const first = candidates[0] as string;
-    throw blocked(literal ? first : null, guard.policy(first) ?? 'forbidden');
+    throw literal ? blockedLiteral(first, guard.policy(first) ?? 'forbidden') : hostNotPublic();
   }
 
   const socket = await dialFirst(allowed, port, guard.signal);
@@ -57,7 +57,7 @@ async function connectGuarded(options: buildConnector.Options, guard: GuardOptio
   const reason = guard.allowPrivate ? null : guard.policy(remote);
   if (reason !== null) {
     socket.destroy();
-    throw blocked(literal ? remote : null, reason);
+    throw literal ? blockedLiteral(remote, reason) : hostNotPublic();
   }
   return protocol === 'https:' ? startTls(socket, hostname, guard.signal) : socket;
 }
@@ -68,9 +68,9 @@ async function resolveAll(hostname: string, guard: GuardOptions): Promise<string
     records = await untilAborted(guard.resolve(hostname), guard.signal);
   } catch (err) {
     if (guard.signal.aborted) throw err;
-    throw errors.fetchFailed('image_url host could not be resolved');
+    throw hostNotPublic();
   }
-  if (records.length === 0) throw errors.fetchFailed('image_url host could not be resolved');
+  if (records.length === 0) throw hostNotPublic();
   return records.map((r) => r.address);
 }
 
@@ -140,11 +140,16 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * The address is named only when the URL itself held it: echoing what a host name resolved to would let a user map
- * internal DNS (`http://db.internal/` → 10.x.y.z).
+ * A host name gets one answer whether it resolves to nothing, to a forbidden address, or is found forbidden after
+ * connecting: naming the address or its kind ("private", "loopback"), or telling "does not resolve" apart from
+ * "resolves somewhere internal", would let a user map the service's internal DNS (`http://db.internal/` → 10.x.y.z).
  */
-function blocked(literalIp: string | null, reason: string) {
+function hostNotPublic() {
+  return errors.fetchFailed('image_url host does not resolve to a public address');
+}
+
+/** A literal address came from the URL itself, so naming it and its kind reveals nothing new. */
+function blockedLiteral(ip: string, reason: string) {
   const article = /^[aeiou]/i.test(reason) && !/^uni/i.test(reason) ? 'an' : 'a';
-  const where = literalIp === null ? '' : `${literalIp}, `;
-  return errors.fetchFailed(`image_url resolves to ${where}${article} ${reason} address`);
+  return errors.fetchFailed(`image_url resolves to ${ip}, ${article} ${reason} address`);
 }

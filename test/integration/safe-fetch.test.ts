@@ -200,7 +200,7 @@ describe('fetchImage: forbidden addresses never get a connection', () => {
     ['169.254.169.254', /resolves to 169\.254\.169\.254, a link-local address$/],
     ['10.0.0.1', /resolves to 10\.0\.0\.1, a private address$/],
     ['[fd00::1]', /resolves to fd00::1, a unique-local address$/],
-    ['localhost', /^image_url resolves to a loopback address$/],
+    ['localhost', /^image_url host does not resolve to a public address$/],
   ];
 
   it('with allowPrivate=false, each form is refused and the listener sees no connection at all', async (t) => {
@@ -228,14 +228,38 @@ describe('fetchImage: forbidden addresses never get a connection', () => {
     const resolve = async () => [{ address: '127.0.0.1' }];
     await rejectsWith(
       fetchImage(`http://images.public.example:${tr.port}/`, { ...STRICT, resolve }),
-      'image_url resolves to a loopback address',
+      'image_url host does not resolve to a public address',
     );
     assert.equal(tr.connections, 0);
   });
 
   it('a host name resolving to a private address does not reveal that address', async () => {
     const resolve = async () => [{ address: '10.0.3.17' }];
-    await rejectsWith(fetchImage('http://db.internal.example/', { ...STRICT, resolve }), 'image_url resolves to a private address');
+    await rejectsWith(fetchImage('http://db.internal.example/', { ...STRICT, resolve }), 'image_url host does not resolve to a public address');
+  });
+
+  it('fetch_failed never tells what a host name resolved to: not the address, not its kind, not whether it resolved', async () => {
+    const answers: Record<string, string[]> = {
+      'loopback.example': ['127.0.0.1'],
+      'v6.example': ['::1'],
+      'mapped.example': ['::ffff:10.1.2.3'],
+      'private.example': ['10.0.3.17', '192.168.1.9'],
+      'nxdomain.example': [],
+    };
+    const resolve = async (name: string) => (answers[name] ?? []).map((address) => ({ address }));
+    const messages = new Set<string>();
+    // `localhost` goes through the system resolver.
+    for (const host of [...Object.keys(answers), 'localhost']) {
+      const err = await fetchImage(`http://${host}/x.png`, host === 'localhost' ? STRICT : { ...STRICT, resolve }).then(
+        () => assert.fail(`${host} was fetched`),
+        (e: AppError) => e,
+      );
+      assert.equal(err.code, 'fetch_failed', host);
+      assert.doesNotMatch(err.message, /127\.0\.0\.1|::1|10\.|192\.168|ffff/, host);
+      assert.doesNotMatch(err.message, /loopback|private|mapped|link-local|unique-local|could not be resolved/, host);
+      messages.add(err.message);
+    }
+    assert.deepEqual([...messages], ['image_url host does not resolve to a public address']);
   });
 
   it('of several resolved addresses only allowed ones are dialled', async (t) => {
@@ -322,7 +346,7 @@ describe('fetchImage: redirects', () => {
     const resolve = async (name: string) => [{ address: hosts[name] ?? '192.0.2.1' }];
     await rejectsWith(
       fetchImage(`http://cdn.public.example:${s.port}/`, { ...STRICT, resolve, addressPolicy: pretendPublic('127.0.0.2') }),
-      'image_url resolves to a loopback address',
+      'image_url host does not resolve to a public address',
     );
     assert.equal(s.requests, 1);
     assert.equal(tr.connections, 0);
@@ -337,7 +361,7 @@ describe('fetchImage: redirects', () => {
     const resolve = async () => [{ address: answers[Math.min(lookups++, 1)] as string }];
     await rejectsWith(
       fetchImage(`http://rebind.example:${tr.port}/`, { ...STRICT, resolve, addressPolicy: pretendPublic('127.0.0.2') }),
-      'image_url resolves to a loopback address',
+      'image_url host does not resolve to a public address',
     );
     assert.equal(lookups, 2);
     assert.equal(s.requests, 1);

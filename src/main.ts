@@ -107,13 +107,12 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   await media.init();
   const uploadsRepo = new UploadRepository(db, similarityIndexFor(db.dialect, config.nearDuplicateIndex));
   // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
+  // Stored files are removed only under their lock, and only while no row references them.
+  const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
   const sweep = async () => {
-    const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key));
+    const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
     const garbage = await uploadsRepo.pendingGarbage();
-    for (const key of garbage) {
-      await media.remove(key);
-      await uploadsRepo.mediaRemoved(key);
-    }
+    for (const key of garbage) await release(key);
     if (staged.committed || staged.discarded || garbage.length) log.info({ ...staged, removed: garbage.length }, 'media recovered');
   };
   await sweep();

@@ -99,6 +99,11 @@ export class FileMediaStore implements MediaStore {
     await Promise.all(VARIANTS.map((v) => rm(this.variantPath(key, v), { force: true })));
   }
 
+  async has(key: string): Promise<boolean> {
+    const found = await Promise.all(VARIANTS.map((v) => stat(this.variantPath(key, v)).then(() => true, () => false)));
+    return found.every(Boolean);
+  }
+
   /** A fresh directory for one request's multipart temp file; removed by the caller in a finally. */
   async tempDir(name: string): Promise<string> {
     const dir = join(this.tmpRoot, this.instance, name);
@@ -110,8 +115,15 @@ export class FileMediaStore implements MediaStore {
    * Recovery. Staged media of any instance (this one included) whose row exists is moved into place
    * (always safe: commits are idempotent). Everything else left by dead instances — staged media without a row, temp files —
    * is removed. Live instances' unreferenced work is theirs and is left alone.
+   *
+   * `release` removes stored files unless a row references them (under the files' lock): files moved in for
+   * a row that was deleted meanwhile (its delete found nothing to remove yet) go through it, so none is left
+   * without a row.
    */
-  async sweep(isReferenced: (key: string) => Promise<boolean>): Promise<{ committed: number; discarded: number }> {
+  async sweep(
+    isReferenced: (key: string) => Promise<boolean>,
+    release: (key: string) => Promise<unknown> = async (key) => (await isReferenced(key)) || this.remove(key),
+  ): Promise<{ committed: number; discarded: number }> {
     let committed = 0;
     let discarded = 0;
     for (const instance of await readdir(this.stagingRoot).catch(() => [] as string[])) {
@@ -122,6 +134,7 @@ export class FileMediaStore implements MediaStore {
         if (key === ALIVE) continue;
         if (KEY_RE.test(key) && (await isReferenced(key))) {
           await this.commit(key, instance);
+          if (!(await isReferenced(key))) await release(key);
           committed++;
         } else if (dead) {
           await rm(join(this.stagingRoot, instance, key), { recursive: true, force: true });

@@ -1,7 +1,9 @@
 /**
- * Two rules every upload query shares: which uploads a viewer may see, and how a transaction takes the
- * upload row's lock before touching what hangs off it (votes, tags, shared files).
+ * Rules every upload query shares: which uploads a viewer may see, how a transaction takes the upload
+ * row's lock before touching what hangs off it (votes, tags), and the lock of a set of stored files that
+ * uploads of the same bytes share.
  */
+import { createHash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Viewer } from '../domain/uploads/upload.types.ts';
 import type { Dialect } from './dialect.ts';
@@ -18,8 +20,8 @@ export function visibleTo(dialect: Dialect, viewer: Viewer | null): RawBuilder<b
 
 /**
  * Reads (and on PostgreSQL locks, `for update`) the upload row inside a transaction; undefined when it
- * does not exist. Lock order everywhere: the upload row first, then what hangs off it. SQLite runs one
- * writer at a time and needs no row lock.
+ * does not exist. Lock order everywhere: a stored-files lock (`lockMedia`) when one is needed, then the
+ * upload row, then what hangs off it. SQLite runs one writer at a time and needs no row lock.
  */
 export async function lockUpload<C extends string>(db: Kysely<any>, dialect: Dialect, id: string, columns: readonly C[]): Promise<Record<C, unknown> | undefined> {
   let q = db.selectFrom('uploads').select(columns as readonly string[]).where('id', '=', id);
@@ -28,12 +30,25 @@ export async function lockUpload<C extends string>(db: Kysely<any>, dialect: Dia
 }
 
 /**
- * Locks (PostgreSQL) every upload row sharing a set of stored files, in id order, so that two transactions
- * deleting the last two users of those files run one after the other: each sees whether the other's row is
- * still there, and exactly one of them finds itself the last. Returns the ids still sharing them.
+ * Takes the lock of a set of stored files (its media key) until the transaction ends. Every change to
+ * which rows reference those files happens under it: an insert that shares them, a delete that may release
+ * them, and the removal of the files themselves. So a transaction holding it sees, in any statement after
+ * this one, every row that references the files — none is committed behind its back — and files whose last
+ * row went can never be referenced again (an insert shares only files a row still references under this lock).
+ *
+ * PostgreSQL: a transaction-level advisory lock on a 64-bit digest of the key (a digest collision only
+ * makes two unrelated keys wait for each other). SQLite runs one writing transaction at a time: the
+ * caller's first write takes the database's write lock, and a transaction whose reads went stale before
+ * it could write is retried whole (SQLITE_BUSY_SNAPSHOT), so nothing needs taking here.
  */
-export async function lockSharers(db: Kysely<any>, dialect: Dialect, mediaKey: string): Promise<string[]> {
-  let q = db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).orderBy('id');
-  if (dialect.name === 'postgres') q = q.forUpdate();
-  return (await q.execute()).map((r) => r.id as string);
+export async function lockMedia(db: Kysely<any>, dialect: Dialect, mediaKey: string): Promise<void> {
+  if (dialect.name !== 'postgres') return;
+  const digest = createHash('sha256').update(`pixvote:media:${mediaKey}`).digest();
+  await sql`select pg_advisory_xact_lock(${BigInt.asIntN(64, digest.readBigUInt64BE(0)).toString()}::bigint)`.execute(db);
+}
+
+/** Whether any upload row references these stored files (read in a statement of its own, after `lockMedia`). */
+export async function mediaReferenced(db: Kysely<any>, mediaKey: string): Promise<boolean> {
+  const row = await db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst();
+  return Boolean(row);
 }

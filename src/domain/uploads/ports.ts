@@ -8,6 +8,9 @@ import type { UploadRecord, Viewer } from './upload.types.ts';
 /** What an insert writes: a stored upload minus what the database derives (owner name, counters, tags). */
 export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCount' | 'tags'>;
 
+/** What an upload sharing another's stored files takes from it: the key and the stored variants' sizes. */
+export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };
+
 export interface UploadStore {
   findById(id: string): Promise<UploadRecord | null>;
   /** The stored-files key of an image upload (null for links), or undefined when there is no such upload. */
@@ -19,9 +22,11 @@ export interface UploadStore {
   /**
    * Inserts the upload, its tags and its similarity-index entry in one transaction.
    * When the same user already stored these bytes (a race of two identical uploads), returns that upload's id.
-   * `reuseMediaOf`: the upload whose stored files this one shares; the insert fails with 'gone' if it vanished.
+   * `shareMedia`: stored files of the same bytes to use instead of the upload's own staged ones — only if an
+   * upload still references them, decided under the files' lock (`sharedMedia` says which were used; with
+   * false the caller moves its staged files in, with true it discards them).
    */
-  insert(upload: NewUpload, tagNames: string[], opts?: { reuseMediaOf?: string }): Promise<{ ok: true } | { ok: false; duplicateOf: string } | { ok: false; gone: true }>;
+  insert(upload: NewUpload, tagNames: string[], opts?: { shareMedia?: SharedMedia }): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string }>;
   /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */
   findAnyBySha256(sha256: string): Promise<UploadRecord | null>;
   setPrivacy(id: string, isPrivate: boolean): Promise<void>;
@@ -30,8 +35,12 @@ export interface UploadStore {
    * another upload. When not, the key is journalled as garbage in the same transaction.
    */
   delete(id: string): Promise<{ mediaKey: string | null; mediaStillUsed: boolean } | null>;
-  /** The garbage journal entry of a media key whose files are now removed. */
-  mediaRemoved(mediaKey: string): Promise<void>;
+  /**
+   * Releases stored files no row references: under the files' lock, runs `remove` unless an upload
+   * references the key, and clears the key's garbage journal entry (kept when `remove` fails, so that the
+   * sweep retries). Returns whether the files were removed.
+   */
+  releaseMedia(mediaKey: string, remove: () => Promise<void>): Promise<boolean>;
 }
 
 export interface MediaStore {
@@ -43,6 +52,8 @@ export interface MediaStore {
   discard(mediaKey: string): Promise<void>;
   /** Removes stored variants. */
   remove(mediaKey: string): Promise<void>;
+  /** Whether every variant of a media key is stored (moved into place, not only staged). */
+  has(mediaKey: string): Promise<boolean>;
 }
 
 /** The worker pool, as the domain sees it. Rejections arrive as AppErrors (400 codes, or 503 busy). */

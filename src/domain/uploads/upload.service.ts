@@ -7,8 +7,8 @@ import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
 import { validateExternalUrl } from '../embeds.ts';
-import { personRefusal, type HumanPolicy } from '../person-policy.ts';
-import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, UploadStore } from './ports.ts';
+import type { HumanPolicy } from '../person-policy.ts';
+import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, SharedMedia, UploadStore } from './ports.ts';
 import type { CreateResult, DuplicateNotice, UploadRecord, Viewer } from './upload.types.ts';
 import { toUploadView } from './upload-view.ts';
 
@@ -78,15 +78,14 @@ export class UploadService {
     const exact = await this.#uploads.findVisibleBySha256(input.sha256, viewer);
     if (exact) return this.#duplicate(exact.id, 'exact', 0);
 
-    // The same bytes stored privately by someone else: not revealed, but their derived files are shared.
-    const twin = await this.#uploads.findAnyBySha256(input.sha256);
-    if (twin && twin.mediaKey && twin.phash && (twin.humanScore !== null || this.#policy.humanPolicy === 'off')) {
-      const shared = await this.#createFromTwin(principal, input, { ...twin, phash: twin.phash }, viewer);
-      if (shared) return shared;
-    }
-
+    // Bytes stored only as someone else's private upload must not be revealed, by the answer or by its timing
+    // (API.md Uploads): they take the very path of new bytes — staging, the whole worker pipeline, the insert —
+    // and only there, under the stored files' lock, share that upload's files instead of adding a copy of them.
+    // What differs for such bytes is three stats, a lock and one indexed read around the insert, and discarding
+    // the staged copy instead of moving it in: well under a millisecond, against the pipeline's tens to hundreds.
     const id = randomUUID();
-    // Files are named by their own key, not the upload id: an upload sharing them must not reveal the first one's id.
+    // Files are staged under a key of their own, never the upload id; the record's filename is this key even
+    // when the stored files end up shared, so nothing in the answer ties it to another upload.
     const mediaKey = randomUUID();
     const stagingDir = await this.#media.stage(mediaKey);
     let committed = false;
@@ -115,12 +114,13 @@ export class UploadService {
         humanScore: processed.humanScore,
         variants: Object.fromEntries(processed.variants.map((v) => [v.name, { width: v.width, height: v.height, bytes: v.bytes }])),
       };
-      const inserted = await this.#uploads.insert(row, input.tags);
-      if (!inserted.ok) return this.#duplicate('duplicateOf' in inserted ? inserted.duplicateOf : id, 'exact', 0);
-      committed = true;
-      // After the commit: a crash before this rename leaves the files staged, and start-up moves them in.
-      await this.#media.commit(mediaKey);
-      return this.#created(id);
+      const inserted = await this.#uploads.insert(row, input.tags, { shareMedia: await this.#storedTwin(input.sha256) });
+      if (!inserted.ok) return this.#duplicate(inserted.duplicateOf, 'exact', 0);
+      // Shared: the staged copy is discarded below. Own: moved in after the commit (a crash before this rename
+      // leaves the files staged, and the sweep moves them in).
+      committed = !inserted.sharedMedia;
+      if (committed) await this.#media.commit(mediaKey);
+      return await this.#created(id, committed ? mediaKey : null);
     } finally {
       // Best effort: a failed cleanup must not replace the answer (a dead process's leftovers are swept).
       if (!committed) await this.#media.discard(mediaKey).catch(() => {});
@@ -181,12 +181,7 @@ export class UploadService {
     // The row is gone: feeds must stop showing it whatever happens to the files, whose removal is journalled
     // (media_garbage) and retried by the sweep if it fails here.
     await this.#events.onChanged?.();
-    if (deleted.mediaKey && !deleted.mediaStillUsed) {
-      await this.#media.remove(deleted.mediaKey).then(
-        () => this.#uploads.mediaRemoved(deleted.mediaKey!),
-        () => {},
-      );
-    }
+    if (deleted.mediaKey && !deleted.mediaStillUsed) await this.#releaseMedia(deleted.mediaKey).catch(() => {});
     return { success: true, id };
   }
 
@@ -198,34 +193,19 @@ export class UploadService {
   }
 
   /**
-   * Same rules, in the same order, as a fresh image (near duplicates as soon as the hash is known, then the
-   * person policy), decided from what the twin's processing found.
+   * Stored files of these bytes that a new upload may share: any upload's, visible or not, once they are in
+   * place (a fresh upload's files move in only after its commit). Whether a row still references them is
+   * decided by the insert, under their lock.
    */
-  async #createFromTwin(principal: Principal, input: ImageInput, twin: UploadRecord & { phash: string }, viewer: Viewer): Promise<CreateResult | null> {
-    const near = await this.#nearDuplicate(twin.phash, viewer);
-    if (near) return near;
-    const refusal = personRefusal(this.#policy.humanPolicy, this.#policy.humanThreshold, twin.humanScore);
-    if (refusal) throw errors.humanDetected(refusal);
-    const id = randomUUID();
-    const row: NewUpload = {
-      ...this.#base(id, principal, input),
-      uploadType: 'image',
-      filename: `${twin.mediaKey}.webp`,
-      sha256: input.sha256,
-      phash: twin.phash,
-      mediaKey: twin.mediaKey,
-      width: twin.width,
-      height: twin.height,
-      animated: twin.animated,
-      originalFormat: twin.originalFormat,
-      thumbhash: twin.thumbhash,
-      humanScore: this.#policy.humanPolicy === 'off' ? null : twin.humanScore,
-      variants: twin.variants,
-    };
-    const inserted = await this.#uploads.insert(row, input.tags, { reuseMediaOf: twin.id });
-    if (inserted.ok) return this.#created(id);
-    if ('duplicateOf' in inserted) return this.#duplicate(inserted.duplicateOf, 'exact', 0);
-    return null; // the twin was deleted meanwhile: process the bytes afresh
+  async #storedTwin(sha256: string): Promise<SharedMedia | undefined> {
+    const twin = await this.#uploads.findAnyBySha256(sha256);
+    if (!twin?.mediaKey || !(await this.#media.has(twin.mediaKey))) return undefined;
+    return { mediaKey: twin.mediaKey, variants: twin.variants };
+  }
+
+  /** Removes stored files unless an upload references them (journalled: the sweep retries a failure). */
+  #releaseMedia(mediaKey: string): Promise<boolean> {
+    return this.#uploads.releaseMedia(mediaKey, () => this.#media.remove(mediaKey));
   }
 
   /** The closest visible upload within NEAR_DUPLICATE_DISTANCE, as the answer to give; null when there is none. */
@@ -259,10 +239,14 @@ export class UploadService {
     };
   }
 
-  async #created(id: string): Promise<CreateResult> {
+  /** `ownMedia`: files this upload moved in; released if its row was deleted before they were in place. */
+  async #created(id: string, ownMedia: string | null = null): Promise<CreateResult> {
     await this.#events.onChanged?.();
     const u = await this.#uploads.findById(id);
-    if (!u) throw errors.notFound(`upload ${id} vanished`);
+    if (!u) {
+      if (ownMedia) await this.#releaseMedia(ownMedia);
+      throw errors.notFound(`upload ${id} vanished`);
+    }
     return { kind: 'created', upload: toUploadView(u, null) };
   }
 

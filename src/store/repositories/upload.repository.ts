@@ -4,7 +4,7 @@
  * which index they use.
  */
 import { sql, type Kysely } from 'kysely';
-import type { NewUpload, UploadStore } from '../../domain/uploads/ports.ts';
+import type { NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
 import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
 import type { TagView } from '../../domain/tags.ts';
 import { isUuid } from '../../domain/ids.ts';
@@ -13,7 +13,7 @@ import { isUniqueViolation, type Dialect } from '../dialect.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { chunksOf } from '../similarity/hamming.ts';
 import { linkTags, tagsOf } from './tag-links.ts';
-import { lockSharers, lockUpload, visibleTo } from '../upload-rows.ts';
+import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
 
 /** Columns of an upload record, with the owner's name. */
@@ -89,9 +89,7 @@ export class UploadRepository implements UploadStore {
 
   /** Whether any upload row uses these stored files (recovery: staged files of a committed row move in). */
   async isMediaReferenced(mediaKey: string): Promise<boolean> {
-    if (!isUuid(mediaKey)) return false;
-    const row = await this.#db.db().selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst();
-    return Boolean(row);
+    return isUuid(mediaKey) && mediaReferenced(this.#db.db(), mediaKey);
   }
 
   async findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null> {
@@ -107,13 +105,20 @@ export class UploadRepository implements UploadStore {
     return this.#similarity.findNear(this.#db.db(), phash, maxDistance, viewer);
   }
 
-  async insert(u: NewUpload, tagNames: string[], opts: { reuseMediaOf?: string } = {}) {
+  async insert(u: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia } = {}) {
     const d = this.#db.dialect;
     const chunks = u.phash ? chunksOf(u.phash) : [null, null, null, null];
     try {
       return await this.#db.transaction(async (_em, db) => {
-        // Lock the upload whose files we share, so a concurrent delete cannot remove them under us.
-        if (opts.reuseMediaOf && !(await lockUpload(db, d, opts.reuseMediaOf, ['id']))) return { ok: false as const, gone: true as const };
+        // Shared files are referenced only while another row still references them, checked under their lock:
+        // a delete that may release them takes it too, so it sees this row, or released them before we looked.
+        const share = opts.shareMedia;
+        let sharedMedia = false;
+        if (share) {
+          await lockMedia(db, d, share.mediaKey);
+          sharedMedia = await mediaReferenced(db, share.mediaKey);
+        }
+        const media = sharedMedia ? share! : u;
         await db
           .insertInto('uploads')
           .values({
@@ -134,19 +139,19 @@ export class UploadRepository implements UploadStore {
             ph1: chunks[1],
             ph2: chunks[2],
             ph3: chunks[3],
-            media_key: u.mediaKey,
+            media_key: media.mediaKey,
             width: u.width,
             height: u.height,
             animated: u.animated === null ? null : d.bool(u.animated),
             original_format: u.originalFormat,
             thumbhash: u.thumbhash,
             human_score: u.humanScore,
-            variants: u.variants === null ? null : JSON.stringify(u.variants),
+            variants: media.variants === null ? null : JSON.stringify(media.variants),
           })
           .execute();
         if (u.phash) await this.#similarity.add(db, u.id, u.phash);
         await linkTags(db, d, u.id, tagNames, u.createdAt);
-        return { ok: true as const };
+        return { ok: true as const, sharedMedia };
       });
     } catch (e) {
       if (u.sha256 && isUniqueViolation(e)) {
@@ -157,8 +162,16 @@ export class UploadRepository implements UploadStore {
     }
   }
 
-  async mediaRemoved(mediaKey: string): Promise<void> {
-    await this.#db.db().deleteFrom('media_garbage').where('media_key', '=', mediaKey).execute();
+  async releaseMedia(mediaKey: string, remove: () => Promise<void>): Promise<boolean> {
+    return this.#db.transaction(async (_em, db) => {
+      await lockMedia(db, this.#db.dialect, mediaKey);
+      // A write first: on SQLite it takes the database's write lock, held (like the key's lock on PostgreSQL)
+      // until the files are gone, so no insert can share them in between. A failed remove rolls it back.
+      await db.deleteFrom('media_garbage').where('media_key', '=', mediaKey).execute();
+      if (await mediaReferenced(db, mediaKey)) return false;
+      await remove();
+      return true;
+    });
   }
 
   async pendingGarbage(limit = 1000): Promise<string[]> {
@@ -172,12 +185,14 @@ export class UploadRepository implements UploadStore {
 
   async delete(id: string) {
     if (!isUuid(id)) return null;
+    const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
-      // A row's media key never changes: read it, then lock every row sharing the files (this one included).
+      // A row's media key never changes: read it, then take the files' lock before the row's (the order
+      // every transaction takes them in).
       const own = await db.selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
-      const sharers = own?.media_key ? await lockSharers(db, this.#db.dialect, own.media_key as string) : null;
-      const row = await lockUpload(db, this.#db.dialect, id, ['media_key']);
-      if (!row) return null;
+      const mediaKey = (own?.media_key as string | null | undefined) ?? null;
+      if (mediaKey) await lockMedia(db, d, mediaKey);
+      if (!(await lockUpload(db, d, id, ['id']))) return null;
       await db
         .updateTable('tags')
         .set({ upload_count: sql`upload_count - 1` })
@@ -186,12 +201,12 @@ export class UploadRepository implements UploadStore {
       await this.#similarity.remove(db, id);
       // Votes and tag links go with the row (on delete cascade).
       await db.deleteFrom('uploads').where('id', '=', id).execute();
-      const mediaKey = row.media_key as string | null;
-      const others = Boolean(sharers?.some((other) => other !== id));
-      if (mediaKey && !others) {
-        await db.insertInto('media_garbage').values({ media_key: mediaKey, created_at: this.#db.dialect.date(new Date()) }).onConflict((oc) => oc.doNothing()).execute();
+      // Under the files' lock, in a statement of its own: every row sharing them is committed and visible here.
+      const mediaStillUsed = mediaKey ? await mediaReferenced(db, mediaKey) : false;
+      if (mediaKey && !mediaStillUsed) {
+        await db.insertInto('media_garbage').values({ media_key: mediaKey, created_at: d.date(new Date()) }).onConflict((oc) => oc.doNothing()).execute();
       }
-      return { mediaKey, mediaStillUsed: others };
+      return { mediaKey, mediaStillUsed };
     });
   }
 }

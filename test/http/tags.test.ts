@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
-import { uploadFields } from '../support/uploads.ts';
+import { countUploads, uploadFields } from '../support/uploads.ts';
 
 let app: TestApp;
 let owner: TestUser;
@@ -17,8 +17,8 @@ before(async () => {
 });
 after(() => app.close());
 
-async function upload(tags = ''): Promise<string> {
-  const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: `https://example.com/${Math.random()}`, tags });
+async function upload(tags = '', fields: Record<string, string> = {}): Promise<string> {
+  const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: `https://example.com/${Math.random()}`, tags, ...fields });
   assert.equal(r.status, 201);
   return r.body.id;
 }
@@ -116,4 +116,123 @@ test('GET /api/tags?q= suggests by prefix, most used first', async () => {
   assert.deepEqual(r.body.tags.map((t: { name: string; uploads: number }) => [t.name, t.uploads]), [['zebra', 3], ['zebrafish', 1]]);
   const escaped = await app.api.get('/api/tags?q=%25');
   assert.deepEqual(escaped.body.tags, [], 'a % in the prefix is matched literally');
+});
+
+/** GET /api/tags?q= as [name, uploads] pairs. */
+async function suggest(q: string, token?: string): Promise<Array<[string, number]>> {
+  const r = await app.api.get(`/api/tags?q=${encodeURIComponent(q)}`, token ? { token } : {});
+  assert.equal(r.status, 200);
+  return r.body.tags.map((t: { name: string; uploads: number }) => [t.name, t.uploads]);
+}
+
+describe('tags see only what a listing shows (public uploads, for everyone)', () => {
+  test('GET /api/tags lists no tag that only private uploads carry, to anyone, owner and admin included', async () => {
+    await upload('hushhush, hushshared', { is_private: 'true' });
+    await upload('hushshared');
+    for (const token of [undefined, owner.token, other.token, admin.token]) {
+      assert.deepEqual(await suggest('hush', token), [['hushshared', 1]], `as ${token === admin.token ? 'admin' : token === owner.token ? 'owner' : 'someone else'}`);
+    }
+  });
+
+  test('counts follow privacy changes, tag edits on private uploads and deletes', async () => {
+    const secret = await upload('mothfirst', { is_private: 'true' });
+    const open = await upload('mothfirst');
+    assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
+    // Tags added to a private upload list nothing.
+    assert.equal((await app.api.post(`/api/uploads/${secret}/tags`, { tags: ['mothsecond'] }, { token: owner.token })).status, 200);
+    assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
+    // Made public, its tags count; private again, they stop counting.
+    assert.equal((await app.api.patch(`/api/upload/${secret}/privacy`, { is_private: false }, { token: owner.token })).status, 200);
+    assert.deepEqual(await suggest('moth'), [['mothfirst', 2], ['mothsecond', 1]]);
+    assert.equal((await app.api.patch(`/api/upload/${secret}/privacy`, { is_private: true }, { token: admin.token })).status, 200);
+    assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
+    // Removing a tag from, or deleting, a private upload takes nothing from the public count.
+    assert.equal((await app.api.del(`/api/uploads/${secret}/tags/mothfirst`, { token: owner.token })).status, 200);
+    assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
+    assert.equal((await app.api.del(`/api/upload/${secret}`, { token: owner.token })).status, 200);
+    assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
+    assert.equal((await app.api.del(`/api/upload/${open}`, { token: owner.token })).status, 200);
+    assert.deepEqual(await suggest('moth'), []);
+  });
+
+  test('GET /api/uploads/{id}/tags of a private upload answers its tags (reachable by id), and they stay unlisted', async () => {
+    const id = await upload('quietone', { is_private: 'true' });
+    assert.deepEqual(names((await app.api.get(`/api/uploads/${id}/tags`)).body.tags), ['quietone']);
+    assert.deepEqual(await suggest('quiet'), []);
+  });
+
+  test('under concurrent privacy flips, tag edits and deletes the count equals what the listing shows', async () => {
+    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => upload('flipcount', { is_private: String(i % 2 === 0) })));
+    await Promise.all(
+      ids.map(async (id, i) => {
+        for (let round = 0; round < 4; round++) {
+          const flip = app.api.patch(`/api/upload/${id}/privacy`, { is_private: (i + round) % 2 === 1 }, { token: owner.token });
+          const edit =
+            round % 2 === 0
+              ? app.api.del(`/api/uploads/${id}/tags/flipcount`, { token: owner.token })
+              : app.api.post(`/api/uploads/${id}/tags`, { tags: ['flipcount'] }, { token: owner.token });
+          for (const r of await Promise.all([flip, edit])) assert.ok(r.status === 200 || r.status === 404, `answered ${r.status}`);
+        }
+        if (i % 3 === 0) assert.equal((await app.api.del(`/api/upload/${id}`, { token: owner.token })).status, 200);
+      }),
+    );
+    const listed = await app.api.get('/api/uploads?tag=flipcount&limit=50');
+    const expected = listed.body.uploads.length;
+    assert.deepEqual(await suggest('flipcount'), expected ? [['flipcount', expected]] : []);
+    const row = await app.composed.db.db().selectFrom('tags').select('upload_count').where('slug', '=', 'flipcount').executeTakeFirstOrThrow();
+    assert.equal(Number(row.upload_count), expected);
+  });
+});
+
+describe('tag names fold compatibility forms and refuse invisible characters', () => {
+  test('fullwidth and compatibility forms fold to plain letters (POST /api/uploads/{id}/tags)', async () => {
+    const id = await upload('cats');
+    const r = await app.api.post(`/api/uploads/${id}/tags`, { tags: ['ＣＡＴＳ', 'Ｃｕｔｅ\u3000Ｃａｔｓ', 'ﬁsh', '①'] }, { token: owner.token });
+    assert.equal(r.status, 200);
+    assert.deepEqual(names(r.body.tags).sort(), ['1', 'cats', 'cute cats', 'fish']);
+  });
+
+  test('fullwidth forms fold in the upload\'s tags field too', async () => {
+    const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/fold', tags: 'ＤＯＧＳ, dogs, Ｐｅｔｓ' });
+    assert.equal(r.status, 201);
+    assert.deepEqual(names(r.body.tags), ['dogs', 'pets']);
+  });
+
+  const invisible: Array<[string, string]> = [
+    ['ca\u200Bts', 'U+200B'], // zero-width space
+    ['ca\u200Cts', 'U+200C'], // zero-width non-joiner
+    ['ca\u200Dts', 'U+200D'], // zero-width joiner
+    ['\uFEFFcats', 'U+FEFF'], // byte order mark
+    ['cats\u202E', 'U+202E'], // right-to-left override
+    ['ca\u2066ts', 'U+2066'], // left-to-right isolate
+    ['ca\u200Fts', 'U+200F'], // right-to-left mark
+    ['ca\u00ADts', 'U+00AD'], // soft hyphen
+    ['ca\u2060ts', 'U+2060'], // word joiner
+    ['\u3164', 'U+3164'], // Hangul filler: a "letter" that shows nothing
+    ['ca\u0007ts', 'U+0007'], // a control character
+  ];
+
+  test('an invisible character → 400 invalid_tag naming the tag and the character; nothing added', async () => {
+    const id = await upload('visible');
+    for (const [tag, code] of invisible) {
+      const r = await app.api.post(`/api/uploads/${id}/tags`, { tags: ['fine', tag] }, { token: owner.token });
+      assert.equal(r.status, 400, code);
+      assert.equal(r.body.error, 'invalid_tag', code);
+      // Named as sent, the invisible character spelled out where it sits.
+      assert.ok(r.body.message.includes(`tag "${tag.replace(/[^a-z]/, `<${code}>`)}"`), `${code}: ${r.body.message}`);
+    }
+    assert.deepEqual(names((await app.api.get(`/api/uploads/${id}/tags`)).body.tags), ['visible']);
+    assert.deepEqual(await suggest('fine'), []);
+  });
+
+  test('an invisible character in the upload\'s tags field → 400 invalid_tag; nothing stored', async () => {
+    const before = await countUploads(app);
+    for (const [tag, code] of invisible) {
+      const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/invisible', tags: `fine, ${tag}` });
+      assert.equal(r.status, 400, code);
+      assert.equal(r.body.error, 'invalid_tag', code);
+      assert.ok(r.body.message.includes(code), `${code}: ${r.body.message}`);
+    }
+    assert.equal(await countUploads(app), before);
+  });
 });

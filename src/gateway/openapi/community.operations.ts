@@ -112,7 +112,7 @@ export const communityOperations: Operation[] = [
     operationId: 'suggestTags',
     tag: 'tags',
     summary: 'Tag suggestions by name prefix',
-    description: 'Tags in use, most used first.',
+    description: 'Tags carried by uploads a listing shows (public ones, for every caller), most used first; a tag only private uploads carry is not suggested, and private uploads are not counted.',
     auth: 'none',
     limit: 'general',
     query: TagSuggestQuery,

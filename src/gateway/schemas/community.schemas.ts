@@ -50,7 +50,9 @@ export const TagsBody = z.object({
   tags: z
     .array(z.string({ error: 'tags must be strings' }), { error: 'tags must be an array of tag names' })
     .max(50, { error: 'tags lists too many names' })
-    .describe('Names to add; normalized as in API.md (trimmed, lowercased, inner whitespace collapsed).'),
+    .describe(
+      'Names to add; normalized as in API.md: NFKC-folded (fullwidth and compatibility forms become plain letters), trimmed, lowercased, inner whitespace collapsed. A name with an invisible character (zero-width, bidi control, BOM, soft hyphen, control) is 400 `invalid_tag`.',
+    ),
 });
 
 export const TagSuggestQuery = z.object({
@@ -91,5 +93,7 @@ export const Profile = z.object({
 
 export const TagList = z.object({ tags: z.array(Tag) });
 export const TagsChanged = Success.extend({ tags: z.array(Tag).describe('All tags of the upload after the change.') });
-export const TagSuggestion = Tag.extend({ uploads: z.int().nonnegative().describe('How many uploads carry the tag.') });
+export const TagSuggestion = Tag.extend({
+  uploads: z.int().nonnegative().describe('How many uploads a listing shows carry the tag (public ones; private uploads are never counted).'),
+});
 export const TagSuggestions = z.object({ tags: z.array(TagSuggestion) });

@@ -39,8 +39,8 @@ export const UploadFields = z.object({
   tags: z
     .union([z.string(), z.array(z.string()).transform((v) => v.join(','))], { error: 'tags must be a comma-separated string' })
     .optional()
-    .describe('Comma-separated tag names, at most 10.'),
-  is_private: boolField.describe('Private uploads are unlisted: reachable by id, shown in listings only to their owner and admins.'),
+    .describe('Comma-separated tag names, at most 10, normalized and validated as in `POST /api/uploads/{id}/tags`.'),
+  is_private: boolField.describe('Private uploads are unlisted: reachable by anyone who has the id, in no listing and no tag count (owners find theirs in /api/profile).'),
   image_url: text('image_url').describe('For `upload_type=image_url`: an http(s) URL of an image the service fetches (public addresses only).'),
   external_url: text('external_url').describe('For `upload_type=link`: an http(s) URL of at most 2048 characters.'),
 });

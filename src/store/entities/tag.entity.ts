@@ -7,7 +7,7 @@ export const Tag = defineEntity({
     id: p.uuid().primary(),
     name: p.string().length(32).unique(),
     slug: p.string().length(32).unique(),
-    /** Links to uploads; kept by the tag repository in the same transaction as the links, for suggestions. */
+    /** Listed (public) uploads carrying the tag, for suggestions; moved in the transaction of each change (tag-links.ts). */
     uploadCount: p.integer().default(0),
     createdAt: p.datetime(3),
   },

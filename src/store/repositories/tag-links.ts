@@ -1,10 +1,56 @@
-/** Tags and upload–tag links, used inside the transactions of the upload and tag repositories. */
+/**
+ * Tags and upload–tag links, used inside the transactions of the upload and tag repositories.
+ *
+ * A tag's count (`tags.upload_count`, what suggestions show and sort by) counts only the uploads a listing
+ * shows — `visibleTo(dialect, null)`, the very condition the feeds filter by — so a tag carried only by
+ * private uploads is neither suggested nor counted. The count moves in the transaction of every change to
+ * what it counts, with the upload row locked (`lockUpload`): a link made or removed (`linkTags`,
+ * `unlinkTag`), an upload deleted (`leaveTagCounts`), and a change of whether listings show an upload
+ * (`changingListing`: privacy today; any later state that hides an upload goes through it too).
+ */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { slugOf, type TagView } from '../../domain/tags.ts';
 import type { Dialect } from '../dialect.ts';
+import { visibleTo } from '../upload-rows.ts';
 
-/** Finds or creates the tags (by slug) and links them to the upload; returns how many links are new. */
+/** Whether listings show the upload (read inside the caller's transaction). */
+async function isListed(db: Kysely<any>, d: Dialect, uploadId: string): Promise<boolean> {
+  const row = await db.selectFrom('uploads as u').select('u.id').where('u.id', '=', uploadId).where(visibleTo(d, null)).executeTakeFirst();
+  return Boolean(row);
+}
+
+/** Moves the counts of these tags by one. */
+async function moveCounts(db: Kysely<any>, tagIds: string[], delta: 1 | -1): Promise<void> {
+  if (!tagIds.length) return;
+  await db
+    .updateTable('tags')
+    .set({ upload_count: sql`upload_count + ${sql.lit(delta)}` })
+    .where('id', 'in', tagIds)
+    .execute();
+}
+
+const tagIdsOf = async (db: Kysely<any>, uploadId: string): Promise<string[]> =>
+  (await db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', uploadId).execute()).map((r) => r.tag_id as string);
+
+/**
+ * Runs `change`, an update of the (locked) upload row that may show it in listings or hide it from them,
+ * and moves the counts of its tags to match.
+ */
+export async function changingListing<T>(db: Kysely<any>, d: Dialect, uploadId: string, change: () => Promise<T>): Promise<T> {
+  const before = await isListed(db, d, uploadId);
+  const result = await change();
+  const after = await isListed(db, d, uploadId);
+  if (before !== after) await moveCounts(db, await tagIdsOf(db, uploadId), after ? 1 : -1);
+  return result;
+}
+
+/** Takes a (locked) upload about to be deleted out of its tags' counts; its links go with the row. */
+export async function leaveTagCounts(db: Kysely<any>, d: Dialect, uploadId: string): Promise<void> {
+  if (await isListed(db, d, uploadId)) await moveCounts(db, await tagIdsOf(db, uploadId), -1);
+}
+
+/** Finds or creates the tags (by slug) and links them to the (locked or new) upload; returns how many links are new. */
 export async function linkTags(db: Kysely<any>, d: Dialect, uploadId: string, names: string[], at: Date): Promise<number> {
   if (!names.length) return 0;
   await db
@@ -19,14 +65,18 @@ export async function linkTags(db: Kysely<any>, d: Dialect, uploadId: string, na
     .onConflict((oc) => oc.doNothing())
     .returning('tag_id')
     .execute();
-  if (linked.length) {
-    await db
-      .updateTable('tags')
-      .set({ upload_count: sql`upload_count + 1` })
-      .where('id', 'in', linked.map((l) => l.tag_id))
-      .execute();
-  }
+  if (linked.length && (await isListed(db, d, uploadId))) await moveCounts(db, linked.map((l) => l.tag_id as string), 1);
   return linked.length;
+}
+
+/** Unlinks the tag (by slug) from the (locked) upload; false when the upload does not carry it. */
+export async function unlinkTag(db: Kysely<any>, d: Dialect, uploadId: string, slug: string): Promise<boolean> {
+  const tag = await db.selectFrom('tags').select('id').where('slug', '=', slug).executeTakeFirst();
+  if (!tag) return false;
+  const r = await db.deleteFrom('upload_tags').where('upload_id', '=', uploadId).where('tag_id', '=', tag.id).executeTakeFirst();
+  if (!Number(r.numDeletedRows)) return false;
+  if (await isListed(db, d, uploadId)) await moveCounts(db, [tag.id as string], -1);
+  return true;
 }
 
 /** Tags of each upload, in the order they were added. */

@@ -3,7 +3,7 @@ import type { TagStore, TagSuggestion } from '../../domain/tag.service.ts';
 import { slugOf, type TagView } from '../../domain/tags.ts';
 import type { Database } from '../database.ts';
 import { lockUpload } from '../upload-rows.ts';
-import { linkTags, tagsOf } from './tag-links.ts';
+import { linkTags, tagsOf, unlinkTag } from './tag-links.ts';
 
 export class TagRepository implements TagStore {
   readonly #db: Database;
@@ -39,16 +39,11 @@ export class TagRepository implements TagStore {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
       if (!(await lockUpload(db, d, uploadId, ['id']))) return false;
-      const tag = await db.selectFrom('tags').select('id').where('slug', '=', slug).executeTakeFirst();
-      if (!tag) return false;
-      const r = await db.deleteFrom('upload_tags').where('upload_id', '=', uploadId).where('tag_id', '=', tag.id).executeTakeFirst();
-      if (!Number(r.numDeletedRows)) return false;
-      await db.updateTable('tags').set({ upload_count: sql`upload_count - 1` }).where('id', '=', tag.id).execute();
-      return true;
+      return unlinkTag(db, d, uploadId, slug);
     });
   }
 
-  /** Tags whose name starts with `prefix`, most used first. */
+  /** Tags whose name starts with `prefix`, most used first, counting only the uploads listings show (see tag-links.ts). */
   async suggest(prefix: string, limit: number): Promise<TagSuggestion[]> {
     let q = this.#db.db().selectFrom('tags').select(['id', 'name', 'slug', 'upload_count']).where('upload_count', '>', 0);
     if (prefix) q = q.where(sql<boolean>`name like ${prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'} escape '\\'`);

@@ -3,7 +3,7 @@
  * Queries are Kysely (through MikroORM's connection and transactions) so that they say exactly
  * which index they use.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
 import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
 import type { TagView } from '../../domain/tags.ts';
@@ -12,7 +12,7 @@ import type { Database } from '../database.ts';
 import { isUniqueViolation, type Dialect } from '../dialect.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { chunksOf } from '../similarity/hamming.ts';
-import { linkTags, tagsOf } from './tag-links.ts';
+import { changingListing, leaveTagCounts, linkTags, tagsOf } from './tag-links.ts';
 import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
 
@@ -179,8 +179,13 @@ export class UploadRepository implements UploadStore {
     return rows.map((r) => r.media_key as string);
   }
 
+  /** Under the row's lock, with the counts of its tags (which count listed uploads only) moved to match. */
   async setPrivacy(id: string, isPrivate: boolean): Promise<void> {
-    await this.#db.db().updateTable('uploads').set({ is_private: this.#db.dialect.bool(isPrivate) }).where('id', '=', id).execute();
+    const d = this.#db.dialect;
+    await this.#db.transaction(async (_em, db) => {
+      if (!(await lockUpload(db, d, id, ['id']))) return;
+      await changingListing(db, d, id, () => db.updateTable('uploads').set({ is_private: d.bool(isPrivate) }).where('id', '=', id).execute());
+    });
   }
 
   async delete(id: string) {
@@ -193,11 +198,7 @@ export class UploadRepository implements UploadStore {
       const mediaKey = (own?.media_key as string | null | undefined) ?? null;
       if (mediaKey) await lockMedia(db, d, mediaKey);
       if (!(await lockUpload(db, d, id, ['id']))) return null;
-      await db
-        .updateTable('tags')
-        .set({ upload_count: sql`upload_count - 1` })
-        .where('id', 'in', db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', id))
-        .execute();
+      await leaveTagCounts(db, d, id);
       await this.#similarity.remove(db, id);
       // Votes and tag links go with the row (on delete cascade).
       await db.deleteFrom('uploads').where('id', '=', id).execute();

@@ -63,7 +63,16 @@ describe('POST /api/vote', () => {
     const missing = await vote(voter, '00000000-0000-4000-8000-000000000000', 'fucks');
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error, 'not_found');
-    assert.equal((await vote(voter, 'not-a-uuid', 'fucks')).status, 404);
+    // An uploadId that is not a UUID is a bad field (API.md Votes), not an unknown upload.
+    for (const bad of ['not-a-uuid', '00000000-0000-4000-8000-00000000000', '00000000-0000-4000-8000-000000000000x', '']) {
+      const r = await vote(voter, bad, 'fucks');
+      assert.equal(r.status, 400, JSON.stringify(bad));
+      assert.equal(r.body.error, 'invalid_request');
+      assert.match(r.body.message, /uploadId must be a UUID/);
+    }
+    const notString = await app.api.post('/api/vote', { uploadId: 42, vote: 'fucks' }, { token: voter.token });
+    assert.equal(notString.status, 400);
+    assert.match(notString.body.message, /uploadId/);
     const id = await newUpload();
     const bad = await vote(voter, id, 'love');
     assert.equal(bad.status, 400);
@@ -71,6 +80,24 @@ describe('POST /api/vote', () => {
     const noId = await app.api.post('/api/vote', { vote: 'fucks' }, { token: voter.token });
     assert.match(noId.body.message, /uploadId is required/);
     assert.equal((await app.api.post('/api/vote', { uploadId: id, vote: 'fucks' })).status, 401);
+  });
+
+  test('ids in the path that are not UUIDs name no resource: 404 on every route taking one', async () => {
+    const voter = await registerUser(app.api);
+    const token = voter.token;
+    const replies = [
+      await app.api.get('/api/upload/not-a-uuid'),
+      await app.api.get('/api/image/not-a-uuid'),
+      await app.api.get('/api/uploads/not-a-uuid/tags'),
+      await app.api.post('/api/uploads/not-a-uuid/tags', { tags: ['x'] }, { token }),
+      await app.api.patch('/api/upload/not-a-uuid/privacy', { is_private: true }, { token }),
+      await app.api.del('/api/upload/not-a-uuid', { token }),
+      await app.api.del('/api/auth/tokens/not-a-uuid', { token }),
+    ];
+    for (const r of replies) {
+      assert.equal(r.status, 404, r.text);
+      assert.equal(r.body.error, 'not_found');
+    }
   });
 
   test('a private upload can be voted on by anyone who has its id', async () => {

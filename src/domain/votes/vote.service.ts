@@ -38,7 +38,8 @@ export class VoteService {
   }
 
   async vote(principal: Principal, uploadId: string, vote: VoteInput): Promise<VoteOutcome> {
-    if (!isUuid(uploadId)) throw errors.notFound(`upload ${uploadId} does not exist`);
+    // Not a UUID: a malformed field (API.md Votes), not an unknown upload.
+    if (!isUuid(uploadId)) throw errors.invalid('uploadId must be a UUID (the id of an upload)');
     const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], this.#clock.now());
     if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (r.changed) await this.#onChanged();

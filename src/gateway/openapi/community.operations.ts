@@ -25,7 +25,7 @@ export const communityOperations: Operation[] = [
     operationId: 'vote',
     tag: 'votes',
     summary: 'Vote on an upload, move the vote, or retract it',
-    description: 'One vote per user per upload: voting again with another value moves it, the same value is a no-op, `none` retracts. Counts stay exact under any concurrency.',
+    description: 'One vote per user per upload: voting again with another value moves it, the same value is a no-op, `none` retracts. Counts stay exact under any concurrency. An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404.',
     auth: 'required',
     limit: 'vote',
     body: { json: VoteBody },

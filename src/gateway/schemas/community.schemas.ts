@@ -4,7 +4,8 @@ import { Success } from './common.schemas.ts';
 import { Tag, UploadRecord, VoteValue } from './upload.schemas.ts';
 
 export const VoteBody = z.object({
-  uploadId: z.string({ error: 'uploadId must be a string (an upload id)' }),
+  // A UUID: the vote service answers 400 for one that is not (API.md Votes), 404 for an unknown one.
+  uploadId: z.string({ error: 'uploadId must be a string (an upload id)' }).meta({ format: 'uuid', description: 'The upload\'s id; one that is not a UUID is 400 `invalid_request`.' }),
   vote: z.enum(['fucks', 'does_not_fuck', 'none'], { error: 'vote must be fucks, does_not_fuck or none' }).describe('`none` retracts the vote.'),
 });
 

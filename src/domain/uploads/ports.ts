@@ -24,7 +24,8 @@ export interface UploadStore {
    * When the same user already stored these bytes (a race of two identical uploads), returns that upload's id.
    * `shareMedia`: stored files of the same bytes to use instead of the upload's own staged ones — only if an
    * upload still references them, decided under the files' lock (`sharedMedia` says which were used; with
-   * false the caller moves its staged files in, with true it discards them).
+   * false the caller moves its staged files in, with true it discards them). The upload's own key may be
+   * given: no row references it yet, so the insert keeps it, after the same work.
    */
   insert(upload: NewUpload, tagNames: string[], opts?: { shareMedia?: SharedMedia }): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string }>;
   /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { errors } from '../../domain/errors.ts';
 import { toAppError } from '../middleware/error-handler.ts';
 import { parseTagList } from '../../domain/tags.ts';
-import { fileNameOf, type UploadService } from '../../domain/uploads/upload.service.ts';
+import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import type { CreateResult, UploadType, UploadView } from '../../domain/uploads/upload.types.ts';
 import type { Limiter } from '../../store/rate-limiter.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
@@ -74,8 +74,7 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
         if (!file) throw errors.invalid('file is required when upload_type=image (multipart field "file")');
         // Read from the temp file only if the bytes are processed (not for an exact duplicate).
         const bytes = () => readWhole(file.path, file.size);
-        const originalName = file.originalName ? fileNameOf(file.originalName) : null;
-        return deps.uploads.createImage(user, { ...common, bytes, sha256: file.sha256, originalName, sourceUrl: null }, signal);
+        return deps.uploads.createImage(user, { ...common, bytes, sha256: file.sha256, originalName: file.originalName, sourceUrl: null }, signal);
       }
       if (fields.upload_type === 'image_url') {
         if (!fields.image_url) throw errors.invalid('image_url is required when upload_type=image_url');

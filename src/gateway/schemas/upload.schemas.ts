@@ -87,7 +87,11 @@ export const UploadRecord = z.object({
   user_id: z.uuid(),
   username: z.string(),
   filename: z.string().nullable().describe('Null for links.'),
-  original_name: z.string().nullable(),
+  original_name: z
+    .string()
+    .max(255)
+    .nullable()
+    .describe('The client\'s file name (or the last segment of `image_url`), NFC-normalized, without control, bidi-control or zero-width characters, at most 255 characters; never a path. Null for links.'),
   description: z.string(),
   upload_type: z.enum(['image', 'link']).describe('An `image_url` upload is an `image` with `source_url` set.'),
   external_url: z.string().nullable().describe('Set for links.'),

@@ -4,6 +4,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { diskState, uploadImage } from '../support/uploads.ts';
@@ -128,5 +131,31 @@ describe("re-uploading bytes that exist only as another user's private upload", 
     assert.equal((await encodeRuns()) - runs1, 1, 'the twin was encoded like a fresh upload');
     // And its images are served.
     for (const size of SIZES) assert.equal((await app.api.get(`/api/image/${twin.body.id}?size=${size}`)).status, 200);
+  });
+});
+
+describe('the media sweep at start-up', () => {
+  test('removes journalled files no row references, and never the files of a row', async () => {
+    const owner = await registerUser(app.api);
+    const kept = await uploadImage(app.api, owner.token, await photoJpeg({ width: 64, height: 48, seed: 4242, metadata: false }));
+    assert.equal(kept.status, 201, kept.text);
+    const keptKey = (await mediaKeyOf(kept.body.id))!;
+    // A process killed between a delete's commit and its unlink leaves journalled files without a row.
+    const orphanKey = randomUUID();
+    const orphanFiles = SIZES.map((v) => join(app.config.dataDir, 'media', orphanKey.slice(0, 2), `${orphanKey}.${v}.webp`));
+    await mkdir(dirname(orphanFiles[0]!), { recursive: true });
+    for (const f of orphanFiles) await writeFile(f, 'x');
+    // And a journal entry for files a row references (stale, as a release that lost a race would leave it).
+    const at = app.composed.db.dialect.date(new Date());
+    await app.composed.db.db().insertInto('media_garbage').values([{ media_key: orphanKey, created_at: at }, { media_key: keptKey, created_at: at }]).execute();
+    // The next process to start sweeps (here a second one, on the same database and media).
+    const restarted = await startApp({}, { sharedDataDir: app.config.dataDir, ...(app.config.databaseUrl ? { databaseUrl: app.config.databaseUrl } : {}) });
+    try {
+      for (const size of SIZES) assert.equal((await restarted.api.get(`/api/image/${kept.body.id}?size=${size}`)).status, 200, `${size} of a live upload`);
+      for (const f of orphanFiles) await assert.rejects(stat(f), { code: 'ENOENT' }, 'journalled files without a row are removed');
+      assert.deepEqual(await app.composed.db.db().selectFrom('media_garbage').select('media_key').execute(), [], 'the journal is cleared');
+    } finally {
+      await restarted.close();
+    }
   });
 });

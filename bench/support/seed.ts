@@ -102,14 +102,9 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     const [ph0, ph1, ph2, ph3] = chunksOf(phash);
     const mediaKey = randomUUID();
     const score = up[i]! - down[i]!;
-    if (tagIds.length) {
-      const picked = new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** 2)));
-      for (const t of picked) {
-        links.push({ upload_id: id, tag_id: tagIds[t], created_at: d.date(createdAt) });
-        tagCount[t]!++;
-      }
-    }
-    return {
+    const picked = tagIds.length ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** 2))) : new Set<number>();
+    for (const t of picked) links.push({ upload_id: id, tag_id: tagIds[t], created_at: d.date(createdAt) });
+    const row = {
       id,
       user_id: s.users[Math.floor(r() * s.users.length)]!.id,
       upload_type: 'image',
@@ -140,6 +135,9 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
       human_score: Math.round(r() * 100) / 1000,
       variants: JSON.stringify({ thumb: { width: 320, height: 240, bytes: 14_000 }, medium: { width: 1024, height: 768, bytes: 98_000 }, full: { width: 1600, height: 1200, bytes: 201_000 } }),
     };
+    // A tag counts the uploads listings show (public ones), as the service keeps it.
+    if (!d.readBool(row.is_private)) for (const t of picked) tagCount[t]!++;
+    return row;
   });
 
   const at = d.date(new Date(newest - s.count * 60_000));

@@ -4,11 +4,10 @@
  * SIGTERM/SIGINT lets every process shut down gracefully before exiting.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { join } from 'node:path';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from './config.ts';
 import { createLogger, flushLogs } from './logger.ts';
-import { openDatabase } from './store/database.ts';
+import { openConfiguredDatabase } from './open-database.ts';
 import { FEED_BUMP_TIMEOUT_MS, FEED_IPC } from './store/cache/feed-cache.ts';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 
@@ -18,7 +17,7 @@ const METRICS_RES = 'pixvote:metrics-response';
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel).child({ role: 'primary' });
   // Migrate once, before any gateway opens the database.
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: join(config.dataDir, 'app.db') });
+  const db = await openConfiguredDatabase(config, log);
   await db.close();
   if (!config.redisUrl) {
     // Without Redis the primary is what the processes share: rate-limit counts and feed cache generations.
@@ -29,7 +28,6 @@ export async function runPrimary(config: Config): Promise<void> {
 
   const aggregator = new AggregatorRegistry();
   let stopping = false;
-  const fork = () => cluster.fork();
   cluster.on('message', (worker: Worker, msg: { type?: string; id?: number }) => {
     if (msg?.type !== METRICS_REQ) return;
     aggregator.clusterMetrics().then(
@@ -37,30 +35,64 @@ export async function runPrimary(config: Config): Promise<void> {
       (err: Error) => worker.send({ type: METRICS_RES, id: msg.id, error: err.message }),
     );
   });
+  // Each of the PROCESSES slots is kept filled: a process that dies is replaced after a backoff that grows
+  // while its slot keeps dying, and a slot that dies CRASH_LOOP.deaths times within CRASH_LOOP.windowMs is
+  // a crash loop: the primary stops the others and exits 1, so a supervisor sees the failure.
+  const restarts = new RestartPolicy(CRASH_LOOP);
+  const slotOf = new Map<Worker, number>();
+  const fork = (slot: number) => slotOf.set(cluster.fork({ PIXVOTE_PROCESS_SLOT: String(slot) }), slot);
   cluster.on('exit', (worker, code, signal) => {
+    const slot = slotOf.get(worker) ?? 0;
+    slotOf.delete(worker);
     if (stopping) return;
-    log.error({ pid: worker.process.pid, code, signal }, 'gateway process died; starting another');
-    // (Not once a shutdown has begun: the new process would never be told to stop.)
-    setTimeout(() => stopping || fork(), 1000).unref();
+    const decision = restarts.died(slot, Date.now());
+    if (decision.crashLoop) {
+      log.fatal({ slot, workerPid: worker.process.pid, code, signal, deaths: decision.deaths, windowMs: CRASH_LOOP.windowMs }, 'gateway processes keep dying: crash loop, giving up');
+      stop('crash-loop', 1);
+      return;
+    }
+    log.error({ slot, workerPid: worker.process.pid, code, signal, restartInMs: decision.delayMs }, 'gateway process died; starting another');
+    // A ref'd timer: with every process dead it is what keeps the primary alive until the replacement.
+    setTimeout(() => stopping || fork(slot), decision.delayMs);
   });
-  for (let i = 0; i < config.processes; i++) fork();
+  for (let i = 0; i < config.processes; i++) fork(i);
   log.info({ processes: config.processes, workersEach: config.workers }, 'cluster started');
 
-  const stop = (signal: NodeJS.Signals) => {
+  function stop(reason: string, exitCode = 0) {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'stopping every gateway process gracefully');
+    log.info({ reason }, 'stopping every gateway process gracefully');
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
     const check = setInterval(() => {
       if (Object.keys(cluster.workers ?? {}).length === 0) {
         clearInterval(check);
-        void flushLogs(log).then(() => process.exit(0));
+        void flushLogs(log).then(() => process.exit(exitCode));
       }
     }, 100);
     setTimeout(() => process.exit(1), config.shutdownGraceMs + 10_000).unref();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** 5 deaths of one slot within 60 s is a crash loop; replacements wait 1 s, 2 s, 4 s … up to 15 s. */
+export const CRASH_LOOP = { deaths: 5, windowMs: 60_000, firstDelayMs: 1000, maxDelayMs: 15_000 };
+
+/** When to replace a dead gateway process, and when to give up: per slot, over a sliding window. */
+export class RestartPolicy {
+  private readonly deaths = new Map<number, number[]>();
+  private readonly opts: typeof CRASH_LOOP;
+  constructor(opts: typeof CRASH_LOOP) {
+    this.opts = opts;
+  }
+
+  died(slot: number, now: number): { crashLoop: boolean; deaths: number; delayMs: number } {
+    const recent = (this.deaths.get(slot) ?? []).filter((t) => now - t < this.opts.windowMs);
+    recent.push(now);
+    this.deaths.set(slot, recent);
+    const delayMs = Math.min(this.opts.maxDelayMs, this.opts.firstDelayMs * 2 ** (recent.length - 1));
+    return { crashLoop: recent.length >= this.opts.deaths, deaths: recent.length, delayMs };
+  }
 }
 
 /**

@@ -38,6 +38,8 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
+  /** How long start-up keeps retrying a database that does not answer yet (0: fail at once). */
+  readonly databaseWaitMs: number;
   readonly modelsDir: string;
   /** Gateway processes started by `npm start` (1 = no cluster). */
   readonly processes: number;
@@ -123,6 +125,11 @@ const schema = z.object({
     .regex(/^\d+$/, 'expected a non-negative integer')
     .transform(Number)
     .prefault('25000'),
+  DATABASE_WAIT_MS: z
+    .string()
+    .regex(/^\d+$/, 'expected a non-negative integer')
+    .transform(Number)
+    .prefault('60000'),
   MODELS_DIR: z.string().min(1).optional(),
   PROCESSES: positiveInt.prefault('1'),
 });
@@ -189,6 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    databaseWaitMs: e.DATABASE_WAIT_MS,
     modelsDir: e.MODELS_DIR ? resolve(e.MODELS_DIR) : DEFAULT_MODELS_DIR,
     processes: e.PROCESSES,
   });

@@ -3,7 +3,6 @@
  * The only place that wires things together; `compose()` is also what the HTTP tests start.
  */
 import cluster from 'node:cluster';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -13,7 +12,8 @@ import { systemClock, type Clock } from './domain/clock.ts';
 import { AuthService } from './domain/auth/auth.service.ts';
 import { createJwtIssuer } from './domain/auth/jwt.ts';
 import type { ScryptParams } from './domain/auth/passwords.ts';
-import { openDatabase, type Database } from './store/database.ts';
+import type { Database } from './store/database.ts';
+import { openConfiguredDatabase } from './open-database.ts';
 import { isDatabaseUnavailable } from './store/dialect.ts';
 import { errors } from './domain/errors.ts';
 import { connectRedis, redisReady } from './store/redis.ts';
@@ -79,7 +79,7 @@ export interface Composed {
 export async function compose(config: Config, opts: ComposeOptions = {}): Promise<Composed> {
   const log = opts.log ?? createLogger(config.logLevel);
   const clock = opts.clock ?? systemClock;
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, sqlitePath: join(config.dataDir, 'app.db') });
+  const db = await openConfiguredDatabase(config, log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, log) : null;
   if (redis && !(await redisReady(redis))) log.warn('redis did not answer at start-up; continuing with in-process fallbacks');
 

@@ -11,7 +11,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import type { Kysely } from 'kysely';
 import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
-import { postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
+import { isDatabaseUnavailable, postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { hammingHex } from './similarity/hamming.ts';
 
 export interface DatabaseOptions {
@@ -72,7 +72,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     await setUpSqlite(orm);
     dialect = sqliteDialect;
   }
-  await migrate(orm, opts.databaseUrl);
+  try {
+    await migrate(orm, opts.databaseUrl);
+  } catch (e) {
+    await orm.close(true).catch(() => {});
+    throw e;
+  }
 
   const rootEm = orm.em as SqlEntityManager;
   const database: Database = {
@@ -90,6 +95,29 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     },
   };
   return database;
+}
+
+/**
+ * `openDatabase`, retried while the database does not answer yet (PostgreSQL still starting, a compose or
+ * systemd start order): backoff from 250 ms doubling to 5 s, for at most `waitMs`; any other error (bad
+ * credentials, a failing migration) fails at once.
+ */
+export async function openDatabaseWhenReachable(
+  opts: DatabaseOptions,
+  wait: { waitMs: number; onRetry?: (info: { attempt: number; delayMs: number; remainingMs: number; err: string }) => void },
+): Promise<Database> {
+  const deadline = Date.now() + wait.waitMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openDatabase(opts);
+    } catch (e) {
+      const remainingMs = deadline - Date.now();
+      if (!isDatabaseUnavailable(e) || remainingMs <= 0) throw e;
+      const delayMs = Math.min(5000, 250 * 2 ** (attempt - 1), remainingMs);
+      wait.onRetry?.({ attempt, delayMs, remainingMs, err: (e as Error).message });
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer } from 'node:net';
 import { once } from 'node:events';
 import { startApp } from '../support/app.ts';
 import { spawnServer } from '../support/process.ts';
@@ -127,6 +127,80 @@ test('PROCESSES=2: one port served by two gateway processes, metrics aggregated,
     server.kill('SIGTERM');
     assert.equal((await server.exited).code, 0);
   } finally {
+    await cleanup();
+  }
+});
+
+const listeningPids = (server: { logs: Array<Record<string, unknown>> }) => server.logs.filter((l) => l.msg === 'pixvote listening').map((l) => Number(l.pid));
+
+/** GET /healthz on a fresh connection, given up after a second (a connection accepted while no process serves may never be answered). */
+function healthzOnce(base: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(`${base}/healthz`, { agent: false, timeout: 1000, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
+}
+
+async function freePort(): Promise<number> {
+  const probe = createNetServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as { port: number };
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
+  for (const end = Date.now() + ms; !cond(); ) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('PROCESSES=2: kill -9 every gateway process and the primary starts new ones (healthz within 20 s); a crash loop exits 1', async () => {
+  const { env, cleanup } = await serverEnv();
+  // A fixed port: with PORT=0 the replacements of a cluster that lost every process would get a new random one.
+  const server = await spawnServer({ ...env, PROCESSES: '2', PORT: String(await freePort()) });
+  try {
+    await waitFor('two processes listening', () => listeningPids(server).length >= 2, 30_000);
+    for (const pid of listeningPids(server)) process.kill(pid, 'SIGKILL');
+    const killedAt = Date.now();
+    let healthy = false;
+    while (!healthy && Date.now() - killedAt < 20_000) {
+      healthy = await healthzOnce(server.url);
+      if (!healthy) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(healthy, '/healthz answers again within 20 s of killing every gateway process');
+    assert.equal(server.proc.exitCode, null, 'the primary is still running');
+    assert.ok(server.logs.some((l) => l.msg === 'gateway process died; starting another' && typeof l.restartInMs === 'number'), 'each restart is logged with its backoff');
+
+    // Keep killing whatever starts: each slot reaches 5 deaths within 60 s, and the primary gives up with a non-zero status.
+    const killed = new Set(listeningPids(server).slice(0, 2));
+    const killer = setInterval(() => {
+      for (const pid of listeningPids(server)) {
+        if (killed.has(pid)) continue;
+        killed.add(pid);
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }, 50);
+    try {
+      const exit = await Promise.race([server.exited, new Promise<null>((r) => setTimeout(() => r(null), 60_000))]);
+      assert.ok(exit, 'the primary exits on a crash loop');
+      assert.equal(exit.code, 1);
+      assert.ok(server.logs.some((l) => String(l.msg).includes('crash loop')), 'the crash loop is logged');
+    } finally {
+      clearInterval(killer);
+    }
+  } finally {
+    server.kill('SIGKILL');
     await cleanup();
   }
 });

@@ -66,7 +66,10 @@ export async function spawnServer(
         }
       }
     });
-    void exited.then(({ code, signal }) => reject(new Error(`server exited (${code ?? signal}) before listening; stderr: ${stderr.slice(-2000)}`)));
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code ?? signal}) before listening; stderr: ${stderr.slice(-2000)}`));
+    });
   });
   const url = `http://127.0.0.1:${port}`;
   return { proc, url, api: client(url), logs, exited, kill: (s) => proc.kill(s) };

@@ -61,6 +61,25 @@ test('X-Forwarded-For is ignored unless TRUST_PROXY=true', async () => {
   }
 });
 
+test('per-IP limits key an IPv6 client by its /64: rotating addresses inside it buys nothing, another /64 has its own budget', async () => {
+  const app = await startApp({ RATE_LIMIT_AUTH: '2/15m', TRUST_PROXY: 'true' });
+  try {
+    const from = (xff: string) => app.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': xff } });
+    assert.equal((await from('2001:db8:aa:1::1')).status, 200);
+    assert.equal((await from('2001:db8:aa:1:ffff:ffff:ffff:fffe')).status, 200);
+    const rotated = await from('2001:db8:aa:1:1234:5678:9abc:def0');
+    assert.equal(rotated.status, 429, 'a third address in the same /64 shares its budget');
+    assert.equal(rotated.headers.get('ratelimit-remaining'), '0');
+    assert.equal((await from('2001:db8:aa:2::1')).status, 200, 'the neighbouring /64 is another client');
+    // An IPv4-mapped IPv6 address is its IPv4 client.
+    assert.equal((await from('198.51.100.9')).status, 200);
+    assert.equal((await from('::ffff:198.51.100.9')).status, 200);
+    assert.equal((await from('::ffff:c633:6409')).status, 429);
+  } finally {
+    await app.close();
+  }
+});
+
 test('the auth limit cannot be dodged by spelling the path differently', async () => {
   const app = await startApp({ RATE_LIMIT_AUTH: '2/15m' });
   try {

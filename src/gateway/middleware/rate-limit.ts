@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { errors } from '../../domain/errors.ts';
 import type { LimitDecision, Limiter } from '../../store/rate-limiter.ts';
 import type { AppContext } from '../context.ts';
@@ -37,8 +38,26 @@ export function applyLimit(ctx: AppContext, limiter: Limiter, key: string): Limi
   return d instanceof Promise ? d.then((decided) => stamp(ctx, limiter, decided)) : stamp(ctx, limiter, d);
 }
 
+/** An IPv4 address as it stands, or as the tail of an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`). */
+const PLAIN_IPV4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i;
+
 /**
- * Per client IP, before the body is read: `POST /api/auth` spends the auth limit (every attempt counts,
+ * The key a client IP is limited under (API.md Rate limits): an IPv4 address as such (IPv4-mapped IPv6
+ * included), an IPv6 address by its /64, the smallest network one subscriber is given, so rotating
+ * addresses inside it buys no fresh budget. Anything unparseable is keyed as it stands.
+ */
+export function clientIpKey(ip: string): string {
+  const v4 = PLAIN_IPV4.exec(ip);
+  if (v4) return v4[1]!;
+  if (!ipaddr.isValid(ip)) return ip;
+  const addr = ipaddr.process(ip);
+  if (addr.kind() === 'ipv4') return addr.toString();
+  const prefix = (addr as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...prefix, 0, 0, 0, 0]).toString()}/64`;
+}
+
+/**
+ * Per client IP (IPv6 by its /64), before the body is read: `POST /api/auth` spends the auth limit (every attempt counts,
  * whatever its outcome), every other route the general limit.
  */
 export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
@@ -47,7 +66,7 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
     if (UNLIMITED.has(path)) return next();
     // As the router matches it: any letter case, with or without a trailing slash.
     const isAuth = ctx.method === 'POST' && AUTH_PATH.test(path);
-    const decided = applyLimit(ctx, isAuth ? opts.auth : opts.general, ctx.ip);
+    const decided = applyLimit(ctx, isAuth ? opts.auth : opts.general, clientIpKey(ctx.ip));
     return decided instanceof Promise ? decided.then(() => next()) : next();
   };
 }

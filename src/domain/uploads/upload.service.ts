@@ -250,7 +250,7 @@ export class UploadService {
     await this.#events.onChanged?.();
     const u = await this.#uploads.findById(id);
     if (!u) {
-      if (ownMedia) await this.#releaseMedia(ownMedia);
+      if (ownMedia) await this.#releaseMedia(ownMedia).catch(() => {});
       throw errors.notFound(`upload ${id} vanished`);
     }
     return { kind: 'created', upload: toUploadView(u, null) };

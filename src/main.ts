@@ -12,6 +12,8 @@ import { systemClock, type Clock } from './domain/clock.ts';
 import { AuthService } from './domain/auth/auth.service.ts';
 import { createJwtIssuer } from './domain/auth/jwt.ts';
 import type { ScryptParams } from './domain/auth/passwords.ts';
+import { promoteListedAdmins } from './domain/auth/admin-roles.ts';
+import { PasswordHashPool } from './workers/password-hash.pool.ts';
 import type { Database } from './store/database.ts';
 import { openConfiguredDatabase } from './open-database.ts';
 import { isDatabaseUnavailable } from './store/dialect.ts';
@@ -67,6 +69,8 @@ export interface Composed {
   /** The Redis feed cache when REDIS_URL is set (whether it trusts pushed generations: `pushed`). */
   feedCache: RedisFeedCache | null;
   auth: AuthService;
+  /** Where password hashes run: its own threads, off libuv's threadpool. */
+  passwordHashes: PasswordHashPool;
   metrics: Metrics;
   app: ReturnType<typeof createApp>;
   pool: MediaPool;
@@ -94,12 +98,16 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     vote: limiter('vote', config.rateLimits.vote),
   };
 
+  const users = new UserRepository(db);
+  // ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user.
+  if (config.adminUsernames.size) log.info(await promoteListedAdmins(users, config.adminUsernames), 'ADMIN_USERNAMES applied');
+  const passwordHashes = new PasswordHashPool();
   const auth = new AuthService({
-    users: new UserRepository(db),
+    users,
     tokens: new ApiTokenRepository(db),
     jwt: createJwtIssuer({ secret: config.jwtSecret, ttlSeconds: config.jwtTtlSeconds, now: () => clock.now().getTime() }),
     clock,
-    adminUsernames: config.adminUsernames,
+    kdf: passwordHashes,
     ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
   });
 
@@ -209,6 +217,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     redis,
     feedCache,
     auth,
+    passwordHashes,
     metrics,
     app,
     pool,
@@ -220,6 +229,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
       closed ??= (async () => {
         clearInterval(housekeeping);
         await pool?.close();
+        await passwordHashes.close();
         await media.close();
         feedCache?.close();
         clusterCache?.close();

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ApiClient, ApiError, NetworkError } from './api.client.ts';
 import { CliError, loadConfig, normalizeUrl, resolveTarget } from './cli-config.store.ts';
+import { runAdmin } from './admin.command.ts';
 import { runLogin, runLogout } from './login.command.ts';
 import { DEFAULT_RETRY } from './retry.policy.ts';
 import { runTokens } from './tokens.command.ts';
@@ -23,7 +24,11 @@ const USAGE = `usage: pixvote <command> [options]
   logout [--url URL]     Revokes the saved API token and forgets it.
   tokens create <name> | list | revoke <id>
 
-  Every command takes --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login.
+  Every command above takes --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login.
+
+  admin grant USERNAME | admin revoke USERNAME
+        Operator command, run on the server's machine with its environment: changes the stored role in the
+        server's database directly (DATABASE_URL, or $DATA_DIR/app.db). See \`pixvote admin --help\`.
 `;
 
 const common = { url: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
@@ -115,6 +120,8 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     const { url, token } = await resolveTarget(v, { needToken: true });
     return runTokens(clientFor(url, token), positionals, out);
   }
+
+  if (command === 'admin') return runAdmin(rest, out);
 
   throw new CliError(`unknown command "${command}"\n${USAGE}`);
 }

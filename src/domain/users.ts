@@ -27,16 +27,20 @@ export interface UserView {
   created_at: string;
 }
 
-/** Admins are users with role admin or listed in ADMIN_USERNAMES. */
-export function isAdminUser(user: Pick<UserRecord, 'username' | 'role'>, adminUsernames: ReadonlySet<string>): boolean {
-  return user.role === 'admin' || adminUsernames.has(user.username.toLowerCase());
+/**
+ * Admin is the stored role, read from the database with the user on every authenticated request, so a revoke
+ * (`pixvote admin revoke`) takes effect from the next request. A name alone never makes an admin: ADMIN_USERNAMES
+ * only promotes accounts that already exist when the server starts.
+ */
+export function isAdminUser(user: Pick<UserRecord, 'role'>): boolean {
+  return user.role === 'admin';
 }
 
-export function toUserView(user: UserRecord, viewer: Principal | null, adminUsernames: ReadonlySet<string>): UserView {
+export function toUserView(user: UserRecord, viewer: Principal | null): UserView {
   const view: UserView = {
     id: user.id,
     username: user.username,
-    role: isAdminUser(user, adminUsernames) ? 'admin' : 'user',
+    role: isAdminUser(user) ? 'admin' : 'user',
     created_at: user.createdAt.toISOString(),
   };
   if (viewer && (viewer.userId === user.id || viewer.isAdmin)) view.email = user.email;

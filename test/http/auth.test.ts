@@ -43,9 +43,14 @@ describe('POST /api/auth register', () => {
     assert.notEqual(r.body.user.id, '00000000-0000-4000-8000-000000000000');
   });
 
-  test('ADMIN_USERNAMES makes a user admin, case-insensitively', async () => {
+  test('registering a name listed in ADMIN_USERNAMES gives a plain user (no squatting)', async () => {
     const r = await register({ email: 'boss@example.test', username: 'boss_1', password: 'password123' });
-    assert.equal(r.body.user.role, 'admin');
+    assert.equal(r.status, 201);
+    assert.equal(r.body.user.role, 'user');
+    const me = await app.api.get('/api/profile', { token: r.body.token });
+    assert.equal(me.body.user.role, 'user');
+    const login = await app.api.post('/api/auth', { action: 'login', username: 'boss_1', password: 'password123' });
+    assert.equal(login.body.user.role, 'user');
   });
 
   const invalid: Array<[string, Record<string, unknown>, RegExp]> = [
@@ -236,14 +241,25 @@ describe('API tokens', () => {
   });
 });
 
-test('passwords are stored with scrypt N=2^17, r=8, p=1 by default', async () => {
+test('passwords are stored with scrypt N=2^17, r=8, p=1 by default, hashed in the dedicated pool', async () => {
   const prod = await startApp({}, { productionScrypt: true });
   try {
+    const hashes = () => prod.composed.passwordHashes.stats().completed;
+    // A failed login first: it waits for the decoy hash the service makes at start.
+    assert.equal((await prod.api.post('/api/auth', { action: 'login', username: 'nobody_yet', password: 'whatever-1' })).status, 401);
+    const before = hashes();
     const u = await registerUser(prod.api);
+    assert.equal(hashes(), before + 1, 'register hashed in the pool, not on libuv\'s threadpool');
     const row = await prod.composed.db.db().selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow();
     assert.match(row.password_hash, /^scrypt\$131072\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
     const ok = await prod.api.post('/api/auth', { action: 'login', username: u.username, password: u.password });
     assert.equal(ok.status, 200);
+    assert.equal(hashes(), before + 2, 'login verified in the pool');
+    const wrongPassword = await prod.api.post('/api/auth', { action: 'login', username: u.username, password: 'not-the-password' });
+    const wrongUser = await prod.api.post('/api/auth', { action: 'login', username: 'nobody_here', password: 'not-the-password' });
+    assert.equal(wrongPassword.status, 401);
+    assert.deepEqual(wrongUser.body, wrongPassword.body);
+    assert.equal(hashes(), before + 4, 'an unknown user costs one production-cost scrypt too');
   } finally {
     await prod.close();
   }
@@ -260,4 +276,31 @@ test('behind a trusted HTTPS proxy the cookie is Secure; without TRUST_PROXY the
   }
   const r = await app.api.post('/api/auth', { action: 'register', email: 'insec@example.test', username: 'insecure_one', password: 'password123' }, { headers: { 'x-forwarded-proto': 'https' } });
   assert.doesNotMatch(r.headers.get('set-cookie') ?? '', /secure/i);
+});
+
+test('ADMIN_USERNAMES promotes accounts that exist when the server starts, and only those', async () => {
+  const first = await startApp();
+  try {
+    const early = await registerUser(first.api, 'early_boss');
+    const plain = await registerUser(first.api);
+    assert.equal((await first.api.get('/api/profile', { token: early.token })).body.user.role, 'user');
+    // A restart (here a second process on the same database) with the variable set.
+    const restarted = await startApp(
+      { ADMIN_USERNAMES: 'EARLY_BOSS, not_yet_registered' },
+      { sharedDataDir: first.config.dataDir, ...(first.config.databaseUrl ? { databaseUrl: first.config.databaseUrl } : {}) },
+    );
+    try {
+      assert.equal((await restarted.api.get('/api/profile', { token: early.token })).body.user.role, 'admin');
+      // The role lives in the database: the process started without the variable sees it at once.
+      assert.equal((await first.api.get('/api/profile', { token: early.token })).body.user.role, 'admin');
+      assert.equal((await restarted.api.get('/api/profile', { token: plain.token })).body.user.role, 'user');
+      // A listed name nobody had at startup stays free of privilege when registered later.
+      const late = await registerUser(restarted.api, 'not_yet_registered');
+      assert.equal((await restarted.api.get('/api/profile', { token: late.token })).body.user.role, 'user');
+    } finally {
+      await restarted.close();
+    }
+  } finally {
+    await first.close();
+  }
 });

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
-import { registerUser, type TestUser } from '../support/users.ts';
+import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, uploadFields } from '../support/uploads.ts';
 
 let app: TestApp;
@@ -10,10 +10,10 @@ let other: TestUser;
 let admin: TestUser;
 
 before(async () => {
-  app = await startApp({ ADMIN_USERNAMES: 'tag_admin' });
+  app = await startApp();
   owner = await registerUser(app.api);
   other = await registerUser(app.api);
-  admin = await registerUser(app.api, 'tag_admin');
+  admin = await registerAdmin(app, 'tag_admin');
 });
 after(() => app.close());
 

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import sharp from 'sharp';
 import { Pool } from 'undici';
 import { startApp, type TestApp } from '../support/app.ts';
-import { apiToken, registerUser, type TestUser } from '../support/users.ts';
+import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { animatedGif, hugeHeaderPng, nonImageBytes, photoJpeg, pngImage, svgImage, truncatedJpeg, manyFramesGif } from '../support/fixtures.ts';
 
@@ -14,7 +14,7 @@ let aliceToken: string;
 let bob: TestUser;
 
 before(async () => {
-  app = await startApp({ ADMIN_USERNAMES: 'admin_user' });
+  app = await startApp();
   alice = await registerUser(app.api);
   aliceToken = await apiToken(app.api, alice);
   bob = await registerUser(app.api);
@@ -353,7 +353,7 @@ describe('privacy and delete', () => {
     const other = await app.api.patch(`/api/upload/${id}/privacy`, { is_private: false }, { token: bob.token });
     assert.equal(other.status, 403);
     assert.equal(other.body.error, 'forbidden');
-    const admin = await registerUser(app.api, 'admin_user');
+    const admin = await registerAdmin(app, 'admin_user');
     const byAdmin = await app.api.patch(`/api/upload/${id}/privacy`, { is_private: false }, { token: admin.token });
     assert.equal(byAdmin.status, 200);
     assert.equal(byAdmin.body.is_private, false);

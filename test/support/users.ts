@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Client } from './http.ts';
+import type { Composed } from '../../src/main.ts';
+import { setAdmin } from '../../src/domain/auth/admin-roles.ts';
+import { UserRepository } from '../../src/store/repositories/user.repository.ts';
 
 export interface TestUser {
   id: string;
@@ -24,4 +27,16 @@ export async function apiToken(api: Client, user: TestUser, name = 'test'): Prom
   const r = await api.post('/api/auth/tokens/generate', { name }, { token: user.token });
   if (r.status !== 201) throw new Error(`token generate failed: ${r.status} ${r.text}`);
   return r.body.token;
+}
+
+/** Makes an existing user admin as an operator does (`pixvote admin grant`), on the app's own database. */
+export async function grantAdmin(app: { composed: Composed }, username: string): Promise<void> {
+  await setAdmin(new UserRepository(app.composed.db), username, true);
+}
+
+/** A fresh user made admin. Registering never makes one, whatever ADMIN_USERNAMES says. */
+export async function registerAdmin(app: { api: Client; composed: Composed }, name?: string): Promise<TestUser> {
+  const user = await registerUser(app.api, name);
+  await grantAdmin(app, user.username);
+  return user;
 }

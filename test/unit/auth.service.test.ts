@@ -1,13 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AuthService, type ApiTokenStore, type UserStore } from '../../src/domain/auth/auth.service.ts';
+import { AuthService, scryptHasher, type ApiTokenStore, type UserStore } from '../../src/domain/auth/auth.service.ts';
+import { AppError } from '../../src/domain/errors.ts';
+import { PasswordHashPool } from '../../src/workers/password-hash.pool.ts';
 import { createJwtIssuer } from '../../src/domain/auth/jwt.ts';
 import { hashPassword, verifyPassword } from '../../src/domain/auth/passwords.ts';
 import type { UserRecord } from '../../src/domain/users.ts';
 
 const cheap = { N: 2 ** 10, r: 8, p: 1 };
 
-function fixture() {
+function fixture(passwords?: ConstructorParameters<typeof AuthService>[0]['passwords']) {
   const users = new Map<string, UserRecord & { passwordHash: string }>();
   const store: UserStore = {
     async create(u) {
@@ -23,6 +25,13 @@ function fixture() {
     async exists() {
       return false;
     },
+    async setRole(username, role) {
+      const u = [...users.values()].find((x) => x.username.toLowerCase() === username.toLowerCase());
+      if (!u) return null;
+      const before = { ...u };
+      u.role = role;
+      return before;
+    },
   };
   const tokens = {} as ApiTokenStore;
   const verified: string[] = [];
@@ -31,8 +40,7 @@ function fixture() {
     tokens,
     jwt: createJwtIssuer({ secret: 's'.repeat(32), ttlSeconds: 60 }),
     clock: { now: () => new Date() },
-    adminUsernames: new Set(),
-    passwords: {
+    passwords: passwords ?? {
       hash: (p) => hashPassword(p, cheap),
       async verify(p, stored) {
         verified.push(stored);
@@ -58,6 +66,51 @@ test('password hashes verify, reject a wrong password and a malformed hash', asy
   assert.equal(await verifyPassword('secret-pasS', h), false);
   assert.equal(await verifyPassword('secret-pass', 'bcrypt$whatever'), false);
   assert.notEqual(await hashPassword('secret-pass', cheap), h, 'salted');
+});
+
+test('the hashing pool: hashes and verifies on its own threads (its completed count is every hash), off libuv', async (t) => {
+  const pool = new PasswordHashPool({ threads: 1 });
+  t.after(() => pool.close());
+  const hasher = scryptHasher(cheap, pool);
+  const h = await hasher.hash('secret-pass');
+  assert.match(h, /^scrypt\$1024\$8\$1\$/);
+  assert.equal(await hasher.verify('secret-pass', h), true);
+  assert.equal(await hasher.verify('secret-pasS', h), false);
+  assert.equal(pool.stats().completed, 3, 'each hash and verify ran in the pool');
+  // Interchangeable with Node's own scrypt: hashes made before the pool existed still verify, and vice versa.
+  assert.equal(await verifyPassword('secret-pass', h), true);
+  assert.equal(await hasher.verify('old-pass', await hashPassword('old-pass', cheap)), true);
+});
+
+test('with the pool, a wrong email and a wrong password still cost one full verification each', async (t) => {
+  const pool = new PasswordHashPool({ threads: 1 });
+  t.after(() => pool.close());
+  const { auth } = fixture(scryptHasher(cheap, pool));
+  await auth.register({ email: 'a@example.test', username: 'alice', password: 'password123' });
+  const session = await auth.login({ email: 'a@example.test', password: 'password123' });
+  assert.equal(session.user.username, 'alice');
+  const before = pool.stats().completed;
+  await assert.rejects(auth.login({ email: 'a@example.test', password: 'wrong-password' }), { code: 'unauthorized' });
+  assert.equal(pool.stats().completed, before + 1, 'a wrong password: one scrypt in the pool');
+  await assert.rejects(auth.login({ email: 'nobody@example.test', password: 'wrong-password' }), { code: 'unauthorized' });
+  assert.equal(pool.stats().completed, before + 2, 'an unknown email: one scrypt in the pool too, with the same parameters');
+});
+
+test('the hashing pool refuses past its queue bound with 503 busy and Retry-After', async (t) => {
+  const pool = new PasswordHashPool({ threads: 1, maxQueue: 1 });
+  t.after(() => pool.close());
+  const slow = { N: 2 ** 14, r: 8, p: 1 };
+  const results = await Promise.allSettled(Array.from({ length: 4 }, () => hashPassword('password123', slow, pool)));
+  const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as AppError);
+  assert.ok(refused.length >= 2, `at most one running and one queued: ${refused.length} refused`);
+  for (const e of refused) {
+    assert.ok(e instanceof AppError, String(e));
+    assert.equal(e.code, 'busy');
+    assert.equal(e.status, 503);
+    assert.match(e.headers['Retry-After'] ?? '', /^[1-9]\d*$/);
+    assert.match(e.message, /password hashing/);
+  }
+  assert.ok(results.some((r) => r.status === 'fulfilled'), 'the ones admitted are hashed');
 });
 
 test('JWTs expire', () => {

@@ -5,7 +5,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import { isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
-import { hashPassword, verifyPassword, type ScryptParams } from './passwords.ts';
+import { hashPassword, verifyPassword, type ScryptKdf, type ScryptParams } from './passwords.ts';
 import type { JwtIssuer } from './jwt.ts';
 
 export interface UserStore {
@@ -14,6 +14,8 @@ export interface UserStore {
   findById(id: string): Promise<UserRecord | null>;
   findForLogin(by: { email: string } | { username: string }): Promise<(UserRecord & { passwordHash: string }) | null>;
   exists(by: { email: string } | { username: string }): Promise<boolean>;
+  /** Sets the role of the user with this username (any case); the user as it was before, or null when there is none. */
+  setRole(username: string, role: UserRecord['role']): Promise<UserRecord | null>;
 }
 
 export interface ApiTokenRecord {
@@ -39,9 +41,9 @@ export interface PasswordHasher {
   verify(password: string, stored: string): Promise<boolean>;
 }
 
-export const scryptHasher = (params?: ScryptParams): PasswordHasher => ({
-  hash: (p) => hashPassword(p, params),
-  verify: verifyPassword,
+export const scryptHasher = (params?: ScryptParams, kdf?: ScryptKdf): PasswordHasher => ({
+  hash: (p) => hashPassword(p, params, kdf),
+  verify: (p, stored) => verifyPassword(p, stored, kdf),
 });
 
 export interface Session {
@@ -68,7 +70,6 @@ export class AuthService {
   readonly #tokens: ApiTokenStore;
   readonly #jwt: JwtIssuer;
   readonly #clock: Clock;
-  readonly #admins: ReadonlySet<string>;
   readonly #passwords: PasswordHasher;
   /** A real hash of a random password: unknown users are checked against it, so both failures take the same time. */
   #decoyHash: Promise<string>;
@@ -78,17 +79,17 @@ export class AuthService {
     tokens: ApiTokenStore;
     jwt: JwtIssuer;
     clock: Clock;
-    adminUsernames: ReadonlySet<string>;
     /** Defaults to scrypt with DEFAULT_SCRYPT; tests pass cheaper parameters or a spy. */
     passwords?: PasswordHasher;
     scrypt?: ScryptParams;
+    /** Where scrypt runs (the server's dedicated hashing pool); default Node's own, on libuv's threadpool. */
+    kdf?: ScryptKdf;
   }) {
     this.#users = deps.users;
     this.#tokens = deps.tokens;
     this.#jwt = deps.jwt;
     this.#clock = deps.clock;
-    this.#admins = deps.adminUsernames;
-    this.#passwords = deps.passwords ?? scryptHasher(deps.scrypt);
+    this.#passwords = deps.passwords ?? scryptHasher(deps.scrypt, deps.kdf);
     this.#decoyHash = this.#passwords.hash(randomBytes(16).toString('hex'));
   }
 
@@ -134,7 +135,7 @@ export class AuthService {
   async me(principal: Principal): Promise<UserView> {
     const user = await this.#users.findById(principal.userId);
     if (!user) throw errors.unauthorized('token is no longer valid: the user does not exist');
-    return toUserView(user, principal, this.#admins);
+    return toUserView(user, principal);
   }
 
   async generateToken(principal: Principal, name: string): Promise<TokenView & { token: string }> {
@@ -162,11 +163,11 @@ export class AuthService {
   #session(user: UserRecord): Session {
     const { token, expiresAt } = this.#jwt.sign(user.id);
     const principal = this.#principal(user, 'jwt', false);
-    return { token, expiresAt, user: toUserView(user, principal, this.#admins) };
+    return { token, expiresAt, user: toUserView(user, principal) };
   }
 
   #principal(user: UserRecord, method: Principal['method'], viaCookie: boolean): Principal {
-    return { userId: user.id, username: user.username, isAdmin: isAdminUser(user, this.#admins), method, viaCookie };
+    return { userId: user.id, username: user.username, isAdmin: isAdminUser(user), method, viaCookie };
   }
 }
 

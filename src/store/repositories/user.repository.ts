@@ -53,4 +53,13 @@ export class UserRepository implements UserStore {
   async exists(by: { email: string } | { username: string }): Promise<boolean> {
     return (await this.#db.em().count(User, where(by))) > 0;
   }
+
+  async setRole(username: string, role: UserRecord['role']): Promise<UserRecord | null> {
+    const em = this.#db.em();
+    const u = await em.findOne(User, { usernameKey: key(username) });
+    if (!u) return null;
+    const before = toRecord(u);
+    if (before.role !== role) await em.nativeUpdate(User, { id: u.id }, { role });
+    return before;
+  }
 }

@@ -16,7 +16,8 @@ export const authOperations: Operation[] = [
       'One endpoint, three actions. Register and login answer with a JWT and set the `auth-token` cookie ' +
       '(HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS, Max-Age = JWT lifetime); logout clears it. ' +
       'Every request counts toward RATE_LIMIT_AUTH (per client IP), whatever its action or outcome. ' +
-      'A wrong email and a wrong password get the same 401.',
+      'A wrong email and a wrong password get the same 401. Passwords are hashed on a small pool of their own; ' +
+      'when its queue is full, register and login answer 503 `busy` with Retry-After.',
     auth: 'none',
     limit: 'auth',
     body: { json: AuthRequest },

@@ -9,8 +9,9 @@
  *   cached feed page ÷ a Koa hello-world (requests/s), SQLite and PostgreSQL+Redis ≥ 0.35 (goal 0.5)
  *   Koa sending the same bytes ÷ a cached feed read, CPU in process (no sockets)  ≥ 0.3
  *   image GET p50 during 16 concurrent logins ÷ idle (password hashing off libuv) ≤ 3 (goal 2)
+ *   feed GET p50 under 200 concurrent /metrics + /readyz ÷ under 200 /healthz      ≤ 3 (goal 1.5)
  *
- * The floors live in bench/support/targets.ts (the login burst's in login-burst.bench.ts). A check that misses is run once more and judged on all its rounds together, so one noisy spell cannot fail
+ * The floors live in bench/support/targets.ts (the login burst's and the probe flood's in their own bench files). A check that misses is run once more and judged on all its rounds together, so one noisy spell cannot fail
  * CI alone. Prints every ratio either way; exits 1 naming each ratio that regressed. About 2 minutes on 2
  * cores. PostgreSQL missing: the lookup check is skipped with the reason (a failure when
  * PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
@@ -21,6 +22,7 @@ import { httpUploadsBench } from './http-uploads.bench.ts';
 import { lookupBench } from './lookup.bench.ts';
 import { loginBurstBench } from './login-burst.bench.ts';
 import { poolOverhead } from './pipeline.bench.ts';
+import { probesBench } from './probes.bench.ts';
 import { postgresUnavailable } from './support/bench-database.ts';
 import { meets, Recorder, table, writeResults, type Figure } from './support/report.ts';
 import { summarize } from './support/stats.ts';
@@ -38,6 +40,7 @@ const CHECKS: Check[] = [
   { name: 'cached feed vs hello-world', run: (rec) => feedsBench(rec, { dbs: ['sqlite', 'postgres'], rounds: 3, seconds: 1.5, connections: 8, cachedOnly: true, at100k: false }) },
   // 16 logins already keep libuv's 4 threads busy; 50 (bench:login-burst) take longer to drain between rounds.
   { name: 'image GETs during a login burst', run: (rec) => loginBurstBench(rec, { rounds: 2, logins: 16, gets: 40 }) },
+  { name: 'feed GETs during a probe flood', run: (rec) => probesBench(rec, { rounds: 2, flood: 200, gets: 30 }) },
 ];
 
 const ciFigures = (figures: readonly Figure[]) => figures.filter((f) => f.target?.kind === 'ci');

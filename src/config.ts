@@ -36,6 +36,8 @@ export interface Config {
   readonly adminUsernames: ReadonlySet<string>;
   readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate }>;
   readonly trustProxy: boolean;
+  /** Bearer token `GET /metrics` requires; null leaves it open. */
+  readonly metricsToken: string | null;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   /** How long start-up keeps retrying a database that does not answer yet (0: fail at once). */
@@ -119,6 +121,10 @@ const schema = z.object({
   RATE_LIMIT_VOTE: rate.prefault('20/1h'),
   RATE_LIMIT_GENERAL: rate.prefault('600/15m'),
   TRUST_PROXY: bool.prefault('false'),
+  METRICS_TOKEN: z
+    .string()
+    .regex(/^[\x21-\x7e]{16,512}$/, 'expected 16 to 512 visible ASCII characters (no spaces), e.g. openssl rand -hex 32')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'expected fatal, error, warn, info, debug, trace or silent').prefault('info'),
   SHUTDOWN_GRACE_MS: z
     .string()
@@ -194,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       general: e.RATE_LIMIT_GENERAL,
     }),
     trustProxy: e.TRUST_PROXY,
+    metricsToken: e.METRICS_TOKEN ?? null,
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     databaseWaitMs: e.DATABASE_WAIT_MS,

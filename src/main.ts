@@ -198,7 +198,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
       voteRoutes({ votes, voteLimiter: limiters.vote }),
       feedRoutes({ feeds }),
       tagRoutes({ tags }),
-      metricsRoutes({ registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry) }),
+      metricsRoutes({ registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry), token: config.metricsToken }),
       docsRoutes(),
     ],
   });

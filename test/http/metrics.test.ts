@@ -45,3 +45,81 @@ test('GET /metrics: requests by route and status, pool, stages, uploads by outco
   assert.match(t, /^pixvote_detector_backend_info\{backend="(wasm|tensorflow)"\} 1$/m);
   assert.match(t, /^nodejs_eventloop_lag_p99_seconds /m);
 });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Replaces `obj[name]` with a counting, slowed-down wrapper (slow enough that the requests overlap). */
+function countCalls<T extends object, K extends keyof T>(obj: T, name: K, delayMs: number): { readonly calls: number; restore(): void } {
+  const original = obj[name] as (...a: unknown[]) => Promise<unknown>;
+  let calls = 0;
+  obj[name] = (async (...args: unknown[]) => {
+    calls++;
+    await sleep(delayMs);
+    return original.apply(obj, args);
+  }) as T[K];
+  return {
+    get calls() {
+      return calls;
+    },
+    restore: () => void (obj[name] = original as T[K]),
+  };
+}
+
+test('concurrent GET /readyz share one check, at most one per second', async () => {
+  const ping = countCalls(app.composed.db, 'ping', 200);
+  try {
+    await sleep(1100); // whatever an earlier probe left fresh has gone stale
+    const replies = await Promise.all(Array.from({ length: 50 }, () => app.api.get('/readyz')));
+    assert.deepEqual([...new Set(replies.map((r) => r.status))], [200]);
+    assert.equal(ping.calls, 1, '50 concurrent probes, one database check');
+    await app.api.get('/readyz');
+    assert.equal(ping.calls, 1, 'a probe within a second of the last check shares its result');
+    await sleep(1100);
+    assert.equal((await app.api.get('/readyz')).status, 200);
+    assert.equal(ping.calls, 2, 'a second later the dependencies are asked again');
+  } finally {
+    ping.restore();
+  }
+});
+
+test('concurrent GET /metrics scrapes share one rendering', async () => {
+  const render = countCalls(app.composed.metrics.registry, 'metrics', 200);
+  try {
+    await sleep(1100);
+    const replies = await Promise.all(Array.from({ length: 50 }, () => app.api.get('/metrics')));
+    assert.deepEqual([...new Set(replies.map((r) => r.status))], [200]);
+    assert.equal(render.calls, 1, '50 concurrent scrapes, one rendering');
+    assert.equal(new Set(replies.map((r) => r.text)).size, 1);
+    assert.match(replies[0]!.text, /^pixvote_http_requests_total/m);
+  } finally {
+    render.restore();
+  }
+});
+
+test('with METRICS_TOKEN, /metrics needs Authorization: Bearer <METRICS_TOKEN> (401 unauthorized otherwise)', async () => {
+  const token = 'metrics-token-0123456789abcdef';
+  const guarded = await startApp({ METRICS_TOKEN: token });
+  try {
+    const user = await registerUser(guarded.api);
+    for (const [why, headers] of [
+      ['no credential', {}],
+      ['a wrong token', { authorization: `Bearer ${token.slice(0, -1)}x` }],
+      ['a prefix of the token', { authorization: `Bearer ${token.slice(0, 8)}` }],
+      ['a user JWT', { authorization: `Bearer ${user.token}` }],
+      ['another scheme', { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }],
+    ] as const) {
+      const r = await guarded.api.get('/metrics', { headers });
+      assert.equal(r.status, 401, why);
+      assert.equal(r.body.error, 'unauthorized', why);
+      assert.match(r.body.message, /METRICS_TOKEN/, why);
+      assert.doesNotMatch(r.text, /pixvote_/, why);
+    }
+    const ok = await guarded.api.get('/metrics', { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(ok.status, 200);
+    assert.match(ok.text, /^pixvote_http_requests_total/m);
+    // Without METRICS_TOKEN the endpoint stays open, as before.
+    assert.equal((await app.api.get('/metrics')).status, 200);
+  } finally {
+    await guarded.close();
+  }
+});

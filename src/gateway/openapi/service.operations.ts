@@ -22,7 +22,7 @@ export const serviceOperations: Operation[] = [
     operationId: 'ready',
     tag: 'operations',
     summary: 'Readiness: the database, Redis (if configured) and the worker pool answer',
-    description: 'Turns 503 as soon as a graceful shutdown starts.',
+    description: 'Turns 503 as soon as a graceful shutdown starts. Calls arriving together share one check, at most one per second.',
     auth: 'none',
     limit: null,
     responses: {
@@ -38,10 +38,13 @@ export const serviceOperations: Operation[] = [
     summary: 'Prometheus metrics',
     description:
       'Request counts and latency by route and status, worker pool size, queue depth, task time per pipeline stage, ' +
-      'uploads accepted and rejected by reason. Expose it to your scraper only.',
+      'uploads accepted and rejected by reason. Expose it to your scraper only. With `METRICS_TOKEN` set it needs ' +
+      '`Authorization: Bearer <METRICS_TOKEN>` (401 `unauthorized` otherwise). Scrapes arriving together share one rendering, ' +
+      'at most one per second: a faster scraper sees the same numbers again.',
     auth: 'none',
     limit: null,
     responses: { 200: { description: 'Prometheus text exposition format.', other: { 'text/plain': text }, cacheControl: ['no-store'] } },
+    errors: ['unauthorized'],
   },
   {
     method: 'get',

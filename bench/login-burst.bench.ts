@@ -19,6 +19,7 @@ import { jpegs } from './support/images.ts';
 import { figure, type Recorder, type Target } from './support/report.ts';
 import { appEnv, startServer } from './support/server-process.ts';
 import { quantile, ratios } from './support/stats.ts';
+import { timeSequentially, whileLoaded } from './support/under-load.ts';
 
 export interface LoginBurstOptions {
   rounds: number;
@@ -53,41 +54,25 @@ export async function loginBurstBench(rec: Recorder, opts: LoginBurstOptions): P
 
     /** p50 of `opts.gets` sequential image GETs, or of those done when the phase reaches its time cap. */
     const getP50 = async (): Promise<{ p50: number; n: number }> => {
-      const ms: number[] = [];
-      const until = performance.now() + PHASE_CAP_MS;
-      while (ms.length < opts.gets && performance.now() < until) {
-        const t = performance.now();
-        const res = await api.send({ method: 'GET', path: imagePath });
-        if (res.status !== 200) throw new Error(`GET ${imagePath}: HTTP ${res.status}`);
-        ms.push(performance.now() - t);
-        await sleep(GET_GAP_MS);
-      }
+      const ms = await timeSequentially(`GET ${imagePath}`, () => api.send({ method: 'GET', path: imagePath }), { count: opts.gets, gapMs: GET_GAP_MS, capMs: PHASE_CAP_MS });
       return { p50: quantile(ms, 0.5), n: ms.length };
     };
     await getP50(); // warm-up: file cache, JIT, connection
 
     const statuses: Record<number, number> = {};
+    const body = JSON.stringify({ action: 'login', username: 'burst_user', password: PASSWORD });
     /** Runs `fn` while `opts.logins` clients log in back to back. */
-    const duringBurst = async <T>(fn: () => Promise<T>): Promise<T> => {
-      let stop = false;
-      const body = JSON.stringify({ action: 'login', username: 'burst_user', password: PASSWORD });
-      const lane = async () => {
-        while (!stop) {
+    const duringBurst = <T>(fn: () => Promise<T>): Promise<T> =>
+      whileLoaded(
+        opts.logins,
+        async () => {
           const res = await burstClient.send({ method: 'POST', path: '/api/auth', headers: { 'content-type': 'application/json' }, body });
           statuses[res.status] = (statuses[res.status] ?? 0) + 1;
           if (res.status === 503) await sleep(1000);
           else if (res.status !== 200) throw new Error(`login during the burst: HTTP ${res.status} ${res.body}`);
-        }
-      };
-      const lanes = Promise.all(Array.from({ length: opts.logins }, lane));
-      try {
-        await sleep(300); // every lane has a login in flight
-        return await fn();
-      } finally {
-        stop = true;
-        await lanes;
-      }
-    };
+        },
+        fn,
+      );
 
     const idle: number[] = [];
     const burst: number[] = [];

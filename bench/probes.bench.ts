@@ -24,6 +24,7 @@ import { LoadClient, type HttpRequest } from './support/http-load.ts';
 import { atMost, figure, type Recorder, type Target } from './support/report.ts';
 import { appEnv, startServer } from './support/server-process.ts';
 import { quantile, ratios } from './support/stats.ts';
+import { timeSequentially, whileLoaded } from './support/under-load.ts';
 
 export interface ProbesOptions {
   rounds: number;
@@ -42,7 +43,6 @@ const PHASE_CAP_MS = 20_000;
 /** GETs are spread over the flood rather than squeezed into its first moment. */
 const GET_GAP_MS = 20;
 const FEED = '/api/uploads?limit=20';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-probes-'));
@@ -62,41 +62,25 @@ export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<v
 
     /** p50 of `opts.gets` sequential feed GETs, or of those done when the phase reaches its time cap. */
     const feedP50 = async (): Promise<{ p50: number; n: number }> => {
-      const ms: number[] = [];
-      const until = performance.now() + PHASE_CAP_MS;
-      while (ms.length < opts.gets && performance.now() < until) {
-        const t = performance.now();
-        const res = await api.send({ method: 'GET', path: FEED });
-        if (res.status !== 200) throw new Error(`GET ${FEED}: HTTP ${res.status}`);
-        ms.push(performance.now() - t);
-        await sleep(GET_GAP_MS);
-      }
+      const ms = await timeSequentially(`GET ${FEED}`, () => api.send({ method: 'GET', path: FEED }), { count: opts.gets, gapMs: GET_GAP_MS, capMs: PHASE_CAP_MS });
       return { p50: quantile(ms, 0.5), n: ms.length };
     };
     await feedP50(); // warm-up: feed cache, JIT, connection
 
     const statuses: Record<string, number> = {};
-    /** Runs `fn` while `opts.flood` clients send `probe(i)` back to back. */
-    const during = async <T>(probe: (i: number) => HttpRequest, fn: () => Promise<T>): Promise<T> => {
-      let stop = false;
-      const lane = async (lane: number) => {
-        for (let i = lane; !stop; i += opts.flood) {
-          const req = probe(i);
+    /** Runs `fn` while `opts.flood` clients send `probe(n)` back to back. */
+    const during = <T>(probe: (n: number) => HttpRequest, fn: () => Promise<T>): Promise<T> =>
+      whileLoaded(
+        opts.flood,
+        async (lane, i) => {
+          const req = probe(lane + i);
           const res = await floodClient.send(req);
           const key = `${req.path} ${res.status}`;
           statuses[key] = (statuses[key] ?? 0) + 1;
           if (res.status !== 200) throw new Error(`${req.path} during the flood: HTTP ${res.status} ${res.body.slice(0, 200)}`);
-        }
-      };
-      const lanes = Promise.all(Array.from({ length: opts.flood }, (_, i) => lane(i)));
-      try {
-        await sleep(300); // every lane has a request in flight
-        return await fn();
-      } finally {
-        stop = true;
-        await lanes;
-      }
-    };
+        },
+        fn,
+      );
     const healthz = (): HttpRequest => ({ method: 'GET', path: '/healthz' });
     const probes = (i: number): HttpRequest => ({ method: 'GET', path: i % 2 ? '/readyz' : '/metrics' });
 

@@ -31,7 +31,7 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     // Opening again finds nothing pending.
     const again = await open();
     const applied = await again.db().selectFrom('schema_migrations').select('name').execute();
-    assert.deepEqual(applied.map((r) => r.name), ['m001-initial', 'm002-media-garbage', 'm003-covering-phash-indexes', 'm007-listed-tag-counts', 'm008-fold-tag-names']);
+    assert.deepEqual(applied.map((r) => r.name), ['m001-initial', 'm002-media-garbage', 'm003-covering-phash-indexes', 'm006-idempotency-leases', 'm007-listed-tag-counts', 'm008-fold-tag-names']);
     await again.close();
   } finally {
     await pg?.drop();

@@ -69,24 +69,25 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     const common = { description: fields.description, tags, isPrivate: fields.is_private };
     const signal = clientSignal(ctx);
     const file = fields.upload_type === 'image' ? uploadedFile(ctx) : null;
-    const run = async (): Promise<CreateResult> => {
+    // `work` aborts when the client goes, or when an Idempotency-Key claim this request held cannot be kept.
+    const run = async (work: AbortSignal): Promise<CreateResult> => {
       if (fields.upload_type === 'image') {
         if (!file) throw errors.invalid('file is required when upload_type=image (multipart field "file")');
         // Read from the temp file only if the bytes are processed (not for an exact duplicate).
         const bytes = () => readWhole(file.path, file.size);
-        return deps.uploads.createImage(user, { ...common, bytes, sha256: file.sha256, originalName: file.originalName, sourceUrl: null }, signal);
+        return deps.uploads.createImage(user, { ...common, bytes, sha256: file.sha256, originalName: file.originalName, sourceUrl: null }, work);
       }
       if (fields.upload_type === 'image_url') {
         if (!fields.image_url) throw errors.invalid('image_url is required when upload_type=image_url');
-        return deps.uploads.createFromUrl(user, { ...common, imageUrl: fields.image_url }, signal);
+        return deps.uploads.createFromUrl(user, { ...common, imageUrl: fields.image_url }, work);
       }
       if (!fields.external_url) throw errors.invalid('external_url is required when upload_type=link');
       return deps.uploads.createLink(user, { ...common, externalUrl: fields.external_url });
     };
     // The answer is serialized once; a replay comes back from the idempotency store as that text.
     let created = null as Pick<UploadView, 'id' | 'upload_type'> | null;
-    const respond = async () => {
-      const result = await run();
+    const respond = async (work: AbortSignal) => {
+      const result = await run(work);
       if (result.kind === 'created') created = result.upload;
       const r = asResponse(result);
       return { status: r.status, body: JSON.stringify(r.body) };
@@ -94,7 +95,7 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     const key = ctx.get('idempotency-key');
     const response = key
       ? await deps.idempotency.run(user.userId, validateIdempotencyKey(key), fingerprint(fields, tags, file?.sha256 ?? null), respond, signal)
-      : await respond();
+      : await respond(signal);
     if (response.status === 201) created ??= JSON.parse(response.body) as UploadView;
     ctx.status = response.status;
     if ('replayed' in response && response.replayed) ctx.set('Idempotent-Replayed', 'true');

@@ -14,6 +14,10 @@ export const IdempotencyKey = defineEntity({
     status: p.integer().nullable(),
     body: p.text().nullable(),
     createdAt: p.datetime(3),
+    /** The claim's holder while pending; its writes count only while this is still its token. */
+    claimToken: p.string().length(36).nullable(),
+    /** While pending: the claim lapses (a retry may take it over) unless renewed before this. */
+    leaseUntil: p.datetime(3).nullable(),
   },
 });
 export type IIdempotencyKey = InferEntity<typeof IdempotencyKey>;

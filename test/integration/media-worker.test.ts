@@ -7,7 +7,10 @@ import { Piscina } from 'piscina';
 import sharp from 'sharp';
 import { MessageChannel } from 'node:worker_threads';
 import type { HumanPolicy, ProcessedImage, ProcessImageResult, ProcessImageTask, StageRejection, StoppedAfterHash } from '../../src/workers/pipeline/types.ts';
+import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
+import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import * as fx from '../support/fixtures.ts';
+import { personGif } from '../support/photos.ts';
 
 const WORKER = new URL('../../src/workers/media.worker.ts', import.meta.url).href;
 
@@ -118,5 +121,40 @@ describe('media worker in a Piscina pool', () => {
     const jpeg = await fx.photoJpeg({ width: 64, height: 48 });
     await assert.rejects(run(jpeg, 'reject'), /person detect(ion is needed|or could not be created)/);
     ok((await run(jpeg, 'off')).result);
+  });
+});
+
+describe('media worker with the person detector', () => {
+  let pool: Piscina;
+  let stagingDir: string;
+  let n = 0;
+  const run = async (bytes: Uint8Array, humanPolicy: HumanPolicy) => {
+    const task: ProcessImageTask = { bytes: fx.toArrayBuffer(bytes), stagingDir, baseName: `det-${++n}`, humanPolicy, humanThreshold: CALIBRATED_HUMAN_THRESHOLD };
+    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as ProcessedImage | StageRejection;
+    return { task, result };
+  };
+
+  before(async () => {
+    stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-worker-det-'));
+    const { dir } = await ensureModels();
+    pool = new Piscina({ filename: WORKER, minThreads: 1, maxThreads: 1, workerData: { modelDir: dir, preloadDetector: true } });
+  });
+  after(async () => {
+    await pool.destroy();
+    await rm(stagingDir, { recursive: true, force: true });
+  });
+
+  it('finds a person on frame 2 of 5 of a GIF, running the model on the 2 distinct frames in one batch', async () => {
+    const { result } = await run(await personGif({ frames: 5, personAt: 1 }), 'flag');
+    const image = result.ok ? result : assert.fail(`${result.code}: ${result.message}`);
+    assert.ok(image.humanScore! >= CALIBRATED_HUMAN_THRESHOLD, `score ${image.humanScore}`);
+    assert.deepEqual(image.detection, { frames: 5, distinctFrames: 2, inferences: 2, modelCalls: 1, bestFrame: 1 });
+  });
+
+  it('refuses that GIF under reject as human_detected, staging nothing', async () => {
+    const { task, result } = await run(await personGif({ frames: 5, personAt: 1 }), 'reject');
+    assert.equal(!result.ok && result.code, 'human_detected');
+    assert.equal(!result.ok && result.detection?.bestFrame, 1);
+    assert.deepEqual((await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`)), []);
   });
 });

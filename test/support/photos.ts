@@ -148,6 +148,38 @@ async function loadPhotos(cacheDir: string): Promise<Photo[]> {
   }));
 }
 
+export interface PersonGifOptions {
+  frames?: number;
+  /** The frame (0-based) that shows the person photo; null: none does. */
+  personAt?: number | null;
+  width?: number;
+  height?: number;
+  /** Photo names (SPECS): the people-free picture of every other frame, and the one with people. */
+  background?: string;
+  person?: string;
+}
+
+/**
+ * An animated GIF built with sharp from two real photos: every frame the people-free `background`, except
+ * frame `personAt`, which is the `person` photo. With the defaults (5 frames, the person on frame 1) a
+ * detector that looks only at the first, middle and last frames misses the person.
+ */
+export async function personGif(opts: PersonGifOptions = {}): Promise<Buffer> {
+  const { frames = 5, personAt = 1, width = 320, height = 240, background = 'alpine-landscape', person = 'three-men-portrait' } = opts;
+  const photos = await getPhotos();
+  const pixels = async (name: string) => {
+    const photo = photos.find((p) => p.name === name);
+    if (!photo) throw new Error(`no photo named ${name}`);
+    return sharp(photo.path).rotate().resize(width, height, { fit: 'cover' }).ensureAlpha().raw().toBuffer();
+  };
+  const empty = await pixels(background);
+  const withPerson = personAt === null ? empty : await pixels(person);
+  const strip = Buffer.concat(Array.from({ length: frames }, (_, i) => (i === personAt ? withPerson : empty)));
+  return sharp(strip, { raw: { width, height: height * frames, channels: 4, pageHeight: height }, pages: -1 })
+    .gif({ delay: Array.from({ length: frames }, () => 100), loop: 0, keepDuplicateFrames: true })
+    .toBuffer();
+}
+
 function pkg(name: string, version: string, integrity: string): NpmTarball & { id: string } {
   const base = name.split('/').pop()!;
   return { id: `${name}@${version}`, tarball: `https://registry.npmjs.org/${name}/-/${base}-${version}.tgz`, integrity };

@@ -4,10 +4,12 @@ import sharp from 'sharp';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, intersectionOverUnion, nonMaxSuppression, toImageBox } from '../../src/workers/detector/person-boxes.decode.ts';
 import { loadTfRuntime } from '../../src/workers/detector/tfjs-backend.loader.ts';
-import { createPersonDetector, detectStage } from '../../src/workers/pipeline/detect.stage.ts';
+import { createPersonDetector, detectStage, MAX_BATCH } from '../../src/workers/pipeline/detect.stage.ts';
+import { decode, type DecodedImage } from '../../src/workers/pipeline/decode.stage.ts';
+import { detectPeople, distinctFrames, frameSignatures, SAME_FRAME_TOLERANCE } from '../../src/workers/pipeline/detect-frames.ts';
 import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
-import type { PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
-import { getPhotos, type Photo } from '../support/photos.ts';
+import type { PersonDetection, PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
+import { getPhotos, personGif, type Photo } from '../support/photos.ts';
 
 const box = (x1: number, y1: number, x2: number, y2: number, score = 1) => ({ x1, y1, x2, y2, score });
 
@@ -153,5 +155,179 @@ describe('person detector on real photos', () => {
     const after = tf.memory();
     assert.equal(after.numTensors, before.numTensors);
     assert.equal(after.numBytes, before.numBytes);
+  });
+});
+
+/** An RGB animation of `frames` (each width × height × 3 bytes), stacked as decode() leaves it. */
+function animation(frames: Uint8Array[], width: number, height: number): DecodedImage {
+  const data = new Uint8Array(frames.length * width * height * 3);
+  frames.forEach((f, i) => data.set(f, i * f.length));
+  const animated = frames.length > 1;
+  return { format: 'gif', width, height, frames: frames.length, animated, raw: { data, width, height: height * frames.length, channels: 3 }, pageHeight: height };
+}
+
+/** A flat frame of grey `level`, with an optional dark `w`×`h` block at (x, y) (a figure). */
+function frame(width: number, height: number, level: number, block?: { x: number; y: number; w: number; h: number; level?: number }): Uint8Array {
+  const px = new Uint8Array(width * height * 3).fill(level);
+  if (block) {
+    for (let y = block.y; y < block.y + block.h; y++) px.fill(block.level ?? 30, (y * width + block.x) * 3, (y * width + block.x + block.w) * 3);
+  }
+  return px;
+}
+
+/** Wraps a detector to count what goes through the model: frames, and calls (a batch is one call). */
+function counting(detector: PersonDetector) {
+  const count = { frames: 0, calls: 0 };
+  const counted: PersonDetector = {
+    ...detector,
+    async detect(rgb) {
+      count.frames++;
+      count.calls++;
+      return detector.detect(rgb);
+    },
+  };
+  if (detector.detectMany) {
+    counted.detectMany = async (frames) => {
+      count.frames += frames.length;
+      count.calls += Math.ceil(frames.length / detector.maxBatch!);
+      return detector.detectMany!(frames);
+    };
+  }
+  return { counted, count };
+}
+
+/** A model-free detector: the score of a frame is its first pixel's red / 255; batches when maxBatch is set. */
+function scriptedDetector(maxBatch?: number): PersonDetector {
+  const one = async (rgb: RawImage): Promise<PersonDetection> => ({ score: rgb.data[0]! / 255, boxes: [] });
+  return {
+    backend: 'fake',
+    model: 'fake',
+    inputSpec: { size: 32, fit: 'contain' },
+    detect: one,
+    ...(maxBatch ? { maxBatch, detectMany: (frames: readonly RawImage[]) => Promise.all(frames.map(one)) } : {}),
+    dispose() {},
+  };
+}
+
+describe('which frames of an animation are checked', () => {
+  const W = 120;
+  const H = 90;
+  const chosen = (frames: Uint8Array[]) => distinctFrames(frameSignatures(animation(frames, W, H)));
+
+  test('identical frames are checked once', () => {
+    assert.deepEqual(chosen([frame(W, H, 100), frame(W, H, 100), frame(W, H, 100)]), [0]);
+  });
+
+  test('noise within the tolerance is the same frame; a figure-sized change is not', () => {
+    const noisy = frame(W, H, 100).map((v, i) => v + (i % 7 === 0 ? 3 : 0));
+    assert.deepEqual(chosen([frame(W, H, 100), noisy]), [0]);
+    // A 6×12 px figure in a 120×90 frame: a person the model could not even see at this size.
+    assert.deepEqual(chosen([frame(W, H, 100), frame(W, H, 100, { x: 50, y: 40, w: 6, h: 12 })]), [0, 1]);
+  });
+
+  test('a slow change is checked once it adds up, compared with the frames checked, not the one before', () => {
+    const drift = Array.from({ length: 7 }, (_, i) => frame(W, H, 100 + i));
+    assert.ok(SAME_FRAME_TOLERANCE === 2);
+    assert.deepEqual(chosen(drift), [0, 3, 6]);
+  });
+
+  test('an animation that returns to an earlier picture does not check it again', () => {
+    const a = frame(W, H, 60);
+    const b = frame(W, H, 60, { x: 10, y: 10, w: 40, h: 60 });
+    assert.deepEqual(chosen([a, b, a, b, a]), [0, 1]);
+  });
+
+  test('RGBA frames are compared as they are seen, on white: transparent pixels of any colour match', () => {
+    const rgba = (rgb: [number, number, number], alpha: number) => {
+      const px = new Uint8Array(W * H * 4);
+      for (let i = 0; i < px.length; i += 4) px.set([...rgb, alpha], i);
+      return px;
+    };
+    const data = new Uint8Array([...rgba([255, 0, 0], 0), ...rgba([0, 0, 255], 0), ...rgba([0, 0, 255], 255)]);
+    const image = { raw: { data, width: W, height: H * 3, channels: 4 as const }, pageHeight: H };
+    assert.deepEqual(distinctFrames(frameSignatures(image)), [0, 2]);
+  });
+
+  test('distinct frames go through the model in batches of maxBatch, one frame at a time without detectMany', async () => {
+    const frames = Array.from({ length: 10 }, (_, i) => frame(W, H, 10 + i * 20));
+    const image = animation(frames, W, H);
+    const batched = counting(scriptedDetector(4));
+    const found = await detectPeople(image, batched.counted);
+    assert.deepEqual(found.info, { frames: 10, distinctFrames: 10, inferences: 10, modelCalls: 3, bestFrame: 9 });
+    assert.deepEqual(batched.count, { frames: 10, calls: 3 });
+    assert.equal(found.score, (10 + 9 * 20) / 255);
+    const single = counting(scriptedDetector());
+    assert.equal((await detectPeople(image, single.counted)).info.modelCalls, 10);
+    assert.deepEqual(single.count, { frames: 10, calls: 10 });
+  });
+
+  test('with stopAt, the batches after the first frame at that score are not run', async () => {
+    const levels = [10, 200, 30, 40, 50, 60, 70, 80, 90];
+    const found = await detectPeople(animation(levels.map((l) => frame(W, H, l)), W, H), scriptedDetector(4), { stopAt: 0.5 });
+    assert.deepEqual([found.info.inferences, found.info.modelCalls, found.info.bestFrame], [4, 1, 1]);
+    assert.equal(found.score, 200 / 255);
+  });
+
+  test('a still image is checked once', async () => {
+    const found = await detectPeople(animation([frame(W, H, 51)], W, H), scriptedDetector(4));
+    assert.deepEqual(found.info, { frames: 1, distinctFrames: 1, inferences: 1, modelCalls: 1, bestFrame: 0 });
+  });
+});
+
+describe('person detector on every distinct frame of a GIF', () => {
+  let detector: PersonDetector;
+  const decodeGif = async (bytes: Uint8Array): Promise<DecodedImage> => {
+    const decoded = await decode(bytes, { format: 'gif' });
+    return decoded.ok ? decoded.image : assert.fail(decoded.message);
+  };
+
+  before(async () => {
+    detector = await createPersonDetector({ modelDir: (await ensureModels()).dir });
+  });
+  after(() => detector?.dispose());
+
+  test(`batches up to ${MAX_BATCH} frames per model call, with the same scores as one by one`, async () => {
+    assert.equal(detector.maxBatch, MAX_BATCH);
+    const image = await decodeGif(await personGif({ frames: 2, personAt: 1 }));
+    const size = detector.inputSpec.size;
+    const frames = await Promise.all([0, 1, 0].map(async (f) => {
+      const { data, info } = await sharp(image.raw.data.subarray(f * image.raw.width * image.pageHeight * 4, (f + 1) * image.raw.width * image.pageHeight * 4), {
+        raw: { width: image.raw.width, height: image.pageHeight, channels: 4 },
+      }).resize(size, size, { fit: 'inside' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      return { data, width: info.width, height: info.height, channels: 3 as const };
+    }));
+    const many = await detector.detectMany!(frames);
+    const one = await Promise.all(frames.map((f) => detector.detect(f)));
+    assert.equal(many.length, 3);
+    for (const [i, r] of many.entries()) assert.ok(Math.abs(r.score - one[i]!.score) < 1e-3, `frame ${i}: ${r.score} vs ${one[i]!.score}`);
+    assert.ok(many[1]!.score >= CALIBRATED_HUMAN_THRESHOLD && many[0]!.score < CALIBRATED_HUMAN_THRESHOLD);
+  });
+
+  test('a person on frame 2 of 5 (0-based 1) is found; the four identical frames are checked once, in one batch', async () => {
+    const image = await decodeGif(await personGif({ frames: 5, personAt: 1 }));
+    const { counted, count } = counting(detector);
+    const found = await detectPeople(image, counted);
+    assert.ok(found.score >= CALIBRATED_HUMAN_THRESHOLD, `score ${found.score}`);
+    assert.deepEqual(found.info, { frames: 5, distinctFrames: 2, inferences: 2, modelCalls: 1, bestFrame: 1 });
+    assert.deepEqual(count, { frames: 2, calls: 1 });
+  });
+
+  test('the same GIF without the person scores below the threshold, on one inference', async () => {
+    const image = await decodeGif(await personGif({ frames: 5, personAt: null }));
+    const { counted, count } = counting(detector);
+    const found = await detectPeople(image, counted);
+    assert.ok(found.score < CALIBRATED_HUMAN_THRESHOLD, `score ${found.score}`);
+    assert.deepEqual(count, { frames: 1, calls: 1 });
+  });
+
+  test('no tensors leak across batched detections', async () => {
+    const { tf } = await loadTfRuntime();
+    const image = await decodeGif(await personGif({ frames: 6, personAt: 4, background: 'kitten-in-leaves' }));
+    const stepped = { ...image, raw: { ...image.raw, data: image.raw.data.map((v, i) => (i % 4 === 3 ? v : Math.min(255, v + Math.floor(i / (image.raw.width * image.pageHeight * 4)) * 9))) } };
+    await detectPeople(stepped, detector);
+    const before = tf.memory();
+    for (let i = 0; i < 5; i++) assert.ok((await detectPeople(stepped, detector)).info.modelCalls >= 2);
+    assert.equal(tf.memory().numTensors, before.numTensors);
+    assert.equal(tf.memory().numBytes, before.numBytes);
   });
 });

@@ -93,18 +93,20 @@ describe('processImage', () => {
       ok: false,
       code: 'human_detected',
       message: 'a person was detected (score 0.910, threshold 0.5); images showing people are not accepted',
+      detection: { frames: 1, distinctFrames: 1, inferences: 1, modelCalls: 1, bestFrame: 0 },
     });
     assert.deepEqual(await staged(t), []);
     const below = await processImage(task(await fx.photoJpeg(), 'reject'), { detector: fakeDetector(0.49) });
     assert.equal(below.ok && below.humanScore, 0.49);
   });
 
-  it('looks at the first, middle and last frame of an animation and keeps the highest score', async () => {
-    const detector = fakeDetector(0, { scoreOf: (call) => [0.1, 0.7, 0.2][call]! });
+  it('looks at every distinct frame of an animation and keeps the highest score', async () => {
+    const detector = fakeDetector(0, { scoreOf: (call) => [0.1, 0.7, 0.2, 0.3, 0.1][call]! });
     const result = await processImage(task(await fx.animatedGif({ width: 64, height: 48, frames: 5 }), 'flag'), { detector });
-    assert.equal(detector.inputs.length, 3);
+    assert.equal(detector.inputs.length, 5);
     assert.equal(result.ok && result.humanScore, 0.7);
     assert.equal(result.ok && result.animated, true);
+    assert.deepEqual(result.ok && result.detection, { frames: 5, distinctFrames: 5, inferences: 5, modelCalls: 5, bestFrame: 1 });
   });
 
   it('returns each expected rejection with its code and leaves nothing staged', async () => {

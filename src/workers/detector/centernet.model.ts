@@ -33,8 +33,11 @@ export interface CenterNetOutput {
 
 export interface CenterNet {
   readonly inputSize: number;
-  /** `input`: [1, inputSize, inputSize, 3] RGB floats in 0–255. Does not dispose `input`. */
-  run(input: Tensor4D): Promise<CenterNetOutput>;
+  /**
+   * `input`: [N, inputSize, inputSize, 3] RGB floats in 0–255, a batch of N images run as one (the graph's
+   * batch dimension is free); one output per image, in order. Does not dispose `input`.
+   */
+  run(input: Tensor4D): Promise<CenterNetOutput[]>;
   dispose(): void;
 }
 
@@ -58,11 +61,17 @@ export async function loadCenterNet(tf: Tf, modelDir: string, inputSize: number)
     async run(input) {
       const [heat, edges] = tf.tidy(() => {
         const [keypoints, wh] = model.execute(input, [HEATMAP, EDGES]) as Tensor4D[];
-        return [tf.slice(keypoints!, [0, 0, 0, PERSON_CLASS], [1, -1, -1, 1]), wh!];
+        return [tf.slice(keypoints!, [0, 0, 0, PERSON_CLASS], [-1, -1, -1, 1]), wh!];
       });
       try {
         const [heatmap, distances] = await Promise.all([heat.data<'float32'>(), edges.data<'float32'>()]);
-        return { gridSize: heat.shape[1], heatmap, edges: distances };
+        const [images, gridSize] = heat.shape;
+        const cells = gridSize * gridSize;
+        return Array.from({ length: images }, (_, i) => ({
+          gridSize,
+          heatmap: heatmap.subarray(i * cells, (i + 1) * cells),
+          edges: distances.subarray(i * cells * 4, (i + 1) * cells * 4),
+        }));
       } finally {
         tf.dispose([heat, edges]);
       }
@@ -87,11 +96,12 @@ async function findModelDir(dir: string): Promise<string> {
 
 /**
  * The graph is fully convolutional except for two things fixed at export: the input placeholder's
- * shape and the output sizes of three upsampling steps. Both are rewritten for `size`.
+ * shape and the output sizes of three upsampling steps. Both are rewritten for `size`, and the batch
+ * dimension is freed (-1) so that the frames of an animation run as one batch.
  */
 function resizeGraph(artifacts: io.ModelArtifacts, size: number): void {
   const topology = artifacts.modelTopology as { node: Array<{ name: string; op: string; attr?: { shape?: { shape: { dim: unknown } } } }> };
-  const dims = [1, size, size, 3].map((n) => ({ size: String(n) }));
+  const dims = [-1, size, size, 3].map((n) => ({ size: String(n) }));
   const placeholder = topology.node.find((node) => node.op === 'Placeholder' && node.name === INPUT);
   if (!placeholder?.attr?.shape) throw new Error(`${CENTERNET_FILE} has no placeholder ${INPUT}`);
   placeholder.attr.shape.shape.dim = dims;

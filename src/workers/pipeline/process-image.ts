@@ -5,14 +5,14 @@
 import { rm } from 'node:fs/promises';
 import type { MessagePort } from 'node:worker_threads';
 import { decode, derive } from './decode.stage.ts';
-import type { DecodedImage } from './decode.stage.ts';
+import { detectPeople } from './detect-frames.ts';
 import { encodeVariants, variantPath } from './encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { THUMBHASH_MAX_SIDE, thumbhash } from './thumbhash.stage.ts';
 import { personRefusal } from '../../domain/person-policy.ts';
 import type {
-  PersonDetection,
+  DetectionInfo,
   PersonDetector,
   ProcessedImage,
   ProcessImageResult,
@@ -29,9 +29,6 @@ export interface ProcessImageDeps {
 
 type Timings = ProcessedImage['timings'];
 
-/** Frames of an animation the detector looks at: first, middle and last. */
-const DETECT_FRAMES = 3;
-
 async function timed<T>(timings: Timings, stage: keyof Timings, fn: () => T | Promise<T>): Promise<T> {
   const start = performance.now();
   try {
@@ -39,20 +36,6 @@ async function timed<T>(timings: Timings, stage: keyof Timings, fn: () => T | Pr
   } finally {
     timings[stage] = Math.round((performance.now() - start) * 10) / 10;
   }
-}
-
-/** Runs the detector on up to DETECT_FRAMES frames prepared per its inputSpec; the highest score wins. */
-export async function detectPeople(image: DecodedImage, detector: PersonDetector): Promise<PersonDetection> {
-  const { size, fit } = detector.inputSpec;
-  const last = image.animated ? image.frames - 1 : 0;
-  const frames = [...new Set(Array.from({ length: DETECT_FRAMES }, (_, i) => Math.round((last * i) / (DETECT_FRAMES - 1))))];
-  let best: PersonDetection = { score: 0, boxes: [] };
-  for (const frame of frames) {
-    const rgb = await derive(image, { width: size, height: size, fit: fit === 'fill' ? 'fill' : 'inside', channels: 3, frame, enlarge: true });
-    const found = await detector.detect(rgb);
-    if (found.score > best.score) best = found;
-  }
-  return best;
 }
 
 /** Asks the caller whether to go on now that the hash is known; a closed port means go on. */
@@ -94,14 +77,19 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
   }
 
   let humanScore: number | null = null;
+  let detection: DetectionInfo | undefined;
   if (task.humanPolicy !== 'off') {
     stop = cancelled(task, 'detect');
     if (stop) return stop;
     const { detector } = deps;
     if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
-    humanScore = (await timed(timings, 'detect', () => detectPeople(image, detector))).score;
+    // Under 'reject' the first frame at the threshold decides; 'flag' stores the highest score of all frames.
+    const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
+    const found = await timed(timings, 'detect', () => detectPeople(image, detector, { stopAt }));
+    humanScore = found.score;
+    detection = found.info;
     const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
-    if (refusal) return { ok: false, code: 'human_detected', message: refusal };
+    if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection };
   }
 
   stop = cancelled(task, 'encode');
@@ -120,6 +108,7 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     phash: hash,
     thumbhash: placeholder,
     humanScore,
+    ...(detection ? { detection } : {}),
     variants,
     timings,
   };

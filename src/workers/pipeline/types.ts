@@ -41,7 +41,28 @@ export interface PersonDetector {
   readonly inputSpec: DetectorInputSpec;
   /** Runs the model on RGB pixels prepared per `inputSpec`. */
   detect(rgb: RawImage): Promise<PersonDetection>;
+  /**
+   * Where the model takes a batch: runs it once on up to `maxBatch` frames (more are split), one result per
+   * frame, in order. Cheaper per frame than `detect` one by one.
+   */
+  detectMany?(frames: readonly RawImage[]): Promise<PersonDetection[]>;
+  /** Frames per `detectMany` call. */
+  readonly maxBatch?: number;
   dispose(): void;
+}
+
+/** What the detect stage did with an image: its answer, and how much model work that took. */
+export interface DetectionInfo {
+  /** Frames of the image (1 for a still). */
+  frames: number;
+  /** Frames that differed enough from every frame already checked to be checked themselves. */
+  distinctFrames: number;
+  /** Frames that went through the model (fewer than distinctFrames when it stopped at a person). */
+  inferences: number;
+  /** Calls into the model; a batch of frames is one call. */
+  modelCalls: number;
+  /** The frame with the highest score. */
+  bestFrame: number;
 }
 
 export type VariantName = 'thumb' | 'medium' | 'full';
@@ -95,6 +116,8 @@ export interface ProcessedImage {
   thumbhash: string;
   /** Highest person score, or null when humanPolicy is 'off'. */
   humanScore: number | null;
+  /** Present when detection ran. */
+  detection?: DetectionInfo;
   variants: EncodedVariant[];
   /** Milliseconds spent per stage, for metrics. */
   timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'detect' | 'encode' | 'thumbhash', number>>;
@@ -106,6 +129,8 @@ export interface StageRejection {
   message: string;
   /** Set when the task stopped because its request was aborted (the client went away). */
   cancelled?: true;
+  /** On `human_detected`: what the detect stage did. */
+  detection?: DetectionInfo;
 }
 
 /**

@@ -1,0 +1,123 @@
+/**
+ * Which frames of an image the person detector checks, and checking them: every frame of an animation
+ * (up to the decode frame limit), except that a frame that looks the same as one already checked is not
+ * checked again. The distinct frames go through the model in batches where the detector takes them.
+ */
+import { derive, type DecodedImage } from './decode.stage.ts';
+import type { DetectionInfo, PersonDetection, PersonDetector, RawImage } from './types.ts';
+
+/** Cells per side of a frame's signature (fewer when the frame is smaller). */
+export const SIGNATURE_GRID = 32;
+/**
+ * Two frames look the same when no cell of their signatures differs by more than this in any of R, G, B
+ * (0–255). A cell of a 480×360 frame is 15×11 pixels: a figure the model could find changes its cells by
+ * far more, while GIF re-dithering of an unchanged picture moves them by well under 1.
+ */
+export const SAME_FRAME_TOLERANCE = 2;
+
+/** A frame's signature: the mean R, G, B of each cell of a grid laid over it, alpha flattened on white. */
+export type FrameSignature = Float32Array;
+
+/**
+ * The signature of every frame of the decoded working buffer (frames stacked vertically), in one pass over
+ * the pixels: exact cell means, no resampling, so a frame's cells see no pixel of its neighbours.
+ */
+export function frameSignatures(image: Pick<DecodedImage, 'raw' | 'pageHeight'>): FrameSignature[] {
+  const { data, width, channels } = image.raw;
+  const pageHeight = image.pageHeight;
+  const frames = Math.round(image.raw.height / pageHeight);
+  const cols = Math.min(SIGNATURE_GRID, width);
+  const rows = Math.min(SIGNATURE_GRID, pageHeight);
+  const cellOfX = new Uint16Array(width);
+  for (let x = 0; x < width; x++) cellOfX[x] = Math.floor((x * cols) / width);
+  const pixelsIn = new Float64Array(cols * rows);
+  for (let y = 0; y < pageHeight; y++) {
+    const row = Math.floor((y * rows) / pageHeight) * cols;
+    for (let x = 0; x < width; x++) pixelsIn[row + cellOfX[x]!]!++;
+  }
+  const out: FrameSignature[] = [];
+  const sums = new Float64Array(cols * rows * 3);
+  for (let f = 0; f < frames; f++) {
+    sums.fill(0);
+    for (let y = 0; y < pageHeight; y++) {
+      const rowCell = Math.floor((y * rows) / pageHeight) * cols;
+      let at = ((f * pageHeight + y) * width) * channels;
+      for (let x = 0; x < width; x++, at += channels) {
+        const cell = (rowCell + cellOfX[x]!) * 3;
+        if (channels === 4) {
+          const a = data[at + 3]! / 255;
+          const white = 255 * (1 - a);
+          sums[cell]! += data[at]! * a + white;
+          sums[cell + 1]! += data[at + 1]! * a + white;
+          sums[cell + 2]! += data[at + 2]! * a + white;
+        } else {
+          sums[cell]! += data[at]!;
+          sums[cell + 1]! += data[at + 1]!;
+          sums[cell + 2]! += data[at + 2]!;
+        }
+      }
+    }
+    const signature = new Float32Array(sums.length);
+    for (let i = 0; i < sums.length; i++) signature[i] = sums[i]! / pixelsIn[Math.floor(i / 3)]!;
+    out.push(signature);
+  }
+  return out;
+}
+
+function sameFrame(a: FrameSignature, b: FrameSignature, tolerance: number): boolean {
+  for (let i = 0; i < a.length; i++) if (Math.abs(a[i]! - b[i]!) > tolerance) return false;
+  return true;
+}
+
+/**
+ * The frames to check, in order: the first, and every later frame that differs from each frame chosen so far
+ * (compared with the chosen frames, not the one just before, so a slow change still gets checked once it
+ * has added up; and a loop that returns to an earlier picture is not checked twice).
+ */
+export function distinctFrames(signatures: readonly FrameSignature[], tolerance = SAME_FRAME_TOLERANCE): number[] {
+  const chosen: number[] = [];
+  for (const [i, signature] of signatures.entries()) {
+    // Most repeats repeat the frame chosen last: look there first.
+    let seen = false;
+    for (let c = chosen.length - 1; c >= 0 && !seen; c--) seen = sameFrame(signature, signatures[chosen[c]!]!, tolerance);
+    if (!seen) chosen.push(i);
+  }
+  return chosen;
+}
+
+export interface DetectPeopleOptions {
+  /** Stop once a frame scores at least this (the rest cannot change a refusal); default: check every frame. */
+  stopAt?: number;
+}
+
+export type PeopleInImage = PersonDetection & { info: DetectionInfo };
+
+/**
+ * Runs the detector on every distinct frame, prepared per its inputSpec, in batches of its maxBatch (one
+ * frame at a time for a detector without detectMany); the highest score wins.
+ */
+export async function detectPeople(image: DecodedImage, detector: PersonDetector, opts: DetectPeopleOptions = {}): Promise<PeopleInImage> {
+  const { size, fit } = detector.inputSpec;
+  const frames = image.animated ? distinctFrames(frameSignatures(image)) : [0];
+  const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
+  const prepare = (frame: number): Promise<RawImage> =>
+    derive(image, { width: size, height: size, fit: fit === 'fill' ? 'fill' : 'inside', channels: 3, frame, enlarge: true });
+  let best: PersonDetection = { score: 0, boxes: [] };
+  const info: DetectionInfo = { frames: image.frames, distinctFrames: frames.length, inferences: 0, modelCalls: 0, bestFrame: frames[0]! };
+  for (let at = 0; at < frames.length; at += batch) {
+    const chunk = frames.slice(at, at + batch);
+    const inputs: RawImage[] = [];
+    for (const frame of chunk) inputs.push(await prepare(frame)); // one libvips call at a time: a worker keeps to its core
+    const found = detector.detectMany && inputs.length > 1 ? await detector.detectMany(inputs) : [await detector.detect(inputs[0]!)];
+    info.inferences += inputs.length;
+    info.modelCalls++;
+    for (const [i, result] of found.entries()) {
+      if (result.score > best.score) {
+        best = result;
+        info.bestFrame = chunk[i]!;
+      }
+    }
+    if (opts.stopAt !== undefined && best.score >= opts.stopAt) break;
+  }
+  return { ...best, info };
+}

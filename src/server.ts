@@ -3,9 +3,15 @@
  * connections, refuse new uploads with 503 busy, let in-flight requests finish within SHUTDOWN_GRACE_MS,
  * then close the worker pool, the database and Redis, and exit 0.
  */
-import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
 import type { Composed } from './main.ts';
 import { flushLogs } from './logger.ts';
+import type { ErrorCode } from './domain/errors.ts';
+import { SECURITY_HEADERS } from './gateway/middleware/envelope.ts';
+import { declaredOversize } from './gateway/limits.ts';
 
 export interface Running {
   server: Server;
@@ -13,12 +19,91 @@ export interface Running {
   shutdown(reason: string): Promise<void>;
 }
 
+export interface HttpServerOptions {
+  /** Slow-loris guard: a whole request (headers and body) must arrive within this; 408 after. */
+  requestTimeoutMs?: number;
+  /** The headers within this; 408 after. */
+  headersTimeoutMs?: number;
+  /** How often those two are checked (Node's default is 30 s). */
+  timeoutCheckMs?: number;
+  log?: Logger;
+}
+
+/**
+ * The HTTP server around the app, as `npm start` and the tests run it: its timeouts, and the contract's error
+ * body for what fails below the app (Node's parser, the timeouts), and 413 before `100 Continue` to an
+ * `Expect: 100-continue` request whose declared body is too large.
+ */
+export function createHttpServer(handler: RequestListener, opts: HttpServerOptions = {}): Server {
+  const requestTimeout = opts.requestTimeoutMs ?? 60_000;
+  const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
+  const server = createServer({ requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 }, handler);
+  const limits = { requestTimeout, headersTimeout, maxHeaderSize };
+  server.on('clientError', (err: ClientError, socket: Duplex) => answerClientError(err, socket, limits, opts.log));
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    // Without this listener Node sends 100 Continue itself; a client told to continue sends the body we refuse.
+    if (!declaredOversize(req)) res.writeContinue();
+    server.emit('request', req, res);
+  });
+  return server;
+}
+
+type ClientError = Error & { code?: string; reason?: string };
+
+/**
+ * Node's 'clientError': a request the parser refused (malformed, headers too large, bytes after a body that
+ * do not start a request) or one that did not arrive in time. Answered with the contract's body, an
+ * `X-Request-Id` (the request's own when one was already being served) and `Connection: close`, wherever
+ * a response can still be written; the connection is closed either way.
+ */
+function answerClientError(err: ClientError, socket: Duplex, limits: { requestTimeout: number; headersTimeout: number; maxHeaderSize: number }, log?: Logger): void {
+  // Node's own handler looks here too: the response of a request already on this connection, if any.
+  const pending = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
+  if (err.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const id = (pending?.getHeader('x-request-id') as string | undefined) ?? randomUUID();
+  const [status, code, message] = describeClientError(err, pending?.req ?? null, limits);
+  log?.info({ reqId: id, status, code: err.code, reason: err.reason }, 'request refused by the HTTP parser');
+  const body = JSON.stringify({ error: code, message });
+  const headers = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-Id: ${id}`,
+    'Cache-Control: no-store',
+    ...SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}`),
+    'Connection: close',
+  ];
+  socket.write(`${headers.join('\r\n')}\r\n\r\n${body}`);
+  socket.destroy();
+}
+
+function describeClientError(
+  err: ClientError,
+  pending: IncomingMessage | null,
+  limits: { requestTimeout: number; headersTimeout: number; maxHeaderSize: number },
+): [number, ErrorCode, string] {
+  switch (err.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'invalid_request', `the request did not arrive in time: its headers must arrive within ${limits.headersTimeout / 1000} s, all of it within ${limits.requestTimeout / 1000} s`];
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'invalid_request', `request headers are too large: the limit is ${limits.maxHeaderSize / 1024} KiB in total`];
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return [413, 'payload_too_large', 'chunk extensions of the request body are too large'];
+  }
+  if (pending?.complete) {
+    // The request was read to its declared end, and what followed on the connection is not a request.
+    const declared = pending.headers['content-length'];
+    return [400, 'invalid_request', `the connection carried bytes after the request body that are not an HTTP request: a body must be exactly its Content-Length${declared ? ` (${declared} bytes)` : ''}`];
+  }
+  return [400, 'invalid_request', `malformed HTTP request${err.reason ? `: ${err.reason}` : ''}`];
+}
+
 export async function listen(composed: Composed): Promise<Running> {
   const { config, log } = composed;
-  const server = createServer(composed.app.callback());
-  // Slow-loris guard: a whole request (headers and body) must arrive within 60 s.
-  server.requestTimeout = 60_000;
-  server.headersTimeout = 20_000;
+  const server = createHttpServer(composed.app.callback(), { log });
   let inFlight = 0;
   let idle: (() => void) | null = null;
   server.on('request', (_req, res) => {

@@ -1,7 +1,7 @@
 /**
  * The Koa application, built from its dependencies so tests can drive `app.callback()` with no port.
  * Middleware order: envelope (request id, security headers, error mapper, ETag, metrics, access log)
- * → rate limit → body → auth → routes.
+ * → rate limit → declared body size → body → auth → routes.
  */
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -16,7 +16,7 @@ import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { exactGetRoutes } from './exact-routes.ts';
-import { JSON_LIMIT_BYTES } from './limits.ts';
+import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
 
@@ -50,6 +50,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     }),
   );
   app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
+  app.use(refuseDeclaredOversize);
   const jsonBody = koaBody({ json: true, jsonLimit: JSON_LIMIT_BYTES, jsonStrict: true, multipart: false, urlencoded: false, text: false });
   const auth = authenticate({ auth: deps.auth });
   app.use(function bodyThenAuth(ctx, next) {

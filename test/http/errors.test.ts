@@ -1,7 +1,11 @@
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
+import { encodeForm, openRaw, type RawReply } from '../support/raw-http.ts';
+import { photoJpeg } from '../support/fixtures.ts';
 
 let app: TestApp;
 before(async () => {
@@ -87,4 +91,100 @@ test('a NUL character in any text input is 400 invalid_request naming the field,
   const del = await app.api.del(`/api/uploads/${own.body.id}/tags/a%00b`, { token: u.token });
   assert.ok(del.status === 400 || del.status === 404, `${del.status} ${del.text}`);
   assert.deepEqual((await app.api.get(`/api/profile`, { token: u.token })).body.uploads.map((x: { id: string }) => x.id), [own.body.id], 'nothing else was stored');
+});
+
+describe('errors raised below the app get the contract body, an X-Request-Id and a closed connection', () => {
+  const assertContract = (r: RawReply, status: number, code: string, message: RegExp) => {
+    assert.equal(r.status, status, r.text);
+    assert.equal(r.headers['content-type'], 'application/json; charset=utf-8');
+    assert.deepEqual(Object.keys(r.body).sort(), ['error', 'message']);
+    assert.equal(r.body.error, code);
+    assert.match(r.body.message, message);
+    assert.match(r.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+    assert.equal(r.headers.connection, 'close');
+  };
+  /** Entries under DATA_DIR/tmp, directories included (instance heartbeats aside). */
+  const tmpEntries = async (dataDir: string): Promise<string[]> =>
+    (await readdir(join(dataDir, 'tmp'), { recursive: true }).catch(() => [] as string[])).filter((e) => !e.endsWith('.alive') && e.includes('/'));
+
+  test('a malformed request line → 400 invalid_request', async () => {
+    const c = await openRaw(app.url);
+    c.write('GET /healthz HTTP/1.1 and then some\r\nHost: x\r\n\r\n');
+    assertContract(await c.reply(), 400, 'invalid_request', /malformed HTTP request/);
+    await c.closed();
+  });
+
+  test('20 KB of headers → 431 naming the limit', async () => {
+    const c = await openRaw(app.url);
+    c.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assertContract(await c.reply(), 431, 'invalid_request', /headers are too large: the limit is 16 KiB/);
+    await c.closed();
+  });
+
+  test('a request that does not arrive in time → 408', async () => {
+    const slow = await startApp({}, { http: { requestTimeoutMs: 1000, headersTimeoutMs: 1000, timeoutCheckMs: 200 } });
+    try {
+      const c = await openRaw(slow.url);
+      c.write('GET /healthz HTTP/1.1\r\nHost: x\r\n'); // and never the blank line
+      assertContract(await c.reply(), 408, 'invalid_request', /did not arrive in time/);
+      await c.closed();
+    } finally {
+      await slow.close();
+    }
+  });
+
+  test('a declared Content-Length of 50 MB → 413 from the headers alone, before any body is sent, and the connection closes', async () => {
+    const u = await registerUser(app.api);
+    for (const [path, type] of [
+      ['/api/upload', 'multipart/form-data; boundary=x'],
+      ['/api/upload', 'application/json'],
+      ['/api/auth/tokens/generate', 'application/json'],
+    ] as const) {
+      for (const token of [u.token, null]) {
+        const c = await openRaw(app.url);
+        const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
+        c.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: ${type}\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
+        // Not a byte of the body is sent: the answer comes from the headers.
+        const r = await c.reply();
+        assertContract(r, 413, 'payload_too_large', /52428800 bytes/);
+        await c.closed();
+      }
+    }
+  });
+
+  test('a JSON body declared over 1 MiB → 413 at once naming the JSON limit', async () => {
+    const u = await registerUser(app.api);
+    const c = await openRaw(app.url);
+    c.write(`POST /api/auth/tokens/generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{"name":"`);
+    assertContract(await c.reply(), 413, 'payload_too_large', /JSON body is 2097152 bytes; the limit is 1 MiB/);
+    await c.closed();
+  });
+
+  test('Expect: 100-continue with a declared body too large → 413 instead of 100 Continue', async () => {
+    const c = await openRaw(app.url);
+    c.write(`POST /api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\nExpect: 100-continue\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
+    assertContract(await c.reply(), 413, 'payload_too_large', /at most/);
+    await c.closed();
+  });
+
+  test('a multipart body longer than its Content-Length → 400 invalid_request, the connection closes, no temp file remains', async () => {
+    const u = await registerUser(app.api);
+    const form = new FormData();
+    form.append('upload_type', 'image');
+    form.append('file', new Blob([await photoJpeg({ seed: 4242 })]), 'a.jpg');
+    const { body, contentType } = await encodeForm(form);
+    const declared = body.length - 100;
+    const c = await openRaw(app.url);
+    c.write(`POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`);
+    c.write(body);
+    const r = await c.reply();
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.error, 'invalid_request');
+    assert.match(r.body.message, /Content-Length/);
+    assert.equal(r.headers['x-request-id'], 'long-body-1', 'the id of the request being served');
+    await c.closed();
+    for (let i = 0; i < 50 && (await tmpEntries(app.config.dataDir)).length; i++) await new Promise((res) => setTimeout(res, 100));
+    assert.deepEqual(await tmpEntries(app.config.dataDir), [], 'the multipart temp directory is gone');
+    assert.deepEqual((await app.api.get('/api/profile', { token: u.token })).body.uploads, [], 'nothing was stored');
+  });
 });

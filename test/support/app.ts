@@ -3,12 +3,13 @@
  * database this run targets, with its own DATA_DIR, Redis key prefix and PostgreSQL database.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { compose, type Composed } from '../../src/main.ts';
+import { createHttpServer, type HttpServerOptions } from '../../src/server.ts';
 import { createTestDatabase } from './pg.ts';
 import { TEST_REDIS_URL, onPostgres } from './env.ts';
 import { client, type Client } from './http.ts';
@@ -25,7 +26,7 @@ export interface TestApp {
 /** Cheap password hashing for fixtures; one test proves the production cost separately. */
 export const TEST_SCRYPT = { N: 2 ** 12, r: 8, p: 1 };
 
-export async function startApp(env: Record<string, string> = {}, opts: { productionScrypt?: boolean; sharedDataDir?: string; databaseUrl?: string } = {}): Promise<TestApp> {
+export async function startApp(env: Record<string, string> = {}, opts: { productionScrypt?: boolean; sharedDataDir?: string; databaseUrl?: string; http?: HttpServerOptions } = {}): Promise<TestApp> {
   const dataDir = opts.sharedDataDir ?? (await mkdtemp(join(tmpdir(), 'pixvote-test-')));
   const database = onPostgres && !opts.databaseUrl ? await createTestDatabase() : null;
   const config = loadConfig({
@@ -43,7 +44,8 @@ export async function startApp(env: Record<string, string> = {}, opts: { product
     ...env,
   });
   const composed = await compose(config, opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT });
-  const server = createServer(composed.app.callback());
+  // The server `npm start` runs (timeouts, answers to what fails below the app), not a bare one.
+  const server = createHttpServer(composed.app.callback(), { log: composed.log, ...opts.http });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   const url = `http://127.0.0.1:${port}`;

@@ -37,7 +37,7 @@ const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Headers for an API that serves JSON and user images: nothing is sniffed, framed or scripted.
  * A route that serves HTML (the API reference page) replaces the Content-Security-Policy itself.
  */
-const SECURITY_HEADERS: ReadonlyArray<[string, string]> = [
+export const SECURITY_HEADERS: ReadonlyArray<[string, string]> = [
   ['X-Content-Type-Options', 'nosniff'],
   ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
   ['X-Frame-Options', 'DENY'],
@@ -76,7 +76,8 @@ export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isS
     } finally {
       // A response on a closing connection (shutting down) to a request whose body is still arriving: read
       // the rest first (bounded), or the client, still writing, meets a reset instead of reading the answer.
-      if (!ctx.req.complete && res.getHeader('Connection') === 'close') await discardBody(ctx.req);
+      // Not a body refused for its declared size: reading it is what the refusal is for not doing.
+      if (!ctx.state.bodyRefusedUnread && !ctx.req.complete && res.getHeader('Connection') === 'close') await discardBody(ctx.req);
       const seconds = (performance.now() - started) / 1000;
       const route = (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       metrics?.recordRequest(ctx.method, route, ctx.status, seconds);

@@ -6,9 +6,8 @@ import { errors } from '../../domain/errors.ts';
 import type { FileMediaStore } from '../../store/media-store.ts';
 import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
+import { declaredOversize, MULTIPART_FIELDS_BYTES as MAX_FIELDS_BYTES } from '../limits.ts';
 
-/** Form fields (description, tags, URLs) are small; this bounds them all together. */
-const MAX_FIELDS_BYTES = 64 * 1024;
 const MAX_FIELDS = 20;
 
 export interface UploadedFile {
@@ -30,13 +29,16 @@ export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (sec
       if (ctx.is('application/json')) return next();
       throw errors.invalid('upload must be sent as multipart/form-data (or JSON for image_url and link uploads)');
     }
-    const declared = Number(ctx.get('content-length') || 0);
-    if (declared > MAX_FILE_BYTES + MAX_FIELDS_BYTES + 16 * 1024) {
-      throw errors.payloadTooLarge(`upload is ${declared} bytes; a file may be at most 10 MiB (${MAX_FILE_BYTES} bytes)`);
-    }
+    // The envelope refuses it before any middleware runs; checked again so this middleware stands on its own.
+    const oversize = declaredOversize(ctx.req);
+    if (oversize) throw oversize;
     const dir = await opts.media.tempDir(randomUUID());
     const started = performance.now();
     try {
+      // A connection that went while the request waited for its turn (Node's parser refused what followed the
+      // body, a timeout, the client left) will never deliver the body, and formidable, attached to a request
+      // that already ended that way, would wait for it forever.
+      if (ctx.req.destroyed && !ctx.req.readableEnded) throw errors.invalid('the connection closed before the request body was read');
       await koaBody({
         multipart: true,
         json: false,

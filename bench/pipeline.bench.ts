@@ -2,7 +2,9 @@
  * Media pipeline: CPU ms per stage on 2 MP and 12 MP photo-like JPEGs (one image at a time, in this
  * process, person detection on), then images/s through a real MediaPool with 1 and 2 workers beside
  * processImage in this process, sharp making the three sizes directly, and the vips CLI making them —
- * all in the same interleaved rounds. Last, resident memory per worker thread with the detector loaded.
+ * all in the same interleaved rounds. Then animations: detection on every distinct frame of a GIF against
+ * detection on a still, and the pool on GIFs against sharp making the animated sizes directly. Last,
+ * resident memory per worker thread with the detector loaded.
  *
  *   npm run bench:pipeline [-- --sizes 2,12 --rounds 5 --no-rss]
  *   npm run bench:pipeline -- --webp-efforts      size and ms of the three variants at WebP effort 0..6
@@ -13,11 +15,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { decode, type DecodedImage } from '../src/workers/pipeline/decode.stage.ts';
 import { createPersonDetector } from '../src/workers/pipeline/detect.stage.ts';
+import { detectPeople } from '../src/workers/pipeline/detect-frames.ts';
 import type { PersonDetector } from '../src/workers/pipeline/types.ts';
 import type { MediaPool } from '../src/workers/pool.ts';
 import { isMain, numbers, runAlone } from './support/cli.ts';
-import { jpegs, type BenchImage } from './support/images.ts';
+import { animations, jpegs, type BenchImage } from './support/images.ts';
 import {
   POLICY, detectorModelDir, freshDir, inProcessRate, poolRate, setupLikeTheApp, sharpRate, startPool, vipsRate, vipsVersion, writeImages,
 } from './support/pipeline-subjects.ts';
@@ -52,11 +56,13 @@ export async function pipelineBench(rec: Recorder, opts: PipelineOptions): Promi
     const machine = new CpuYardstick();
     try {
       for (const [mp, images] of sets) await throughput(rec, mp, images, opts.rounds, { ...pools, machine, detector, vips, dir });
+      await animationCosts(rec, opts.rounds, { ...pools, machine, detector, vips, dir });
     } finally {
       await Promise.all([...Object.values(pools).map((p) => p.close()), machine.close()]);
     }
     detector.dispose();
-    if (opts.rss) await workerMemory(rec, [...sets.values()].flat(), dir);
+    // An animation too: its distinct frames go through the model in batches, which grow the wasm heap.
+    if (opts.rss) await workerMemory(rec, [...[...sets.values()].flat(), ...(await animations(1)).distinct], dir);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -115,6 +121,84 @@ async function throughput(rec: Recorder, mp: number, images: BenchImage[], round
   if (s.vips) rec.add(figure('pipeline', `${label}: whole pipeline ÷ vips CLI`, '×', ratios(s.pool2, s.vips), { target: TARGETS.pipelineVsVips }));
 }
 
+/** Counts what goes through the model: frames, and calls (a batch of frames is one call). */
+function countingDetector(detector: PersonDetector) {
+  const count = { frames: 0, calls: 0 };
+  const counted: PersonDetector = {
+    ...detector,
+    detect: (rgb) => {
+      count.frames++;
+      count.calls++;
+      return detector.detect(rgb);
+    },
+  };
+  if (detector.detectMany) {
+    counted.detectMany = (frames) => {
+      count.frames += frames.length;
+      count.calls += Math.ceil(frames.length / (detector.maxBatch ?? frames.length));
+      return detector.detectMany!(frames);
+    };
+  }
+  return { counted, count };
+}
+
+async function decodeAll(images: readonly BenchImage[]): Promise<DecodedImage[]> {
+  return Promise.all(images.map(async (img) => {
+    const decoded = await decode(new Uint8Array(img.bytes), { format: img.kind });
+    if (!decoded.ok) throw new Error(`${img.name}: ${decoded.message}`);
+    return decoded.image;
+  }));
+}
+
+/**
+ * Animations, whose every distinct frame the detector checks. Detection CPU in this process (the images
+ * decoded beforehand) per still 2 MP JPEG (the yardstick), per GIF of 12 different frames and per GIF of the
+ * same 12 frames each held 4 times; then the pool (2 workers, detection on) on the 12-frame GIFs against
+ * sharp making their three animated sizes directly. All in the same interleaved rounds.
+ */
+async function animationCosts(rec: Recorder, rounds: number, x: Subjects): Promise<void> {
+  const stills = await decodeAll(await jpegs(2, 4));
+  const gifs = await animations(2);
+  const distinct = await decodeAll(gifs.distinct);
+  const held = await decodeAll(gifs.held);
+  const frames = distinct[0]!.frames;
+  const { counted, count } = countingDetector(x.detector);
+  const seen: Record<string, { frames: number; calls: number }> = {};
+  /** CPU ms of detection per image of `set`, noting what went through the model per image. */
+  const detectCpu = (name: string, set: readonly DecodedImage[]) => async () => {
+    const before = { ...count };
+    const { cpuMs } = await cpuAndWall(async () => {
+      for (const image of set) await detectPeople(image, counted);
+    });
+    seen[name] = { frames: (count.frames - before.frames) / set.length, calls: (count.calls - before.calls) / set.length };
+    return cpuMs / set.length;
+  };
+  const staging = path.join(x.dir, 'staging-gif');
+  const subjects = {
+    still: detectCpu('still', stills),
+    distinct: detectCpu('distinct', distinct),
+    held: detectCpu('held', held),
+    pool2: () => poolRate(x.two, gifs.distinct, staging, POLICY),
+    pool2off: () => poolRate(x.twoOff, gifs.distinct, staging, 'off'),
+    sharp: () => sharpRate(gifs.distinct, 2),
+  };
+  await interleave(1, subjects); // warm-up
+  const s = await interleave(rounds, subjects);
+  const model = (name: string) => `${seen[name]!.frames} frames through the model in ${seen[name]!.calls} calls`;
+  const label = `GIF 480×360 × ${frames}`;
+  rec.add(
+    figure('pipeline', 'still 2 MP JPEG: detect CPU', 'ms', s.still, { note: model('still') }),
+    figure('pipeline', `${label} distinct frames: detect CPU`, 'ms', s.distinct, { note: model('distinct') }),
+    figure('pipeline', `GIF 480×360 × ${frames * 4} (${frames} frames held 4×): detect CPU`, 'ms', s.held, { note: model('held') }),
+    figure('pipeline', `${label} distinct: detect CPU per frame ÷ still`, '×', s.distinct.map((ms, i) => ms / frames / s.still[i]!), { target: TARGETS.animatedFrameVsStill }),
+    figure('pipeline', `${frames} frames held 4× ÷ ${frames} distinct frames: detect CPU`, '×', ratios(s.held, s.distinct), { target: TARGETS.heldFramesVsDistinct }),
+    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, { note: `${gifs.distinct.length} distinct GIFs per run` }),
+    figure('pipeline', `${label}: sharp direct, 3 animated sizes (2 at a time)`, 'images/s', s.sharp),
+    figure('pipeline', `${label}: pool (detection off) ÷ sharp direct`, '×', ratios(s.pool2off, s.sharp)),
+    figure('pipeline', `${label}: whole pipeline ÷ sharp direct`, '×', ratios(s.pool2, s.sharp)),
+  );
+}
+
 /**
  * bench:ci's pool-overhead check: a MediaPool of one worker against processImage in this process, one
  * image at a time, on the same 2 MP images with detection on. The pool costs a thread hop, a structured
@@ -142,7 +226,7 @@ export async function poolOverhead(rec: Recorder, opts: { images: number; rounds
   }
 }
 
-/** Resident memory per worker thread, detector loaded, after 12 MP and 2 MP images went through it. */
+/** Resident memory per worker thread, detector loaded, after 12 MP and 2 MP images and a GIF went through it. */
 async function workerMemory(rec: Recorder, images: BenchImage[], dir: string): Promise<void> {
   const files = await writeImages(images, path.join(dir, 'rss'));
   const probe = fileURLToPath(new URL('./support/worker-rss.probe.ts', import.meta.url));

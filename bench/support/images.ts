@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
 import { animatedGif, photoJpeg, pngImage, sizeOf } from '../../test/support/fixtures.ts';
 import { writeFileAtomically } from '../../src/workers/detector/file-integrity.ts';
 
@@ -75,6 +76,37 @@ export async function imageMix(count: number): Promise<BenchImage[]> {
     out.push({ name: `480×360 × 12-frame GIF #${i}`, kind: 'gif', megapixels: 0.17 * 12, bytes });
   }
   return out;
+}
+
+/**
+ * Animations for the detection cost of every frame: `distinct`, 480×360 GIFs of 12 different frames; `held`,
+ * the same 12 frames each shown 4 times in a row (48 frames, as GIFs hold a picture), which the detector
+ * should check as 12.
+ */
+export async function animations(count: number): Promise<{ distinct: BenchImage[]; held: BenchImage[] }> {
+  const distinct: BenchImage[] = [];
+  const held: BenchImage[] = [];
+  for (let i = 0; i < count; i++) {
+    const seed = 700 + i * 20;
+    const bytes = await cached(`gif-480x360x12-${seed}.gif`, () => animatedGif({ width: 480, height: 360, frames: 12, seed }));
+    distinct.push({ name: `480×360 × 12-frame GIF #${i}`, kind: 'gif', megapixels: 0.17 * 12, bytes });
+    const holds = await cached(`gif-480x360x48-held4-${seed}.gif`, () => holdFrames(bytes, 4));
+    held.push({ name: `480×360 × 48-frame GIF (12 held 4×) #${i}`, kind: 'gif', megapixels: 0.17 * 48, bytes: holds });
+  }
+  return { distinct, held };
+}
+
+/** The animation with each frame repeated `times` in a row. */
+async function holdFrames(gif: Buffer, times: number): Promise<Buffer> {
+  const { data, info } = await sharp(gif, { pages: -1 }).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const pageHeight = info.pageHeight ?? info.height;
+  const frameBytes = info.width * pageHeight * 4;
+  const frames = data.length / frameBytes;
+  const out = Buffer.alloc(data.length * times);
+  for (let f = 0; f < frames * times; f++) data.copy(out, f * frameBytes, Math.floor(f / times) * frameBytes, (Math.floor(f / times) + 1) * frameBytes);
+  return sharp(out, { raw: { width: info.width, height: pageHeight * frames * times, channels: 4, pageHeight }, pages: -1 })
+    .gif({ delay: Array.from({ length: frames * times }, () => 40), loop: 0, keepDuplicateFrames: true })
+    .toBuffer();
 }
 
 /** An ArrayBuffer of its own holding `bytes`, ready to be moved to a worker thread. */

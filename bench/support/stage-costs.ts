@@ -8,7 +8,7 @@ import path from 'node:path';
 import { decode, derive } from '../../src/workers/pipeline/decode.stage.ts';
 import { encodeVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from '../../src/workers/pipeline/phash.stage.ts';
-import { detectPeople } from '../../src/workers/pipeline/process-image.ts';
+import { detectPeople } from '../../src/workers/pipeline/detect-frames.ts';
 import { sniff } from '../../src/workers/pipeline/sniff.stage.ts';
 import { THUMBHASH_MAX_SIDE, thumbhash } from '../../src/workers/pipeline/thumbhash.stage.ts';
 import type { PersonDetector } from '../../src/workers/pipeline/types.ts';

@@ -32,6 +32,10 @@ export const TARGETS = {
   /** The whole pipeline (hashing and detection included) ÷ the vips CLI making the same sizes. */
   pipelineVsVips: atLeast(1.0),
   detectionMs: atMost(250),
+  /** Detection CPU per frame of an animation of distinct frames ÷ on a still (batched frames cost less). */
+  animatedFrameVsStill: atMost(1),
+  /** An animation whose frames are each held 4× ÷ the same distinct frames once: repeats are checked once. */
+  heldFramesVsDistinct: atMost(1.2),
   rssPerWorkerMb: atMost(200),
   /** A 12 MP JPEG upload, one at a time, p50 ms. */
   upload12MpMs: atMost(1000),

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { startApp, type TestApp } from '../support/app.ts';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
@@ -96,7 +96,7 @@ describe("deleting a private upload while another user uploads the same bytes", 
 describe("re-uploading bytes that exist only as another user's private upload", () => {
   /** Runs of the encoding stage so far (read from the registry itself: the /metrics rendering may be cached). */
   const encodeRuns = async () =>
-    Number(/^pixvote_pipeline_stage_duration_seconds_count\{stage="encode"\} (\d+)$/m.exec(await app.composed.metrics.registry.metrics())?.[1] ?? 0);
+    Number(/^pixvote_pipeline_stage_duration_seconds_count\{stage="encode"\} (\d+)$/m.exec(await currentMetrics(app))?.[1] ?? 0);
 
   /** The answer with what must differ between two uploads (their ids, owners, times, own names) taken out. */
   const comparable = (r: Reply) => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApp } from '../support/app.ts';
+import { currentMetrics, startApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
@@ -33,7 +33,7 @@ test('an upload whose client goes away is dropped before it is decoded, and leav
     // Let the pool drain the cancelled tasks.
     for (let i = 0; i < 50 && app.composed.pool.stats().queueSize > 0; i++) await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 300));
-    const metrics = (await app.api.get('/metrics')).text;
+    const metrics = await currentMetrics(app);
     assert.equal(sample(metrics, 'pixvote_pipeline_stage_duration_seconds_count', 'stage="decode"'), 5, 'the abandoned uploads were never decoded');
     assert.equal(await countUploads(app), 5);
     const disk = await diskState(app);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import sharp from 'sharp';
 import { Pool } from 'undici';
-import { startApp, type TestApp } from '../support/app.ts';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { animatedGif, hugeHeaderPng, nonImageBytes, photoJpeg, pngImage, svgImage, truncatedJpeg, manyFramesGif } from '../support/fixtures.ts';
@@ -168,7 +168,7 @@ describe('duplicates', () => {
     assert.equal(first.status, 201);
     const copy = await sharp(original).resize(700).webp({ quality: 60 }).toBuffer();
     const stageRuns = async () => {
-      const text = (await app.api.get('/metrics')).text;
+      const text = await currentMetrics(app);
       const count = (stage: string) => Number(new RegExp(`^pixvote_pipeline_stage_duration_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
       return { phash: count('phash'), encode: count('encode') };
     };

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import { startApp, type TestApp } from '../support/app.ts';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
@@ -153,7 +153,7 @@ describe('Idempotency-Key', () => {
       form.append('file', new Blob([jpeg]), 'x.jpg');
       return app.api.post('/api/v1/upload', undefined, { token: user.token, raw: form, headers: { 'idempotency-key': 'key-701' } });
     };
-    const accepted = async () => Number(/^pixvote_uploads_accepted_total\{type="image"\} (\d+)$/m.exec((await app.api.get('/metrics')).text)?.[1] ?? 0);
+    const accepted = async () => Number(/^pixvote_uploads_accepted_total\{type="image"\} (\d+)$/m.exec(await currentMetrics(app))?.[1] ?? 0);
     const first = await send();
     assert.equal(first.status, 201);
     const rows = await countUploads(app);

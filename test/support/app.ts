@@ -64,3 +64,12 @@ export async function startApp(env: Record<string, string> = {}, opts: { product
     },
   };
 }
+
+/**
+ * The metrics as they are now, read from the registry itself: `GET /metrics` may answer a rendering up to a
+ * second old (probes share one rendering per second), which is right for scrapers and wrong for a test
+ * counting what one request just did.
+ */
+export function currentMetrics(app: TestApp): Promise<string> {
+  return app.composed.metrics.registry.metrics();
+}

@@ -43,7 +43,7 @@ export function parseCommandLine<O extends Options>(
       options: { ...options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: Boolean(opts.positionals),
     });
-    if (r.values.help) {
+    if ((r.values as { help?: boolean }).help) {
       console.log(usage);
       process.exit(0);
     }

@@ -3,9 +3,8 @@
  * exit status: 0 done, 1 something failed, 2 usage or configuration error. bin/pixvote.js calls it.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ApiClient, ApiError, NetworkError } from './api.client.ts';
-import { CliError, loadConfig, normalizeUrl, resolveTarget } from './cli-config.store.ts';
+import { CliError, loadConfig, normalizeUrl, parseCommandArgs as parse, resolveTarget } from './cli-config.store.ts';
 import { runAdmin } from './admin.command.ts';
 import { runLogin, runLogout } from './login.command.ts';
 import { DEFAULT_RETRY, WaitTooLongError } from './retry.policy.ts';
@@ -74,17 +73,6 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
 const NPM_SCRIPTS = new Set(['tune-workers', 'bench', 'fetch-models']);
 
 const common = { url: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
-
-/** parseArgs, with the command named in its errors: `pixvote upload: unknown option '--frob' …`. */
-function parse<T extends ParseArgsConfig>(command: string, config: T): ReturnType<typeof parseArgs<T>> {
-  try {
-    return parseArgs(config);
-  } catch (e) {
-    if (!(e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw e;
-    const first = (e as Error).message.split('. ')[0]!;
-    throw new CliError(`${command}: ${first.charAt(0).toLowerCase()}${first.slice(1)} (see \`pixvote ${command} --help\`)`);
-  }
-}
 
 function intOption(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;

@@ -38,7 +38,8 @@ export function parseCommandArgs<T extends ParseArgsConfig>(command: string, con
   } catch (e) {
     if (!(e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw e;
     const first = (e as Error).message.split('. ')[0]!;
-    throw new CliError(`${command}: ${first.charAt(0).toLowerCase()}${first.slice(1)} (see \`pixvote ${command} --help\`)`);
+    const what = `${first.charAt(0).toLowerCase()}${first.slice(1)}`;
+    throw new CliError(`${command}: ${what} (see \`pixvote ${command} --help\`)`);
   }
 }
 

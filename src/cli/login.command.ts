@@ -33,7 +33,11 @@ export async function runLogin(opts: LoginOptions, out: Output, clientOf: (url: 
   const session = await client.call('POST', '/api/auth', { json: { action: 'login', ...who, password }, maxWaitMs: LOGIN_MAX_WAIT_MS }).catch((e) => {
     if (!(e instanceof WaitTooLongError)) throw e;
     const at = e.until.toISOString().slice(11, 19);
-    throw new CliError(`login refused for now (${e.reason}); try again in ${formatWait(e.waitMs)}, after ${at} UTC`, 75);
+    throw new CliError(
+      `login refused for now (${e.reason}); ` +
+        `try again in ${formatWait(e.waitMs)}, after ${at} UTC`,
+      75,
+    );
   });
   const username: string = session.user.username;
 

@@ -20,7 +20,8 @@ const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
   --tags a,b            tags for every file (at most 10)
   --private             unlisted uploads
   --concurrency N       files sent at once (default 4)
-  --max-wait SECONDS    the longest Retry-After (429/503) waited out, exactly (default ${DEFAULT_RETRY.maxWaitMs / 1000});
+  --max-wait SECONDS    the longest Retry-After (429/503) waited out, exactly
+                        (default ${DEFAULT_RETRY.maxWaitMs / 1000});
                         a longer one stops the run at once (exit 75), leaving the resume file
   --retries N           retries of a network error or 502/503/504 without Retry-After (default ${DEFAULT_RETRY.retries})
   --timeout SECONDS     per attempt (default 120)
@@ -30,7 +31,8 @@ const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
   Ctrl-C stops the run and prints the summary (exit 130). Exit 0: all done; 1: some file failed.
 `;
 
-const LOGIN_USAGE = `usage: pixvote login --url URL (--email E | --username U) [--password-stdin] [--jwt] [--token-name NAME]
+const LOGIN_USAGE = `usage: pixvote login --url URL (--email E | --username U) [--password-stdin] [--jwt]
+                     [--token-name NAME]
 
   Logs in (the password is asked for without echo, or read from the first line of stdin) and saves an API token
   (or with --jwt the JWT) in $XDG_CONFIG_HOME/pixvote/config.json (~/.config/pixvote/config.json), mode 0600.
@@ -171,7 +173,9 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
   if (command === 'admin') return runAdmin(rest, out);
 
   if (NPM_SCRIPTS.has(command)) {
-    throw new CliError(`"${command}" is not a pixvote command but an npm script of the checkout: \`npm run ${command} -- --help\``);
+    throw new CliError(
+      `"${command}" is not a pixvote command but an npm script of the checkout: ` + `\`npm run ${command} -- --help\``,
+    );
   }
   throw new CliError(`unknown command "${command}" (see \`pixvote --help\`)`);
 }

@@ -50,7 +50,8 @@ export class WaitTooLongError extends Error {
   readonly until: Date;
   constructor(waitMs: number, maxWaitMs: number, reason: string, now = Date.now()) {
     super(
-      `the server asks to wait ${formatWait(waitMs)} (${reason}), longer than --max-wait ${Math.round(maxWaitMs / 1000)} s; ` +
+      `the server asks to wait ${formatWait(waitMs)} (${reason}), ` +
+        `longer than --max-wait ${Math.round(maxWaitMs / 1000)} s; ` +
         `try again after ${new Date(now + waitMs).toISOString().slice(0, 19).replace('T', ' ')} UTC`,
     );
     this.waitMs = waitMs;

@@ -95,8 +95,8 @@ async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key
       onRetry: (n) =>
         note(
           n.retryAfter
-            ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} (${n.reason}; as Retry-After asks)`
-            : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s (${n.reason}; retry ${n.attempt} of ${n.retries})`,
+            ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} ` + `(${n.reason}; as Retry-After asks)`
+            : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s ` + `(${n.reason}; retry ${n.attempt} of ${n.retries})`,
           n.retryAfter ? n.waitMs : 0,
           n.reason,
         ),
@@ -128,9 +128,11 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
   const resume = await ResumeFile.open(opts.resumePath, { server: client.baseUrl, paths: opts.paths, tags: opts.tags, isPrivate: opts.isPrivate });
   const files = walked.files.filter((f) => !resume.isDone(f));
   const resumed = walked.files.length - files.length;
-  if (resumed) out.write(`resuming: ${resumed} files done by an earlier run are skipped without a request (${resume.path})\n`);
+  if (resumed) {
+    out.write(`resuming: ${resumed} files done by an earlier run are skipped without a request (${resume.path})\n`);
+  }
   const totalBytes = files.reduce((n, f) => n + f.size, 0);
-  out.write(`uploading ${files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ${opts.concurrency} at a time\n`);
+  out.write(`uploading ${files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ` + `${opts.concurrency} at a time\n`);
   const progress = new ProgressReporter(out, { files: files.length, bytes: totalBytes });
   const counts = { uploaded: 0, replayed: 0, duplicate: 0, failed: failures.length, notSent: 0 };
   const duplicates: string[] = [];
@@ -142,7 +144,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     if (waitMs) progress.waiting(Date.now() + waitMs, reason);
   };
   const unsubscribe = opts.onInterrupt?.(() => {
-    if (!client.halted) progress.message('interrupted: stopping (the files finished so far are kept in the resume file)');
+    if (!client.halted) progress.message('interrupted: stopping (the files finished so far go into the resume file)');
     client.halt(new InterruptedError());
   });
 
@@ -188,7 +190,8 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
   const skipped = walked.skipped.length + resumed;
   if (halted instanceof WaitTooLongError) out.write(`\nstopped: ${halted.message}\n`);
   out.write(
-    `\n${halted ? 'stopped after' : 'done in'} ${formatDuration(elapsed)}: ${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
+    `\n${halted ? 'stopped after' : 'done in'} ${formatDuration(elapsed)}: ` +
+      `${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
       `${counts.duplicate} duplicates, ${counts.failed} failed${skipped ? `, ${skipped} skipped` : ''}` +
       `${counts.notSent ? `, ${counts.notSent} not sent` : ''} (${files.length} files, ${formatBytes(totalBytes)})\n`,
   );

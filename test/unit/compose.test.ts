@@ -45,7 +45,7 @@ test('pixvote starts only once PostgreSQL and Redis pass their health checks', (
   assert.deepEqual(redis.healthcheck?.test, ['CMD', 'redis-cli', 'ping']);
 });
 
-test("pixvote's environment: the two services, NODE_ENV=production, JWT_SECRET required, data on a named volume", () => {
+test("pixvote's environment: both services, NODE_ENV=production, JWT_SECRET required, data on a named volume", () => {
   const env = app.environment!;
   assert.equal(env.NODE_ENV, 'production');
   assert.match(env.JWT_SECRET!, /^\$\{JWT_SECRET:\?[^}]+\}$/, 'compose refuses to start without JWT_SECRET');

@@ -6,14 +6,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { dockerfile, envOf, execForm, packageJson, ROOT, startArgv, startMallocArenaMax } from '../support/start-command.ts';
+import {
+  dockerfile, envOf, execForm, packageJson, ROOT, startArgv, startMallocArenaMax,
+} from '../support/start-command.ts';
 
 const instructions = dockerfile();
 const runtime = Math.max(...instructions.map((i) => i.stage));
 const final = (keyword: string) => instructions.filter((i) => i.keyword === keyword && i.stage === runtime).at(-1);
 const allOf = (keyword: string) => instructions.filter((i) => i.keyword === keyword);
 
-test('multi-stage: a build stage runs npm ci, fetches the weights and prunes dev dependencies; the runtime copies it', () => {
+test('multi-stage: the build stage runs npm ci, fetches weights, prunes dev dependencies; runtime copies it', () => {
   const froms = allOf('FROM');
   assert.ok(froms.length >= 2, 'at least two stages');
   const build = /\bAS\s+(\w+)/i.exec(froms[0]!.args)?.[1];

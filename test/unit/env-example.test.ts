@@ -72,12 +72,16 @@ test('.env.example lists every variable src/config.ts reads, once, each with its
   const names = entries.map((e) => e.name);
   const read = variablesConfigReads();
   assert.ok(read.size >= 25, `loadConfig read ${read.size} variables`);
-  for (const name of read) assert.ok(names.includes(name), `${name} (read by src/config.ts) is missing from .env.example`);
+  for (const name of read) {
+    assert.ok(names.includes(name), `${name} (read by src/config.ts) is missing from .env.example`);
+  }
   assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], 'no variable listed twice');
-  for (const e of entries) assert.ok(e.comment.length > 0, `.env.example:${e.line} ${e.name} has a comment line above it`);
+  for (const e of entries) {
+    assert.ok(e.comment.length > 0, `.env.example:${e.line} ${e.name} has a comment line above it`);
+  }
 });
 
-test('.env.example lists every variable of API.md; those this version does not read are commented out under "coming"', () => {
+test('.env.example lists every API.md variable; those not read yet are commented out under "coming"', () => {
   const entries = parseEnvExample();
   const read = variablesConfigReads();
   for (const name of API_MD_VARIABLES) {
@@ -100,7 +104,8 @@ test('the values .env.example sets are the defaults: loading them changes nothin
   const fromFile = loadConfig({ ...Object.fromEntries(active.map((e) => [e.name, e.value])), ...secret });
   assert.deepEqual(fromFile, loadConfig(secret));
   // And MALLOC_ARENA_MAX's is the one npm start sets.
-  const start = (JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { scripts: { start: string } };
+  const start = pkg.scripts.start;
   const arenas = parseEnvExample().find((e) => e.name === 'MALLOC_ARENA_MAX');
   assert.ok(start.includes(`MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${arenas?.value}}`), start);
 });

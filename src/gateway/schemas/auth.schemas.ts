@@ -20,11 +20,19 @@ const password = z
 export const RegisterBody = z
   .object({
     action: z.literal('register'),
-    email: email.describe('A valid email address, at most 254 characters; unique, case-insensitive.').meta({ examples: ['ada@example.com'] }),
-    username: username.describe('3 to 32 letters, digits or underscores; unique, case-insensitive.').meta({ examples: ['ada_lovelace'] }),
+    email: email
+      .describe('A valid email address, at most 254 characters; unique, case-insensitive.')
+      .meta({ examples: ['ada@example.com'] }),
+    username: username
+      .describe('3 to 32 letters, digits or underscores; unique, case-insensitive.')
+      .meta({ examples: ['ada_lovelace'] }),
     password: password.describe('8 to 256 characters.').meta({ examples: ['correct-horse-battery'] }),
   })
-  .meta({ examples: [{ action: 'register', email: 'ada@example.com', username: 'ada_lovelace', password: 'correct-horse-battery' }] });
+  .meta({
+    examples: [
+      { action: 'register', email: 'ada@example.com', username: 'ada_lovelace', password: 'correct-horse-battery' },
+    ],
+  });
 
 // Login checks no format (a wrong one is simply a wrong credential), only lengths.
 const loginEmail = z.string({ error: 'email must be a string' }).max(254).meta({ examples: ['ada@example.com'] });
@@ -36,18 +44,34 @@ const loginPassword = z
 
 /** What the route parses a login with: email or username (email wins when both are sent) and password. */
 export const LoginBody = z
-  .object({ action: z.literal('login'), email: loginEmail.optional(), username: loginUsername.optional(), password: loginPassword })
-  .refine((b) => b.email !== undefined || b.username !== undefined, { error: 'email or username is required', path: ['email'] });
+  .object({
+    action: z.literal('login'),
+    email: loginEmail.optional(),
+    username: loginUsername.optional(),
+    password: loginPassword,
+  })
+  .refine((b) => b.email !== undefined || b.username !== undefined, {
+    error: 'email or username is required',
+    path: ['email'],
+  });
 
 /*
  * The two shapes a login takes, as the document shows them (closed objects, so a generated client gets one
  * typed object per way of logging in). LoginBody above accepts exactly these bodies (and is lenient beyond them).
  */
 export const LoginWithEmail = z
-  .strictObject({ action: z.literal('login'), email: loginEmail.describe('Matches case-insensitively.'), password: loginPassword })
+  .strictObject({
+    action: z.literal('login'),
+    email: loginEmail.describe('Matches case-insensitively.'),
+    password: loginPassword,
+  })
   .meta({ examples: [{ action: 'login', email: 'ada@example.com', password: 'correct-horse-battery' }] });
 export const LoginWithUsername = z
-  .strictObject({ action: z.literal('login'), username: loginUsername.describe('Matches case-insensitively.'), password: loginPassword })
+  .strictObject({
+    action: z.literal('login'),
+    username: loginUsername.describe('Matches case-insensitively.'),
+    password: loginPassword,
+  })
   .meta({ examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }] });
 export const LoginRequest = z
   .xor([LoginWithEmail, LoginWithUsername])
@@ -62,8 +86,12 @@ export const LoginRequest = z
 
 export const LogoutBody = z.object({ action: z.literal('logout') }).meta({ examples: [{ action: 'logout' }] });
 
-/** The body of `POST /api/auth` as documented; the route reads `action` first, then parses with the matching schema. */
-export const AuthRequest = z.discriminatedUnion('action', [RegisterBody, LoginRequest, LogoutBody]).meta({
+/**
+ * The body of `POST /api/auth` as documented (exactly one alternative, told apart by `action`: the document gets a
+ * discriminator); the route reads `action` first, then parses with the matching schema.
+ */
+export const AuthRequest = z.xor([RegisterBody, LoginRequest, LogoutBody]).meta({
+  discriminator: { propertyName: 'action' },
   examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }],
 });
 

@@ -47,7 +47,12 @@ export const FeedQuery = z.object({
     .describe('`best` ranks by the Wilson lower bound.')
     .meta({ examples: ['top'] }),
   type: z.enum(['image', 'link'], { error: 'type must be image or link' }).optional().meta({ examples: ['image'] }),
-  user: z.string().max(64, { error: 'user is too long' }).optional().describe('Username of the uploader.').meta({ examples: ['ada_lovelace'] }),
+  user: z
+    .string()
+    .max(64, { error: 'user is too long' })
+    .optional()
+    .describe('Username of the uploader.')
+    .meta({ examples: ['ada_lovelace'] }),
   tag: z.string().max(64, { error: 'tag is too long' }).optional().describe('Tag slug.').meta({ examples: ['cats'] }),
 });
 
@@ -63,14 +68,21 @@ export const TagsBody = z
       .array(z.string({ error: 'tags must be strings' }), { error: 'tags must be an array of tag names' })
       .max(50, { error: 'tags lists too many names' })
       .describe(
-        'Names to add; normalized as in API.md: NFKC-folded (fullwidth and compatibility forms become plain letters), trimmed, lowercased, inner whitespace collapsed. A name with an invisible character (zero-width, bidi control, BOM, soft hyphen, control) is 400 `invalid_tag`.',
+        'Names to add; normalized as in API.md: NFKC-folded (fullwidth and compatibility forms become plain ' +
+          'letters), trimmed, lowercased, inner whitespace collapsed. A name with an invisible character ' +
+          '(zero-width, bidi control, BOM, soft hyphen, control) is 400 `invalid_tag`.',
       )
       .meta({ examples: [['cats', 'sleepy']] }),
   })
   .meta({ examples: [{ tags: ['cats', 'sleepy'] }] });
 
 export const TagSuggestQuery = z.object({
-  q: z.string().max(64, { error: 'q is too long' }).default('').describe('Prefix of the tag name.').meta({ examples: ['ca'] }),
+  q: z
+    .string()
+    .max(64, { error: 'q is too long' })
+    .default('')
+    .describe('Prefix of the tag name.')
+    .meta({ examples: ['ca'] }),
   limit: positiveInt('limit', 10)
     .transform((l) => Math.min(l, 50))
     .meta({ description: 'Default 10; values over 50 are clamped to 50.' }),

@@ -44,14 +44,16 @@ export const UploadFields = z
       .meta({ examples: ['Miso asleep on the radiator again'] }),
     // A list is accepted too (a JSON array, or the field sent several times in a form).
     tags: z
-      .union([z.string(), z.array(z.string()).transform((v) => v.join(','))], { error: 'tags must be a comma-separated string' })
+      .union([z.string(), z.array(z.string()).transform((v) => v.join(','))], {
+        error: 'tags must be a comma-separated string',
+      })
       .optional()
       .describe('Comma-separated tag names, at most 10, normalized and validated as in `POST /api/uploads/{id}/tags`.')
       .meta({ examples: ['cats, cute'] }),
     is_private: boolField
       .describe(
-        'Default `false`. Private uploads are unlisted: reachable by anyone who has the id, in no listing and no tag count ' +
-          '(owners find theirs in /api/profile).',
+        'Default `false`. Private uploads are unlisted: reachable by anyone who has the id, in no listing and no ' +
+          'tag count (owners find theirs in /api/profile).',
       )
       .meta({ examples: [false] }),
     image_url: text('image_url')
@@ -101,9 +103,14 @@ export const UploadForm = UploadFields.extend({
   file: z
     .file()
     .optional()
-    .describe(`The image (JPEG, PNG, GIF or WebP by its bytes), at most ${MAX_FILE_BYTES} bytes. Required when upload_type=image.`),
+    .describe(
+      `The image (JPEG, PNG, GIF or WebP by its bytes), at most ${MAX_FILE_BYTES} bytes. ` +
+        'Required when upload_type=image.',
+    ),
 }).meta({
-  examples: [{ upload_type: 'image', description: 'Miso asleep on the radiator again', tags: 'cats, cute', is_private: false }],
+  examples: [
+    { upload_type: 'image', description: 'Miso asleep on the radiator again', tags: 'cats, cute', is_private: false },
+  ],
 });
 
 export const Tag = z.object({

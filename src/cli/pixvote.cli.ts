@@ -2,7 +2,9 @@
  * `pixvote`: the command-line client. `main()` parses the command line, runs one command and returns the
  * exit status: 0 done, 1 something failed, 2 usage or configuration error. bin/pixvote.js calls it.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { ApiClient, ApiError, NetworkError } from './api.client.ts';
 import { CliError, loadConfig, normalizeUrl, parseCommandArgs as parse, resolveTarget } from './cli-config.store.ts';
 import { runAdmin } from './admin.command.ts';
@@ -67,12 +69,27 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
         Operator command, run on the server's machine with its environment: changes the stored role in the
         server's database directly (DATABASE_URL, or $DATA_DIR/app.db). See \`pixvote admin --help\`.
 
-  Benchmarks and maintenance scripts are npm scripts of the checkout, not pixvote commands:
-  \`npm run tune-workers -- --help\`, \`npm run bench -- --help\`, \`npm run fetch-models -- --help\`.
+  tune-workers [options] | bench [options] | fetch-models [DIR]
+        Operator scripts of the checkout (also \`npm run <name>\`): the worker-count tuner, the benchmarks,
+        the person-detector weights. Each explains itself with --help.
 `;
 
-/** npm scripts people may type as pixvote commands. */
-const NPM_SCRIPTS = new Set(['tune-workers', 'bench', 'fetch-models']);
+/** Operator scripts of the checkout (also npm scripts), run as pixvote commands too: their own --help explains them. */
+const SCRIPTS: Readonly<Record<string, string>> = {
+  'tune-workers': '../../bench/tune-workers.ts',
+  bench: '../../bench/run-all.ts',
+  'fetch-models': '../../scripts/fetch-models.ts',
+};
+
+/** Runs one of SCRIPTS under this Node, with the given arguments and this terminal; its exit status is ours. */
+function runScript(name: string, args: string[]): Promise<number> {
+  const file = fileURLToPath(new URL(SCRIPTS[name]!, import.meta.url));
+  const child = spawn(process.execPath, ['--experimental-strip-types', file, ...args], { stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve(code ?? (signal === 'SIGINT' ? 130 : 1)));
+  });
+}
 
 const common = { url: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
 
@@ -172,11 +189,7 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
 
   if (command === 'admin') return runAdmin(rest, out);
 
-  if (NPM_SCRIPTS.has(command)) {
-    throw new CliError(
-      `"${command}" is not a pixvote command but an npm script of the checkout: ` + `\`npm run ${command} -- --help\``,
-    );
-  }
+  if (Object.hasOwn(SCRIPTS, command)) return runScript(command, rest);
   throw new CliError(`unknown command "${command}" (see \`pixvote --help\`)`);
 }
 

@@ -27,7 +27,7 @@ export interface ServerProcess {
  */
 export async function spawnServer(
   env: Record<string, string>,
-  opts: { timeoutMs?: number; expectListeners?: number; via?: 'node' | 'npm-start'; argv?: string[] } = {},
+  opts: { timeoutMs?: number; expectListeners?: number; via?: 'node' | 'npm-start'; argv?: string[]; onLog?: (entry: Record<string, unknown>) => void } = {},
 ): Promise<ServerProcess> {
   const npmCli = process.env.npm_execpath;
   const [command, args] = opts.argv
@@ -58,6 +58,7 @@ export async function spawnServer(
         try {
           const entry = JSON.parse(line) as Record<string, unknown>;
           logs.push(entry);
+          opts.onLog?.(entry);
           const address = entry.address as { port?: number } | undefined;
           if (entry.msg === 'pixvote listening' && address?.port) {
             clearTimeout(timer);

@@ -6,8 +6,8 @@ import { toAppError } from '../middleware/error-handler.ts';
 import { parseTagList } from '../../domain/tags.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import type { CreateResult, UploadType, UploadView } from '../../domain/uploads/upload.types.ts';
-import type { Limiter } from '../../store/rate-limiter.ts';
-import type { FileMediaStore } from '../../store/media-store.ts';
+import type { Limiter } from '../../domain/rate-limit.ts';
+import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
 import { userRateLimit } from '../middleware/rate-limit.ts';
@@ -23,7 +23,7 @@ export interface UploadRouteDeps {
   /** During a graceful shutdown new uploads are refused (503 busy) while in-flight ones finish. */
   isShuttingDown: () => boolean;
   uploads: UploadService;
-  media: FileMediaStore;
+  media: MediaFiles;
   uploadLimiter: Limiter;
   idempotency: IdempotencyService;
   /** The caller's vote on an upload, for `my_vote`. */

@@ -17,6 +17,11 @@
 const LAYER = (name) => `^src/${name}/`;
 const COMPOSITION_ROOT = '^src/(main|server|cluster|open-database)[.]ts$';
 const ADAPTERS = '^src/(store|workers|net)/';
+/** Database, Redis, image and model packages, and the worker pool. */
+const STORAGE_PACKAGES = [
+  '@mikro-orm/[^/]+', 'kysely', 'pg', 'better-sqlite3', 'sqlite-vec', 'ioredis',
+  'sharp', '@tensorflow/[^/]+', 'piscina',
+];
 
 /** npm packages the domain may use: pure libraries that do no I/O of their own. */
 const DOMAIN_PACKAGES = ['jsonwebtoken'];
@@ -66,7 +71,7 @@ module.exports = {
       comment: 'Database, Redis and image libraries are the adapters\' business, not the HTTP layer\'s.',
       severity: 'error',
       from: { path: LAYER('gateway') },
-      to: { path: '^node_modules/(@mikro-orm/[^/]+|kysely|pg|better-sqlite3|sqlite-vec|ioredis|sharp|@tensorflow/[^/]+|piscina)/' },
+      to: { path: `^node_modules/(${STORAGE_PACKAGES.join('|')})/` },
     },
     {
       name: 'adapters-implement-domain-ports',

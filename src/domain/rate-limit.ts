@@ -15,6 +15,9 @@ export interface LimitDecision {
 export interface Limiter {
   readonly name: string;
   readonly rate: Rate;
-  /** Decided at once when the count held here settles it (far from the limit, or over it); else after the store answers. */
+  /**
+   * Decided at once when the count held here settles it (far from the limit, or over it); else after the store
+   * answers.
+   */
   consume(key: string): LimitDecision | Promise<LimitDecision>;
 }

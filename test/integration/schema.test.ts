@@ -43,23 +43,26 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
 
 /** The columns of a table in the real database. */
 async function columnsOf(db: Database, table: string): Promise<string[]> {
-  const { rows } =
+  const query =
     db.dialect.name === 'postgres'
-      ? await sql<{ name: string }>`select column_name as name from information_schema.columns where table_name = ${table} and table_schema = current_schema()`.execute(db.db())
-      : await sql<{ name: string }>`select name from pragma_table_info(${table})`.execute(db.db());
-  return rows.map((r) => r.name).sort();
+      ? sql<{ name: string }>`select column_name as name from information_schema.columns
+          where table_name = ${table} and table_schema = current_schema()`
+      : sql<{ name: string }>`select name from pragma_table_info(${table})`;
+  return (await query.execute(db.db())).rows.map((r) => r.name).sort();
 }
 
 /** Every table of the real database but the sqlite-vec index's own (SQLite only, reached with raw SQL). */
 async function tablesOf(db: Database): Promise<string[]> {
-  const { rows } =
+  const query =
     db.dialect.name === 'postgres'
-      ? await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(db.db())
-      : await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`.execute(db.db());
-  return rows.map((r) => r.name).filter((n) => !n.startsWith('upload_phash_vec')).sort();
+      ? sql<{ name: string }>`select table_name as name from information_schema.tables
+          where table_schema = current_schema()`
+      : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
+  return (await query.execute(db.db())).rows.map((r) => r.name).filter((n) => !n.startsWith('upload_phash_vec')).sort();
 }
 
-test('the Kysely schema (store/database-types.ts) declares exactly the tables and columns of the migrated database, and each entity maps its table\'s columns', async () => {
+test('the Kysely schema (store/database-types.ts) declares exactly the tables and columns of the migrated database, '
+  + 'and each entity maps its table\'s columns', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
   const pg = onPostgres ? await createTestDatabase() : null;
   const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
@@ -71,8 +74,10 @@ test('the Kysely schema (store/database-types.ts) declares exactly the tables an
     let entities = 0;
     for (const meta of db.orm.getMetadata().getAll().values()) {
       if (!meta.tableName || meta.embeddable) continue;
-      const mapped = Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === '1:m' || p.kind === 'm:n' ? [] : (p.fieldNames ?? [])));
-      assert.deepEqual(mapped.sort(), [...(TABLE_COLUMNS[meta.tableName as keyof typeof TABLE_COLUMNS] ?? [])].sort(), `entity ${meta.className}`);
+      const mapped = Object.values(meta.properties).flatMap((p) =>
+        p.persist === false || p.kind === '1:m' || p.kind === 'm:n' ? [] : (p.fieldNames ?? []));
+      const declared = TABLE_COLUMNS[meta.tableName as keyof typeof TABLE_COLUMNS] ?? [];
+      assert.deepEqual(mapped.sort(), [...declared].sort(), `entity ${meta.className}`);
       entities++;
     }
     assert.equal(entities, 7, 'every entity was compared');
@@ -93,9 +98,23 @@ test('timestamps, booleans and JSON come back from each database as the Kysely s
     const userId = randomUUID();
     const id = randomUUID();
     const variants = { thumb: { width: 320, height: 240, bytes: 1000 } };
-    await db.db().insertInto('users').values({ id: userId, username: 'typed', username_key: 'typed', email: 't@example.test', email_key: 't@example.test', password_hash: 'x', created_at: d.date(at) }).execute();
-    await db.db().insertInto('uploads').values({ id, user_id: userId, upload_type: 'image', is_private: d.bool(true), animated: d.bool(false), created_at: d.date(at), variants: JSON.stringify(variants) }).execute();
-    const row = await db.db().selectFrom('uploads').select(['created_at', 'is_private', 'animated', 'variants', 'upvotes', 'description']).where('id', '=', id).executeTakeFirstOrThrow();
+    const email = 't@example.test';
+    await db.db().insertInto('users')
+      .values({
+        id: userId, username: 'typed', username_key: 'typed', email, email_key: email, password_hash: 'x',
+        created_at: d.date(at),
+      })
+      .execute();
+    await db.db().insertInto('uploads')
+      .values({
+        id, user_id: userId, upload_type: 'image', is_private: d.bool(true), animated: d.bool(false),
+        created_at: d.date(at), variants: JSON.stringify(variants),
+      })
+      .execute();
+    const row = await db.db().selectFrom('uploads')
+      .select(['created_at', 'is_private', 'animated', 'variants', 'upvotes', 'description'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     if (d.name === 'postgres') {
       assert.equal(typeof row.created_at, 'string', 'a timestamp arrives as text (MikroORM leaves it unparsed)');
       assert.equal(row.is_private, true);

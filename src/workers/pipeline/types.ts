@@ -9,7 +9,13 @@ import type { DetectionInfo, ImageTask, ProcessedImage } from '../../domain/uplo
 
 // The shapes the domain declares for what it asks and gets back (domain/uploads/processed-image.ts).
 export { VARIANT_MAX_SIDE } from '../../domain/uploads/processed-image.ts';
-export type { DetectionInfo, EncodedVariant, ImageTask, ProcessedImage, VariantName } from '../../domain/uploads/processed-image.ts';
+export type {
+  DetectionInfo,
+  EncodedVariant,
+  ImageTask,
+  ProcessedImage,
+  VariantName,
+} from '../../domain/uploads/processed-image.ts';
 
 /** Raw interleaved pixels, row-major, 8 bits per channel. */
 export interface RawImage {

@@ -4,7 +4,7 @@ import { errors as formidableErrors } from 'formidable';
 import { koaBody } from 'koa-body';
 import { errors } from '../../domain/errors.ts';
 import type { ByteSource } from '../../domain/uploads/create-upload.ts';
-import type { FileMediaStore } from '../../store/media-store.ts';
+import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { declaredOversize, MULTIPART_FIELDS_BYTES as MAX_FIELDS_BYTES } from '../limits.ts';
@@ -23,7 +23,7 @@ export interface UploadedFile extends ByteSource {
  * bytes stream in. The directory is removed when the request ends, whatever happened.
  * JSON bodies (for image_url and link uploads) were already parsed by the app's body middleware.
  */
-export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (seconds: number) => void }) {
+export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds: number) => void }) {
   return async function multipartUpload(ctx: AppContext, next: () => Promise<unknown>) {
     if (!ctx.is('multipart/form-data')) {
       if (ctx.is('application/json')) return next();

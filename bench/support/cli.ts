@@ -31,7 +31,7 @@ export async function runAlone<O extends NonNullable<ParseArgsConfig['options']>
   try {
     await bench(rec, values);
   } catch (e) {
-    console.error(`\n${name} failed: ${(e as Error).stack ?? e}`);
+    console.error(`\n${name} failed: ${(e as Error).stack ?? String(e)}`);
     process.exit(1);
   }
   const command = `npm run ${script}${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;

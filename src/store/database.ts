@@ -84,9 +84,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     dialect,
     orm,
     em: () => rootEm.fork(),
-    db: (em) => (em ?? rootEm.fork()).getKysely() as Kysely<any>,
+    db: (em) => (em ?? rootEm.fork()).getKysely<any>(),
     transaction: (fn) =>
-      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em as SqlEntityManager, (em as SqlEntityManager).getKysely() as Kysely<any>))),
+      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<any>()))),
     async ping() {
       await rootEm.fork().getKysely().selectNoFrom((eb) => eb.val(1).as('ok')).execute();
     },

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ReferenceKind } from '@mikro-orm/core';
 import { sql } from 'kysely';
 import { openDatabase } from '../../src/store/database.ts';
 import { createTestDatabase } from '../support/pg.ts';
@@ -17,7 +18,7 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     let checked = 0;
     for (const meta of db.orm.getMetadata().getAll().values()) {
       if (!meta.tableName || meta.embeddable) continue;
-      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === '1:m' || p.kind === 'm:n' ? [] : (p.fieldNames ?? []))));
+      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []))));
       const { rows } =
         db.dialect.name === 'postgres'
           ? await sql<{ name: string }>`select column_name as name from information_schema.columns where table_name = ${meta.tableName} and table_schema = current_schema()`.execute(db.db())

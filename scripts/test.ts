@@ -1,18 +1,19 @@
 /**
- * `npm test`: first the layer rules (`npm run lint:layers`: dependency-cruiser with .dependency-cruiser.cjs,
- * a couple of seconds; a violation fails the run before any test starts), then the whole suite on SQLite,
- * then the database-facing suites (test/http, test/integration) again on PostgreSQL + Redis when they answer.
+ * `npm test`: first the lint (ESLint, the layer rules of .dependency-cruiser.cjs, the format check), then the
+ * whole suite on SQLite, then the database-facing suites (test/http, test/integration) again on PostgreSQL + Redis when they answer.
  * Says plainly which passes it skipped and why.
  *
  *   npm test                       both passes (PostgreSQL pass skipped, with the reason, if unreachable)
  *   npm test -- --db=sqlite        only the SQLite pass
  *   npm test -- test/http/auth.test.ts   only these files (on each selected database)
+ *   npm test -- --no-lint          skip the lint step (PIXVOTE_SKIP_LINT=1 does the same)
  *
+ * A run of the whole suite starts with the lint (ESLint, the layer rules, the format check) and fails on any
+ * finding; a run of named files skips it, to stay quick.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass into a failure.
  */
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
 import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
 
@@ -20,6 +21,7 @@ const args = process.argv.slice(2);
 const dbArg = args.find((a) => a.startsWith('--db='))?.slice(5);
 const files = args.filter((a) => !a.startsWith('--'));
 const required = process.env.PIXVOTE_REQUIRE_SERVICES === '1';
+const lint = !files.length && !args.includes('--no-lint') && process.env.PIXVOTE_SKIP_LINT !== '1';
 
 function run(label: string, patterns: string[], env: Record<string, string>): boolean {
   const selected = files.length ? files.filter((f) => patterns.some((p) => globMatch(f, p))) : patterns.flatMap((p) => globSync(p)).sort();
@@ -53,19 +55,16 @@ if (unknown.length) {
 const results: string[] = [];
 let ok = true;
 
-// The layer rules first: fast, and a violation is worth knowing before twelve minutes of tests.
-{
-  console.log('\n=== layers: dependency-cruiser, rules in .dependency-cruiser.cjs (npm run lint:layers)');
-  const bin = fileURLToPath(new URL('../node_modules/dependency-cruiser/bin/dependency-cruiser.mjs', import.meta.url));
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const args = [bin, 'src', '--config', '.dependency-cruiser.cjs'];
-  const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
-  if (r.status !== 0) {
-    console.error('\n=== summary\n- Layer rules: FAILED — an import above breaks a rule of .dependency-cruiser.cjs;'
-      + ' no test was run.');
-    process.exit(1);
-  }
-  results.push('Layer rules: passed');
+if (lint) {
+  // The same steps as `npm run lint`, each run even when one before it failed, so one run shows every finding.
+  console.log('\n=== lint (skip with --no-lint or PIXVOTE_SKIP_LINT=1)');
+  const failed = [['lint:eslint'], ['lint:layers', '--if-present'], ['format:check']].filter(
+    (script) => spawnSync('npm', ['run', ...script], { stdio: 'inherit' }).status !== 0,
+  );
+  results.push(`lint: ${failed.length ? `FAILED (${failed.map((f) => f[0]).join(', ')})` : 'passed'}`);
+  if (failed.length) ok = false;
+} else {
+  results.push(`lint: skipped (${files.length ? 'test files named' : '--no-lint or PIXVOTE_SKIP_LINT=1'})`);
 }
 
 if (dbArg !== 'postgres') {

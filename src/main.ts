@@ -176,7 +176,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   const createUpload = new CreateUpload({ uploads, idempotency, isShuttingDown: () => shuttingDown, outcomes: uploadOutcomes });
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
-    { name: 'workers', check: async () => pool!.ping() },
+    { name: 'workers', check: async () => pool.ping() },
   ];
   if (redis) readiness.push({ name: 'redis', check: async () => void (await redis.ping()) });
 

@@ -4,7 +4,7 @@
  * then close the worker pool, the database and Redis, and exit 0.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -20,7 +20,7 @@ import { declaredOversize } from './gateway/limits.ts';
 export interface Servable {
   config: Pick<Config, 'port' | 'host' | 'dataDir' | 'shutdownGraceMs'>;
   log: Logger;
-  app: { callback(): RequestListener };
+  app: { callback(): Handler };
   db: { dialect: { name: string } };
   redis: unknown;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
@@ -50,10 +50,13 @@ export interface HttpServerOptions {
  * body for what fails below the app (Node's parser, the timeouts), and 413 before `100 Continue` to an
  * `Expect: 100-continue` request whose declared body is too large.
  */
-export function createHttpServer(handler: RequestListener, opts: HttpServerOptions = {}): Server {
+/** Koa's `app.callback()`: it answers every failure itself (ctx.onerror), so its promise never rejects. */
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+
+export function createHttpServer(handler: Handler, opts: HttpServerOptions = {}): Server {
   const requestTimeout = opts.requestTimeoutMs ?? 60_000;
   const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
-  const server = createServer({ requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 }, handler);
+  const server = createServer({ requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 }, (req, res) => void handler(req, res));
   const limits = { requestTimeout, headersTimeout, maxHeaderSize };
   server.on('clientError', (err: ClientError, socket: Duplex) => answerClientError(err, socket, limits, opts.log));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {

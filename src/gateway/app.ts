@@ -55,7 +55,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const auth = authenticate({ auth: deps.auth });
   app.use(function bodyThenAuth(ctx, next) {
     // Only methods that carry a body pay for content-type checks (one layer for both: each costs).
-    return ctx.method === 'GET' || ctx.method === 'HEAD' ? auth(ctx, next) : jsonBody(ctx, () => auth(ctx, next));
+    return ctx.method === 'GET' || ctx.method === 'HEAD' ? auth(ctx, next) : (jsonBody(ctx, () => auth(ctx, next)) as Promise<void>);
   });
 
   const routers = [healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }), authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])];

@@ -87,7 +87,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     em: () => rootEm.fork(),
     db: (em) => (em ?? rootEm.fork()).getKysely<DB>(),
     transaction: (fn) =>
-      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em as SqlEntityManager, (em as SqlEntityManager).getKysely<DB>()))),
+      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
     async ping() {
       await rootEm.fork().getKysely().selectNoFrom((eb) => eb.val(1).as('ok')).execute();
     },

@@ -85,7 +85,7 @@ export class FileMediaStore implements MediaStore, MediaFiles {
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         // Already moved (an earlier, interrupted commit, or a sweep racing this one) — or lost: then say so.
-        if (!(await stat(this.variantPath(key, v)).catch(() => null))) throw new Error(`media ${key}: ${v} is neither staged nor stored`);
+        if (!(await stat(this.variantPath(key, v)).catch(() => null))) throw new Error(`media ${key}: ${v} is neither staged nor stored`, { cause: e });
       }
     }
     await rm(dir, { recursive: true, force: true });

@@ -39,6 +39,8 @@ export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | n
 /** The store, or `fallback` when the store fails (rather than refuses). */
 function insured(store: Store, fallback: Store): Store {
   return {
+    // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) to refuse: passed on as the library's callers expect.
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
     consume: (key, points) => store.consume(key, points).catch((e: unknown) => (e instanceof RateLimiterRes ? Promise.reject(e) : fallback.consume(key, points))),
   };
 }

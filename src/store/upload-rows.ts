@@ -24,7 +24,7 @@ export function visibleTo(dialect: Dialect, viewer: Viewer | null): RawBuilder<b
  * does not exist. Lock order everywhere: a stored-files lock (`lockMedia`) when one is needed, then the
  * upload row, then what hangs off it. SQLite runs one writer at a time and needs no row lock.
  */
-export async function lockUpload<C extends keyof UploadsTable & string>(
+export async function lockUpload<C extends keyof UploadsTable>(
   db: Kysely<DB>,
   dialect: Dialect,
   id: string,

@@ -96,10 +96,10 @@ export class MediaPool implements ImageProcessor {
     const submitted = performance.timeOrigin + performance.now();
     let result: ProcessImageResult & { startedAt?: number };
     try {
-      result = await this.#piscina.run(
+      result = (await this.#piscina.run(
         { ...task, cancel, ...(channel ? { afterHash: channel.port2 } : {}) },
         { name: 'processImage', transferList: channel ? [task.bytes, channel.port2] : [task.bytes] },
-      );
+      )) as typeof result;
     } catch (e) {
       if (/queue is at limit/i.test((e as Error).message)) {
         throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);

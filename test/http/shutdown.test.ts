@@ -42,7 +42,7 @@ test('SIGTERM with uploads in flight: each completes (201) or is refused cleanly
     const server = await spawnServer({ ...env, SHUTDOWN_GRACE_MS: '30000' });
     const user = await registerUser(server.api);
     const images = await Promise.all(Array.from({ length: 6 }, (_, i) => photoJpeg({ width: 4000, height: 3000, seed: 1100 + i, metadata: false })));
-    const inFlight = images.map((img) => uploadImage(server.api, user.token, img).then((r) => ({ status: r.status, body: r.body }), (e: Error) => ({ status: -1, body: { error: String(e.cause ?? e) } })));
+    const inFlight = images.map((img) => uploadImage(server.api, user.token, img).then((r) => ({ status: r.status, body: r.body }), (e: Error) => ({ status: -1, body: { error: String((e.cause as Error | undefined) ?? e) } })));
     // SIGTERM once an upload is in the pipeline (its staging directory exists), however loaded the machine is.
     const staged = async () =>
       (await readdir(join(dataDir, 'staging'), { recursive: true }).catch(() => [] as string[])).some((e) => e.includes('/') && !e.endsWith('.alive'));

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { ReferenceKind } from '@mikro-orm/core';
 import { sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { TABLE_COLUMNS } from '../../src/store/database-types.ts';
@@ -19,7 +20,7 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     let checked = 0;
     for (const meta of db.orm.getMetadata().getAll().values()) {
       if (!meta.tableName || meta.embeddable) continue;
-      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === '1:m' || p.kind === 'm:n' ? [] : (p.fieldNames ?? []))));
+      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []))));
       const { rows } =
         db.dialect.name === 'postgres'
           ? await sql<{ name: string }>`select column_name as name from information_schema.columns where table_name = ${meta.tableName} and table_schema = current_schema()`.execute(db.db())
@@ -75,7 +76,7 @@ test('the Kysely schema (store/database-types.ts) declares exactly the tables an
     for (const meta of db.orm.getMetadata().getAll().values()) {
       if (!meta.tableName || meta.embeddable) continue;
       const mapped = Object.values(meta.properties).flatMap((p) =>
-        p.persist === false || p.kind === '1:m' || p.kind === 'm:n' ? [] : (p.fieldNames ?? []));
+        p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []));
       const declared = TABLE_COLUMNS[meta.tableName as keyof typeof TABLE_COLUMNS] ?? [];
       assert.deepEqual(mapped.sort(), [...declared].sort(), `entity ${meta.className}`);
       entities++;

@@ -76,7 +76,7 @@ export interface ProcessHooks {
    * Called once the perceptual hash is known, before person detection and encoding (most of the work);
    * resolving true stops the task there, with nothing staged, and `process` resolves null.
    */
-  afterHash?(phash: string): Promise<boolean>;
+  afterHash?: (phash: string) => Promise<boolean>;
 }
 
 export interface ImageProcessor {

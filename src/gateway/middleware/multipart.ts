@@ -56,7 +56,7 @@ export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds
         onError(err) {
           throw mapFormidable(err);
         },
-      })(ctx, async () => {});
+      })(ctx, async () => {}) as Promise<void>;
       await untilBodyOrClose(ctx, parsing);
       opts.onReceived?.((performance.now() - started) / 1000);
       await next();

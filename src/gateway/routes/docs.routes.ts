@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { errors } from '../../domain/errors.ts';
-import type { AppContext, AppState } from '../context.ts';
+import type { AppState } from '../context.ts';
 import { sendWithEtag } from '../fresh.ts';
 import { openApiDocument } from '../openapi/openapi.document.ts';
 

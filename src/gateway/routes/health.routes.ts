@@ -42,7 +42,7 @@ async function runChecks(checks: ReadinessCheck[], log: Logger | undefined) {
       }
     }),
   );
-  const down = results.filter(([, r]) => r.status !== 'ok').map(([n, r]) => `${n}: ${'reason' in r ? r.reason : 'down'}`);
+  const down = results.filter(([, r]) => r.status !== 'ok').map(([n, r]) => `${n}: ${'reason' in r ? String(r.reason) : 'down'}`);
   return { checks: Object.fromEntries(results), down };
 }
 

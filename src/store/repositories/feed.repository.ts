@@ -9,7 +9,7 @@ import type { UploadsTable } from '../database-types.ts';
 import type { UploadRepository } from './upload.repository.ts';
 import { visibleTo } from '../upload-rows.ts';
 
-const ORDER: Readonly<Record<FeedQuery['sort'], Array<[`u.${keyof UploadsTable & string}`, 'desc']>>> = {
+const ORDER: Readonly<Record<FeedQuery['sort'], Array<[`u.${keyof UploadsTable}`, 'desc']>>> = {
   new: [['u.created_at', 'desc'], ['u.id', 'desc']],
   top: [['u.score', 'desc'], ['u.created_at', 'desc']],
   hot: [['u.hot_rank', 'desc'], ['u.created_at', 'desc']],

@@ -99,5 +99,5 @@ export function similarityIndexFor(dialect: Dialect, method: LookupMethod): Simi
   const mih = multiIndexHashing(dialect);
   if (dialect.name === 'postgres') return mih;
   const vec = sqliteVecIndex(dialect);
-  return { ...vec, kind: method, findNear: method === 'sqlite-vec' ? vec.findNear : mih.findNear };
+  return { ...vec, kind: method, findNear: (...args) => (method === 'sqlite-vec' ? vec : mih).findNear(...args) };
 }

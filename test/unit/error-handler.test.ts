@@ -27,6 +27,11 @@ test('an unexpected error becomes a 500 internal with no stack, SQL or path, and
     assert.deepEqual(JSON.parse(text), { error: 'internal', message: 'internal error; the request id identifies it in the server log' });
     assert.doesNotMatch(text, /SQLITE|\/work\/|at /);
     assert.equal(logged.length, 1);
+    // Searchable like every failure line: the code, the route (none matched here), the request id.
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(logged[0] as Record<string, unknown>).filter(([k]) => ['reqId', 'route', 'error'].includes(k))),
+      { reqId: 'rid-1', route: 'unmatched', error: 'internal' },
+    );
   } finally {
     server.close();
   }

@@ -36,17 +36,37 @@ export function headersSetBy(middleware: NodeMiddleware): ReadonlyArray<readonly
   return Object.freeze([...headers].map(([name, value]) => Object.freeze([name, value] as const)));
 }
 
-/** Every response: helmet's defaults, with a CSP that allows nothing, no framing at all, and HSTS apart. */
-export const SECURITY_HEADERS = headersSetBy(
-  helmet({
-    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-    xFrameOptions: { action: 'deny' },
-    // Images may be embedded by the site's own front end on a sibling origin.
-    crossOriginResourcePolicy: { policy: 'same-site' },
-    // Sent only over TLS (HSTS_HEADER): on plain HTTP it means nothing, and behind a proxy the proxy decides.
-    strictTransportSecurity: false,
-  }),
-);
+/**
+ * Every response: helmet's headers that matter for JSON and images — a CSP that allows nothing, nosniff, no
+ * framing at all, no referrer, same-site resource policy — and HSTS apart. helmet's others only act on an HTML
+ * document (or on legacy clients: IE8, Flash) and each costs about 0.4 µs of every response (a cached feed read
+ * is about 20 µs): they go on the one HTML page, the API reference (DOCUMENT_HEADERS).
+ */
+const HTML_ONLY = {
+  crossOriginOpenerPolicy: false,
+  originAgentCluster: false,
+  xDnsPrefetchControl: false,
+  xDownloadOptions: false,
+  xPermittedCrossDomainPolicies: false,
+  xXssProtection: false,
+} as const;
+
+const API_OPTIONS = {
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  xFrameOptions: { action: 'deny' },
+  // Images may be embedded by the site's own front end on a sibling origin.
+  crossOriginResourcePolicy: { policy: 'same-site' },
+  // Sent only over TLS (HSTS_HEADER): on plain HTTP it means nothing, and behind a proxy the proxy decides.
+  strictTransportSecurity: false,
+} as const;
+
+export const SECURITY_HEADERS = headersSetBy(helmet({ ...API_OPTIONS, ...HTML_ONLY }));
+
+/** What helmet adds for an HTML document, on top of SECURITY_HEADERS (the reference page sets these too). */
+export const DOCUMENT_HEADERS = (() => {
+  const api = new Set(SECURITY_HEADERS.map(([name]) => name));
+  return headersSetBy(helmet(API_OPTIONS)).filter(([name]) => !api.has(name));
+})();
 
 /** Strict-Transport-Security, for requests that arrived over TLS. */
 export const HSTS_HEADER = headersSetBy(helmet.strictTransportSecurity({ maxAge: 31_536_000, includeSubDomains: true }))[0]!;

@@ -173,7 +173,13 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
     { name: 'workers', check: async () => pool!.ping() },
     // Uploads are staged, then moved into the media directory: both must be there and writable.
-    { name: 'media', check: async () => void (await Promise.all([media.root, media.stagingRoot].map((dir) => access(dir, fsConstants.R_OK | fsConstants.W_OK)))) },
+    {
+      name: 'media',
+      check: async () => {
+        const usable = (dir: string) => access(dir, fsConstants.R_OK | fsConstants.W_OK);
+        await Promise.all([usable(media.root), usable(media.stagingRoot)]);
+      },
+    },
   ];
   // Without Redis the limits and the feed cache fall back to in-process ones: `degraded`, still serving.
   if (redis) readiness.push({ name: 'redis', critical: false, check: async () => void (await redis.ping()) });

@@ -91,7 +91,7 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
     }),
     poolBusySeconds: new Counter({
       name: 'pixvote_pool_busy_seconds_total',
-      help: 'Thread-seconds the media worker threads spent running tasks (rate() / threads = utilization over any window)',
+      help: 'Thread-seconds the media worker threads spent running tasks (its rate / threads = utilization)',
       registers: [registry],
       collect() {
         this.reset();

@@ -41,7 +41,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Koa would print every error to stderr; the error handler logs what matters, as JSON, with the request id.
   app.silent = true;
 
-  const routers = [healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }), authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])];
+  const routers = [
+    healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }),
+    authRoutes({ auth: deps.auth }),
+    ...(deps.routers ?? []),
+  ];
   // One router holding every route: a request is matched once, not once per route file.
   const root = new Router<AppState>();
   for (const r of routers) root.use(r.routes());

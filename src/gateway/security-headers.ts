@@ -69,4 +69,6 @@ export const DOCUMENT_HEADERS = (() => {
 })();
 
 /** Strict-Transport-Security, for requests that arrived over TLS. */
-export const HSTS_HEADER = headersSetBy(helmet.strictTransportSecurity({ maxAge: 31_536_000, includeSubDomains: true }))[0]!;
+export const HSTS_HEADER = headersSetBy(
+  helmet.strictTransportSecurity({ maxAge: 31_536_000, includeSubDomains: true }),
+)[0]!;

@@ -240,7 +240,8 @@ export class MediaPool implements ImageProcessor {
     const threads = this.#piscina.threads.length;
     if (this.#piscina.queueSize > 0 && threads > 0 && this.#backend !== undefined) return { threads, detectorBackend: this.#backend };
     this.#busy.taskStarted();
-    const r = (await this.#piscina.run({}, { name: 'ping' }).finally(() => this.#busy.taskSettled())) as { detectorBackend: string | null };
+    const pinged = this.#piscina.run({}, { name: 'ping' }).finally(() => this.#busy.taskSettled());
+    const r = (await pinged) as { detectorBackend: string | null };
     this.#backend = r.detectorBackend;
     return { threads: this.#piscina.threads.length, detectorBackend: r.detectorBackend };
   }

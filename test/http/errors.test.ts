@@ -106,7 +106,9 @@ test('every response gets the same security headers: JSON, images, errors of the
   c.write('GET /healthz HTTP/1.1 and then some\r\nHost: x\r\n\r\n');
   const below = await c.reply();
   assert.equal(below.status, 400);
-  for (const [name, value] of Object.entries(SECURITY)) assert.equal(below.headers[name], value, `below the app: ${name}`);
+  for (const [name, value] of Object.entries(SECURITY)) {
+    assert.equal(below.headers[name], value, `below the app: ${name}`);
+  }
   await c.closed();
   // The API reference page replaces the CSP and adds the document headers.
   const docs = await app.api.get('/docs');

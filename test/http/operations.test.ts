@@ -12,7 +12,10 @@ import { uploadFields } from '../support/uploads.ts';
 
 /** Every log line the app writes, parsed. */
 const logs: Array<Record<string, unknown>> = [];
-const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+const log = pino(
+  { level: 'info' },
+  { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
+);
 
 let app: TestApp;
 let user: TestUser;
@@ -24,8 +27,11 @@ after(() => app.close());
 
 const probe = 'probes a method the path does not serve';
 
-test('a known path called with a method it does not serve is 405 method_not_allowed with Allow; an unknown path stays 404', async () => {
-  const own = await uploadFields(app.api, user.token, { upload_type: 'link', external_url: 'https://example.com/allow' });
+test('a known path, a method it does not serve: 405 method_not_allowed with Allow; an unknown path stays 404', async () => {
+  const own = await uploadFields(app.api, user.token, {
+    upload_type: 'link',
+    external_url: 'https://example.com/allow',
+  });
   assert.equal(own.status, 201, own.text);
   for (const [method, path, allow] of [
     ['DELETE', '/api/uploads', 'HEAD, GET'],
@@ -34,7 +40,12 @@ test('a known path called with a method it does not serve is 405 method_not_allo
     ['POST', `/api/upload/${own.body.id}`, 'HEAD, GET, DELETE'],
     ['PATCH', '/healthz', 'HEAD, GET'],
   ] as const) {
-    const r = await app.api.request(method, path, method === 'PUT' ? { uploadId: own.body.id, vote: 'fucks' } : undefined, { token: user.token, unchecked: probe });
+    const r = await app.api.request(
+      method,
+      path,
+      method === 'PUT' ? { uploadId: own.body.id, vote: 'fucks' } : undefined,
+      { token: user.token, unchecked: probe },
+    );
     const where = `${method} ${path}`;
     assert.equal(r.status, 405, `${where}: ${r.text}`);
     assert.equal(r.headers.get('content-type'), 'application/json; charset=utf-8', where);
@@ -46,15 +57,26 @@ test('a known path called with a method it does not serve is 405 method_not_allo
   }
   // Still served as before.
   assert.equal((await app.api.get(`/api/upload/${own.body.id}`)).status, 200);
-  assert.equal((await app.api.request('HEAD', '/api/uploads', undefined, { unchecked: 'HEAD of a GET route' })).status, 200);
-  for (const [method, path] of [['DELETE', '/api/nothing-here'], ['GET', '/api/upload'.replace('upload', 'uplaod')], ['PUT', '/nope/42']] as const) {
+  assert.equal(
+    (await app.api.request('HEAD', '/api/uploads', undefined, { unchecked: 'HEAD of a GET route' })).status,
+    200,
+  );
+  for (const [method, path] of [
+    ['DELETE', '/api/nothing-here'],
+    ['GET', '/api/upload'.replace('upload', 'uplaod')],
+    ['PUT', '/nope/42'],
+  ] as const) {
     const r = await app.api.request(method, path, undefined, { unchecked: 'probes an unknown path' });
     assert.equal(r.status, 404, `${method} ${path}`);
     assert.equal(r.body.error, 'not_found');
     assert.equal(r.headers.get('allow'), null);
   }
   const t = await currentMetrics(app);
-  assert.match(t, /^pixvote_http_requests_total\{method="POST",route="\/api\/upload\/:id",status="405"\} 1$/m, 'labelled by pattern');
+  assert.match(
+    t,
+    /^pixvote_http_requests_total\{method="POST",route="\/api\/upload\/:id",status="405"\} 1$/m,
+    'labelled by pattern',
+  );
 });
 
 /** The access-log line of the request sent with this X-Request-Id. */
@@ -64,8 +86,12 @@ function accessLine(reqId: string): Record<string, unknown> {
   return line;
 }
 
-test('every 4xx log line carries the error code, the route pattern, the request id and the user id when known', async () => {
-  const send = async (method: string, path: string, opts: { token?: string; raw?: string; json?: unknown; unchecked?: string } = {}) => {
+test('every 4xx log line carries the error code, route pattern, request id and the user id when known', async () => {
+  const send = async (
+    method: string,
+    path: string,
+    opts: { token?: string; raw?: string; json?: unknown; unchecked?: string } = {},
+  ) => {
     const reqId = `ops-${randomUUID()}`;
     const r = await app.api.request(method, path, opts.json, {
       headers: { 'x-request-id': reqId, ...(opts.raw ? { 'content-type': 'application/json' } : {}) },
@@ -78,11 +104,22 @@ test('every 4xx log line carries the error code, the route pattern, the request 
 
   const unauthorized = await send('GET', '/api/profile');
   assert.equal(unauthorized.status, 401);
-  assert.deepEqual(pick(unauthorized.line), { reqId: unauthorized.line.reqId, route: '/api/profile', status: 401, error: 'unauthorized' });
+  assert.deepEqual(pick(unauthorized.line), {
+    reqId: unauthorized.line.reqId,
+    route: '/api/profile',
+    status: 401,
+    error: 'unauthorized',
+  });
 
   const missing = await send('GET', `/api/upload/${randomUUID()}`, { token: user.token });
   assert.equal(missing.status, 404);
-  assert.deepEqual(pick(missing.line), { reqId: missing.line.reqId, route: '/api/upload/:id', status: 404, error: 'not_found', userId: user.id });
+  assert.deepEqual(pick(missing.line), {
+    reqId: missing.line.reqId,
+    route: '/api/upload/:id',
+    status: 404,
+    error: 'not_found',
+    userId: user.id,
+  });
 
   const malformed = await send('POST', '/api/vote', { raw: '{"uploadId": ', token: user.token });
   assert.equal(malformed.status, 400);
@@ -91,24 +128,49 @@ test('every 4xx log line carries the error code, the route pattern, the request 
 
   const invalid = await send('POST', '/api/vote', { json: { uploadId: 'x', vote: 'maybe' }, token: user.token });
   assert.equal(invalid.status, 400);
-  assert.deepEqual(pick(invalid.line), { reqId: invalid.line.reqId, route: '/api/vote', status: 400, error: 'invalid_request', userId: user.id });
+  assert.deepEqual(pick(invalid.line), {
+    reqId: invalid.line.reqId,
+    route: '/api/vote',
+    status: 400,
+    error: 'invalid_request',
+    userId: user.id,
+  });
 
   // RATE_LIMIT_AUTH is 3 per 15 minutes and the registration spent one: the fourth attempt is refused.
   let limited: Awaited<ReturnType<typeof send>> | undefined;
   for (let i = 0; i < 4 && !limited; i++) {
-    const r = await send('POST', '/api/auth', { json: { action: 'login', username: user.username, password: 'wrong-password' } });
+    const r = await send('POST', '/api/auth', {
+      json: { action: 'login', username: user.username, password: 'wrong-password' },
+    });
     if (r.status === 429) limited = r;
   }
   assert.ok(limited, 'the auth limit was reached');
-  assert.deepEqual(pick(limited.line), { reqId: limited.line.reqId, route: '/api/auth', status: 429, error: 'rate_limited' });
+  assert.deepEqual(pick(limited.line), {
+    reqId: limited.line.reqId,
+    route: '/api/auth',
+    status: 429,
+    error: 'rate_limited',
+  });
 
   const notAllowed = await send('DELETE', '/api/uploads', { token: user.token, unchecked: probe });
   assert.equal(notAllowed.status, 405);
-  assert.deepEqual(pick(notAllowed.line), { reqId: notAllowed.line.reqId, route: '/api/uploads', status: 405, error: 'method_not_allowed', userId: user.id });
+  assert.deepEqual(pick(notAllowed.line), {
+    reqId: notAllowed.line.reqId,
+    route: '/api/uploads',
+    status: 405,
+    error: 'method_not_allowed',
+    userId: user.id,
+  });
 
   const unknown = await send('GET', '/api/nothing-here', { unchecked: 'probes an unknown path' });
-  assert.deepEqual(pick(unknown.line), { reqId: unknown.line.reqId, route: 'unmatched', status: 404, error: 'not_found' });
-  for (const l of [unauthorized, missing, malformed, invalid, limited, notAllowed, unknown]) assert.equal(l.line.level, 30, 'failures log at info');
+  assert.deepEqual(pick(unknown.line), {
+    reqId: unknown.line.reqId,
+    route: 'unmatched',
+    status: 404,
+    error: 'not_found',
+  });
+  for (const l of [unauthorized, missing, malformed, invalid, limited, notAllowed, unknown])
+    assert.equal(l.line.level, 30, 'failures log at info');
 });
 
 const pick = (l: Record<string, unknown>) =>

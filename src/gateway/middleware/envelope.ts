@@ -63,7 +63,8 @@ export function envelope(opts: {
   routeOf?: (method: string, path: string) => string | undefined;
 }) {
   const { log, metrics, routeOf } = opts;
-  const routeLabel = (ctx: AppContext): string => (ctx as Routed)._matchedRoute ?? routeOf?.(ctx.method, ctx.path) ?? 'unmatched';
+  const routeLabel = (ctx: AppContext): string =>
+    (ctx as Routed)._matchedRoute ?? routeOf?.(ctx.method, ctx.path) ?? 'unmatched';
   const errorOptions: ErrorOptions = { ...opts.errors, route: routeLabel };
   return async function envelope(ctx: AppContext, next: () => Promise<unknown>) {
     const started = performance.now();
@@ -96,7 +97,8 @@ export function envelope(opts: {
       // (the rest is in /metrics — a line per feed read costs a third of a cached read's CPU).
       const level = status >= 400 || seconds >= SLOW_SECONDS ? 'info' : 'debug';
       if (log.isLevelEnabled(level)) {
-        const line: Record<string, unknown> = { reqId: id, method: ctx.method, path: ctx.path, route, status, ms: Math.round(seconds * 10_000) / 10 };
+        const ms = Math.round(seconds * 10_000) / 10;
+        const line: Record<string, unknown> = { reqId: id, method: ctx.method, path: ctx.path, route, status, ms };
         if (status >= 400) line.error = errorCodeOf(ctx);
         const userId = ctx.state.principal?.userId;
         if (userId) line.userId = userId;

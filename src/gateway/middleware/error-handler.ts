@@ -26,9 +26,12 @@ function requestFields(ctx: AppContext, code: ErrorCode, opts: ErrorOptions): Re
 export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): void {
   const appError = err instanceof AppError ? err : (opts.classify?.(err) ?? toAppError(err));
   if (appError.code === 'busy' && !(err instanceof AppError)) {
-    ctx.state.log?.warn({ ...requestFields(ctx, appError.code, opts), err: (err as Error).message }, 'dependency unavailable');
+    const fields = requestFields(ctx, appError.code, opts);
+    ctx.state.log?.warn({ ...fields, err: (err as Error).message }, 'dependency unavailable');
   }
-  if (appError.code === 'internal') ctx.state.log?.error({ ...requestFields(ctx, appError.code, opts), err }, 'unhandled error');
+  if (appError.code === 'internal') {
+    ctx.state.log?.error({ ...requestFields(ctx, appError.code, opts), err }, 'unhandled error');
+  }
   ctx.state.errorCode = appError.code;
   opts.onError?.(appError.code, ctx);
   // Headers set for a success that never happened (ETag, caching) must not survive.

@@ -50,10 +50,14 @@ export function readinessOf(
   shuttingDown: boolean,
 ): Readiness {
   const down = (critical: boolean) =>
-    results.filter((r) => r.critical === critical && r.result.status !== 'ok').map((r) => `${r.name}: ${r.result.reason ?? 'down'}`);
+    results
+      .filter((r) => r.critical === critical && r.result.status !== 'ok')
+      .map((r) => `${r.name}: ${r.result.reason ?? 'down'}`);
   const critical = down(true);
   const optional = down(false);
-  if (shuttingDown || critical.length) return { status: 'down', reasons: [...(shuttingDown ? ['shutting down'] : []), ...critical, ...optional] };
+  if (shuttingDown || critical.length) {
+    return { status: 'down', reasons: [...(shuttingDown ? ['shutting down'] : []), ...critical, ...optional] };
+  }
   return { status: optional.length ? 'degraded' : 'ok', reasons: optional };
 }
 

@@ -46,7 +46,9 @@ const ReadinessCheck = z
 const checks = z.record(z.string(), ReadinessCheck);
 
 export const Readiness = z.object({
-  status: z.enum(['ok', 'degraded']).describe('`degraded`: Redis is configured but down, and the in-process fallbacks serve.'),
+  status: z
+    .enum(['ok', 'degraded'])
+    .describe('`degraded`: Redis is configured but down, and the in-process fallbacks serve.'),
   checks,
 });
 export const NotReady = ErrorBody.extend({ error: z.literal('busy'), status: z.literal('down'), checks }).describe(

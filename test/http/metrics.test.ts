@@ -125,7 +125,7 @@ test('with METRICS_TOKEN, /metrics needs Authorization: Bearer <METRICS_TOKEN> (
   }
 });
 
-test('requests refused before routing carry their route pattern: a 429 of POST /api/auth, a malformed body', async () => {
+test('requests refused before routing carry their route pattern: a 429 of POST /api/auth, bad JSON', async () => {
   // RATE_LIMIT_AUTH is 3 per 15 min here: spend it (whatever earlier tests left), then one more is refused.
   let refused = 0;
   for (let i = 0; i < 5 && !refused; i++)

@@ -27,7 +27,7 @@ after(() => app.close());
 
 const probe = 'probes a method the path does not serve';
 
-test('a known path, a method it does not serve: 405 method_not_allowed with Allow; an unknown path stays 404', async () => {
+test('a known path, a method it does not serve: 405 method_not_allowed with Allow; unknown paths 404', async () => {
   const own = await uploadFields(app.api, user.token, {
     upload_type: 'link',
     external_url: 'https://example.com/allow',

@@ -8,8 +8,8 @@
  * Single thread, whatever backend loads (wasm SIMD here). Writes bench/results/calibrate-detector.json.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { parseCommandLine } from './support/cli.ts';
 import sharp from 'sharp';
 import { ensureModels } from '../src/workers/detector/model-files.fetch.ts';
 import { createPersonDetector, DEFAULT_INPUT_SIZE } from '../src/workers/pipeline/detect.stage.ts';
@@ -94,8 +94,11 @@ async function workerMain(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { sizes: { type: 'string', default: '256,320,384,448,512' }, runs: { type: 'string', default: '3' } } });
-  const sizes = values.sizes.split(',').map(Number);
+  const { values } = parseCommandLine('node bench/calibrate-detector.ts', {
+    sizes: { type: 'string', default: '256,320,384,448,512' },
+    runs: { type: 'string', default: '3' },
+  });
+  const sizes = String(values.sizes).split(',').map(Number);
   const runs = Number(values.runs);
   const [{ dir: modelDir }, photos] = await Promise.all([ensureModels(), getPhotos()]);
   // Measured first, while this thread holds no detector and little garbage.

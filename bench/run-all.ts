@@ -6,16 +6,19 @@
  *
  *   npm run bench [-- --lookup-sizes 100k,1m --rounds 5 --markdown]
  */
-import { parseArgs } from 'node:util';
 import { feedsBench } from './feeds.bench.ts';
 import { gatewayBenchIsolated } from './gateway.bench.ts';
 import { httpUploadsBench } from './http-uploads.bench.ts';
 import { lookupBench } from './lookup.bench.ts';
 import { pipelineBench } from './pipeline.bench.ts';
-import { numbers } from './support/cli.ts';
+import { numbers, parseCommandLine } from './support/cli.ts';
 import { finish, Recorder } from './support/report.ts';
 
-const { values } = parseArgs({ options: { 'lookup-sizes': { type: 'string', default: '100k,1m' }, rounds: { type: 'string', default: '5' }, markdown: { type: 'boolean' } } });
+const { values } = parseCommandLine('npm run bench --', {
+  'lookup-sizes': { type: 'string', default: '100k,1m' },
+  rounds: { type: 'string', default: '5' },
+  markdown: { type: 'boolean' },
+});
 const rounds = Number(values.rounds);
 const rec = new Recorder('all');
 const steps: Array<[string, () => Promise<void>]> = [

@@ -3,11 +3,13 @@
  *   node bench/to-markdown.ts bench/results/all-<timestamp>.json
  */
 import { readFile } from 'node:fs/promises';
+import { parseCommandLine } from './support/cli.ts';
 import { markdown, type BenchReport } from './support/report.ts';
 
-const file = process.argv[2];
-if (!file) {
-  console.error('usage: node bench/to-markdown.ts bench/results/<name>-<timestamp>.json');
+const command = 'node bench/to-markdown.ts';
+const [file, ...extra] = parseCommandLine(command, {}, { positionals: 'bench/results/<name>-<timestamp>.json' }).positionals;
+if (!file || extra.length) {
+  console.error(`${command}: expected one result file (see ${command} --help)`);
   process.exit(2);
 }
 const report = JSON.parse(await readFile(file, 'utf8')) as BenchReport;

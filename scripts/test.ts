@@ -1,6 +1,8 @@
 /**
- * `npm test`: the whole suite on SQLite, then the database-facing suites (test/http, test/integration)
- * again on PostgreSQL + Redis when they answer. Says plainly which passes it skipped and why.
+ * `npm test`: first the layer rules (`npm run lint:layers`: dependency-cruiser with .dependency-cruiser.cjs,
+ * a couple of seconds; a violation fails the run before any test starts), then the whole suite on SQLite,
+ * then the database-facing suites (test/http, test/integration) again on PostgreSQL + Redis when they answer.
+ * Says plainly which passes it skipped and why.
  *
  *   npm test                       both passes (PostgreSQL pass skipped, with the reason, if unreachable)
  *   npm test -- --db=sqlite        only the SQLite pass
@@ -10,6 +12,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
 import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
 
@@ -49,6 +52,21 @@ if (unknown.length) {
 
 const results: string[] = [];
 let ok = true;
+
+// The layer rules first: fast, and a violation is worth knowing before twelve minutes of tests.
+{
+  console.log('\n=== layers: dependency-cruiser, rules in .dependency-cruiser.cjs (npm run lint:layers)');
+  const bin = fileURLToPath(new URL('../node_modules/dependency-cruiser/bin/dependency-cruiser.mjs', import.meta.url));
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const args = [bin, 'src', '--config', '.dependency-cruiser.cjs'];
+  const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
+  if (r.status !== 0) {
+    console.error('\n=== summary\n- Layer rules: FAILED — an import above breaks a rule of .dependency-cruiser.cjs;'
+      + ' no test was run.');
+    process.exit(1);
+  }
+  results.push('Layer rules: passed');
+}
 
 if (dbArg !== 'postgres') {
   const passed = run('SQLite (embedded default)', ALL, { PIXVOTE_TEST_DB: 'sqlite' });

@@ -49,6 +49,7 @@ import { clusterMetrics, runPrimary } from './cluster.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { metricsRoutes, registryText } from './gateway/routes/metrics.routes.ts';
 import { uploadRoutes } from './gateway/routes/uploads.routes.ts';
+import { CreateUpload, type UploadOutcomes } from './domain/uploads/create-upload.ts';
 import { docsRoutes } from './gateway/routes/docs.routes.ts';
 import { imageRoutes } from './gateway/routes/images.routes.ts';
 import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
@@ -169,6 +170,11 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   const idempotency = new IdempotencyService({ store: new IdempotencyRepository(db), clock });
 
   let shuttingDown = false;
+  const uploadOutcomes: UploadOutcomes = {
+    accepted: (type) => metrics.uploadsAccepted.inc({ type }),
+    rejected: (reason) => metrics.uploadsRejected.inc({ reason }),
+  };
+  const createUpload = new CreateUpload({ uploads, idempotency, isShuttingDown: () => shuttingDown, outcomes: uploadOutcomes });
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
     { name: 'workers', check: async () => pool!.ping() },
@@ -195,13 +201,12 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     metrics,
     routers: [
       uploadRoutes({
-        isShuttingDown: () => shuttingDown,
+        createUpload,
         uploads,
         media,
         uploadLimiter: limiters.upload,
-        idempotency,
         myVote: (u, me) => votes.myVote(u, me),
-        onOutcome: (o) => ('accepted' in o ? metrics.uploadsAccepted.inc({ type: o.accepted }) : metrics.uploadsRejected.inc({ reason: o.rejected })),
+        outcomes: uploadOutcomes,
         onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
       }),
       imageRoutes({ uploads, media }),

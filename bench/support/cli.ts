@@ -16,17 +16,57 @@ export const numbers = (list: string): number[] =>
       return n;
     });
 
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** `--name VALUE (default d)` for each option: the usage line of a script that declares only its options. */
+export function usageOf(command: string, options: Options, positionals = ''): string {
+  const flags = Object.entries(options).map(([name, o]) => {
+    const value = o.type === 'string' ? ` ${name.toUpperCase().replace(/-/g, '_')}` : '';
+    return `[--${name}${value}${o.default !== undefined ? ` (default ${String(o.default)})` : ''}]`;
+  });
+  return `usage: ${command}${positionals ? ` ${positionals}` : ''} ${[...flags, '[--help]'].join(' ')}`;
+}
+
+/**
+ * parseArgs for a script: `--help`/`-h` prints the usage and exits 0; an unknown or malformed flag prints one
+ * line naming it and exits 2 (instead of parseArgs' stack trace).
+ */
+export function parseCommandLine<O extends Options>(
+  command: string,
+  options: O,
+  opts: { positionals?: string; args?: string[] } = {},
+): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  const usage = usageOf(command, options, opts.positionals);
+  try {
+    const r = parseArgs({
+      args: opts.args ?? process.argv.slice(2),
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: Boolean(opts.positionals),
+    });
+    if ((r.values as { help?: boolean }).help) {
+      console.log(usage);
+      process.exit(0);
+    }
+    return r as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  } catch (e) {
+    if (!(e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw e;
+    console.error(`${command.replace(/ --$/, '')}: ${(e as Error).message.split('. ')[0]} (see ${command} --help)`);
+    process.exit(2);
+  }
+}
+
 /**
  * Parses the command line, runs the benchmark into a fresh Recorder, prints its table and writes its JSON.
  * Exits 1 with the message when it throws.
  */
-export async function runAlone<O extends NonNullable<ParseArgsConfig['options']>>(
+export async function runAlone<O extends Options>(
   name: string,
   options: O,
   bench: (rec: Recorder, values: Record<string, string | boolean | undefined>) => Promise<void>,
   script = `bench:${name}`,
 ): Promise<void> {
-  const { values } = parseArgs({ options: { ...options, markdown: { type: 'boolean' } }, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> };
+  const command = `npm run ${script} --`;
+  const { values } = parseCommandLine(command, { ...options, markdown: { type: 'boolean' } });
   const rec = new Recorder(name);
   try {
     await bench(rec, values);
@@ -34,8 +74,8 @@ export async function runAlone<O extends NonNullable<ParseArgsConfig['options']>
     console.error(`\n${name} failed: ${(e as Error).stack ?? e}`);
     process.exit(1);
   }
-  const command = `npm run ${script}${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
-  await finish(rec.report(command), { markdown: Boolean(values.markdown) });
+  const ran = `npm run ${script}${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+  await finish(rec.report(ran), { markdown: Boolean(values.markdown) });
   // Worker pools and database pools are closed by each benchmark; this only ends stray keep-alive timers.
   process.exit(0);
 }

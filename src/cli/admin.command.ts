@@ -6,10 +6,9 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { setAdmin } from '../domain/auth/admin-roles.ts';
 import { AppError } from '../domain/errors.ts';
-import { CliError } from './cli-config.store.ts';
+import { CliError, parseCommandArgs } from './cli-config.store.ts';
 
 export const ADMIN_USAGE = `usage: pixvote admin grant USERNAME | pixvote admin revoke USERNAME
 
@@ -31,7 +30,7 @@ function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null; sqlit
 }
 
 export async function runAdmin(args: string[], out: NodeJS.WritableStream, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
+  const { values, positionals } = parseCommandArgs('admin', { args, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
   if (values.help) return (out.write(ADMIN_USAGE), 0);
   const [action, username, ...extra] = positionals;
   if ((action !== 'grant' && action !== 'revoke') || !username || extra.length) throw new CliError(ADMIN_USAGE.trimEnd());

@@ -1,9 +1,20 @@
 /**
- * The CLI's HTTP client: JSON or multipart in, JSON out, retries by the retry policy. A 429 or 503 pauses
- * every request of the run (they share one budget on the server), not just the one that got it.
+ * The CLI's HTTP client: JSON or multipart in, JSON out, retried with p-retry. A 429 or 503 pauses every
+ * request of the run for exactly the `Retry-After` it carries (they share one budget on the server), and does
+ * not use up a retry; a Retry-After longer than the policy's `maxWaitMs` stops the client at once
+ * (WaitTooLongError). `halt()` abandons every request in flight and every wait, e.g. on SIGINT.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULT_RETRY, RETRYABLE_STATUS, describeNetworkError, isNetworkError, parseRetryAfter, retryDelay, type RetryPolicy } from './retry.policy.ts';
+import pRetry, { AbortError } from 'p-retry';
+import {
+  DEFAULT_RETRY,
+  RETRYABLE_STATUS,
+  WaitTooLongError,
+  describeNetworkError,
+  isNetworkError,
+  parseRetryAfter,
+  type RetryPolicy,
+} from './retry.policy.ts';
 
 export interface ApiResponse {
   status: number;
@@ -13,10 +24,14 @@ export interface ApiResponse {
 }
 
 export interface RetryNotice {
+  /** Retries used so far (a Retry-After wait uses none). */
   attempt: number;
+  retries: number;
   waitMs: number;
-  /** `429 rate_limited`, `503 busy`, `ECONNREFUSED`… */
+  /** `429 rate_limited: <the server's message>`, `503 busy: …`, `ECONNREFUSED`… */
   reason: string;
+  /** The wait is the server's Retry-After, not a backoff. */
+  retryAfter: boolean;
 }
 
 export interface RequestOptions {
@@ -27,6 +42,8 @@ export interface RequestOptions {
   /** Overrides the client's token (login uses the JWT it just got). */
   token?: string;
   onRetry?: (n: RetryNotice) => void;
+  /** Overrides the policy's maxWaitMs for this request (login does not sit through a long limit). */
+  maxWaitMs?: number;
 }
 
 export interface ApiClientOptions {
@@ -36,8 +53,8 @@ export interface ApiClientOptions {
   /** Per attempt, so a stalled connection is abandoned and retried. */
   timeoutMs?: number;
   fetch?: typeof fetch;
-  sleep?: (ms: number) => Promise<unknown>;
-  random?: () => number;
+  /** The Retry-After pause (tests record it instead of waiting); must reject when `signal` aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<unknown>;
 }
 
 /** The server answered, and not with success: carries the contract's `{error, message}`. */
@@ -57,14 +74,27 @@ export class NetworkError extends Error {
   override name = 'NetworkError';
 }
 
+/** A retryable answer, or a connection failure, inside the p-retry loop. */
+class Retryable extends Error {
+  readonly reason: string;
+  readonly retryAfterMs: number | null;
+  readonly response: ApiResponse | null;
+  constructor(reason: string, retryAfterMs: number | null, response: ApiResponse | null, cause?: unknown) {
+    super(reason, { cause });
+    this.reason = reason;
+    this.retryAfterMs = retryAfterMs;
+    this.response = response;
+  }
+}
+
 export class ApiClient {
   readonly baseUrl: string;
   readonly #token: string | undefined;
   readonly #retry: RetryPolicy;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
-  readonly #sleep: (ms: number) => Promise<unknown>;
-  readonly #random: () => number;
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<unknown>;
+  readonly #halt = new AbortController();
   #notBefore = 0;
 
   constructor(opts: ApiClientOptions) {
@@ -73,35 +103,78 @@ export class ApiClient {
     this.#retry = opts.retry ?? DEFAULT_RETRY;
     this.#timeoutMs = opts.timeoutMs ?? 120_000;
     this.#fetch = opts.fetch ?? fetch;
-    this.#sleep = opts.sleep ?? ((ms) => sleep(ms));
-    this.#random = opts.random ?? Math.random;
+    this.#sleep = opts.sleep ?? ((ms, signal) => sleep(ms, undefined, { signal }));
   }
 
-  /** Sends with retries; returns the final response, whatever its status. Throws NetworkError when the server never answered. */
+  /** Abandons every request in flight and every wait: each rejects with `reason`. */
+  halt(reason: Error): void {
+    if (!this.#halt.signal.aborted) this.#halt.abort(reason);
+  }
+
+  get halted(): Error | null {
+    return this.#halt.signal.aborted ? (this.#halt.signal.reason as Error) : null;
+  }
+
+  /** When every request waits until (a Retry-After in force), or 0. */
+  get pausedUntil(): number {
+    return this.#notBefore > Date.now() ? this.#notBefore : 0;
+  }
+
+  /**
+   * Sends with retries; returns the final response, whatever its status. Throws NetworkError when the server
+   * never answered, WaitTooLongError when it asked for a longer wait than allowed, the halt reason after halt().
+   */
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse> {
-    for (let attempt = 1; ; attempt++) {
+    const signal = this.#halt.signal;
+    const maxWaitMs = opts.maxWaitMs ?? this.#retry.maxWaitMs;
+    const attempt = async (): Promise<ApiResponse> => {
       const pause = this.#notBefore - Date.now();
-      if (pause > 0) await this.#sleep(pause);
+      if (pause > 0) await this.#sleep(pause, signal);
+      signal.throwIfAborted();
       let res: Response;
       let response: ApiResponse;
       try {
         res = await this.#fetch(this.baseUrl + path, await this.#init(method, opts));
         response = await read(res);
       } catch (err) {
-        if (!isNetworkError(err) || attempt > this.#retry.retries) {
-          throw new NetworkError(`${method} ${this.baseUrl}${path}: ${describeNetworkError(err)}`, { cause: err });
-        }
-        const waitMs = retryDelay(attempt, null, this.#retry, this.#random);
-        opts.onRetry?.({ attempt, waitMs, reason: describeNetworkError(err) });
-        await this.#sleep(waitMs);
-        continue;
+        signal.throwIfAborted();
+        if (!isNetworkError(err)) throw new AbortError(err as Error);
+        throw new Retryable(describeNetworkError(err), null, null, err);
       }
-      if (!RETRYABLE_STATUS.has(res.status) || attempt > this.#retry.retries) return response;
+      if (!RETRYABLE_STATUS.has(res.status)) return response;
+      const b = response.body as { error?: string; message?: string } | undefined;
+      const reason = `${res.status}${b?.error ? ` ${b.error}` : ''}${b?.message ? `: ${b.message}` : ''}`;
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
-      const waitMs = retryDelay(attempt, retryAfter, this.#retry, this.#random);
-      if (retryAfter !== null) this.#notBefore = Math.max(this.#notBefore, Date.now() + waitMs);
-      opts.onRetry?.({ attempt, waitMs, reason: `${res.status}${response.body?.error ? ` ${response.body.error}` : ''}` });
-      if (retryAfter === null) await this.#sleep(waitMs);
+      if (retryAfter !== null && retryAfter > maxWaitMs) throw new AbortError(new WaitTooLongError(retryAfter, maxWaitMs, reason));
+      throw new Retryable(reason, retryAfter, response);
+    };
+    try {
+      return await pRetry(attempt, {
+        retries: this.#retry.retries,
+        minTimeout: this.#retry.baseDelayMs,
+        maxTimeout: this.#retry.maxWaitMs,
+        factor: 2,
+        randomize: true,
+        signal,
+        // The server said when: wait exactly that (before the next attempt, for every request) and keep the retries.
+        shouldConsumeRetry: ({ error }) => !(error instanceof Retryable && error.retryAfterMs),
+        onFailedAttempt: ({ error, retriesConsumed, retriesLeft, retryDelay }) => {
+          if (!(error instanceof Retryable)) return;
+          if (error.retryAfterMs) {
+            this.#notBefore = Math.max(this.#notBefore, Date.now() + error.retryAfterMs);
+            opts.onRetry?.({ attempt: retriesConsumed, retries: this.#retry.retries, waitMs: error.retryAfterMs, reason: error.reason, retryAfter: true });
+          } else if (retriesLeft > 0) {
+            opts.onRetry?.({ attempt: retriesConsumed + 1, retries: this.#retry.retries, waitMs: retryDelay, reason: error.reason, retryAfter: false });
+          }
+        },
+      });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (err instanceof Retryable) {
+        if (err.response) return err.response;
+        throw new NetworkError(`${method} ${this.baseUrl}${path}: ${err.reason}`, { cause: err.cause });
+      }
+      throw err;
     }
   }
 
@@ -122,7 +195,7 @@ export class ApiClient {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(opts.json);
     }
-    return { method, headers, body, redirect: 'error', signal: AbortSignal.timeout(this.#timeoutMs) };
+    return { method, headers, body, redirect: 'error', signal: AbortSignal.any([this.#halt.signal, AbortSignal.timeout(this.#timeoutMs)]) };
   }
 }
 

@@ -5,6 +5,7 @@
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 export interface ServerLogin {
   token: string;
@@ -27,6 +28,18 @@ export class CliError extends Error {
     super(message);
     this.name = 'CliError';
     this.exitCode = exitCode;
+  }
+}
+
+/** parseArgs, with the command named in its one-line errors: `upload: unknown option '--frob' (see …)`, exit 2. */
+export function parseCommandArgs<T extends ParseArgsConfig>(command: string, config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (e) {
+    if (!(e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw e;
+    const first = (e as Error).message.split('. ')[0]!;
+    const what = `${first.charAt(0).toLowerCase()}${first.slice(1)}`;
+    throw new CliError(`${command}: ${what} (see \`pixvote ${command} --help\`)`);
   }
 }
 

@@ -11,6 +11,7 @@ export const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.gif', '.webp
 export interface ImageFile {
   path: string;
   size: number;
+  mtimeMs: number;
 }
 
 export interface WalkResult {
@@ -26,11 +27,11 @@ export const isImageName = (name: string) => IMAGE_EXTENSIONS.has(extname(name).
 export async function walkImages(paths: readonly string[]): Promise<WalkResult> {
   const result: WalkResult = { files: [], skipped: [], unreadable: [] };
   const seen = new Set<string>();
-  const addFile = async (path: string, size: number) => {
+  const addFile = async (path: string, s: { size: number; mtimeMs: number }) => {
     const real = await realpath(path);
     if (seen.has(real)) return;
     seen.add(real);
-    result.files.push({ path, size });
+    result.files.push({ path, size: s.size, mtimeMs: s.mtimeMs });
   };
   const walkDir = async (dir: string): Promise<void> => {
     let entries;
@@ -47,7 +48,7 @@ export async function walkImages(paths: readonly string[]): Promise<WalkResult> 
       if (e.isDirectory()) await walkDir(p);
       else if ((e.isFile() || e.isSymbolicLink()) && isImageName(e.name)) {
         const s = await stat(p).catch(() => null);
-        if (s?.isFile()) await addFile(p, s.size);
+        if (s?.isFile()) await addFile(p, s);
       }
     }
   };
@@ -57,7 +58,7 @@ export async function walkImages(paths: readonly string[]): Promise<WalkResult> 
       result.unreadable.push({ path, reason: s.code === 'ENOENT' ? 'no such file or directory' : (s.code ?? s.message) });
     } else if (s.isDirectory()) await walkDir(path);
     else if (!isImageName(basename(path))) result.skipped.push(path);
-    else await addFile(path, s.size);
+    else await addFile(path, s);
   }
   return result;
 }

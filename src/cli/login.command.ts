@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { ApiClient } from './api.client.ts';
+import { WaitTooLongError, formatWait } from './retry.policy.ts';
 import { CliError, configPath, loadConfig, normalizeUrl, saveConfig } from './cli-config.store.ts';
 import { promptPassword, readPasswordFromStdin } from './password.prompt.ts';
 import type { Output } from './progress.reporter.ts';
@@ -18,13 +19,26 @@ export interface LoginOptions {
   tokenName?: string | undefined;
 }
 
+/** The longest Retry-After a login waits out before saying so instead. */
+const LOGIN_MAX_WAIT_MS = 5_000;
+
 export async function runLogin(opts: LoginOptions, out: Output, clientOf: (url: string) => ApiClient): Promise<number> {
   if (!opts.email === !opts.username) throw new CliError('pass exactly one of --email or --username');
   const url = normalizeUrl(opts.url);
   const password = opts.passwordStdin ? await readPasswordFromStdin() : await promptPassword(`password for ${opts.email ?? opts.username} at ${url}: `);
   const client = clientOf(url);
   const who = opts.email !== undefined ? { email: opts.email } : { username: opts.username };
-  const session = await client.call('POST', '/api/auth', { json: { action: 'login', ...who, password } });
+  // Every login attempt counts toward the server's limit: a short Retry-After (a busy server) is waited out,
+  // a rate limit is reported at once, with its wait, instead of sitting through it.
+  const session = await client.call('POST', '/api/auth', { json: { action: 'login', ...who, password }, maxWaitMs: LOGIN_MAX_WAIT_MS }).catch((e) => {
+    if (!(e instanceof WaitTooLongError)) throw e;
+    const at = e.until.toISOString().slice(11, 19);
+    throw new CliError(
+      `login refused for now (${e.reason}); ` +
+        `try again in ${formatWait(e.waitMs)}, after ${at} UTC`,
+      75,
+    );
+  });
   const username: string = session.user.username;
 
   let login;

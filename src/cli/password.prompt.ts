@@ -1,4 +1,8 @@
-/** Reading a password: from the terminal without echo, or the first line of stdin (`--password-stdin`). */
+/**
+ * Reading a password: from the terminal without echo (npm's `read`), or the first line of stdin
+ * (`--password-stdin`, a plain loop: nothing to hide, and it must not wait for more than one line).
+ */
+import { read } from 'read';
 import { CliError } from './cli-config.store.ts';
 
 export async function readPasswordFromStdin(input: NodeJS.ReadStream = process.stdin): Promise<string> {
@@ -13,35 +17,17 @@ export async function readPasswordFromStdin(input: NodeJS.ReadStream = process.s
   return line;
 }
 
-/** Prompts on stderr and reads keystrokes in raw mode, so nothing is echoed. Ctrl-C cancels. */
-export function promptPassword(prompt: string, input: NodeJS.ReadStream = process.stdin, output: NodeJS.WriteStream = process.stderr): Promise<string> {
-  if (!input.isTTY) return Promise.reject(new CliError('no terminal to ask for the password on: pipe it in with --password-stdin'));
-  output.write(prompt);
-  return new Promise((resolve, reject) => {
-    let password = '';
-    const done = () => {
-      input.setRawMode(false);
-      input.pause();
-      input.off('data', onData);
-      output.write('\n');
-    };
-    const onData = (chunk: string) => {
-      for (const ch of chunk) {
-        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
-          done();
-          return resolve(password);
-        }
-        if (ch === '\u0003') {
-          done();
-          return reject(new CliError('cancelled', 130));
-        }
-        if (ch === '\u007f' || ch === '\b') password = [...password].slice(0, -1).join('');
-        else if (ch >= ' ') password += ch;
-      }
-    };
-    input.setEncoding('utf8');
-    input.setRawMode(true);
-    input.resume();
-    input.on('data', onData);
-  });
+/** Prompts on stderr and reads the answer without echoing it (npm's `read`, muted). Ctrl-C cancels. */
+export async function promptPassword(prompt: string, input: NodeJS.ReadStream = process.stdin, output: NodeJS.WriteStream = process.stderr): Promise<string> {
+  if (!input.isTTY) throw new CliError('no terminal to ask for the password on: pipe it in with --password-stdin');
+  try {
+    const password = await read({ prompt, silent: true, replace: '', input, output, terminal: true });
+    output.write('\n'); // the Enter was muted with the rest
+    return password;
+  } catch (e) {
+    if ((e as Error).message === 'canceled') throw new CliError('cancelled', 130);
+    throw e;
+  } finally {
+    input.pause();
+  }
 }

@@ -2,22 +2,61 @@
  * `pixvote`: the command-line client. `main()` parses the command line, runs one command and returns the
  * exit status: 0 done, 1 something failed, 2 usage or configuration error. bin/pixvote.js calls it.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { ApiClient, ApiError, NetworkError } from './api.client.ts';
-import { CliError, loadConfig, normalizeUrl, resolveTarget } from './cli-config.store.ts';
+import { CliError, loadConfig, normalizeUrl, parseCommandArgs as parse, resolveTarget } from './cli-config.store.ts';
 import { runAdmin } from './admin.command.ts';
 import { runLogin, runLogout } from './login.command.ts';
-import { DEFAULT_RETRY } from './retry.policy.ts';
+import { DEFAULT_RETRY, WaitTooLongError } from './retry.policy.ts';
+import { defaultResumePath } from './resume.store.ts';
 import { runTokens } from './tokens.command.ts';
 import { normalizeTags, runUpload } from './upload.command.ts';
 
-const USAGE = `usage: pixvote <command> [options]
+const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
 
-  upload <files or folders…> [--tags a,b] [--private] [--concurrency N]
-        Uploads every .jpg, .jpeg, .png, .gif and .webp file (folders are walked). Retries on 429/503
-        (honouring Retry-After) and on network errors; a re-run never uploads a file twice.
-        --retries N (default ${DEFAULT_RETRY.retries})  --max-wait SECONDS (default ${DEFAULT_RETRY.maxWaitMs / 1000})  --timeout SECONDS (default 120)
+  Uploads every .jpg, .jpeg, .png, .gif and .webp file (folders are walked; hidden entries skipped).
+  A re-run never uploads a file twice; the files a run finished are kept in a resume file, and the next run
+  of the same command skips them without a request.
+  --tags a,b            tags for every file (at most 10)
+  --private             unlisted uploads
+  --concurrency N       files sent at once (default 4)
+  --max-wait SECONDS    the longest Retry-After (429/503) waited out, exactly
+                        (default ${DEFAULT_RETRY.maxWaitMs / 1000});
+                        a longer one stops the run at once (exit 75), leaving the resume file
+  --retries N           retries of a network error or 502/503/504 without Retry-After (default ${DEFAULT_RETRY.retries})
+  --timeout SECONDS     per attempt (default 120)
+  --resume FILE         the resume file (default: one per server, paths and options, under
+                        $XDG_CONFIG_HOME/pixvote/resume/); it is removed once every file is done
+  --url URL, --token TOKEN
+  Ctrl-C stops the run and prints the summary (exit 130). Exit 0: all done; 1: some file failed.
+`;
+
+const LOGIN_USAGE = `usage: pixvote login --url URL (--email E | --username U) [--password-stdin] [--jwt]
+                     [--token-name NAME]
+
+  Logs in (the password is asked for without echo, or read from the first line of stdin) and saves an API token
+  (or with --jwt the JWT) in $XDG_CONFIG_HOME/pixvote/config.json (~/.config/pixvote/config.json), mode 0600.
+  When the server's login limit is reached it says how long to wait, and saves nothing.
+`;
+
+const LOGOUT_USAGE = `usage: pixvote logout [--url URL]
+
+  Revokes the saved API token and forgets it (default: the current server).
+`;
+
+const TOKENS_USAGE = `usage: pixvote tokens create <name> | list | revoke <id> [--url URL] [--token TOKEN]
+
+  The logged-in user's API tokens: create prints the secret once.
+`;
+
+const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help for its options)
+
+  upload <files or folders…> [--tags a,b] [--private] [--concurrency N] [--max-wait S] [--resume FILE]
+        Uploads every .jpg, .jpeg, .png, .gif and .webp file (folders are walked). Waits out 429/503 exactly as
+        Retry-After says (or stops, resumable, when it is longer than --max-wait); a re-run never uploads a
+        file twice and skips what an earlier run finished.
   login --url URL (--email E | --username U) [--password-stdin] [--jwt] [--token-name NAME]
         Logs in (the password is asked for without echo, or read from stdin) and saves an API token
         (or with --jwt the JWT) in $XDG_CONFIG_HOME/pixvote/config.json (~/.config/pixvote/config.json).
@@ -29,7 +68,28 @@ const USAGE = `usage: pixvote <command> [options]
   admin grant USERNAME | admin revoke USERNAME
         Operator command, run on the server's machine with its environment: changes the stored role in the
         server's database directly (DATABASE_URL, or $DATA_DIR/app.db). See \`pixvote admin --help\`.
+
+  tune-workers [options] | bench [options] | fetch-models [DIR]
+        Operator scripts of the checkout (also \`npm run <name>\`): the worker-count tuner, the benchmarks,
+        the person-detector weights. Each explains itself with --help.
 `;
+
+/** Operator scripts of the checkout (also npm scripts), run as pixvote commands too: their own --help explains them. */
+const SCRIPTS: Readonly<Record<string, string>> = {
+  'tune-workers': '../../bench/tune-workers.ts',
+  bench: '../../bench/run-all.ts',
+  'fetch-models': '../../scripts/fetch-models.ts',
+};
+
+/** Runs one of SCRIPTS under this Node, with the given arguments and this terminal; its exit status is ours. */
+function runScript(name: string, args: string[]): Promise<number> {
+  const file = fileURLToPath(new URL(SCRIPTS[name]!, import.meta.url));
+  const child = spawn(process.execPath, ['--experimental-strip-types', file, ...args], { stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve(code ?? (signal === 'SIGINT' ? 130 : 1)));
+  });
+}
 
 const common = { url: { type: 'string' }, token: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
 
@@ -43,7 +103,10 @@ const version = () => (JSON.parse(readFileSync(new URL('../../package.json', imp
 
 async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
   const [command, ...rest] = argv;
-  if (!command) throw new CliError(USAGE.trimEnd());
+  if (!command) {
+    process.stderr.write(USAGE);
+    return 2;
+  }
   if (command === 'help' || command === '--help' || command === '-h') {
     out.write(USAGE);
     return 0;
@@ -61,11 +124,12 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     });
 
   if (command === 'upload') {
-    const { values: v, positionals } = parseArgs({
+    const { values: v, positionals } = parse('upload', {
       args: rest,
       allowPositionals: true,
       options: {
         ...common,
+        resume: { type: 'string' },
         tags: { type: 'string' },
         private: { type: 'boolean', default: false },
         concurrency: { type: 'string' },
@@ -74,8 +138,8 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         timeout: { type: 'string' },
       },
     });
-    if (v.help) return (out.write(USAGE), 0);
-    if (!positionals.length) throw new CliError('usage: pixvote upload <files or folders…> [--tags a,b] [--private] [--concurrency N]');
+    if (v.help) return (out.write(UPLOAD_USAGE), 0);
+    if (!positionals.length) throw new CliError('upload: no files or folders given (see `pixvote upload --help`)');
     const tags = normalizeTags((v.tags ?? '').split(','));
     const { url, token } = await resolveTarget(v, { needToken: true });
     const client = clientFor(url, token, {
@@ -83,11 +147,13 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
       maxWaitMs: intOption('max-wait', v['max-wait'], DEFAULT_RETRY.maxWaitMs / 1000, 1, 86_400) * 1000,
       timeoutMs: intOption('timeout', v.timeout, 120, 1, 86_400) * 1000,
     });
-    return runUpload(client, { paths: positionals, tags, isPrivate: v.private, concurrency: intOption('concurrency', v.concurrency, 4, 1, 64) }, out);
+    const concurrency = intOption('concurrency', v.concurrency, 4, 1, 64);
+    const resumePath = v.resume ?? defaultResumePath({ server: url, paths: positionals, tags, isPrivate: v.private });
+    return runUpload(client, { paths: positionals, tags, isPrivate: v.private, concurrency, resumePath, onInterrupt: onSigint }, out);
   }
 
   if (command === 'login') {
-    const { values: v, positionals } = parseArgs({
+    const { values: v } = parse('login', {
       args: rest,
       allowPositionals: false,
       options: {
@@ -100,30 +166,43 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         'token-name': { type: 'string' },
       },
     });
-    if (v.help || positionals.length) return (out.write(USAGE), v.help ? 0 : 2);
+    if (v.help) return (out.write(LOGIN_USAGE), 0);
     const url = v.url ?? process.env.PIXVOTE_URL;
-    if (!url) throw new CliError('usage: pixvote login --url URL (--email E | --username U)');
+    if (!url) throw new CliError('login: --url URL is required (see `pixvote login --help`)');
     return runLogin({ url, email: v.email, username: v.username, passwordStdin: v['password-stdin'], jwt: v.jwt, tokenName: v['token-name'] }, out, (u) => clientFor(u));
   }
 
   if (command === 'logout') {
-    const { values: v } = parseArgs({ args: rest, options: { url: common.url, help: common.help } });
-    if (v.help) return (out.write(USAGE), 0);
+    const { values: v } = parse('logout', { args: rest, options: { url: common.url, help: common.help } });
+    if (v.help) return (out.write(LOGOUT_USAGE), 0);
     const url = v.url ?? process.env.PIXVOTE_URL ?? (await loadConfig()).current;
     if (!url) throw new CliError('not logged in anywhere');
     return runLogout(normalizeUrl(url), out, (u, t) => clientFor(u, t));
   }
 
   if (command === 'tokens') {
-    const { values: v, positionals } = parseArgs({ args: rest, allowPositionals: true, options: common });
-    if (v.help) return (out.write(USAGE), 0);
+    const { values: v, positionals } = parse('tokens', { args: rest, allowPositionals: true, options: common });
+    if (v.help) return (out.write(TOKENS_USAGE), 0);
     const { url, token } = await resolveTarget(v, { needToken: true });
     return runTokens(clientFor(url, token), positionals, out);
   }
 
   if (command === 'admin') return runAdmin(rest, out);
 
-  throw new CliError(`unknown command "${command}"\n${USAGE}`);
+  if (Object.hasOwn(SCRIPTS, command)) return runScript(command, rest);
+  throw new CliError(`unknown command "${command}" (see \`pixvote --help\`)`);
+}
+
+/** SIGINT while a run can stop cleanly: the first asks it to stop (summary, exit 130), a second exits at once. */
+function onSigint(stop: () => void): () => void {
+  let stopping = false;
+  const handler = () => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    stop();
+  };
+  process.on('SIGINT', handler);
+  return () => process.off('SIGINT', handler);
 }
 
 export async function main(argv: string[], out: NodeJS.WriteStream = process.stdout, err: NodeJS.WriteStream = process.stderr): Promise<number> {
@@ -133,8 +212,11 @@ export async function main(argv: string[], out: NodeJS.WriteStream = process.std
     if (e instanceof CliError) err.write(`pixvote: ${e.message}\n`);
     else if (e instanceof ApiError) err.write(`pixvote: the server said ${e.status} ${e.code}: ${e.message}\n`);
     else if (e instanceof NetworkError) err.write(`pixvote: cannot reach the server: ${e.message}\n`);
-    else if ((e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) err.write(`pixvote: ${(e as Error).message}\n${USAGE}`);
-    else throw e;
-    return e instanceof CliError ? e.exitCode : (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
+    else if (e instanceof WaitTooLongError) err.write(`pixvote: ${e.message}\n`);
+    else if ((e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      err.write(`pixvote: ${(e as Error).message.split('. ')[0]} (see \`pixvote --help\`)\n`);
+      return 2;
+    } else throw e;
+    return e instanceof CliError ? e.exitCode : e instanceof WaitTooLongError ? 75 : 1;
   }
 }

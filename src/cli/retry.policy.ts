@@ -1,13 +1,14 @@
 /**
- * When to retry a request and how long to wait. 429 and 503 carry `Retry-After` (whole seconds, or an
- * HTTP date); it is honoured up to a cap, plus a little jitter so many clients do not return in lockstep.
- * Without it (network errors, 502/504), exponential backoff with jitter.
+ * When to retry a request and how long to wait. 429 and 503 carry `Retry-After` (whole seconds, or an HTTP
+ * date): that wait is honoured exactly and does not use up a retry, unless it is longer than `maxWaitMs`, in
+ * which case the run stops at once (WaitTooLongError) instead of sleeping through it. Without it (network
+ * errors, 502/504), p-retry's exponential backoff with jitter, `retries` times.
  */
 
 export interface RetryPolicy {
-  /** Retries after the first attempt. */
+  /** Retries after the first attempt, for failures without a Retry-After. */
   retries: number;
-  /** No single wait is longer than this, whatever Retry-After says. */
+  /** The longest Retry-After the client waits out; a longer one stops the run. */
   maxWaitMs: number;
   /** First backoff step when the server gave no Retry-After. */
   baseDelayMs: number;
@@ -27,17 +28,45 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
-/**
- * The wait before retry number `attempt` (1-based). With a Retry-After, never earlier than it asks (capped),
- * plus up to 10 % (at most 1 s) of jitter; otherwise between half and all of base × 2^(attempt-1), capped.
- */
-export function retryDelay(attempt: number, retryAfterMs: number | null, policy: RetryPolicy, random: () => number = Math.random): number {
-  if (retryAfterMs !== null) {
-    const wait = Math.min(retryAfterMs, policy.maxWaitMs);
-    return Math.round(wait + random() * Math.min(1000, wait * 0.1 + 100));
+/** `59:58`, `1:02:05`: a wait as people read it. */
+export function formatWait(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  if (h) return `${h} h ${m} min`;
+  if (m) return `${m} min ${sec} s`;
+  return `${sec} s`;
+}
+
+/** The server asked for a wait longer than the client may wait (`--max-wait`): the run stops instead. */
+export class WaitTooLongError extends Error {
+  override name = 'WaitTooLongError';
+  readonly waitMs: number;
+  readonly maxWaitMs: number;
+  /** `429 rate_limited: upload limit of 20 per 1h reached` */
+  readonly reason: string;
+  /** When the server will accept the request again. */
+  readonly until: Date;
+  constructor(waitMs: number, maxWaitMs: number, reason: string, now = Date.now()) {
+    super(
+      `the server asks to wait ${formatWait(waitMs)} (${reason}), ` +
+        `longer than --max-wait ${Math.round(maxWaitMs / 1000)} s; ` +
+        `try again after ${new Date(now + waitMs).toISOString().slice(0, 19).replace('T', ' ')} UTC`,
+    );
+    this.waitMs = waitMs;
+    this.maxWaitMs = maxWaitMs;
+    this.reason = reason;
+    this.until = new Date(now + waitMs);
   }
-  const ceiling = Math.min(policy.maxWaitMs, policy.baseDelayMs * 2 ** (attempt - 1));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/** The run was interrupted (SIGINT): requests in flight and waits are abandoned. */
+export class InterruptedError extends Error {
+  override name = 'InterruptedError';
+  constructor() {
+    super('interrupted');
+  }
 }
 
 /** Errors of the connection itself (refused, reset, timed out, DNS): the request may not have arrived. */

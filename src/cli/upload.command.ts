@@ -1,11 +1,16 @@
 /**
  * `pixvote upload`: every image under the given paths, N at a time. Each file carries an Idempotency-Key
- * derived from its SHA-256 and the upload options, so a retry, or a whole re-run, never stores it twice.
+ * derived from its SHA-256 and the upload options, so a retry, or a whole re-run, never stores it twice; the
+ * resume file (resume.store.ts) makes a re-run skip the files an earlier run finished without any request.
+ * A Retry-After longer than --max-wait stops the run at once (exit 75), SIGINT stops it too (exit 130): both
+ * leave the resume file and print the summary.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, openAsBlob } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { ApiClient, NetworkError, toApiError } from './api.client.ts';
+import { InterruptedError, WaitTooLongError } from './retry.policy.ts';
+import { ResumeFile } from './resume.store.ts';
 import { CliError } from './cli-config.store.ts';
 import { parseTagList } from '../domain/tags.ts';
 import { MAX_FILE_BYTES } from '../domain/uploads/limits.ts';
@@ -20,12 +25,18 @@ export interface UploadOptions {
   tags: string[];
   isPrivate: boolean;
   concurrency: number;
+  /** Where finished files are recorded (defaultResumePath unless --resume FILE). */
+  resumePath: string;
+  /** Called once the run can be interrupted: `stop()` ends it as SIGINT should. Returns the unsubscribe. */
+  onInterrupt?: (stop: () => void) => () => void;
 }
 
 type Outcome =
   | { kind: 'uploaded' | 'replayed'; id: string }
   | { kind: 'duplicate'; id: string; match: string }
-  | { kind: 'failed'; reason: string; fatal?: boolean };
+  | { kind: 'failed'; reason: string; fatal?: boolean }
+  /** Not finished: the run was halted (interrupted, or a wait longer than --max-wait) before or while sending it. */
+  | { kind: 'halted' };
 
 /** Tags as the server will store them, by the server's own rule (domain/tags.ts), so a bad list fails before any upload. */
 export function normalizeTags(raw: string[]): string[] {
@@ -50,22 +61,24 @@ export async function sha256File(path: string): Promise<string> {
 
 /** One request per distinct key in a run: a second file with the same bytes waits for the first and is its duplicate. */
 type Sent = Map<string, { path: string; outcome: Promise<Outcome> }>;
+/** A line to show; a Retry-After wait also tells the progress how long every request now waits, and why. */
+type Note = (line: string, waitMs: number, reason: string) => void;
 
-async function uploadOne(client: ApiClient, file: ImageFile, opts: UploadOptions, sent: Sent, note: (line: string) => void): Promise<Outcome> {
+async function uploadOne(client: ApiClient, file: ImageFile, opts: UploadOptions, sent: Sent, note: Note): Promise<Outcome> {
   if (file.size === 0) return { kind: 'failed', reason: 'the file is empty' };
   if (file.size > MAX_FILE_BYTES) return { kind: 'failed', reason: `${formatBytes(file.size)} is over the limit of 10 MiB (${MAX_FILE_BYTES} bytes)` };
   const key = idempotencyKey(await sha256File(file.path), opts);
   const first = sent.get(key);
   if (first) {
     const o = await first.outcome;
-    return o.kind === 'failed' ? o : { kind: 'duplicate', id: o.id, match: `same bytes as ${first.path}, an exact` };
+    return o.kind === 'failed' || o.kind === 'halted' ? o : { kind: 'duplicate', id: o.id, match: `same bytes as ${first.path}, an exact` };
   }
   const outcome = send(client, file, opts, key, note);
   sent.set(key, { path: file.path, outcome });
   return outcome;
 }
 
-async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key: string, note: (line: string) => void): Promise<Outcome> {
+async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key: string, note: Note): Promise<Outcome> {
   const form = async () => {
     const f = new FormData();
     f.append('upload_type', 'image');
@@ -79,10 +92,19 @@ async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key
     r = await client.request('POST', '/api/v1/upload', {
       form,
       headers: { 'idempotency-key': key },
-      onRetry: (n) => note(`retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s (${n.reason}; retry ${n.attempt})`),
+      onRetry: (n) =>
+        note(
+          n.retryAfter
+            ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} ` + `(${n.reason}; as Retry-After asks)`
+            : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s ` + `(${n.reason}; retry ${n.attempt} of ${n.retries})`,
+          n.retryAfter ? n.waitMs : 0,
+          n.reason,
+        ),
     });
   } catch (e) {
     if (e instanceof NetworkError) return { kind: 'failed', reason: `server unreachable: ${e.message}` };
+    if (e instanceof WaitTooLongError) client.halt(e);
+    if (client.halted) return { kind: 'halted' };
     throw e;
   }
   if (r.status === 201) return { kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded', id: r.body.id };
@@ -103,44 +125,83 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     for (const f of failures) out.write(`cannot read ${f}\n`);
     throw new CliError(`no image files (.jpg, .jpeg, .png, .gif, .webp) found in ${opts.paths.join(' ')}`, 1);
   }
-  const totalBytes = walked.files.reduce((n, f) => n + f.size, 0);
-  out.write(`uploading ${walked.files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ${opts.concurrency} at a time\n`);
-  const progress = new ProgressReporter(out, { files: walked.files.length, bytes: totalBytes });
-  const counts = { uploaded: 0, replayed: 0, duplicate: 0, failed: failures.length };
+  const resume = await ResumeFile.open(opts.resumePath, { server: client.baseUrl, paths: opts.paths, tags: opts.tags, isPrivate: opts.isPrivate });
+  const files = walked.files.filter((f) => !resume.isDone(f));
+  const resumed = walked.files.length - files.length;
+  if (resumed) {
+    out.write(`resuming: ${resumed} files done by an earlier run are skipped without a request (${resume.path})\n`);
+  }
+  const totalBytes = files.reduce((n, f) => n + f.size, 0);
+  out.write(`uploading ${files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ` + `${opts.concurrency} at a time\n`);
+  const progress = new ProgressReporter(out, { files: files.length, bytes: totalBytes });
+  const counts = { uploaded: 0, replayed: 0, duplicate: 0, failed: failures.length, notSent: 0 };
   const duplicates: string[] = [];
   const sent: Sent = new Map();
   let abort: string | null = null;
   let next = 0;
+  const note: Note = (line, waitMs, reason) => {
+    progress.message(line);
+    if (waitMs) progress.waiting(Date.now() + waitMs, reason);
+  };
+  const unsubscribe = opts.onInterrupt?.(() => {
+    if (!client.halted) progress.message('interrupted: stopping (the files finished so far go into the resume file)');
+    client.halt(new InterruptedError());
+  });
 
   const worker = async () => {
-    for (let i = next++; i < walked.files.length; i = next++) {
-      const file = walked.files[i]!;
-      const o: Outcome = abort ? { kind: 'failed', reason: `not sent: ${abort}` } : await uploadOne(client, file, opts, sent, (l) => progress.message(l)).catch(unreadable);
-      if (o.kind === 'failed') {
+    for (let i = next++; i < files.length; i = next++) {
+      const file = files[i]!;
+      const o: Outcome = client.halted
+        ? { kind: 'halted' }
+        : abort
+          ? { kind: 'failed', reason: `not sent: ${abort}` }
+          : await uploadOne(client, file, opts, sent, note).catch(unreadable);
+      if (o.kind === 'halted') {
+        counts.notSent++;
+      } else if (o.kind === 'failed') {
         counts.failed++;
         failures.push(`${file.path}: ${o.reason}`);
         if (o.fatal) abort ??= o.reason;
         progress.fileDone(file.size, true, `FAILED    ${file.path}: ${o.reason}`);
       } else if (o.kind === 'duplicate') {
         counts.duplicate++;
+        resume.record(file, 'duplicate', o.id);
         duplicates.push(`${file.path}: ${o.match} duplicate of ${o.id}`);
         progress.fileDone(file.size, false, `duplicate ${file.path}: ${o.match} duplicate of ${o.id}`);
       } else {
         counts[o.kind]++;
+        resume.record(file, o.kind, o.id);
         progress.fileDone(file.size, false, `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}${o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''}`);
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(opts.concurrency, walked.files.length) }, worker));
-  progress.finish();
+  try {
+    await Promise.all(Array.from({ length: Math.min(opts.concurrency, files.length) }, worker));
+  } finally {
+    unsubscribe?.();
+    progress.finish();
+  }
 
+  const halted = client.halted;
+  const complete = !halted && !counts.failed;
+  if (complete) await resume.remove();
+  else if (resume.size || halted) await resume.flush();
   const elapsed = Date.now() - progress.state.startedAt;
+  const skipped = walked.skipped.length + resumed;
+  if (halted instanceof WaitTooLongError) out.write(`\nstopped: ${halted.message}\n`);
   out.write(
-    `\ndone in ${formatDuration(elapsed)}: ${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
-      `${counts.duplicate} duplicates, ${counts.failed} failed${walked.skipped.length ? `, ${walked.skipped.length} skipped` : ''} ` +
-      `(${walked.files.length} files, ${formatBytes(totalBytes)})\n`,
+    `\n${halted ? 'stopped after' : 'done in'} ${formatDuration(elapsed)}: ` +
+      `${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
+      `${counts.duplicate} duplicates, ${counts.failed} failed${skipped ? `, ${skipped} skipped` : ''}` +
+      `${counts.notSent ? `, ${counts.notSent} not sent` : ''} (${files.length} files, ${formatBytes(totalBytes)})\n`,
   );
+  if (resumed) out.write(`skipped ${resumed} files done by an earlier run\n`);
   if (duplicates.length) out.write(`duplicates (nothing new stored):\n${duplicates.map((d) => `  ${d}\n`).join('')}`);
   if (failures.length) out.write(`failed:\n${failures.map((f) => `  ${f}\n`).join('')}`);
+  if (!complete && (resume.size || halted)) {
+    out.write(`resume file: ${resume.path} (${resume.size} files done); run the same command again to go on\n`);
+  }
+  if (halted instanceof InterruptedError) return 130;
+  if (halted instanceof WaitTooLongError) return 75;
   return counts.failed ? 1 : 0;
 }

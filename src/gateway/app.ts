@@ -8,7 +8,7 @@ import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import Router from '@koa/router';
 import type { AuthService } from '../domain/auth/auth.service.ts';
-import type { Limiter } from '../store/rate-limiter.ts';
+import type { Limiter } from '../domain/rate-limit.ts';
 import type { AppError, ErrorCode } from '../domain/errors.ts';
 import type { AppState } from './context.ts';
 import { envelope } from './middleware/envelope.ts';

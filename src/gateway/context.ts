@@ -12,6 +12,8 @@ export interface AppState {
   principal: Principal | null;
   /** Why a presented credential was refused; thrown by requireUser(). */
   authError: AppError | null;
+  /** Set once an upload request reaches its use case, which counts its outcome itself. */
+  uploadOutcomeCounted?: boolean;
   /** Set when the request was refused for its declared body size: its body is never read, not even to discard it. */
   bodyRefusedUnread?: boolean;
   /** The error code the response carries, once the error mapper wrote it (for the access log). */

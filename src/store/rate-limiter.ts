@@ -5,21 +5,9 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Rate } from '../domain/durations.ts';
+import type { LimitDecision, Limiter } from '../domain/rate-limit.ts';
 
-export interface LimitDecision {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  /** Seconds until the window resets (≥ 1). */
-  resetSeconds: number;
-}
-
-export interface Limiter {
-  readonly name: string;
-  readonly rate: Rate;
-  /** Decided at once when the count held here settles it (far from the limit, or over it); else after the store answers. */
-  consume(key: string): LimitDecision | Promise<LimitDecision>;
-}
+export type { LimitDecision, Limiter };
 
 /** Where a limit's counts live: what `counter` asks near the limit, and sends its batches to. */
 interface Store {

@@ -8,7 +8,8 @@ import { setupSharpProcess } from './sharp-setup.ts';
 import { AppError, errors } from '../domain/errors.ts';
 import { MessageChannel } from 'node:worker_threads';
 import type { ImageProcessor, ProcessHooks } from '../domain/uploads/ports.ts';
-import type { ProcessedImage, ProcessImageResult, ProcessImageTask, StoppedAfterHash } from './pipeline/types.ts';
+import type { ImageTask, ProcessedImage } from '../domain/uploads/processed-image.ts';
+import type { ProcessImageResult, StoppedAfterHash } from './pipeline/types.ts';
 
 export interface PoolOptions {
   workers: number;
@@ -146,7 +147,7 @@ export class MediaPool implements ImageProcessor {
     });
   }
 
-  async process(task: Omit<ProcessImageTask, 'cancel' | 'afterHash'>, signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<ProcessedImage | null> {
+  async process(task: ImageTask, signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<ProcessedImage | null> {
     if (this.#closing) throw errors.busy('the server is shutting down; retry against another instance', 5);
     if (this.#piscina.queueSize >= this.#opts.maxQueue) {
       throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);

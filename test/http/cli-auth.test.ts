@@ -93,3 +93,20 @@ test('pixvote login --jwt keeps the JWT instead of creating an API token', async
   assert.equal(saved.token.split('.').length, 3);
   assert.equal((await app.api.get('/api/me', { token: saved.token })).status, 200);
 });
+
+test('pixvote login on 429 says at once, in one line, how long to wait, and saves nothing', async () => {
+  // One POST /api/auth per client IP an hour: registering uses it up, so the login meets a 429.
+  const strict = await startApp({ RATE_LIMIT_AUTH: '1/1h' });
+  const strictHome = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
+  try {
+    const someone = await registerUser(strict.api);
+    const r = await pixvote(['login', '--url', strict.url, '--username', someone.username, '--password-stdin'], { home: strictHome, stdin: `${someone.password}\n` });
+    assert.equal(r.code, 75, r.stdout + r.stderr);
+    assert.match(r.stderr, /^pixvote: login refused for now \(429 rate_limited: .+\); try again in (\d+ min \d+ s|1 h 0 min), after \d\d:\d\d:\d\d UTC\n$/);
+    assert.equal(r.stdout, '');
+    await assert.rejects(stat(join(strictHome, 'pixvote', 'config.json')), { code: 'ENOENT' });
+  } finally {
+    await strict.close();
+    await rm(strictHome, { recursive: true, force: true });
+  }
+});

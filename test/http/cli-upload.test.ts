@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer as createTcpServer, connect, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,12 +12,15 @@ import { photoJpeg, pngImage, truncatedJpeg } from '../support/fixtures.ts';
 import { pixvote } from '../support/cli.ts';
 
 let app: TestApp;
+/** Two uploads an hour: the third meets a 429 whose Retry-After is most of an hour. */
+let limited: TestApp;
 let token: string;
 let home: string;
 let photos: string;
 before(async () => {
   // Two uploads per 2 s: the run below is sure to meet a 429 and has to wait it out.
   app = await startApp({ RATE_LIMIT_UPLOAD: '2/2s' });
+  limited = await startApp({ RATE_LIMIT_UPLOAD: '2/1h' });
   token = await apiToken(app.api, await registerUser(app.api));
   home = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
   photos = join(home, 'photos');
@@ -33,6 +36,7 @@ before(async () => {
 });
 after(async () => {
   await app.close();
+  await limited.close();
   await rm(home, { recursive: true, force: true });
 });
 
@@ -42,7 +46,8 @@ test('pixvote upload walks folders, waits out 429 as Retry-After says, reports t
   const r = await pixvote(['upload', photos, '--url', app.url, '--token', token, '--tags', 'Holiday,  Sea View ,holiday', '--private', '--concurrency', '2'], { home });
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.equal(summary(r.stdout), '4 uploaded, 0 already uploaded, 1 duplicates, 0 failed');
-  assert.match(r.stdout, /retrying .* in \d+\.\d s \(429 rate_limited; retry 1\)/);
+  // Exactly the whole seconds of Retry-After, with the reason, and no retry used up by it.
+  assert.match(r.stdout, /waiting [1-9]\d*\.0 s before retrying .* \(429 rate_limited: .+; as Retry-After asks\)/);
   assert.match(r.stdout, /duplicates \(nothing new stored\):\n {2}.*copy of a\.jpg: same bytes as .*a\.jpg/);
   assert.doesNotMatch(r.stdout, /notes\.txt|\.thumbnails|e\.jpg/);
   // Not a terminal: plain lines with the counts, bytes, rate and ETA, no bar drawn in place.
@@ -119,9 +124,68 @@ test('pixvote upload retries through network errors until the server answers', a
       },
     });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /retrying .*f\.jpg in \d+\.\d s \(ECONNREFUSED; retry 1\)/);
+    assert.match(r.stdout, /retrying .*f\.jpg in \d+\.\d s \(ECONNREFUSED; retry 1 of 8\)/);
     assert.equal(summary(r.stdout), '1 uploaded, 0 already uploaded, 0 duplicates, 0 failed');
   } finally {
     await relay.close();
   }
+});
+
+/** A folder of `n` distinct photos. */
+async function album(name: string, n: number, seed: number): Promise<string> {
+  const dir = join(home, name);
+  await mkdir(dir);
+  for (let i = 0; i < n; i++) await writeFile(join(dir, `p${i}.jpg`), await photoJpeg({ seed: seed + i }));
+  return dir;
+}
+
+test('a Retry-After over --max-wait stops the run at once, says why, leaves the resume file; the next run skips what was done', async () => {
+  const dir = await album('over-max-wait', 4, 8200);
+  const limitedToken = await apiToken(limited.api, await registerUser(limited.api));
+  const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1'], { home });
+  assert.equal(r.code, 75, r.stdout + r.stderr);
+  // The wait and its reason, in one line, and no attempt at sitting through it.
+  assert.match(r.stdout, /^stopped: the server asks to wait (\d+ min \d+ s|1 h 0 min) \(429 rate_limited: .+\), longer than --max-wait 300 s; try again after .+ UTC$/m);
+  assert.doesNotMatch(r.stdout, /waiting .* before retrying/);
+  assert.match(r.stdout, /stopped after [\d:]+: 2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 not sent \(/);
+  assert.equal(await countUploads(limited), 2);
+  // The resume file sits beside the config, named by server, inputs and options.
+  const resumeFile = /^resume file: (.+\.json) \(2 files done\); run the same command again to go on$/m.exec(r.stdout)?.[1];
+  assert.ok(resumeFile, r.stdout);
+  assert.ok(resumeFile.startsWith(join(home, 'pixvote', 'resume')), resumeFile);
+  assert.equal((await stat(resumeFile)).mode & 0o777, 0o600);
+  const saved = JSON.parse(await readFile(resumeFile, 'utf8'));
+  assert.equal(Object.keys(saved.done).length, 2);
+  assert.equal(saved.server, limited.url);
+
+  // The same command, pointed at a server that now allows (the resume file named, since the URL differs):
+  // the two done are skipped without a request, the other two are sent, and the finished run removes the file.
+  const before = await countUploads(app);
+  const again = await pixvote(['upload', dir, '--url', app.url, '--token', token, '--resume', resumeFile], { home });
+  assert.equal(again.code, 0, again.stdout + again.stderr);
+  assert.match(again.stdout, /resuming: 2 files done by an earlier run are skipped without a request/);
+  assert.equal(summary(again.stdout), '2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 skipped');
+  assert.equal(await countUploads(app), before + 2, 'the two done earlier were not sent');
+  await assert.rejects(stat(resumeFile), { code: 'ENOENT' });
+});
+
+test('SIGINT mid-run prints the summary, keeps the resume file and exits 130', async () => {
+  const dir = await album('interrupted', 4, 8300);
+  const limitedToken = await apiToken(limited.api, await registerUser(limited.api));
+  const resumeFile = join(home, 'interrupted.resume.json');
+  let signalled = false;
+  const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1', '--max-wait', '7200', '--resume', resumeFile], {
+    home,
+    // Interrupted while it waits out the hour-long Retry-After of the third file.
+    onStdout: (chunk, child) => {
+      if (!signalled && /waiting \d+\.0 s before retrying/.test(chunk)) signalled = child.kill('SIGINT');
+    },
+  });
+  assert.ok(signalled, r.stdout);
+  assert.equal(r.code, 130, r.stdout + r.stderr);
+  assert.match(r.stdout, /429 rate_limited: .+; as Retry-After asks/);
+  assert.match(r.stdout, /^interrupted: stopping/m);
+  assert.match(r.stdout, /stopped after [\d:]+: 2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 not sent \(/);
+  assert.match(r.stdout, /^resume file: .*interrupted\.resume\.json \(2 files done\)/m);
+  assert.equal(Object.keys(JSON.parse(await readFile(resumeFile, 'utf8')).done).length, 2);
 });

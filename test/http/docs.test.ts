@@ -76,6 +76,34 @@ test('the reference page renders the document in headless Chromium, offline, wit
     await page.locator('#operations-uploads-createUpload .responses-table').first().waitFor({ timeout: 30_000 });
     assert.match(await upload.innerText(), /Idempotency-Key/);
 
+    // "Try it out" pre-fills the multipart form from the document's examples: a public upload with real tags,
+    // never Swagger UI's placeholders ("string", true).
+    await upload.locator('.try-out__btn').click();
+    const form = upload.locator('.opblock-section-request-body');
+    await form.locator('input[type="file"]').first().waitFor({ timeout: 30_000 });
+    const fields = Object.fromEntries(
+      await form.locator('tr').evaluateAll((rows: any[]) =>
+        rows
+          .map((row) => [
+            row.querySelector('.parameter__name')?.textContent?.replace(/[\s*]+$/, ''),
+            row.querySelector('select, textarea, input:not([type="checkbox"])')?.value,
+          ])
+          .filter(([name]) => name),
+      ),
+    ) as Record<string, string>;
+    assert.equal(fields.upload_type, 'image');
+    assert.equal(fields.is_private, 'false');
+    assert.equal(fields.tags, 'cats, cute');
+    assert.match(fields.description ?? '', /\w+ \w+ \w+/);
+    assert.deepEqual(Object.entries(fields).filter(([, v]) => v === 'string' || v === 'true'), []);
+    // The JSON body of POST /api/auth starts as a real login, not {"action": "string"}.
+    const auth = page.locator('#operations-auth-auth');
+    await auth.locator('.opblock-summary').first().click();
+    await auth.locator('.try-out__btn').click();
+    const authBody = JSON.parse(await auth.locator('textarea.body-param__text').inputValue());
+    assert.equal(authBody.action, 'login');
+    assert.ok(!Object.values(authBody).includes('string'), JSON.stringify(authBody));
+
     assert.deepEqual(foreign, [], 'requests to other origins');
     assert.deepEqual(problems, []);
   } finally {

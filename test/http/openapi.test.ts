@@ -75,3 +75,110 @@ test('the document names the security schemes, the error codes and the contract 
   const readOne = doc.paths['/api/upload/{id}'].get.responses['503'];
   assert.ok(readOne.headers['Retry-After'], 'an unreachable database is 503 busy with Retry-After on any route');
 });
+
+/** Every value under an `examples` (schema: an array) or `example` key, anywhere below `node`. */
+function examplesIn(node: unknown, out: unknown[] = []): unknown[] {
+  if (Array.isArray(node)) for (const n of node) examplesIn(n, out);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === 'examples' && Array.isArray(v)) out.push(...v);
+      else if (k === 'example') out.push(v);
+      else if (k === 'examples' && v && typeof v === 'object') {
+        out.push(...Object.values(v).map((e) => (e as { value?: unknown }).value));
+      }
+      examplesIn(v, out);
+    }
+  }
+  return out;
+}
+
+/** Leaf values of an example, to look for placeholders. */
+const leaves = (v: unknown): unknown[] => (v && typeof v === 'object' ? Object.values(v).flatMap(leaves) : [v]);
+
+test('every request body, its fields and every parameter carry a realistic example ("Try it out" pre-fills it)', () => {
+  const doc = openApiDocument() as any;
+  const resolve = (s: any): any => (s?.$ref ? resolve(doc.components.schemas[s.$ref.split('/').pop()]) : s);
+  const missing: string[] = [];
+  const seen: unknown[] = [];
+  /** A request schema: itself, each alternative and each field (bytes excepted) has an example. */
+  const check = (where: string, s: any) => {
+    const schema = resolve(s);
+    if (!schema.examples?.length) missing.push(where);
+    for (const [i, alt] of (schema.oneOf ?? []).entries()) check(`${where} oneOf[${i}]`, alt);
+    for (const [name, prop] of Object.entries<any>(schema.properties ?? {})) {
+      if (prop.contentMediaType) continue;
+      if (!prop.examples?.length && prop.const === undefined) missing.push(`${where}.${name}`);
+    }
+  };
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    for (const [method, op] of Object.entries<any>(item)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      for (const [type, media] of Object.entries<any>(op.requestBody?.content ?? {})) {
+        check(`${where} ${type}`, media.schema);
+        seen.push(...examplesIn(resolve(media.schema)));
+      }
+      for (const p of op.parameters ?? []) {
+        const param = p.$ref ? doc.components.parameters[p.$ref.split('/').pop()] : p;
+        const found = examplesIn(param);
+        if (!found.length) missing.push(`${where} parameter ${param.name}`);
+        seen.push(...found);
+      }
+    }
+  }
+  for (const name of Object.keys(doc.components.schemas).filter((n) => /Request$|^Login|^Upload(Form|Json)$/.test(n))) {
+    seen.push(...examplesIn(doc.components.schemas[name]));
+  }
+  assert.deepEqual(missing, [], 'without an example');
+  assert.ok(seen.length > 40, `${seen.length} examples`);
+  const placeholders = seen.flatMap(leaves).filter((v) => v === 'string' || v === '' || v === null);
+  assert.deepEqual(placeholders, [], 'placeholder values among the examples');
+  // The upload form pre-fills a public upload with real tags.
+  const form = doc.components.schemas.UploadForm;
+  assert.equal(form.properties.is_private.examples[0], false);
+  assert.equal(form.examples[0].is_private, false);
+  assert.equal(form.properties.tags.examples[0], 'cats, cute');
+});
+
+test('request bodies are typed for generated clients: login alternatives, optional defaults, the file as bytes', () => {
+  const doc = openApiDocument() as any;
+  const schemas = doc.components.schemas;
+  // POST /api/auth: one alternative per action, told apart by `action`.
+  assert.deepEqual(schemas.AuthRequest.discriminator, {
+    propertyName: 'action',
+    mapping: {
+      register: '#/components/schemas/RegisterRequest',
+      login: '#/components/schemas/LoginRequest',
+      logout: '#/components/schemas/LogoutRequest',
+    },
+  });
+  assert.equal(schemas.AuthRequest.oneOf.length, 3);
+  // A login is by email or by username: two closed objects, each with what it needs.
+  assert.deepEqual(schemas.LoginRequest.oneOf, [
+    { $ref: '#/components/schemas/LoginWithEmail' },
+    { $ref: '#/components/schemas/LoginWithUsername' },
+  ]);
+  assert.deepEqual(schemas.LoginWithEmail.required, ['action', 'email', 'password']);
+  assert.deepEqual(schemas.LoginWithUsername.required, ['action', 'username', 'password']);
+  assert.equal(schemas.LoginWithEmail.additionalProperties, false);
+  assert.equal(schemas.LoginWithUsername.additionalProperties, false);
+
+  // A field with a default is optional in a request, and carries no `default` (openapi-typescript makes a
+  // property with a default required).
+  for (const name of ['UploadForm', 'UploadJson']) {
+    assert.deepEqual(schemas[name].required, ['upload_type'], name);
+    for (const [field, prop] of Object.entries<any>(schemas[name].properties)) {
+      assert.equal(prop.default, undefined, `${name}.${field}`);
+    }
+  }
+  const feed = doc.paths['/api/uploads'].get.parameters.filter((p: any) => p.in === 'query');
+  assert.deepEqual(feed.filter((p: any) => p.required).map((p: any) => p.name), []);
+
+  // The multipart file: bytes (contentMediaType, OpenAPI 3.1), of the media types the encoding lists.
+  assert.deepEqual(schemas.UploadForm.properties.file.contentMediaType, 'application/octet-stream');
+  assert.equal(schemas.UploadForm.properties.file.format, undefined);
+  assert.equal(schemas.UploadForm.properties.file.contentEncoding, undefined);
+  for (const path of ['/api/v1/upload', '/api/upload']) {
+    const multipart = doc.paths[path].post.requestBody.content['multipart/form-data'];
+    assert.deepEqual(multipart.encoding, { file: { contentType: 'image/jpeg, image/png, image/gif, image/webp' } });
+  }
+});

@@ -47,9 +47,15 @@ test('PostgreSQL not up yet at start: the server retries (logged, with backoff) 
   const database = await createTestDatabase();
   const late = await lateDatabase(database.url);
   try {
-    const starting = spawnServer({ DATA_DIR: dataDir, DATABASE_URL: late.url, DATABASE_WAIT_MS: '60000', HUMAN_POLICY: 'off', WORKERS: '1' });
-    // Let it find the database down a few times, then bring the database up.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Let it find the database down twice (as its log says), then bring the database up.
+    let retried = 0;
+    let downTwice!: () => void;
+    const seenTwice = new Promise<void>((r) => (downTwice = r));
+    const onLog = (l: Record<string, unknown>) => {
+      if (l.msg === 'the database does not answer yet; retrying' && ++retried === 2) downTwice();
+    };
+    const starting = spawnServer({ DATA_DIR: dataDir, DATABASE_URL: late.url, DATABASE_WAIT_MS: '60000', HUMAN_POLICY: 'off', WORKERS: '1' }, { onLog });
+    await Promise.race([seenTwice, starting]); // (a server that exits instead fails the test here)
     await late.open();
     const server = await starting;
     try {

@@ -1,5 +1,5 @@
 /** Runs the `pixvote` command (bin/pixvote.js, as `npm link`/`npx` would) in a child process with its own config directory. */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const PIXVOTE_BIN = fileURLToPath(new URL('../../bin/pixvote.js', import.meta.url));
@@ -15,8 +15,8 @@ export interface CliOptions {
   home: string;
   stdin?: string;
   env?: Record<string, string>;
-  /** Called with each chunk of stdout as it arrives. */
-  onStdout?: (chunk: string) => void;
+  /** Called with each chunk of stdout as it arrives, and the process (to signal it). */
+  onStdout?: (chunk: string, child: ChildProcess) => void;
 }
 
 export function pixvote(args: string[], opts: CliOptions): Promise<CliRun> {
@@ -28,7 +28,7 @@ export function pixvote(args: string[], opts: CliOptions): Promise<CliRun> {
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => {
     stdout += c;
-    opts.onStdout?.(c);
+    opts.onStdout?.(c, child);
   });
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   child.stdin.end(opts.stdin ?? '');

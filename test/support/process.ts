@@ -22,15 +22,17 @@ export interface ServerProcess {
 
 /**
  * `via: 'npm-start'` runs `npm start` in the checkout instead (the README's command), with npm's own
- * signal handling in between; the npm that runs the tests is used when known.
+ * signal handling in between; the npm that runs the tests is used when known. `argv` runs that command line
+ * in the checkout (`node` in it is this Node), e.g. the Dockerfile's CMD.
  */
 export async function spawnServer(
   env: Record<string, string>,
-  opts: { timeoutMs?: number; expectListeners?: number; via?: 'node' | 'npm-start' } = {},
+  opts: { timeoutMs?: number; expectListeners?: number; via?: 'node' | 'npm-start'; argv?: string[]; onLog?: (entry: Record<string, unknown>) => void } = {},
 ): Promise<ServerProcess> {
   const npmCli = process.env.npm_execpath;
-  const [command, args] =
-    opts.via === 'npm-start'
+  const [command, args] = opts.argv
+    ? [opts.argv[0] === 'node' ? process.execPath : opts.argv[0]!, opts.argv.slice(1)]
+    : opts.via === 'npm-start'
       ? npmCli
         ? [process.execPath, [npmCli, 'start', '--silent']]
         : ['npm', ['start', '--silent']]
@@ -56,6 +58,7 @@ export async function spawnServer(
         try {
           const entry = JSON.parse(line) as Record<string, unknown>;
           logs.push(entry);
+          opts.onLog?.(entry);
           const address = entry.address as { port?: number } | undefined;
           if (entry.msg === 'pixvote listening' && address?.port) {
             clearTimeout(timer);

@@ -1,13 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { idempotencyKey, normalizeTags } from '../../src/cli/upload.command.ts';
 import { walkImages } from '../../src/cli/image-files.walker.ts';
 import { ProgressReporter, formatBytes, formatDuration, statusLine } from '../../src/cli/progress.reporter.ts';
 import { configPath } from '../../src/cli/cli-config.store.ts';
+import { ResumeFile, defaultResumePath } from '../../src/cli/resume.store.ts';
 import { promptPassword } from '../../src/cli/password.prompt.ts';
 
 test('the Idempotency-Key depends on the bytes and every upload option, and on nothing else', () => {
@@ -54,6 +55,22 @@ test('progress: sizes, durations, and a status line with files, bytes, rate and 
   assert.match(line, /^\[#+-+\] 5\/10 files {2}2\.0 MiB\/4\.0 MiB {2}1\.0 MiB\/s {2}ETA 0:02 {2}1 failed$/);
 });
 
+test('progress while waiting out a Retry-After: the wait is shown with its reason, the ETA adds it, the rate leaves it out', () => {
+  const p = { totalFiles: 4, totalBytes: 4 * 1048576, doneFiles: 2, doneBytes: 2 * 1048576, failed: 0, startedAt: 0 };
+  // 2 MiB in 2 s, then a 10-minute wait from t = 2 s; now t = 62 s.
+  const waiting = { ...p, pausedMs: 0, wait: { from: 2000, until: 602_000, reason: '429 rate_limited' } };
+  const line = statusLine(waiting, 62_000, 140);
+  assert.match(line, /1\.0 MiB\/s {2}ETA 9:02 {2}waiting 9:00 \(429 rate_limited\)$/, line);
+  // Once the wait is over it no longer counts against the rate.
+  const after = { ...p, pausedMs: 600_000, wait: null };
+  assert.match(statusLine(after, 602_000, 140), /1\.0 MiB\/s {2}ETA 0:02$/);
+  let tty = '';
+  const bar = new ProgressReporter({ write: (s: string) => (tty += s), isTTY: true, columns: 140 }, { files: 2, bytes: 200 });
+  bar.waiting(Date.now() + 90_000, '503 busy');
+  bar.finish();
+  assert.match(tty, /waiting 1:3\d \(503 busy\)/);
+});
+
 test('progress on a terminal redraws one bar in place; elsewhere it writes plain numbered lines', () => {
   let tty = '';
   const bar = new ProgressReporter({ write: (s: string) => (tty += s), isTTY: true, columns: 100 }, { files: 2, bytes: 200 });
@@ -83,9 +100,50 @@ test('the password prompt reads keystrokes without echoing them; backspace and C
   input.write('hunterx\u007f2\r');
   assert.equal(await answer, 'hunter2');
   assert.equal(input.raw, false, 'raw mode is switched off again');
-  assert.equal(shown, 'password: \n');
+  assert.match(shown, /password: /);
+  assert.doesNotMatch(shown, /hunter|\*/, 'nothing of the password is shown');
+  assert.ok(shown.endsWith('\n'), 'the cursor moves to the next line');
   const cancelled = fakeTty();
   const p = promptPassword('password: ', cancelled as never, new PassThrough() as never);
   cancelled.write('abc\u0003');
   await assert.rejects(p, /cancelled/);
+});
+
+test('the resume file: keyed by server, inputs and options; written atomically; skips only unchanged files', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'pixvote-resume-'));
+  try {
+    const env = { XDG_CONFIG_HOME: root, HOME: root };
+    const o = { server: 'https://a.example', paths: ['x', 'y'], tags: ['cats'], isPrivate: false };
+    const path = defaultResumePath(o, env);
+    assert.match(path, new RegExp(`^${root}/pixvote/resume/[0-9a-f]{24}\\.json$`));
+    assert.equal(defaultResumePath({ ...o, paths: ['y', 'x'] }, env), path, 'the order of the inputs does not matter');
+    for (const other of [{ server: 'https://b.example' }, { paths: ['x'] }, { tags: ['dogs'] }, { isPrivate: true }]) {
+      assert.notEqual(defaultResumePath({ ...o, ...other }, env), path);
+    }
+
+    await writeFile(join(root, 'a.jpg'), 'aaaa');
+    await writeFile(join(root, 'b.jpg'), 'bbbb');
+    const fileOf = async (name: string) => {
+      const s = await stat(join(root, name));
+      return { path: join(root, name), size: s.size, mtimeMs: s.mtimeMs };
+    };
+    const first = await ResumeFile.open(path, o);
+    first.record(await fileOf('a.jpg'), 'uploaded', 'id-a');
+    first.record(await fileOf('b.jpg'), 'duplicate', 'id-b');
+    await first.flush();
+    assert.deepEqual((await readdir(join(root, 'pixvote', 'resume'))).length, 1, 'no temporary file left behind');
+    assert.equal((await stat(path)).mode & 0o777, 0o600);
+    assert.equal(JSON.parse(await readFile(path, 'utf8')).done[join(root, 'a.jpg')].id, 'id-a');
+
+    await utimes(join(root, 'b.jpg'), new Date(), new Date(Date.now() + 60_000)); // b changed since
+    const second = await ResumeFile.open(path, o);
+    assert.equal(second.loaded, 2);
+    assert.equal(second.isDone(await fileOf('a.jpg')), true);
+    assert.equal(second.isDone(await fileOf('b.jpg')), false, 'a file changed since is sent again');
+    await assert.rejects(ResumeFile.open(path, { ...o, tags: ['dogs'] }), /other --tags or --private/);
+    await second.remove();
+    await assert.rejects(stat(path), { code: 'ENOENT' });
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });

@@ -1,9 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiClient, NetworkError, type RetryNotice } from '../../src/cli/api.client.ts';
-import { isNetworkError, parseRetryAfter, retryDelay, type RetryPolicy } from '../../src/cli/retry.policy.ts';
+import { InterruptedError, WaitTooLongError, isNetworkError, parseRetryAfter, type RetryPolicy } from '../../src/cli/retry.policy.ts';
 
-const policy: RetryPolicy = { retries: 3, maxWaitMs: 10_000, baseDelayMs: 500 };
+const policy: RetryPolicy = { retries: 3, maxWaitMs: 10_000, baseDelayMs: 1 };
 
 describe('retry policy', () => {
   test('Retry-After is read as seconds or as an HTTP date', () => {
@@ -13,21 +13,6 @@ describe('retry policy', () => {
     assert.equal(parseRetryAfter('Fri, 20 Nov 2026 12:00:30 GMT', now), 30_000);
     assert.equal(parseRetryAfter('soon'), null);
     assert.equal(parseRetryAfter(null), null);
-  });
-
-  test('a Retry-After wait is never shorter than asked, is capped, and carries at most a second of jitter', () => {
-    assert.equal(retryDelay(1, 3000, policy, () => 0), 3000);
-    assert.ok(retryDelay(1, 3000, policy, () => 0.999) > 3000);
-    assert.ok(retryDelay(1, 3000, policy, () => 0.999) <= 3400);
-    assert.equal(retryDelay(1, 3_600_000, policy, () => 0), 10_000, 'capped at maxWaitMs');
-    assert.ok(retryDelay(1, 3_600_000, policy, () => 0.999) <= 11_000);
-  });
-
-  test('without Retry-After the backoff doubles, with jitter, up to the cap', () => {
-    const lows = [1, 2, 3, 4, 8].map((a) => retryDelay(a, null, policy, () => 0));
-    const highs = [1, 2, 3, 4, 8].map((a) => retryDelay(a, null, policy, () => 1));
-    assert.deepEqual(lows, [250, 500, 1000, 2000, 5000]);
-    assert.deepEqual(highs, [500, 1000, 2000, 4000, 10_000]);
   });
 
   test('connection failures count as network errors; other errors do not', () => {
@@ -47,7 +32,6 @@ function scripted(steps: (Response | Error)[]) {
     baseUrl: 'http://pixvote.test/',
     token: 'pv_x',
     retry: policy,
-    random: () => 0,
     sleep: async (ms) => void slept.push(ms),
     fetch: async () => {
       const step = steps[Math.min(calls++, steps.length - 1)]!;
@@ -63,27 +47,58 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 const refused = () => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
 
 describe('ApiClient', () => {
-  test('429 with Retry-After: waits as asked, then returns the success', async () => {
-    const s = scripted([json(429, { error: 'rate_limited', message: 'x' }, { 'retry-after': '3' }), json(201, { id: 'u1' })]);
+  test('429 with Retry-After: waits exactly as asked, then returns the success', async () => {
+    const s = scripted([json(429, { error: 'rate_limited', message: 'limit reached' }, { 'retry-after': '3' }), json(201, { id: 'u1' })]);
     const r = await s.client.request('POST', '/api/v1/upload', { onRetry: s.onRetry });
     assert.equal(r.status, 201);
     assert.deepEqual(r.body, { id: 'u1' });
     assert.equal(s.slept.length, 1);
-    assert.ok(s.slept[0]! >= 2900 && s.slept[0]! <= 3000, `slept ${s.slept[0]}`);
-    assert.deepEqual(s.notices.map((n) => n.reason), ['429 rate_limited']);
+    assert.ok(s.slept[0]! > 2900 && s.slept[0]! <= 3000, `slept ${s.slept[0]}`);
+    assert.deepEqual(s.notices.map((n) => [n.reason, n.waitMs, n.retryAfter]), [['429 rate_limited: limit reached', 3000, true]]);
+  });
+
+  test('Retry-After waits use up no retry: more 429s than retries still end in the success', async () => {
+    const limited = json(429, { error: 'rate_limited', message: 'x' }, { 'retry-after': '1' });
+    const s = scripted([...Array.from({ length: policy.retries + 3 }, () => limited), json(201, { id: 'u1' })]);
+    assert.equal((await s.client.request('POST', '/api/v1/upload')).status, 201);
+    assert.equal(s.calls(), policy.retries + 4);
+  });
+
+  test('a Retry-After longer than maxWaitMs stops at once, with the wait and its reason', async () => {
+    const s = scripted([json(429, { error: 'rate_limited', message: 'upload limit reached' }, { 'retry-after': '3600' }), json(201, {})]);
+    const err = (await s.client.request('POST', '/api/v1/upload', { onRetry: s.onRetry }).catch((e) => e)) as WaitTooLongError;
+    assert.ok(err instanceof WaitTooLongError, String(err));
+    assert.equal(err.waitMs, 3_600_000);
+    assert.match(err.message, /wait 1 h 0 min \(429 rate_limited: upload limit reached\), longer than --max-wait 10 s/);
+    assert.equal(s.calls(), 1, 'no second attempt');
+    assert.deepEqual(s.slept, [], 'no wait at all');
+    const login = scripted([json(429, { error: 'rate_limited', message: 'x' }, { 'retry-after': '30' })]);
+    await assert.rejects(login.client.request('POST', '/api/auth', { maxWaitMs: 5000 }), WaitTooLongError);
+  });
+
+  test('halt() abandons a request waiting out a Retry-After', async () => {
+    const client = new ApiClient({
+      baseUrl: 'http://pixvote.test',
+      retry: { ...policy, maxWaitMs: 3_600_000 },
+      fetch: async () => json(429, { error: 'rate_limited', message: 'x' }, { 'retry-after': '3000' }),
+    });
+    const pending = client.request('POST', '/api/v1/upload', { onRetry: () => client.halt(new InterruptedError()) });
+    await assert.rejects(pending, InterruptedError);
+    assert.ok(client.halted instanceof InterruptedError);
   });
 
   test('network errors and 503 are retried; the final answer is returned', async () => {
     const s = scripted([refused(), json(503, { error: 'busy', message: 'x' }, { 'retry-after': '1' }), json(200, { ok: 1 })]);
     const r = await s.client.request('GET', '/x', { onRetry: s.onRetry });
     assert.equal(r.status, 200);
-    assert.deepEqual(s.notices.map((n) => n.reason), ['ECONNREFUSED', '503 busy']);
+    assert.deepEqual(s.notices.map((n) => n.reason), ['ECONNREFUSED', '503 busy: x']);
   });
 
   test('gives up after the configured retries: the last response, or NetworkError', async () => {
-    const limited = scripted([json(429, { error: 'rate_limited', message: 'x' }, { 'retry-after': '1' })]);
-    assert.equal((await limited.client.request('GET', '/x')).status, 429);
-    assert.equal(limited.calls(), policy.retries + 1);
+    const bad = scripted([json(502, 'bad gateway')]);
+    assert.equal((await bad.client.request('GET', '/x', { onRetry: bad.onRetry })).status, 502);
+    assert.equal(bad.calls(), policy.retries + 1);
+    assert.deepEqual(bad.notices.map((n) => n.attempt), [1, 2, 3], 'backoff retries are counted');
     const down = scripted([refused()]);
     await assert.rejects(down.client.request('GET', '/x'), NetworkError);
     assert.equal(down.calls(), policy.retries + 1);

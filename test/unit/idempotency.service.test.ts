@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as tick } from 'node:timers/promises';
-import { IDEMPOTENCY_LEASE_MS, IdempotencyService, type Claim, type ClaimResult, type IdempotencyStore, type StoredResponse } from '../../src/domain/idempotency.ts';
+import { IDEMPOTENCY_LEASE_MS, IdempotencyService, type StoredResponse } from '../../src/domain/idempotency.ts';
+import { MemoryIdempotencyStore as MemoryStore } from '../support/memory-ports.ts';
 import { AppError } from '../../src/domain/errors.ts';
 
 /** Time that moves only when told; `sleep` resolves when the time it waits for is reached. */
@@ -50,69 +51,6 @@ class FakeTime {
 
 async function settle() {
   for (let i = 0; i < 20; i++) await tick();
-}
-
-interface Row {
-  requestHash: string;
-  response: StoredResponse | null;
-  token: string | null;
-  leaseUntil: Date;
-  at: Date;
-}
-
-/** The store port in memory; `down` makes every call fail as an unreachable database would. */
-class MemoryStore implements IdempotencyStore {
-  rows = new Map<string, Row>();
-  down = false;
-  #id = (u: string, k: string) => `${u}\n${k}`;
-  async #up() {
-    await Promise.resolve();
-    if (this.down) throw new Error('connect ECONNREFUSED');
-  }
-  async claim(userId: string, key: string, requestHash: string, claim: Claim, expiredBefore: Date): Promise<ClaimResult> {
-    await this.#up();
-    const row = this.rows.get(this.#id(userId, key));
-    if (!row || row.at < expiredBefore) {
-      this.rows.set(this.#id(userId, key), { requestHash, response: null, token: claim.token, leaseUntil: claim.leaseUntil, at: claim.at });
-      return { state: 'claimed' };
-    }
-    if (row.response) return { state: 'done', requestHash: row.requestHash, response: row.response };
-    return { state: 'pending', requestHash: row.requestHash, token: row.token, leaseUntil: row.leaseUntil };
-  }
-  #pending(userId: string, key: string, token: string | null) {
-    const row = this.rows.get(this.#id(userId, key));
-    return row && !row.response && row.token === token ? row : null;
-  }
-  async takeOver(userId: string, key: string, previous: string | null, claim: Claim) {
-    await this.#up();
-    const row = this.#pending(userId, key, previous);
-    if (!row || row.leaseUntil >= claim.at) return false;
-    Object.assign(row, { token: claim.token, leaseUntil: claim.leaseUntil, at: claim.at });
-    return true;
-  }
-  async renew(userId: string, key: string, token: string, leaseUntil: Date) {
-    await this.#up();
-    const row = this.#pending(userId, key, token);
-    if (row) row.leaseUntil = leaseUntil;
-    return Boolean(row);
-  }
-  async complete(userId: string, key: string, token: string, response: StoredResponse) {
-    await this.#up();
-    const row = this.#pending(userId, key, token);
-    if (row) row.response = response;
-    return Boolean(row);
-  }
-  async release(userId: string, key: string, token: string) {
-    await this.#up();
-    if (this.#pending(userId, key, token)) this.rows.delete(this.#id(userId, key));
-  }
-  async exists(userId: string, key: string) {
-    await this.#up();
-    return this.rows.has(this.#id(userId, key));
-  }
-  async purge() {
-    return 0;
-  }
 }
 
 /** A unit of work that finishes when the test says so, and records whether its signal aborted. */

@@ -1,20 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { errors as formidableErrors } from 'formidable';
 import { koaBody } from 'koa-body';
 import { errors } from '../../domain/errors.ts';
-import type { FileMediaStore } from '../../store/media-store.ts';
+import type { ByteSource } from '../../domain/uploads/create-upload.ts';
+import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { declaredOversize, MULTIPART_FIELDS_BYTES as MAX_FIELDS_BYTES } from '../limits.ts';
 
 const MAX_FIELDS = 20;
 
-export interface UploadedFile {
+/** The received `file`: a temp file the request owns, read (whole, once) only if its bytes are processed. */
+export interface UploadedFile extends ByteSource {
   path: string;
   size: number;
-  sha256: string;
-  originalName: string | null;
 }
 
 /**
@@ -23,7 +23,7 @@ export interface UploadedFile {
  * bytes stream in. The directory is removed when the request ends, whatever happened.
  * JSON bodies (for image_url and link uploads) were already parsed by the app's body middleware.
  */
-export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (seconds: number) => void }) {
+export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds: number) => void }) {
   return async function multipartUpload(ctx: AppContext, next: () => Promise<unknown>) {
     if (!ctx.is('multipart/form-data')) {
       if (ctx.is('application/json')) return next();
@@ -102,5 +102,23 @@ export function uploadedFile(ctx: AppContext): UploadedFile | null {
   const f = ctx.request.files?.file;
   if (!f) return null;
   if (Array.isArray(f)) throw errors.invalid('only one file may be sent, in the field "file"');
-  return { path: f.filepath, size: f.size, sha256: String(f.hash), originalName: f.originalFilename ?? null };
+  const { filepath: path, size } = f;
+  return { path, size, sha256: String(f.hash), originalName: f.originalFilename ?? null, read: () => readWhole(path, size) };
+}
+
+/** Reads a temp file into an ArrayBuffer of its own, so it can be moved (not copied) to a worker. */
+async function readWhole(path: string, size: number): Promise<ArrayBuffer> {
+  const buf = new ArrayBuffer(size);
+  const fh = await open(path, 'r');
+  try {
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await fh.read(new Uint8Array(buf, off), 0, size - off, off);
+      if (bytesRead === 0) break;
+      off += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+  return buf;
 }

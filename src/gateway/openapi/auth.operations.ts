@@ -3,7 +3,9 @@ import { AuthRequest, Me, SessionResponse, TokenCreateBody, TokenCreated, TokenL
 import { Success } from '../schemas/common.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
-const TokenIdParam = z.object({ id: z.string().describe('The API token id (a UUID).') });
+const TokenIdParam = z.object({
+  id: z.string().describe('The API token id (a UUID).').meta({ examples: ['9d7c4b2a-1e3f-4a5b-8c6d-7e8f9a0b1c2d'] }),
+});
 
 export const authOperations: Operation[] = [
   {

@@ -16,7 +16,9 @@ import {
 import { IdParam } from '../schemas/common.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
-const TagParams = IdParam.extend({ slug: z.string().describe('The tag slug (or its name).') });
+const TagParams = IdParam.extend({
+  slug: z.string().describe('The tag slug (or its name).').meta({ examples: ['cats'] }),
+});
 
 export const communityOperations: Operation[] = [
   {

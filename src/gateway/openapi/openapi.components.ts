@@ -12,7 +12,9 @@ import * as upload from '../schemas/upload.schemas.ts';
 export const requestSchemas: Record<string, z.ZodType> = {
   AuthRequest: auth.AuthRequest,
   RegisterRequest: auth.RegisterBody,
-  LoginRequest: auth.LoginBody,
+  LoginRequest: auth.LoginRequest,
+  LoginWithEmail: auth.LoginWithEmail,
+  LoginWithUsername: auth.LoginWithUsername,
   LogoutRequest: auth.LogoutBody,
   TokenCreateRequest: auth.TokenCreateBody,
   UploadForm: upload.UploadForm,
@@ -84,14 +86,14 @@ export const parameterComponents = {
     in: 'header',
     required: false,
     description: 'Makes a retry safe: the same key from the same user within 24 h returns the first result instead of creating another upload.',
-    schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+    schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$', examples: ['upload-2f6c1d0e-miso-radiator'] },
   },
   IfNoneMatch: {
     name: 'If-None-Match',
     in: 'header',
     required: false,
     description: 'An `ETag` from an earlier response: 304 with an empty body when it still matches.',
-    schema: str,
+    schema: { type: 'string', examples: ['W/"1f3a-9c2b7e4d"'] },
   },
 };
 

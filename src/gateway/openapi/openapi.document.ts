@@ -28,6 +28,64 @@ const pathParamNames = (koaPath: string) => [...koaPath.matchAll(/:(\w+)/g)].map
 
 const version = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
+type OverrideContext = { zodSchema: z.core.$ZodTypes; jsonSchema: z.core.JSONSchema.BaseSchema };
+type UnionDef = { type: string; discriminator?: unknown; options?: z.ZodType[] };
+
+/**
+ * Adjusts what zod writes so that generated clients come out right:
+ * - a union of named alternatives told apart by one property (a zod discriminated union, or one whose metadata
+ *   asks for `discriminator: { propertyName }`) gets an OpenAPI `discriminator` with an explicit mapping;
+ * - request bodies (`requestBody`) carry no `default`: openapi-typescript (defaultNonNullable, its default) types a
+ *   property with a default as always present, which is true of a response and false of a request. The default is
+ *   said in the description instead. Parameters keep theirs (generators leave parameters optional);
+ * - a file is bytes of some media type (`contentMediaType`, the OpenAPI 3.1 way), not `format: binary`;
+ * - request examples are kept where zod drops them (see below).
+ */
+function adjust(nameOf: Map<z.ZodType, string>, io: 'input' | 'output', requestBody: boolean) {
+  return ({ zodSchema, jsonSchema }: OverrideContext): void => {
+    const json = jsonSchema as Json;
+    const def = zodSchema._zod.def as UnionDef;
+    const asked = json.discriminator as { propertyName?: string; mapping?: unknown } | undefined;
+    const key = typeof def.discriminator === 'string' ? def.discriminator : asked?.propertyName;
+    if (def.type === 'union' && def.options && key && !asked?.mapping) {
+      const mapping: Record<string, string> = {};
+      for (const option of def.options) {
+        const name = nameOf.get(option);
+        const values = discriminatorValues(option, key);
+        if (!name || !values.length) {
+          if (asked) throw new Error(`discriminator ${key}: every alternative must be named and have a literal ${key}`);
+          return;
+        }
+        for (const v of values) mapping[String(v)] = REF + name;
+      }
+      json.discriminator = { propertyName: key, mapping };
+    }
+    // zod drops `examples` of a transforming schema when it writes the input side (they would show its output);
+    // those of the request schemas here are written as a client sends them, so they are kept.
+    const examples = io === 'input' ? z.globalRegistry.get(zodSchema as unknown as z.ZodType)?.examples : undefined;
+    if (examples && !json.examples) json.examples = examples;
+    if (def.type === 'file') {
+      delete json.format;
+      delete json.contentEncoding;
+      json.contentMediaType = 'application/octet-stream';
+    }
+    if (requestBody && 'default' in json) {
+      const said = `Default: \`${JSON.stringify(json.default)}\`.`;
+      json.description = typeof json.description === 'string' ? `${json.description} ${said}` : said;
+      delete json.default;
+    }
+  };
+}
+
+/** The values of a discriminator property an alternative of a union can have (through nested unions too). */
+function discriminatorValues(schema: z.ZodType, key: string): unknown[] {
+  const own = schema._zod.propValues?.[key];
+  if (own) return [...own];
+  const def = schema._zod.def as UnionDef;
+  if (def.type !== 'union' || !def.options) return [];
+  return [...new Set(def.options.flatMap((o) => discriminatorValues(o, key)))];
+}
+
 /** Converts a registry of named schemas in one pass, so nested named schemas become `$ref`s. */
 function convert(named: Record<string, z.ZodType>, io: 'input' | 'output'): { schemas: Record<string, Json>; nameOf: Map<z.ZodType, string> } {
   const registry = z.registry<{ id: string }>();
@@ -36,7 +94,13 @@ function convert(named: Record<string, z.ZodType>, io: 'input' | 'output'): { sc
     registry.add(schema, { id });
     nameOf.set(schema, id);
   }
-  const out = z.toJSONSchema(registry, { io, target: 'draft-2020-12', unrepresentable: 'any', uri: (id) => REF + id }).schemas;
+  const out = z.toJSONSchema(registry, {
+    io,
+    target: 'draft-2020-12',
+    unrepresentable: 'any',
+    uri: (id) => REF + id,
+    override: adjust(nameOf, io, io === 'input'),
+  }).schemas;
   const schemas: Record<string, Json> = {};
   for (const [id, s] of Object.entries(out)) {
     const { $schema: _s, $id: _i, ...rest } = s as Json;
@@ -46,7 +110,9 @@ function convert(named: Record<string, z.ZodType>, io: 'input' | 'output'): { sc
 }
 
 const inline = (schema: z.ZodType, io: 'input' | 'output'): Json => {
-  const { $schema: _s, ...rest } = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
+  const override = adjust(new Map(), io, false);
+  const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any', override }) as Json;
+  const { $schema: _s, ...rest } = json;
   return rest;
 };
 
@@ -165,7 +231,14 @@ function build(ops: readonly Operation[]): Json {
       required: true,
       ...(op.body.description ? { description: op.body.description } : {}),
       content: {
-        ...(op.body.multipart ? { 'multipart/form-data': { schema: ref(op.body.multipart, 'input') } } : {}),
+        ...(op.body.multipart
+          ? {
+              'multipart/form-data': {
+                schema: ref(op.body.multipart, 'input'),
+                ...(op.body.multipartEncoding ? { encoding: op.body.multipartEncoding } : {}),
+              },
+            }
+          : {}),
         ...(op.body.json ? { 'application/json': { schema: ref(op.body.json, 'input') } } : {}),
       },
     };

@@ -47,7 +47,13 @@ export interface Operation {
   query?: z.ZodObject;
   /** Request headers the operation reads. */
   idempotencyKey?: boolean;
-  body?: { json?: z.ZodType; multipart?: z.ZodType; description?: string };
+  body?: {
+    json?: z.ZodType;
+    multipart?: z.ZodType;
+    /** The multipart Encoding Object: per form field, e.g. the media types a file part may have. */
+    multipartEncoding?: Record<string, { contentType: string }>;
+    description?: string;
+  };
   responses: Record<number, ResponseSpec>;
   /** Error codes particular to this route; 401/403/413/429/500 and body errors are added from the fields above. */
   errors?: ErrorCode[];

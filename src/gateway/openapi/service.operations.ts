@@ -3,7 +3,9 @@ import { Health, NotReady, Readiness } from '../schemas/common.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
 const text = { type: 'string' };
-const AssetParams = z.object({ asset: z.string().describe('A file of the bundled renderer.') });
+const AssetParams = z.object({
+  asset: z.string().describe('A file of the bundled renderer.').meta({ examples: ['swagger-ui-bundle.js'] }),
+});
 
 export const serviceOperations: Operation[] = [
   {

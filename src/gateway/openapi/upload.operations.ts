@@ -18,7 +18,11 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
   auth: 'required',
   limit: 'upload',
   idempotencyKey: true,
-  body: { multipart: UploadForm, json: UploadFields },
+  body: {
+    multipart: UploadForm,
+    multipartEncoding: { file: { contentType: 'image/jpeg, image/png, image/gif, image/webp' } },
+    json: UploadFields,
+  },
   responses: {
     200: { description: 'A duplicate: nothing new was stored.', json: DuplicateNotice, optionalHeaders: ['Idempotent-Replayed'] },
     201: { description: 'Created.', json: UploadRecord, headers: ['Location'], optionalHeaders: ['Idempotent-Replayed'] },

@@ -17,25 +17,83 @@ const password = z
   .min(8, { error: 'password must be at least 8 characters' })
   .max(256, { error: 'password must be at most 256 characters' });
 
-export const RegisterBody = z.object({
-  action: z.literal('register'),
-  email: email.describe('A valid email address, at most 254 characters; unique, case-insensitive.'),
-  username: username.describe('3 to 32 letters, digits or underscores; unique, case-insensitive.'),
-  password: password.describe('8 to 256 characters.'),
-});
+export const RegisterBody = z
+  .object({
+    action: z.literal('register'),
+    email: email
+      .describe('A valid email address, at most 254 characters; unique, case-insensitive.')
+      .meta({ examples: ['ada@example.com'] }),
+    username: username
+      .describe('3 to 32 letters, digits or underscores; unique, case-insensitive.')
+      .meta({ examples: ['ada_lovelace'] }),
+    password: password.describe('8 to 256 characters.').meta({ examples: ['correct-horse-battery'] }),
+  })
+  .meta({
+    examples: [
+      { action: 'register', email: 'ada@example.com', username: 'ada_lovelace', password: 'correct-horse-battery' },
+    ],
+  });
+
+// Login checks no format (a wrong one is simply a wrong credential), only lengths.
+const loginEmail = z.string({ error: 'email must be a string' }).max(254).meta({ examples: ['ada@example.com'] });
+const loginUsername = z.string({ error: 'username must be a string' }).max(32).meta({ examples: ['ada_lovelace'] });
+const loginPassword = z
+  .string({ error: 'password must be a string' })
+  .max(256, { error: 'password must be at most 256 characters' })
+  .meta({ examples: ['correct-horse-battery'] });
+
+/** What the route parses a login with: email or username (email wins when both are sent) and password. */
 export const LoginBody = z
   .object({
     action: z.literal('login'),
-    email: z.string({ error: 'email must be a string' }).max(254).optional(),
-    username: z.string({ error: 'username must be a string' }).max(32).optional(),
-    password: z.string({ error: 'password must be a string' }).max(256, { error: 'password must be at most 256 characters' }),
+    email: loginEmail.optional(),
+    username: loginUsername.optional(),
+    password: loginPassword,
   })
-  .refine((b) => b.email !== undefined || b.username !== undefined, { error: 'email or username is required', path: ['email'] })
-  .meta({ description: 'Email or username (either matches case-insensitively) and password.', anyOf: [{ required: ['email'] }, { required: ['username'] }] });
-export const LogoutBody = z.object({ action: z.literal('logout') });
+  .refine((b) => b.email !== undefined || b.username !== undefined, {
+    error: 'email or username is required',
+    path: ['email'],
+  });
 
-/** The body of `POST /api/auth` as documented; the route reads `action` first, then parses with the matching schema. */
-export const AuthRequest = z.discriminatedUnion('action', [RegisterBody, LoginBody, LogoutBody]);
+/*
+ * The two shapes a login takes, as the document shows them (closed objects, so a generated client gets one
+ * typed object per way of logging in). LoginBody above accepts exactly these bodies (and is lenient beyond them).
+ */
+export const LoginWithEmail = z
+  .strictObject({
+    action: z.literal('login'),
+    email: loginEmail.describe('Matches case-insensitively.'),
+    password: loginPassword,
+  })
+  .meta({ examples: [{ action: 'login', email: 'ada@example.com', password: 'correct-horse-battery' }] });
+export const LoginWithUsername = z
+  .strictObject({
+    action: z.literal('login'),
+    username: loginUsername.describe('Matches case-insensitively.'),
+    password: loginPassword,
+  })
+  .meta({ examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }] });
+export const LoginRequest = z
+  .xor([LoginWithEmail, LoginWithUsername])
+  .meta({
+    description: 'Email or username, and password.',
+    // Stated on the union too, so that the `action` discriminator of AuthRequest can point at an object schema.
+    type: 'object',
+    properties: { action: { type: 'string', const: 'login' } },
+    required: ['action'],
+    examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }],
+  });
+
+export const LogoutBody = z.object({ action: z.literal('logout') }).meta({ examples: [{ action: 'logout' }] });
+
+/**
+ * The body of `POST /api/auth` as documented (exactly one alternative, told apart by `action`: the document gets a
+ * discriminator); the route reads `action` first, then parses with the matching schema.
+ */
+export const AuthRequest = z.xor([RegisterBody, LoginRequest, LogoutBody]).meta({
+  discriminator: { propertyName: 'action' },
+  examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }],
+});
 
 export const AuthAction = z.object({
   action: z.enum(['register', 'login', 'logout'], { error: 'action must be register, login or logout' }),
@@ -46,8 +104,9 @@ export const TokenCreateBody = z.object({
     .string({ error: 'name must be a string' })
     .trim()
     .min(1, { error: 'name must not be empty' })
-    .max(100, { error: 'name must be at most 100 characters' }),
-});
+    .max(100, { error: 'name must be at most 100 characters' })
+    .meta({ examples: ['ci uploader'] }),
+}).meta({ examples: [{ name: 'ci uploader' }] });
 
 export const UserSchema = z.object({
   id: z.uuid(),

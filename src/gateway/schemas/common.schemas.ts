@@ -56,4 +56,6 @@ export const NotReady = ErrorBody.extend({ error: z.literal('busy'), status: z.l
 );
 
 /** `{id}` path parameter of uploads and tokens. Any string is accepted; one that is not a UUID is simply not found. */
-export const IdParam = z.object({ id: z.string().describe('A UUID.') });
+export const IdParam = z.object({
+  id: z.string().describe('A UUID.').meta({ examples: ['3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90'] }),
+});

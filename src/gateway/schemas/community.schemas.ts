@@ -3,13 +3,22 @@ import { UserSchema } from './auth.schemas.ts';
 import { Success } from './common.schemas.ts';
 import { Tag, UploadRecord, VoteValue } from './upload.schemas.ts';
 
-export const VoteBody = z.object({
-  // A UUID: the vote service answers 400 for one that is not (API.md Votes), 404 for an unknown one.
-  uploadId: z.string({ error: 'uploadId must be a string (an upload id)' }).meta({ format: 'uuid', description: 'The upload\'s id; one that is not a UUID is 400 `invalid_request`.' }),
-  vote: z.enum(['fucks', 'does_not_fuck', 'none'], { error: 'vote must be fucks, does_not_fuck or none' }).describe('`none` retracts the vote.'),
-});
+export const VoteBody = z
+  .object({
+    // A UUID: the vote service answers 400 for one that is not (API.md Votes), 404 for an unknown one.
+    uploadId: z.string({ error: 'uploadId must be a string (an upload id)' }).meta({
+      format: 'uuid',
+      description: 'The upload\'s id; one that is not a UUID is 400 `invalid_request`.',
+      examples: ['3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90'],
+    }),
+    vote: z
+      .enum(['fucks', 'does_not_fuck', 'none'], { error: 'vote must be fucks, does_not_fuck or none' })
+      .describe('`none` retracts the vote.')
+      .meta({ examples: ['fucks'] }),
+  })
+  .meta({ examples: [{ uploadId: '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90', vote: 'fucks' }] });
 
-const positiveInt = (name: string, fallback: number) =>
+const positiveInt = (name: string, fallback: number, example = fallback) =>
   z
     .string()
     .optional()
@@ -22,7 +31,7 @@ const positiveInt = (name: string, fallback: number) =>
       return Number(v);
     })
     // The query value is a string on the wire; the document describes what it must spell.
-    .meta({ type: 'integer', minimum: 1, description: `Default ${fallback}.` });
+    .meta({ type: 'integer', minimum: 1, description: `Default ${fallback}.`, examples: [example] });
 
 export const MAX_PAGE = 10_000;
 
@@ -35,10 +44,16 @@ export const FeedQuery = z.object({
   sort: z
     .enum(['new', 'top', 'hot', 'best'], { error: 'sort must be new, top, hot or best' })
     .default('new')
-    .describe('`best` ranks by the Wilson lower bound.'),
-  type: z.enum(['image', 'link'], { error: 'type must be image or link' }).optional(),
-  user: z.string().max(64, { error: 'user is too long' }).optional().describe('Username of the uploader.'),
-  tag: z.string().max(64, { error: 'tag is too long' }).optional().describe('Tag slug.'),
+    .describe('`best` ranks by the Wilson lower bound.')
+    .meta({ examples: ['top'] }),
+  type: z.enum(['image', 'link'], { error: 'type must be image or link' }).optional().meta({ examples: ['image'] }),
+  user: z
+    .string()
+    .max(64, { error: 'user is too long' })
+    .optional()
+    .describe('Username of the uploader.')
+    .meta({ examples: ['ada_lovelace'] }),
+  tag: z.string().max(64, { error: 'tag is too long' }).optional().describe('Tag slug.').meta({ examples: ['cats'] }),
 });
 
 export const RecentQuery = z.object({
@@ -47,17 +62,27 @@ export const RecentQuery = z.object({
     .meta({ description: 'Default 20; values over 50 are clamped to 50.' }),
 });
 
-export const TagsBody = z.object({
-  tags: z
-    .array(z.string({ error: 'tags must be strings' }), { error: 'tags must be an array of tag names' })
-    .max(50, { error: 'tags lists too many names' })
-    .describe(
-      'Names to add; normalized as in API.md: NFKC-folded (fullwidth and compatibility forms become plain letters), trimmed, lowercased, inner whitespace collapsed. A name with an invisible character (zero-width, bidi control, BOM, soft hyphen, control) is 400 `invalid_tag`.',
-    ),
-});
+export const TagsBody = z
+  .object({
+    tags: z
+      .array(z.string({ error: 'tags must be strings' }), { error: 'tags must be an array of tag names' })
+      .max(50, { error: 'tags lists too many names' })
+      .describe(
+        'Names to add; normalized as in API.md: NFKC-folded (fullwidth and compatibility forms become plain ' +
+          'letters), trimmed, lowercased, inner whitespace collapsed. A name with an invisible character ' +
+          '(zero-width, bidi control, BOM, soft hyphen, control) is 400 `invalid_tag`.',
+      )
+      .meta({ examples: [['cats', 'sleepy']] }),
+  })
+  .meta({ examples: [{ tags: ['cats', 'sleepy'] }] });
 
 export const TagSuggestQuery = z.object({
-  q: z.string().max(64, { error: 'q is too long' }).default('').describe('Prefix of the tag name.'),
+  q: z
+    .string()
+    .max(64, { error: 'q is too long' })
+    .default('')
+    .describe('Prefix of the tag name.')
+    .meta({ examples: ['ca'] }),
   limit: positiveInt('limit', 10)
     .transform((l) => Math.min(l, 50))
     .meta({ description: 'Default 10; values over 50 are clamped to 50.' }),

@@ -26,35 +26,91 @@ const boolField = z.preprocess(
 
 const text = (field: string) => z.preprocess(single(field), z.string({ error: `${field} must be a string (sent once)` }).optional());
 
+const uploadType = (example: 'image' | 'link') =>
+  z
+    .preprocess(
+      single('upload_type'),
+      z.enum(['image', 'image_url', 'link'], { error: 'upload_type must be image, image_url or link' }),
+    )
+    .describe('`image` needs the multipart field `file`; `image_url` needs `image_url`; `link` needs `external_url`.')
+    .meta({ examples: [example] });
+
 /** The fields of `POST /api/v1/upload` (multipart form fields, or the same names in a JSON body for URLs and links). */
-export const UploadFields = z.object({
-  upload_type: z.preprocess(
-    single('upload_type'),
-    z
-      .enum(['image', 'image_url', 'link'], { error: 'upload_type must be image, image_url or link' })
-      .describe('`image` needs the multipart field `file`; `image_url` needs `image_url`; `link` needs `external_url`.'),
-  ),
-  description: descriptionField.describe(`At most ${MAX_DESCRIPTION} characters.`),
-  // A list is accepted too (a JSON array, or the field sent several times in a form).
-  tags: z
-    .union([z.string(), z.array(z.string()).transform((v) => v.join(','))], { error: 'tags must be a comma-separated string' })
-    .optional()
-    .describe('Comma-separated tag names, at most 10, normalized and validated as in `POST /api/uploads/{id}/tags`.'),
-  is_private: boolField.describe('Private uploads are unlisted: reachable by anyone who has the id, in no listing and no tag count (owners find theirs in /api/profile).'),
-  image_url: text('image_url').describe('For `upload_type=image_url`: an http(s) URL of an image the service fetches (public addresses only).'),
-  external_url: text('external_url').describe('For `upload_type=link`: an http(s) URL of at most 2048 characters.'),
-});
+export const UploadFields = z
+  .object({
+    upload_type: uploadType('link'),
+    description: descriptionField
+      .describe(`At most ${MAX_DESCRIPTION} characters.`)
+      .meta({ examples: ['Miso asleep on the radiator again'] }),
+    // A list is accepted too (a JSON array, or the field sent several times in a form).
+    tags: z
+      .union([z.string(), z.array(z.string()).transform((v) => v.join(','))], {
+        error: 'tags must be a comma-separated string',
+      })
+      .optional()
+      .describe('Comma-separated tag names, at most 10, normalized and validated as in `POST /api/uploads/{id}/tags`.')
+      .meta({ examples: ['cats, cute'] }),
+    is_private: boolField
+      .describe(
+        'Default `false`. Private uploads are unlisted: reachable by anyone who has the id, in no listing and no ' +
+          'tag count (owners find theirs in /api/profile).',
+      )
+      .meta({ examples: [false] }),
+    image_url: text('image_url')
+      .describe('For `upload_type=image_url`: an http(s) URL of an image the service fetches (public addresses only).')
+      .meta({ examples: ['https://upload.wikimedia.org/wikipedia/commons/3/3a/Cat03.jpg'] }),
+    external_url: text('external_url')
+      .describe('For `upload_type=link`: an http(s) URL of at most 2048 characters.')
+      .meta({ examples: ['https://www.youtube.com/watch?v=J---aiyznGQ'] }),
+  })
+  .meta({
+    examples: [
+      {
+        upload_type: 'link',
+        external_url: 'https://www.youtube.com/watch?v=J---aiyznGQ',
+        description: 'Keyboard cat, the original',
+        tags: 'cats, music',
+        is_private: false,
+      },
+      {
+        upload_type: 'image_url',
+        image_url: 'https://upload.wikimedia.org/wikipedia/commons/3/3a/Cat03.jpg',
+        description: 'A tabby in the grass',
+        tags: 'cats',
+        is_private: false,
+      },
+    ],
+  });
 export type UploadFields = z.output<typeof UploadFields>;
 
-export const PrivacyBody = z.object({ is_private: z.boolean({ error: 'is_private must be true or false' }) });
+export const PrivacyBody = z
+  .object({ is_private: z.boolean({ error: 'is_private must be true or false' }).meta({ examples: [true] }) })
+  .meta({ examples: [{ is_private: true }] });
 
 export const ImageQuery = z.object({
-  size: z.enum(['thumb', 'medium', 'full'], { error: 'size must be thumb, medium or full' }).default('full'),
+  size: z
+    .enum(['thumb', 'medium', 'full'], { error: 'size must be thumb, medium or full' })
+    .default('full')
+    .meta({ examples: ['medium'] }),
 });
 
-/** The multipart form of an image upload: the fields above plus the file. Documents the body; the file is read by the multipart middleware. */
+/**
+ * The multipart form of an image upload: the fields above plus the file. Documents the body; the file is read by
+ * the multipart middleware. The document gives `file` as bytes (contentMediaType) and its accepted types (encoding).
+ */
 export const UploadForm = UploadFields.extend({
-  file: z.file().optional().describe(`The image (JPEG, PNG, GIF or WebP by its bytes), at most ${MAX_FILE_BYTES} bytes. Required when upload_type=image.`),
+  upload_type: uploadType('image'),
+  file: z
+    .file()
+    .optional()
+    .describe(
+      `The image (JPEG, PNG, GIF or WebP by its bytes), at most ${MAX_FILE_BYTES} bytes. ` +
+        'Required when upload_type=image.',
+    ),
+}).meta({
+  examples: [
+    { upload_type: 'image', description: 'Miso asleep on the radiator again', tags: 'cats, cute', is_private: false },
+  ],
 });
 
 export const Tag = z.object({

@@ -1,0 +1,63 @@
+/**
+ * The container's start command, run as the image runs it (no engine here to build the image): the Dockerfile's
+ * CMD argv and runtime ENV, a fresh DATA_DIR, PORT=0. It serves, its HEALTHCHECK probe passes against it and
+ * fails once it is gone, and SIGTERM to it (PID 1 in the container) drains it to exit 0.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnServer } from '../support/process.ts';
+import { createTestDatabase } from '../support/pg.ts';
+import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dockerfile, envOf, execForm, ROOT, startArgv } from '../support/start-command.ts';
+
+const instructions = dockerfile();
+const runtime = Math.max(...instructions.map((i) => i.stage));
+const last = (keyword: string) => instructions.filter((i) => i.keyword === keyword && i.stage === runtime).at(-1)!;
+
+function probe(argv: string[], port: number): number | null {
+  const [, ...args] = argv;
+  return spawnSync(process.execPath, args, { cwd: ROOT, env: { ...process.env, PORT: String(port) }, timeout: 30_000 })
+    .status;
+}
+
+test("the Dockerfile's CMD (npm start's node command line) serves /healthz; the HEALTHCHECK probe agrees", async () => {
+  const cmd = execForm(last('CMD').args)!;
+  assert.deepEqual(cmd, startArgv(), 'the image runs what npm start runs');
+  const healthcheck = execForm(last('HEALTHCHECK').args.replace(/^.*?\bCMD\s+/, ''))!;
+  assert.equal(healthcheck[0], 'node');
+
+  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-container-'));
+  const database = onPostgres ? await createTestDatabase() : null;
+  const env: Record<string, string> = {
+    ...envOf(instructions, runtime), // NODE_ENV=production, MALLOC_ARENA_MAX=2, …
+    DATA_DIR: dataDir,
+    PORT: '0',
+    JWT_SECRET: 'container-start-test-secret-0123456789abcdef',
+    ...(database
+      ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${process.pid}:${Date.now()}:` }
+      : {}),
+  };
+  assert.equal(env.NODE_ENV, 'production');
+  const server = await spawnServer(env, { argv: cmd });
+  try {
+    const health = await server.api.get('/healthz');
+    assert.equal(health.status, 200);
+    assert.deepEqual(health.body, { status: 'ok' });
+    const port = Number(new URL(server.url).port);
+    assert.equal(probe(healthcheck, port), 0, 'HEALTHCHECK passes against the running server');
+
+    server.kill('SIGTERM');
+    const exit = await server.exited;
+    assert.equal(exit.code, 0, 'SIGTERM drains the server to exit 0');
+    assert.ok(server.logs.some((l) => l.msg === 'closed'), 'a graceful shutdown');
+    assert.equal(probe(healthcheck, port), 1, 'HEALTHCHECK fails once nothing serves');
+  } finally {
+    server.kill('SIGKILL');
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,221 @@
+/**
+ * The domain's ports in memory, for unit tests of the domain's services and use cases: no database, no
+ * files, no worker threads. Each keeps what a test needs to look at (rows, staged and stored media keys,
+ * the work a fake processor did).
+ */
+import { createHash } from 'node:crypto';
+import { errors } from '../../src/domain/errors.ts';
+import type { Claim, ClaimResult, IdempotencyStore, StoredResponse } from '../../src/domain/idempotency.ts';
+import { personRefusal } from '../../src/domain/person-policy.ts';
+import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, ProcessHooks, SharedMedia, UploadStore } from '../../src/domain/uploads/ports.ts';
+import type { UploadRecord, Viewer } from '../../src/domain/uploads/upload.types.ts';
+
+interface Row {
+  requestHash: string;
+  response: StoredResponse | null;
+  token: string | null;
+  leaseUntil: Date;
+  at: Date;
+}
+
+/** The store port in memory; `down` makes every call fail as an unreachable database would. */
+export class MemoryIdempotencyStore implements IdempotencyStore {
+  rows = new Map<string, Row>();
+  down = false;
+  #id = (u: string, k: string) => `${u}\n${k}`;
+  async #up() {
+    await Promise.resolve();
+    if (this.down) throw new Error('connect ECONNREFUSED');
+  }
+  async claim(userId: string, key: string, requestHash: string, claim: Claim, expiredBefore: Date): Promise<ClaimResult> {
+    await this.#up();
+    const row = this.rows.get(this.#id(userId, key));
+    if (!row || row.at < expiredBefore) {
+      this.rows.set(this.#id(userId, key), { requestHash, response: null, token: claim.token, leaseUntil: claim.leaseUntil, at: claim.at });
+      return { state: 'claimed' };
+    }
+    if (row.response) return { state: 'done', requestHash: row.requestHash, response: row.response };
+    return { state: 'pending', requestHash: row.requestHash, token: row.token, leaseUntil: row.leaseUntil };
+  }
+  #pending(userId: string, key: string, token: string | null) {
+    const row = this.rows.get(this.#id(userId, key));
+    return row && !row.response && row.token === token ? row : null;
+  }
+  async takeOver(userId: string, key: string, previous: string | null, claim: Claim) {
+    await this.#up();
+    const row = this.#pending(userId, key, previous);
+    if (!row || row.leaseUntil >= claim.at) return false;
+    Object.assign(row, { token: claim.token, leaseUntil: claim.leaseUntil, at: claim.at });
+    return true;
+  }
+  async renew(userId: string, key: string, token: string, leaseUntil: Date) {
+    await this.#up();
+    const row = this.#pending(userId, key, token);
+    if (row) row.leaseUntil = leaseUntil;
+    return Boolean(row);
+  }
+  async complete(userId: string, key: string, token: string, response: StoredResponse) {
+    await this.#up();
+    const row = this.#pending(userId, key, token);
+    if (row) row.response = response;
+    return Boolean(row);
+  }
+  async release(userId: string, key: string, token: string) {
+    await this.#up();
+    if (this.#pending(userId, key, token)) this.rows.delete(this.#id(userId, key));
+  }
+  async exists(userId: string, key: string) {
+    await this.#up();
+    return this.rows.has(this.#id(userId, key));
+  }
+  async purge() {
+    return 0;
+  }
+}
+
+const visibleTo = (u: UploadRecord, viewer: Viewer) => !u.isPrivate || u.userId === viewer.userId || viewer.isAdmin;
+
+/** Hamming distance of two 64-bit hashes in hex. */
+function hamming(a: string, b: string): number {
+  let x = BigInt(`0x${a}`) ^ BigInt(`0x${b}`);
+  let n = 0;
+  for (; x; x >>= 1n) n += Number(x & 1n);
+  return n;
+}
+
+/** The upload store in memory: rows in insertion order (oldest first), usernames given by the test. */
+export class MemoryUploads implements UploadStore {
+  rows = new Map<string, UploadRecord>();
+  usernames = new Map<string, string>();
+  async findById(id: string) {
+    return this.rows.get(id) ?? null;
+  }
+  async mediaKeyOf(id: string) {
+    const u = this.rows.get(id);
+    return u ? u.mediaKey : undefined;
+  }
+  async findVisibleBySha256(sha256: string, viewer: Viewer) {
+    return [...this.rows.values()].find((u) => u.sha256 === sha256 && visibleTo(u, viewer)) ?? null;
+  }
+  async findNear(phash: string, maxDistance: number, viewer: Viewer) {
+    const near = [...this.rows.values()]
+      .filter((u) => u.phash && visibleTo(u, viewer))
+      .map((u) => ({ id: u.id, distance: hamming(u.phash!, phash) }))
+      .filter((n) => n.distance <= maxDistance);
+    return near.sort((a, b) => a.distance - b.distance)[0] ?? null;
+  }
+  async insert(upload: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia } = {}) {
+    const same = [...this.rows.values()].find((u) => u.userId === upload.userId && upload.sha256 && u.sha256 === upload.sha256);
+    if (same) return { ok: false as const, duplicateOf: same.id };
+    const share = opts.shareMedia;
+    const sharedMedia = Boolean(share && share.mediaKey !== upload.mediaKey && [...this.rows.values()].some((u) => u.mediaKey === share.mediaKey));
+    const row: UploadRecord = {
+      ...upload,
+      ...(sharedMedia ? { mediaKey: share!.mediaKey, variants: share!.variants } : {}),
+      username: this.usernames.get(upload.userId) ?? 'someone',
+      upvotes: 0,
+      downvoteCount: 0,
+      tags: tagNames.map((name) => ({ id: name, name, slug: name.replace(/ /g, '-') })),
+    };
+    this.rows.set(upload.id, row);
+    return { ok: true as const, sharedMedia };
+  }
+  async findAnyBySha256(sha256: string) {
+    return [...this.rows.values()].find((u) => u.sha256 === sha256) ?? null;
+  }
+  async setPrivacy(id: string, isPrivate: boolean) {
+    const u = this.rows.get(id);
+    if (u) u.isPrivate = isPrivate;
+  }
+  async delete(id: string) {
+    const u = this.rows.get(id);
+    if (!u) return null;
+    this.rows.delete(id);
+    return { mediaKey: u.mediaKey, mediaStillUsed: [...this.rows.values()].some((o) => o.mediaKey === u.mediaKey) };
+  }
+  async releaseMedia(mediaKey: string, remove: () => Promise<void>) {
+    if ([...this.rows.values()].some((u) => u.mediaKey === mediaKey)) return false;
+    await remove();
+    return true;
+  }
+}
+
+/** Media files in memory: which keys are staged and which are stored. */
+export class MemoryMedia implements MediaStore {
+  staged = new Set<string>();
+  stored = new Set<string>();
+  async stage(mediaKey: string) {
+    this.staged.add(mediaKey);
+    return `/staging/${mediaKey}`;
+  }
+  async commit(mediaKey: string) {
+    if (!this.staged.delete(mediaKey)) throw new Error(`nothing staged under ${mediaKey}`);
+    this.stored.add(mediaKey);
+  }
+  async discard(mediaKey: string) {
+    this.staged.delete(mediaKey);
+  }
+  async remove(mediaKey: string) {
+    this.stored.delete(mediaKey);
+  }
+  async has(mediaKey: string) {
+    return this.stored.has(mediaKey);
+  }
+}
+
+/** What the fake processor makes of an image: its perceptual hash and the detector's person score. */
+export interface FakeImage {
+  phash: string;
+  humanScore?: number;
+}
+
+type Processed = NonNullable<Awaited<ReturnType<ImageProcessor['process']>>>;
+
+/**
+ * The worker pool's contract without the pixels: an image is its bytes as text, looked up in `images`.
+ * Asks `afterHash` once the hash is known (stopped: nothing encoded), applies the person policy as the
+ * workers do (the domain's rule), and honours its signal. `gate`, when set, holds every task until it resolves.
+ */
+export class FakeProcessor implements ImageProcessor {
+  images = new Map<string, FakeImage>();
+  hashed = 0;
+  encoded = 0;
+  gate: Promise<void> | null = null;
+  async process(task: Parameters<ImageProcessor['process']>[0], signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<Processed | null> {
+    const image = this.images.get(new TextDecoder().decode(task.bytes));
+    if (!image) throw errors.unsupportedFormat('not an image this fake knows');
+    if (this.gate) await this.gate;
+    if (signal?.aborted) throw errors.busy('the request was cancelled');
+    this.hashed++;
+    if (await hooks.afterHash?.(image.phash)) return null;
+    const humanScore = task.humanPolicy === 'off' ? null : (image.humanScore ?? 0);
+    const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
+    if (refusal) throw errors.humanDetected(refusal);
+    this.encoded++;
+    const variant = (name: string, width: number) => ({ name, width, height: width, bytes: 100, path: `${task.stagingDir}/${name}.webp` });
+    return {
+      ok: true,
+      format: 'jpeg',
+      width: 1200,
+      height: 1200,
+      animated: false,
+      frames: 1,
+      phash: image.phash,
+      thumbhash: 'AAAA',
+      humanScore,
+      variants: [variant('thumb', 320), variant('medium', 1024), variant('full', 1200)],
+      timings: {},
+    } as Processed;
+  }
+}
+
+/** Fetches from `pages` (URL → bytes as text); anything else fails as an unreachable URL does. */
+export class FakeFetcher implements ImageFetcher {
+  pages = new Map<string, string>();
+  async fetch(url: string) {
+    const text = this.pages.get(url);
+    if (text === undefined) throw errors.fetchFailed(`could not fetch ${url}`);
+    const bytes = Buffer.from(text);
+    return { bytes, sha256: createHash('sha256').update(bytes).digest('hex'), finalUrl: url };
+  }
+}

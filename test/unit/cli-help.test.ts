@@ -1,0 +1,92 @@
+/**
+ * Every command that reads flags answers `--help` (usage on stdout, exit 0) and refuses an unknown flag with
+ * one line on stderr and exit 2: the `pixvote` subcommands, and the npm-script commands under bench/ and
+ * scripts/ (`npm run tune-workers -- --help` used to end in parseArgs' stack trace).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pixvote } from '../support/cli.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** `node <script> …args` as its npm script runs it (type stripping), from the checkout. */
+function script(file: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', join(root, file), ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const oneLine = (s: string) => s.endsWith('\n') && !s.slice(0, -1).includes('\n');
+
+test('every pixvote command answers --help with its usage and exit 0, and an unknown flag with one line and exit 2', async () => {
+  const home = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
+  try {
+    for (const command of [[], ['upload'], ['login'], ['logout'], ['tokens'], ['admin']]) {
+      const help = await pixvote([...command, '--help'], { home });
+      assert.equal(help.code, 0, `pixvote ${command.join(' ')} --help: ${help.stderr}`);
+      assert.match(help.stdout, new RegExp(`^usage: pixvote ${command[0] ?? '<command>'}`));
+      assert.equal(help.stderr, '');
+      if (!command.length) continue;
+      const bad = await pixvote([...command, '--frobnicate'], { home });
+      assert.equal(bad.code, 2, `pixvote ${command[0]} --frobnicate`);
+      assert.ok(oneLine(bad.stderr), bad.stderr);
+      assert.match(bad.stderr, new RegExp(`^pixvote: ${command[0]}: unknown option '--frobnicate' \\(see \`pixvote ${command[0]} --help\`\\)`));
+    }
+    const typo = await pixvote(['uplaod', 'x'], { home });
+    assert.equal(typo.code, 2);
+    assert.ok(oneLine(typo.stderr), typo.stderr);
+    // The operator scripts run as pixvote commands too, with their own --help and flag checks.
+    const tune = await pixvote(['tune-workers', '--help'], { home });
+    assert.equal(tune.code, 0, tune.stderr);
+    assert.match(tune.stdout, /^usage: npm run tune-workers -- /m);
+    const tuneBad = await pixvote(['tune-workers', '--frobnicate'], { home });
+    assert.equal(tuneBad.code, 2);
+    assert.ok(oneLine(tuneBad.stderr), tuneBad.stderr);
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+});
+
+const scripts = [
+  'bench/tune-workers.ts',
+  'bench/run-all.ts',
+  'bench/pipeline.bench.ts',
+  'bench/http-uploads.bench.ts',
+  'bench/feeds.bench.ts',
+  'bench/gateway.bench.ts',
+  'bench/lookup.bench.ts',
+  'bench/login-burst.bench.ts',
+  'bench/probes.bench.ts',
+  'bench/load.bench.ts',
+  'bench/calibrate-detector.ts',
+  'bench/to-markdown.ts',
+  'scripts/fetch-models.ts',
+];
+
+test('the bench and scripts commands answer --help with exit 0 and refuse an unknown flag in one line with exit 2', async () => {
+  for (const file of scripts) {
+    const help = await script(file, ['--help']);
+    assert.equal(help.code, 0, `${file} --help: ${help.stderr}`);
+    assert.match(help.stdout, /^usage: /, file);
+    const bad = await script(file, ['--frobnicate']);
+    assert.equal(bad.code, 2, `${file} --frobnicate: ${bad.stdout}${bad.stderr}`);
+    assert.ok(oneLine(bad.stderr), `${file}: ${bad.stderr}`);
+    assert.match(bad.stderr, /Unknown option '--frobnicate' \(see .*--help\)/, file);
+  }
+  const tune = await script('bench/tune-workers.ts', ['--help']);
+  assert.match(tune.stdout, /^usage: npm run tune-workers -- \[--max MAX \(default \d+\)\] .*\[--help\]$/m);
+});

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { startApp, type TestApp } from '../support/app.ts';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { encodeForm, openRaw, type RawReply } from '../support/raw-http.ts';
 import { photoJpeg } from '../support/fixtures.ts';
@@ -229,6 +229,13 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
     form.append('file', new Blob([await photoJpeg({ seed: 4242 })]), 'a.jpg');
     const { body, contentType } = await encodeForm(form);
     const declared = body.length - 100;
+    /** Requests to POST /api/upload the server has finished (answered or not: this one's socket is gone). */
+    const finished = async () =>
+      (await currentMetrics(app))
+        .split('\n')
+        .filter((l) => l.startsWith('pixvote_http_requests_total{') && l.includes('route="/api/upload"'))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const before = await finished();
     const c = await openRaw(app.url);
     c.write(`POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`);
     c.write(body);
@@ -238,7 +245,10 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
     assert.match(r.body.message, /Content-Length/);
     assert.equal(r.headers['x-request-id'], 'long-body-1', 'the id of the request being served');
     await c.closed();
-    for (let i = 0; i < 50 && (await tmpEntries(app.config.dataDir)).length; i++) await new Promise((res) => setTimeout(res, 100));
+    // The answer came from below the app while the request may still be on its way through it (authenticating):
+    // wait until the app is done with it, then nothing of it may remain.
+    for (let i = 0; i < 100 && (await finished()) === before; i++) await new Promise((res) => setTimeout(res, 100));
+    assert.equal(await finished(), before + 1, 'the app finished the request');
     assert.deepEqual(await tmpEntries(app.config.dataDir), [], 'the multipart temp directory is gone');
     assert.deepEqual((await app.api.get('/api/profile', { token: u.token })).body.uploads, [], 'nothing was stored');
   });

@@ -35,11 +35,7 @@ export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds
     const dir = await opts.media.tempDir(randomUUID());
     const started = performance.now();
     try {
-      // A connection that went while the request waited for its turn (Node's parser refused what followed the
-      // body, a timeout, the client left) will never deliver the body, and formidable, attached to a request
-      // that already ended that way, would wait for it forever.
-      if (ctx.req.destroyed && !ctx.req.readableEnded) throw errors.invalid('the connection closed before the request body was read');
-      await koaBody({
+      const parsing = koaBody({
         multipart: true,
         json: false,
         urlencoded: false,
@@ -61,12 +57,39 @@ export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds
           throw mapFormidable(err);
         },
       })(ctx, async () => {});
+      await untilBodyOrClose(ctx, parsing);
       opts.onReceived?.((performance.now() - started) / 1000);
       await next();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   };
+}
+
+/**
+ * `parsing`, unless the request closes before its body was read to the end: then 400 at once. A connection
+ * that goes while its body is unread (Node's parser refused what followed the body, a timeout, the client
+ * left) never delivers it, and formidable, waiting for an 'end' that cannot come, would hold the request and
+ * its temp directory forever.
+ */
+async function untilBodyOrClose(ctx: AppContext, parsing: Promise<unknown>): Promise<void> {
+  const req = ctx.req;
+  let onClose: (() => void) | null = null;
+  const closed = new Promise<never>((_, reject) => {
+    onClose = () => {
+      if (!req.readableEnded) reject(errors.invalid('the connection closed before the request body was read'));
+    };
+    if (req.destroyed) onClose();
+    else req.once('close', onClose);
+  });
+  try {
+    await Promise.race([parsing, closed]);
+  } finally {
+    req.off('close', onClose!);
+    // The loser of the race settles later, unobserved.
+    parsing.catch(() => {});
+    closed.catch(() => {});
+  }
 }
 
 /** formidable's errors by their code (its messages name its own options): what a client can act on. */

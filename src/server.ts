@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { flushLogs } from './logger.ts';
 import type { ErrorCode } from './domain/errors.ts';
-import { SECURITY_HEADERS } from './gateway/middleware/envelope.ts';
+import { SECURITY_HEADERS } from './gateway/security-headers.ts';
 import { declaredOversize } from './gateway/limits.ts';
 
 /**

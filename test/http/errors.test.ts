@@ -6,6 +6,7 @@ import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { encodeForm, openRaw, type RawReply } from '../support/raw-http.ts';
 import { photoJpeg } from '../support/fixtures.ts';
+import { uploadImage } from '../support/uploads.ts';
 
 let app: TestApp;
 before(async () => {
@@ -61,6 +62,60 @@ test('responses carry the security headers', async () => {
   assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
   assert.match(r.headers.get('content-security-policy') ?? '', /default-src 'none'/);
   assert.equal(r.headers.get('x-frame-options'), 'DENY');
+});
+
+/** helmet's headers as the contract configures them (API.md: nosniff, a CSP of `default-src 'none'`). */
+const SECURITY = {
+  'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-site',
+};
+/** helmet's headers that only act on an HTML document: on the reference page, not on every JSON response. */
+const DOCUMENT = {
+  'cross-origin-opener-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
+};
+
+test('every response gets the same security headers: JSON, images, errors of the app and errors below it', async () => {
+  const u = await registerUser(app.api);
+  const made = await uploadImage(app.api, u.token, await photoJpeg({ seed: 4242 }));
+  assert.equal(made.status, 201, made.text);
+  const replies = {
+    json: await app.api.get('/api/uploads'),
+    image: await app.api.get(`/api/image/${made.body.id}?size=thumb`),
+    'not found': await app.api.get('/api/nothing-here', { unchecked: 'probes an unknown route' }),
+    'method not allowed': await app.api.del('/api/uploads', { unchecked: 'probes a method the path does not serve' }),
+    unauthorized: await app.api.get('/api/profile'),
+  };
+  // An image sets its own CSP (`default-src 'none'` alone) and lets other sites embed it (CORP cross-origin).
+  const ownedByImages = new Set(['content-security-policy', 'cross-origin-resource-policy']);
+  assert.match(replies.image.headers.get('content-security-policy') ?? '', /^default-src 'none'/);
+  for (const [what, r] of Object.entries(replies)) {
+    for (const [name, value] of Object.entries(SECURITY)) {
+      if (what !== 'image' || !ownedByImages.has(name)) assert.equal(r.headers.get(name), value, `${what}: ${name}`);
+    }
+    assert.equal(r.headers.get('strict-transport-security'), null, `${what}: no HSTS over plain HTTP`);
+  }
+  const c = await openRaw(app.url);
+  c.write('GET /healthz HTTP/1.1 and then some\r\nHost: x\r\n\r\n');
+  const below = await c.reply();
+  assert.equal(below.status, 400);
+  for (const [name, value] of Object.entries(SECURITY)) {
+    assert.equal(below.headers[name], value, `below the app: ${name}`);
+  }
+  await c.closed();
+  // The API reference page replaces the CSP and adds the document headers.
+  const docs = await app.api.get('/docs');
+  assert.notEqual(docs.headers.get('content-security-policy'), SECURITY['content-security-policy']);
+  for (const [name, value] of Object.entries({ ...SECURITY, ...DOCUMENT })) {
+    if (name !== 'content-security-policy') assert.equal(docs.headers.get(name), value, `docs: ${name}`);
+  }
 });
 
 test('GET /healthz and /readyz', async () => {

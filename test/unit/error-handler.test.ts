@@ -28,6 +28,9 @@ test('an unexpected error becomes a 500 internal with no stack, SQL or path, and
     assert.deepEqual(JSON.parse(text), { error: 'internal', message: 'internal error; the request id identifies it in the server log' });
     assert.doesNotMatch(text, /SQLITE|\/work\/|at /);
     assert.equal(logged.length, 1);
+    // Searchable like every failure line: the code, the route (none matched here), the request id.
+    const { reqId, route, error } = logged[0] as Record<string, unknown>;
+    assert.deepEqual({ reqId, route, error }, { reqId: 'rid-1', route: 'unmatched', error: 'internal' });
   } finally {
     server.close();
   }

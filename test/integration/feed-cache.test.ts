@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { redisFeedCache, type RedisFeedCache } from '../../src/store/cache/feed-cache.ts';
+import { RedisGenerations } from '../../src/store/cache/generations.ts';
+import { redisFeedCache as cacheOver, type RedisFeedCache } from '../../src/store/cache/redis-feed-cache.ts';
+
+/** One process's Redis feed cache, as src/main.ts builds it. */
+const redisFeedCache = (redis: Redis, prefix: string, opts: { subscriber?: Redis } = {}) =>
+  cacheOver(redis, prefix, new RedisGenerations(redis, prefix, opts));
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(JSON.stringify({ text })) });

@@ -1,7 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { clusterFeedCache, FEED_IPC, type Ipc } from '../../src/store/cache/feed-cache.ts';
+import { clusterGenerations, FEED_IPC, type Ipc } from '../../src/store/cache/generations.ts';
+import { memoryFeedCache } from '../../src/store/cache/memory-feed-cache.ts';
+
+/** A gateway process's cache of PROCESSES=N without Redis, as src/main.ts builds it. */
+const clusterFeedCache = (ipc: Ipc) => memoryFeedCache(clusterGenerations(ipc));
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(text) });
 

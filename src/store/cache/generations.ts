@@ -78,7 +78,7 @@ export const FEED_BUMP_TIMEOUT_MS = 2000;
 
 /** A gateway process's channel to its primary (`process` in a cluster worker). */
 export interface Ipc {
-  /** As process.send: the callback hears of a channel that is closed (the primary is gone) instead of an 'error' event. */
+  /** As process.send: the callback hears of a closed channel (the primary is gone) instead of an 'error' event. */
   send(msg: object, callback: (err: Error | null) => void): unknown;
   on(event: 'message', fn: (msg: any) => void): unknown;
   off(event: 'message', fn: (msg: any) => void): unknown;

@@ -1,6 +1,6 @@
 /**
- * Why this exists: what every feed cache shares: the FeedCache port it implements for the domain's feed
- * service, and LocalPages, the pages a process keeps in its own memory under the current generation.
+ * What every feed cache shares: the domain's FeedCache port, and LocalPages (this process's pages).
+ *
  * Implementations: memory-feed-cache.ts (one process, or PROCESSES=N through the primary) and
  * redis-feed-cache.ts (shared by every process); where generations come from: generations.ts.
  */

@@ -1,9 +1,10 @@
 /**
- * Why this exists: where the feed cache's generation comes from and how a bump reaches every process
- * (in-process, the cluster primary over IPC, or Redis pub/sub), kept apart from where pages are stored.
+ * Where the feed cache's generation comes from and how a bump reaches every process, apart from page storage.
  *
- * Every cached page is kept under a generation; a write bumps it, so one bump makes every page stale at once
- * and old generations simply expire. `bump()` answers only after every process has applied the new one.
+ * Three sources: in-process (one process), the cluster primary over IPC (PROCESSES=N without Redis), and
+ * Redis pub/sub (every process on any machine). Every cached page is kept under a generation; a write bumps
+ * it, so one bump makes every page stale at once and old generations simply expire. `bump()` answers only
+ * after every process has applied the new one.
  */
 import type { Worker } from 'node:cluster';
 import type { Redis } from 'ioredis';

@@ -1,6 +1,8 @@
 /**
- * Why this exists: the feed cache without Redis: pages in this process's memory only, under generations
- * from in-process (one process) or the cluster primary (PROCESSES=N), see generations.ts.
+ * The feed cache without Redis: pages in this process's memory only.
+ *
+ * Generations come from this process alone (one process) or from the cluster primary (PROCESSES=N), see
+ * generations.ts.
  */
 import { DEFAULT_MAX_ENTRIES, LocalPages, type FeedCache } from './feed-cache.ts';
 import { inProcessGenerations, type Generations } from './generations.ts';

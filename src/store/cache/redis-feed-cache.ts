@@ -1,6 +1,8 @@
 /**
- * Why this exists: the feed cache shared by every process through Redis, pages stored as
- * `<prefix>feed:<generation>:<key>`, under the generations Redis pushes (generations.ts, RedisGenerations).
+ * The feed cache shared by every process, on any machine, through Redis.
+ *
+ * Pages are stored as `<prefix>feed:<generation>:<key>` (`<etag>\n<json>`), under the generations Redis pushes
+ * (generations.ts, RedisGenerations).
  */
 import type { Redis } from 'ioredis';
 import { DEFAULT_MAX_ENTRIES, LocalPages, type CachedJson, type FeedCache } from './feed-cache.ts';
@@ -38,14 +40,9 @@ export function redisFeedCache(
       try {
         let hit = pages.get(key);
         if (!hit) {
-          // The page and its remaining lifetime, which the copy kept here must not outlive (`hot` ages).
-          const replies = await redis.pipeline().getBuffer(pageKey(g, key)).pttl(pageKey(g, key)).exec();
-          const [[, raw], [, ttl]] = (replies ?? []) as [[unknown, Buffer | null], [unknown, number]];
-          if (raw && ttl > 0) {
-            hit = decode(raw);
-            // A newer generation may have been seen meanwhile: never kept under it.
-            pages.keep(key, g, hit, ttl);
-          }
+          const stored = await fetchPage(redis, pageKey(g, key));
+          // A newer generation may have been seen meanwhile: never kept under it.
+          if (stored) pages.keep(key, g, (hit = stored.page), stored.ttlMs);
         }
         return { hit, generation: g };
       } catch {
@@ -61,6 +58,13 @@ export function redisFeedCache(
     invalidate: () => generations.bump(),
     close: () => generations.close(),
   };
+}
+
+/** A page from Redis and its remaining lifetime, which the copy kept here must not outlive (`hot` ages). */
+async function fetchPage(redis: Redis, key: string): Promise<{ page: CachedJson; ttlMs: number } | null> {
+  const replies = await redis.pipeline().getBuffer(key).pttl(key).exec();
+  const [[, raw], [, ttl]] = (replies ?? []) as [[unknown, Buffer | null], [unknown, number]];
+  return raw && ttl > 0 ? { page: decode(raw), ttlMs: ttl } : null;
 }
 
 /** Stored in Redis as `<etag>\n<json>`. */

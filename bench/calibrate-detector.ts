@@ -53,8 +53,11 @@ function precisionRecall(photos: Photo[], scores: Record<string, number>, thresh
   let tp = 0, fp = 0, fn = 0, tn = 0;
   for (const photo of photos) {
     const hit = scores[photo.name]! >= threshold;
-    if (photo.people) hit ? tp++ : fn++;
-    else hit ? fp++ : tn++;
+    if (photo.people) {
+      if (hit) tp++;
+      else fn++;
+    } else if (hit) fp++;
+    else tn++;
   }
   return { threshold, tp, fp, fn, tn, precision: tp + fp === 0 ? 1 : tp / (tp + fp), recall: tp / (tp + fn) };
 }

@@ -102,7 +102,7 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, 
       subjects.uncached = timed('uncached', async () => {
         await appClient.send(voter(0)); // a write: every cached page is stale from here on
         const keys = shuffled(SORTS.flatMap((sort) => Array.from({ length: PAGES }, (_, p) => `/api/uploads?sort=${sort}&page=${p + 1}&limit=12`)), r);
-        return load('uncached feed', app, appClient, (i) => (keys[i] ? { method: 'GET', path: keys[i]! } : null));
+        return load('uncached feed', app, appClient, (i) => (keys[i] ? { method: 'GET', path: keys[i] } : null));
       });
       subjects.votes = timed('votes', () => load('votes', app, appClient, voter));
     }

@@ -10,6 +10,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../src/store/database.ts';
+import type { DB } from '../src/store/database-types.ts';
 import { postgresDialect, sqliteDialect } from '../src/store/dialect.ts';
 import { multiIndexHashing, sqliteVecIndex, type NearMatch } from '../src/store/similarity/similarity-index.ts';
 import type { Viewer } from '../src/domain/uploads/upload.types.ts';
@@ -38,7 +39,7 @@ const CHECKED = 40;
 const BUDGET_MS = 8000;
 const MIN_TIMED = 20;
 
-type Find = (k: Kysely<any>, phash: string, viewer: Viewer) => Promise<NearMatch | null>;
+type Find = (k: Kysely<DB>, phash: string, viewer: Viewer) => Promise<NearMatch | null>;
 
 /** The same query multi-index hashing runs on PostgreSQL, without the chunk filter: every row's distance. */
 const pgFullScan: Find = async (k, phash, viewer) => {

@@ -60,7 +60,7 @@ export async function tuneWorkers(rec: Recorder, opts: { max: number; rounds: nu
     }
     const subjects = Object.fromEntries(instances.map((x) => [String(x.workers), () => round(x, images)]));
     await interleave(1, subjects); // warm-up: every thread has seen every kind of image
-    for (const x of instances) (x.p50.length = 0), (x.p95.length = 0);
+    for (const x of instances) x.p50.length = x.p95.length = 0;
     const s = await interleave(opts.rounds, subjects);
 
     const best = Math.max(...instances.map((x) => median(s[String(x.workers)]!)));

@@ -1,11 +1,15 @@
 /**
- * `npm test`: the whole suite on SQLite, then the database-facing suites (test/http, test/integration)
- * again on PostgreSQL + Redis when they answer. Says plainly which passes it skipped and why.
+ * `npm test`: first the lint (ESLint, the layer rules of .dependency-cruiser.cjs, the format check), then the
+ * whole suite on SQLite, then the database-facing suites (test/http, test/integration) again on PostgreSQL + Redis when they answer.
+ * Says plainly which passes it skipped and why.
  *
  *   npm test                       both passes (PostgreSQL pass skipped, with the reason, if unreachable)
  *   npm test -- --db=sqlite        only the SQLite pass
  *   npm test -- test/http/auth.test.ts   only these files (on each selected database)
+ *   npm test -- --no-lint          skip the lint step (PIXVOTE_SKIP_LINT=1 does the same)
  *
+ * A run of the whole suite starts with the lint (ESLint, the layer rules, the format check) and fails on any
+ * finding; a run of named files skips it, to stay quick.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass into a failure.
  */
 import { spawnSync } from 'node:child_process';
@@ -17,6 +21,7 @@ const args = process.argv.slice(2);
 const dbArg = args.find((a) => a.startsWith('--db='))?.slice(5);
 const files = args.filter((a) => !a.startsWith('--'));
 const required = process.env.PIXVOTE_REQUIRE_SERVICES === '1';
+const lint = !files.length && !args.includes('--no-lint') && process.env.PIXVOTE_SKIP_LINT !== '1';
 
 function run(label: string, patterns: string[], env: Record<string, string>): boolean {
   const selected = files.length ? files.filter((f) => patterns.some((p) => globMatch(f, p))) : patterns.flatMap((p) => globSync(p)).sort();
@@ -49,6 +54,18 @@ if (unknown.length) {
 
 const results: string[] = [];
 let ok = true;
+
+if (lint) {
+  // The same steps as `npm run lint`, each run even when one before it failed, so one run shows every finding.
+  console.log('\n=== lint (skip with --no-lint or PIXVOTE_SKIP_LINT=1)');
+  const failed = [['lint:eslint'], ['lint:layers', '--if-present'], ['format:check']].filter(
+    (script) => spawnSync('npm', ['run', ...script], { stdio: 'inherit' }).status !== 0,
+  );
+  results.push(`lint: ${failed.length ? `FAILED (${failed.map((f) => f[0]).join(', ')})` : 'passed'}`);
+  if (failed.length) ok = false;
+} else {
+  results.push(`lint: skipped (${files.length ? 'test files named' : '--no-lint or PIXVOTE_SKIP_LINT=1'})`);
+}
 
 if (dbArg !== 'postgres') {
   const passed = run('SQLite (embedded default)', ALL, { PIXVOTE_TEST_DB: 'sqlite' });

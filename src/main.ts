@@ -4,6 +4,7 @@
  */
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
+import { access, constants as fsConstants } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -179,9 +180,18 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   const createUpload = new CreateUpload({ uploads, idempotency, isShuttingDown: () => shuttingDown, outcomes: uploadOutcomes });
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
-    { name: 'workers', check: async () => pool!.ping() },
+    { name: 'workers', check: async () => pool.ping() },
+    // Uploads are staged, then moved into the media directory: both must be there and writable.
+    {
+      name: 'media',
+      check: async () => {
+        const usable = (dir: string) => access(dir, fsConstants.R_OK | fsConstants.W_OK);
+        await Promise.all([usable(media.root), usable(media.stagingRoot)]);
+      },
+    },
   ];
-  if (redis) readiness.push({ name: 'redis', check: async () => void (await redis.ping()) });
+  // Without Redis the limits and the feed cache fall back to in-process ones: `degraded`, still serving.
+  if (redis) readiness.push({ name: 'redis', critical: false, check: async () => void (await redis.ping()) });
 
   const app = createApp({
     log,

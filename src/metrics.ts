@@ -12,6 +12,7 @@ export interface Metrics {
   poolThreads: Gauge;
   poolQueueDepth: Gauge;
   poolUtilization: Gauge;
+  poolBusySeconds: Counter;
   poolQueueWait: Histogram;
   stageDuration: Histogram<'stage'>;
   uploadsAccepted: Counter<'type'>;
@@ -24,7 +25,16 @@ export interface Metrics {
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export function createMetrics(opts: { pool?: () => { threads: number; queueSize: number; utilization: number } } = {}): Metrics {
+export interface PoolGauges {
+  threads: number;
+  queueSize: number;
+  /** Share (0..1) of the threads' time spent on tasks, over the last seconds. */
+  utilization: number;
+  /** Thread-seconds spent on tasks since start. */
+  busySeconds?: number;
+}
+
+export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
   const registry = new Registry();
   // Process CPU/memory, GC, and event-loop lag (nodejs_eventloop_lag_*), sampled every 10 ms.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
@@ -71,10 +81,21 @@ export function createMetrics(opts: { pool?: () => { threads: number; queueSize:
     }),
     poolUtilization: new Gauge({
       name: 'pixvote_pool_utilization',
-      help: 'Share of time the worker threads were busy since start (0-1)',
+      help: 'Share of the media worker threads\' time spent running tasks over the last 10 s (0-1)',
       registers: [registry],
+      // Across PROCESSES>1 (the cluster's aggregated /metrics): the mean of the processes, still a 0-1 share.
+      aggregator: 'average',
       collect() {
         if (pool) this.set(pool().utilization);
+      },
+    }),
+    poolBusySeconds: new Counter({
+      name: 'pixvote_pool_busy_seconds_total',
+      help: 'Thread-seconds the media worker threads spent running tasks (its rate / threads = utilization)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        if (pool) this.inc(pool().busySeconds ?? 0);
       },
     }),
     poolQueueWait: new Histogram({

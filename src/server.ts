@@ -4,14 +4,30 @@
  * then close the worker pool, the database and Redis, and exit 0.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Composed } from './main.ts';
+import type { Config } from './config.ts';
 import { flushLogs } from './logger.ts';
 import type { ErrorCode } from './domain/errors.ts';
-import { SECURITY_HEADERS } from './gateway/middleware/envelope.ts';
+import { SECURITY_HEADERS } from './gateway/security-headers.ts';
 import { declaredOversize } from './gateway/limits.ts';
+
+/**
+ * What `listen` serves and shuts down: the composed application (main.ts's `compose()` returns it), as
+ * far as serving needs it. Declared here, not imported from main.ts, so that the two import no cycle.
+ */
+export interface Servable {
+  config: Pick<Config, 'port' | 'host' | 'dataDir' | 'shutdownGraceMs'>;
+  log: Logger;
+  app: { callback(): Handler };
+  db: { dialect: { name: string } };
+  redis: unknown;
+  /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
+  drain(): void;
+  /** Releases every resource. Idempotent. */
+  close(): Promise<void>;
+}
 
 export interface Running {
   server: Server;
@@ -34,10 +50,13 @@ export interface HttpServerOptions {
  * body for what fails below the app (Node's parser, the timeouts), and 413 before `100 Continue` to an
  * `Expect: 100-continue` request whose declared body is too large.
  */
-export function createHttpServer(handler: RequestListener, opts: HttpServerOptions = {}): Server {
+/** Koa's `app.callback()`: it answers every failure itself (ctx.onerror), so its promise never rejects. */
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+
+export function createHttpServer(handler: Handler, opts: HttpServerOptions = {}): Server {
   const requestTimeout = opts.requestTimeoutMs ?? 60_000;
   const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
-  const server = createServer({ requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 }, handler);
+  const server = createServer({ requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 }, (req, res) => void handler(req, res));
   const limits = { requestTimeout, headersTimeout, maxHeaderSize };
   server.on('clientError', (err: ClientError, socket: Duplex) => answerClientError(err, socket, limits, opts.log));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -101,7 +120,7 @@ function describeClientError(
   return [400, 'invalid_request', `malformed HTTP request${err.reason ? `: ${err.reason}` : ''}`];
 }
 
-export async function listen(composed: Composed): Promise<Running> {
+export async function listen(composed: Servable): Promise<Running> {
   const { config, log } = composed;
   const server = createHttpServer(composed.app.callback(), { log });
   let inFlight = 0;
@@ -143,7 +162,7 @@ export async function listen(composed: Composed): Promise<Running> {
 }
 
 /** Wires SIGTERM and SIGINT to a graceful shutdown followed by exit 0 (1 if closing failed). */
-export function exitOnSignals(running: Running, log: Composed['log']): void {
+export function exitOnSignals(running: Running, log: Logger): void {
   const onSignal = (signal: string) => {
     running.shutdown(signal).then(
       () => flushLogs(log).then(() => process.exit(0)),

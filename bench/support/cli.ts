@@ -47,7 +47,7 @@ export function parseCommandLine<O extends Options>(
       console.log(usage);
       process.exit(0);
     }
-    return r as { values: Record<string, string | boolean | undefined>; positionals: string[] };
+    return r;
   } catch (e) {
     if (!(e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw e;
     console.error(`${command.replace(/ --$/, '')}: ${(e as Error).message.split('. ')[0]} (see ${command} --help)`);
@@ -71,7 +71,7 @@ export async function runAlone<O extends Options>(
   try {
     await bench(rec, values);
   } catch (e) {
-    console.error(`\n${name} failed: ${(e as Error).stack ?? e}`);
+    console.error(`\n${name} failed: ${(e as Error).stack ?? String(e)}`);
     process.exit(1);
   }
   const ran = `npm run ${script}${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;

@@ -88,7 +88,8 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     if (seen.has(u * s.count + i)) continue;
     seen.add(u * s.count + i);
     const value = r() < 0.6 ? 1 : -1;
-    value > 0 ? up[i]!++ : down[i]!++;
+    if (value > 0) up[i]!++;
+    else down[i]!++;
     const at = d.date(new Date(newest - (s.count - i) * 60_000 + 1000));
     votes.push({ user_id: s.users[u]!.id, upload_id: ids[i], value, created_at: at, updated_at: at });
   }

@@ -79,7 +79,8 @@ export function processMemory(pid: number): { rssMb: number; peakMb: number } | 
 
 async function waitReady(url: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
-  let exited: number | null = null;
+  // Set by the exit listener: typed so that the checks below do not narrow it to null.
+  let exited = null as number | null;
   child.once('exit', (code) => (exited = code ?? -1));
   while (Date.now() < until) {
     if (exited !== null) break;

@@ -39,7 +39,7 @@ export async function stageCosts(rec: Recorder, label: string, images: readonly 
     await stage('detect', () => detectPeople(image, detector));
     await stage('encode', () => encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }));
     await stage('thumbhash', async () => thumbhash(await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 })));
-    if (i === 0) for (const k of Object.keys(cpu)) (cpu[k]!.length = 0), (wall[k]!.length = 0); // the first pass only warms up
+    if (i === 0) for (const k of Object.keys(cpu)) cpu[k]!.length = wall[k]!.length = 0; // the first pass only warms up
   }
   const total = cpu.sniff!.map((_, i) => Object.values(cpu).reduce((s, xs) => s + xs[i]!, 0));
   for (const [name, xs] of Object.entries(cpu)) {

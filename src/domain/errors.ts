@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'rate_limited'
   | 'busy'
+  | 'method_not_allowed'
   | 'internal';
 
 export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
@@ -34,6 +35,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   payload_too_large: 413,
   rate_limited: 429,
   busy: 503,
+  method_not_allowed: 405,
   internal: 500,
 });
 
@@ -71,5 +73,7 @@ export const errors = {
     new AppError('rate_limited', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
   busy: (message: string, retryAfterSeconds = 1) =>
     new AppError('busy', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
+  /** `allow`: the methods the path serves, as the `Allow` header lists them. */
+  methodNotAllowed: (message: string, allow: string) => new AppError('method_not_allowed', message, { Allow: allow }),
 } as const;
 

@@ -1,21 +1,21 @@
 /**
  * The Koa application, built from its dependencies so tests can drive `app.callback()` with no port.
  * Middleware order: envelope (request id, security headers, error mapper, ETag, metrics, access log)
- * → rate limit → declared body size → body → auth → routes.
+ * → rate limit → declared body size → body → auth → exact GET routes → allowed methods (405) → routes.
  */
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import Router from '@koa/router';
 import type { AuthService } from '../domain/auth/auth.service.ts';
-import type { Limiter } from '../store/rate-limiter.ts';
+import type { Limiter } from '../domain/rate-limit.ts';
 import type { AppError, ErrorCode } from '../domain/errors.ts';
 import type { AppState } from './context.ts';
 import { envelope } from './middleware/envelope.ts';
 import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
-import { exactGetRoutes } from './exact-routes.ts';
+import { exactGetRoutes, routePatterns } from './exact-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
@@ -41,12 +41,23 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Koa would print every error to stderr; the error handler logs what matters, as JSON, with the request id.
   app.silent = true;
 
+  const routers = [
+    healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }),
+    authRoutes({ auth: deps.auth }),
+    ...(deps.routers ?? []),
+  ];
+  // One router holding every route: a request is matched once, not once per route file.
+  const root = new Router<AppState>();
+  for (const r of routers) root.use(r.routes());
+
   app.use(
     envelope({
       log: deps.log,
       metrics: deps.metrics,
       isShuttingDown: deps.isShuttingDown,
       errors: { ...(deps.onError ? { onError: deps.onError } : {}), ...(deps.classifyError ? { classify: deps.classifyError } : {}) },
+      // Requests refused before routing (429, a malformed or oversized body) are labelled by their route too.
+      routeOf: routePatterns(root),
     }),
   );
   app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
@@ -55,14 +66,14 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const auth = authenticate({ auth: deps.auth });
   app.use(function bodyThenAuth(ctx, next) {
     // Only methods that carry a body pay for content-type checks (one layer for both: each costs).
-    return ctx.method === 'GET' || ctx.method === 'HEAD' ? auth(ctx, next) : jsonBody(ctx, () => auth(ctx, next));
+    return ctx.method === 'GET' || ctx.method === 'HEAD' ? auth(ctx, next) : (jsonBody(ctx, () => auth(ctx, next)) as Promise<void>);
   });
 
-  const routers = [healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }), authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])];
-  // One router holding every route: a request is matched once, not once per route file.
-  const root = new Router<AppState>();
-  for (const r of routers) root.use(r.routes());
   app.use(exactGetRoutes(root));
+  // A known path called with another method: a bare 405 (501 for a method the router does not know) with
+  // `Allow`, which the envelope turns into the contract's 405 method_not_allowed (or 404 for an unknown path).
+  // After the exact GET routes, so the hot reads served there do not pass through it.
+  app.use(root.allowedMethods());
   app.use(root.routes());
   return app;
 }

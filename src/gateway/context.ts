@@ -1,7 +1,7 @@
 import type { ParameterizedContext } from 'koa';
 import type { Logger } from 'pino';
 import type { Principal } from '../domain/users.ts';
-import type { AppError } from '../domain/errors.ts';
+import type { AppError, ErrorCode } from '../domain/errors.ts';
 
 /** What the middleware chain leaves on ctx.state for the routes. */
 export interface AppState {
@@ -16,6 +16,8 @@ export interface AppState {
   uploadOutcomeCounted?: boolean;
   /** Set when the request was refused for its declared body size: its body is never read, not even to discard it. */
   bodyRefusedUnread?: boolean;
+  /** The error code the response carries, once the error mapper wrote it (for the access log). */
+  errorCode?: ErrorCode;
 }
 
 export type AppContext = ParameterizedContext<AppState>;

@@ -35,3 +35,23 @@ export function exactGetRoutes(router: Router<AppState>) {
   /** The paths served from the map (for tests and operators' curiosity). */
   return Object.assign(middleware, { paths: [...byPath.keys()] });
 }
+
+/**
+ * The route pattern a request's method and path match (`/api/upload/:id`, never the raw path), or, when no
+ * route serves that method there, the pattern of one that serves the path with another method (a 405); undefined
+ * for an unknown path. Uses the router's own matching, so it agrees with `ctx._matchedRoute`. For requests
+ * answered before routing (a 429, a malformed body): it costs one pass over the routes, as a 404 does.
+ */
+export function routePatterns(router: Router<AppState>) {
+  const patternOf = (layers: ReadonlyArray<{ path: unknown; methods: string[] }>): string | undefined => {
+    for (let i = layers.length - 1; i >= 0; i--) {
+      const l = layers[i]!;
+      if (l.methods.length > 0 && typeof l.path === 'string') return l.path;
+    }
+    return undefined;
+  };
+  return (method: string, path: string): string | undefined => {
+    const matched = router.match(path, method);
+    return patternOf(matched.pathAndMethod) ?? patternOf(matched.path);
+  };
+}

@@ -31,7 +31,7 @@ export async function readImageBody(
   const contentType = mediaType(headers['content-type']);
   const encoding = contentEncoding(headers['content-encoding']);
   // pipeline() may report a teardown AbortError instead of what a stage threw, so the first rule broken is kept here.
-  let broken: AppError | null = null;
+  let broken = null as AppError | null; // set by `fail` in the stages: not narrowed to null here
   const fail = (err: AppError) => (broken ??= err);
   const tooBig = () => fail(errors.fetchFailed(`image_url body exceeds ${maxBytes} bytes`));
   // Content-Length is only trusted to fail early, never to size a buffer.

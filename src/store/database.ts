@@ -9,6 +9,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/sql';
 import { Migrator } from '@mikro-orm/migrations';
 import type { Kysely } from 'kysely';
+import type { DB } from './database-types.ts';
 import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { isDatabaseUnavailable, postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
@@ -28,10 +29,10 @@ export interface Database {
   readonly orm: MikroORM;
   /** A fresh EntityManager: one per unit of work, never shared between requests. */
   em(): SqlEntityManager;
-  /** Query builder bound to `em` (and to its transaction, when inside one). */
-  db(em?: SqlEntityManager): Kysely<any>;
+  /** Query builder bound to `em` (and to its transaction, when inside one), typed by database-types.ts. */
+  db(em?: SqlEntityManager): Kysely<DB>;
   /** Runs `fn` in one transaction; retried on serialization failures/deadlocks on PostgreSQL. */
-  transaction<T>(fn: (em: SqlEntityManager, db: Kysely<any>) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (em: SqlEntityManager, db: Kysely<DB>) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -84,9 +85,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     dialect,
     orm,
     em: () => rootEm.fork(),
-    db: (em) => (em ?? rootEm.fork()).getKysely() as Kysely<any>,
+    db: (em) => (em ?? rootEm.fork()).getKysely<DB>(),
     transaction: (fn) =>
-      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em as SqlEntityManager, (em as SqlEntityManager).getKysely() as Kysely<any>))),
+      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
     async ping() {
       await rootEm.fork().getKysely().selectNoFrom((eb) => eb.val(1).as('ok')).execute();
     },

@@ -1,3 +1,5 @@
+import type { SqlBool } from 'kysely';
+
 /**
  * The few places where SQLite and PostgreSQL differ for the hand-written queries of the repositories:
  * how dates and booleans are bound, a handful of SQL functions, and which errors are worth a retry.
@@ -8,7 +10,7 @@ export interface Dialect {
   date(d: Date): Date | number;
   /** A timestamp column value back as a Date. */
   readDate(v: unknown): Date;
-  bool(b: boolean): boolean | number;
+  bool(b: boolean): SqlBool;
   readBool(v: unknown): boolean;
   /** Literal `false`, spelled so that SQLite's planner can match partial indexes (`is_private = 0`). */
   readonly falseLit: string;

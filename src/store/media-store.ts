@@ -13,8 +13,8 @@
 import { hostname } from 'node:os';
 import { mkdir, open, readdir, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { MediaStore } from '../domain/uploads/ports.ts';
-import { VARIANT_MAX_SIDE, type VariantName } from '../workers/pipeline/types.ts';
+import type { MediaFiles, MediaStore } from '../domain/uploads/ports.ts';
+import { VARIANT_MAX_SIDE, type VariantName } from '../domain/uploads/processed-image.ts';
 
 export const VARIANTS = Object.keys(VARIANT_MAX_SIDE) as VariantName[];
 const KEY_RE = /^[0-9a-f-]{36}$/;
@@ -23,7 +23,7 @@ const HEARTBEAT_MS = 10_000;
 const DEAD_AFTER_MS = 60_000;
 const ALIVE = '.alive';
 
-export class FileMediaStore implements MediaStore {
+export class FileMediaStore implements MediaStore, MediaFiles {
   readonly root: string;
   readonly stagingRoot: string;
   readonly tmpRoot: string;
@@ -85,7 +85,7 @@ export class FileMediaStore implements MediaStore {
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         // Already moved (an earlier, interrupted commit, or a sweep racing this one) — or lost: then say so.
-        if (!(await stat(this.variantPath(key, v)).catch(() => null))) throw new Error(`media ${key}: ${v} is neither staged nor stored`);
+        if (!(await stat(this.variantPath(key, v)).catch(() => null))) throw new Error(`media ${key}: ${v} is neither staged nor stored`, { cause: e });
       }
     }
     await rm(dir, { recursive: true, force: true });

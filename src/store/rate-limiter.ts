@@ -5,21 +5,9 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Rate } from '../domain/durations.ts';
+import type { LimitDecision, Limiter } from '../domain/rate-limit.ts';
 
-export interface LimitDecision {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  /** Seconds until the window resets (≥ 1). */
-  resetSeconds: number;
-}
-
-export interface Limiter {
-  readonly name: string;
-  readonly rate: Rate;
-  /** Decided at once when the count held here settles it (far from the limit, or over it); else after the store answers. */
-  consume(key: string): LimitDecision | Promise<LimitDecision>;
-}
+export type { LimitDecision, Limiter };
 
 /** Where a limit's counts live: what `counter` asks near the limit, and sends its batches to. */
 interface Store {
@@ -51,6 +39,8 @@ export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | n
 /** The store, or `fallback` when the store fails (rather than refuses). */
 function insured(store: Store, fallback: Store): Store {
   return {
+    // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) to refuse: passed on as the library's callers expect.
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
     consume: (key, points) => store.consume(key, points).catch((e: unknown) => (e instanceof RateLimiterRes ? Promise.reject(e) : fallback.consume(key, points))),
   };
 }

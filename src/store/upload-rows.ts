@@ -4,8 +4,9 @@
  * uploads of the same bytes share.
  */
 import { createHash } from 'node:crypto';
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Viewer } from '../domain/uploads/upload.types.ts';
+import type { DB, UploadsTable } from './database-types.ts';
 import type { Dialect } from './dialect.ts';
 
 /**
@@ -23,10 +24,15 @@ export function visibleTo(dialect: Dialect, viewer: Viewer | null): RawBuilder<b
  * does not exist. Lock order everywhere: a stored-files lock (`lockMedia`) when one is needed, then the
  * upload row, then what hangs off it. SQLite runs one writer at a time and needs no row lock.
  */
-export async function lockUpload<C extends string>(db: Kysely<any>, dialect: Dialect, id: string, columns: readonly C[]): Promise<Record<C, unknown> | undefined> {
-  let q = db.selectFrom('uploads').select(columns as readonly string[]).where('id', '=', id);
+export async function lockUpload<C extends keyof UploadsTable>(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  id: string,
+  columns: readonly C[],
+): Promise<Pick<Selectable<UploadsTable>, C> | undefined> {
+  let q = db.selectFrom('uploads').select(columns).where('id', '=', id);
   if (dialect.name === 'postgres') q = q.forUpdate();
-  return (await q.executeTakeFirst()) as Record<C, unknown> | undefined;
+  return (await q.executeTakeFirst()) as Pick<Selectable<UploadsTable>, C> | undefined;
 }
 
 /**
@@ -41,14 +47,14 @@ export async function lockUpload<C extends string>(db: Kysely<any>, dialect: Dia
  * caller's first write takes the database's write lock, and a transaction whose reads went stale before
  * it could write is retried whole (SQLITE_BUSY_SNAPSHOT), so nothing needs taking here.
  */
-export async function lockMedia(db: Kysely<any>, dialect: Dialect, mediaKey: string): Promise<void> {
+export async function lockMedia(db: Kysely<DB>, dialect: Dialect, mediaKey: string): Promise<void> {
   if (dialect.name !== 'postgres') return;
   const digest = createHash('sha256').update(`pixvote:media:${mediaKey}`).digest();
   await sql`select pg_advisory_xact_lock(${BigInt.asIntN(64, digest.readBigUInt64BE(0)).toString()}::bigint)`.execute(db);
 }
 
 /** Whether any upload row references these stored files (read in a statement of its own, after `lockMedia`). */
-export async function mediaReferenced(db: Kysely<any>, mediaKey: string): Promise<boolean> {
+export async function mediaReferenced(db: Kysely<DB>, mediaKey: string): Promise<boolean> {
   const row = await db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst();
   return Boolean(row);
 }

@@ -26,13 +26,13 @@ function loadDetector(): Promise<PersonDetector> {
     const url = new URL(`./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url).href;
     let create: unknown;
     try {
-      ({ createPersonDetector: create } = await import(url));
+      ({ createPersonDetector: create } = (await import(url)) as { createPersonDetector?: unknown });
     } catch (err) {
       throw new Error(`person detection is needed but ${url} could not be loaded: ${(err as Error).message}`, { cause: err });
     }
     if (typeof create !== 'function') throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
     try {
-      const loaded = (await create({ modelDir })) as PersonDetector;
+      const loaded = await (create as (opts: { modelDir?: string }) => Promise<PersonDetector>)({ modelDir });
       backend = loaded.backend;
       return loaded;
     } catch (err) {

@@ -42,7 +42,7 @@ export class PasswordHashPool implements ScryptKdf {
     const task: ScryptTask = { password, salt, keylen, N: job.N, r: job.r, p: job.p, maxmem: job.maxmem };
     let key: Uint8Array;
     try {
-      key = await this.#piscina.run(task);
+      key = (await this.#piscina.run(task)) as Uint8Array;
     } catch (e) {
       if (/queue is at limit/i.test((e as Error).message)) {
         throw errors.busy(`password hashing is saturated (${this.#maxQueue} logins waiting); retry shortly`, 2);

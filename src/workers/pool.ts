@@ -8,7 +8,8 @@ import { setupSharpProcess } from './sharp-setup.ts';
 import { AppError, errors } from '../domain/errors.ts';
 import { MessageChannel } from 'node:worker_threads';
 import type { ImageProcessor, ProcessHooks } from '../domain/uploads/ports.ts';
-import type { ProcessedImage, ProcessImageResult, ProcessImageTask, StoppedAfterHash } from './pipeline/types.ts';
+import type { ImageTask, ProcessedImage } from '../domain/uploads/processed-image.ts';
+import type { ProcessImageResult, StoppedAfterHash } from './pipeline/types.ts';
 
 export interface PoolOptions {
   workers: number;
@@ -25,8 +26,91 @@ export interface PoolStats {
   threads: number;
   queueSize: number;
   maxQueue: number;
+  /** Share (0..1) of the threads' time spent running tasks over the last 10 s (BusyMeter). */
   utilization: number;
+  /** Thread-seconds spent running tasks since start (for a rate over any window). */
+  busySeconds: number;
   completed: number;
+}
+
+/** The window `utilization` looks back over: a sampled gauge that says how busy the threads are now. */
+export const UTILIZATION_WINDOW_MS = 10_000;
+
+/**
+ * How busy the threads are, measured as it happens: the thread-time spent on tasks is the integral over time
+ * of the tasks in flight (at most one per thread; the rest wait in the queue), updated when a task is
+ * submitted and when it settles. A task still running counts for the time it has run so far.
+ *
+ * Piscina's own `utilization` is not usable: in Piscina 5.3 it divides the run-time histogram's mean, which
+ * its summary already gives in milliseconds, by 1000 once more (seconds) and then by a capacity in
+ * milliseconds, so it reads 1000× too low; and it counts completed tasks only, averaged since the pool
+ * started, so it hardly moves on a server that has run for days and misses the tasks running now.
+ */
+export class BusyMeter {
+  readonly #threads: number;
+  readonly #windowMs: number;
+  readonly #now: () => number;
+  readonly #startedAt: number;
+  #inFlight = 0;
+  #busyMs = 0;
+  #at: number;
+  /** At each change: the time, the busy thread-time so far, and the threads busy from then on. */
+  readonly #marks: Array<{ at: number; busyMs: number; busy: number }>;
+
+  constructor(threads: number, windowMs = UTILIZATION_WINDOW_MS, now: () => number = () => performance.now()) {
+    this.#threads = Math.max(1, threads);
+    this.#windowMs = windowMs;
+    this.#now = now;
+    this.#at = this.#startedAt = now();
+    this.#marks = [{ at: this.#at, busyMs: 0, busy: 0 }];
+  }
+
+  taskStarted(): void {
+    this.#change(1);
+  }
+
+  taskSettled(): void {
+    this.#change(-1);
+  }
+
+  /** Thread-seconds spent on tasks since the meter started. */
+  busySeconds(): number {
+    this.#advance(this.#now());
+    return this.#busyMs / 1000;
+  }
+
+  /** Share (0..1) of the threads' time spent on tasks over the last window (since the start, when younger). */
+  utilization(): number {
+    const now = this.#now();
+    this.#advance(now);
+    const from = Math.max(this.#startedAt, now - this.#windowMs);
+    if (now <= from) return 0;
+    let mark = this.#marks[0]!;
+    for (const m of this.#marks) {
+      if (m.at > from) break;
+      mark = m;
+    }
+    const busyAtFrom = mark.busyMs + mark.busy * (from - mark.at);
+    return Math.min(1, Math.max(0, (this.#busyMs - busyAtFrom) / ((now - from) * this.#threads)));
+  }
+
+  #busy(): number {
+    return Math.min(this.#inFlight, this.#threads);
+  }
+
+  #advance(now: number): void {
+    this.#busyMs += this.#busy() * (now - this.#at);
+    this.#at = now;
+  }
+
+  #change(delta: 1 | -1): void {
+    const now = this.#now();
+    this.#advance(now);
+    this.#inFlight = Math.max(0, this.#inFlight + delta);
+    this.#marks.push({ at: now, busyMs: this.#busyMs, busy: this.#busy() });
+    // Kept: the marks inside the window, and the last one before it (where the window's start falls).
+    while (this.#marks.length > 1 && this.#marks[1]!.at <= now - this.#windowMs) this.#marks.shift();
+  }
 }
 
 const isStopped = (r: ProcessImageResult): r is StoppedAfterHash => !r.ok && 'stopped' in r;
@@ -37,6 +121,7 @@ const WORKER_FILE = new URL(`./media.worker${import.meta.url.slice(import.meta.u
 export class MediaPool implements ImageProcessor {
   readonly #piscina: Piscina;
   readonly #opts: PoolOptions;
+  readonly #busy: BusyMeter;
   #closing = false;
   /** What the last ping said; undefined before the first. */
   #backend: string | null | undefined = undefined;
@@ -49,6 +134,7 @@ export class MediaPool implements ImageProcessor {
 
   private constructor(opts: PoolOptions) {
     this.#opts = opts;
+    this.#busy = new BusyMeter(opts.workers);
     this.#piscina = new Piscina({
       filename: WORKER_FILE.href,
       minThreads: opts.workers,
@@ -61,7 +147,7 @@ export class MediaPool implements ImageProcessor {
     });
   }
 
-  async process(task: Omit<ProcessImageTask, 'cancel' | 'afterHash'>, signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<ProcessedImage | null> {
+  async process(task: ImageTask, signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<ProcessedImage | null> {
     if (this.#closing) throw errors.busy('the server is shutting down; retry against another instance', 5);
     if (this.#piscina.queueSize >= this.#opts.maxQueue) {
       throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
@@ -94,11 +180,12 @@ export class MediaPool implements ImageProcessor {
     signal?.addEventListener('abort', onAbort, { once: true });
     const submitted = performance.timeOrigin + performance.now();
     let result: ProcessImageResult & { startedAt?: number };
+    this.#busy.taskStarted();
     try {
-      result = await this.#piscina.run(
+      result = (await this.#piscina.run(
         { ...task, cancel, ...(channel ? { afterHash: channel.port2 } : {}) },
         { name: 'processImage', transferList: channel ? [task.bytes, channel.port2] : [task.bytes] },
-      );
+      )) as typeof result;
     } catch (e) {
       if (/queue is at limit/i.test((e as Error).message)) {
         throw errors.busy(`media workers are saturated (${this.#opts.maxQueue} tasks queued); retry shortly`, 2);
@@ -108,6 +195,7 @@ export class MediaPool implements ImageProcessor {
       // the client gets a plain 500, and the log gets what actually happened.
       throw e;
     } finally {
+      this.#busy.taskSettled();
       signal?.removeEventListener('abort', onAbort);
       channel?.port1.close();
     }
@@ -133,7 +221,8 @@ export class MediaPool implements ImageProcessor {
       threads: this.#piscina.threads.length,
       queueSize: this.#piscina.queueSize,
       maxQueue: this.#opts.maxQueue,
-      utilization: this.#piscina.utilization,
+      utilization: this.#busy.utilization(),
+      busySeconds: this.#busy.busySeconds(),
       completed: this.#piscina.completed,
     };
   }
@@ -151,7 +240,9 @@ export class MediaPool implements ImageProcessor {
     if (this.#closing) throw new Error('shutting down');
     const threads = this.#piscina.threads.length;
     if (this.#piscina.queueSize > 0 && threads > 0 && this.#backend !== undefined) return { threads, detectorBackend: this.#backend };
-    const r = (await this.#piscina.run({}, { name: 'ping' })) as { detectorBackend: string | null };
+    this.#busy.taskStarted();
+    const pinged = this.#piscina.run({}, { name: 'ping' }).finally(() => this.#busy.taskSettled());
+    const r = (await pinged) as { detectorBackend: string | null };
     this.#backend = r.detectorBackend;
     return { threads: this.#piscina.threads.length, detectorBackend: r.detectorBackend };
   }

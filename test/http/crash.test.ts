@@ -33,9 +33,9 @@ async function consistency(dataDir: string, databaseUrl: string | null, accepted
   const db = await openDatabase({ databaseUrl, sqlitePath: join(dataDir, 'app.db') });
   try {
     const rows = await db.db().selectFrom('uploads').select(['id', 'media_key']).execute();
-    const ids = new Set(rows.map((r) => r.id as string));
+    const ids = new Set(rows.map((r) => r.id));
     for (const id of accepted) assert.ok(ids.has(id), `upload ${id} answered 201 before the crash and is still there`);
-    const keys = new Set(rows.map((r) => r.media_key as string | null).filter(Boolean));
+    const keys = new Set(rows.map((r) => r.media_key).filter(Boolean));
     for (const key of keys) {
       for (const v of VARIANTS) await access(join(dataDir, 'media', key!.slice(0, 2), `${key}.${v}.webp`)).catch(() => assert.fail(`row with media ${key} lacks its ${v} file`));
     }

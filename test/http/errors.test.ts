@@ -2,10 +2,11 @@ import { after, before, describe, test } from 'node:test';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { startApp, type TestApp } from '../support/app.ts';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { encodeForm, openRaw, type RawReply } from '../support/raw-http.ts';
 import { photoJpeg } from '../support/fixtures.ts';
+import { uploadImage } from '../support/uploads.ts';
 
 let app: TestApp;
 before(async () => {
@@ -61,6 +62,60 @@ test('responses carry the security headers', async () => {
   assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
   assert.match(r.headers.get('content-security-policy') ?? '', /default-src 'none'/);
   assert.equal(r.headers.get('x-frame-options'), 'DENY');
+});
+
+/** helmet's headers as the contract configures them (API.md: nosniff, a CSP of `default-src 'none'`). */
+const SECURITY = {
+  'content-security-policy': "default-src 'none';frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-site',
+};
+/** helmet's headers that only act on an HTML document: on the reference page, not on every JSON response. */
+const DOCUMENT = {
+  'cross-origin-opener-policy': 'same-origin',
+  'origin-agent-cluster': '?1',
+  'x-dns-prefetch-control': 'off',
+  'x-download-options': 'noopen',
+  'x-permitted-cross-domain-policies': 'none',
+  'x-xss-protection': '0',
+};
+
+test('every response gets the same security headers: JSON, images, errors of the app and errors below it', async () => {
+  const u = await registerUser(app.api);
+  const made = await uploadImage(app.api, u.token, await photoJpeg({ seed: 4242 }));
+  assert.equal(made.status, 201, made.text);
+  const replies = {
+    json: await app.api.get('/api/uploads'),
+    image: await app.api.get(`/api/image/${made.body.id}?size=thumb`),
+    'not found': await app.api.get('/api/nothing-here', { unchecked: 'probes an unknown route' }),
+    'method not allowed': await app.api.del('/api/uploads', { unchecked: 'probes a method the path does not serve' }),
+    unauthorized: await app.api.get('/api/profile'),
+  };
+  // An image sets its own CSP (`default-src 'none'` alone) and lets other sites embed it (CORP cross-origin).
+  const ownedByImages = new Set(['content-security-policy', 'cross-origin-resource-policy']);
+  assert.match(replies.image.headers.get('content-security-policy') ?? '', /^default-src 'none'/);
+  for (const [what, r] of Object.entries(replies)) {
+    for (const [name, value] of Object.entries(SECURITY)) {
+      if (what !== 'image' || !ownedByImages.has(name)) assert.equal(r.headers.get(name), value, `${what}: ${name}`);
+    }
+    assert.equal(r.headers.get('strict-transport-security'), null, `${what}: no HSTS over plain HTTP`);
+  }
+  const c = await openRaw(app.url);
+  c.write('GET /healthz HTTP/1.1 and then some\r\nHost: x\r\n\r\n');
+  const below = await c.reply();
+  assert.equal(below.status, 400);
+  for (const [name, value] of Object.entries(SECURITY)) {
+    assert.equal(below.headers[name], value, `below the app: ${name}`);
+  }
+  await c.closed();
+  // The API reference page replaces the CSP and adds the document headers.
+  const docs = await app.api.get('/docs');
+  assert.notEqual(docs.headers.get('content-security-policy'), SECURITY['content-security-policy']);
+  for (const [name, value] of Object.entries({ ...SECURITY, ...DOCUMENT })) {
+    if (name !== 'content-security-policy') assert.equal(docs.headers.get(name), value, `docs: ${name}`);
+  }
 });
 
 test('GET /healthz and /readyz', async () => {
@@ -174,6 +229,13 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
     form.append('file', new Blob([await photoJpeg({ seed: 4242 })]), 'a.jpg');
     const { body, contentType } = await encodeForm(form);
     const declared = body.length - 100;
+    /** Requests to POST /api/upload the server has finished (answered or not: this one's socket is gone). */
+    const finished = async () =>
+      (await currentMetrics(app))
+        .split('\n')
+        .filter((l) => l.startsWith('pixvote_http_requests_total{') && l.includes('route="/api/upload"'))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const before = await finished();
     const c = await openRaw(app.url);
     c.write(`POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`);
     c.write(body);
@@ -183,7 +245,10 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
     assert.match(r.body.message, /Content-Length/);
     assert.equal(r.headers['x-request-id'], 'long-body-1', 'the id of the request being served');
     await c.closed();
-    for (let i = 0; i < 50 && (await tmpEntries(app.config.dataDir)).length; i++) await new Promise((res) => setTimeout(res, 100));
+    // The answer came from below the app while the request may still be on its way through it (authenticating):
+    // wait until the app is done with it, then nothing of it may remain.
+    for (let i = 0; i < 100 && (await finished()) === before; i++) await new Promise((res) => setTimeout(res, 100));
+    assert.equal(await finished(), before + 1, 'the app finished the request');
     assert.deepEqual(await tmpEntries(app.config.dataDir), [], 'the multipart temp directory is gone');
     assert.deepEqual((await app.api.get('/api/profile', { token: u.token })).body.uploads, [], 'nothing was stored');
   });

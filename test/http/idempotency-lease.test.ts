@@ -80,7 +80,7 @@ async function scenario(seed: number, fn: (t: Scenario) => Promise<void>) {
   const uploadRows = async () => {
     const db = await openDatabase({ databaseUrl: database?.url ?? null, sqlitePath: join(dataDir, 'app.db') });
     try {
-      return (await db.db().selectFrom('uploads').select('id').execute()).map((r) => r.id as string);
+      return (await db.db().selectFrom('uploads').select('id').execute()).map((r) => r.id);
     } finally {
       await db.close();
     }

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApp, type TestApp } from '../support/app.ts';
+import sharp from 'sharp';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { uploadImage } from '../support/uploads.ts';
 import { nonImageBytes, photoJpeg } from '../support/fixtures.ts';
@@ -121,5 +122,87 @@ test('with METRICS_TOKEN, /metrics needs Authorization: Bearer <METRICS_TOKEN> (
     assert.equal((await app.api.get('/metrics')).status, 200);
   } finally {
     await guarded.close();
+  }
+});
+
+test('requests refused before routing carry their route pattern: a 429 of POST /api/auth, bad JSON', async () => {
+  // RATE_LIMIT_AUTH is 3 per 15 min here: spend it (whatever earlier tests left), then one more is refused.
+  let refused = 0;
+  for (let i = 0; i < 5 && !refused; i++)
+    if ((await app.api.post('/api/auth', { action: 'logout' })).status === 429) refused++;
+  assert.equal(refused, 1, 'the auth limit refused a request');
+  const malformed = await app.api.post('/api/vote', undefined, {
+    raw: '{"uploadId": ',
+    headers: { 'content-type': 'application/json' },
+  });
+  assert.equal(malformed.status, 400);
+  await app.api.get('/api/no/such/route/42', { unchecked: 'probes an unknown path' });
+  const t = await currentMetrics(app);
+  assert.ok(
+    (sample(t, 'pixvote_http_requests_total', { method: 'POST', route: '/api/auth', status: '429' }) ?? 0) >= 1,
+    'the 429 carries its route',
+  );
+  assert.equal(
+    sample(t, 'pixvote_http_requests_total', { method: 'POST', route: '/api/vote', status: '400' }),
+    1,
+    'the 400 carries its route',
+  );
+  assert.equal(
+    sample(t, 'pixvote_http_requests_total', { method: 'POST', route: 'unmatched', status: '429' }),
+    undefined,
+  );
+  assert.equal(
+    sample(t, 'pixvote_http_requests_total', { method: 'POST', route: 'unmatched', status: '400' }),
+    undefined,
+  );
+  assert.equal(
+    sample(t, 'pixvote_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }),
+    1,
+    'an unknown path stays unmatched',
+  );
+  assert.doesNotMatch(t, /route="\/api\/no\/such/, 'never a raw path');
+});
+
+test('pixvote_pool_utilization is the busy share of worker capacity: > 0.3 with both workers busy, ≤ 1', async () => {
+  // Made first, so the pool is young when the load starts: one large photo, re-encoded into distinct files (near
+  // matching off, so each goes through the whole pipeline, person detection included: seconds of work).
+  const photo = await photoJpeg({ width: 4000, height: 3000, seed: 7100, metadata: false });
+  const photos = await Promise.all(
+    [80, 81, 82, 83, 84, 85, 86, 87].map((quality) => sharp(photo).jpeg({ quality }).toBuffer()),
+  );
+  const busy = await startApp({
+    WORKERS: '2',
+    WORKER_QUEUE: '16',
+    HUMAN_POLICY: 'flag',
+    NEAR_DUPLICATE_DISTANCE: '-1',
+  });
+  try {
+    const u = await registerUser(busy.api);
+    let inFlight = photos.length;
+    const uploads = Promise.all(photos.map((p) => uploadImage(busy.api, u.token, p).finally(() => void inFlight--)));
+    const seen: number[] = [];
+    // Scraped as an operator would, while more uploads are in flight than there are threads.
+    while (inFlight > 2) {
+      const t = (await busy.api.get('/metrics')).text;
+      assert.match(t, /^pixvote_pool_threads 2$/m);
+      const utilization = Number(/^pixvote_pool_utilization (\S+)$/m.exec(t)?.[1]);
+      assert.ok(utilization >= 0 && utilization <= 1, `a share of capacity: ${utilization}`);
+      seen.push(utilization);
+      if (utilization > 0.3) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(
+      seen.some((x) => x > 0.3),
+      `utilization while both workers were busy: ${seen.join(', ')}`,
+    );
+    for (const r of await uploads) assert.equal(r.status, 201, r.text);
+    const after = await currentMetrics(busy);
+    assert.ok(
+      Number(/^pixvote_pool_busy_seconds_total (\S+)$/m.exec(after)?.[1]) > 0,
+      'busy thread-seconds are counted',
+    );
+    assert.ok(Number(/^pixvote_pool_utilization (\S+)$/m.exec(after)?.[1]) <= 1);
+  } finally {
+    await busy.close();
   }
 });

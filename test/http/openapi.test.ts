@@ -50,7 +50,9 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 15);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 16);
+  const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
+  assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
 
   const upload = doc.paths['/api/v1/upload'].post;
   assert.deepEqual(Object.keys(upload.requestBody.content).sort(), ['application/json', 'multipart/form-data']);

@@ -15,8 +15,6 @@ import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { ROOT } from '../support/start-command.ts';
 
-const MARK = '<!-- walkthrough: runs as written -->';
-
 /** The marked ```sh blocks of the README's "Clients" section, in order. */
 async function walkthroughBlocks(): Promise<string[]> {
   const readme = await readFile(join(ROOT, 'README.md'), 'utf8');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { request } from 'node:http';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, createServer as createNetServer } from 'node:net';
@@ -42,8 +42,11 @@ test('SIGTERM with uploads in flight: each completes (201) or is refused cleanly
     const server = await spawnServer({ ...env, SHUTDOWN_GRACE_MS: '30000' });
     const user = await registerUser(server.api);
     const images = await Promise.all(Array.from({ length: 6 }, (_, i) => photoJpeg({ width: 4000, height: 3000, seed: 1100 + i, metadata: false })));
-    const inFlight = images.map((img) => uploadImage(server.api, user.token, img).then((r) => ({ status: r.status, body: r.body }), (e: Error) => ({ status: -1, body: { error: String(e.cause ?? e) } })));
-    await new Promise((r) => setTimeout(r, 400));
+    const inFlight = images.map((img) => uploadImage(server.api, user.token, img).then((r) => ({ status: r.status, body: r.body }), (e: Error) => ({ status: -1, body: { error: String((e.cause as Error | undefined) ?? e) } })));
+    // SIGTERM once an upload is in the pipeline (its staging directory exists), however loaded the machine is.
+    const staged = async () =>
+      (await readdir(join(dataDir, 'staging'), { recursive: true }).catch(() => [] as string[])).some((e) => e.includes('/') && !e.endsWith('.alive'));
+    for (let i = 0; i < 600 && !(await staged()); i++) await new Promise((r) => setTimeout(r, 50));
     server.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 100));
     // A new client after SIGTERM, on a new connection (a request racing the close of an idle keep-alive

@@ -145,7 +145,7 @@ test('Redis feed cache: a write whose bump failed is owed: pages are built from 
     assert.equal((await b.read('k')).hit?.etag, 'W/"before"');
     const evalFn = ra.eval.bind(ra);
     // Each attempt fails after a while, as a command timeout does.
-    ra.eval = (() => new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 150))) as typeof ra.eval;
+    ra.eval = (() => new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 150)));
     try {
       await a.invalidate(); // answered: writes go on while Redis misbehaves
       for (let i = 0; i < 5; i++) {

@@ -62,7 +62,7 @@ describe('media worker in a Piscina pool', () => {
         asked.push(m.phash);
         port1.postMessage({ stop });
       });
-      const task: ProcessImageTask = { bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: `up-${++n}`, humanPolicy: 'off', humanThreshold: 0.5, afterHash: port2 as never };
+      const task: ProcessImageTask = { bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: `up-${++n}`, humanPolicy: 'off', humanThreshold: 0.5, afterHash: port2 };
       try {
         const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes, port2 as never] })) as ProcessImageResult;
         return { task, result, asked };
@@ -79,7 +79,7 @@ describe('media worker in a Piscina pool', () => {
     assert.deepEqual(await staged(stopped.task), []);
     const went = await ask(false);
     assert.deepEqual(went.asked, stopped.asked, 'the same hash both times');
-    const image = ok(went.result as ProcessedImage);
+    const image = ok(went.result);
     assert.equal(image.phash, went.asked[0]);
     assert.equal((await staged(went.task)).length, 3);
   });

@@ -12,7 +12,7 @@ async function withRedis(run: (ctx: { a: Redis; b: Redis; prefix: string }) => P
   const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
   const [a, b] = [new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL)];
   try {
-    await Promise.all([a, b].map((r) => (r.status === 'ready' ? null : once(r, 'ready'))));
+    await Promise.all([a, b].filter((r) => r.status !== 'ready').map((r) => once(r, 'ready')));
     await run({ a, b, prefix });
   } finally {
     const keys = await a.keys(`${prefix}*`);
@@ -52,8 +52,11 @@ test('shared limit: two processes hammering one key admit exactly the limit, nev
     let refused = 0;
     // Bursts of concurrent requests through both processes, as many connections would send them.
     for (let round = 0; round < 40; round++) {
-      const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => processes[i % 2]!.consume('1.2.3.4')));
-      for (const d of burst) (d.allowed ? allowed++ : refused++);
+      const burst = await Promise.all(Array.from({ length: 20 }, async (_, i) => processes[i % 2]!.consume('1.2.3.4')));
+      for (const d of burst) {
+        if (d.allowed) allowed++;
+        else refused++;
+      }
     }
     assert.equal(allowed, points);
     assert.equal(refused, 800 - points);

@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { ReferenceKind } from '@mikro-orm/core';
 import { sql } from 'kysely';
-import { openDatabase } from '../../src/store/database.ts';
+import { openDatabase, type Database } from '../../src/store/database.ts';
+import { TABLE_COLUMNS } from '../../src/store/database-types.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 
@@ -17,7 +20,7 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     let checked = 0;
     for (const meta of db.orm.getMetadata().getAll().values()) {
       if (!meta.tableName || meta.embeddable) continue;
-      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === '1:m' || p.kind === 'm:n' ? [] : (p.fieldNames ?? []))));
+      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []))));
       const { rows } =
         db.dialect.name === 'postgres'
           ? await sql<{ name: string }>`select column_name as name from information_schema.columns where table_name = ${meta.tableName} and table_schema = current_schema()`.execute(db.db())
@@ -34,6 +37,102 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     assert.deepEqual(applied.map((r) => r.name), ['m001-initial', 'm002-media-garbage', 'm003-covering-phash-indexes', 'm006-idempotency-leases', 'm007-listed-tag-counts', 'm008-fold-tag-names']);
     await again.close();
   } finally {
+    await pg?.drop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** The columns of a table in the real database. */
+async function columnsOf(db: Database, table: string): Promise<string[]> {
+  const query =
+    db.dialect.name === 'postgres'
+      ? sql<{ name: string }>`select column_name as name from information_schema.columns
+          where table_name = ${table} and table_schema = current_schema()`
+      : sql<{ name: string }>`select name from pragma_table_info(${table})`;
+  return (await query.execute(db.db())).rows.map((r) => r.name).sort();
+}
+
+/** Every table of the real database but the sqlite-vec index's own (SQLite only, reached with raw SQL). */
+async function tablesOf(db: Database): Promise<string[]> {
+  const query =
+    db.dialect.name === 'postgres'
+      ? sql<{ name: string }>`select table_name as name from information_schema.tables
+          where table_schema = current_schema()`
+      : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
+  return (await query.execute(db.db())).rows.map((r) => r.name).filter((n) => !n.startsWith('upload_phash_vec')).sort();
+}
+
+test('the Kysely schema (store/database-types.ts) declares exactly the tables and columns of the migrated database, '
+  + 'and each entity maps its table\'s columns', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
+  const pg = onPostgres ? await createTestDatabase() : null;
+  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+  try {
+    assert.deepEqual(await tablesOf(db), Object.keys(TABLE_COLUMNS).sort(), 'the tables');
+    for (const [table, columns] of Object.entries(TABLE_COLUMNS)) {
+      assert.deepEqual(await columnsOf(db, table), [...columns].sort(), `table ${table}`);
+    }
+    let entities = 0;
+    for (const meta of db.orm.getMetadata().getAll().values()) {
+      if (!meta.tableName || meta.embeddable) continue;
+      const mapped = Object.values(meta.properties).flatMap((p) =>
+        p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []));
+      const declared = TABLE_COLUMNS[meta.tableName as keyof typeof TABLE_COLUMNS] ?? [];
+      assert.deepEqual(mapped.sort(), [...declared].sort(), `entity ${meta.className}`);
+      entities++;
+    }
+    assert.equal(entities, 7, 'every entity was compared');
+  } finally {
+    await db.close();
+    await pg?.drop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('timestamps, booleans and JSON come back from each database as the Kysely schema declares them', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
+  const pg = onPostgres ? await createTestDatabase() : null;
+  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+  try {
+    const d = db.dialect;
+    const at = new Date('2024-05-06T07:08:09.123Z');
+    const userId = randomUUID();
+    const id = randomUUID();
+    const variants = { thumb: { width: 320, height: 240, bytes: 1000 } };
+    const email = 't@example.test';
+    await db.db().insertInto('users')
+      .values({
+        id: userId, username: 'typed', username_key: 'typed', email, email_key: email, password_hash: 'x',
+        created_at: d.date(at),
+      })
+      .execute();
+    await db.db().insertInto('uploads')
+      .values({
+        id, user_id: userId, upload_type: 'image', is_private: d.bool(true), animated: d.bool(false),
+        created_at: d.date(at), variants: JSON.stringify(variants),
+      })
+      .execute();
+    const row = await db.db().selectFrom('uploads')
+      .select(['created_at', 'is_private', 'animated', 'variants', 'upvotes', 'description'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    if (d.name === 'postgres') {
+      assert.equal(typeof row.created_at, 'string', 'a timestamp arrives as text (MikroORM leaves it unparsed)');
+      assert.equal(row.is_private, true);
+      assert.equal(row.animated, false);
+      assert.deepEqual(row.variants, variants, 'jsonb arrives parsed');
+    } else {
+      assert.equal(row.created_at, at.getTime(), 'a timestamp is epoch milliseconds');
+      assert.equal(row.is_private, 1);
+      assert.equal(row.animated, 0);
+      assert.equal(row.variants, JSON.stringify(variants), 'json arrives as its text');
+    }
+    assert.equal(d.readDate(row.created_at).toISOString(), at.toISOString());
+    assert.equal(d.readBool(row.is_private), true);
+    assert.equal(row.upvotes, 0, 'a default the insert left out');
+    assert.equal(row.description, '');
+  } finally {
+    await db.close();
     await pg?.drop();
     await rm(dir, { recursive: true, force: true });
   }

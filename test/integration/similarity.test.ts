@@ -22,7 +22,10 @@ function flip(hash: string, bits: number, r: () => number): string {
   let lo = parseInt(hash.slice(8), 16) >>> 0;
   const chosen = new Set<number>();
   while (chosen.size < bits) chosen.add(Math.floor(r() * 64));
-  for (const b of chosen) b < 32 ? (lo ^= 1 << b) : (hi ^= 1 << (b - 32));
+  for (const b of chosen) {
+    if (b < 32) lo ^= 1 << b;
+    else hi ^= 1 << (b - 32);
+  }
   return hex8(hi) + hex8(lo);
 }
 

@@ -4,7 +4,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Insertable } from 'kysely';
 import { openDatabase } from '../../src/store/database.ts';
+import type { UploadsTable } from '../../src/store/database-types.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 
@@ -14,7 +16,7 @@ type Db = Awaited<ReturnType<typeof openDatabase>>;
  * A database with every migration applied, rows written as older code wrote them (`write`), then the
  * migration `rerun` marked as not applied and the database opened again: `check` sees what it did.
  */
-async function afterRerunOf(rerun: string, write: (db: Db, fixtures: { at: Date | number; upload: (isPrivate: boolean) => Record<string, unknown> & { id: string } }) => Promise<void>, check: (db: Db) => Promise<void>) {
+async function afterRerunOf(rerun: string, write: (db: Db, fixtures: { at: Date | number; upload: (isPrivate: boolean) => Insertable<UploadsTable> }) => Promise<void>, check: (db: Db) => Promise<void>) {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-tags-migration-'));
   const pg = onPostgres ? await createTestDatabase() : null;
   const open = () => openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
@@ -24,7 +26,7 @@ async function afterRerunOf(rerun: string, write: (db: Db, fixtures: { at: Date 
     const at = d.date(new Date());
     const userId = randomUUID();
     await db.db().insertInto('users').values({ id: userId, username: 'old', username_key: 'old', email: 'old@example.test', email_key: 'old@example.test', password_hash: 'x', role: 'user', created_at: at }).execute();
-    const upload = (isPrivate: boolean) => ({ id: randomUUID(), user_id: userId, upload_type: 'link', external_url: 'https://example.com/', is_private: d.bool(isPrivate), created_at: at });
+    const upload = (isPrivate: boolean): Insertable<UploadsTable> => ({ id: randomUUID(), user_id: userId, upload_type: 'link', external_url: 'https://example.com/', is_private: d.bool(isPrivate), created_at: at });
     await write(db, { at, upload });
     await db.db().deleteFrom('schema_migrations').where('name', '=', rerun).execute();
     await db.close();
@@ -68,8 +70,9 @@ test('m008 folds tag names made before NFKC folding: renamed when free, merged i
   await afterRerunOf(
     'm008-fold-tag-names',
     async (db, { at, upload }) => {
-      [a, b, c] = [upload(false), upload(false), upload(false)];
-      await db.db().insertInto('uploads').values([a, b, c]).execute();
+      const rows = [upload(false), upload(false), upload(false)] as const;
+      [a, b, c] = rows;
+      await db.db().insertInto('uploads').values(rows).execute();
       await db.db().insertInto('tags').values([cats, wideCats, wideDogs, invisible].map((t) => ({ ...t, created_at: at }))).execute();
       const link = (u: { id: string }, t: { id: string }) => ({ upload_id: u.id, tag_id: t.id, created_at: at });
       // a: both cat tags; b: only the wide one; c: the wide dogs and an invisible "letter".

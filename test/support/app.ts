@@ -4,6 +4,7 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import type { Logger } from 'pino';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -26,7 +27,16 @@ export interface TestApp {
 /** Cheap password hashing for fixtures; one test proves the production cost separately. */
 export const TEST_SCRYPT = { N: 2 ** 12, r: 8, p: 1 };
 
-export async function startApp(env: Record<string, string> = {}, opts: { productionScrypt?: boolean; sharedDataDir?: string; databaseUrl?: string; http?: HttpServerOptions } = {}): Promise<TestApp> {
+export async function startApp(
+  env: Record<string, string> = {},
+  opts: {
+    productionScrypt?: boolean;
+    sharedDataDir?: string;
+    databaseUrl?: string;
+    http?: HttpServerOptions;
+    log?: Logger;
+  } = {},
+): Promise<TestApp> {
   const dataDir = opts.sharedDataDir ?? (await mkdtemp(join(tmpdir(), 'pixvote-test-')));
   const database = onPostgres && !opts.databaseUrl ? await createTestDatabase() : null;
   const config = loadConfig({
@@ -43,7 +53,11 @@ export async function startApp(env: Record<string, string> = {}, opts: { product
     ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:` } : {}),
     ...env,
   });
-  const composed = await compose(config, opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT });
+  // `log`: a test that reads the log lines passes its own logger.
+  const composed = await compose(config, {
+    ...(opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT }),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
   // The server `npm start` runs (timeouts, answers to what fails below the app), not a bare one.
   const server = createHttpServer(composed.app.callback(), { log: composed.log, ...opts.http });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

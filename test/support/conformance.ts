@@ -28,7 +28,7 @@ let state: { doc: Json; ajv: Ajv2020; routes: Route[]; compiled: Map<string, Val
 
 function init() {
   if (state) return state;
-  const doc = structuredClone(openApiDocument()) as Json;
+  const doc = structuredClone(openApiDocument());
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
   ajv.addSchema(doc, 'openapi.json');

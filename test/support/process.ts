@@ -44,13 +44,13 @@ export async function spawnServer(
   });
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
-  proc.stderr!.on('data', (d) => (stderr += d));
+  proc.stderr.on('data', (d) => (stderr += d));
   const exited = once(proc, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr.slice(-2000)}`)), opts.timeoutMs ?? 60_000);
     let buf = '';
-    proc.stdout!.on('data', (chunk: Buffer) => {
-      buf += chunk;
+    proc.stdout.on('data', (chunk: Buffer) => {
+      buf += chunk.toString();
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, nl);

@@ -101,7 +101,7 @@ test('the hashing pool refuses past its queue bound with 503 busy and Retry-Afte
   t.after(() => pool.close());
   const slow = { N: 2 ** 14, r: 8, p: 1 };
   const results = await Promise.allSettled(Array.from({ length: 4 }, () => hashPassword('password123', slow, pool)));
-  const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as AppError);
+  const refused = results.filter((r) => r.status === 'rejected').map((r) => r.reason as AppError);
   assert.ok(refused.length >= 2, `at most one running and one queued: ${refused.length} refused`);
   for (const e of refused) {
     assert.ok(e instanceof AppError, String(e));

@@ -76,6 +76,7 @@ test('progress on a terminal redraws one bar in place; elsewhere it writes plain
   const bar = new ProgressReporter({ write: (s: string) => (tty += s), isTTY: true, columns: 100 }, { files: 2, bytes: 200 });
   bar.fileDone(100, false, 'uploaded a.jpg');
   bar.finish();
+  // eslint-disable-next-line no-control-regex -- the ANSI escapes that redraw the bar
   assert.match(tty, /\r\x1b\[2Kuploaded a\.jpg\n\r\x1b\[2K\[#+-+\] 1\/2 files/);
   let plain = '';
   const lines = new ProgressReporter({ write: (s: string) => (plain += s) }, { files: 2, bytes: 200 });

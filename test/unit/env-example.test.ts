@@ -57,7 +57,7 @@ function parseEnvExample(): Entry[] {
 /** The variables loadConfig() reads, observed rather than copied: it gets an environment that records reads. */
 function variablesConfigReads(): Set<string> {
   const read = new Set<string>();
-  const env = new Proxy({ JWT_SECRET: 'x'.repeat(48) } as NodeJS.ProcessEnv, {
+  const env = new Proxy<NodeJS.ProcessEnv>({ JWT_SECRET: 'x'.repeat(48) }, {
     get(target, key) {
       if (typeof key === 'string') read.add(key);
       return target[key as string];

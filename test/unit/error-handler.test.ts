@@ -18,7 +18,8 @@ test('an unexpected error becomes a 500 internal with no stack, SQL or path, and
   app.use(() => {
     throw new Error('SQLITE_ERROR: no such table: users at /work/main/src/store/x.ts:12');
   });
-  const server = createServer(app.callback()).listen(0);
+  const handle = app.callback(); // answers every failure itself: its promise never rejects
+  const server = createServer((req, res) => void handle(req, res)).listen(0);
   await new Promise((r) => server.once('listening', r));
   try {
     const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
@@ -27,6 +28,9 @@ test('an unexpected error becomes a 500 internal with no stack, SQL or path, and
     assert.deepEqual(JSON.parse(text), { error: 'internal', message: 'internal error; the request id identifies it in the server log' });
     assert.doesNotMatch(text, /SQLITE|\/work\/|at /);
     assert.equal(logged.length, 1);
+    // Searchable like every failure line: the code, the route (none matched here), the request id.
+    const { reqId, route, error } = logged[0] as Record<string, unknown>;
+    assert.deepEqual({ reqId, route, error }, { reqId: 'rid-1', route: 'unmatched', error: 'internal' });
   } finally {
     server.close();
   }

@@ -18,14 +18,14 @@ test('in-memory limit: exact count, remaining down by one per request, most deci
   assert.equal(rejected.length, 200);
   assert.ok(immediate > 1100, `${immediate} of 1200 decided at once`);
   // Concurrent requests of one key cannot pass the limit together either.
-  const other = await Promise.all(Array.from({ length: 1100 }, () => limiter.consume('other')));
+  const other = await Promise.all(Array.from({ length: 1100 }, async () => limiter.consume('other')));
   assert.equal(other.filter((d) => d.allowed).length, 1000);
 });
 
 test('in-memory limit: a window that ends starts a fresh budget', async (t) => {
   t.mock.timers.enable({ apis: ['Date', 'setTimeout'] });
   const limiter = createLimiter({ name: 'vote', rate: { points: 3, seconds: 1 }, redis: null, prefix: 'unit:' });
-  const first = await Promise.all([1, 2, 3, 4].map(() => limiter.consume('user')));
+  const first = await Promise.all([1, 2, 3, 4].map(async () => limiter.consume('user')));
   assert.deepEqual(first.map((d) => d.allowed), [true, true, true, false]);
   t.mock.timers.tick(1100);
   const d = await limiter.consume('user');

@@ -1,8 +1,10 @@
 /**
- * What the upload service needs from the outside world. Implemented in src/store (database, media
- * files) and src/workers (the image processor); faked in unit tests.
+ * What the upload service (and the gateway serving stored files) needs from the outside world, declared
+ * here and implemented in src/store (database, media files) and src/workers (the image processor); faked
+ * in unit tests. The domain imports nothing from those layers (the rule is .dependency-cruiser.cjs's).
  */
-import type { ProcessedImage, ProcessImageTask } from '../../workers/pipeline/types.ts';
+import type { FileHandle } from 'node:fs/promises';
+import type { ImageTask, ProcessedImage, VariantName } from './processed-image.ts';
 import type { UploadRecord, Viewer } from './upload.types.ts';
 
 /** What an insert writes: a stored upload minus what the database derives (owner name, counters, tags). */
@@ -57,18 +59,29 @@ export interface MediaStore {
   has(mediaKey: string): Promise<boolean>;
 }
 
+/** Stored files as the gateway reads and receives them. */
+export interface MediaFiles {
+  /**
+   * A stored variant, opened, with its size; null when missing. The caller closes the handle (a stream made
+   * from it closes it when done).
+   */
+  open(mediaKey: string, variant: VariantName): Promise<{ handle: FileHandle; size: number } | null>;
+  /** A fresh directory for one request's multipart temp file; removed by the caller in a finally. */
+  tempDir(name: string): Promise<string>;
+}
+
 /** The worker pool, as the domain sees it. Rejections arrive as AppErrors (400 codes, or 503 busy). */
 export interface ProcessHooks {
   /**
    * Called once the perceptual hash is known, before person detection and encoding (most of the work);
    * resolving true stops the task there, with nothing staged, and `process` resolves null.
    */
-  afterHash?(phash: string): Promise<boolean>;
+  afterHash?: (phash: string) => Promise<boolean>;
 }
 
 export interface ImageProcessor {
   /** The processed image, or null when a hook stopped it. */
-  process(task: Omit<ProcessImageTask, 'cancel' | 'afterHash'>, signal?: AbortSignal, hooks?: ProcessHooks): Promise<ProcessedImage | null>;
+  process(task: ImageTask, signal?: AbortSignal, hooks?: ProcessHooks): Promise<ProcessedImage | null>;
 }
 
 /** Fetches a client-given image URL safely (SSRF rules, size and time caps); failures are fetch_failed. */

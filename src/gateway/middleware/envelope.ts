@@ -5,6 +5,7 @@ import type { Metrics } from '../../metrics.ts';
 import type { AppContext } from '../context.ts';
 import { notFoundUnlessAnswered, writeError, type ErrorOptions } from './error-handler.ts';
 import { applyConditionalGet } from './conditional-get.ts';
+import { HSTS_HEADER, SECURITY_HEADERS } from '../security-headers.ts';
 
 /** How much of a refused request's body is read (and dropped) so the client can read the refusal. */
 const DISCARD_MAX_BYTES = 128 * 1024 * 1024;
@@ -33,28 +34,38 @@ const SLOW_SECONDS = 1;
 /** A client-sent id is echoed only when it is short and plain; anything else gets a fresh UUID. */
 const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/**
- * Headers for an API that serves JSON and user images: nothing is sniffed, framed or scripted.
- * A route that serves HTML (the API reference page) replaces the Content-Security-Policy itself.
- */
-export const SECURITY_HEADERS: ReadonlyArray<[string, string]> = [
-  ['X-Content-Type-Options', 'nosniff'],
-  ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'"],
-  ['X-Frame-Options', 'DENY'],
-  ['Referrer-Policy', 'no-referrer'],
-  ['Cross-Origin-Resource-Policy', 'same-site'],
-];
+type Routed = AppContext & { _matchedRoute?: string };
+
+/** The error code of a failed response: what the error mapper wrote, or the `error` of a body a route wrote itself. */
+function errorCodeOf(ctx: AppContext): string | undefined {
+  if (ctx.state.errorCode) return ctx.state.errorCode;
+  const body = ctx.body as { error?: unknown } | null | undefined;
+  return body && typeof body === 'object' && typeof body.error === 'string' ? body.error : undefined;
+}
 
 /**
  * What every request gets and leaves behind, in one layer (each middleware layer costs a few
  * microseconds, and these all wrap the whole request): its id (echoed as X-Request-Id), the security
  * headers, `Connection: close` while draining, the error mapper (the contract's error body for anything
- * thrown, a JSON 404 for unknown routes), the ETag / 304 of GET JSON responses, the request metrics by
- * route pattern (never the raw path: ids would explode the label set), and one access-log line (at info
- * for failures and slow requests, at debug for the rest).
+ * thrown, a JSON 404 for unknown routes, a 405 with `Allow` for a known path's other methods), the ETag / 304
+ * of GET JSON responses, the request metrics by route pattern (never the raw path: ids would explode the label
+ * set), and one access-log line (at info for failures and slow requests, at debug for the rest; a failure's
+ * line names its error code, route pattern, request id and, when known, user id).
+ *
+ * `routeOf` names the route pattern of a request refused before the router ran (rate limited, malformed or
+ * oversized body): it is asked only for requests the router did not label, so a routed request pays nothing.
  */
-export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isShuttingDown: () => boolean; errors?: ErrorOptions }) {
-  const { log, metrics } = opts;
+export function envelope(opts: {
+  log: Logger;
+  metrics?: Metrics | undefined;
+  isShuttingDown: () => boolean;
+  errors?: ErrorOptions;
+  routeOf?: (method: string, path: string) => string | undefined;
+}) {
+  const { log, metrics, routeOf } = opts;
+  const routeLabel = (ctx: AppContext): string =>
+    (ctx as Routed)._matchedRoute ?? routeOf?.(ctx.method, ctx.path) ?? 'unmatched';
+  const errorOptions: ErrorOptions = { ...opts.errors, route: routeLabel };
   return async function envelope(ctx: AppContext, next: () => Promise<unknown>) {
     const started = performance.now();
     const sent = ctx.req.headers['x-request-id'];
@@ -64,7 +75,7 @@ export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isS
     const res = ctx.res;
     res.setHeader('X-Request-Id', id);
     for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
-    if (ctx.secure) res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+    if (ctx.secure) res.setHeader(HSTS_HEADER[0], HSTS_HEADER[1]);
     // While shutting down, keep-alive connections are not reused: clients reconnect elsewhere.
     if (opts.isShuttingDown()) res.setHeader('Connection', 'close');
     try {
@@ -72,20 +83,26 @@ export function envelope(opts: { log: Logger; metrics?: Metrics | undefined; isS
       notFoundUnlessAnswered(ctx);
       applyConditionalGet(ctx);
     } catch (err) {
-      writeError(ctx, err, opts.errors);
+      writeError(ctx, err, errorOptions);
     } finally {
       // A response on a closing connection (shutting down) to a request whose body is still arriving: read
       // the rest first (bounded), or the client, still writing, meets a reset instead of reading the answer.
       // Not a body refused for its declared size: reading it is what the refusal is for not doing.
       if (!ctx.state.bodyRefusedUnread && !ctx.req.complete && res.getHeader('Connection') === 'close') await discardBody(ctx.req);
       const seconds = (performance.now() - started) / 1000;
-      const route = (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-      metrics?.recordRequest(ctx.method, route, ctx.status, seconds);
+      const status = ctx.status;
+      const route = routeLabel(ctx);
+      metrics?.recordRequest(ctx.method, route, status, seconds);
       // Every request at debug; at info only what an operator acts on: failures and slow requests
       // (the rest is in /metrics — a line per feed read costs a third of a cached read's CPU).
-      const level = ctx.status >= 400 || seconds >= SLOW_SECONDS ? 'info' : 'debug';
+      const level = status >= 400 || seconds >= SLOW_SECONDS ? 'info' : 'debug';
       if (log.isLevelEnabled(level)) {
-        log[level]({ reqId: id, method: ctx.method, path: ctx.path, route, status: ctx.status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+        const ms = Math.round(seconds * 10_000) / 10;
+        const line: Record<string, unknown> = { reqId: id, method: ctx.method, path: ctx.path, route, status, ms };
+        if (status >= 400) line.error = errorCodeOf(ctx);
+        const userId = ctx.state.principal?.userId;
+        if (userId) line.userId = userId;
+        log[level](line, 'request');
       }
     }
   };

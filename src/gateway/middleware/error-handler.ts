@@ -7,6 +7,15 @@ export interface ErrorOptions {
   onError?: (code: ErrorCode, ctx: AppContext) => void;
   /** Maps infrastructure errors (the database is unreachable…) onto the contract's codes. */
   classify?: (err: unknown) => AppError | null;
+  /** The route pattern of the request, for the log (the envelope knows it for requests refused before routing). */
+  route?: (ctx: AppContext) => string;
+}
+
+/** What an error's log line says about its request: request id, route pattern, error code and user, when known. */
+function requestFields(ctx: AppContext, code: ErrorCode, opts: ErrorOptions): Record<string, unknown> {
+  const route = opts.route?.(ctx) ?? (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+  const userId = ctx.state.principal?.userId;
+  return { reqId: ctx.state.requestId, route, error: code, ...(userId ? { userId } : {}) };
 }
 
 /**
@@ -16,8 +25,14 @@ export interface ErrorOptions {
  */
 export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): void {
   const appError = err instanceof AppError ? err : (opts.classify?.(err) ?? toAppError(err));
-  if (appError.code === 'busy' && !(err instanceof AppError)) ctx.state.log?.warn({ reqId: ctx.state.requestId, err: (err as Error).message }, 'dependency unavailable');
-  if (appError.code === 'internal') ctx.state.log?.error({ reqId: ctx.state.requestId, err }, 'unhandled error');
+  if (appError.code === 'busy' && !(err instanceof AppError)) {
+    const fields = requestFields(ctx, appError.code, opts);
+    ctx.state.log?.warn({ ...fields, err: (err as Error).message }, 'dependency unavailable');
+  }
+  if (appError.code === 'internal') {
+    ctx.state.log?.error({ ...requestFields(ctx, appError.code, opts), err }, 'unhandled error');
+  }
+  ctx.state.errorCode = appError.code;
   opts.onError?.(appError.code, ctx);
   // Headers set for a success that never happened (ETag, caching) must not survive.
   for (const h of ['etag', 'cache-control', 'last-modified', 'content-disposition']) ctx.remove(h);
@@ -28,9 +43,18 @@ export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {
   ctx.body = { error: appError.code, message: appError.message };
 }
 
-/** Throws 404 not_found for a request no route answered. */
+/**
+ * Throws 404 not_found for a request no route answered, and 405 method_not_allowed (with `Allow`) for a known
+ * path called with a method none of its routes serves: the router's allowedMethods() answers those with a bare
+ * 405 (or 501 for a method the router does not know at all) and the `Allow` header; this gives them the
+ * contract's body. Without an `Allow` (no route at that path) it is a 404 like any unknown path.
+ */
 export function notFoundUnlessAnswered(ctx: AppContext): void {
-  if (ctx.status === 404 && ctx.body === undefined) throw errors.notFound(`no route for ${ctx.method} ${ctx.path}`);
+  const status = ctx.status;
+  if ((status !== 404 && status !== 405 && status !== 501) || ctx.body !== undefined) return;
+  const allow = status === 404 ? '' : ctx.response.get('Allow');
+  if (allow) throw errors.methodNotAllowed(`${ctx.method} is not served on ${ctx.path}; it serves ${allow}`, allow);
+  throw errors.notFound(`no route for ${ctx.method} ${ctx.path}`);
 }
 
 /** The error mapper as a middleware of its own (the app runs it inside the envelope). */

@@ -4,7 +4,7 @@ import { errors as formidableErrors } from 'formidable';
 import { koaBody } from 'koa-body';
 import { errors } from '../../domain/errors.ts';
 import type { ByteSource } from '../../domain/uploads/create-upload.ts';
-import type { FileMediaStore } from '../../store/media-store.ts';
+import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { declaredOversize, MULTIPART_FIELDS_BYTES as MAX_FIELDS_BYTES } from '../limits.ts';
@@ -23,7 +23,7 @@ export interface UploadedFile extends ByteSource {
  * bytes stream in. The directory is removed when the request ends, whatever happened.
  * JSON bodies (for image_url and link uploads) were already parsed by the app's body middleware.
  */
-export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (seconds: number) => void }) {
+export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds: number) => void }) {
   return async function multipartUpload(ctx: AppContext, next: () => Promise<unknown>) {
     if (!ctx.is('multipart/form-data')) {
       if (ctx.is('application/json')) return next();
@@ -35,11 +35,7 @@ export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (sec
     const dir = await opts.media.tempDir(randomUUID());
     const started = performance.now();
     try {
-      // A connection that went while the request waited for its turn (Node's parser refused what followed the
-      // body, a timeout, the client left) will never deliver the body, and formidable, attached to a request
-      // that already ended that way, would wait for it forever.
-      if (ctx.req.destroyed && !ctx.req.readableEnded) throw errors.invalid('the connection closed before the request body was read');
-      await koaBody({
+      const parsing = koaBody({
         multipart: true,
         json: false,
         urlencoded: false,
@@ -60,13 +56,40 @@ export function multipartUpload(opts: { media: FileMediaStore; onReceived?: (sec
         onError(err) {
           throw mapFormidable(err);
         },
-      })(ctx, async () => {});
+      })(ctx, async () => {}) as Promise<void>;
+      await untilBodyOrClose(ctx, parsing);
       opts.onReceived?.((performance.now() - started) / 1000);
       await next();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   };
+}
+
+/**
+ * `parsing`, unless the request closes before its body was read to the end: then 400 at once. A connection
+ * that goes while its body is unread (Node's parser refused what followed the body, a timeout, the client
+ * left) never delivers it, and formidable, waiting for an 'end' that cannot come, would hold the request and
+ * its temp directory forever.
+ */
+async function untilBodyOrClose(ctx: AppContext, parsing: Promise<unknown>): Promise<void> {
+  const req = ctx.req;
+  let onClose: (() => void) | null = null;
+  const closed = new Promise<never>((_, reject) => {
+    onClose = () => {
+      if (!req.readableEnded) reject(errors.invalid('the connection closed before the request body was read'));
+    };
+    if (req.destroyed) onClose();
+    else req.once('close', onClose);
+  });
+  try {
+    await Promise.race([parsing, closed]);
+  } finally {
+    req.off('close', onClose!);
+    // The loser of the race settles later, unobserved.
+    parsing.catch(() => {});
+    closed.catch(() => {});
+  }
 }
 
 /** formidable's errors by their code (its messages name its own options): what a client can act on. */

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { errors } from '../../domain/errors.ts';
-import type { LimitDecision, Limiter } from '../../store/rate-limiter.ts';
+import type { LimitDecision, Limiter } from '../../domain/rate-limit.ts';
 import type { AppContext } from '../context.ts';
 import { requireUser } from './authenticate.ts';
 

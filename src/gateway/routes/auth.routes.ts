@@ -58,7 +58,7 @@ export function authRoutes(deps: { auth: AuthService }): Router<AppState> {
   router.delete('/api/auth/tokens/:id', async (ctx) => {
     const user = requireUser(ctx);
     if (!isUuid(ctx.params.id)) throw errors.notFound(`no API token ${ctx.params.id} of yours`);
-    await deps.auth.revokeToken(user, ctx.params.id!);
+    await deps.auth.revokeToken(user, ctx.params.id);
     ctx.body = { success: true, id: ctx.params.id };
   });
 

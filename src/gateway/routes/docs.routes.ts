@@ -4,8 +4,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { errors } from '../../domain/errors.ts';
-import type { AppContext, AppState } from '../context.ts';
+import type { AppState } from '../context.ts';
 import { sendWithEtag } from '../fresh.ts';
+import { DOCUMENT_HEADERS } from '../security-headers.ts';
 import { openApiDocument } from '../openapi/openapi.document.ts';
 
 /**
@@ -93,6 +94,8 @@ export function docsRoutes(): Router<AppState> {
 
   router.get('/docs', (ctx) => {
     ctx.set('Content-Security-Policy', DOCS_CSP);
+    // An HTML document: helmet's document-only headers too (opener isolation, no DNS prefetch…).
+    for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
     ctx.set('Cache-Control', 'public, no-cache');
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = PAGE;

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
-import type { AppContext, AppState } from '../context.ts';
+import type { AppState } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
 import { sendWithEtag } from '../fresh.ts';
 import { parse } from '../validate.ts';

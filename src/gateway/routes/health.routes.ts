@@ -7,6 +7,11 @@ import { sharedResult } from '../shared-result.ts';
 export interface ReadinessCheck {
   name: string;
   check(): Promise<Record<string, unknown> | void>;
+  /**
+   * false: the service still serves without it, on in-process fallbacks (Redis), so its being down makes the
+   * process `degraded`, not unready. Default true: without it (database, workers, media store) it cannot serve.
+   */
+  critical?: boolean;
 }
 
 const CHECK_TIMEOUT_MS = 2000;
@@ -28,22 +33,51 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 type CheckResult = { status: 'ok' } & Record<string, unknown>;
 type CheckFailure = { status: 'down'; reason: string };
 
+export interface Readiness {
+  /** 200 `ok` or `degraded`, or 503 `down`. */
+  status: 'ok' | 'degraded' | 'down';
+  /** Why not `ok`: each dependency that is down, and a shutdown. */
+  reasons: string[];
+}
+
+/**
+ * API.md Operations: ready (200) while the dependencies the service cannot serve without answer — `degraded`
+ * when one it can do without (Redis, whose limits and cache fall back to in-process ones) is down; 503 when a
+ * critical one is down or the process is shutting down.
+ */
+export function readinessOf(
+  results: ReadonlyArray<{ name: string; critical: boolean; result: { status: 'ok' | 'down'; reason?: string } }>,
+  shuttingDown: boolean,
+): Readiness {
+  const down = (critical: boolean) =>
+    results
+      .filter((r) => r.critical === critical && r.result.status !== 'ok')
+      .map((r) => `${r.name}: ${r.result.reason ?? 'down'}`);
+  const critical = down(true);
+  const optional = down(false);
+  if (shuttingDown || critical.length) {
+    return { status: 'down', reasons: [...(shuttingDown ? ['shutting down'] : []), ...critical, ...optional] };
+  }
+  return { status: optional.length ? 'degraded' : 'ok', reasons: optional };
+}
+
 /** Every check once, side by side, each bounded by CHECK_TIMEOUT_MS; never rejects. */
 async function runChecks(checks: ReadinessCheck[], log: Logger | undefined) {
   const results = await Promise.all(
-    checks.map(async (c): Promise<readonly [string, CheckResult | CheckFailure]> => {
+    checks.map(async (c) => {
+      const critical = c.critical ?? true;
       try {
         const details = await withTimeout(c.check(), CHECK_TIMEOUT_MS);
-        return [c.name, { status: 'ok', ...(details ?? {}) }];
+        return { name: c.name, critical, result: { status: 'ok', ...(details ?? {}) } as CheckResult };
       } catch (e) {
         // The driver's own text (host names, auth messages) goes to the log, not to whoever asks.
         log?.warn({ check: c.name, err: (e as Error).message }, 'readiness check failed');
-        return [c.name, { status: 'down', reason: e instanceof CheckTimeout ? e.message : 'not reachable' }];
+        const reason = e instanceof CheckTimeout ? e.message : 'not reachable';
+        return { name: c.name, critical, result: { status: 'down', reason } as CheckFailure };
       }
     }),
   );
-  const down = results.filter(([, r]) => r.status !== 'ok').map(([n, r]) => `${n}: ${'reason' in r ? r.reason : 'down'}`);
-  return { checks: Object.fromEntries(results), down };
+  return { results, checks: Object.fromEntries(results.map((r) => [r.name, r.result])) };
 }
 
 export function healthRoutes(deps: { checks: ReadinessCheck[]; isShuttingDown: () => boolean }): Router<AppState> {
@@ -61,15 +95,15 @@ export function healthRoutes(deps: { checks: ReadinessCheck[]; isShuttingDown: (
   router.get('/readyz', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     log ??= ctx.state.log;
-    const { checks, down } = await checked();
+    const { results, checks } = await checked();
     // Draining is this process's own state: it shows at once, never from a shared result.
-    const reasons = deps.isShuttingDown() ? ['shutting down', ...down] : down;
-    if (reasons.length) {
+    const { status, reasons } = readinessOf(results, deps.isShuttingDown());
+    if (status === 'down') {
       ctx.status = 503;
       ctx.set('Retry-After', '5');
-      ctx.body = { error: 'busy', message: `not ready: ${reasons.join('; ')}`, checks };
+      ctx.body = { error: 'busy', message: `not ready: ${reasons.join('; ')}`, status, checks };
     } else {
-      ctx.body = { status: 'ok', checks };
+      ctx.body = { status, checks };
     }
   });
 

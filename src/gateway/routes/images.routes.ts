@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { errors } from '../../domain/errors.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
-import type { FileMediaStore } from '../../store/media-store.ts';
+import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppState } from '../context.ts';
 import { matchesEtag } from '../fresh.ts';
 import { parse } from '../validate.ts';
@@ -11,7 +11,7 @@ import { ImageQuery } from '../schemas/upload.schemas.ts';
  * `GET /api/image/{id}?size=thumb|medium|full`: the stored WebP variant. Variants never change once
  * written, so they are cacheable for a year and their ETag is their name. The original is never served.
  */
-export function imageRoutes(deps: { uploads: UploadService; media: FileMediaStore }): Router<AppState> {
+export function imageRoutes(deps: { uploads: UploadService; media: MediaFiles }): Router<AppState> {
   const router = new Router<AppState>();
   router.get('/api/image/:id', async (ctx) => {
     const { size } = parse(ImageQuery, ctx.query, 'query');

@@ -2,8 +2,8 @@ import Router from '@koa/router';
 import { toAppError } from '../middleware/error-handler.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import type { CreateUpload, UploadOutcomes } from '../../domain/uploads/create-upload.ts';
-import type { Limiter } from '../../store/rate-limiter.ts';
-import type { FileMediaStore } from '../../store/media-store.ts';
+import type { Limiter } from '../../domain/rate-limit.ts';
+import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
 import { userRateLimit } from '../middleware/rate-limit.ts';
@@ -15,7 +15,7 @@ import { PrivacyBody, UploadFields } from '../schemas/upload.schemas.ts';
 export interface UploadRouteDeps {
   createUpload: CreateUpload;
   uploads: UploadService;
-  media: FileMediaStore;
+  media: MediaFiles;
   uploadLimiter: Limiter;
   /** The caller's vote on an upload, for `my_vote`. */
   myVote(uploadId: string, userId: string): Promise<'fucks' | 'does_not_fuck' | null>;

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { VoteService } from '../../domain/votes/vote.service.ts';
-import type { Limiter } from '../../store/rate-limiter.ts';
+import type { Limiter } from '../../domain/rate-limit.ts';
 import type { AppState } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
 import { userRateLimit } from '../middleware/rate-limit.ts';

@@ -19,6 +19,7 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   payload_too_large: 'file over 10 MiB (10485760 bytes), JSON body over 1 MiB',
   rate_limited: 'a rate limit is spent; retry after `Retry-After` seconds',
   busy: 'the media worker queue is full, the database does not answer, or the service is shutting down; retry after `Retry-After` seconds',
+  method_not_allowed: 'a known path called with a method it does not serve; `Allow` lists those it does',
   internal: 'anything else; logged with the request id',
 };
 
@@ -41,11 +42,18 @@ const ReadinessCheck = z
     status: z.enum(['ok', 'down']),
     reason: z.string().optional().describe('Why the dependency is down.'),
   })
-  .describe('One dependency (database, workers, redis); further details vary by dependency.');
+  .describe('One dependency (database, workers, media, redis); further details vary by dependency.');
 const checks = z.record(z.string(), ReadinessCheck);
 
-export const Readiness = z.object({ status: z.literal('ok'), checks });
-export const NotReady = ErrorBody.extend({ error: z.literal('busy'), checks }).describe('503 from /readyz: which dependency did not answer.');
+export const Readiness = z.object({
+  status: z
+    .enum(['ok', 'degraded'])
+    .describe('`degraded`: Redis is configured but down, and the in-process fallbacks serve.'),
+  checks,
+});
+export const NotReady = ErrorBody.extend({ error: z.literal('busy'), status: z.literal('down'), checks }).describe(
+  '503 from /readyz: the database, the worker pool or the media store did not answer, or the process is shutting down.',
+);
 
 /** `{id}` path parameter of uploads and tokens. Any string is accepted; one that is not a UUID is simply not found. */
 export const IdParam = z.object({

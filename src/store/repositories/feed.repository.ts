@@ -5,10 +5,11 @@
 import type { FeedQuery, FeedStore, ProfileStats } from '../../domain/feeds/feed.service.ts';
 import type { UploadRecord } from '../../domain/uploads/upload.types.ts';
 import type { Database } from '../database.ts';
+import type { UploadsTable } from '../database-types.ts';
 import type { UploadRepository } from './upload.repository.ts';
 import { visibleTo } from '../upload-rows.ts';
 
-const ORDER: Readonly<Record<FeedQuery['sort'], Array<[string, 'desc']>>> = {
+const ORDER: Readonly<Record<FeedQuery['sort'], Array<[`u.${keyof UploadsTable}`, 'desc']>>> = {
   new: [['u.created_at', 'desc'], ['u.id', 'desc']],
   top: [['u.score', 'desc'], ['u.created_at', 'desc']],
   hot: [['u.hot_rank', 'desc'], ['u.created_at', 'desc']],
@@ -32,7 +33,7 @@ export class FeedRepository implements FeedStore {
     if (q.tag) {
       query = query.where('u.id', 'in', db.selectFrom('upload_tags as ut').innerJoin('tags as t', 't.id', 'ut.tag_id').select('ut.upload_id').where('t.slug', '=', q.tag));
     }
-    for (const [col, dir] of ORDER[q.sort]) query = query.orderBy(col as never, dir);
+    for (const [col, dir] of ORDER[q.sort]) query = query.orderBy(col, dir);
     const rows = await query.limit(fetch).offset(offset).execute();
     return this.#uploads.hydrate(rows, db);
   }

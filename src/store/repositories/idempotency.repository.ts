@@ -35,7 +35,8 @@ export class IdempotencyRepository implements IdempotencyStore {
         const leaseUntil = row.lease_until === null ? new Date(since.getTime() + LEGACY_LEASE_MS) : d.readDate(row.lease_until);
         return { state: 'pending', requestHash: row.request_hash, token: row.claim_token, leaseUntil };
       }
-      return { state: 'done', requestHash: row.request_hash, response: { status: Number(row.status), body: row.body } };
+      // `complete` writes the status and the body together: a record with a status has its body.
+      return { state: 'done', requestHash: row.request_hash, response: { status: Number(row.status), body: row.body ?? '' } };
     }
     throw new Error('idempotency key claim did not settle');
   }

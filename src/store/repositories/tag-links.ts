@@ -11,17 +11,18 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { slugOf, type TagView } from '../../domain/tags.ts';
+import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 import { visibleTo } from '../upload-rows.ts';
 
 /** Whether listings show the upload (read inside the caller's transaction). */
-async function isListed(db: Kysely<any>, d: Dialect, uploadId: string): Promise<boolean> {
+async function isListed(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<boolean> {
   const row = await db.selectFrom('uploads as u').select('u.id').where('u.id', '=', uploadId).where(visibleTo(d, null)).executeTakeFirst();
   return Boolean(row);
 }
 
 /** Moves the counts of these tags by one. */
-async function moveCounts(db: Kysely<any>, tagIds: string[], delta: 1 | -1): Promise<void> {
+async function moveCounts(db: Kysely<DB>, tagIds: string[], delta: 1 | -1): Promise<void> {
   if (!tagIds.length) return;
   await db
     .updateTable('tags')
@@ -30,14 +31,14 @@ async function moveCounts(db: Kysely<any>, tagIds: string[], delta: 1 | -1): Pro
     .execute();
 }
 
-const tagIdsOf = async (db: Kysely<any>, uploadId: string): Promise<string[]> =>
-  (await db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', uploadId).execute()).map((r) => r.tag_id as string);
+const tagIdsOf = async (db: Kysely<DB>, uploadId: string): Promise<string[]> =>
+  (await db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', uploadId).execute()).map((r) => r.tag_id);
 
 /**
  * Runs `change`, an update of the (locked) upload row that may show it in listings or hide it from them,
  * and moves the counts of its tags to match.
  */
-export async function changingListing<T>(db: Kysely<any>, d: Dialect, uploadId: string, change: () => Promise<T>): Promise<T> {
+export async function changingListing<T>(db: Kysely<DB>, d: Dialect, uploadId: string, change: () => Promise<T>): Promise<T> {
   const before = await isListed(db, d, uploadId);
   const result = await change();
   const after = await isListed(db, d, uploadId);
@@ -46,12 +47,12 @@ export async function changingListing<T>(db: Kysely<any>, d: Dialect, uploadId: 
 }
 
 /** Takes a (locked) upload about to be deleted out of its tags' counts; its links go with the row. */
-export async function leaveTagCounts(db: Kysely<any>, d: Dialect, uploadId: string): Promise<void> {
+export async function leaveTagCounts(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<void> {
   if (await isListed(db, d, uploadId)) await moveCounts(db, await tagIdsOf(db, uploadId), -1);
 }
 
 /** Finds or creates the tags (by slug) and links them to the (locked or new) upload; returns how many links are new. */
-export async function linkTags(db: Kysely<any>, d: Dialect, uploadId: string, names: string[], at: Date): Promise<number> {
+export async function linkTags(db: Kysely<DB>, d: Dialect, uploadId: string, names: string[], at: Date): Promise<number> {
   if (!names.length) return 0;
   await db
     .insertInto('tags')
@@ -65,22 +66,22 @@ export async function linkTags(db: Kysely<any>, d: Dialect, uploadId: string, na
     .onConflict((oc) => oc.doNothing())
     .returning('tag_id')
     .execute();
-  if (linked.length && (await isListed(db, d, uploadId))) await moveCounts(db, linked.map((l) => l.tag_id as string), 1);
+  if (linked.length && (await isListed(db, d, uploadId))) await moveCounts(db, linked.map((l) => l.tag_id), 1);
   return linked.length;
 }
 
 /** Unlinks the tag (by slug) from the (locked) upload; false when the upload does not carry it. */
-export async function unlinkTag(db: Kysely<any>, d: Dialect, uploadId: string, slug: string): Promise<boolean> {
+export async function unlinkTag(db: Kysely<DB>, d: Dialect, uploadId: string, slug: string): Promise<boolean> {
   const tag = await db.selectFrom('tags').select('id').where('slug', '=', slug).executeTakeFirst();
   if (!tag) return false;
   const r = await db.deleteFrom('upload_tags').where('upload_id', '=', uploadId).where('tag_id', '=', tag.id).executeTakeFirst();
   if (!Number(r.numDeletedRows)) return false;
-  if (await isListed(db, d, uploadId)) await moveCounts(db, [tag.id as string], -1);
+  if (await isListed(db, d, uploadId)) await moveCounts(db, [tag.id], -1);
   return true;
 }
 
 /** Tags of each upload, in the order they were added. */
-export async function tagsOf(db: Kysely<any>, uploadIds: string[]): Promise<Map<string, TagView[]>> {
+export async function tagsOf(db: Kysely<DB>, uploadIds: string[]): Promise<Map<string, TagView[]>> {
   const out = new Map<string, TagView[]>();
   if (!uploadIds.length) return out;
   const rows = await db

@@ -13,7 +13,7 @@ export class TagRepository implements TagStore {
 
   async ownerOf(uploadId: string): Promise<string | null> {
     const row = await this.#db.db().selectFrom('uploads').select('user_id').where('id', '=', uploadId).executeTakeFirst();
-    return row ? (row.user_id as string) : null;
+    return row ? row.user_id : null;
   }
 
   async tagsOf(uploadId: string): Promise<TagView[]> {

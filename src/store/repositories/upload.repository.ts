@@ -9,6 +9,7 @@ import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upl
 import type { TagView } from '../../domain/tags.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { Database } from '../database.ts';
+import type { DB } from '../database-types.ts';
 import { isUniqueViolation, type Dialect } from '../dialect.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { chunksOf } from '../similarity/hamming.ts';
@@ -24,7 +25,14 @@ export const UPLOAD_COLUMNS = [
   'u.variants',
 ] as const;
 
-export function rowToRecord(dialect: Dialect, r: any, tags: TagView[]): UploadRecord {
+/** Upload records (with owner) from `uploads as u`; the caller adds where/order/limit. */
+const selectUploads = (db: Kysely<DB>) =>
+  db.selectFrom('uploads as u').innerJoin('users as us', 'us.id', 'u.user_id').select([...UPLOAD_COLUMNS]);
+
+/** An upload row as `select()` reads it: the columns of UPLOAD_COLUMNS, typed by Kysely from database-types.ts. */
+export type UploadRow = Awaited<ReturnType<ReturnType<typeof selectUploads>['executeTakeFirstOrThrow']>>;
+
+export function rowToRecord(dialect: Dialect, r: UploadRow, tags: TagView[]): UploadRecord {
   return {
     id: r.id,
     userId: r.user_id,
@@ -48,7 +56,8 @@ export function rowToRecord(dialect: Dialect, r: any, tags: TagView[]): UploadRe
     originalFormat: r.original_format,
     thumbhash: r.thumbhash,
     humanScore: r.human_score === null ? null : Number(r.human_score),
-    variants: r.variants === null ? null : ((typeof r.variants === 'string' ? JSON.parse(r.variants) : r.variants) as Record<string, VariantInfo>),
+    // jsonb arrives parsed (PostgreSQL), json as its text (SQLite).
+    variants: typeof r.variants === 'string' ? (JSON.parse(r.variants) as Record<string, VariantInfo>) : r.variants,
     tags,
   };
 }
@@ -63,17 +72,17 @@ export class UploadRepository implements UploadStore {
   }
 
   /** Selects upload records (with owner) from `uploads as u`; the caller adds where/order/limit. */
-  select(db: Kysely<any> = this.#db.db()) {
-    return db.selectFrom('uploads as u').innerJoin('users as us', 'us.id', 'u.user_id').select([...UPLOAD_COLUMNS]);
+  select(db: Kysely<DB> = this.#db.db()) {
+    return selectUploads(db);
   }
 
   /** Turns selected rows into records, fetching all their tags in one query. */
-  async hydrate(rows: any[], db: Kysely<any> = this.#db.db()): Promise<UploadRecord[]> {
+  async hydrate(rows: UploadRow[], db: Kysely<DB> = this.#db.db()): Promise<UploadRecord[]> {
     const tags = await tagsOf(db, rows.map((r) => r.id));
     return rows.map((r) => rowToRecord(this.#db.dialect, r, tags.get(r.id) ?? []));
   }
 
-  async #first(row: unknown): Promise<UploadRecord | null> {
+  async #first(row: UploadRow | undefined): Promise<UploadRecord | null> {
     return row ? (await this.hydrate([row]))[0]! : null;
   }
 
@@ -84,7 +93,7 @@ export class UploadRepository implements UploadStore {
   async mediaKeyOf(id: string): Promise<string | null | undefined> {
     if (!isUuid(id)) return undefined;
     const row = await this.#db.db().selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
-    return row ? (row.media_key as string | null) : undefined;
+    return row ? row.media_key : undefined;
   }
 
   /** Whether any upload row uses these stored files (recovery: staged files of a committed row move in). */
@@ -156,7 +165,7 @@ export class UploadRepository implements UploadStore {
     } catch (e) {
       if (u.sha256 && isUniqueViolation(e)) {
         const first = await this.#db.db().selectFrom('uploads').select('id').where('user_id', '=', u.userId).where('sha256', '=', u.sha256).executeTakeFirst();
-        if (first) return { ok: false as const, duplicateOf: first.id as string };
+        if (first) return { ok: false as const, duplicateOf: first.id };
       }
       throw e;
     }
@@ -176,7 +185,7 @@ export class UploadRepository implements UploadStore {
 
   async pendingGarbage(limit = 1000): Promise<string[]> {
     const rows = await this.#db.db().selectFrom('media_garbage').select('media_key').orderBy('created_at').limit(limit).execute();
-    return rows.map((r) => r.media_key as string);
+    return rows.map((r) => r.media_key);
   }
 
   /** Under the row's lock, with the counts of its tags (which count listed uploads only) moved to match. */
@@ -195,7 +204,7 @@ export class UploadRepository implements UploadStore {
       // A row's media key never changes: read it, then take the files' lock before the row's (the order
       // every transaction takes them in).
       const own = await db.selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
-      const mediaKey = (own?.media_key as string | null | undefined) ?? null;
+      const mediaKey = own?.media_key ?? null;
       if (mediaKey) await lockMedia(db, d, mediaKey);
       if (!(await lockUpload(db, d, id, ['id']))) return null;
       await leaveTagCounts(db, d, id);

@@ -47,7 +47,7 @@ export class UserRepository implements UserStore {
 
   async findForLogin(by: { email: string } | { username: string }) {
     const u = await this.#db.em().findOne(User, where(by), { populate: ['passwordHash'] });
-    return u ? { ...toRecord(u), passwordHash: u.passwordHash as string } : null;
+    return u ? { ...toRecord(u), passwordHash: u.passwordHash } : null;
   }
 
   async exists(by: { email: string } | { username: string }): Promise<boolean> {

@@ -5,6 +5,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Viewer } from '../../domain/uploads/upload.types.ts';
+import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 import { chunkCandidates } from './hamming.ts';
 import { visibleTo } from '../upload-rows.ts';
@@ -19,11 +20,11 @@ export type LookupMethod = 'multi-index-hashing' | 'sqlite-vec';
 export interface SimilarityIndex {
   readonly kind: LookupMethod;
   /** Called inside the upload's insert transaction. */
-  add(db: Kysely<any>, uploadId: string, phash: string): Promise<void>;
+  add(db: Kysely<DB>, uploadId: string, phash: string): Promise<void>;
   /** Called inside the upload's delete transaction. */
-  remove(db: Kysely<any>, uploadId: string): Promise<void>;
+  remove(db: Kysely<DB>, uploadId: string): Promise<void>;
   /** Closest upload visible to `viewer` within `maxDistance`; oldest first on ties. */
-  findNear(db: Kysely<any>, phash: string, maxDistance: number, viewer: Viewer | null): Promise<NearMatch | null>;
+  findNear(db: Kysely<DB>, phash: string, maxDistance: number, viewer: Viewer | null): Promise<NearMatch | null>;
 }
 
 /** How many nearest neighbours sqlite-vec returns before the visibility filter; widened when all are hidden. */
@@ -98,5 +99,5 @@ export function similarityIndexFor(dialect: Dialect, method: LookupMethod): Simi
   const mih = multiIndexHashing(dialect);
   if (dialect.name === 'postgres') return mih;
   const vec = sqliteVecIndex(dialect);
-  return { ...vec, kind: method, findNear: method === 'sqlite-vec' ? vec.findNear : mih.findNear };
+  return { ...vec, kind: method, findNear: (...args) => (method === 'sqlite-vec' ? vec : mih).findNear(...args) };
 }

@@ -2,7 +2,7 @@
  * Person detection stage: a COCO CenterNet (models/manifest.json) on TensorFlow.js, loaded once per
  * worker thread, answering "is there a person in this picture, and where".
  */
-import type { Tensor4D } from '@tensorflow/tfjs-core';
+import type { Rank, Tensor4D } from '@tensorflow/tfjs-core';
 import { CENTERNET_STRIDE, loadCenterNet, type CenterNetOutput } from '../detector/centernet.model.ts';
 import { DEFAULT_MODELS_DIR } from '../detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox } from '../detector/person-boxes.decode.ts';
@@ -38,7 +38,7 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
   const net = await loadCenterNet(tf, modelDir, options.inputSize ?? DEFAULT_INPUT_SIZE);
   const size = net.inputSize;
   // The first run on a backend sets up its kernels (a few times slower); pay that at start-up, not on an upload.
-  const blank = tf.zeros([1, size, size, 3]) as Tensor4D;
+  const blank = tf.zeros<Rank.R4>([1, size, size, 3]);
   await net.run(blank).finally(() => blank.dispose());
 
   /** One model call on up to MAX_BATCH images: each letterboxed into the square input, stacked as a batch. */
@@ -46,7 +46,7 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     const frames = images.map((rgb) => letterbox(rgb, size));
     const input = tf.tidy(() => {
       const each = images.map((rgb, i) => toModelInput(tf, rgb, frames[i]!));
-      return each.length === 1 ? each[0]! : (tf.concat(each, 0) as Tensor4D);
+      return each.length === 1 ? each[0]! : tf.concat<Tensor4D>(each, 0);
     });
     let outputs: CenterNetOutput[];
     try {
@@ -127,6 +127,6 @@ function toModelInput(tf: Tf, rgb: RawImage, frame: Frame): Tensor4D {
       pixels = tf.image.resizeBilinear(pixels, [scaledHeight, scaledWidth], false, true);
     }
     const padded = tf.pad(pixels, [[padY, size - scaledHeight - padY], [padX, size - scaledWidth - padX], [0, 0]]);
-    return tf.expandDims(padded, 0) as Tensor4D;
+    return tf.expandDims<Tensor4D>(padded, 0);
   });
 }

@@ -5,7 +5,17 @@ import type { MessagePort } from 'node:worker_threads';
  * plain objects, typed arrays, no classes.
  */
 import type { ErrorCode } from '../../domain/errors.ts';
-import type { ImageFormat } from '../../domain/image-format.ts';
+import type { DetectionInfo, ImageTask, ProcessedImage } from '../../domain/uploads/processed-image.ts';
+
+// The shapes the domain declares for what it asks and gets back (domain/uploads/processed-image.ts).
+export { VARIANT_MAX_SIDE } from '../../domain/uploads/processed-image.ts';
+export type {
+  DetectionInfo,
+  EncodedVariant,
+  ImageTask,
+  ProcessedImage,
+  VariantName,
+} from '../../domain/uploads/processed-image.ts';
 
 /** Raw interleaved pixels, row-major, 8 bits per channel. */
 export interface RawImage {
@@ -51,47 +61,8 @@ export interface PersonDetector {
   dispose(): void;
 }
 
-/** What the detect stage did with an image: its answer, and how much model work that took. */
-export interface DetectionInfo {
-  /** Frames of the image (1 for a still). */
-  frames: number;
-  /** Frames that differed enough from every frame already checked to be checked themselves. */
-  distinctFrames: number;
-  /** Frames that went through the model (fewer than distinctFrames when it stopped at a person). */
-  inferences: number;
-  /** Calls into the model; a batch of frames is one call. */
-  modelCalls: number;
-  /** The frame with the highest score. */
-  bestFrame: number;
-}
-
-export type VariantName = 'thumb' | 'medium' | 'full';
-
-export const VARIANT_MAX_SIDE: Readonly<Record<VariantName, number>> = Object.freeze({
-  thumb: 320,
-  medium: 1024,
-  full: 2048,
-});
-
-export interface EncodedVariant {
-  name: VariantName;
-  width: number;
-  height: number;
-  bytes: number;
-  /** Absolute path of the staged file (inside the task's staging directory). */
-  path: string;
-}
-
-/** Input of the worker's processImage task. */
-export interface ProcessImageTask {
-  /** The original bytes; transferred (moved) to the worker, not copied. */
-  bytes: ArrayBuffer;
-  /** Directory the worker writes variants into; created by the caller, removed by the caller on failure. */
-  stagingDir: string;
-  /** Base name for staged files, e.g. the upload id; variants become `${baseName}.${variant}.webp`. */
-  baseName: string;
-  humanPolicy: HumanPolicy;
-  humanThreshold: number;
+/** Input of the worker's processImage task: the domain's ImageTask, and how the pool steers it. */
+export interface ProcessImageTask extends ImageTask {
   /** Optional cancel flag (Int32Array over a SharedArrayBuffer): the pool sets [0] to 1; checked between stages. */
   cancel?: Int32Array;
   /**
@@ -100,27 +71,6 @@ export interface ProcessImageTask {
    * nothing staged (`StoppedAfterHash`). Used to refuse a near duplicate without encoding it.
    */
   afterHash?: MessagePort;
-}
-
-export interface ProcessedImage {
-  ok: true;
-  format: ImageFormat;
-  /** Displayed dimensions of the original (EXIF orientation applied). */
-  width: number;
-  height: number;
-  animated: boolean;
-  frames: number;
-  /** 64-bit perceptual hash, 16 lowercase hex characters. */
-  phash: string;
-  /** ThumbHash, base64. */
-  thumbhash: string;
-  /** Highest person score, or null when humanPolicy is 'off'. */
-  humanScore: number | null;
-  /** Present when detection ran. */
-  detection?: DetectionInfo;
-  variants: EncodedVariant[];
-  /** Milliseconds spent per stage, for metrics. */
-  timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'detect' | 'encode' | 'thumbhash', number>>;
 }
 
 export interface StageRejection {

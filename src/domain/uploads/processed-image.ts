@@ -1,0 +1,74 @@
+/**
+ * What the upload service asks of image processing and what it gets back, declared here so that the domain
+ * depends on nothing outward: src/workers implements the ImageProcessor port (ports.ts) with these shapes,
+ * and src/store names its stored files after the variants.
+ * Everything here crosses a worker-thread boundary, so it must survive structured clone: plain objects,
+ * typed arrays, no classes.
+ */
+import type { ImageFormat } from '../image-format.ts';
+import type { HumanPolicy } from '../person-policy.ts';
+
+export type VariantName = 'thumb' | 'medium' | 'full';
+
+/** The longest side of each stored variant, in pixels. */
+export const VARIANT_MAX_SIDE: Readonly<Record<VariantName, number>> = Object.freeze({
+  thumb: 320,
+  medium: 1024,
+  full: 2048,
+});
+
+/** What the detect stage did with an image: its answer, and how much model work that took. */
+export interface DetectionInfo {
+  /** Frames of the image (1 for a still). */
+  frames: number;
+  /** Frames that differed enough from every frame already checked to be checked themselves. */
+  distinctFrames: number;
+  /** Frames that went through the model (fewer than distinctFrames when it stopped at a person). */
+  inferences: number;
+  /** Calls into the model; a batch of frames is one call. */
+  modelCalls: number;
+  /** The frame with the highest score. */
+  bestFrame: number;
+}
+
+export interface EncodedVariant {
+  name: VariantName;
+  width: number;
+  height: number;
+  bytes: number;
+  /** Absolute path of the staged file (inside the task's staging directory). */
+  path: string;
+}
+
+/** An image to process, as the domain asks for it. */
+export interface ImageTask {
+  /** The original bytes; transferred (moved) to the worker, not copied. */
+  bytes: ArrayBuffer;
+  /** Directory the worker writes variants into; created by the caller, removed by the caller on failure. */
+  stagingDir: string;
+  /** Base name for staged files, e.g. the upload id; variants become `${baseName}.${variant}.webp`. */
+  baseName: string;
+  humanPolicy: HumanPolicy;
+  humanThreshold: number;
+}
+
+export interface ProcessedImage {
+  ok: true;
+  format: ImageFormat;
+  /** Displayed dimensions of the original (EXIF orientation applied). */
+  width: number;
+  height: number;
+  animated: boolean;
+  frames: number;
+  /** 64-bit perceptual hash, 16 lowercase hex characters. */
+  phash: string;
+  /** ThumbHash, base64. */
+  thumbhash: string;
+  /** Highest person score, or null when humanPolicy is 'off'. */
+  humanScore: number | null;
+  /** Present when detection ran. */
+  detection?: DetectionInfo;
+  variants: EncodedVariant[];
+  /** Milliseconds spent per stage, for metrics. */
+  timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'detect' | 'encode' | 'thumbhash', number>>;
+}

@@ -2,13 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Worker } from 'node:cluster';
 import { EventEmitter } from 'node:events';
-import {
-  clusterGenerations,
-  FEED_IPC,
-  servePrimaryGenerations,
-  type ClusterPrimary,
-  type Ipc,
-} from '../../src/store/cache/generations.ts';
+import { clusterGenerations, FEED_IPC, servePrimaryGenerations, type Ipc } from '../../src/store/cache/generations.ts';
 import { memoryFeedCache } from '../../src/store/cache/memory-feed-cache.ts';
 
 /** A gateway process's cache of PROCESSES=N without Redis, as src/main.ts builds it. */
@@ -56,7 +50,10 @@ test('cluster feed cache: joins, and a write waits for the new generation before
   const after = await cache.read('k');
   assert.equal(after.hit, null, 'the page of the old generation is gone');
   assert.notEqual(after.generation, first.generation);
-  assert.ok(sent.some((m) => m.type === FEED_IPC.applied), 'the new generation was confirmed to the primary');
+  assert.ok(
+    sent.some((m) => m.type === FEED_IPC.applied),
+    'the new generation was confirmed to the primary',
+  );
   await cache.write('k', first.generation, page('stale'), 60);
   assert.equal((await cache.read('k')).hit, null, 'a page built before the write is not kept');
   cache.close();
@@ -78,7 +75,7 @@ test('cluster feed cache: with the primary gone, a write still resolves without 
 function primaryWith(n: number) {
   const cluster = new EventEmitter();
   const log = { warnings: 0, warn: () => void log.warnings++ };
-  servePrimaryGenerations(cluster as unknown as ClusterPrimary, log);
+  servePrimaryGenerations(cluster, log);
   const processes = Array.from({ length: n }, (_, pid) => {
     const proc = new EventEmitter();
     let connected = true;

@@ -1,14 +1,15 @@
 /**
  * `PROCESSES=N npm start`: a primary that migrates the database once, forks N gateway processes sharing
  * the port (node:cluster), replaces one that dies, aggregates their metrics for `/metrics`, and on
- * SIGTERM/SIGINT lets every process shut down gracefully before exiting.
+ * SIGTERM/SIGINT lets every process shut down gracefully before exiting. Without Redis it also serves what the
+ * processes share over IPC: rate-limit counts and feed cache generations (store/cache/generations.ts).
  */
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from './config.ts';
 import { createLogger, flushLogs } from './logger.ts';
 import { openConfiguredDatabase } from './open-database.ts';
-import { FEED_BUMP_TIMEOUT_MS, FEED_IPC } from './store/cache/feed-cache.ts';
+import { servePrimaryGenerations } from './store/cache/generations.ts';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 
 const METRICS_REQ = 'pixvote:metrics-request';
@@ -22,7 +23,7 @@ export async function runPrimary(config: Config): Promise<void> {
   if (!config.redisUrl) {
     // Without Redis the primary is what the processes share: rate-limit counts and feed cache generations.
     new RateLimiterClusterMaster();
-    shareFeedGenerations(log);
+    servePrimaryGenerations(cluster, log);
     log.info('PROCESSES > 1 without REDIS_URL: rate limits and feed cache invalidations go through this primary; set REDIS_URL to share them across machines');
   }
 
@@ -93,59 +94,6 @@ export class RestartPolicy {
     const delayMs = Math.min(this.opts.maxDelayMs, this.opts.firstDelayMs * 2 ** (recent.length - 1));
     return { crashLoop: recent.length >= this.opts.deaths, deaths: recent.length, delayMs };
   }
-}
-
-/**
- * The feed cache generation of every gateway process (without Redis): a write's process asks for a new
- * one; every process that joined gets it, applies it and confirms; the write's process hears back once all
- * have (a process that exits is not waited for; after FEED_BUMP_TIMEOUT_MS it hears back anyway).
- */
-function shareFeedGenerations(log: ReturnType<typeof createLogger>): void {
-  let generation = 0;
-  let nextRound = 0;
-  const joined = new Set<Worker>();
-  const rounds = new Map<number, { waitingFor: Set<Worker>; finish: () => void }>();
-  const send = (w: Worker, msg: object) => {
-    if (!w.isConnected()) return;
-    try {
-      w.send(msg);
-    } catch {
-      // The process is going away: its 'exit' settles what waits for it.
-    }
-  };
-  const settle = (round: { waitingFor: Set<Worker>; finish: () => void }, w: Worker) => {
-    round.waitingFor.delete(w);
-    if (round.waitingFor.size === 0) round.finish();
-  };
-  cluster.on('message', (worker: Worker, msg: { type?: string; id?: number }) => {
-    if (msg?.type === FEED_IPC.join) {
-      joined.add(worker);
-      send(worker, { type: FEED_IPC.generation, generation, id: -1 });
-    } else if (msg?.type === FEED_IPC.bump) {
-      generation++;
-      const round = nextRound++;
-      const waitingFor = new Set([...joined].filter((w) => w.isConnected()));
-      const timer = setTimeout(() => {
-        log.warn({ pids: [...waitingFor].map((w) => w.process.pid) }, 'feed cache invalidation: a process did not confirm in time');
-        finish();
-      }, FEED_BUMP_TIMEOUT_MS);
-      const finish = () => {
-        if (!rounds.delete(round)) return;
-        clearTimeout(timer);
-        send(worker, { type: FEED_IPC.bumped, id: msg.id });
-      };
-      rounds.set(round, { waitingFor, finish });
-      for (const w of waitingFor) send(w, { type: FEED_IPC.generation, generation, id: round });
-      if (waitingFor.size === 0) finish();
-    } else if (msg?.type === FEED_IPC.applied && msg.id !== undefined) {
-      const round = rounds.get(msg.id);
-      if (round) settle(round, worker);
-    }
-  });
-  cluster.on('exit', (worker) => {
-    joined.delete(worker);
-    for (const round of [...rounds.values()]) settle(round, worker);
-  });
 }
 
 /** In a cluster worker: lets the primary collect this registry, and asks it for the whole cluster's metrics. */

@@ -34,7 +34,9 @@ import { FeedService } from './domain/feeds/feed.service.ts';
 import { TagService } from './domain/tag.service.ts';
 import { FeedRepository } from './store/repositories/feed.repository.ts';
 import { TagRepository } from './store/repositories/tag.repository.ts';
-import { clusterFeedCache, memoryFeedCache, redisFeedCache, type Ipc, type RedisFeedCache } from './store/cache/feed-cache.ts';
+import { clusterGenerations, RedisGenerations, type Ipc } from './store/cache/generations.ts';
+import { memoryFeedCache } from './store/cache/memory-feed-cache.ts';
+import { redisFeedCache, type RedisFeedCache } from './store/cache/redis-feed-cache.ts';
 import { voteRoutes } from './gateway/routes/votes.routes.ts';
 import { feedRoutes } from './gateway/routes/feeds.routes.ts';
 import { tagRoutes } from './gateway/routes/tags.routes.ts';
@@ -126,9 +128,10 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     if (staged.committed || staged.discarded || garbage.length) log.info({ ...staged, removed: garbage.length }, 'media recovered');
   };
   await sweep();
-  const feedCache = redis ? redisFeedCache(redis, config.redisPrefix) : null;
+  const feedCache = redis ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix)) : null;
   // PROCESSES=N without Redis: the processes share invalidations through the primary.
-  const clusterCache = !redis && opts.clusterWorker && process.send ? clusterFeedCache(process as Ipc) : null;
+  const clusterCache =
+    !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
   const feeds = new FeedService({
     store: new FeedRepository(db, uploadsRepo),
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),

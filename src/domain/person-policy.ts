@@ -1,7 +1,6 @@
 /**
  * The default HUMAN_THRESHOLD, calibrated for the shipped detector at its input size by
- * bench/calibrate-detector.ts: on 38 labelled photos it finds 20 of 21 with people and flags 2 of 17
- * without (a biplane from above, a flock of sheep).
+ * bench/calibrate-detector.ts (recall and false flags: bench/README.md, "Detector calibration").
  */
 export const CALIBRATED_HUMAN_THRESHOLD = 0.2;
 

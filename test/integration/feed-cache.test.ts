@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { redisFeedCache, type RedisFeedCache } from '../../src/store/cache/feed-cache.ts';
+import { RedisGenerations } from '../../src/store/cache/generations.ts';
+import { redisFeedCache as cacheOver, type RedisFeedCache } from '../../src/store/cache/redis-feed-cache.ts';
+
+/** One process's Redis feed cache, as src/main.ts builds it. */
+const redisFeedCache = (redis: Redis, prefix: string, opts: { subscriber?: Redis } = {}) =>
+  cacheOver(redis, prefix, new RedisGenerations(redis, prefix, opts));
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(JSON.stringify({ text })) });
@@ -21,7 +26,9 @@ async function until(what: string, ok: () => boolean): Promise<void> {
 }
 
 /** Two processes' caches on one Redis, each with its own connections; removed with every key afterwards. */
-async function twoProcesses(run: (a: RedisFeedCache, b: RedisFeedCache, ctx: { prefix: string; ra: Redis; rb: Redis }) => Promise<void>): Promise<void> {
+async function twoProcesses(
+  run: (a: RedisFeedCache, b: RedisFeedCache, ctx: { prefix: string; ra: Redis; rb: Redis }) => Promise<void>,
+): Promise<void> {
   const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
   const [ra, rb] = await Promise.all([connected(), connected()]);
   const a = redisFeedCache(ra, prefix);
@@ -38,85 +45,100 @@ async function twoProcesses(run: (a: RedisFeedCache, b: RedisFeedCache, ctx: { p
   }
 }
 
-test('Redis feed cache: two processes, one generation; a page kept in memory is never served past a write', { skip }, () =>
-  twoProcesses(async (a, b, { prefix, rb }) => {
-    const first = await a.read('k');
-    assert.equal(first.hit, null);
-    await a.write('k', first.generation, page('one'), 60);
-    // B has nothing in memory: it takes the page from Redis, then keeps it.
-    const viaRedis = await b.read('k');
-    assert.equal(viaRedis.hit?.body.toString(), '{"text":"one"}');
-    assert.equal(viaRedis.hit?.etag, 'W/"one"');
-    await rb.del(`${prefix}feed:${viaRedis.generation}:k`);
-    assert.equal((await b.read('k')).hit?.etag, 'W/"one"', 'served from memory while the generation holds');
-    // A write through A: B's next read misses, and a page built before the write is not kept.
-    await a.invalidate();
-    const after = await b.read('k');
-    assert.equal(after.hit, null);
-    assert.notEqual(after.generation, first.generation);
-    await a.write('k', first.generation, page('stale'), 60);
-    assert.equal((await b.read('k')).hit, null, 'a page of the old generation is never served');
-    await b.write('k', after.generation, page('two'), 60);
-    assert.equal((await a.read('k')).hit?.etag, 'W/"two"');
-    // The copy kept in memory does not outlive the page in Redis.
-    await a.write('short', after.generation, page('short'), 1);
-    assert.equal((await b.read('short')).hit?.etag, 'W/"short"');
-    await new Promise((r) => setTimeout(r, 1100));
-    assert.equal((await b.read('short')).hit, null);
-  }),
-);
-
-test('Redis feed cache: with pushed generations, a write through one process is missed by the very next read of the other', { skip }, () =>
-  twoProcesses(async (a, b) => {
-    await until('both subscriptions confirmed', () => a.pushed && b.pushed);
-    for (let i = 0; i < 50; i++) {
-      const before = await b.read('k');
-      await b.write('k', before.generation, page(`v${i}`), 60);
-      assert.equal((await b.read('k')).hit?.etag, `W/"v${i}"`);
-      // No wait between the write's answer and the read: the announcement must already have been applied.
+test(
+  'Redis feed cache: two processes, one generation; a page kept in memory is never served past a write',
+  { skip },
+  () =>
+    twoProcesses(async (a, b, { prefix, rb }) => {
+      const first = await a.read('k');
+      assert.equal(first.hit, null);
+      await a.write('k', first.generation, page('one'), 60);
+      // B has nothing in memory: it takes the page from Redis, then keeps it.
+      const viaRedis = await b.read('k');
+      assert.equal(viaRedis.hit?.body.toString(), '{"text":"one"}');
+      assert.equal(viaRedis.hit?.etag, 'W/"one"');
+      await rb.del(`${prefix}feed:${viaRedis.generation}:k`);
+      assert.equal((await b.read('k')).hit?.etag, 'W/"one"', 'served from memory while the generation holds');
+      // A write through A: B's next read misses, and a page built before the write is not kept.
       await a.invalidate();
-      const next = await b.read('k');
-      assert.equal(next.hit, null, `round ${i}: B served a page from before A's write`);
-      assert.ok(Number(next.generation) > Number(before.generation));
-    }
-    assert.ok(a.pushed && b.pushed, 'still trusting pushed generations');
-  }),
+      const after = await b.read('k');
+      assert.equal(after.hit, null);
+      assert.notEqual(after.generation, first.generation);
+      await a.write('k', first.generation, page('stale'), 60);
+      assert.equal((await b.read('k')).hit, null, 'a page of the old generation is never served');
+      await b.write('k', after.generation, page('two'), 60);
+      assert.equal((await a.read('k')).hit?.etag, 'W/"two"');
+      // The copy kept in memory does not outlive the page in Redis.
+      await a.write('short', after.generation, page('short'), 1);
+      assert.equal((await b.read('short')).hit?.etag, 'W/"short"');
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.equal((await b.read('short')).hit, null);
+    }),
 );
 
-test('Redis feed cache: a process whose subscription drops asks Redis on every read until it is back', { skip }, async () => {
-  const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
-  const [ra, rb] = await Promise.all([connected(), connected()]);
-  const name = `pvtest-sub-${randomBytes(4).toString('hex')}`;
-  const sub = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false, autoResubscribe: false, retryStrategy: () => 50, connectionName: name });
-  const a = redisFeedCache(ra, prefix);
-  const b = redisFeedCache(rb, prefix, { subscriber: sub });
-  try {
-    await until('B live', () => b.pushed);
-    const g = await b.read('k');
-    await b.write('k', g.generation, page('one'), 60);
-    // The subscription is cut and A writes while B hears nothing: B still misses.
-    const list = String(await ra.client('LIST'));
-    const id = /id=(\d+) [^\n]* name=(\S+)/g;
-    const mine = [...list.matchAll(id)].find((m) => m[2] === name)?.[1];
-    assert.ok(mine, 'the subscriber connection is listed');
-    await ra.client('KILL', 'ID', mine);
-    await until('B stops trusting pushed generations', () => !b.pushed);
-    await a.invalidate();
-    assert.equal((await b.read('k')).hit, null);
-    // Reconnected: B resubscribes, catches up with Redis, and trusts announcements again.
-    await until('B live again', () => b.pushed);
-    const now = await b.read('k');
-    await b.write('k', now.generation, page('two'), 60);
-    await a.invalidate();
-    assert.equal((await b.read('k')).hit, null);
-  } finally {
-    a.close();
-    b.close();
-    const keys = await ra.keys(`${prefix}*`);
-    if (keys.length) await ra.del(...keys);
-    for (const r of [ra, rb, sub]) r.disconnect();
-  }
-});
+test(
+  'Redis feed cache: with pushed generations, a write through one process is missed by the very next read of the other',
+  { skip },
+  () =>
+    twoProcesses(async (a, b) => {
+      await until('both subscriptions confirmed', () => a.pushed && b.pushed);
+      for (let i = 0; i < 50; i++) {
+        const before = await b.read('k');
+        await b.write('k', before.generation, page(`v${i}`), 60);
+        assert.equal((await b.read('k')).hit?.etag, `W/"v${i}"`);
+        // No wait between the write's answer and the read: the announcement must already have been applied.
+        await a.invalidate();
+        const next = await b.read('k');
+        assert.equal(next.hit, null, `round ${i}: B served a page from before A's write`);
+        assert.ok(Number(next.generation) > Number(before.generation));
+      }
+      assert.ok(a.pushed && b.pushed, 'still trusting pushed generations');
+    }),
+);
+
+test(
+  'Redis feed cache: a process whose subscription drops asks Redis on every read until it is back',
+  { skip },
+  async () => {
+    const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+    const [ra, rb] = await Promise.all([connected(), connected()]);
+    const name = `pvtest-sub-${randomBytes(4).toString('hex')}`;
+    const sub = new Redis(TEST_REDIS_URL, {
+      enableOfflineQueue: false,
+      autoResubscribe: false,
+      retryStrategy: () => 50,
+      connectionName: name,
+    });
+    const a = redisFeedCache(ra, prefix);
+    const b = redisFeedCache(rb, prefix, { subscriber: sub });
+    try {
+      await until('B live', () => b.pushed);
+      const g = await b.read('k');
+      await b.write('k', g.generation, page('one'), 60);
+      // The subscription is cut and A writes while B hears nothing: B still misses.
+      const list = String(await ra.client('LIST'));
+      const id = /id=(\d+) [^\n]* name=(\S+)/g;
+      const mine = [...list.matchAll(id)].find((m) => m[2] === name)?.[1];
+      assert.ok(mine, 'the subscriber connection is listed');
+      await ra.client('KILL', 'ID', mine);
+      await until('B stops trusting pushed generations', () => !b.pushed);
+      await a.invalidate();
+      assert.equal((await b.read('k')).hit, null);
+      // Reconnected: B resubscribes, catches up with Redis, and trusts announcements again.
+      await until('B live again', () => b.pushed);
+      const now = await b.read('k');
+      await b.write('k', now.generation, page('two'), 60);
+      await a.invalidate();
+      assert.equal((await b.read('k')).hit, null);
+    } finally {
+      a.close();
+      b.close();
+      const keys = await ra.keys(`${prefix}*`);
+      if (keys.length) await ra.del(...keys);
+      for (const r of [ra, rb, sub]) r.disconnect();
+    }
+  },
+);
 
 test('Redis feed cache: a Redis that lost its data never brings back an old generation', { skip }, () =>
   twoProcesses(async (a, b, { prefix, ra }) => {
@@ -132,29 +154,32 @@ test('Redis feed cache: a Redis that lost its data never brings back an old gene
   }),
 );
 
-test('Redis feed cache: a write whose bump failed is owed: pages are built from the database until a bump lands everywhere', { skip }, () =>
-  twoProcesses(async (a, b, { ra }) => {
-    await until('both live', () => a.pushed && b.pushed);
-    const g = await a.read('k');
-    await a.write('k', g.generation, page('before'), 60);
-    assert.equal((await b.read('k')).hit?.etag, 'W/"before"');
-    const evalFn = ra.eval.bind(ra);
-    // Each attempt fails after a while, as a command timeout does.
-    ra.eval = (() => new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 150)));
-    try {
-      await a.invalidate(); // answered: writes go on while Redis misbehaves
-      for (let i = 0; i < 5; i++) {
-        assert.equal((await a.read('k')).hit, null, 'the writing process never serves a page from before its write');
-        await new Promise((r) => setTimeout(r, 100)); // its retries fail meanwhile
+test(
+  'Redis feed cache: a write whose bump failed is owed: pages are built from the database until a bump lands everywhere',
+  { skip },
+  () =>
+    twoProcesses(async (a, b, { ra }) => {
+      await until('both live', () => a.pushed && b.pushed);
+      const g = await a.read('k');
+      await a.write('k', g.generation, page('before'), 60);
+      assert.equal((await b.read('k')).hit?.etag, 'W/"before"');
+      const evalFn = ra.eval.bind(ra);
+      // Each attempt fails after a while, as a command timeout does.
+      ra.eval = () => new Promise((_, reject) => setTimeout(() => reject(new Error('Command timed out')), 150));
+      try {
+        await a.invalidate(); // answered: writes go on while Redis misbehaves
+        for (let i = 0; i < 5; i++) {
+          assert.equal((await a.read('k')).hit, null, 'the writing process never serves a page from before its write');
+          await new Promise((r) => setTimeout(r, 100)); // its retries fail meanwhile
+        }
+      } finally {
+        ra.eval = evalFn;
       }
-    } finally {
-      ra.eval = evalFn;
-    }
-    // The retry lands: the other process drops its page too.
-    for (let i = 0; i < 100 && (await b.read('k')).hit !== null; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal((await b.read('k')).hit, null, 'the owed bump reached the other process');
-    const now = await a.read('k');
-    await a.write('k', now.generation, page('after'), 60);
-    assert.equal((await a.read('k')).hit?.etag, 'W/"after"', 'caching again once nothing is owed');
-  }),
+      // The retry lands: the other process drops its page too.
+      for (let i = 0; i < 100 && (await b.read('k')).hit !== null; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal((await b.read('k')).hit, null, 'the owed bump reached the other process');
+      const now = await a.read('k');
+      await a.write('k', now.generation, page('after'), 60);
+      assert.equal((await a.read('k')).hit?.etag, 'W/"after"', 'caching again once nothing is owed');
+    }),
 );

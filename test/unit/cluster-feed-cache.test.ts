@@ -1,7 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Worker } from 'node:cluster';
 import { EventEmitter } from 'node:events';
-import { clusterFeedCache, FEED_IPC, type Ipc } from '../../src/store/cache/feed-cache.ts';
+import { clusterGenerations, FEED_IPC, servePrimaryGenerations, type Ipc } from '../../src/store/cache/generations.ts';
+import { memoryFeedCache } from '../../src/store/cache/memory-feed-cache.ts';
+
+/** A gateway process's cache of PROCESSES=N without Redis, as src/main.ts builds it. */
+const clusterFeedCache = (ipc: Ipc) => memoryFeedCache(clusterGenerations(ipc));
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(text) });
 
@@ -45,7 +50,10 @@ test('cluster feed cache: joins, and a write waits for the new generation before
   const after = await cache.read('k');
   assert.equal(after.hit, null, 'the page of the old generation is gone');
   assert.notEqual(after.generation, first.generation);
-  assert.ok(sent.some((m) => m.type === FEED_IPC.applied), 'the new generation was confirmed to the primary');
+  assert.ok(
+    sent.some((m) => m.type === FEED_IPC.applied),
+    'the new generation was confirmed to the primary',
+  );
   await cache.write('k', first.generation, page('stale'), 60);
   assert.equal((await cache.read('k')).hit, null, 'a page built before the write is not kept');
   cache.close();
@@ -61,4 +69,78 @@ test('cluster feed cache: with the primary gone, a write still resolves without 
   await cache.invalidate();
   assert.equal((await cache.read('k')).hit, null);
   cache.close();
+});
+
+/** The primary (servePrimaryGenerations over a stand-in for node:cluster) and gateway processes joined to it. */
+function primaryWith(n: number) {
+  const cluster = new EventEmitter();
+  const log = { warnings: 0, warn: () => void log.warnings++ };
+  servePrimaryGenerations(cluster, log);
+  const processes = Array.from({ length: n }, (_, pid) => {
+    const proc = new EventEmitter();
+    let connected = true;
+    /** When false, this process's messages never reach the primary (a process that hangs). */
+    let answering = true;
+    const worker = {
+      process: { pid },
+      isConnected: () => connected,
+      // Each process hears the primary a few turns later than the one before: IPC channels are not ordered
+      // among themselves, so the write's process may hear back before another process has the new generation.
+      send: (msg: object) => later(pid * 3, () => proc.emit('message', msg)),
+    } as unknown as Worker;
+    const ipc: Ipc = {
+      send(msg, callback) {
+        if (answering) setImmediate(() => cluster.emit('message', worker, msg));
+        setImmediate(() => callback(null));
+        return true;
+      },
+      on: (e, fn) => proc.on(e, fn),
+      off: (e, fn) => proc.off(e, fn),
+    };
+    const exit = () => {
+      connected = false;
+      cluster.emit('exit', worker);
+    };
+    return { cache: clusterFeedCache(ipc), hang: () => void (answering = false), exit };
+  });
+  return { processes, log };
+}
+
+const later = (k: number, fn: () => void): void => void setImmediate(() => (k > 0 ? later(k - 1, fn) : fn()));
+
+const turns = async (k = 10) => {
+  for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r));
+};
+
+test('cluster primary: a write through one process answers only after every other process dropped its pages', async () => {
+  const { processes } = primaryWith(2);
+  const [a, b] = processes.map((p) => p.cache);
+  await turns(); // both joined
+  for (let i = 0; i < 5; i++) {
+    const before = await b!.read('k');
+    await b!.write('k', before.generation, page(`v${i}`), 60);
+    assert.equal((await b!.read('k')).hit?.etag, `W/"v${i}"`);
+    await a!.invalidate();
+    const next = await b!.read('k');
+    assert.equal(next.hit, null, `round ${i}: B served a page from before A's write`);
+    assert.notEqual(next.generation, before.generation);
+  }
+  for (const p of processes) p.cache.close();
+});
+
+test('cluster primary: a process that exits without confirming is not waited for', async (t) => {
+  // Timers frozen: neither timeout can fire, so only the exit can settle the round.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const { processes, log } = primaryWith(2);
+  const [a, b] = processes;
+  await turns();
+  b!.hang();
+  let answered = false;
+  const write = a!.cache.invalidate().then(() => void (answered = true));
+  await turns();
+  assert.equal(answered, false, 'the primary waits for B');
+  b!.exit();
+  await write;
+  assert.equal(log.warnings, 0, 'settled by the exit, not by the timeout');
+  for (const p of processes) p.cache.close();
 });

@@ -84,9 +84,8 @@ export class UploadService {
     // (API.md Uploads): they take the very path of new bytes — staging, the whole worker pipeline, the insert —
     // and only there, under the stored files' lock, share that upload's files instead of adding a copy of them.
     // Even the lookups for shareable files run alike with or without them (#shareableMedia); what differs is
-    // discarding the staged copy instead of moving it in. Measured (1024×768 JPEGs, 80 interleaved pairs per
-    // database): median paired difference under 2 ms either way, 1–3 % of the latency and well inside its
-    // spread; when such uploads skipped the pipeline they answered 4–7× faster than fresh ones.
+    // discarding the staged copy instead of moving it in. Measured: the two answer alike, within the noise
+    // (bench/README.md, "Uploads: a private twin's timing").
     const id = randomUUID();
     // Files are staged under a key of their own, never the upload id; the record's filename is this key even
     // when the stored files end up shared, so nothing in the answer ties it to another upload.

@@ -5,8 +5,8 @@ const CHUNKS = ['ph0', 'ph1', 'ph2', 'ph3'];
 
 /**
  * Near-duplicate lookup answered from the indexes alone: each chunk index also carries what the lookup
- * reads (hash, visibility, owner, age), so no candidate row is fetched from the table. Measured at 1M
- * hashes (npm run bench:lookup): 8.7 → 1.4 ms p50 on SQLite, 6–7.6 → 1.4 ms on PostgreSQL.
+ * reads (hash, visibility, owner, age), so no candidate row is fetched from the table: several times faster
+ * at 1M hashes (figures: bench/README.md, "Near-duplicate lookup").
  */
 export class M003CoveringPhashIndexes extends Migration {
   override name = 'm003-covering-phash-indexes';

@@ -60,7 +60,7 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
 /**
  * Multi-index hashing: the four chunk lookups as a UNION ALL, each an index-only scan of its covering
  * index (migration m003) with the distance and visibility filters inside; no candidate row is read from
- * the table. 1.4 ms p50 at 1M hashes on both databases (npm run bench:lookup).
+ * the table, which keeps it fast at 1M hashes on both databases (figures: bench/README.md, "Near-duplicate lookup").
  */
 export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
   return {

@@ -1,7 +1,7 @@
 /**
  * Picks the TensorFlow.js backend for this thread: tfjs-node ('tensorflow') when it is installed and
- * loads, else tfjs-backend-wasm with SIMD on one thread. Never the pure-JS 'cpu' backend: it is
- * 10–50× slower, so a silent fall back to it would look like a hung upload queue.
+ * loads, else tfjs-backend-wasm with SIMD on one thread. Never the pure-JS 'cpu' backend: it is many
+ * times slower (bench/README.md), so a silent fall back to it would look like a hung upload queue.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

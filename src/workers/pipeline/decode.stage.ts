@@ -87,7 +87,7 @@ export async function decode(bytes: Uint8Array, ctx: { format: ImageFormat }): P
       limitInputPixels: DECODE_LIMITS.maxPixels,
       // sharp cannot rotate a multi-page image by 90°; GIF has no EXIF and animated WebP rarely does.
       autoOrient: !animated,
-      // sharp converts an embedded profile to sRGB before resizing: ~100 ms on 12 MP for nothing when it is sRGB.
+      // sharp converts an embedded profile to sRGB before resizing: wasted work when it is sRGB (bench/README.md).
       ignoreIcc: srgbProfile,
     }).resize({ width: target, height: target, fit: 'inside', withoutEnlargement: true });
     // With 16-bit input sharp converts an embedded profile to Display P3, not sRGB: ask for sRGB explicitly.
@@ -149,7 +149,8 @@ export async function derive(image: DecodedImage, opts: DeriveOptions): Promise<
   const want = opts.channels === 1 ? 3 : opts.channels;
   if (info.channels !== want) throw new Error(`derive produced ${info.channels} channels, wanted ${want}`);
   const rgb = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  // sharp's greyscale() runs before the resize, over the whole working buffer: converting after is ~8× cheaper.
+  // sharp's greyscale() runs before the resize, over the whole working buffer: converting after is far cheaper
+  // (bench/README.md, "Media pipeline").
   const pixels = opts.channels === 1 ? luma(rgb) : rgb;
   return { data: pixels, width: info.width, height: info.height, channels: opts.channels };
 }

@@ -25,8 +25,8 @@ export const DEFAULT_INPUT_SIZE = 384;
 /** Peaks decoded per image; more than any photo has people, fewer than would cost time. */
 const MAX_PEAKS = 100;
 /**
- * Frames per model call. On wasm a batch of 2–8 costs ~25 % less CPU per frame than single frames; the
- * wasm heap grows with the batch and never shrinks (~4 MB of activations per frame at 384 px), so 4.
+ * Frames per model call. On wasm a batch costs less CPU per frame than single frames, but the wasm heap
+ * grows with the batch and never shrinks, so 4 (figures: bench/README.md, "Media pipeline").
  */
 export const MAX_BATCH = 4;
 

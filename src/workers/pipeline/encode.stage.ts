@@ -10,9 +10,8 @@ import { VARIANT_MAX_SIDE } from './types.ts';
 import type { EncodedVariant, VariantName } from './types.ts';
 
 /**
- * Effort measured on a 12 MP photo-like JPEG (`npm run bench:pipeline -- --webp-efforts`) and on real
- * photos: effort 2 writes the three variants in half the time of sharp's default 4 for 4–6% more bytes;
- * 0–1 are faster again but 13–19% bigger; 3–6 cost 2–3.5× the time to save at most 8%.
+ * Effort 2: the best trade of encoding time against bytes among efforts 0–6 (sharp's default is 4); the
+ * figures per effort are in bench/README.md, "Media pipeline" (`npm run bench:pipeline -- --webp-efforts`).
  */
 export const WEBP_OPTIONS: Readonly<WebpOptions> = Object.freeze({ quality: 80, effort: 2 });
 

@@ -1,18 +1,21 @@
 /**
- * The worker's processImage task: sniff → decode → phash → detect → encode → thumbhash.
+ * The worker's processImage task: sniff → decode → phash → detect → encode → thumbhash, run from one table of
+ * stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one runner.
  * Expected rejections are returned as `{ok: false, code, message}`; only bugs throw.
  */
 import { rm } from 'node:fs/promises';
 import type { MessagePort } from 'node:worker_threads';
-import { decode, derive } from './decode.stage.ts';
+import { decode, derive, type DecodedImage } from './decode.stage.ts';
 import { detectPeople } from './detect-frames.ts';
 import { encodeVariants, variantPath } from './encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { THUMBHASH_MAX_SIDE, thumbhash } from './thumbhash.stage.ts';
 import { personRefusal } from '../../domain/person-policy.ts';
+import type { ImageFormat } from '../../domain/image-format.ts';
 import type {
   DetectionInfo,
+  EncodedVariant,
   PersonDetector,
   ProcessedImage,
   ProcessImageResult,
@@ -28,8 +31,82 @@ export interface ProcessImageDeps {
 }
 
 type Timings = ProcessedImage['timings'];
+type StageName = keyof Timings;
 
-async function timed<T>(timings: Timings, stage: keyof Timings, fn: () => T | Promise<T>): Promise<T> {
+/** What the stages build, one field at a time: each reads what earlier stages wrote and adds its own. */
+interface Draft {
+  readonly bytes: Uint8Array;
+  format?: ImageFormat;
+  image?: DecodedImage;
+  phash?: string;
+  humanScore: number | null;
+  detection?: DetectionInfo;
+  variants?: EncodedVariant[];
+  thumbhash?: string;
+}
+
+interface StageInput {
+  draft: Readonly<Draft>;
+  task: ProcessImageTask;
+  deps: ProcessImageDeps;
+}
+
+/**
+ * The one shape of a pipeline stage: it takes the task and what earlier stages found, and gives what it adds
+ * (or why the image is refused). The runner times it (under `name`, the metrics' stage label), checks the
+ * cancel flag before a costly one, and skips it when `runs` says so. A new stage is a file of its own and one
+ * entry in STAGES.
+ */
+interface Stage {
+  name: StageName;
+  /** Checked against the cancel flag first (the costly stages: there is no point starting them for nobody). */
+  costly?: boolean;
+  runs?(task: ProcessImageTask): boolean;
+  run(input: StageInput): Promise<Partial<Draft> | StageRejection> | Partial<Draft> | StageRejection;
+}
+
+/** A stage's own result: what it adds, or its rejection as it is. */
+const added = <K extends keyof Draft>(key: K, r: ({ ok: true } & Record<K, Draft[K]>) | StageRejection): Partial<Draft> | StageRejection =>
+  r.ok ? { [key]: r[key] } : r;
+
+const STAGES: readonly Stage[] = [
+  { name: 'sniff', run: ({ draft }) => added('format', sniff(draft.bytes)) },
+  { name: 'decode', costly: true, run: async ({ draft }) => added('image', await decode(draft.bytes, { format: draft.format! })) },
+  {
+    name: 'phash',
+    run: async ({ draft }) => ({
+      phash: phash(await derive(draft.image!, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
+    }),
+  },
+  {
+    name: 'detect',
+    costly: true,
+    runs: (task) => task.humanPolicy !== 'off',
+    run: async ({ draft, task, deps }) => {
+      const { detector } = deps;
+      if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
+      // Under 'reject' the first frame at the threshold decides; 'flag' stores the highest score of all frames.
+      const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
+      const found = await detectPeople(draft.image!, detector, { stopAt });
+      const refusal = personRefusal(task.humanPolicy, task.humanThreshold, found.score);
+      if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection: found.info };
+      return { humanScore: found.score, detection: found.info };
+    },
+  },
+  {
+    name: 'encode',
+    costly: true,
+    run: async ({ draft, task }) => ({ variants: await encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }) }),
+  },
+  {
+    name: 'thumbhash',
+    run: async ({ draft }) => ({
+      thumbhash: thumbhash(await derive(draft.image!, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 })),
+    }),
+  },
+];
+
+async function timed<T>(timings: Timings, stage: StageName, fn: () => T | Promise<T>): Promise<T> {
   const start = performance.now();
   try {
     return await fn();
@@ -53,51 +130,27 @@ function verdict(port: MessagePort, hash: string): Promise<{ stop: boolean }> {
 }
 
 /** The pool sets the cancel flag when the request was aborted; checked before each costly stage. */
-function cancelled(task: ProcessImageTask, next: keyof Timings): StageRejection | null {
+function cancelled(task: ProcessImageTask, next: StageName): StageRejection | null {
   if (!task.cancel || Atomics.load(task.cancel, 0) === 0) return null;
   return { ok: false, code: 'busy', message: `processing was cancelled before ${next}: the request was aborted`, cancelled: true };
 }
 
 async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timings): Promise<ProcessImageResult> {
-  const bytes = new Uint8Array(task.bytes);
-  const sniffed = await timed(timings, 'sniff', () => sniff(bytes));
-  if (!sniffed.ok) return sniffed;
-  let stop = cancelled(task, 'decode');
-  if (stop) return stop;
-  const decoded = await timed(timings, 'decode', () => decode(bytes, { format: sniffed.format }));
-  if (!decoded.ok) return decoded;
-  const image = decoded.image;
-
-  const hash = await timed(timings, 'phash', async () =>
-    phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
-  );
-  if (task.afterHash && (await verdict(task.afterHash, hash)).stop) {
-    const stopped: StoppedAfterHash = { ok: false, code: 'conflict', message: 'stopped after the perceptual hash: a near duplicate', stopped: true, phash: hash, timings };
-    return stopped;
-  }
-
-  let humanScore: number | null = null;
-  let detection: DetectionInfo | undefined;
-  if (task.humanPolicy !== 'off') {
-    stop = cancelled(task, 'detect');
+  const draft: Draft = { bytes: new Uint8Array(task.bytes), humanScore: null };
+  for (const stage of STAGES) {
+    if (stage.runs && !stage.runs(task)) continue;
+    const stop = stage.costly ? cancelled(task, stage.name) : null;
     if (stop) return stop;
-    const { detector } = deps;
-    if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
-    // Under 'reject' the first frame at the threshold decides; 'flag' stores the highest score of all frames.
-    const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
-    const found = await timed(timings, 'detect', () => detectPeople(image, detector, { stopAt }));
-    humanScore = found.score;
-    detection = found.info;
-    const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
-    if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection };
+    const out = await timed(timings, stage.name, () => stage.run({ draft, task, deps }));
+    if ('ok' in out && out.ok === false) return out;
+    Object.assign(draft, out);
+    // Once the hash is known the caller may stop the task (a near duplicate), before detection and encoding.
+    if (stage.name === 'phash' && task.afterHash && (await verdict(task.afterHash, draft.phash!)).stop) {
+      const stopped: StoppedAfterHash = { ok: false, code: 'conflict', message: 'stopped after the perceptual hash: a near duplicate', stopped: true, phash: draft.phash!, timings };
+      return stopped;
+    }
   }
-
-  stop = cancelled(task, 'encode');
-  if (stop) return stop;
-  const variants = await timed(timings, 'encode', () => encodeVariants(image, { stagingDir: task.stagingDir, baseName: task.baseName }));
-  const placeholder = await timed(timings, 'thumbhash', async () =>
-    thumbhash(await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 })),
-  );
+  const image = draft.image!;
   return {
     ok: true,
     format: image.format,
@@ -105,11 +158,11 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     height: image.height,
     animated: image.animated,
     frames: image.frames,
-    phash: hash,
-    thumbhash: placeholder,
-    humanScore,
-    ...(detection ? { detection } : {}),
-    variants,
+    phash: draft.phash!,
+    thumbhash: draft.thumbhash!,
+    humanScore: draft.humanScore,
+    ...(draft.detection ? { detection: draft.detection } : {}),
+    variants: draft.variants!,
     timings,
   };
 }

@@ -19,8 +19,15 @@ const COMPOSITION_ROOT = '^src/(main|server|cluster|open-database)[.]ts$';
 const ADAPTERS = '^src/(store|workers|net)/';
 /** Database, Redis, image and model packages, and the worker pool. */
 const STORAGE_PACKAGES = [
-  '@mikro-orm/[^/]+', 'kysely', 'pg', 'better-sqlite3', 'sqlite-vec', 'ioredis',
-  'sharp', '@tensorflow/[^/]+', 'piscina',
+  '@mikro-orm/[^/]+',
+  'kysely',
+  'pg',
+  'better-sqlite3',
+  'sqlite-vec',
+  'ioredis',
+  'sharp',
+  '@tensorflow/[^/]+',
+  'piscina',
 ];
 
 /** npm packages the domain may use: pure libraries that do no I/O of their own. */
@@ -68,7 +75,7 @@ module.exports = {
     },
     {
       name: 'gateway-uses-no-storage-package',
-      comment: 'Database, Redis and image libraries are the adapters\' business, not the HTTP layer\'s.',
+      comment: "Database, Redis and image libraries are the adapters' business, not the HTTP layer's.",
       severity: 'error',
       from: { path: LAYER('gateway') },
       to: { path: `^node_modules/(${STORAGE_PACKAGES.join('|')})/` },

@@ -28,17 +28,31 @@ export default defineConfig(
       '@typescript-eslint/no-floating-promises': [
         'error',
         // node:test runs and awaits top-level test()/describe() itself; their returned promise is not ours to await.
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] },
+          ],
+        },
       ],
       // Ports are Promise-returning interfaces; an implementation (in-memory store, test fake) may not need to await.
       '@typescript-eslint/require-await': 'off',
       // Arrays in error messages are meant to print joined by commas.
       '@typescript-eslint/restrict-template-expressions': [
         'error',
-        { allowAny: true, allowBoolean: true, allowNullish: true, allowNumber: true, allowRegExp: true, allowArray: true },
+        {
+          allowAny: true,
+          allowBoolean: true,
+          allowNullish: true,
+          allowNumber: true,
+          allowRegExp: true,
+          allowArray: true,
+        },
       ],
       // Rethrowing or rejecting with a caught `unknown` or an abort signal's reason passes it on unchanged.
-      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
+      '@typescript-eslint/prefer-promise-reject-errors': [
+        'error',
+        { allowThrowingAny: true, allowThrowingUnknown: true },
+      ],
     },
   },
   {

@@ -21,12 +21,23 @@ const MIN_PRECISION = 0.9;
 
 /** Prepares a photo the way the pipeline does for a 'contain' spec: EXIF-rotated RGB fitted inside size×size. */
 async function preparePhoto(file: string, size: number): Promise<RawImage> {
-  const { data, info } = await sharp(file).rotate().removeAlpha().toColourspace('srgb')
-    .resize(size, size, { fit: 'inside' }).raw().toBuffer({ resolveWithObject: true });
+  const { data, info } = await sharp(file)
+    .rotate()
+    .removeAlpha()
+    .toColourspace('srgb')
+    .resize(size, size, { fit: 'inside' })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   return { data, width: info.width, height: info.height, channels: 3 };
 }
 
-interface SizeResult { size: number; backend: string; msMedian: number; msP90: number; scores: Record<string, number> }
+interface SizeResult {
+  size: number;
+  backend: string;
+  msMedian: number;
+  msP90: number;
+  scores: Record<string, number>;
+}
 
 async function measureSize(photos: Photo[], modelDir: string, size: number, runs: number): Promise<SizeResult> {
   const detector = await createPersonDetector({ modelDir, inputSize: size });
@@ -44,13 +55,30 @@ async function measureSize(photos: Photo[], modelDir: string, size: number, runs
     perPhotoMs.push(quantile(times, 0.5));
   }
   detector.dispose();
-  return { size, backend: detector.backend, msMedian: quantile(perPhotoMs, 0.5), msP90: quantile(perPhotoMs, 0.9), scores };
+  return {
+    size,
+    backend: detector.backend,
+    msMedian: quantile(perPhotoMs, 0.5),
+    msP90: quantile(perPhotoMs, 0.9),
+    scores,
+  };
 }
 
-interface Row { threshold: number; tp: number; fp: number; fn: number; tn: number; precision: number; recall: number }
+interface Row {
+  threshold: number;
+  tp: number;
+  fp: number;
+  fn: number;
+  tn: number;
+  precision: number;
+  recall: number;
+}
 
 function precisionRecall(photos: Photo[], scores: Record<string, number>, threshold: number): Row {
-  let tp = 0, fp = 0, fn = 0, tn = 0;
+  let tp = 0,
+    fp = 0,
+    fn = 0,
+    tn = 0;
   for (const photo of photos) {
     const hit = scores[photo.name]! >= threshold;
     if (photo.people) {
@@ -68,7 +96,9 @@ function precisionRecall(photos: Photo[], scores: Record<string, number>, thresh
  * hidden) score lower than these.
  */
 function recommend(photos: Photo[], scores: Record<string, number>): Row {
-  const rows = grid(0.05, 0.6, 0.05).map((t) => precisionRecall(photos, scores, t)).filter((r) => r.precision >= MIN_PRECISION);
+  const rows = grid(0.05, 0.6, 0.05)
+    .map((t) => precisionRecall(photos, scores, t))
+    .filter((r) => r.precision >= MIN_PRECISION);
   const bestRecall = Math.max(...rows.map((r) => r.recall));
   return rows.find((r) => r.recall === bestRecall)!;
 }
@@ -107,17 +137,23 @@ async function main(): Promise<void> {
   // Measured first, while this thread holds no detector and little garbage.
   const rss = await measureWorkerRss(modelDir, DEFAULT_INPUT_SIZE);
   const people = photos.filter((p) => p.people).length;
-  console.log(`${photos.length} photos (${people} with people, ${photos.length - people} without), ${runs} runs each, one thread\n`);
+  console.log(
+    `${photos.length} photos (${people} with people, ${photos.length - people} without), ${runs} runs each, one thread\n`,
+  );
 
   const results: SizeResult[] = [];
   for (const size of sizes) {
     results.push(await measureSize(photos, modelDir, size, runs));
-    console.log(`size ${size}: ${results.at(-1)!.msMedian.toFixed(0)} ms/image median, p90 ${results.at(-1)!.msP90.toFixed(0)} ms (${results.at(-1)!.backend})`);
+    console.log(
+      `size ${size}: ${results.at(-1)!.msMedian.toFixed(0)} ms/image median, p90 ${results.at(-1)!.msP90.toFixed(0)} ms (${results.at(-1)!.backend})`,
+    );
   }
 
   console.log(`\n${'photo'.padEnd(26)} people ${sizes.map((s) => String(s).padStart(6)).join('')}`);
   for (const photo of photos) {
-    console.log(`${photo.name.padEnd(26)} ${(photo.people ? 'yes' : 'no').padEnd(6)} ${results.map((r) => r.scores[photo.name]!.toFixed(3).padStart(6)).join('')}`);
+    console.log(
+      `${photo.name.padEnd(26)} ${(photo.people ? 'yes' : 'no').padEnd(6)} ${results.map((r) => r.scores[photo.name]!.toFixed(3).padStart(6)).join('')}`,
+    );
   }
 
   console.log('\nsize  recommended  recall  precision  missed people / flagged non-people');
@@ -125,26 +161,40 @@ async function main(): Promise<void> {
     const best = recommend(photos, r.scores);
     const missed = photos.filter((p) => p.people && r.scores[p.name]! < best.threshold).map((p) => p.name);
     const flagged = photos.filter((p) => !p.people && r.scores[p.name]! >= best.threshold).map((p) => p.name);
-    console.log(`${String(r.size).padEnd(5)} ${best.threshold.toFixed(2).padEnd(12)} ${best.recall.toFixed(3).padEnd(7)} ${best.precision.toFixed(3).padEnd(10)} ${[...missed, '/', ...flagged].join(' ')}`);
+    console.log(
+      `${String(r.size).padEnd(5)} ${best.threshold.toFixed(2).padEnd(12)} ${best.recall.toFixed(3).padEnd(7)} ${best.precision.toFixed(3).padEnd(10)} ${[...missed, '/', ...flagged].join(' ')}`,
+    );
   }
 
   const chosen = results.find((r) => r.size === DEFAULT_INPUT_SIZE) ?? results[0]!;
   console.log(`\nprecision/recall at size ${chosen.size}\nthreshold  TP  FP  FN  TN  precision  recall`);
   for (const t of grid(0.1, 0.6, 0.05)) {
     const r = precisionRecall(photos, chosen.scores, t);
-    console.log(`${t.toFixed(2).padEnd(10)} ${[r.tp, r.fp, r.fn, r.tn].map((n) => String(n).padStart(3)).join(' ')}  ${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3)}`);
+    console.log(
+      `${t.toFixed(2).padEnd(10)} ${[r.tp, r.fp, r.fn, r.tn].map((n) => String(n).padStart(3)).join(' ')}  ${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3)}`,
+    );
   }
   const best = recommend(photos, chosen.scores);
-  console.log(`\nrecommended HUMAN_THRESHOLD at size ${chosen.size}: ${best.threshold.toFixed(2)} (recall ${best.recall.toFixed(3)}, precision ${best.precision.toFixed(3)})`);
+  console.log(
+    `\nrecommended HUMAN_THRESHOLD at size ${chosen.size}: ${best.threshold.toFixed(2)} (recall ${best.recall.toFixed(3)}, precision ${best.precision.toFixed(3)})`,
+  );
 
-  console.log(`RSS added by a worker thread: ${rss.emptyMb.toFixed(0)} MB empty, ${rss.detectorMb.toFixed(0)} MB with a ${DEFAULT_INPUT_SIZE} px detector loaded and warm`);
+  console.log(
+    `RSS added by a worker thread: ${rss.emptyMb.toFixed(0)} MB empty, ${rss.detectorMb.toFixed(0)} MB with a ${DEFAULT_INPUT_SIZE} px detector loaded and warm`,
+  );
 
   await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-  await writeFile(new URL('./results/calibrate-detector.json', import.meta.url), JSON.stringify({ results, recommended: best, rss }, null, 2));
+  await writeFile(
+    new URL('./results/calibrate-detector.json', import.meta.url),
+    JSON.stringify({ results, recommended: best, rss }, null, 2),
+  );
 }
 
 function grid(from: number, to: number, step: number): number[] {
-  return Array.from({ length: Math.round((to - from) / step) + 1 }, (_, i) => Math.round((from + i * step) * 100) / 100);
+  return Array.from(
+    { length: Math.round((to - from) / step) + 1 },
+    (_, i) => Math.round((from + i * step) * 100) / 100,
+  );
 }
 
 function quantile(values: number[], q: number): number {

@@ -33,11 +33,32 @@ interface Check {
 }
 
 const CHECKS: Check[] = [
-  { name: 'gateway CPU per cached read vs Koa', run: (rec) => gatewayBenchIsolated(rec, { rounds: 15, requests: 2000 }) },
-  { name: 'HTTP uploads vs direct pipeline', run: (rec) => httpUploadsBench(rec, { db: 'sqlite', rounds: 3, images: 12, clients: 4, workers: 2, latency12: false }) },
+  {
+    name: 'gateway CPU per cached read vs Koa',
+    run: (rec) => gatewayBenchIsolated(rec, { rounds: 15, requests: 2000 }),
+  },
+  {
+    name: 'HTTP uploads vs direct pipeline',
+    run: (rec) =>
+      httpUploadsBench(rec, { db: 'sqlite', rounds: 3, images: 12, clients: 4, workers: 2, latency12: false }),
+  },
   { name: 'pool overhead', run: (rec) => poolOverhead(rec, { images: 8, rounds: 5 }) },
-  { name: 'near-duplicate lookup on PostgreSQL', run: (rec) => lookupBench(rec, { sizes: [100_000], dbs: ['postgres'], probes: 100, rounds: 3 }) },
-  { name: 'cached feed vs hello-world', run: (rec) => feedsBench(rec, { dbs: ['sqlite', 'postgres'], rounds: 3, seconds: 1.5, connections: 8, cachedOnly: true, at100k: false }) },
+  {
+    name: 'near-duplicate lookup on PostgreSQL',
+    run: (rec) => lookupBench(rec, { sizes: [100_000], dbs: ['postgres'], probes: 100, rounds: 3 }),
+  },
+  {
+    name: 'cached feed vs hello-world',
+    run: (rec) =>
+      feedsBench(rec, {
+        dbs: ['sqlite', 'postgres'],
+        rounds: 3,
+        seconds: 1.5,
+        connections: 8,
+        cachedOnly: true,
+        at100k: false,
+      }),
+  },
   // 16 logins already keep libuv's 4 threads busy; 50 (bench:login-burst) take longer to drain between rounds.
   { name: 'image GETs during a login burst', run: (rec) => loginBurstBench(rec, { rounds: 2, logins: 16, gets: 40 }) },
   { name: 'feed GETs during a probe flood', run: (rec) => probesBench(rec, { rounds: 2, flood: 200, gets: 30 }) },
@@ -48,7 +69,12 @@ const ciFigures = (figures: readonly Figure[]) => figures.filter((f) => f.target
 /** The same figure over the rounds of both runs. */
 function merged(a: Figure, b: Figure): Figure {
   const samples = [...a.samples, ...b.samples];
-  return { ...a, samples, summary: summarize(samples), note: `${a.note ? `${a.note}; ` : ''}run twice: ${a.summary.median.toFixed(3)} then ${b.summary.median.toFixed(3)}` };
+  return {
+    ...a,
+    samples,
+    summary: summarize(samples),
+    note: `${a.note ? `${a.note}; ` : ''}run twice: ${a.summary.median.toFixed(3)} then ${b.summary.median.toFixed(3)}`,
+  };
 }
 
 const started = Date.now();
@@ -92,7 +118,9 @@ console.log(`\n${table(all.figures)}\n`);
 for (const f of ciFigures(all.figures)) {
   const op = f.target!.op === '>=' ? '≥' : '≤';
   const ok = meets(f);
-  console.log(`${ok ? 'ok    ' : 'FAILED'} ${f.bench}: ${f.name} = ${f.summary.median.toFixed(3)} (rounds ${f.summary.min.toFixed(3)}–${f.summary.max.toFixed(3)}), must be ${op} ${f.target!.value}`);
+  console.log(
+    `${ok ? 'ok    ' : 'FAILED'} ${f.bench}: ${f.name} = ${f.summary.median.toFixed(3)} (rounds ${f.summary.min.toFixed(3)}–${f.summary.max.toFixed(3)}), must be ${op} ${f.target!.value}`,
+  );
   if (!ok) failures.push(`${f.name} is ${f.summary.median.toFixed(3)}, must be ${op} ${f.target!.value}`);
 }
 const seconds = Math.round((Date.now() - started) / 1000);

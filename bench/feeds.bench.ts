@@ -71,13 +71,22 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, 
   if (bdb.kind === 'postgres') await analyze(db);
   await db.close();
 
-  const app = await startServer({ env: appEnv({ ...bdb.env, WORKERS: '1', HUMAN_POLICY: 'off' }), logFile: path.join(bdb.dataDir, 'server.log') });
+  const app = await startServer({
+    env: appEnv({ ...bdb.env, WORKERS: '1', HUMAN_POLICY: 'off' }),
+    logFile: path.join(bdb.dataDir, 'server.log'),
+  });
   const appClient = new LoadClient(app.url, opts.connections);
   const helloClient = new LoadClient(hello.url, opts.connections);
   try {
     const ms = opts.seconds * 1000;
     const cpuPerRequest: Record<string, number[]> = {};
-    const load = async (name: string, server: ServerProcess, client: LoadClient, next: (i: number) => HttpRequest | null, expect = [200]) => {
+    const load = async (
+      name: string,
+      server: ServerProcess,
+      client: LoadClient,
+      next: (i: number) => HttpRequest | null,
+      expect = [200],
+    ) => {
       const cpu = server.cpuMs();
       const res = await client.run({ next, durationMs: ms });
       expectStatuses(res, expect, `${name} (${where})`);
@@ -95,13 +104,23 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, 
     const pageBytes = Buffer.byteLength((await appClient.send(hit)).body);
     const subjects: Record<string, () => Promise<number>> = {
       hello: timed('hello', () => load('hello-world', hello, helloClient, () => ({ method: 'GET', path: '/' }))),
-      helloPage: timed('helloPage', () => load('hello-world, page-sized body', hello, helloClient, () => ({ method: 'GET', path: `/?bytes=${pageBytes}` }))),
+      helloPage: timed('helloPage', () =>
+        load('hello-world, page-sized body', hello, helloClient, () => ({
+          method: 'GET',
+          path: `/?bytes=${pageBytes}`,
+        })),
+      ),
       cached: timed('cached', () => load('cached feed', app, appClient, () => hit)),
     };
     if (!opts.cachedOnly) {
       subjects.uncached = timed('uncached', async () => {
         await appClient.send(voter(0)); // a write: every cached page is stale from here on
-        const keys = shuffled(SORTS.flatMap((sort) => Array.from({ length: PAGES }, (_, p) => `/api/uploads?sort=${sort}&page=${p + 1}&limit=12`)), r);
+        const keys = shuffled(
+          SORTS.flatMap((sort) =>
+            Array.from({ length: PAGES }, (_, p) => `/api/uploads?sort=${sort}&page=${p + 1}&limit=12`),
+          ),
+          r,
+        );
         return load('uncached feed', app, appClient, (i) => (keys[i] ? { method: 'GET', path: keys[i] } : null));
       });
       subjects.votes = timed('votes', () => load('votes', app, appClient, voter));
@@ -112,22 +131,42 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, 
     const s = await interleave(opts.rounds, subjects);
     const cpuNote = (name: string) => `server CPU ${quantile(cpuPerRequest[name]!, 0.5).toFixed(0)} µs/request`;
     rec.add(
-      figure('feeds', `Koa hello-world`, 'requests/s', s.hello!, { note: `${opts.connections} connections; ${cpuNote('hello-world')}` }),
+      figure('feeds', `Koa hello-world`, 'requests/s', s.hello!, {
+        note: `${opts.connections} connections; ${cpuNote('hello-world')}`,
+      }),
       figure('feeds', `${where}: cached feed page`, 'requests/s', s.cached!, { note: cpuNote('cached feed') }),
       figure('feeds', `${where}: cached feed p50`, 'ms', latency.cached!),
-      figure('feeds', `${where}: cached feed ÷ hello-world`, '×', ratios(s.cached!, s.hello!), { target: TARGETS.cachedFeedVsHello }),
-      figure('feeds', `${where}: cached feed ÷ hello-world, server CPU per request`, '×', ratios(cpuPerRequest['hello-world']!, cpuPerRequest['cached feed']!), {
-        note: 'capacity ratio if the server were the only bottleneck',
+      figure('feeds', `${where}: cached feed ÷ hello-world`, '×', ratios(s.cached!, s.hello!), {
+        target: TARGETS.cachedFeedVsHello,
       }),
-      figure('feeds', `${where}: cached feed ÷ Koa serving the same ${pageBytes} bytes`, '×', ratios(s.cached!, s.helloPage!), {
-        note: cpuNote('hello-world, page-sized body'),
-      }),
+      figure(
+        'feeds',
+        `${where}: cached feed ÷ hello-world, server CPU per request`,
+        '×',
+        ratios(cpuPerRequest['hello-world']!, cpuPerRequest['cached feed']!),
+        {
+          note: 'capacity ratio if the server were the only bottleneck',
+        },
+      ),
+      figure(
+        'feeds',
+        `${where}: cached feed ÷ Koa serving the same ${pageBytes} bytes`,
+        '×',
+        ratios(s.cached!, s.helloPage!),
+        {
+          note: cpuNote('hello-world, page-sized body'),
+        },
+      ),
     );
     if (s.uncached && s.votes) {
       rec.add(
-        figure('feeds', `${where}: uncached feed pages (10k uploads)`, 'requests/s', s.uncached, { note: `every read a miss, pages 1–${PAGES}; ${cpuNote('uncached feed')}` }),
+        figure('feeds', `${where}: uncached feed pages (10k uploads)`, 'requests/s', s.uncached, {
+          note: `every read a miss, pages 1–${PAGES}; ${cpuNote('uncached feed')}`,
+        }),
         figure('feeds', `${where}: uncached feed p50 (10k uploads)`, 'ms', latency.uncached!),
-        figure('feeds', `${where}: votes`, 'votes/s', s.votes, { note: `200 voters, random uploads; ${cpuNote('votes')}` }),
+        figure('feeds', `${where}: votes`, 'votes/s', s.votes, {
+          note: `200 voters, random uploads; ${cpuNote('votes')}`,
+        }),
         figure('feeds', `${where}: vote p50`, 'ms', latency.votes!),
       );
     }
@@ -142,7 +181,9 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, 
   try {
     await pageBuild(rec, db, where, '10k');
     if (opts.at100k) {
-      await withIndexesDeferred(db, 'uploads', () => seedUploads(db, { count: 90_000, users, r, newest: new Date(Date.now() - 10_000 * 60_000) }));
+      await withIndexesDeferred(db, 'uploads', () =>
+        seedUploads(db, { count: 90_000, users, r, newest: new Date(Date.now() - 10_000 * 60_000) }),
+      );
       if (bdb.kind === 'postgres') await analyze(db);
       await pageBuild(rec, db, where, '100k');
     }
@@ -172,7 +213,13 @@ const neverHits: FeedCache = {
 /** Page 1 of each sort built from the database (query, tags, JSON, ETag) with no cache, one at a time. */
 async function pageBuild(rec: Recorder, db: Database, where: string, size: string): Promise<void> {
   const index = db.dialect.name === 'sqlite' ? sqliteVecIndex(db.dialect) : multiIndexHashing(db.dialect);
-  const feeds = new FeedService({ store: new FeedRepository(db, new UploadRepository(db, index)), cache: neverHits, me: async () => { throw new Error('unused'); } });
+  const feeds = new FeedService({
+    store: new FeedRepository(db, new UploadRepository(db, index)),
+    cache: neverHits,
+    me: async () => {
+      throw new Error('unused');
+    },
+  });
   for (const sort of SORTS) {
     const p50: number[] = [];
     const p95: number[] = [];
@@ -186,7 +233,12 @@ async function pageBuild(rec: Recorder, db: Database, where: string, size: strin
       p50.push(quantile(ms.slice(10), 0.5));
       p95.push(quantile(ms.slice(10), 0.95));
     }
-    rec.add(figure('feeds', `${where}: page 1 of sort=${sort} built uncached, ${size} uploads, p50`, 'ms', p50, { target: TARGETS.uncachedPageMs, note: `p95 ${quantile(p95, 0.5).toFixed(1)} ms` }));
+    rec.add(
+      figure('feeds', `${where}: page 1 of sort=${sort} built uncached, ${size} uploads, p50`, 'ms', p50, {
+        target: TARGETS.uncachedPageMs,
+        note: `p95 ${quantile(p95, 0.5).toFixed(1)} ms`,
+      }),
+    );
   }
 }
 
@@ -201,8 +253,21 @@ function shuffled<T>(xs: T[], r: () => number): T[] {
 if (isMain(import.meta.url)) {
   await runAlone(
     'feeds',
-    { db: { type: 'string', default: 'sqlite,postgres' }, rounds: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' }, 'cached-only': { type: 'boolean' } },
+    {
+      db: { type: 'string', default: 'sqlite,postgres' },
+      rounds: { type: 'string', default: '5' },
+      seconds: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '8' },
+      'cached-only': { type: 'boolean' },
+    },
     (rec, v) =>
-      feedsBench(rec, { dbs: String(v.db).split(',') as DbKind[], rounds: Number(v.rounds), seconds: Number(v.seconds), connections: Number(v.connections), cachedOnly: Boolean(v['cached-only']), at100k: !v['cached-only'] }),
+      feedsBench(rec, {
+        dbs: String(v.db).split(',') as DbKind[],
+        rounds: Number(v.rounds),
+        seconds: Number(v.seconds),
+        connections: Number(v.connections),
+        cachedOnly: Boolean(v['cached-only']),
+        at100k: !v['cached-only'],
+      }),
   );
 }

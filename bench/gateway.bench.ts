@@ -24,19 +24,40 @@ import { TARGETS } from './support/targets.ts';
 export async function gatewayBench(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-gateway-'));
   const composed = await compose(
-    loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', WORKERS: '1', HUMAN_POLICY: 'off', RATE_LIMIT_GENERAL: '1000000000/1m', RATE_LIMIT_UPLOAD: '1000/1m' }),
+    loadConfig({
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      HUMAN_POLICY: 'off',
+      RATE_LIMIT_GENERAL: '1000000000/1m',
+      RATE_LIMIT_UPLOAD: '1000/1m',
+    }),
   );
   try {
     const app = composed.app.callback();
     // A page of twelve uploads, made through the API (so a write has run, as in production).
-    const registered = await inject(app, { method: 'POST', path: '/api/auth', body: JSON.stringify({ action: 'register', username: 'bench_gateway', email: 'bench@example.com', password: 'correct horse battery staple' }) });
+    const registered = await inject(app, {
+      method: 'POST',
+      path: '/api/auth',
+      body: JSON.stringify({
+        action: 'register',
+        username: 'bench_gateway',
+        email: 'bench@example.com',
+        password: 'correct horse battery staple',
+      }),
+    });
     const { token } = JSON.parse(registered.body) as { token: string };
     for (let i = 0; i < 12; i++) {
       const made = await inject(app, {
         method: 'POST',
         path: '/api/upload',
         headers: { authorization: `Bearer ${token}` },
-        body: JSON.stringify({ upload_type: 'link', external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`, description: 'a'.repeat(100), tags: 'bench,gateway,feeds' }),
+        body: JSON.stringify({
+          upload_type: 'link',
+          external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`,
+          description: 'a'.repeat(100),
+          tags: 'bench,gateway,feeds',
+        }),
       });
       if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
     }
@@ -71,10 +92,16 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
       figure('gateway', `Koa sending the same ${pageBytes} bytes, CPU per request`, 'µs', cpu.sameBytes!),
       figure('gateway', 'cached feed page, CPU per request', 'µs', cpu.cached!),
       figure('gateway', '/healthz through the whole middleware chain, CPU per request', 'µs', cpu.healthz!),
-      figure('gateway', 'Koa sending the same bytes ÷ cached feed page (CPU per request)', '×', ratio(cpu.sameBytes!, cpu.cached!), {
-        target: TARGETS.gatewayCpuVsKoa,
-        note: `${note(cpu.sameBytes!)} vs ${note(cpu.cached!)}`,
-      }),
+      figure(
+        'gateway',
+        'Koa sending the same bytes ÷ cached feed page (CPU per request)',
+        '×',
+        ratio(cpu.sameBytes!, cpu.cached!),
+        {
+          target: TARGETS.gatewayCpuVsKoa,
+          note: `${note(cpu.sameBytes!)} vs ${note(cpu.cached!)}`,
+        },
+      ),
       figure('gateway', 'Koa hello-world ÷ cached feed page (CPU per request)', '×', ratio(cpu.hello!, cpu.cached!)),
     );
   } finally {
@@ -90,7 +117,15 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
 export async function gatewayBenchIsolated(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--experimental-strip-types', '--experimental-async-context-frame', fileURLToPath(import.meta.url), '--rounds', String(opts.rounds), '--requests', String(opts.requests)],
+    [
+      '--experimental-strip-types',
+      '--experimental-async-context-frame',
+      fileURLToPath(import.meta.url),
+      '--rounds',
+      String(opts.rounds),
+      '--requests',
+      String(opts.requests),
+    ],
     { env: { ...process.env, PIXVOTE_BENCH_FIGURES: '1' }, maxBuffer: 16 * 1024 * 1024 },
   );
   const line = stdout.split('\n').find((l) => l.startsWith('FIGURES '));
@@ -106,7 +141,9 @@ if (isMain(import.meta.url) && process.env.PIXVOTE_BENCH_FIGURES === '1') {
   console.log(`FIGURES ${JSON.stringify(rec.figures)}`);
   process.exit(0);
 } else if (isMain(import.meta.url)) {
-  await runAlone('gateway', { rounds: { type: 'string', default: '15' }, requests: { type: 'string', default: '3000' } }, (rec, v) =>
-    gatewayBench(rec, { rounds: Number(v.rounds), requests: Number(v.requests) }),
+  await runAlone(
+    'gateway',
+    { rounds: { type: 'string', default: '15' }, requests: { type: 'string', default: '3000' } },
+    (rec, v) => gatewayBench(rec, { rounds: Number(v.rounds), requests: Number(v.requests) }),
   );
 }

@@ -41,11 +41,20 @@ interface Round {
 }
 
 /** One round of uploads through HTTP; the created uploads are deleted after the timing. */
-async function httpRound(app: ServerProcess, client: LoadClient, token: string, images: readonly BenchImage[]): Promise<Round> {
+async function httpRound(
+  app: ServerProcess,
+  client: LoadClient,
+  token: string,
+  images: readonly BenchImage[],
+): Promise<Round> {
   const requests = images.map((img) => uploadRequest(img, token));
   const ids: string[] = [];
   const cpu = app.cpuMs();
-  const res = await client.run({ next: (i) => requests[i] ?? null, keepBodies: true, onResponse: (r) => ids.push(createdId(r.status, r.body)) });
+  const res = await client.run({
+    next: (i) => requests[i] ?? null,
+    keepBodies: true,
+    onResponse: (r) => ids.push(createdId(r.status, r.body)),
+  });
   const cpuMsPerImage = (app.cpuMs() - cpu) / images.length;
   await deleteUploads(client, token, ids);
   return { rate: res.perSecond, p50: res.p50, p95: res.p95, cpuMsPerImage };
@@ -60,7 +69,10 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
   const images = await jpegs(2, opts.images);
   const bdb = await createBenchDatabase(opts.db);
   const staging = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-direct-'));
-  const app = await startServer({ env: appEnv({ ...bdb.env, WORKERS: String(opts.workers), HUMAN_POLICY: POLICY }), logFile: path.join(bdb.dataDir, 'server.log') });
+  const app = await startServer({
+    env: appEnv({ ...bdb.env, WORKERS: String(opts.workers), HUMAN_POLICY: POLICY }),
+    logFile: path.join(bdb.dataDir, 'server.log'),
+  });
   const client = new LoadClient(app.url, opts.clients);
   const pool = await startPool(opts.workers, POLICY);
   const where = `${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}, ${opts.workers} workers`;
@@ -86,14 +98,37 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
     const s = await interleave(opts.rounds, subjects);
     const label = `2 MP, ${where}, ${opts.clients} clients`;
     rec.add(
-      figure('http-uploads', `${label}: HTTP uploads`, 'images/s', s.http, { note: `${images.length} distinct images per round` }),
-      figure('http-uploads', `${label}: HTTP upload latency p50`, 'ms', rounds.map((r) => r.p50)),
-      figure('http-uploads', `${label}: HTTP upload latency p95`, 'ms', rounds.map((r) => r.p95)),
-      figure('http-uploads', `${label}: direct pipeline (MediaPool, same images)`, 'images/s', s.direct),
-      figure('http-uploads', `${label}: HTTP ÷ direct pipeline`, '×', ratios(s.http, s.direct), { target: TARGETS.httpVsDirect }),
-      figure('http-uploads', `${label}: CPU per image, HTTP ÷ direct`, '×', ratios(rounds.map((r) => r.cpuMsPerImage), directCpu), {
-        note: 'whole app process vs this process running the pool',
+      figure('http-uploads', `${label}: HTTP uploads`, 'images/s', s.http, {
+        note: `${images.length} distinct images per round`,
       }),
+      figure(
+        'http-uploads',
+        `${label}: HTTP upload latency p50`,
+        'ms',
+        rounds.map((r) => r.p50),
+      ),
+      figure(
+        'http-uploads',
+        `${label}: HTTP upload latency p95`,
+        'ms',
+        rounds.map((r) => r.p95),
+      ),
+      figure('http-uploads', `${label}: direct pipeline (MediaPool, same images)`, 'images/s', s.direct),
+      figure('http-uploads', `${label}: HTTP ÷ direct pipeline`, '×', ratios(s.http, s.direct), {
+        target: TARGETS.httpVsDirect,
+      }),
+      figure(
+        'http-uploads',
+        `${label}: CPU per image, HTTP ÷ direct`,
+        '×',
+        ratios(
+          rounds.map((r) => r.cpuMsPerImage),
+          directCpu,
+        ),
+        {
+          note: 'whole app process vs this process running the pool',
+        },
+      ),
     );
     if (opts.latency12) await latency12(rec, app, client, token, where);
   } finally {
@@ -106,7 +141,13 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
 }
 
 /** 12 MP JPEG uploads one at a time (the machine otherwise idle), each deleted after. */
-async function latency12(rec: Recorder, app: ServerProcess, client: LoadClient, token: string, where: string): Promise<void> {
+async function latency12(
+  rec: Recorder,
+  app: ServerProcess,
+  client: LoadClient,
+  token: string,
+  where: string,
+): Promise<void> {
   const images = await jpegs(12, 4);
   const ms: number[] = [];
   for (let pass = 0; pass < 3; pass++) {
@@ -119,17 +160,32 @@ async function latency12(rec: Recorder, app: ServerProcess, client: LoadClient, 
       await deleteUploads(client, token, [id]);
     }
   }
-  rec.add(figure('http-uploads', `12 MP JPEG upload latency, one at a time (${where})`, 'ms', ms, {
-    target: TARGETS.upload12MpMs,
-    note: `${(images[0]!.bytes.length / 2 ** 20).toFixed(1)} MiB each; load average ${loadavg()[0]!.toFixed(2)} when done`,
-  }));
+  rec.add(
+    figure('http-uploads', `12 MP JPEG upload latency, one at a time (${where})`, 'ms', ms, {
+      target: TARGETS.upload12MpMs,
+      note: `${(images[0]!.bytes.length / 2 ** 20).toFixed(1)} MiB each; load average ${loadavg()[0]!.toFixed(2)} when done`,
+    }),
+  );
 }
 
 if (isMain(import.meta.url)) {
   await runAlone(
     'http-uploads',
-    { db: { type: 'string', default: 'sqlite' }, rounds: { type: 'string', default: '5' }, images: { type: 'string', default: '16' }, clients: { type: 'string', default: '4' }, workers: { type: 'string', default: '2' } },
+    {
+      db: { type: 'string', default: 'sqlite' },
+      rounds: { type: 'string', default: '5' },
+      images: { type: 'string', default: '16' },
+      clients: { type: 'string', default: '4' },
+      workers: { type: 'string', default: '2' },
+    },
     (rec, v) =>
-      httpUploadsBench(rec, { db: v.db as DbKind, rounds: Number(v.rounds), images: Number(v.images), clients: Number(v.clients), workers: Number(v.workers), latency12: true }),
+      httpUploadsBench(rec, {
+        db: v.db as DbKind,
+        rounds: Number(v.rounds),
+        images: Number(v.images),
+        clients: Number(v.clients),
+        workers: Number(v.workers),
+        latency12: true,
+      }),
   );
 }

@@ -43,7 +43,13 @@ interface StepResult {
  * Open loop: requests are issued at `rate` per second whatever the answers do (as real clients arrive),
  * at most `maxInFlight` at once — past that the offered load is beyond what the server absorbs.
  */
-async function openLoop(client: LoadClient, mix: Mix, rate: number, durationMs: number, maxInFlight: number): Promise<StepResult> {
+async function openLoop(
+  client: LoadClient,
+  mix: Mix,
+  rate: number,
+  durationMs: number,
+  maxInFlight: number,
+): Promise<StepResult> {
   const latency = { feed: [] as number[], vote: [] as number[], upload: [] as number[] };
   const statuses: Record<string, number> = {};
   const pending = new Set<Promise<void>>();
@@ -81,7 +87,11 @@ async function openLoop(client: LoadClient, mix: Mix, rate: number, durationMs: 
   return {
     offered,
     completed: latency.feed.length + latency.vote.length + latency.upload.length,
-    perSecond: { feed: latency.feed.length / secs, vote: latency.vote.length / secs, upload: latency.upload.length / secs },
+    perSecond: {
+      feed: latency.feed.length / secs,
+      vote: latency.vote.length / secs,
+      upload: latency.upload.length / secs,
+    },
     latency,
     statuses,
     overloaded,
@@ -110,7 +120,10 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
   // Distinct photos, so uploads are real pipeline work; each send gets unique bytes on top.
   const images: BenchImage[] = await jpegs(1, 32, 9000);
   // Near-duplicate matching off: the 32 photos repeat (with unique bytes), and every upload should be stored.
-  const server = await startServer({ env: appEnv({ ...base.env, HUMAN_POLICY: 'flag', NEAR_DUPLICATE_DISTANCE: '-1' }), logFile: join(base.dataDir, 'server.log') });
+  const server = await startServer({
+    env: appEnv({ ...base.env, HUMAN_POLICY: 'flag', NEAR_DUPLICATE_DISTANCE: '-1' }),
+    logFile: join(base.dataDir, 'server.log'),
+  });
   const client = new LoadClient(server.url, 64);
   const scrape = new LoadClient(server.url, 1);
 
@@ -126,7 +139,13 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
       const upload = uploads[uploads.length - 1 - Math.floor(r() * 200)]!;
       const pair = `${user}:${upload}`;
       if (roll < 0.7 || (roll < 0.9 && inFlight.has(pair))) {
-        return { kind: 'feed', req: { method: 'GET', path: `/api/uploads?page=${1 + Math.floor(r() * 5)}&sort=${SORTS[Math.floor(r() * SORTS.length)]}` } };
+        return {
+          kind: 'feed',
+          req: {
+            method: 'GET',
+            path: `/api/uploads?page=${1 + Math.floor(r() * 5)}&sort=${SORTS[Math.floor(r() * SORTS.length)]}`,
+          },
+        };
       }
       if (roll < 0.9) {
         inFlight.add(pair);
@@ -142,7 +161,12 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
       // Unique bytes (a JPEG comment), so no upload is a duplicate of another.
       const img = images[sent % images.length]!;
       const marker = Buffer.from(`pixvote-load-${sent++}`);
-      const bytes = Buffer.concat([img.bytes.subarray(0, 2), Buffer.from([0xff, 0xfe, 0, marker.length + 2]), marker, img.bytes.subarray(2)]);
+      const bytes = Buffer.concat([
+        img.bytes.subarray(0, 2),
+        Buffer.from([0xff, 0xfe, 0, marker.length + 2]),
+        marker,
+        img.bytes.subarray(2),
+      ]);
       return { kind: 'upload', req: uploadRequest({ ...img, bytes }, tokens[user]!) };
     },
     answered(kind, pair, status, body) {
@@ -164,9 +188,14 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
     let saturation = rate;
     for (let step = 0; step < 12; step++) {
       const s = await openLoop(client, mix, rate, 6000, 400);
-      const busy = Object.entries(s.statuses).filter(([k]) => k.endsWith(' 503')).reduce((n, [, c]) => n + c, 0);
-      const keptUp = !s.overloaded && s.completed >= 0.9 * s.offered && busy === 0 && quantile(s.latency.upload, 0.95) < 5000;
-      rec.note(`offered ${rate.toFixed(0)} req/s: ${(s.completed / 6).toFixed(1)} answered/s, upload p95 ${quantile(s.latency.upload, 0.95).toFixed(0)} ms, 503s ${busy}${keptUp ? '' : ' — saturated'}`);
+      const busy = Object.entries(s.statuses)
+        .filter(([k]) => k.endsWith(' 503'))
+        .reduce((n, [, c]) => n + c, 0);
+      const keptUp =
+        !s.overloaded && s.completed >= 0.9 * s.offered && busy === 0 && quantile(s.latency.upload, 0.95) < 5000;
+      rec.note(
+        `offered ${rate.toFixed(0)} req/s: ${(s.completed / 6).toFixed(1)} answered/s, upload p95 ${quantile(s.latency.upload, 0.95).toFixed(0)} ms, 503s ${busy}${keptUp ? '' : ' — saturated'}`,
+      );
       if (!keptUp) break;
       saturation = rate;
       rate *= 1.5;
@@ -193,16 +222,31 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
     const growth = ((rssEnd - rssStart) / rssStart) * 100;
     const lagP99 = lagWindows.length ? Math.max(...lagWindows) : Number.NaN;
     const bench = `load (${opts.db})`;
-    const lat = (k: keyof StepResult['latency'], unit = 1) => `p50 ${(quantile(run.latency[k], 0.5) / unit).toFixed(unit > 1 ? 2 : 1)}, p95 ${(quantile(run.latency[k], 0.95) / unit).toFixed(unit > 1 ? 2 : 1)} ${unit > 1 ? 's' : 'ms'}`;
+    const lat = (k: keyof StepResult['latency'], unit = 1) =>
+      `p50 ${(quantile(run.latency[k], 0.5) / unit).toFixed(unit > 1 ? 2 : 1)}, p95 ${(quantile(run.latency[k], 0.95) / unit).toFixed(unit > 1 ? 2 : 1)} ${unit > 1 ? 's' : 'ms'}`;
     rec.add(
-      figure(bench, 'sustained rate (saturation)', 'req/s', run.completed / opts.seconds, { note: `offered ${saturation.toFixed(0)} req/s for ${opts.seconds} s` }),
+      figure(bench, 'sustained rate (saturation)', 'req/s', run.completed / opts.seconds, {
+        note: `offered ${saturation.toFixed(0)} req/s for ${opts.seconds} s`,
+      }),
       figure(bench, 'feed reads', 'req/s', run.perSecond.feed, { note: lat('feed') }),
       figure(bench, 'votes', 'req/s', run.perSecond.vote, { note: lat('vote') }),
       figure(bench, 'uploads', 'img/s', run.perSecond.upload, { note: lat('upload', 1000) }),
-      figure(bench, 'RSS growth over the run', '%', growth, { target: atMost(10), note: `${rssStart.toFixed(0)} → ${rssEnd.toFixed(0)} MB (${Math.min(...rss).toFixed(0)}–${Math.max(...rss).toFixed(0)} during)` }),
+      figure(bench, 'RSS growth over the run', '%', growth, {
+        target: atMost(10),
+        note: `${rssStart.toFixed(0)} → ${rssEnd.toFixed(0)} MB (${Math.min(...rss).toFixed(0)}–${Math.max(...rss).toFixed(0)} during)`,
+      }),
       figure(bench, 'event-loop lag p99, worst 5 s window', 'ms', lagP99, { target: atMost(100) }),
-      figure(bench, 'lost or miscounted votes', 'votes', lost, { target: atMost(0), note: `${finalVote.size} (user, upload) pairs checked, and every upload's counters against its vote rows` }),
-      figure(bench, '5xx other than 503 busy', 'responses', fiveXX.reduce((n, [, c]) => n + c, 0), { target: atMost(0) }),
+      figure(bench, 'lost or miscounted votes', 'votes', lost, {
+        target: atMost(0),
+        note: `${finalVote.size} (user, upload) pairs checked, and every upload's counters against its vote rows`,
+      }),
+      figure(
+        bench,
+        '5xx other than 503 busy',
+        'responses',
+        fiveXX.reduce((n, [, c]) => n + c, 0),
+        { target: atMost(0) },
+      ),
     );
     rec.note(`statuses during the run: ${JSON.stringify(run.statuses)}`);
     const failures = [
@@ -221,7 +265,11 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
 }
 
 /** Votes whose answered final state is not what the database holds, plus uploads whose counters disagree with their vote rows. */
-async function countLostVotes(base: Awaited<ReturnType<typeof createBenchDatabase>>, users: SeededUser[], finalVote: Map<string, number>): Promise<number> {
+async function countLostVotes(
+  base: Awaited<ReturnType<typeof createBenchDatabase>>,
+  users: SeededUser[],
+  finalVote: Map<string, number>,
+): Promise<number> {
   const db = await base.open();
   try {
     let lost = 0;
@@ -241,7 +289,11 @@ async function countLostVotes(base: Awaited<ReturnType<typeof createBenchDatabas
       for (const c of chunk) if ((stored.get(`${c.userId}:${c.upload}`) ?? 0) !== c.value) lost++;
     }
     const votesOf = (value: number) => (eb: any) =>
-      eb.selectFrom('votes as v').select((e: any) => e.fn.countAll().as('c')).whereRef('v.upload_id', '=', 'u.id').where('v.value', '=', value);
+      eb
+        .selectFrom('votes as v')
+        .select((e: any) => e.fn.countAll().as('c'))
+        .whereRef('v.upload_id', '=', 'u.id')
+        .where('v.value', '=', value);
     const drift = await db
       .db()
       .selectFrom('uploads as u')

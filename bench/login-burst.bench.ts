@@ -54,7 +54,11 @@ export async function loginBurstBench(rec: Recorder, opts: LoginBurstOptions): P
 
     /** p50 of `opts.gets` sequential image GETs, or of those done when the phase reaches its time cap. */
     const getP50 = async (): Promise<{ p50: number; n: number }> => {
-      const ms = await timeSequentially(`GET ${imagePath}`, () => api.send({ method: 'GET', path: imagePath }), { count: opts.gets, gapMs: GET_GAP_MS, capMs: PHASE_CAP_MS });
+      const ms = await timeSequentially(`GET ${imagePath}`, () => api.send({ method: 'GET', path: imagePath }), {
+        count: opts.gets,
+        gapMs: GET_GAP_MS,
+        capMs: PHASE_CAP_MS,
+      });
       return { p50: quantile(ms, 0.5), n: ms.length };
     };
     await getP50(); // warm-up: file cache, JIT, connection
@@ -66,7 +70,12 @@ export async function loginBurstBench(rec: Recorder, opts: LoginBurstOptions): P
       whileLoaded(
         opts.logins,
         async () => {
-          const res = await burstClient.send({ method: 'POST', path: '/api/auth', headers: { 'content-type': 'application/json' }, body });
+          const res = await burstClient.send({
+            method: 'POST',
+            path: '/api/auth',
+            headers: { 'content-type': 'application/json' },
+            body,
+          });
           statuses[res.status] = (statuses[res.status] ?? 0) + 1;
           if (res.status === 503) await sleep(1000);
           else if (res.status !== 200) throw new Error(`login during the burst: HTTP ${res.status} ${res.body}`);
@@ -83,11 +92,17 @@ export async function loginBurstBench(rec: Recorder, opts: LoginBurstOptions): P
       burst.push(b.p50);
       burstGets += b.n;
     }
-    const logins = Object.entries(statuses).map(([s, n]) => `${n} × ${s}`).join(', ');
+    const logins = Object.entries(statuses)
+      .map(([s, n]) => `${n} × ${s}`)
+      .join(', ');
     rec.add(
       figure('login-burst', 'image GET p50, idle', 'ms', idle),
-      figure('login-burst', `image GET p50 during ${opts.logins} concurrent logins`, 'ms', burst, { note: `${burstGets} GETs; logins answered ${logins}` }),
-      figure('login-burst', `image GET p50 during ${opts.logins} concurrent logins ÷ idle`, '×', ratios(burst, idle), { target: LOGIN_BURST_TARGET }),
+      figure('login-burst', `image GET p50 during ${opts.logins} concurrent logins`, 'ms', burst, {
+        note: `${burstGets} GETs; logins answered ${logins}`,
+      }),
+      figure('login-burst', `image GET p50 during ${opts.logins} concurrent logins ÷ idle`, '×', ratios(burst, idle), {
+        target: LOGIN_BURST_TARGET,
+      }),
     );
   } finally {
     await api.close();
@@ -100,7 +115,11 @@ export async function loginBurstBench(rec: Recorder, opts: LoginBurstOptions): P
 if (isMain(import.meta.url)) {
   await runAlone(
     'login-burst',
-    { rounds: { type: 'string', default: '3' }, logins: { type: 'string', default: '50' }, gets: { type: 'string', default: '40' } },
+    {
+      rounds: { type: 'string', default: '3' },
+      logins: { type: 'string', default: '50' },
+      gets: { type: 'string', default: '40' },
+    },
     (rec, v) => loginBurstBench(rec, { rounds: Number(v.rounds), logins: Number(v.logins), gets: Number(v.gets) }),
   );
 }

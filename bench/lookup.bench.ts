@@ -110,14 +110,24 @@ async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupO
     const load = async () => {
       for (let at = from; at < size; at += CHUNK) {
         const count = Math.min(CHUNK, size - at);
-        await seedUploads(db, { count, users, r, phash: (i) => hashes[at + i]!, newest: new Date(Date.UTC(2026, 0, 1) + (at + count) * 60_000) });
+        await seedUploads(db, {
+          count,
+          users,
+          r,
+          phash: (i) => hashes[at + i]!,
+          newest: new Date(Date.UTC(2026, 0, 1) + (at + count) * 60_000),
+        });
       }
     };
     await (size - from >= CHUNK ? withIndexesDeferred(db, 'uploads', load) : load());
     // What autovacuum does on a live database: statistics, and the visibility map index-only scans need.
     if (kind === 'postgres') await analyze(db);
     const seconds = (performance.now() - seeding) / 1000;
-    rec.add(figure('lookup', `${kind}: seed ${size - from} uploads (to ${size})`, 'rows/s', (size - from) / seconds, { note: `${seconds.toFixed(1)} s` }));
+    rec.add(
+      figure('lookup', `${kind}: seed ${size - from} uploads (to ${size})`, 'rows/s', (size - from) / seconds, {
+        note: `${seconds.toFixed(1)} s`,
+      }),
+    );
 
     const probes = Array.from({ length: opts.probes }, (_, p) =>
       p % 2 === 0 ? flipBits(hashes[Math.floor(r() * size)]!, 1 + ((p / 2) % MAX_DISTANCE), r) : randomHash(r),
@@ -130,21 +140,38 @@ async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupO
       rec.add(figure('lookup', `${kind} ${label(size)}: ${name} p50`, 'ms', p50[name]!, { ...goal, note }));
       rec.add(figure('lookup', `${kind} ${label(size)}: ${name} p95`, 'ms', p95[name]!));
     }
-    const [a, b] = kind === 'sqlite' ? ['multi-index hashing', 'sqlite-vec KNN'] : ['multi-index hashing', 'full scan (bit_count)'];
-    const target = kind === 'postgres' ? { target: size === (opts.ciRatioAt ?? 100_000) ? TARGETS.lookupVsFullScan : asGoal(TARGETS.lookupVsFullScan) } : {};
+    const [a, b] =
+      kind === 'sqlite' ? ['multi-index hashing', 'sqlite-vec KNN'] : ['multi-index hashing', 'full scan (bit_count)'];
+    const target =
+      kind === 'postgres'
+        ? { target: size === (opts.ciRatioAt ?? 100_000) ? TARGETS.lookupVsFullScan : asGoal(TARGETS.lookupVsFullScan) }
+        : {};
     rec.add(figure('lookup', `${kind} ${label(size)}: ${a} ÷ ${b} (p50)`, '×', ratios(p50[a]!, p50[b]!), target));
   }
 }
 
 /** Warms the caches and checks that every method finds the same match; returns the first method's answers. */
-async function agree(rec: Recorder, where: string, find: Record<string, Find>, checked: string[], db: Database, viewer: Viewer): Promise<Array<NearMatch | null>> {
+async function agree(
+  rec: Recorder,
+  where: string,
+  find: Record<string, Find>,
+  checked: string[],
+  db: Database,
+  viewer: Viewer,
+): Promise<Array<NearMatch | null>> {
   const names = Object.keys(find);
   const answers = new Map<string, Array<NearMatch | null>>();
   for (const name of names) answers.set(name, await mapLimit(checked, 1, (h) => find[name]!(db.db(), h, viewer)));
   const reference = answers.get(names[0]!)!;
   for (const name of names.slice(1)) {
-    const differ = answers.get(name)!.filter((x, i) => (x?.distance ?? null) !== (reference[i]?.distance ?? null) || (x?.id ?? null) !== (reference[i]?.id ?? null));
-    if (differ.length) rec.note(`BUG? ${where}: ${name} disagrees with ${names[0]} on ${differ.length} of ${checked.length} probes`);
+    const differ = answers
+      .get(name)!
+      .filter(
+        (x, i) =>
+          (x?.distance ?? null) !== (reference[i]?.distance ?? null) || (x?.id ?? null) !== (reference[i]?.id ?? null),
+      );
+    if (differ.length)
+      rec.note(`BUG? ${where}: ${name} disagrees with ${names[0]} on ${differ.length} of ${checked.length} probes`);
   }
   return reference;
 }
@@ -176,8 +203,18 @@ async function timeRounds(find: Record<string, Find>, probes: string[], rounds: 
 const label = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : `${n / 1e3}k`);
 
 if (isMain(import.meta.url)) {
-  const options = { sizes: { type: 'string', default: '100k,1m' }, db: { type: 'string', default: 'sqlite,postgres' }, probes: { type: 'string', default: '200' }, rounds: { type: 'string', default: '3' }} as const;
+  const options = {
+    sizes: { type: 'string', default: '100k,1m' },
+    db: { type: 'string', default: 'sqlite,postgres' },
+    probes: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '3' },
+  } as const;
   await runAlone('lookup', options, (rec, v) =>
-    lookupBench(rec, { sizes: numbers(String(v.sizes)), dbs: String(v.db).split(',') as DbKind[], probes: Number(v.probes), rounds: Number(v.rounds) }),
+    lookupBench(rec, {
+      sizes: numbers(String(v.sizes)),
+      dbs: String(v.db).split(',') as DbKind[],
+      probes: Number(v.probes),
+      rounds: Number(v.rounds),
+    }),
   );
 }

@@ -23,7 +23,17 @@ import type { MediaPool } from '../src/workers/pool.ts';
 import { isMain, numbers, runAlone } from './support/cli.ts';
 import { animations, jpegs, type BenchImage } from './support/images.ts';
 import {
-  POLICY, detectorModelDir, freshDir, inProcessRate, poolRate, setupLikeTheApp, sharpRate, startPool, vipsRate, vipsVersion, writeImages,
+  POLICY,
+  detectorModelDir,
+  freshDir,
+  inProcessRate,
+  poolRate,
+  setupLikeTheApp,
+  sharpRate,
+  startPool,
+  vipsRate,
+  vipsVersion,
+  writeImages,
 } from './support/pipeline-subjects.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { TARGETS, asGoal } from './support/targets.ts';
@@ -50,12 +60,18 @@ export async function pipelineBench(rec: Recorder, opts: PipelineOptions): Promi
     const detector = await createPersonDetector({ modelDir: await detectorModelDir() });
     const sets = new Map<number, BenchImage[]>();
     for (const mp of opts.sizes) sets.set(mp, await jpegs(mp, COUNT[mp] ?? 4));
-    for (const [mp, images] of sets) await stageCosts(rec, `${mp} MP`, images, detector, await freshDir(path.join(dir, 'stages')));
+    for (const [mp, images] of sets)
+      await stageCosts(rec, `${mp} MP`, images, detector, await freshDir(path.join(dir, 'stages')));
 
-    const pools = { one: await startPool(1, POLICY), two: await startPool(2, POLICY), twoOff: await startPool(2, 'off') };
+    const pools = {
+      one: await startPool(1, POLICY),
+      two: await startPool(2, POLICY),
+      twoOff: await startPool(2, 'off'),
+    };
     const machine = new CpuYardstick();
     try {
-      for (const [mp, images] of sets) await throughput(rec, mp, images, opts.rounds, { ...pools, machine, detector, vips, dir });
+      for (const [mp, images] of sets)
+        await throughput(rec, mp, images, opts.rounds, { ...pools, machine, detector, vips, dir });
       await animationCosts(rec, opts.rounds, { ...pools, machine, detector, vips, dir });
     } finally {
       await Promise.all([...Object.values(pools).map((p) => p.close()), machine.close()]);
@@ -100,25 +116,44 @@ async function throughput(rec: Recorder, mp: number, images: BenchImage[], round
     ...(x.vips ? { vips: () => vipsRate(files, 2, path.join(x.dir, 'vips')) } : {}),
   };
   await interleave(1, subjects); // warm-up
-  const s = (await interleave(rounds, subjects)) as Record<'pool1' | 'pool2' | 'pool2off' | 'inProcess' | 'sharp' | 'machine', number[]> & { vips?: number[] };
+  const s = (await interleave(rounds, subjects)) as Record<
+    'pool1' | 'pool2' | 'pool2off' | 'inProcess' | 'sharp' | 'machine',
+    number[]
+  > & { vips?: number[] };
   const scaling = ratios(s.pool2, s.pool1);
   rec.add(
-    figure('pipeline', `${label}: pool, 1 worker`, 'images/s', s.pool1, { note: `${images.length} distinct images per run; ${summarize(cores.pool1!).median.toFixed(2)} cores busy` }),
-    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, { note: `${summarize(cores.pool2!).median.toFixed(2)} cores busy` }),
+    figure('pipeline', `${label}: pool, 1 worker`, 'images/s', s.pool1, {
+      note: `${images.length} distinct images per run; ${summarize(cores.pool1!).median.toFixed(2)} cores busy`,
+    }),
+    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, {
+      note: `${summarize(cores.pool2!).median.toFixed(2)} cores busy`,
+    }),
     figure('pipeline', `${label}: pool, 2 workers, detection off`, 'images/s', s.pool2off),
     figure('pipeline', `${label}: processImage in-process (1 at a time)`, 'images/s', s.inProcess),
     figure('pipeline', `${label}: sharp direct, 3 sizes (2 at a time)`, 'images/s', s.sharp),
   );
-  if (s.vips) rec.add(figure('pipeline', `${label}: vips CLI, 3 sizes (2 at a time)`, 'images/s', s.vips, { note: x.vips! }));
+  if (s.vips)
+    rec.add(figure('pipeline', `${label}: vips CLI, 3 sizes (2 at a time)`, 'images/s', s.vips, { note: x.vips! }));
   rec.add(
     figure('pipeline', `${label}: 2 workers ÷ 1 worker`, '×', scaling, { target: TARGETS.workerScaling }),
-    figure('pipeline', `${label}: machine now, 2 threads ÷ 1 (CPU-bound JS)`, '×', s.machine, { note: '2.0 on an idle 2-core machine' }),
+    figure('pipeline', `${label}: machine now, 2 threads ÷ 1 (CPU-bound JS)`, '×', s.machine, {
+      note: '2.0 on an idle 2-core machine',
+    }),
     figure('pipeline', `${label}: 2 workers ÷ 1 worker, ÷ machine scaling`, '×', ratios(scaling, s.machine)),
-    figure('pipeline', `${label}: pool 1 worker ÷ in-process`, '×', ratios(s.pool1, s.inProcess), { target: mp === 2 ? TARGETS.poolOverhead : asGoal(TARGETS.poolOverhead) }),
-    figure('pipeline', `${label}: pool (detection off) ÷ sharp direct`, '×', ratios(s.pool2off, s.sharp), { target: TARGETS.poolVsSharp }),
+    figure('pipeline', `${label}: pool 1 worker ÷ in-process`, '×', ratios(s.pool1, s.inProcess), {
+      target: mp === 2 ? TARGETS.poolOverhead : asGoal(TARGETS.poolOverhead),
+    }),
+    figure('pipeline', `${label}: pool (detection off) ÷ sharp direct`, '×', ratios(s.pool2off, s.sharp), {
+      target: TARGETS.poolVsSharp,
+    }),
     figure('pipeline', `${label}: whole pipeline ÷ sharp direct`, '×', ratios(s.pool2, s.sharp)),
   );
-  if (s.vips) rec.add(figure('pipeline', `${label}: whole pipeline ÷ vips CLI`, '×', ratios(s.pool2, s.vips), { target: TARGETS.pipelineVsVips }));
+  if (s.vips)
+    rec.add(
+      figure('pipeline', `${label}: whole pipeline ÷ vips CLI`, '×', ratios(s.pool2, s.vips), {
+        target: TARGETS.pipelineVsVips,
+      }),
+    );
 }
 
 /** Counts what goes through the model: frames, and calls (a batch of frames is one call). */
@@ -143,11 +178,13 @@ function countingDetector(detector: PersonDetector) {
 }
 
 async function decodeAll(images: readonly BenchImage[]): Promise<DecodedImage[]> {
-  return Promise.all(images.map(async (img) => {
-    const decoded = await decode(new Uint8Array(img.bytes), { format: img.kind });
-    if (!decoded.ok) throw new Error(`${img.name}: ${decoded.message}`);
-    return decoded.image;
-  }));
+  return Promise.all(
+    images.map(async (img) => {
+      const decoded = await decode(new Uint8Array(img.bytes), { format: img.kind });
+      if (!decoded.ok) throw new Error(`${img.name}: ${decoded.message}`);
+      return decoded.image;
+    }),
+  );
 }
 
 /**
@@ -170,7 +207,10 @@ async function animationCosts(rec: Recorder, rounds: number, x: Subjects): Promi
     const { cpuMs } = await cpuAndWall(async () => {
       for (const image of set) await detectPeople(image, counted);
     });
-    seen[name] = { frames: (count.frames - before.frames) / set.length, calls: (count.calls - before.calls) / set.length };
+    seen[name] = {
+      frames: (count.frames - before.frames) / set.length,
+      calls: (count.calls - before.calls) / set.length,
+    };
     return cpuMs / set.length;
   };
   const staging = path.join(x.dir, 'staging-gif');
@@ -189,10 +229,26 @@ async function animationCosts(rec: Recorder, rounds: number, x: Subjects): Promi
   rec.add(
     figure('pipeline', 'still 2 MP JPEG: detect CPU', 'ms', s.still, { note: model('still') }),
     figure('pipeline', `${label} distinct frames: detect CPU`, 'ms', s.distinct, { note: model('distinct') }),
-    figure('pipeline', `GIF 480×360 × ${frames * 4} (${frames} frames held 4×): detect CPU`, 'ms', s.held, { note: model('held') }),
-    figure('pipeline', `${label} distinct: detect CPU per frame ÷ still`, '×', s.distinct.map((ms, i) => ms / frames / s.still[i]!), { target: TARGETS.animatedFrameVsStill }),
-    figure('pipeline', `${frames} frames held 4× ÷ ${frames} distinct frames: detect CPU`, '×', ratios(s.held, s.distinct), { target: TARGETS.heldFramesVsDistinct }),
-    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, { note: `${gifs.distinct.length} distinct GIFs per run` }),
+    figure('pipeline', `GIF 480×360 × ${frames * 4} (${frames} frames held 4×): detect CPU`, 'ms', s.held, {
+      note: model('held'),
+    }),
+    figure(
+      'pipeline',
+      `${label} distinct: detect CPU per frame ÷ still`,
+      '×',
+      s.distinct.map((ms, i) => ms / frames / s.still[i]!),
+      { target: TARGETS.animatedFrameVsStill },
+    ),
+    figure(
+      'pipeline',
+      `${frames} frames held 4× ÷ ${frames} distinct frames: detect CPU`,
+      '×',
+      ratios(s.held, s.distinct),
+      { target: TARGETS.heldFramesVsDistinct },
+    ),
+    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, {
+      note: `${gifs.distinct.length} distinct GIFs per run`,
+    }),
     figure('pipeline', `${label}: sharp direct, 3 animated sizes (2 at a time)`, 'images/s', s.sharp),
     figure('pipeline', `${label}: pool (detection off) ÷ sharp direct`, '×', ratios(s.pool2off, s.sharp)),
     figure('pipeline', `${label}: whole pipeline ÷ sharp direct`, '×', ratios(s.pool2, s.sharp)),
@@ -211,13 +267,20 @@ export async function poolOverhead(rec: Recorder, opts: { images: number; rounds
   const detector = await createPersonDetector({ modelDir: await detectorModelDir() });
   const pool = await startPool(1, POLICY);
   try {
-    const subjects = { pool: () => poolRate(pool, images, dir, POLICY), inProcess: () => inProcessRate(images, detector, dir, POLICY) };
+    const subjects = {
+      pool: () => poolRate(pool, images, dir, POLICY),
+      inProcess: () => inProcessRate(images, detector, dir, POLICY),
+    };
     await interleave(1, subjects);
     const s = await interleave(opts.rounds, subjects);
     rec.add(
-      figure('pipeline', '2 MP: pool, 1 worker', 'images/s', s.pool, { note: `${images.length} distinct images per run` }),
+      figure('pipeline', '2 MP: pool, 1 worker', 'images/s', s.pool, {
+        note: `${images.length} distinct images per run`,
+      }),
       figure('pipeline', '2 MP: processImage in-process (1 at a time)', 'images/s', s.inProcess),
-      figure('pipeline', '2 MP: pool 1 worker ÷ in-process', '×', ratios(s.pool, s.inProcess), { target: TARGETS.poolOverhead }),
+      figure('pipeline', '2 MP: pool 1 worker ÷ in-process', '×', ratios(s.pool, s.inProcess), {
+        target: TARGETS.poolOverhead,
+      }),
     );
   } finally {
     await pool.close();
@@ -234,21 +297,42 @@ async function workerMemory(rec: Recorder, images: BenchImage[], dir: string): P
   for (const arenas of [undefined, '2']) {
     const env = { ...process.env, ...(arenas ? { MALLOC_ARENA_MAX: arenas } : {}) };
     const rss = async (workers: number) =>
-      JSON.parse((await promisify(execFile)(process.execPath, [...NODE_TS, probe, String(workers), modelDir, ...files], { env })).stdout) as { rssMb: number; peakMb: number };
+      JSON.parse(
+        (await promisify(execFile)(process.execPath, [...NODE_TS, probe, String(workers), modelDir, ...files], { env }))
+          .stdout,
+      ) as { rssMb: number; peakMb: number };
     const base = await rss(0);
     for (const workers of [1, 2]) {
       const m = await rss(workers);
       const how = arenas ? `, MALLOC_ARENA_MAX=${arenas}` : '';
-      rec.add(figure('pipeline', `RSS per worker (${workers} worker${workers > 1 ? 's' : ''}, detector loaded${how})`, 'MB', (m.rssMb - base.rssMb) / workers, {
-        target: TARGETS.rssPerWorkerMb,
-        note: `process ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb.toFixed(0)}) vs ${base.rssMb.toFixed(0)} MB without a pool`,
-      }));
+      rec.add(
+        figure(
+          'pipeline',
+          `RSS per worker (${workers} worker${workers > 1 ? 's' : ''}, detector loaded${how})`,
+          'MB',
+          (m.rssMb - base.rssMb) / workers,
+          {
+            target: TARGETS.rssPerWorkerMb,
+            note: `process ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb.toFixed(0)}) vs ${base.rssMb.toFixed(0)} MB without a pool`,
+          },
+        ),
+      );
     }
   }
 }
 
 if (isMain(import.meta.url)) {
-  await runAlone('pipeline', { sizes: { type: 'string', default: '2,12' }, rounds: { type: 'string', default: '5' }, 'no-rss': { type: 'boolean' }, 'webp-efforts': { type: 'boolean' } }, (rec, v) =>
-    v['webp-efforts'] ? webpEfforts(rec) : pipelineBench(rec, { sizes: numbers(String(v.sizes)), rounds: Number(v.rounds), rss: !v['no-rss'] }),
+  await runAlone(
+    'pipeline',
+    {
+      sizes: { type: 'string', default: '2,12' },
+      rounds: { type: 'string', default: '5' },
+      'no-rss': { type: 'boolean' },
+      'webp-efforts': { type: 'boolean' },
+    },
+    (rec, v) =>
+      v['webp-efforts']
+        ? webpEfforts(rec)
+        : pipelineBench(rec, { sizes: numbers(String(v.sizes)), rounds: Number(v.rounds), rss: !v['no-rss'] }),
   );
 }

@@ -55,14 +55,28 @@ export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<v
   try {
     const token = await register(api, 'probe_user');
     for (let i = 0; i < 20; i++) {
-      const body = JSON.stringify({ upload_type: 'link', external_url: `https://example.com/probes/${i}`, description: `link ${i}`, tags: 'bench,probes' });
-      const res = await api.send({ method: 'POST', path: '/api/upload', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+      const body = JSON.stringify({
+        upload_type: 'link',
+        external_url: `https://example.com/probes/${i}`,
+        description: `link ${i}`,
+        tags: 'bench,probes',
+      });
+      const res = await api.send({
+        method: 'POST',
+        path: '/api/upload',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
       if (res.status !== 201) throw new Error(`link upload: HTTP ${res.status} ${res.body}`);
     }
 
     /** p50 of `opts.gets` sequential feed GETs, or of those done when the phase reaches its time cap. */
     const feedP50 = async (): Promise<{ p50: number; n: number }> => {
-      const ms = await timeSequentially(`GET ${FEED}`, () => api.send({ method: 'GET', path: FEED }), { count: opts.gets, gapMs: GET_GAP_MS, capMs: PHASE_CAP_MS });
+      const ms = await timeSequentially(`GET ${FEED}`, () => api.send({ method: 'GET', path: FEED }), {
+        count: opts.gets,
+        gapMs: GET_GAP_MS,
+        capMs: PHASE_CAP_MS,
+      });
       return { p50: quantile(ms, 0.5), n: ms.length };
     };
     await feedP50(); // warm-up: feed cache, JIT, connection
@@ -77,7 +91,8 @@ export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<v
           const res = await floodClient.send(req);
           const key = `${req.path} ${res.status}`;
           statuses[key] = (statuses[key] ?? 0) + 1;
-          if (res.status !== 200) throw new Error(`${req.path} during the flood: HTTP ${res.status} ${res.body.slice(0, 200)}`);
+          if (res.status !== 200)
+            throw new Error(`${req.path} during the flood: HTTP ${res.status} ${res.body.slice(0, 200)}`);
         },
         fn,
       );
@@ -95,7 +110,9 @@ export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<v
       underProbes.push(p.p50);
       probeGets += p.n;
     }
-    const answered = Object.entries(statuses).map(([k, n]) => `${n} × ${k}`).join(', ');
+    const answered = Object.entries(statuses)
+      .map(([k, n]) => `${n} × ${k}`)
+      .join(', ');
     const flood = `${opts.flood} concurrent`;
     rec.add(
       figure('probes', 'GET /api/uploads p50, idle', 'ms', idle),
@@ -104,7 +121,13 @@ export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<v
         target: FEED_P50_GOAL_MS,
         note: `${probeGets} GETs; the floods were answered ${answered}`,
       }),
-      figure('probes', `GET /api/uploads p50 under ${flood} /metrics + /readyz ÷ under /healthz`, '×', ratios(underProbes, underHealthz), { target: PROBES_TARGET }),
+      figure(
+        'probes',
+        `GET /api/uploads p50 under ${flood} /metrics + /readyz ÷ under /healthz`,
+        '×',
+        ratios(underProbes, underHealthz),
+        { target: PROBES_TARGET },
+      ),
       figure('probes', `GET /api/uploads p50 under ${flood} /metrics + /readyz ÷ idle`, '×', ratios(underProbes, idle)),
     );
   } finally {
@@ -118,7 +141,11 @@ export async function probesBench(rec: Recorder, opts: ProbesOptions): Promise<v
 if (isMain(import.meta.url)) {
   await runAlone(
     'probes',
-    { rounds: { type: 'string', default: '3' }, flood: { type: 'string', default: '200' }, gets: { type: 'string', default: '40' } },
+    {
+      rounds: { type: 'string', default: '3' },
+      flood: { type: 'string', default: '200' },
+      gets: { type: 'string', default: '40' },
+    },
     (rec, v) => probesBench(rec, { rounds: Number(v.rounds), flood: Number(v.flood), gets: Number(v.gets) }),
   );
 }

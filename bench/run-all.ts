@@ -23,11 +23,26 @@ const rounds = Number(values.rounds);
 const rec = new Recorder('all');
 const steps: Array<[string, () => Promise<void>]> = [
   ['pipeline', () => pipelineBench(rec, { sizes: [2, 12], rounds, rss: true })],
-  ['http-uploads, SQLite', () => httpUploadsBench(rec, { db: 'sqlite', rounds, images: 16, clients: 4, workers: 2, latency12: true })],
-  ['http-uploads, PostgreSQL + Redis', () => httpUploadsBench(rec, { db: 'postgres', rounds, images: 16, clients: 4, workers: 2, latency12: false })],
+  [
+    'http-uploads, SQLite',
+    () => httpUploadsBench(rec, { db: 'sqlite', rounds, images: 16, clients: 4, workers: 2, latency12: true }),
+  ],
+  [
+    'http-uploads, PostgreSQL + Redis',
+    () => httpUploadsBench(rec, { db: 'postgres', rounds, images: 16, clients: 4, workers: 2, latency12: false }),
+  ],
   ['feeds', () => feedsBench(rec, { dbs: ['sqlite', 'postgres'], rounds, seconds: 2, connections: 8, at100k: true })],
   ['gateway CPU in process', () => gatewayBenchIsolated(rec, { rounds: 15, requests: 3000 })],
-  ['lookup', () => lookupBench(rec, { sizes: numbers(String(values['lookup-sizes'])), dbs: ['sqlite', 'postgres'], probes: 200, rounds: 3 })],
+  [
+    'lookup',
+    () =>
+      lookupBench(rec, {
+        sizes: numbers(String(values['lookup-sizes'])),
+        dbs: ['sqlite', 'postgres'],
+        probes: 200,
+        rounds: 3,
+      }),
+  ],
 ];
 const failed: string[] = [];
 for (const [name, step] of steps) {
@@ -42,6 +57,8 @@ for (const [name, step] of steps) {
   console.log(`  · ${Math.round((Date.now() - t) / 1000)} s`);
 }
 const args = process.argv.slice(2).filter((a) => a !== '--markdown');
-await finish(rec.report(`npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`), { markdown: Boolean(values.markdown) });
+await finish(rec.report(`npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`), {
+  markdown: Boolean(values.markdown),
+});
 if (failed.length) console.error(`\nfailed: ${failed.join(', ')}`);
 process.exit(failed.length ? 1 : 0);

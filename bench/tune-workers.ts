@@ -33,14 +33,21 @@ interface Instance {
 async function round(x: Instance, images: readonly BenchImage[]): Promise<number> {
   const requests = images.map((img) => uploadRequest(img, x.token));
   const ids: string[] = [];
-  const res = await x.client.run({ next: (i) => requests[i] ?? null, keepBodies: true, onResponse: (r) => ids.push(createdId(r.status, r.body)) });
+  const res = await x.client.run({
+    next: (i) => requests[i] ?? null,
+    keepBodies: true,
+    onResponse: (r) => ids.push(createdId(r.status, r.body)),
+  });
   await deleteUploads(x.client, x.token, ids);
   x.p50.push(res.p50);
   x.p95.push(res.p95);
   return res.perSecond;
 }
 
-export async function tuneWorkers(rec: Recorder, opts: { max: number; rounds: number; clients: number; images: number }): Promise<void> {
+export async function tuneWorkers(
+  rec: Recorder,
+  opts: { max: number; rounds: number; clients: number; images: number },
+): Promise<void> {
   const images = await imageMix(opts.images);
   const kinds = new Map<string, number>();
   for (const i of images) {
@@ -48,12 +55,19 @@ export async function tuneWorkers(rec: Recorder, opts: { max: number; rounds: nu
     kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
   }
   const mix = [...kinds].map(([k, n]) => `${n} × ${k}`).join(', ');
-  rec.note(`image mix per round: ${mix}; ${opts.clients} concurrent clients; HUMAN_POLICY=${POLICY} (detection runs as under reject)`);
+  rec.note(
+    `image mix per round: ${mix}; ${opts.clients} concurrent clients; HUMAN_POLICY=${POLICY} (detection runs as under reject)`,
+  );
   const instances: Instance[] = [];
   try {
     for (let workers = 1; workers <= opts.max; workers++) {
       const db = await createBenchDatabase('sqlite');
-      const env = appEnv({ ...db.env, WORKERS: String(workers), WORKER_QUEUE: String(opts.clients * 4), HUMAN_POLICY: POLICY });
+      const env = appEnv({
+        ...db.env,
+        WORKERS: String(workers),
+        WORKER_QUEUE: String(opts.clients * 4),
+        HUMAN_POLICY: POLICY,
+      });
       const app = await startServer({ env, logFile: path.join(db.dataDir, 'server.log') });
       const client = new LoadClient(app.url, opts.clients);
       instances.push({ workers, db, app, client, token: await register(client, `tuner_${workers}`), p50: [], p95: [] });
@@ -68,10 +82,14 @@ export async function tuneWorkers(rec: Recorder, opts: { max: number; rounds: nu
       const rate = s[String(x.workers)]!;
       const mem = x.app.memory();
       rec.add(
-        figure('tune-workers', `WORKERS=${x.workers}: throughput`, 'images/s', rate, { note: `${((100 * median(rate)) / best).toFixed(0)} % of the best` }),
+        figure('tune-workers', `WORKERS=${x.workers}: throughput`, 'images/s', rate, {
+          note: `${((100 * median(rate)) / best).toFixed(0)} % of the best`,
+        }),
         figure('tune-workers', `WORKERS=${x.workers}: latency p50`, 'ms', x.p50),
         figure('tune-workers', `WORKERS=${x.workers}: latency p95`, 'ms', x.p95),
-        figure('tune-workers', `WORKERS=${x.workers}: peak RSS of the process`, 'MB', mem?.peakMb ?? Number.NaN, { note: mem ? `${mem.rssMb.toFixed(0)} MB now` : 'no /proc' }),
+        figure('tune-workers', `WORKERS=${x.workers}: peak RSS of the process`, 'MB', mem?.peakMb ?? Number.NaN, {
+          note: mem ? `${mem.rssMb.toFixed(0)} MB now` : 'no /proc',
+        }),
       );
     }
     const pick = instances.find((x) => median(s[String(x.workers)]!) >= 0.95 * best)!;
@@ -97,8 +115,19 @@ if (isMain(import.meta.url)) {
   const cores = availableParallelism();
   await runAlone(
     'tune-workers',
-    { max: { type: 'string', default: String(cores * 2) }, rounds: { type: 'string', default: '3' }, clients: { type: 'string', default: String(cores * 4) }, images: { type: 'string', default: '20' } },
-    (rec, v) => tuneWorkers(rec, { max: Number(v.max), rounds: Number(v.rounds), clients: Number(v.clients), images: Number(v.images) }),
+    {
+      max: { type: 'string', default: String(cores * 2) },
+      rounds: { type: 'string', default: '3' },
+      clients: { type: 'string', default: String(cores * 4) },
+      images: { type: 'string', default: '20' },
+    },
+    (rec, v) =>
+      tuneWorkers(rec, {
+        max: Number(v.max),
+        rounds: Number(v.rounds),
+        clients: Number(v.clients),
+        images: Number(v.images),
+      }),
     'tune-workers',
   );
 }

@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 17)) {
-  console.error(`pixvote needs Node.js >= 22.17 (found ${process.version}); install it, e.g. \`npm install -g --prefix /usr/local node@22\`.`);
+  console.error(
+    `pixvote needs Node.js >= 22.17 (found ${process.version}); install it, e.g. \`npm install -g --prefix /usr/local node@22\`.`,
+  );
   process.exit(1);
 }
 
@@ -20,15 +22,26 @@ const underNodeModules = fileURLToPath(source).split(/[\\/]/).includes('node_mod
 if (underNodeModules || process.features.typescript) {
   const entry = underNodeModules ? compiled : source;
   if (!existsSync(entry)) {
-    console.error(`pixvote: ${fileURLToPath(entry)} is missing; run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}`);
+    console.error(
+      `pixvote: ${fileURLToPath(entry)} is missing; run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}`,
+    );
     process.exit(2);
   }
   const { main } = await import(entry.href);
   process.exitCode = await main(process.argv.slice(2));
 } else {
-  const child = spawn(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--experimental-strip-types',
+      '--disable-warning=ExperimentalWarning',
+      fileURLToPath(import.meta.url),
+      ...process.argv.slice(2),
+    ],
+    {
+      stdio: 'inherit',
+    },
+  );
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => {
     if (!signal) process.exit(code ?? 1);

@@ -42,7 +42,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   const model = await ensureModels(modelsDir, { log: (message) => console.log(message) });
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`${model.model}: ${model.fetched ? 'fetched and verified' : 'already present and verified'} in ${model.dir} (${seconds} s)`);
+  console.log(
+    `${model.model}: ${model.fetched ? 'fetched and verified' : 'already present and verified'} in ${model.dir} (${seconds} s)`,
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

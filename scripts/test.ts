@@ -24,7 +24,9 @@ const required = process.env.PIXVOTE_REQUIRE_SERVICES === '1';
 const lint = !files.length && !args.includes('--no-lint') && process.env.PIXVOTE_SKIP_LINT !== '1';
 
 function run(label: string, patterns: string[], env: Record<string, string>): boolean {
-  const selected = files.length ? files.filter((f) => patterns.some((p) => globMatch(f, p))) : patterns.flatMap((p) => globSync(p)).sort();
+  const selected = files.length
+    ? files.filter((f) => patterns.some((p) => globMatch(f, p)))
+    : patterns.flatMap((p) => globSync(p)).sort();
   if (!selected.length) {
     console.log(`\n=== ${label}: no test files selected`);
     return true;
@@ -32,7 +34,15 @@ function run(label: string, patterns: string[], env: Record<string, string>): bo
   console.log(`\n=== ${label}: ${selected.length} files`);
   const r = spawnSync(
     process.execPath,
-    ['--experimental-strip-types', '--experimental-async-context-frame', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=300000', ...selected],
+    [
+      '--experimental-strip-types',
+      '--experimental-async-context-frame',
+      '--test',
+      '--test-reporter=spec',
+      '--test-concurrency=2',
+      '--test-timeout=300000',
+      ...selected,
+    ],
     { stdio: 'inherit', env: { ...process.env, ...env } },
   );
   return r.status === 0;

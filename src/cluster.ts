@@ -24,7 +24,9 @@ export async function runPrimary(config: Config): Promise<void> {
     // Without Redis the primary is what the processes share: rate-limit counts and feed cache generations.
     new RateLimiterClusterMaster();
     servePrimaryGenerations(cluster, log);
-    log.info('PROCESSES > 1 without REDIS_URL: rate limits and feed cache invalidations go through this primary; set REDIS_URL to share them across machines');
+    log.info(
+      'PROCESSES > 1 without REDIS_URL: rate limits and feed cache invalidations go through this primary; set REDIS_URL to share them across machines',
+    );
   }
 
   const aggregator = new AggregatorRegistry();
@@ -48,11 +50,17 @@ export async function runPrimary(config: Config): Promise<void> {
     if (stopping) return;
     const decision = restarts.died(slot, Date.now());
     if (decision.crashLoop) {
-      log.fatal({ slot, workerPid: worker.process.pid, code, signal, deaths: decision.deaths, windowMs: CRASH_LOOP.windowMs }, 'gateway processes keep dying: crash loop, giving up');
+      log.fatal(
+        { slot, workerPid: worker.process.pid, code, signal, deaths: decision.deaths, windowMs: CRASH_LOOP.windowMs },
+        'gateway processes keep dying: crash loop, giving up',
+      );
       stop('crash-loop', 1);
       return;
     }
-    log.error({ slot, workerPid: worker.process.pid, code, signal, restartInMs: decision.delayMs }, 'gateway process died; starting another');
+    log.error(
+      { slot, workerPid: worker.process.pid, code, signal, restartInMs: decision.delayMs },
+      'gateway process died; starting another',
+    );
     // A ref'd timer: with every process dead it is what keeps the primary alive until the replacement.
     setTimeout(() => stopping || fork(slot), decision.delayMs);
   });
@@ -120,6 +128,11 @@ export function clusterMetrics(registry: Registry): () => Promise<{ text: string
         else resolve({ text: r.text, contentType: r.contentType ?? registry.contentType });
       });
       // A closed channel (the primary is gone) fails this scrape instead of crashing the process.
-      process.send?.({ type: METRICS_REQ, id }, undefined, undefined, (err: Error | null) => err && pending.get(id)?.({ error: err.message }));
+      process.send?.(
+        { type: METRICS_REQ, id },
+        undefined,
+        undefined,
+        (err: Error | null) => err && pending.get(id)?.({ error: err.message }),
+      );
     });
 }

@@ -78,13 +78,16 @@ const rate = z.string().transform((v, ctx) => {
   return r ?? { points: 0, seconds: 0 };
 });
 const url = (schemes: string[]) =>
-  z.string().refine((v) => {
-    try {
-      return schemes.includes(new URL(v).protocol.replace(/:$/, ''));
-    } catch {
-      return false;
-    }
-  }, `expected a ${schemes.join(' or ')} URL`);
+  z.string().refine(
+    (v) => {
+      try {
+        return schemes.includes(new URL(v).protocol.replace(/:$/, ''));
+      } catch {
+        return false;
+      }
+    },
+    `expected a ${schemes.join(' or ')} URL`,
+  );
 
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
@@ -93,7 +96,10 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: url(['postgres', 'postgresql']).optional(),
   REDIS_URL: url(['redis', 'rediss']).optional(),
-  REDIS_PREFIX: z.string().regex(/^[\w:.-]{0,64}$/, 'expected up to 64 letters, digits, _ : . -').prefault('pixvote:'),
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[\w:.-]{0,64}$/, 'expected up to 64 letters, digits, _ : . -')
+    .prefault('pixvote:'),
   JWT_SECRET: z.string().min(32, 'expected at least 32 characters').optional(),
   JWT_TTL: duration.prefault('24h'),
   WORKERS: positiveInt.optional(),
@@ -123,19 +129,19 @@ const schema = z.object({
   TRUST_PROXY: bool.prefault('false'),
   METRICS_TOKEN: z
     .string()
-    .regex(/^[\x21-\x7e]{16,512}$/, 'expected 16 to 512 visible ASCII characters (no spaces), e.g. openssl rand -hex 32')
+    .regex(
+      /^[\x21-\x7e]{16,512}$/,
+      'expected 16 to 512 visible ASCII characters (no spaces), e.g. openssl rand -hex 32',
+    )
     .optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'expected fatal, error, warn, info, debug, trace or silent').prefault('info'),
-  SHUTDOWN_GRACE_MS: z
-    .string()
-    .regex(/^\d+$/, 'expected a non-negative integer')
-    .transform(Number)
-    .prefault('25000'),
-  DATABASE_WAIT_MS: z
-    .string()
-    .regex(/^\d+$/, 'expected a non-negative integer')
-    .transform(Number)
-    .prefault('60000'),
+  LOG_LEVEL: z
+    .enum(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      'expected fatal, error, warn, info, debug, trace or silent',
+    )
+    .prefault('info'),
+  SHUTDOWN_GRACE_MS: z.string().regex(/^\d+$/, 'expected a non-negative integer').transform(Number).prefault('25000'),
+  DATABASE_WAIT_MS: z.string().regex(/^\d+$/, 'expected a non-negative integer').transform(Number).prefault('60000'),
   MODELS_DIR: z.string().min(1).optional(),
   PROCESSES: positiveInt.prefault('1'),
 });
@@ -228,8 +234,12 @@ function embeddedJwtSecret(dataDir: string): string {
     // The winner may be between creating and writing it: a moment's patience, then a file cut short (a
     // crash while it was written) or edited by hand must not become a weak secret.
     let theirs = '';
-    for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
-    if (theirs.length < 32) throw new ConfigError([`JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; delete it to have a new one made, or set JWT_SECRET`]);
+    for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    if (theirs.length < 32)
+      throw new ConfigError([
+        `JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; delete it to have a new one made, or set JWT_SECRET`,
+      ]);
     return theirs;
   }
 }

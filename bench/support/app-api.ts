@@ -13,7 +13,12 @@ export async function register(client: LoadClient, username: string): Promise<st
     method: 'POST',
     path: '/api/auth',
     headers: JSON_BODY,
-    body: JSON.stringify({ action: 'register', username, email: `${username}@example.com`, password: 'benchmark-password' }),
+    body: JSON.stringify({
+      action: 'register',
+      username,
+      email: `${username}@example.com`,
+      password: 'benchmark-password',
+    }),
   });
   if (res.status !== 201) throw new Error(`registering ${username}: HTTP ${res.status} ${res.body}`);
   return res.json<{ token: string }>().token;
@@ -29,12 +34,20 @@ const TYPES = { jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif' } as cons
 
 /** A ready-to-send multipart upload of `image`. */
 export function uploadRequest(image: BenchImage, token: string): HttpRequest {
-  const { body, contentType } = multipart({ upload_type: 'image', description: 'benchmark upload' }, {
-    name: `bench.${image.kind === 'jpeg' ? 'jpg' : image.kind}`,
-    type: TYPES[image.kind],
-    bytes: image.bytes,
-  });
-  return { method: 'POST', path: '/api/v1/upload', headers: { authorization: `Bearer ${token}`, 'content-type': contentType }, body };
+  const { body, contentType } = multipart(
+    { upload_type: 'image', description: 'benchmark upload' },
+    {
+      name: `bench.${image.kind === 'jpeg' ? 'jpg' : image.kind}`,
+      type: TYPES[image.kind],
+      bytes: image.bytes,
+    },
+  );
+  return {
+    method: 'POST',
+    path: '/api/v1/upload',
+    headers: { authorization: `Bearer ${token}`, 'content-type': contentType },
+    body,
+  };
 }
 
 /** The id of a created upload, or an error naming what came back instead of 201. */
@@ -46,7 +59,11 @@ export function createdId(status: number, body: string | null): string {
 /** Deletes uploads (freeing their content hashes, so the same images can be uploaded again). */
 export async function deleteUploads(client: LoadClient, token: string, ids: readonly string[]): Promise<void> {
   await mapLimit(ids, 4, async (id) => {
-    const res = await client.send({ method: 'DELETE', path: `/api/upload/${id}`, headers: { authorization: `Bearer ${token}` } });
+    const res = await client.send({
+      method: 'DELETE',
+      path: `/api/upload/${id}`,
+      headers: { authorization: `Bearer ${token}` },
+    });
     if (res.status !== 200) throw new Error(`DELETE /api/upload/${id}: HTTP ${res.status} ${res.body}`);
   });
 }

@@ -12,7 +12,8 @@ import { postgresUnreachable, redisUnreachable } from '../../test/support/servic
 import { Redis } from 'ioredis';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 
-export const BENCH_PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const BENCH_PG_URL =
+  process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const BENCH_REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export type DbKind = 'sqlite' | 'postgres';

@@ -10,7 +10,12 @@ import type { Database } from '../../src/store/database.ts';
  * lists under its parameter limit. PostgreSQL: one array per column through `unnest`, which it parses an
  * order of magnitude faster than a VALUES list of thousands of parameters.
  */
-export async function insertRows(db: Database, table: string, rows: ReadonlyArray<Record<string, unknown>>, valueSql?: Record<string, string>): Promise<void> {
+export async function insertRows(
+  db: Database,
+  table: string,
+  rows: ReadonlyArray<Record<string, unknown>>,
+  valueSql?: Record<string, string>,
+): Promise<void> {
   if (!rows.length) return;
   const pg = db.dialect.name === 'postgres';
   const columns = Object.keys(rows[0]!);
@@ -24,7 +29,12 @@ export async function insertRows(db: Database, table: string, rows: ReadonlyArra
         if (types) {
           const arrays = columns.map((c) => batch.map((row) => row[c]));
           const casts = columns.map((c, i) => `$${i + 1}::${types.get(c) ?? 'text'}[]`);
-          await k.executeQuery(CompiledQuery.raw(`insert into ${table} (${columns.join(',')}) select * from unnest(${casts.join(',')})`, arrays));
+          await k.executeQuery(
+            CompiledQuery.raw(
+              `insert into ${table} (${columns.join(',')}) select * from unnest(${casts.join(',')})`,
+              arrays,
+            ),
+          );
           continue;
         }
         const params: unknown[] = [];
@@ -35,7 +45,9 @@ export async function insertRows(db: Database, table: string, rows: ReadonlyArra
           });
           return `(${cells.join(',')})`;
         });
-        await k.executeQuery(CompiledQuery.raw(`insert into ${table} (${columns.join(',')}) values ${tuples.join(',')}`, params));
+        await k.executeQuery(
+          CompiledQuery.raw(`insert into ${table} (${columns.join(',')}) values ${tuples.join(',')}`, params),
+        );
       }
     });
   }
@@ -45,7 +57,10 @@ async function columnTypes(db: Database, table: string): Promise<Map<string, str
   const { rows } = await db
     .db()
     .executeQuery<{ column_name: string; udt_name: string }>(
-      CompiledQuery.raw('select column_name, udt_name from information_schema.columns where table_schema = current_schema() and table_name = $1', [table]),
+      CompiledQuery.raw(
+        'select column_name, udt_name from information_schema.columns where table_schema = current_schema() and table_name = $1',
+        [table],
+      ),
     );
   return new Map(rows.map((r) => [r.column_name, r.udt_name]));
 }
@@ -65,9 +80,15 @@ export async function withIndexesDeferred<T>(db: Database, table: string, load: 
   const pg = db.dialect.name === 'postgres';
   const { rows } = await k.executeQuery<{ name: string; sql: string }>(
     pg
-      ? CompiledQuery.raw(`select i.indexname as name, i.indexdef as sql from pg_indexes i where i.tablename = $1 and i.schemaname = current_schema()
-          and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`, [table])
-      : CompiledQuery.raw(`select name, sql from sqlite_master where type = 'index' and tbl_name = ? and sql is not null`, [table]),
+      ? CompiledQuery.raw(
+          `select i.indexname as name, i.indexdef as sql from pg_indexes i where i.tablename = $1 and i.schemaname = current_schema()
+          and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`,
+          [table],
+        )
+      : CompiledQuery.raw(
+          `select name, sql from sqlite_master where type = 'index' and tbl_name = ? and sql is not null`,
+          [table],
+        ),
   );
   for (const r of rows) await k.executeQuery(CompiledQuery.raw(`drop index ${r.name}`));
   try {

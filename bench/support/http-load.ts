@@ -47,12 +47,23 @@ export class LoadClient {
   constructor(origin: string, connections: number) {
     this.origin = origin;
     this.connections = connections;
-    this.#pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 120_000, headersTimeout: 120_000 });
+    this.#pool = new Pool(origin, {
+      connections,
+      pipelining: 1,
+      keepAliveTimeout: 60_000,
+      bodyTimeout: 120_000,
+      headersTimeout: 120_000,
+    });
   }
 
   /** One request, body as text. */
   async send(req: HttpRequest): Promise<{ status: number; body: string; json<T = any>(): T }> {
-    const res = await this.#pool.request({ method: req.method, path: req.path, headers: req.headers ?? {}, body: req.body ?? null });
+    const res = await this.#pool.request({
+      method: req.method,
+      path: req.path,
+      headers: req.headers ?? {},
+      body: req.body ?? null,
+    });
     const body = await res.body.text();
     return { status: res.statusCode, body, json: () => JSON.parse(body) };
   }
@@ -70,7 +81,12 @@ export class LoadClient {
         const req = opts.next(i);
         if (!req) return;
         const t0 = performance.now();
-        const res = await this.#pool.request({ method: req.method, path: req.path, headers: req.headers ?? {}, body: req.body ?? null });
+        const res = await this.#pool.request({
+          method: req.method,
+          path: req.path,
+          headers: req.headers ?? {},
+          body: req.body ?? null,
+        });
         let body: string | null = null;
         if (opts.keepBodies) body = await res.body.text();
         else await res.body.dump({ limit: 2 ** 30 });
@@ -100,17 +116,27 @@ export class LoadClient {
 /** Throws unless every response had one of the expected statuses, naming what came instead. */
 export function expectStatuses(result: LoadResult, expected: number[], what: string): void {
   const bad = Object.entries(result.statuses).filter(([s]) => !expected.includes(Number(s)));
-  if (bad.length) throw new Error(`${what}: expected only HTTP ${expected.join('/')} but received ${bad.map(([s, n]) => `${n} × ${s}`).join(', ')}`);
+  if (bad.length)
+    throw new Error(
+      `${what}: expected only HTTP ${expected.join('/')} but received ${bad.map(([s, n]) => `${n} × ${s}`).join(', ')}`,
+    );
 }
 
 /** A multipart/form-data body with text fields and one file, built once so that sending it costs nothing. */
-export function multipart(fields: Record<string, string>, file: { name: string; type: string; bytes: Uint8Array }): { body: Buffer; contentType: string } {
+export function multipart(
+  fields: Record<string, string>,
+  file: { name: string; type: string; bytes: Uint8Array },
+): { body: Buffer; contentType: string } {
   const boundary = `----pixvote-bench-${Math.random().toString(16).slice(2)}`;
   const parts: Buffer[] = [];
   for (const [k, v] of Object.entries(fields)) {
     parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   }
-  parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`));
+  parts.push(
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`,
+    ),
+  );
   parts.push(Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength));
   parts.push(Buffer.from(`\r\n--${boundary}--\r\n`));
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };

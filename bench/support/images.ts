@@ -25,7 +25,9 @@ let version: Promise<string> | undefined;
 
 /** Changes whenever the fixture generator does, so a stale cache is never used. */
 const generatorVersion = () =>
-  (version ??= readFile(path.join(ROOT, 'test/support/fixtures.ts')).then((src) => createHash('sha256').update(src).digest('hex').slice(0, 12)));
+  (version ??= readFile(path.join(ROOT, 'test/support/fixtures.ts')).then((src) =>
+    createHash('sha256').update(src).digest('hex').slice(0, 12),
+  ));
 
 async function cached(key: string, make: () => Promise<Buffer>): Promise<Buffer> {
   const file = path.join(CACHE, `${await generatorVersion()}-${key}`);
@@ -72,7 +74,9 @@ export async function imageMix(count: number): Promise<BenchImage[]> {
     out.push({ name: `1.9 MP PNG #${i}`, kind: 'png', megapixels: 1.92, bytes });
   }
   for (let i = 0; i < nGif; i++) {
-    const bytes = await cached(`gif-480x360x12-${600 + i}.gif`, () => animatedGif({ width: 480, height: 360, frames: 12, seed: 600 + i * 20 }));
+    const bytes = await cached(`gif-480x360x12-${600 + i}.gif`, () =>
+      animatedGif({ width: 480, height: 360, frames: 12, seed: 600 + i * 20 }),
+    );
     out.push({ name: `480×360 × 12-frame GIF #${i}`, kind: 'gif', megapixels: 0.17 * 12, bytes });
   }
   return out;
@@ -88,7 +92,9 @@ export async function animations(count: number): Promise<{ distinct: BenchImage[
   const held: BenchImage[] = [];
   for (let i = 0; i < count; i++) {
     const seed = 700 + i * 20;
-    const bytes = await cached(`gif-480x360x12-${seed}.gif`, () => animatedGif({ width: 480, height: 360, frames: 12, seed }));
+    const bytes = await cached(`gif-480x360x12-${seed}.gif`, () =>
+      animatedGif({ width: 480, height: 360, frames: 12, seed }),
+    );
     distinct.push({ name: `480×360 × 12-frame GIF #${i}`, kind: 'gif', megapixels: 0.17 * 12, bytes });
     const holds = await cached(`gif-480x360x48-held4-${seed}.gif`, () => holdFrames(bytes, 4));
     held.push({ name: `480×360 × 48-frame GIF (12 held 4×) #${i}`, kind: 'gif', megapixels: 0.17 * 48, bytes: holds });
@@ -103,8 +109,12 @@ async function holdFrames(gif: Buffer, times: number): Promise<Buffer> {
   const frameBytes = info.width * pageHeight * 4;
   const frames = data.length / frameBytes;
   const out = Buffer.alloc(data.length * times);
-  for (let f = 0; f < frames * times; f++) data.copy(out, f * frameBytes, Math.floor(f / times) * frameBytes, (Math.floor(f / times) + 1) * frameBytes);
-  return sharp(out, { raw: { width: info.width, height: pageHeight * frames * times, channels: 4, pageHeight }, pages: -1 })
+  for (let f = 0; f < frames * times; f++)
+    data.copy(out, f * frameBytes, Math.floor(f / times) * frameBytes, (Math.floor(f / times) + 1) * frameBytes);
+  return sharp(out, {
+    raw: { width: info.width, height: pageHeight * frames * times, channels: 4, pageHeight },
+    pages: -1,
+  })
     .gif({ delay: Array.from({ length: frames * times }, () => 40), loop: 0, keepDuplicateFrames: true })
     .toBuffer();
 }

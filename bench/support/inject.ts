@@ -51,7 +51,11 @@ export interface Injected {
   body: string;
 }
 
-export function inject(handler: Handler, req: { method?: string; path: string; headers?: Record<string, string>; body?: string }, keepBody = true): Promise<Injected> {
+export function inject(
+  handler: Handler,
+  req: { method?: string; path: string; headers?: Record<string, string>; body?: string },
+  keepBody = true,
+): Promise<Injected> {
   return new Promise((resolve) => {
     const socket = new MemorySocket(keepBody);
     const message = new IncomingMessage(socket as never);
@@ -72,16 +76,26 @@ export function inject(handler: Handler, req: { method?: string; path: string; h
     const res = new ServerResponse(message);
     res.assignSocket(socket as never);
     res.on('finish', () =>
-      setImmediate(() => resolve({ status: res.statusCode, bytes: socket.bytes, body: socket.head.slice(socket.head.indexOf('\r\n\r\n') + 4) })),
+      setImmediate(() =>
+        resolve({
+          status: res.statusCode,
+          bytes: socket.bytes,
+          body: socket.head.slice(socket.head.indexOf('\r\n\r\n') + 4),
+        }),
+      ),
     );
     handler(message, res);
   });
 }
 
 /** CPU time per request of each handler, µs, in interleaved rounds (one sample per subject and round). */
-export async function cpuPerRequest(subjects: Record<string, { handler: Handler; path: string }>, opts: { rounds: number; requests: number }): Promise<Record<string, number[]>> {
+export async function cpuPerRequest(
+  subjects: Record<string, { handler: Handler; path: string }>,
+  opts: { rounds: number; requests: number },
+): Promise<Record<string, number[]>> {
   const out: Record<string, number[]> = {};
-  for (const { handler, path } of Object.values(subjects)) for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false);
+  for (const { handler, path } of Object.values(subjects))
+    for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false);
   for (let r = 0; r < opts.rounds; r++) {
     for (const [name, { handler, path }] of Object.entries(subjects)) {
       const before = process.cpuUsage();

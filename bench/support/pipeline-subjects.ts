@@ -24,7 +24,8 @@ export const SIDES = Object.values(VARIANT_MAX_SIDE);
 export const POLICY: HumanPolicy = 'flag';
 
 let modelDir: Promise<string> | undefined;
-export const detectorModelDir = () => (modelDir ??= ensureModels(undefined, { log: (m) => console.log(`  · ${m}`) }).then((m) => m.dir));
+export const detectorModelDir = () =>
+  (modelDir ??= ensureModels(undefined, { log: (m) => console.log(`  · ${m}`) }).then((m) => m.dir));
 
 /** This process set up as the app's is: libvips locked to four loaders, one thread per image, no cache. */
 export async function setupLikeTheApp(): Promise<void> {
@@ -33,7 +34,12 @@ export async function setupLikeTheApp(): Promise<void> {
 }
 
 export async function startPool(workers: number, policy: HumanPolicy): Promise<MediaPool> {
-  const pool = await MediaPool.start({ workers, maxQueue: 10_000, modelDir: await detectorModelDir(), preloadDetector: policy !== 'off' });
+  const pool = await MediaPool.start({
+    workers,
+    maxQueue: 10_000,
+    modelDir: await detectorModelDir(),
+    preloadDetector: policy !== 'off',
+  });
   await pool.ping();
   return pool;
 }
@@ -48,21 +54,38 @@ export async function freshDir(dir: string): Promise<string> {
 const rate = (count: number, started: number) => (count * 1000) / (performance.now() - started);
 
 /** All images submitted at once: the pool's queue keeps every worker busy, as under load. */
-export async function poolRate(pool: MediaPool, images: readonly BenchImage[], stagingDir: string, policy: HumanPolicy): Promise<number> {
+export async function poolRate(
+  pool: MediaPool,
+  images: readonly BenchImage[],
+  stagingDir: string,
+  policy: HumanPolicy,
+): Promise<number> {
   await freshDir(stagingDir);
   const buffers = images.map((i) => ownBuffer(i.bytes));
   const started = performance.now();
-  await Promise.all(buffers.map((bytes, i) => pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 })));
+  await Promise.all(
+    buffers.map((bytes, i) =>
+      pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 }),
+    ),
+  );
   return rate(images.length, started);
 }
 
 /** processImage in this process, one image after another (what one worker thread does). */
-export async function inProcessRate(images: readonly BenchImage[], detector: PersonDetector | null, stagingDir: string, policy: HumanPolicy): Promise<number> {
+export async function inProcessRate(
+  images: readonly BenchImage[],
+  detector: PersonDetector | null,
+  stagingDir: string,
+  policy: HumanPolicy,
+): Promise<number> {
   await freshDir(stagingDir);
   const buffers = images.map((i) => ownBuffer(i.bytes));
   const started = performance.now();
   for (const [i, bytes] of buffers.entries()) {
-    const r = await processImage({ bytes, stagingDir, baseName: `i${i}`, humanPolicy: policy, humanThreshold: 1 }, { detector });
+    const r = await processImage(
+      { bytes, stagingDir, baseName: `i${i}`, humanPolicy: policy, humanThreshold: 1 },
+      { detector },
+    );
     if (!r.ok) throw new Error(`processImage rejected ${images[i]!.name}: ${r.message}`);
   }
   return rate(images.length, started);
@@ -73,9 +96,15 @@ export async function inProcessRate(images: readonly BenchImage[], detector: Per
  * settings; every frame of an animation.
  */
 export const directSharp = (bytes: Uint8Array, animated = false) =>
-  Promise.all(SIDES.map((side) =>
-    sharp(bytes, animated ? { pages: -1 } : {}).autoOrient().resize(side, side, { fit: 'inside', withoutEnlargement: true }).webp(WEBP_OPTIONS).toBuffer(),
-  ));
+  Promise.all(
+    SIDES.map((side) =>
+      sharp(bytes, animated ? { pages: -1 } : {})
+        .autoOrient()
+        .resize(side, side, { fit: 'inside', withoutEnlargement: true })
+        .webp(WEBP_OPTIONS)
+        .toBuffer(),
+    ),
+  );
 
 export async function sharpRate(images: readonly BenchImage[], concurrency: number): Promise<number> {
   const started = performance.now();
@@ -95,11 +124,13 @@ export async function vipsVersion(): Promise<string | null> {
 /** Writes the images to files for the vips CLI. */
 export async function writeImages(images: readonly BenchImage[], dir: string): Promise<string[]> {
   await mkdir(dir, { recursive: true });
-  return Promise.all(images.map(async (img, i) => {
-    const file = path.join(dir, `in-${i}.${img.kind === 'jpeg' ? 'jpg' : img.kind}`);
-    await writeFile(file, img.bytes);
-    return file;
-  }));
+  return Promise.all(
+    images.map(async (img, i) => {
+      const file = path.join(dir, `in-${i}.${img.kind === 'jpeg' ? 'jpg' : img.kind}`);
+      await writeFile(file, img.bytes);
+      return file;
+    }),
+  );
 }
 
 /** `vips thumbnail` once per size (auto-rotates, shrinks on load, strips metadata), one libvips thread each. */
@@ -109,7 +140,12 @@ export async function vipsRate(files: readonly string[], concurrency: number, ou
   const env = { ...process.env, VIPS_CONCURRENCY: '1' };
   const started = performance.now();
   await mapLimit(files, concurrency, async (file, i) => {
-    for (const side of SIDES) await run('vips', ['thumbnail', file, `${path.join(outDir, `v${i}-${side}.webp`)}${opts}`, String(side), '--size', 'down'], { env });
+    for (const side of SIDES)
+      await run(
+        'vips',
+        ['thumbnail', file, `${path.join(outDir, `v${i}-${side}.webp`)}${opts}`, String(side), '--size', 'down'],
+        { env },
+      );
   });
   return rate(files.length, started);
 }

@@ -37,12 +37,30 @@ export interface BenchReport {
   notes: string[];
 }
 
-export function figure(bench: string, name: string, unit: string, samples: readonly number[] | number, extra: { target?: Target; note?: string } = {}): Figure {
+export function figure(
+  bench: string,
+  name: string,
+  unit: string,
+  samples: readonly number[] | number,
+  extra: { target?: Target; note?: string } = {},
+): Figure {
   const values = (typeof samples === 'number' ? [samples] : [...samples]).filter(Number.isFinite);
-  return { bench, name, unit, summary: summarize(values), samples: values.map((v) => Number(v.toPrecision(5))), ...extra };
+  return {
+    bench,
+    name,
+    unit,
+    summary: summarize(values),
+    samples: values.map((v) => Number(v.toPrecision(5))),
+    ...extra,
+  };
 }
 
-export const atLeast = (value: number, kind: Target['kind'] = 'goal', goal?: number): Target => ({ op: '>=', value, kind, ...(goal ? { goal } : {}) });
+export const atLeast = (value: number, kind: Target['kind'] = 'goal', goal?: number): Target => ({
+  op: '>=',
+  value,
+  kind,
+  ...(goal ? { goal } : {}),
+});
 export const atMost = (value: number, kind: Target['kind'] = 'goal'): Target => ({ op: '<=', value, kind });
 
 export function meets(f: Figure, value = f.target?.value): boolean | null {
@@ -100,7 +118,11 @@ export function table(figures: readonly Figure[]): string {
   const all = [HEADER, ...rows(figures)];
   const widths = HEADER.map((_, c) => Math.max(...all.map((r) => [...r[c]!].length)));
   const right = new Set([2, 3, 4]);
-  const line = (r: string[]) => r.map((cell, c) => (right.has(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((cell, c) => (right.has(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+      .join('  ')
+      .trimEnd();
   return [line(HEADER), widths.map((w) => '─'.repeat(w)).join('  '), ...all.slice(1).map(line)].join('\n');
 }
 
@@ -110,7 +132,12 @@ export function markdown(figures: readonly Figure[], command: string): string {
   const out: string[] = [];
   for (const bench of [...new Set(figures.map((f) => f.bench))]) {
     const body = rows(figures.filter((f) => f.bench === bench)).map((r) => r.slice(1));
-    out.push(`**${bench}** — \`${command}\``, '', `| ${head.join(' | ')} |`, `|${head.map((_, i) => (i >= 1 && i <= 3 ? '---:' : '---')).join('|')}|`);
+    out.push(
+      `**${bench}** — \`${command}\``,
+      '',
+      `| ${head.join(' | ')} |`,
+      `|${head.map((_, i) => (i >= 1 && i <= 3 ? '---:' : '---')).join('|')}|`,
+    );
     out.push(...body.map((r) => `| ${r.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`), '');
   }
   return out.join('\n');
@@ -139,7 +166,10 @@ export class Recorder {
   /** Records figures and prints each as it comes, so a long run shows progress. */
   add(...figures: Figure[]): void {
     this.figures.push(...figures);
-    for (const f of figures) console.log(`  ${f.bench}: ${f.name} = ${digits(f.summary.median)} ${f.unit}${f.summary.n > 1 ? ` (${digits(f.summary.min)}–${digits(f.summary.max)})` : ''}`);
+    for (const f of figures)
+      console.log(
+        `  ${f.bench}: ${f.name} = ${digits(f.summary.median)} ${f.unit}${f.summary.n > 1 ? ` (${digits(f.summary.min)}–${digits(f.summary.max)})` : ''}`,
+      );
   }
 
   note(text: string): void {
@@ -162,7 +192,9 @@ export class Recorder {
 
 /** Prints the table (and markdown with --markdown), writes the JSON; for a benchmark run alone. */
 export async function finish(report: BenchReport, opts: { markdown?: boolean } = {}): Promise<void> {
-  console.log(`\n${report.name} — ${report.seconds} s, ${report.environment.cores} cores, load ${report.environment.loadAverage.join(' ')}\n`);
+  console.log(
+    `\n${report.name} — ${report.seconds} s, ${report.environment.cores} cores, load ${report.environment.loadAverage.join(' ')}\n`,
+  );
   console.log(table(report.figures));
   if (opts.markdown) console.log(`\n${markdown(report.figures, report.command)}`);
   console.log(`\nresults: ${await writeResults(report)}`);

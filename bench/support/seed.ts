@@ -103,7 +103,9 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     const [ph0, ph1, ph2, ph3] = chunksOf(phash);
     const mediaKey = randomUUID();
     const score = up[i]! - down[i]!;
-    const picked = tagIds.length ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** 2))) : new Set<number>();
+    const picked = tagIds.length
+      ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** 2)))
+      : new Set<number>();
     for (const t of picked) links.push({ upload_id: id, tag_id: tagIds[t], created_at: d.date(createdAt) });
     const row = {
       id,
@@ -134,7 +136,11 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
       original_format: 'jpeg',
       thumbhash: 'HBkSHYSIeHiPiHh8eJd4eTN0EEQG',
       human_score: Math.round(r() * 100) / 1000,
-      variants: JSON.stringify({ thumb: { width: 320, height: 240, bytes: 14_000 }, medium: { width: 1024, height: 768, bytes: 98_000 }, full: { width: 1600, height: 1200, bytes: 201_000 } }),
+      variants: JSON.stringify({
+        thumb: { width: 320, height: 240, bytes: 14_000 },
+        medium: { width: 1024, height: 768, bytes: 98_000 },
+        full: { width: 1600, height: 1200, bytes: 201_000 },
+      }),
     };
     // A tag counts the uploads listings show (public ones), as the service keeps it.
     if (!d.readBool(row.is_private)) for (const t of picked) tagCount[t]!++;
@@ -142,12 +148,21 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
   });
 
   const at = d.date(new Date(newest - s.count * 60_000));
-  await insertRows(db, 'tags', tagIds.map((id, t) => ({ id, name: `tag ${t}`, slug: `tag-${t}`, upload_count: tagCount[t], created_at: at })));
+  await insertRows(
+    db,
+    'tags',
+    tagIds.map((id, t) => ({ id, name: `tag ${t}`, slug: `tag-${t}`, upload_count: tagCount[t], created_at: at })),
+  );
   await insertRows(db, 'uploads', rows);
   await insertRows(db, 'upload_tags', links);
   await insertRows(db, 'votes', votes);
   if (d.name === 'sqlite') {
-    await insertRows(db, 'upload_phash_vec', rows.map((u) => ({ upload_id: u.id, hash: Buffer.from(u.phash, 'hex') })), { hash: 'vec_bit(?)' });
+    await insertRows(
+      db,
+      'upload_phash_vec',
+      rows.map((u) => ({ upload_id: u.id, hash: Buffer.from(u.phash, 'hex') })),
+      { hash: 'vec_bit(?)' },
+    );
   }
   return ids;
 }

@@ -95,14 +95,22 @@ async function waitReady(url: string, child: ChildProcess, logFile: string, time
   }
   const log = readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n');
   child.kill('SIGKILL');
-  throw new Error(`${url} did not answer 200 within ${timeoutMs / 1000} s${exited !== null ? ` (the process exited with ${exited})` : ''}; its last output:\n${log}`);
+  throw new Error(
+    `${url} did not answer 200 within ${timeoutMs / 1000} s${exited !== null ? ` (the process exited with ${exited})` : ''}; its last output:\n${log}`,
+  );
 }
 
 /**
  * Starts `entry` (default: the app) with `env` on a free port and resolves once `readyPath` answers 200.
  * Its stdout and stderr go to `logFile`, so the JSON access log costs what it costs in production.
  */
-export async function startServer(opts: { entry?: string; env: Record<string, string>; logFile: string; readyPath?: string; timeoutMs?: number }): Promise<ServerProcess> {
+export async function startServer(opts: {
+  entry?: string;
+  env: Record<string, string>;
+  logFile: string;
+  readyPath?: string;
+  timeoutMs?: number;
+}): Promise<ServerProcess> {
   const port = await freePort();
   const fd = openSync(opts.logFile, 'a');
   const child = spawn(process.execPath, [...NODE_TS, opts.entry ?? APP_ENTRY], {
@@ -116,7 +124,9 @@ export async function startServer(opts: { entry?: string; env: Record<string, st
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url + (opts.readyPath ?? '/readyz'), child, opts.logFile, opts.timeoutMs ?? 180_000);
   const pid = child.pid!;
-  const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+  const exited = new Promise<void>((resolve) =>
+    child.exitCode !== null ? resolve() : child.once('exit', () => resolve()),
+  );
   return {
     url,
     pid,

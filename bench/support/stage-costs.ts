@@ -19,7 +19,13 @@ import { TARGETS } from './targets.ts';
 import { cpuAndWall, quantile } from './stats.ts';
 
 /** The stages in processImage's order, each timed alone; the first image is a warm-up. */
-export async function stageCosts(rec: Recorder, label: string, images: readonly BenchImage[], detector: PersonDetector, dir: string): Promise<void> {
+export async function stageCosts(
+  rec: Recorder,
+  label: string,
+  images: readonly BenchImage[],
+  detector: PersonDetector,
+  dir: string,
+): Promise<void> {
   const cpu: Record<string, number[]> = {};
   const wall: Record<string, number[]> = {};
   const stage = async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
@@ -35,18 +41,32 @@ export async function stageCosts(rec: Recorder, label: string, images: readonly 
     const decoded = await stage('decode', () => decode(bytes, { format: sniffed.format }));
     if (!decoded.ok) throw new Error(decoded.message);
     const image = decoded.image;
-    await stage('phash', async () => phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })));
+    await stage('phash', async () =>
+      phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
+    );
     await stage('detect', () => detectPeople(image, detector));
     await stage('encode', () => encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }));
-    await stage('thumbhash', async () => thumbhash(await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 })));
+    await stage('thumbhash', async () =>
+      thumbhash(
+        await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 }),
+      ),
+    );
     if (i === 0) for (const k of Object.keys(cpu)) cpu[k]!.length = wall[k]!.length = 0; // the first pass only warms up
   }
   const total = cpu.sniff!.map((_, i) => Object.values(cpu).reduce((s, xs) => s + xs[i]!, 0));
   for (const [name, xs] of Object.entries(cpu)) {
-    rec.add(figure('pipeline', `${label}: ${name} CPU`, 'ms', xs, { note: `wall ${quantile(wall[name]!, 0.5).toFixed(1)} ms` }));
+    rec.add(
+      figure('pipeline', `${label}: ${name} CPU`, 'ms', xs, {
+        note: `wall ${quantile(wall[name]!, 0.5).toFixed(1)} ms`,
+      }),
+    );
   }
   rec.add(figure('pipeline', `${label}: whole pipeline CPU`, 'ms', total));
-  rec.add(figure('pipeline', `${label}: detection wall (${detector.backend})`, 'ms', wall.detect!, { target: TARGETS.detectionMs }));
+  rec.add(
+    figure('pipeline', `${label}: detection wall (${detector.backend})`, 'ms', wall.detect!, {
+      target: TARGETS.detectionMs,
+    }),
+  );
 }
 
 /** Size and time of the three variants at every WebP effort, on the decoded 12 MP image. */
@@ -60,12 +80,15 @@ export async function webpEfforts(rec: Recorder): Promise<void> {
     const ms: number[] = [];
     let kib = 0;
     for (let i = 0; i < 4; i++) {
-      const { value, cpuMs } = await cpuAndWall(() => encodeVariants(decoded.image, { stagingDir: dir, baseName: `e${effort}`, webp: { ...WEBP_OPTIONS, effort } }));
+      const { value, cpuMs } = await cpuAndWall(() =>
+        encodeVariants(decoded.image, { stagingDir: dir, baseName: `e${effort}`, webp: { ...WEBP_OPTIONS, effort } }),
+      );
       if (i > 0) ms.push(cpuMs);
       kib = value.reduce((s, v) => s + v.bytes, 0) / 1024;
     }
-    rec.add(figure('webp-effort', `effort ${effort}: encode CPU (3 variants)`, 'ms', ms, { note: `${kib.toFixed(0)} KiB` }));
+    rec.add(
+      figure('webp-effort', `effort ${effort}: encode CPU (3 variants)`, 'ms', ms, { note: `${kib.toFixed(0)} KiB` }),
+    );
   }
   await rm(dir, { recursive: true, force: true });
 }
-

@@ -39,7 +39,8 @@ export function summarize(values: readonly number[]): Summary {
 
 /** Element-wise a[i] / b[i]: one ratio per round, each from measurements taken back to back. */
 export function ratios(a: readonly number[], b: readonly number[]): number[] {
-  if (a.length !== b.length) throw new Error(`Expected as many numerators as denominators but received ${a.length} and ${b.length}`);
+  if (a.length !== b.length)
+    throw new Error(`Expected as many numerators as denominators but received ${a.length} and ${b.length}`);
   return a.map((x, i) => x / b[i]!);
 }
 
@@ -47,7 +48,10 @@ export function ratios(a: readonly number[], b: readonly number[]): number[] {
  * Runs every measurement once per round, rotating the order each round, so a slow spell of a shared machine
  * lands on all of them alike. Returns the samples of each, in round order.
  */
-export async function interleave<K extends string>(rounds: number, measure: Record<K, () => Promise<number>>): Promise<Record<K, number[]>> {
+export async function interleave<K extends string>(
+  rounds: number,
+  measure: Record<K, () => Promise<number>>,
+): Promise<Record<K, number[]>> {
   const keys = Object.keys(measure) as K[];
   const out = Object.fromEntries(keys.map((k) => [k, [] as number[]])) as Record<K, number[]>;
   for (let r = 0; r < rounds; r++) {
@@ -68,7 +72,11 @@ export async function cpuAndWall<T>(fn: () => Promise<T> | T): Promise<{ value: 
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; resolves to the results in item order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {

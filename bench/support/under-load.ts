@@ -11,7 +11,11 @@ export interface SequentialOptions {
 }
 
 /** Times `send` one call after another; every call must answer 200. Returns the latencies, ms. */
-export async function timeSequentially(what: string, send: () => Promise<{ status: number }>, opts: SequentialOptions): Promise<number[]> {
+export async function timeSequentially(
+  what: string,
+  send: () => Promise<{ status: number }>,
+  opts: SequentialOptions,
+): Promise<number[]> {
   const ms: number[] = [];
   const until = performance.now() + opts.capMs;
   while (ms.length < opts.count && performance.now() < until) {
@@ -29,7 +33,12 @@ export async function timeSequentially(what: string, send: () => Promise<{ statu
  * has had `settleMs` to get its first request in flight. The lanes stop, and are awaited, when `fn` ends;
  * a step that throws fails the whole.
  */
-export async function whileLoaded<T>(lanes: number, step: (lane: number, i: number) => Promise<void>, fn: () => Promise<T>, settleMs = 300): Promise<T> {
+export async function whileLoaded<T>(
+  lanes: number,
+  step: (lane: number, i: number) => Promise<void>,
+  fn: () => Promise<T>,
+  settleMs = 300,
+): Promise<T> {
   let stop = false;
   const lane = async (n: number) => {
     for (let i = 0; !stop; i++) await step(n, i);

@@ -26,7 +26,13 @@ if (workers > 0) {
     await Promise.all(
       images.flatMap((bytes) =>
         Array.from({ length: workers }, () =>
-          pool.process({ bytes: ownBuffer(bytes), stagingDir, baseName: `rss-${n++}`, humanPolicy: 'flag', humanThreshold: 1 }),
+          pool.process({
+            bytes: ownBuffer(bytes),
+            stagingDir,
+            baseName: `rss-${n++}`,
+            humanPolicy: 'flag',
+            humanThreshold: 1,
+          }),
         ),
       ),
     );

@@ -20,7 +20,8 @@ export const ADMIN_USAGE = `usage: pixvote admin grant USERNAME | pixvote admin 
 /** Where the server keeps its data, as src/config.ts reads it (without the variables this command does not need). */
 function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null; sqlitePath: string } {
   const databaseUrl = env.DATABASE_URL || null;
-  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new CliError(`DATABASE_URL=${databaseUrl}: expected a postgres or postgresql URL`);
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new CliError(`DATABASE_URL=${databaseUrl}: expected a postgres or postgresql URL`);
   const sqlitePath = join(resolve(env.DATA_DIR || './data'), 'app.db');
   // Never create an empty database by running in the wrong directory.
   if (!databaseUrl && !existsSync(sqlitePath)) {
@@ -29,22 +30,41 @@ function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null; sqlit
   return { databaseUrl, sqlitePath };
 }
 
-export async function runAdmin(args: string[], out: NodeJS.WritableStream, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const { values, positionals } = parseCommandArgs('admin', { args, allowPositionals: true, options: { help: { type: 'boolean', short: 'h' } } });
+export async function runAdmin(
+  args: string[],
+  out: NodeJS.WritableStream,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  const { values, positionals } = parseCommandArgs('admin', {
+    args,
+    allowPositionals: true,
+    options: { help: { type: 'boolean', short: 'h' } },
+  });
   if (values.help) return (out.write(ADMIN_USAGE), 0);
   const [action, username, ...extra] = positionals;
-  if ((action !== 'grant' && action !== 'revoke') || !username || extra.length) throw new CliError(ADMIN_USAGE.trimEnd());
+  if ((action !== 'grant' && action !== 'revoke') || !username || extra.length)
+    throw new CliError(ADMIN_USAGE.trimEnd());
 
   // Loaded only here: the HTTP client commands never pay for the ORM.
   const { openDatabase } = await import('../store/database.ts');
   const { UserRepository } = await import('../store/repositories/user.repository.ts');
   const where = databaseOf(env);
   const db = await openDatabase({ ...where, poolSize: 1 }).catch((e: Error) => {
-    throw new CliError(`cannot open the database ${where.databaseUrl ? 'at DATABASE_URL' : where.sqlitePath}: ${e.message}`, 1);
+    throw new CliError(
+      `cannot open the database ${where.databaseUrl ? 'at DATABASE_URL' : where.sqlitePath}: ${e.message}`,
+      1,
+    );
   });
   try {
     const r = await setAdmin(new UserRepository(db), username, action === 'grant');
-    const line = r.role === 'admin' ? (r.changed ? 'is now an admin' : 'is already an admin') : r.changed ? 'is no longer an admin' : 'was not an admin';
+    const line =
+      r.role === 'admin'
+        ? r.changed
+          ? 'is now an admin'
+          : 'is already an admin'
+        : r.changed
+          ? 'is no longer an admin'
+          : 'was not an admin';
     out.write(`${r.username} ${line}\n`);
     return 0;
   } catch (e) {

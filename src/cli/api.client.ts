@@ -145,7 +145,8 @@ export class ApiClient {
       const b = response.body as { error?: string; message?: string } | undefined;
       const reason = `${res.status}${b?.error ? ` ${b.error}` : ''}${b?.message ? `: ${b.message}` : ''}`;
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
-      if (retryAfter !== null && retryAfter > maxWaitMs) throw new AbortError(new WaitTooLongError(retryAfter, maxWaitMs, reason));
+      if (retryAfter !== null && retryAfter > maxWaitMs)
+        throw new AbortError(new WaitTooLongError(retryAfter, maxWaitMs, reason));
       throw new Retryable(reason, retryAfter, response);
     };
     try {
@@ -162,9 +163,21 @@ export class ApiClient {
           if (!(error instanceof Retryable)) return;
           if (error.retryAfterMs) {
             this.#notBefore = Math.max(this.#notBefore, Date.now() + error.retryAfterMs);
-            opts.onRetry?.({ attempt: retriesConsumed, retries: this.#retry.retries, waitMs: error.retryAfterMs, reason: error.reason, retryAfter: true });
+            opts.onRetry?.({
+              attempt: retriesConsumed,
+              retries: this.#retry.retries,
+              waitMs: error.retryAfterMs,
+              reason: error.reason,
+              retryAfter: true,
+            });
           } else if (retriesLeft > 0) {
-            opts.onRetry?.({ attempt: retriesConsumed + 1, retries: this.#retry.retries, waitMs: retryDelay, reason: error.reason, retryAfter: false });
+            opts.onRetry?.({
+              attempt: retriesConsumed + 1,
+              retries: this.#retry.retries,
+              waitMs: retryDelay,
+              reason: error.reason,
+              retryAfter: false,
+            });
           }
         },
       });
@@ -195,7 +208,13 @@ export class ApiClient {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(opts.json);
     }
-    return { method, headers, body, redirect: 'error', signal: AbortSignal.any([this.#halt.signal, AbortSignal.timeout(this.#timeoutMs)]) };
+    return {
+      method,
+      headers,
+      body,
+      redirect: 'error',
+      signal: AbortSignal.any([this.#halt.signal, AbortSignal.timeout(this.#timeoutMs)]),
+    };
   }
 }
 
@@ -215,5 +234,9 @@ async function read(res: Response): Promise<ApiResponse> {
 export function toApiError(r: ApiResponse): ApiError {
   const b = r.body as { error?: string; message?: string } | string;
   if (typeof b === 'object' && b?.error) return new ApiError(r.status, b.error, b.message ?? b.error);
-  return new ApiError(r.status, `http_${r.status}`, `HTTP ${r.status}${typeof b === 'string' && b ? `: ${b.slice(0, 200)}` : ''}`);
+  return new ApiError(
+    r.status,
+    `http_${r.status}`,
+    `HTTP ${r.status}${typeof b === 'string' && b ? `: ${b.slice(0, 200)}` : ''}`,
+  );
 }

@@ -32,7 +32,10 @@ export class CliError extends Error {
 }
 
 /** parseArgs, with the command named in its one-line errors: `upload: unknown option '--frob' (see …)`, exit 2. */
-export function parseCommandArgs<T extends ParseArgsConfig>(command: string, config: T): ReturnType<typeof parseArgs<T>> {
+export function parseCommandArgs<T extends ParseArgsConfig>(
+  command: string,
+  config: T,
+): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (e) {
@@ -44,7 +47,10 @@ export function parseCommandArgs<T extends ParseArgsConfig>(command: string, con
 }
 
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
+  const base =
+    env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/')
+      ? env.XDG_CONFIG_HOME
+      : join(env.HOME || homedir(), '.config');
   return join(base, 'pixvote', 'config.json');
 }
 
@@ -80,18 +86,26 @@ export const normalizeUrl = (url: string): string => {
   } catch {
     throw new CliError(`--url ${url} is not a URL (e.g. https://pixvote.example.com)`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new CliError(`--url must be http or https, not ${u.protocol}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new CliError(`--url must be http or https, not ${u.protocol}`);
   return u.href.replace(/\/+$/, '');
 };
 
 /** The server and credential a command uses: flags, then PIXVOTE_URL / PIXVOTE_TOKEN, then the saved login. */
-export async function resolveTarget(flags: { url?: string | undefined; token?: string | undefined }, opts: { needToken: boolean }): Promise<{ url: string; token: string | undefined; login?: ServerLogin }> {
+export async function resolveTarget(
+  flags: { url?: string | undefined; token?: string | undefined },
+  opts: { needToken: boolean },
+): Promise<{ url: string; token: string | undefined; login?: ServerLogin }> {
   const config = await loadConfig();
   const rawUrl = flags.url ?? process.env.PIXVOTE_URL ?? config.current;
-  if (!rawUrl) throw new CliError('no server: pass --url URL, set PIXVOTE_URL, or run `pixvote login --url URL …` first');
+  if (!rawUrl)
+    throw new CliError('no server: pass --url URL, set PIXVOTE_URL, or run `pixvote login --url URL …` first');
   const url = normalizeUrl(rawUrl);
   const login = config.servers[url];
   const token = flags.token ?? process.env.PIXVOTE_TOKEN ?? login?.token;
-  if (opts.needToken && !token) throw new CliError(`no credentials for ${url}: pass --token TOKEN, set PIXVOTE_TOKEN, or run \`pixvote login --url ${url} …\``);
+  if (opts.needToken && !token)
+    throw new CliError(
+      `no credentials for ${url}: pass --token TOKEN, set PIXVOTE_TOKEN, or run \`pixvote login --url ${url} …\``,
+    );
   return { url, token, ...(login ? { login } : {}) };
 }

@@ -55,7 +55,10 @@ export async function walkImages(paths: readonly string[]): Promise<WalkResult> 
   for (const path of paths) {
     const s = await stat(path).catch((e: NodeJS.ErrnoException) => e);
     if (s instanceof Error) {
-      result.unreadable.push({ path, reason: s.code === 'ENOENT' ? 'no such file or directory' : (s.code ?? s.message) });
+      result.unreadable.push({
+        path,
+        reason: s.code === 'ENOENT' ? 'no such file or directory' : (s.code ?? s.message),
+      });
     } else if (s.isDirectory()) await walkDir(path);
     else if (!isImageName(basename(path))) result.skipped.push(path);
     else await addFile(path, s);

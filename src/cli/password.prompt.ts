@@ -18,7 +18,11 @@ export async function readPasswordFromStdin(input: NodeJS.ReadStream = process.s
 }
 
 /** Prompts on stderr and reads the answer without echoing it (npm's `read`, muted). Ctrl-C cancels. */
-export async function promptPassword(prompt: string, input: NodeJS.ReadStream = process.stdin, output: NodeJS.WriteStream = process.stderr): Promise<string> {
+export async function promptPassword(
+  prompt: string,
+  input: NodeJS.ReadStream = process.stdin,
+  output: NodeJS.WriteStream = process.stderr,
+): Promise<string> {
   if (!input.isTTY) throw new CliError('no terminal to ask for the password on: pipe it in with --password-stdin');
   try {
     const password = await read({ prompt, silent: true, replace: '', input, output, terminal: true });

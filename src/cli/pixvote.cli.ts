@@ -95,11 +95,13 @@ const common = { url: { type: 'string' }, token: { type: 'string' }, help: { typ
 
 function intOption(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new CliError(`--${name} must be an integer from ${min} to ${max} (got "${value}")`);
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max)
+    throw new CliError(`--${name} must be an integer from ${min} to ${max} (got "${value}")`);
   return Number(value);
 }
 
-const version = () => (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const version = () =>
+  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
   const [command, ...rest] = argv;
@@ -115,11 +117,19 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     out.write(`${version()}\n`);
     return 0;
   }
-  const clientFor = (url: string, token?: string, extra: { retries?: number; maxWaitMs?: number; timeoutMs?: number } = {}) =>
+  const clientFor = (
+    url: string,
+    token?: string,
+    extra: { retries?: number; maxWaitMs?: number; timeoutMs?: number } = {},
+  ) =>
     new ApiClient({
       baseUrl: url,
       token,
-      retry: { ...DEFAULT_RETRY, ...(extra.retries !== undefined ? { retries: extra.retries } : {}), ...(extra.maxWaitMs ? { maxWaitMs: extra.maxWaitMs } : {}) },
+      retry: {
+        ...DEFAULT_RETRY,
+        ...(extra.retries !== undefined ? { retries: extra.retries } : {}),
+        ...(extra.maxWaitMs ? { maxWaitMs: extra.maxWaitMs } : {}),
+      },
       ...(extra.timeoutMs ? { timeoutMs: extra.timeoutMs } : {}),
     });
 
@@ -149,7 +159,11 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     });
     const concurrency = intOption('concurrency', v.concurrency, 4, 1, 64);
     const resumePath = v.resume ?? defaultResumePath({ server: url, paths: positionals, tags, isPrivate: v.private });
-    return runUpload(client, { paths: positionals, tags, isPrivate: v.private, concurrency, resumePath, onInterrupt: onSigint }, out);
+    return runUpload(
+      client,
+      { paths: positionals, tags, isPrivate: v.private, concurrency, resumePath, onInterrupt: onSigint },
+      out,
+    );
   }
 
   if (command === 'login') {
@@ -169,7 +183,18 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     if (v.help) return (out.write(LOGIN_USAGE), 0);
     const url = v.url ?? process.env.PIXVOTE_URL;
     if (!url) throw new CliError('login: --url URL is required (see `pixvote login --help`)');
-    return runLogin({ url, email: v.email, username: v.username, passwordStdin: v['password-stdin'], jwt: v.jwt, tokenName: v['token-name'] }, out, (u) => clientFor(u));
+    return runLogin(
+      {
+        url,
+        email: v.email,
+        username: v.username,
+        passwordStdin: v['password-stdin'],
+        jwt: v.jwt,
+        tokenName: v['token-name'],
+      },
+      out,
+      (u) => clientFor(u),
+    );
   }
 
   if (command === 'logout') {
@@ -205,7 +230,11 @@ function onSigint(stop: () => void): () => void {
   return () => process.off('SIGINT', handler);
 }
 
-export async function main(argv: string[], out: NodeJS.WriteStream = process.stdout, err: NodeJS.WriteStream = process.stderr): Promise<number> {
+export async function main(
+  argv: string[],
+  out: NodeJS.WriteStream = process.stdout,
+  err: NodeJS.WriteStream = process.stderr,
+): Promise<number> {
   try {
     return await run(argv, out);
   } catch (e) {

@@ -79,7 +79,16 @@ export class ProgressReporter {
   constructor(out: Output, totals: { files: number; bytes: number }, now = Date.now()) {
     this.#out = out;
     this.#tty = Boolean(out.isTTY);
-    this.#state = { totalFiles: totals.files, totalBytes: totals.bytes, doneFiles: 0, doneBytes: 0, failed: 0, startedAt: now, pausedMs: 0, wait: null };
+    this.#state = {
+      totalFiles: totals.files,
+      totalBytes: totals.bytes,
+      doneFiles: 0,
+      doneBytes: 0,
+      failed: 0,
+      startedAt: now,
+      pausedMs: 0,
+      wait: null,
+    };
     // Keeps rate and ETA moving while a large file is in flight.
     if (this.#tty) this.#timer = setInterval(() => this.#draw(true), 1000).unref();
   }

@@ -88,7 +88,9 @@ export class ResumeFile {
     }
     // A file done with other tags or privacy is not done for this run.
     if (data.private !== o.isPrivate || (data.tags ?? []).join(',') !== o.tags.join(',')) {
-      throw new CliError(`the resume file ${path} is of a run with other --tags or --private; ` + 'pass another --resume FILE');
+      throw new CliError(
+        `the resume file ${path} is of a run with other --tags or --private; ` + 'pass another --resume FILE',
+      );
     }
     return new ResumeFile(path, { ...fresh, done: data.done });
   }

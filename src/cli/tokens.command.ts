@@ -16,7 +16,9 @@ export async function runTokens(client: ApiClient, args: string[], out: Output):
   if (action === 'create') {
     if (!arg) throw new CliError('usage: pixvote tokens create <name>');
     const t = await client.call('POST', '/api/auth/tokens/generate', { json: { name: arg } });
-    out.write(`created API token "${t.name}" (${t.id})\n${t.token}\nThe secret is shown only now; keep it somewhere safe.\n`);
+    out.write(
+      `created API token "${t.name}" (${t.id})\n${t.token}\nThe secret is shown only now; keep it somewhere safe.\n`,
+    );
     return 0;
   }
   if (action === 'list') {
@@ -26,7 +28,10 @@ export async function runTokens(client: ApiClient, args: string[], out: Output):
       out.write('no API tokens\n');
       return 0;
     }
-    const rows = [['ID', 'NAME', 'CREATED', 'LAST USED'], ...tokens.map((t) => [t.id, t.name, t.created_at, t.last_used_at ?? 'never'])];
+    const rows = [
+      ['ID', 'NAME', 'CREATED', 'LAST USED'],
+      ...tokens.map((t) => [t.id, t.name, t.created_at, t.last_used_at ?? 'never']),
+    ];
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
     for (const r of rows) out.write(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ') + '\n');
     return 0;

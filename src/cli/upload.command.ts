@@ -18,7 +18,13 @@ import { walkImages, type ImageFile } from './image-files.walker.ts';
 import { ProgressReporter, formatBytes, formatDuration, type Output } from './progress.reporter.ts';
 
 /** API.md: a file may be at most 10 MiB; larger ones are refused here instead of being sent for a 413. */
-const MIME: Record<string, string> = { '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif', '.webp': 'image/webp' };
+const MIME: Record<string, string> = {
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.png': 'image/png',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+};
 
 export interface UploadOptions {
   paths: string[];
@@ -49,7 +55,9 @@ export function normalizeTags(raw: string[]): string[] {
 
 /** The same file with the same options always gets the same key; anything else, another key. */
 export function idempotencyKey(sha256: string, opts: { tags: string[]; isPrivate: boolean }): string {
-  const digest = createHash('sha256').update(JSON.stringify(['pixvote-cli/1', sha256, opts.tags.join(','), opts.isPrivate])).digest('hex');
+  const digest = createHash('sha256')
+    .update(JSON.stringify(['pixvote-cli/1', sha256, opts.tags.join(','), opts.isPrivate]))
+    .digest('hex');
   return `pixvote-cli-${digest}`;
 }
 
@@ -64,27 +72,49 @@ type Sent = Map<string, { path: string; outcome: Promise<Outcome> }>;
 /** A line to show; a Retry-After wait also tells the progress how long every request now waits, and why. */
 type Note = (line: string, waitMs: number, reason: string) => void;
 
-async function uploadOne(client: ApiClient, file: ImageFile, opts: UploadOptions, sent: Sent, note: Note): Promise<Outcome> {
+async function uploadOne(
+  client: ApiClient,
+  file: ImageFile,
+  opts: UploadOptions,
+  sent: Sent,
+  note: Note,
+): Promise<Outcome> {
   if (file.size === 0) return { kind: 'failed', reason: 'the file is empty' };
-  if (file.size > MAX_FILE_BYTES) return { kind: 'failed', reason: `${formatBytes(file.size)} is over the limit of 10 MiB (${MAX_FILE_BYTES} bytes)` };
+  if (file.size > MAX_FILE_BYTES)
+    return {
+      kind: 'failed',
+      reason: `${formatBytes(file.size)} is over the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`,
+    };
   const key = idempotencyKey(await sha256File(file.path), opts);
   const first = sent.get(key);
   if (first) {
     const o = await first.outcome;
-    return o.kind === 'failed' || o.kind === 'halted' ? o : { kind: 'duplicate', id: o.id, match: `same bytes as ${first.path}, an exact` };
+    return o.kind === 'failed' || o.kind === 'halted'
+      ? o
+      : { kind: 'duplicate', id: o.id, match: `same bytes as ${first.path}, an exact` };
   }
   const outcome = send(client, file, opts, key, note);
   sent.set(key, { path: file.path, outcome });
   return outcome;
 }
 
-async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key: string, note: Note): Promise<Outcome> {
+async function send(
+  client: ApiClient,
+  file: ImageFile,
+  opts: UploadOptions,
+  key: string,
+  note: Note,
+): Promise<Outcome> {
   const form = async () => {
     const f = new FormData();
     f.append('upload_type', 'image');
     if (opts.tags.length) f.append('tags', opts.tags.join(','));
     f.append('is_private', String(opts.isPrivate));
-    f.append('file', await openAsBlob(file.path, { type: MIME[extname(file.path).toLowerCase()] ?? 'application/octet-stream' }), basename(file.path));
+    f.append(
+      'file',
+      await openAsBlob(file.path, { type: MIME[extname(file.path).toLowerCase()] ?? 'application/octet-stream' }),
+      basename(file.path),
+    );
     return f;
   };
   let r;
@@ -95,8 +125,10 @@ async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key
       onRetry: (n) =>
         note(
           n.retryAfter
-            ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} ` + `(${n.reason}; as Retry-After asks)`
-            : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s ` + `(${n.reason}; retry ${n.attempt} of ${n.retries})`,
+            ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} ` +
+                `(${n.reason}; as Retry-After asks)`
+            : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s ` +
+                `(${n.reason}; retry ${n.attempt} of ${n.retries})`,
           n.retryAfter ? n.waitMs : 0,
           n.reason,
         ),
@@ -107,15 +139,20 @@ async function send(client: ApiClient, file: ImageFile, opts: UploadOptions, key
     if (client.halted) return { kind: 'halted' };
     throw e;
   }
-  if (r.status === 201) return { kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded', id: r.body.id };
-  if (r.status === 200 && r.body?.duplicate) return { kind: 'duplicate', id: r.body.existingUploadId, match: r.body.match };
+  if (r.status === 201)
+    return { kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded', id: r.body.id };
+  if (r.status === 200 && r.body?.duplicate)
+    return { kind: 'duplicate', id: r.body.existingUploadId, match: r.body.match };
   const err = toApiError(r);
   // A refused credential fails every file alike: stop instead of sending the rest.
   return { kind: 'failed', reason: `${err.code}: ${err.message}`, fatal: r.status === 401 || r.status === 403 };
 }
 
 /** A file that vanished or cannot be read mid-run fails alone. */
-const unreadable = (e: NodeJS.ErrnoException): Outcome => ({ kind: 'failed', reason: e.code ? `cannot read it (${e.code})` : e.message });
+const unreadable = (e: NodeJS.ErrnoException): Outcome => ({
+  kind: 'failed',
+  reason: e.code ? `cannot read it (${e.code})` : e.message,
+});
 
 export async function runUpload(client: ApiClient, opts: UploadOptions, out: Output): Promise<number> {
   const walked = await walkImages(opts.paths);
@@ -125,14 +162,22 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     for (const f of failures) out.write(`cannot read ${f}\n`);
     throw new CliError(`no image files (.jpg, .jpeg, .png, .gif, .webp) found in ${opts.paths.join(' ')}`, 1);
   }
-  const resume = await ResumeFile.open(opts.resumePath, { server: client.baseUrl, paths: opts.paths, tags: opts.tags, isPrivate: opts.isPrivate });
+  const resume = await ResumeFile.open(opts.resumePath, {
+    server: client.baseUrl,
+    paths: opts.paths,
+    tags: opts.tags,
+    isPrivate: opts.isPrivate,
+  });
   const files = walked.files.filter((f) => !resume.isDone(f));
   const resumed = walked.files.length - files.length;
   if (resumed) {
     out.write(`resuming: ${resumed} files done by an earlier run are skipped without a request (${resume.path})\n`);
   }
   const totalBytes = files.reduce((n, f) => n + f.size, 0);
-  out.write(`uploading ${files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ` + `${opts.concurrency} at a time\n`);
+  out.write(
+    `uploading ${files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ` +
+      `${opts.concurrency} at a time\n`,
+  );
   const progress = new ProgressReporter(out, { files: files.length, bytes: totalBytes });
   const counts = { uploaded: 0, replayed: 0, duplicate: 0, failed: failures.length, notSent: 0 };
   const duplicates: string[] = [];
@@ -171,7 +216,11 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
       } else {
         counts[o.kind]++;
         resume.record(file, o.kind, o.id);
-        progress.fileDone(file.size, false, `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}${o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''}`);
+        progress.fileDone(
+          file.size,
+          false,
+          `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}${o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''}`,
+        );
       }
     }
   };

@@ -27,10 +27,13 @@ export function validateExternalUrl(raw: string): URL {
   } catch {
     throw errors.invalid('external_url must be an absolute http or https URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw errors.invalid('external_url must be an http or https URL');
-  if (url.username !== '' || url.password !== '') throw errors.invalid('external_url must not contain a user name or password');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw errors.invalid('external_url must be an http or https URL');
+  if (url.username !== '' || url.password !== '')
+    throw errors.invalid('external_url must not contain a user name or password');
   // Percent-encoding can make the stored form longer than what was sent.
-  if (url.href.length > MAX_URL_LENGTH) throw errors.invalid(`external_url is longer than ${MAX_URL_LENGTH} characters once normalised`);
+  if (url.href.length > MAX_URL_LENGTH)
+    throw errors.invalid(`external_url is longer than ${MAX_URL_LENGTH} characters once normalised`);
   return url;
 }
 
@@ -41,20 +44,39 @@ export function validateExternalUrl(raw: string): URL {
  */
 export function buildEmbed(url: URL): Embed {
   if (url.protocol === 'spotify:') return spotifyUri(url) ?? none();
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username !== '' || url.password !== '' || url.port !== '') {
+  if (
+    (url.protocol !== 'https:' && url.protocol !== 'http:') ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.port !== ''
+  ) {
     return none();
   }
   const host = url.hostname.toLowerCase().replace(/\.$/, '');
   const segs = url.pathname.split('/').filter((s) => s !== '');
-  return youtube(host, segs, url) ?? spotify(host, segs) ?? bluesky(host, segs) ?? instagram(host, segs) ??
-    threads(host, segs) ?? tumblr(host, segs) ?? none();
+  return (
+    youtube(host, segs, url) ??
+    spotify(host, segs) ??
+    bluesky(host, segs) ??
+    instagram(host, segs) ??
+    threads(host, segs) ??
+    tumblr(host, segs) ??
+    none()
+  );
 }
 
 const none = (): Embed => ({ provider: null, embed_url: null, html: null });
 
 // ---------- YouTube ----------
 
-const YOUTUBE_HOSTS = new Set(['youtube.com', 'www.youtube.com', 'm.youtube.com', 'music.youtube.com', 'youtube-nocookie.com', 'www.youtube-nocookie.com']);
+const YOUTUBE_HOSTS = new Set([
+  'youtube.com',
+  'www.youtube.com',
+  'm.youtube.com',
+  'music.youtube.com',
+  'youtube-nocookie.com',
+  'www.youtube-nocookie.com',
+]);
 const YOUTUBE_ID = /^[A-Za-z0-9_-]{11}$/;
 
 function youtube(host: string, segs: string[], url: URL): Embed | null {
@@ -140,7 +162,12 @@ function bluesky(host: string, segs: string[]): Embed | null {
 
 const INSTAGRAM_HOSTS = new Set(['instagram.com', 'www.instagram.com', 'instagr.am', 'www.instagr.am']);
 // A Map, not an object literal: "constructor" must not look like a kind.
-const INSTAGRAM_KINDS: ReadonlyMap<string, string> = new Map([['p', 'p'], ['reel', 'reel'], ['reels', 'reel'], ['tv', 'tv']]);
+const INSTAGRAM_KINDS: ReadonlyMap<string, string> = new Map([
+  ['p', 'p'],
+  ['reel', 'reel'],
+  ['reels', 'reel'],
+  ['tv', 'tv'],
+]);
 const SHORTCODE = /^[A-Za-z0-9_-]{5,64}$/;
 const META_USER = /^[A-Za-z0-9._]{1,30}$/;
 
@@ -180,7 +207,35 @@ function threads(host: string, segs: string[]): Embed | null {
 const TUMBLR_BLOG = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
 const TUMBLR_POST_ID = /^\d{1,20}$/;
 /** Sub-domains and first path segments of tumblr.com that are not blogs. */
-const TUMBLR_RESERVED = new Set(['www', 'api', 'assets', 'static', 'media', 'embed', 'help', 'dashboard', 'explore', 'tagged', 'search', 'settings', 'likes', 'following', 'inbox', 'new', 'post', 'reblog', 'login', 'register', 'communities', 'privacy', 'policy', 'about', 'docs', 'apps', 'oauth']);
+const TUMBLR_RESERVED = new Set([
+  'www',
+  'api',
+  'assets',
+  'static',
+  'media',
+  'embed',
+  'help',
+  'dashboard',
+  'explore',
+  'tagged',
+  'search',
+  'settings',
+  'likes',
+  'following',
+  'inbox',
+  'new',
+  'post',
+  'reblog',
+  'login',
+  'register',
+  'communities',
+  'privacy',
+  'policy',
+  'about',
+  'docs',
+  'apps',
+  'oauth',
+]);
 
 function tumblr(host: string, segs: string[]): Embed | null {
   let blog: string | undefined;
@@ -194,7 +249,13 @@ function tumblr(host: string, segs: string[]): Embed | null {
     blog = sub;
     id = segs[0] === 'post' && segs.length <= 3 ? segs[1] : undefined;
   }
-  if (blog === undefined || id === undefined || !TUMBLR_BLOG.test(blog) || TUMBLR_RESERVED.has(blog) || !TUMBLR_POST_ID.test(id)) {
+  if (
+    blog === undefined ||
+    id === undefined ||
+    !TUMBLR_BLOG.test(blog) ||
+    TUMBLR_RESERVED.has(blog) ||
+    !TUMBLR_POST_ID.test(id)
+  ) {
     return null;
   }
   // The official embed needs a per-post key that is not in the URL, so a plain link card it is.
@@ -205,7 +266,13 @@ function tumblr(host: string, segs: string[]): Embed | null {
   return { provider: 'tumblr', embed_url: null, html };
 }
 
-const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const ENTITIES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 /** Escapes text for an HTML attribute value or element content. */
 function esc(value: string): string {

@@ -76,4 +76,3 @@ export const errors = {
   /** `allow`: the methods the path serves, as the `Allow` header lists them. */
   methodNotAllowed: (message: string, allow: string) => new AppError('method_not_allowed', message, { Allow: allow }),
 } as const;
-

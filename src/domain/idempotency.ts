@@ -76,10 +76,14 @@ const realSleep: Sleep = (ms, signal) =>
   });
 
 const claimLost = () =>
-  errors.busy('this request lost its hold on the Idempotency-Key (its lease could not be renewed in time); retry with the same key', Math.ceil(IDEMPOTENCY_LEASE_MS / 1000));
+  errors.busy(
+    'this request lost its hold on the Idempotency-Key (its lease could not be renewed in time); retry with the same key',
+    Math.ceil(IDEMPOTENCY_LEASE_MS / 1000),
+  );
 
 export function validateIdempotencyKey(key: string): string {
-  if (!KEY_RE.test(key)) throw errors.invalid('Idempotency-Key must be 1 to 255 printable ASCII characters without spaces');
+  if (!KEY_RE.test(key))
+    throw errors.invalid('Idempotency-Key must be 1 to 255 printable ASCII characters without spaces');
   return key;
 }
 
@@ -114,7 +118,9 @@ export class IdempotencyService {
       const seen = await this.#store.claim(userId, key, requestHash, claim, this.#expiredBefore());
       if (seen.state !== 'claimed') {
         if (seen.requestHash !== requestHash) {
-          throw errors.conflict('Idempotency-Key was already used with a different request; use a new key for a new upload');
+          throw errors.conflict(
+            'Idempotency-Key was already used with a different request; use a new key for a new upload',
+          );
         }
         if (seen.state === 'done') return { ...seen.response, replayed: true };
         // Its holder stopped renewing (died): take it over — unless someone else already has, or it renewed.
@@ -130,7 +136,13 @@ export class IdempotencyService {
   }
 
   /** Runs `fn` while renewing `claim`; records a success only while the claim is still this one. */
-  async #hold(userId: string, key: string, claim: Claim, fn: (signal: AbortSignal) => Promise<StoredResponse>, signal?: AbortSignal): Promise<StoredResponse> {
+  async #hold(
+    userId: string,
+    key: string,
+    claim: Claim,
+    fn: (signal: AbortSignal) => Promise<StoredResponse>,
+    signal?: AbortSignal,
+  ): Promise<StoredResponse> {
     const lost = new AbortController();
     const finished = new AbortController();
     const renewing = this.#renew(userId, key, claim, lost, finished.signal);

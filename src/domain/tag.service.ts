@@ -13,7 +13,12 @@ export interface TagStore {
   ownerOf(uploadId: string): Promise<string | null>;
   tagsOf(uploadId: string): Promise<TagView[]>;
   /** Adds the tags in one transaction unless the upload would then carry more than `max`; returns the new total or the would-be count. */
-  add(uploadId: string, names: string[], max: number, at: Date): Promise<{ ok: true; tags: TagView[] } | { ok: false; wouldHave: number } | null>;
+  add(
+    uploadId: string,
+    names: string[],
+    max: number,
+    at: Date,
+  ): Promise<{ ok: true; tags: TagView[] } | { ok: false; wouldHave: number } | null>;
   remove(uploadId: string, slug: string): Promise<boolean>;
   suggest(prefix: string, limit: number): Promise<TagSuggestion[]>;
 }
@@ -39,7 +44,10 @@ export class TagService {
     const names = normalizeTags(raw);
     const r = await this.#tags.add(uploadId, names, MAX_TAGS_PER_UPLOAD, this.#clock.now());
     if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
-    if (!r.ok) throw errors.tooManyTags(`upload would have ${r.wouldHave} tags; the limit is ${MAX_TAGS_PER_UPLOAD}; nothing was added`);
+    if (!r.ok)
+      throw errors.tooManyTags(
+        `upload would have ${r.wouldHave} tags; the limit is ${MAX_TAGS_PER_UPLOAD}; nothing was added`,
+      );
     await this.#onChanged();
     return r.tags;
   }
@@ -48,7 +56,8 @@ export class TagService {
     await this.#mayEdit(principal, uploadId);
     const slug = slugOf(normalizeTag(slugOrName));
     // A slug no tag could have (bad characters, too long) is simply not there: no query for it.
-    if (!isTagSlug(slug) || !(await this.#tags.remove(uploadId, slug))) throw errors.notFound(`upload ${uploadId} has no tag "${slug}"`);
+    if (!isTagSlug(slug) || !(await this.#tags.remove(uploadId, slug)))
+      throw errors.notFound(`upload ${uploadId} has no tag "${slug}"`);
     await this.#onChanged();
     return this.#tags.tagsOf(uploadId);
   }
@@ -65,6 +74,7 @@ export class TagService {
 
   async #mayEdit(principal: Principal, uploadId: string): Promise<void> {
     const owner = await this.#ownerOf(uploadId);
-    if (owner !== principal.userId && !principal.isAdmin) throw errors.forbidden(`only the owner or an admin may change the tags of upload ${uploadId}`);
+    if (owner !== principal.userId && !principal.isAdmin)
+      throw errors.forbidden(`only the owner or an admin may change the tags of upload ${uploadId}`);
   }
 }

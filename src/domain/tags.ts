@@ -52,12 +52,16 @@ export function normalizeTags(raw: readonly string[]): string[] {
     // Looked for in what was sent and in its folded form (a compatibility form may fold to an invisible one).
     const hidden = invisibleIn(r + r.normalize('NFKC'));
     if (hidden.length) {
-      throw errors.invalidTag(`tag "${[...shown(r)].slice(0, 80).join('')}" contains an invisible character (${hidden.join(', ')}); tags may only contain letters, digits, spaces, "-" and "_"`);
+      throw errors.invalidTag(
+        `tag "${[...shown(r)].slice(0, 80).join('')}" contains an invisible character (${hidden.join(', ')}); tags may only contain letters, digits, spaces, "-" and "_"`,
+      );
     }
     const name = normalizeTag(r);
     if (!name) throw errors.invalidTag('tag names must not be empty');
     if ([...name].length > MAX_TAG_LENGTH) {
-      throw errors.invalidTag(`tag "${name.slice(0, 40)}" is ${[...name].length} characters; the limit is ${MAX_TAG_LENGTH}`);
+      throw errors.invalidTag(
+        `tag "${name.slice(0, 40)}" is ${[...name].length} characters; the limit is ${MAX_TAG_LENGTH}`,
+      );
     }
     if (!VALID.test(name)) {
       throw errors.invalidTag(`tag "${name}" may only contain letters, digits, spaces, "-" and "_"`);

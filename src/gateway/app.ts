@@ -55,18 +55,30 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       log: deps.log,
       metrics: deps.metrics,
       isShuttingDown: deps.isShuttingDown,
-      errors: { ...(deps.onError ? { onError: deps.onError } : {}), ...(deps.classifyError ? { classify: deps.classifyError } : {}) },
+      errors: {
+        ...(deps.onError ? { onError: deps.onError } : {}),
+        ...(deps.classifyError ? { classify: deps.classifyError } : {}),
+      },
       // Requests refused before routing (429, a malformed or oversized body) are labelled by their route too.
       routeOf: routePatterns(root),
     }),
   );
   app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
   app.use(refuseDeclaredOversize);
-  const jsonBody = koaBody({ json: true, jsonLimit: JSON_LIMIT_BYTES, jsonStrict: true, multipart: false, urlencoded: false, text: false });
+  const jsonBody = koaBody({
+    json: true,
+    jsonLimit: JSON_LIMIT_BYTES,
+    jsonStrict: true,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+  });
   const auth = authenticate({ auth: deps.auth });
   app.use(function bodyThenAuth(ctx, next) {
     // Only methods that carry a body pay for content-type checks (one layer for both: each costs).
-    return ctx.method === 'GET' || ctx.method === 'HEAD' ? auth(ctx, next) : (jsonBody(ctx, () => auth(ctx, next)) as Promise<void>);
+    return ctx.method === 'GET' || ctx.method === 'HEAD'
+      ? auth(ctx, next)
+      : (jsonBody(ctx, () => auth(ctx, next)) as Promise<void>);
   });
 
   app.use(exactGetRoutes(root));

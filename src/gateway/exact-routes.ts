@@ -2,7 +2,13 @@ import type Router from '@koa/router';
 import type { AppContext, AppState } from './context.ts';
 
 type Handler = (ctx: AppContext, next: () => Promise<unknown>) => unknown;
-type RouteLayer = { path: unknown; methods: string[]; paramNames: unknown[]; stack: Handler[]; match(path: string): boolean };
+type RouteLayer = {
+  path: unknown;
+  methods: string[];
+  paramNames: unknown[];
+  stack: Handler[];
+  match(path: string): boolean;
+};
 
 const done = () => Promise.resolve();
 
@@ -19,7 +25,13 @@ export function exactGetRoutes(router: Router<AppState>) {
   const byPath = new Map<string, Handler[]>();
   for (const layer of layers) {
     const path = layer.path;
-    if (typeof path !== 'string' || layer.paramNames.length > 0 || !layer.methods.includes('GET') || !/^[A-Za-z0-9/_.-]+$/.test(path)) continue;
+    if (
+      typeof path !== 'string' ||
+      layer.paramNames.length > 0 ||
+      !layer.methods.includes('GET') ||
+      !/^[A-Za-z0-9/_.-]+$/.test(path)
+    )
+      continue;
     const run = layers.filter((l) => l.match(path) && (l.methods.length === 0 || l.methods.includes('GET')));
     if (run.length === 1 && run[0] === layer) byPath.set(path, layer.stack);
   }
@@ -29,7 +41,8 @@ export function exactGetRoutes(router: Router<AppState>) {
     const routed = ctx as AppContext & { _matchedRoute?: string; routerPath?: string; params?: Record<string, string> };
     routed._matchedRoute = routed.routerPath = ctx.path;
     routed.params = {};
-    const dispatch = (i: number): Promise<unknown> => Promise.resolve(i === stack.length ? done() : stack[i]!(ctx, () => dispatch(i + 1)));
+    const dispatch = (i: number): Promise<unknown> =>
+      Promise.resolve(i === stack.length ? done() : stack[i]!(ctx, () => dispatch(i + 1)));
     return dispatch(0);
   };
   /** The paths served from the map (for tests and operators' curiosity). */

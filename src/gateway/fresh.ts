@@ -23,7 +23,13 @@ export function matchesEtag(ctx: AppContext): boolean {
  * or 304 with no body when the client has them. Headers go straight to the response: this runs for every
  * cached feed read.
  */
-export function sendWithEtag(ctx: AppContext, body: Buffer | string, type: string, etag: string, cacheControl?: string): void {
+export function sendWithEtag(
+  ctx: AppContext,
+  body: Buffer | string,
+  type: string,
+  etag: string,
+  cacheControl?: string,
+): void {
   const { res } = ctx;
   if (cacheControl) res.setHeader('Cache-Control', cacheControl);
   res.setHeader('ETag', etag);

@@ -4,7 +4,11 @@
  * dependency that is down is not asked again by every caller). Probes use it: a flood of /readyz or
  * /metrics costs one check or one rendering per second, not one per request.
  */
-export function sharedResult<T>(freshMs: number, fn: () => Promise<T>, now: () => number = () => performance.now()): () => Promise<T> {
+export function sharedResult<T>(
+  freshMs: number,
+  fn: () => Promise<T>,
+  now: () => number = () => performance.now(),
+): () => Promise<T> {
   let current: Promise<T> | null = null;
   let settledAt: number | null = null;
   return () => {

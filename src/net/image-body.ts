@@ -66,7 +66,8 @@ export async function readImageBody(
   } catch (err) {
     if (broken !== null) throw broken;
     if (err instanceof AppError || signal.aborted) throw err;
-    if (decoder !== null && isZlibError(err)) throw errors.fetchFailed(`image_url body could not be decoded (${encoding})`);
+    if (decoder !== null && isZlibError(err))
+      throw errors.fetchFailed(`image_url body could not be decoded (${encoding})`);
     throw errors.fetchFailed('image_url connection closed before the body was complete');
   }
   return { bytes: Buffer.concat(chunks, total), sha256: hash.digest('hex'), contentType };
@@ -118,5 +119,8 @@ function single(value: string | string[] | undefined): string | undefined {
 
 function isZlibError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR_BROTLI') || code === 'ERR_ZLIB_INITIALIZATION_FAILED');
+  return (
+    typeof code === 'string' &&
+    (code.startsWith('Z_') || code.startsWith('ERR_BROTLI') || code === 'ERR_ZLIB_INITIALIZATION_FAILED')
+  );
 }

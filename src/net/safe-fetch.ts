@@ -110,14 +110,16 @@ function checkUrl(raw: string, what: string): URL {
     throw errors.fetchFailed(`${what} is not a valid URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw errors.fetchFailed(`${what} must be http or https`);
-  if (url.username !== '' || url.password !== '') throw errors.fetchFailed(`${what} must not contain a user name or password`);
+  if (url.username !== '' || url.password !== '')
+    throw errors.fetchFailed(`${what} must not contain a user name or password`);
   url.hash = '';
   return url;
 }
 
 function redirectTarget(location: string | string[] | undefined, status: number, base: URL): string {
   const value = Array.isArray(location) ? location[0] : location;
-  if (value === undefined || value === '') throw errors.fetchFailed(`image_url answered HTTP ${status} without a Location`);
+  if (value === undefined || value === '')
+    throw errors.fetchFailed(`image_url answered HTTP ${status} without a Location`);
   try {
     return new URL(value, base).href;
   } catch {

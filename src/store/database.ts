@@ -63,7 +63,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       clientUrl: opts.databaseUrl,
       pool: { min: 0, max: opts.poolSize ?? 10 },
       // Keep the pool from hanging forever when PostgreSQL goes away: fail fast, let the caller answer 503.
-      driverOptions: { connectionTimeoutMillis: 3000, query_timeout: 10_000, idleTimeoutMillis: 30000, keepAlive: true },
+      driverOptions: {
+        connectionTimeoutMillis: 3000,
+        query_timeout: 10_000,
+        idleTimeoutMillis: 30000,
+        keepAlive: true,
+      },
     });
     dialect = postgresDialect;
   } else {
@@ -86,10 +91,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     orm,
     em: () => rootEm.fork(),
     db: (em) => (em ?? rootEm.fork()).getKysely<DB>(),
-    transaction: (fn) =>
-      dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
+    transaction: (fn) => dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
     async ping() {
-      await rootEm.fork().getKysely().selectNoFrom((eb) => eb.val(1).as('ok')).execute();
+      await rootEm
+        .fork()
+        .getKysely()
+        .selectNoFrom((eb) => eb.val(1).as('ok'))
+        .execute();
     },
     async close() {
       await orm.close(true);
@@ -105,7 +113,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
  */
 export async function openDatabaseWhenReachable(
   opts: DatabaseOptions,
-  wait: { waitMs: number; onRetry?: (info: { attempt: number; delayMs: number; remainingMs: number; err: string }) => void },
+  wait: {
+    waitMs: number;
+    onRetry?: (info: { attempt: number; delayMs: number; remainingMs: number; err: string }) => void;
+  },
 ): Promise<Database> {
   const deadline = Date.now() + wait.waitMs;
   for (let attempt = 1; ; attempt++) {
@@ -147,7 +158,9 @@ const MIGRATION_LOCK_KEY = 7_202_611;
 
 /** better-sqlite3 holds one connection: set it up once (WAL, sqlite-vec) before migrations need it. */
 async function setUpSqlite(orm: MikroORM): Promise<void> {
-  const native = (await (orm.em.getConnection() as unknown as { getNativeClient(): Promise<NativeSqlite> }).getNativeClient());
+  const native = await (
+    orm.em.getConnection() as unknown as { getNativeClient(): Promise<NativeSqlite> }
+  ).getNativeClient();
   const { load } = await import('sqlite-vec');
   load(native as never);
   native.pragma('journal_mode = WAL');

@@ -64,22 +64,44 @@ export const postgresDialect: Dialect = {
 export function isUniqueViolation(e: unknown): boolean {
   const name = (e as { name?: string })?.name;
   const code = codeOf(e);
-  return name === 'UniqueConstraintViolationException' || code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  return (
+    name === 'UniqueConstraintViolationException' ||
+    code === '23505' ||
+    code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
-const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|terminating connection|the database system is (starting up|shutting down)|Connection refused/i;
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
+const UNAVAILABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|terminating connection|the database system is (starting up|shutting down)|Connection refused/i;
 
 /**
  * True when `e` says the database cannot be reached (refused, dropped, timed out, shutting down) rather
  * than that a query was wrong: such requests get 503 with Retry-After, not 500.
  */
 export function isDatabaseUnavailable(e: unknown): boolean {
-  for (let err = e as { code?: unknown; message?: unknown; name?: unknown; cause?: unknown } | undefined, depth = 0; err && depth < 5; depth++) {
+  for (
+    let err = e as { code?: unknown; message?: unknown; name?: unknown; cause?: unknown } | undefined, depth = 0;
+    err && depth < 5;
+    depth++
+  ) {
     if (err.name === 'ConnectionException') return true;
     if (typeof err.code === 'string' && (UNAVAILABLE_CODES.has(err.code) || err.code.startsWith('08'))) return true;
     if (typeof err.message === 'string' && UNAVAILABLE_MESSAGES.test(err.message)) return true;
-    if (Array.isArray((err as { errors?: unknown[] }).errors)) return (err as { errors: unknown[] }).errors.some(isDatabaseUnavailable);
+    if (Array.isArray((err as { errors?: unknown[] }).errors))
+      return (err as { errors: unknown[] }).errors.some(isDatabaseUnavailable);
     err = err.cause as typeof err;
   }
   return false;

@@ -45,7 +45,8 @@ export class FileMediaStore implements MediaStore, MediaFiles {
     }
     this.#heartbeat = setInterval(() => {
       const now = new Date();
-      for (const root of [this.stagingRoot, this.tmpRoot]) void utimes(join(root, this.instance, ALIVE), now, now).catch(() => {});
+      for (const root of [this.stagingRoot, this.tmpRoot])
+        void utimes(join(root, this.instance, ALIVE), now, now).catch(() => {});
     }, HEARTBEAT_MS).unref();
   }
 
@@ -56,7 +57,9 @@ export class FileMediaStore implements MediaStore, MediaFiles {
    */
   async close(): Promise<void> {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
-    const staged = (await readdir(join(this.stagingRoot, this.instance)).catch(() => [] as string[])).filter((f) => f !== ALIVE);
+    const staged = (await readdir(join(this.stagingRoot, this.instance)).catch(() => [] as string[])).filter(
+      (f) => f !== ALIVE,
+    );
     if (staged.length === 0) await rm(join(this.stagingRoot, this.instance), { recursive: true, force: true });
     await rm(join(this.tmpRoot, this.instance), { recursive: true, force: true });
   }
@@ -85,7 +88,8 @@ export class FileMediaStore implements MediaStore, MediaFiles {
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         // Already moved (an earlier, interrupted commit, or a sweep racing this one) — or lost: then say so.
-        if (!(await stat(this.variantPath(key, v)).catch(() => null))) throw new Error(`media ${key}: ${v} is neither staged nor stored`, { cause: e });
+        if (!(await stat(this.variantPath(key, v)).catch(() => null)))
+          throw new Error(`media ${key}: ${v} is neither staged nor stored`, { cause: e });
       }
     }
     await rm(dir, { recursive: true, force: true });
@@ -100,7 +104,14 @@ export class FileMediaStore implements MediaStore, MediaFiles {
   }
 
   async has(key: string): Promise<boolean> {
-    const found = await Promise.all(VARIANTS.map((v) => stat(this.variantPath(key, v)).then(() => true, () => false)));
+    const found = await Promise.all(
+      VARIANTS.map((v) =>
+        stat(this.variantPath(key, v)).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
     return found.every(Boolean);
   }
 

@@ -19,19 +19,46 @@ interface Store {
  * `cluster`: a gateway process of PROCESSES=N without Redis: counts kept by the primary (node:cluster IPC;
  * this process's own count answers if the primary does not within a second). Neither: this process alone.
  */
-export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | null; cluster?: boolean; prefix: string; onReject?: (name: string) => void }): Limiter {
+export function createLimiter(opts: {
+  name: string;
+  rate: Rate;
+  redis: Redis | null;
+  cluster?: boolean;
+  prefix: string;
+  onReject?: (name: string) => void;
+}): Limiter {
   const base = { points: opts.rate.points, duration: opts.rate.seconds, keyPrefix: `${opts.prefix}rl:${opts.name}` };
   const memory = new RateLimiterMemory(base);
   const limit = opts.rate.points;
   const decide = (remaining: number, msBeforeNext: number, allowed: boolean): LimitDecision => {
     if (!allowed) opts.onReject?.(opts.name);
-    return { allowed, limit, remaining: Math.max(0, remaining), resetSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)) };
+    return {
+      allowed,
+      limit,
+      remaining: Math.max(0, remaining),
+      resetSeconds: Math.max(1, Math.ceil(msBeforeNext / 1000)),
+    };
   };
   // One process counts exactly in memory (no margin needed); processes sharing a store keep a margin.
   const consume = opts.redis
-    ? counter(new RateLimiterRedis({ ...base, storeClient: opts.redis, rejectIfRedisNotReady: true, insuranceLimiter: memory }), limit, exactMargin(limit), decide)
+    ? counter(
+        new RateLimiterRedis({
+          ...base,
+          storeClient: opts.redis,
+          rejectIfRedisNotReady: true,
+          insuranceLimiter: memory,
+        }),
+        limit,
+        exactMargin(limit),
+        decide,
+      )
     : opts.cluster
-      ? counter(insured(new RateLimiterCluster({ ...base, timeoutMs: 1000 }), memory), limit, exactMargin(limit), decide)
+      ? counter(
+          insured(new RateLimiterCluster({ ...base, timeoutMs: 1000 }), memory),
+          limit,
+          exactMargin(limit),
+          decide,
+        )
       : counter(memory, limit, 0, decide, MAX_UNCOUNTED);
   return { name: opts.name, rate: opts.rate, consume };
 }
@@ -39,9 +66,14 @@ export function createLimiter(opts: { name: string; rate: Rate; redis: Redis | n
 /** The store, or `fallback` when the store fails (rather than refuses). */
 function insured(store: Store, fallback: Store): Store {
   return {
-    // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) to refuse: passed on as the library's callers expect.
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
-    consume: (key, points) => store.consume(key, points).catch((e: unknown) => (e instanceof RateLimiterRes ? Promise.reject(e) : fallback.consume(key, points))),
+    consume: (key, points) =>
+      store.consume(key, points).catch((e: unknown) =>
+        e instanceof RateLimiterRes
+          ? // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) to refuse: passed on as its callers expect.
+            // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+            Promise.reject(e)
+          : fallback.consume(key, points),
+      ),
   };
 }
 

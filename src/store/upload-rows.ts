@@ -50,7 +50,9 @@ export async function lockUpload<C extends keyof UploadsTable>(
 export async function lockMedia(db: Kysely<DB>, dialect: Dialect, mediaKey: string): Promise<void> {
   if (dialect.name !== 'postgres') return;
   const digest = createHash('sha256').update(`pixvote:media:${mediaKey}`).digest();
-  await sql`select pg_advisory_xact_lock(${BigInt.asIntN(64, digest.readBigUInt64BE(0)).toString()}::bigint)`.execute(db);
+  await sql`select pg_advisory_xact_lock(${BigInt.asIntN(64, digest.readBigUInt64BE(0)).toString()}::bigint)`.execute(
+    db,
+  );
 }
 
 /** Whether any upload row references these stored files (read in a statement of its own, after `lockMedia`). */

@@ -23,20 +23,29 @@ function loadDetector(): Promise<PersonDetector> {
   detector ??= (async () => {
     const { modelDir } = (workerData ?? {}) as MediaWorkerData;
     // Imported by URL so that this file loads, and 'off' tasks run, without the detector module.
-    const url = new URL(`./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url).href;
+    const url = new URL(
+      `./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
+      import.meta.url,
+    ).href;
     let create: unknown;
     try {
       ({ createPersonDetector: create } = (await import(url)) as { createPersonDetector?: unknown });
     } catch (err) {
-      throw new Error(`person detection is needed but ${url} could not be loaded: ${(err as Error).message}`, { cause: err });
+      throw new Error(`person detection is needed but ${url} could not be loaded: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
-    if (typeof create !== 'function') throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
+    if (typeof create !== 'function')
+      throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
     try {
       const loaded = await (create as (opts: { modelDir?: string }) => Promise<PersonDetector>)({ modelDir });
       backend = loaded.backend;
       return loaded;
     } catch (err) {
-      throw new Error(`person detector could not be created (modelDir ${modelDir ?? 'default'}): ${(err as Error).message}`, { cause: err });
+      throw new Error(
+        `person detector could not be created (modelDir ${modelDir ?? 'default'}): ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   })();
   detector.catch(() => {

@@ -18,7 +18,10 @@ export interface PasswordHashPoolOptions {
 }
 
 // `.ts` when run from src/, `.js` when run from the compiled dist/.
-const WORKER_FILE = new URL(`./password-hash.worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url);
+const WORKER_FILE = new URL(
+  `./password-hash.worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
+  import.meta.url,
+);
 
 export const defaultHashThreads = () => Math.min(2, Math.max(1, availableParallelism() - 1));
 
@@ -53,7 +56,11 @@ export class PasswordHashPool implements ScryptKdf {
   }
 
   stats(): { threads: number; queueSize: number; completed: number } {
-    return { threads: this.#piscina.threads.length, queueSize: this.#piscina.queueSize, completed: this.#piscina.completed };
+    return {
+      threads: this.#piscina.threads.length,
+      queueSize: this.#piscina.queueSize,
+      completed: this.#piscina.completed,
+    };
   }
 
   /** Finishes running and queued hashes, then stops the threads. */

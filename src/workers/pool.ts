@@ -116,7 +116,10 @@ export class BusyMeter {
 const isStopped = (r: ProcessImageResult): r is StoppedAfterHash => !r.ok && 'stopped' in r;
 
 // `.ts` when run from src/, `.js` when run from the compiled dist/.
-const WORKER_FILE = new URL(`./media.worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`, import.meta.url);
+const WORKER_FILE = new URL(
+  `./media.worker${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
+  import.meta.url,
+);
 
 export class MediaPool implements ImageProcessor {
   readonly #piscina: Piscina;
@@ -239,7 +242,8 @@ export class MediaPool implements ImageProcessor {
   async ping(): Promise<{ threads: number; detectorBackend: string | null }> {
     if (this.#closing) throw new Error('shutting down');
     const threads = this.#piscina.threads.length;
-    if (this.#piscina.queueSize > 0 && threads > 0 && this.#backend !== undefined) return { threads, detectorBackend: this.#backend };
+    if (this.#piscina.queueSize > 0 && threads > 0 && this.#backend !== undefined)
+      return { threads, detectorBackend: this.#backend };
     this.#busy.taskStarted();
     const pinged = this.#piscina.run({}, { name: 'ping' }).finally(() => this.#busy.taskSettled());
     const r = (await pinged) as { detectorBackend: string | null };

@@ -19,12 +19,29 @@ export const ALLOWED_LOADERS: readonly string[] = Object.freeze([
  * still load: with uhdrload blocked, jpegload reads their SDR image and the gain map is dropped.
  */
 export const REFUSED_LOADERS: readonly string[] = Object.freeze([
-  'VipsForeignLoadAnalyze', 'VipsForeignLoadCsv', 'VipsForeignLoadDcRaw', 'VipsForeignLoadDcraw',
-  'VipsForeignLoadFits', 'VipsForeignLoadHeif', 'VipsForeignLoadJp2k',
-  'VipsForeignLoadJxl', 'VipsForeignLoadMagick', 'VipsForeignLoadMagick7', 'VipsForeignLoadMat',
-  'VipsForeignLoadMatrix', 'VipsForeignLoadNifti', 'VipsForeignLoadOpenexr', 'VipsForeignLoadOpenslide',
-  'VipsForeignLoadPdf', 'VipsForeignLoadPpm', 'VipsForeignLoadRad', 'VipsForeignLoadRaw',
-  'VipsForeignLoadSvg', 'VipsForeignLoadTiff', 'VipsForeignLoadUhdr', 'VipsForeignLoadVips',
+  'VipsForeignLoadAnalyze',
+  'VipsForeignLoadCsv',
+  'VipsForeignLoadDcRaw',
+  'VipsForeignLoadDcraw',
+  'VipsForeignLoadFits',
+  'VipsForeignLoadHeif',
+  'VipsForeignLoadJp2k',
+  'VipsForeignLoadJxl',
+  'VipsForeignLoadMagick',
+  'VipsForeignLoadMagick7',
+  'VipsForeignLoadMat',
+  'VipsForeignLoadMatrix',
+  'VipsForeignLoadNifti',
+  'VipsForeignLoadOpenexr',
+  'VipsForeignLoadOpenslide',
+  'VipsForeignLoadPdf',
+  'VipsForeignLoadPpm',
+  'VipsForeignLoadRad',
+  'VipsForeignLoadRaw',
+  'VipsForeignLoadSvg',
+  'VipsForeignLoadTiff',
+  'VipsForeignLoadUhdr',
+  'VipsForeignLoadVips',
 ]);
 
 // libvips reads VIPS_BLOCK_UNTRUSTED from the C environment once, when sharp first loads in the process.

@@ -30,13 +30,21 @@ after(async () => {
 
 /** The server's own environment: its data directory and, on PostgreSQL, its database. */
 const admin = (args: string[], env: Record<string, string> = {}): Promise<CliRun> =>
-  pixvote(['admin', ...args], { home, env: { DATA_DIR: app.config.dataDir, DATABASE_URL: app.config.databaseUrl ?? '', ...env } });
+  pixvote(['admin', ...args], {
+    home,
+    env: { DATA_DIR: app.config.dataDir, DATABASE_URL: app.config.databaseUrl ?? '', ...env },
+  });
 
 const roleOf = async (u: TestUser) => (await app.api.get('/api/profile', { token: u.token })).body.user.role;
-const makePublic = (id: string, u: TestUser) => app.api.patch(`/api/upload/${id}/privacy`, { is_private: false }, { token: u.token });
+const makePublic = (id: string, u: TestUser) =>
+  app.api.patch(`/api/upload/${id}/privacy`, { is_private: false }, { token: u.token });
 
 test('grant makes a user admin from the next request; revoke takes it away again', async () => {
-  const link = await uploadFields(app.api, alice.token, { upload_type: 'link', external_url: 'https://example.org/post/7', is_private: 'true' });
+  const link = await uploadFields(app.api, alice.token, {
+    upload_type: 'link',
+    external_url: 'https://example.org/post/7',
+    is_private: 'true',
+  });
   assert.equal(link.status, 201, link.text);
   const id = link.body.id as string;
   assert.equal((await makePublic(id, bob)).status, 403, 'not an admin yet');
@@ -84,7 +92,10 @@ test('pointed at a directory with no database it says so, exits 1 and creates no
   try {
     const r = await admin(['grant', alice.username], { DATA_DIR: empty, DATABASE_URL: '' });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^pixvote: no database at .*app\.db: run this with the server's DATA_DIR \(or DATABASE_URL\)\n$/);
+    assert.match(
+      r.stderr,
+      /^pixvote: no database at .*app\.db: run this with the server's DATA_DIR \(or DATABASE_URL\)\n$/,
+    );
     assert.deepEqual(await readdir(empty), []);
   } finally {
     await rm(empty, { recursive: true, force: true });

@@ -37,7 +37,13 @@ describe('POST /api/auth register', () => {
   });
 
   test('ignores role and id in the body', async () => {
-    const r = await register({ email: 'sneaky@example.test', username: 'sneaky', password: 'password123', role: 'admin', id: '00000000-0000-4000-8000-000000000000' });
+    const r = await register({
+      email: 'sneaky@example.test',
+      username: 'sneaky',
+      password: 'password123',
+      role: 'admin',
+      id: '00000000-0000-4000-8000-000000000000',
+    });
     assert.equal(r.status, 201);
     assert.equal(r.body.user.role, 'user');
     assert.notEqual(r.body.user.id, '00000000-0000-4000-8000-000000000000');
@@ -56,10 +62,22 @@ describe('POST /api/auth register', () => {
   const invalid: Array<[string, Record<string, unknown>, RegExp]> = [
     ['a short username', { email: 'x1@example.test', username: 'ab', password: 'password123' }, /username/],
     ['a username with a dash', { email: 'x2@example.test', username: 'ab-cd', password: 'password123' }, /username/],
-    ['a 33-character username', { email: 'x3@example.test', username: 'a'.repeat(33), password: 'password123' }, /username/],
+    [
+      'a 33-character username',
+      { email: 'x3@example.test', username: 'a'.repeat(33), password: 'password123' },
+      /username/,
+    ],
     ['an invalid email', { email: 'not-an-email', username: 'valid_name', password: 'password123' }, /email/],
-    ['a 7-character password', { email: 'x4@example.test', username: 'valid_name', password: '1234567' }, /password.*8/],
-    ['a 257-character password', { email: 'x5@example.test', username: 'valid_name', password: 'p'.repeat(257) }, /password.*256/],
+    [
+      'a 7-character password',
+      { email: 'x4@example.test', username: 'valid_name', password: '1234567' },
+      /password.*8/,
+    ],
+    [
+      'a 257-character password',
+      { email: 'x5@example.test', username: 'valid_name', password: 'p'.repeat(257) },
+      /password.*256/,
+    ],
     ['a missing password', { email: 'x6@example.test', username: 'valid_name' }, /password is required/],
     ['a numeric username', { email: 'x7@example.test', username: 12345, password: 'password123' }, /username/],
   ];
@@ -94,7 +112,11 @@ describe('POST /api/auth register', () => {
 describe('POST /api/auth login', () => {
   test('works by email or username, case-insensitively, and sets the cookie', async () => {
     const u = await registerUser(app.api, 'Login_Case');
-    const byEmail = await app.api.post('/api/auth', { action: 'login', email: u.email.toUpperCase(), password: u.password });
+    const byEmail = await app.api.post('/api/auth', {
+      action: 'login',
+      email: u.email.toUpperCase(),
+      password: u.password,
+    });
     assert.equal(byEmail.status, 200);
     assert.equal(byEmail.body.user.id, u.id);
     assert.match(byEmail.headers.get('set-cookie') ?? '', /^auth-token=/);
@@ -106,7 +128,11 @@ describe('POST /api/auth login', () => {
   test('a wrong password and an unknown user get the same 401 body', async () => {
     const u = await registerUser(app.api);
     const wrong = await app.api.post('/api/auth', { action: 'login', email: u.email, password: 'wrong password' });
-    const unknown = await app.api.post('/api/auth', { action: 'login', email: 'nobody@example.test', password: 'wrong password' });
+    const unknown = await app.api.post('/api/auth', {
+      action: 'login',
+      email: 'nobody@example.test',
+      password: 'wrong password',
+    });
     assert.equal(wrong.status, 401);
     assert.equal(unknown.status, 401);
     assert.deepEqual(wrong.body, unknown.body);
@@ -167,15 +193,31 @@ describe('authentication', () => {
   test('a cookie-only state-changing request from another site is 403; the same from this site passes', async () => {
     const u = await registerUser(app.api);
     const cookie = `auth-token=${u.token}`;
-    const crossFetch = await app.api.post('/api/auth/tokens/generate', { name: 'x' }, { headers: { cookie, 'sec-fetch-site': 'cross-site' } });
+    const crossFetch = await app.api.post(
+      '/api/auth/tokens/generate',
+      { name: 'x' },
+      { headers: { cookie, 'sec-fetch-site': 'cross-site' } },
+    );
     assert.equal(crossFetch.status, 403);
     assert.equal(crossFetch.body.error, 'forbidden');
-    const crossOrigin = await app.api.post('/api/auth/tokens/generate', { name: 'x' }, { headers: { cookie, origin: 'https://evil.example' } });
+    const crossOrigin = await app.api.post(
+      '/api/auth/tokens/generate',
+      { name: 'x' },
+      { headers: { cookie, origin: 'https://evil.example' } },
+    );
     assert.equal(crossOrigin.status, 403);
-    const sameOrigin = await app.api.post('/api/auth/tokens/generate', { name: 'x' }, { headers: { cookie, origin: app.url, 'sec-fetch-site': 'same-origin' } });
+    const sameOrigin = await app.api.post(
+      '/api/auth/tokens/generate',
+      { name: 'x' },
+      { headers: { cookie, origin: app.url, 'sec-fetch-site': 'same-origin' } },
+    );
     assert.equal(sameOrigin.status, 201);
     // A Bearer token is not ambient authority: cross-site is fine.
-    const bearer = await app.api.post('/api/auth/tokens/generate', { name: 'x' }, { token: u.token, headers: { origin: 'https://evil.example' } });
+    const bearer = await app.api.post(
+      '/api/auth/tokens/generate',
+      { name: 'x' },
+      { token: u.token, headers: { origin: 'https://evil.example' } },
+    );
     assert.equal(bearer.status, 201);
     // Reads through the cookie are fine cross-site.
     assert.equal((await app.api.get('/api/me', { headers: { cookie, 'sec-fetch-site': 'cross-site' } })).status, 200);
@@ -246,17 +288,33 @@ test('passwords are stored with scrypt N=2^17, r=8, p=1 by default, hashed in th
   try {
     const hashes = () => prod.composed.passwordHashes.stats().completed;
     // A failed login first: it waits for the decoy hash the service makes at start.
-    assert.equal((await prod.api.post('/api/auth', { action: 'login', username: 'nobody_yet', password: 'whatever-1' })).status, 401);
+    assert.equal(
+      (await prod.api.post('/api/auth', { action: 'login', username: 'nobody_yet', password: 'whatever-1' })).status,
+      401,
+    );
     const before = hashes();
     const u = await registerUser(prod.api);
-    assert.equal(hashes(), before + 1, 'register hashed in the pool, not on libuv\'s threadpool');
-    const row = await prod.composed.db.db().selectFrom('users').select('password_hash').where('id', '=', u.id).executeTakeFirstOrThrow();
+    assert.equal(hashes(), before + 1, "register hashed in the pool, not on libuv's threadpool");
+    const row = await prod.composed.db
+      .db()
+      .selectFrom('users')
+      .select('password_hash')
+      .where('id', '=', u.id)
+      .executeTakeFirstOrThrow();
     assert.match(row.password_hash, /^scrypt\$131072\$8\$1\$[\w-]{22}\$[\w-]{43}$/);
     const ok = await prod.api.post('/api/auth', { action: 'login', username: u.username, password: u.password });
     assert.equal(ok.status, 200);
     assert.equal(hashes(), before + 2, 'login verified in the pool');
-    const wrongPassword = await prod.api.post('/api/auth', { action: 'login', username: u.username, password: 'not-the-password' });
-    const wrongUser = await prod.api.post('/api/auth', { action: 'login', username: 'nobody_here', password: 'not-the-password' });
+    const wrongPassword = await prod.api.post('/api/auth', {
+      action: 'login',
+      username: u.username,
+      password: 'not-the-password',
+    });
+    const wrongUser = await prod.api.post('/api/auth', {
+      action: 'login',
+      username: 'nobody_here',
+      password: 'not-the-password',
+    });
     assert.equal(wrongPassword.status, 401);
     assert.deepEqual(wrongUser.body, wrongPassword.body);
     assert.equal(hashes(), before + 4, 'an unknown user costs one production-cost scrypt too');
@@ -268,13 +326,21 @@ test('passwords are stored with scrypt N=2^17, r=8, p=1 by default, hashed in th
 test('behind a trusted HTTPS proxy the cookie is Secure; without TRUST_PROXY the header is ignored', async () => {
   const proxied = await startApp({ TRUST_PROXY: 'true' });
   try {
-    const r = await proxied.api.post('/api/auth', { action: 'register', email: 'sec@example.test', username: 'secure_one', password: 'password123' }, { headers: { 'x-forwarded-proto': 'https' } });
+    const r = await proxied.api.post(
+      '/api/auth',
+      { action: 'register', email: 'sec@example.test', username: 'secure_one', password: 'password123' },
+      { headers: { 'x-forwarded-proto': 'https' } },
+    );
     assert.equal(r.status, 201);
     assert.match(r.headers.get('set-cookie') ?? '', /;\s*secure/i);
   } finally {
     await proxied.close();
   }
-  const r = await app.api.post('/api/auth', { action: 'register', email: 'insec@example.test', username: 'insecure_one', password: 'password123' }, { headers: { 'x-forwarded-proto': 'https' } });
+  const r = await app.api.post(
+    '/api/auth',
+    { action: 'register', email: 'insec@example.test', username: 'insecure_one', password: 'password123' },
+    { headers: { 'x-forwarded-proto': 'https' } },
+  );
   assert.doesNotMatch(r.headers.get('set-cookie') ?? '', /secure/i);
 });
 
@@ -287,7 +353,10 @@ test('ADMIN_USERNAMES promotes accounts that exist when the server starts, and o
     // A restart (here a second process on the same database) with the variable set.
     const restarted = await startApp(
       { ADMIN_USERNAMES: 'EARLY_BOSS, not_yet_registered' },
-      { sharedDataDir: first.config.dataDir, ...(first.config.databaseUrl ? { databaseUrl: first.config.databaseUrl } : {}) },
+      {
+        sharedDataDir: first.config.dataDir,
+        ...(first.config.databaseUrl ? { databaseUrl: first.config.databaseUrl } : {}),
+      },
     );
     try {
       assert.equal((await restarted.api.get('/api/profile', { token: early.token })).body.user.role, 'admin');

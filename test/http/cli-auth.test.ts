@@ -23,15 +23,21 @@ after(async () => {
 const configFile = () => join(home, 'pixvote', 'config.json');
 const readConfig = async () => JSON.parse(await readFile(configFile(), 'utf8'));
 
-test('pixvote login with a wrong password fails with the server\'s message and saves nothing', async () => {
-  const r = await pixvote(['login', '--url', app.url, '--username', user.username, '--password-stdin'], { home, stdin: 'wrong password\n' });
+test("pixvote login with a wrong password fails with the server's message and saves nothing", async () => {
+  const r = await pixvote(['login', '--url', app.url, '--username', user.username, '--password-stdin'], {
+    home,
+    stdin: 'wrong password\n',
+  });
   assert.equal(r.code, 1);
   assert.match(r.stderr, /401 unauthorized: invalid credentials/);
   await assert.rejects(stat(configFile()), { code: 'ENOENT' });
 });
 
 test('pixvote login saves an API token (0600) so later commands need neither --url nor --token', async () => {
-  const r = await pixvote(['login', '--url', `${app.url}/`, '--username', user.username, '--password-stdin'], { home, stdin: `${user.password}\n` });
+  const r = await pixvote(['login', '--url', `${app.url}/`, '--username', user.username, '--password-stdin'], {
+    home,
+    stdin: `${user.password}\n`,
+  });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`logged in to ${app.url} as ${user.username}`));
   assert.equal((await stat(configFile())).mode & 0o777, 0o600);
@@ -86,7 +92,10 @@ test('--token overrides the saved login; pixvote logout revokes the saved token'
 });
 
 test('pixvote login --jwt keeps the JWT instead of creating an API token', async () => {
-  const r = await pixvote(['login', '--url', app.url, '--email', user.email.toUpperCase(), '--password-stdin', '--jwt'], { home, stdin: user.password });
+  const r = await pixvote(
+    ['login', '--url', app.url, '--email', user.email.toUpperCase(), '--password-stdin', '--jwt'],
+    { home, stdin: user.password },
+  );
   assert.equal(r.code, 0, r.stderr);
   const saved = (await readConfig()).servers[app.url];
   assert.equal(saved.kind, 'jwt');
@@ -100,9 +109,15 @@ test('pixvote login on 429 says at once, in one line, how long to wait, and save
   const strictHome = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
   try {
     const someone = await registerUser(strict.api);
-    const r = await pixvote(['login', '--url', strict.url, '--username', someone.username, '--password-stdin'], { home: strictHome, stdin: `${someone.password}\n` });
+    const r = await pixvote(['login', '--url', strict.url, '--username', someone.username, '--password-stdin'], {
+      home: strictHome,
+      stdin: `${someone.password}\n`,
+    });
     assert.equal(r.code, 75, r.stdout + r.stderr);
-    assert.match(r.stderr, /^pixvote: login refused for now \(429 rate_limited: .+\); try again in (\d+ min \d+ s|1 h 0 min), after \d\d:\d\d:\d\d UTC\n$/);
+    assert.match(
+      r.stderr,
+      /^pixvote: login refused for now \(429 rate_limited: .+\); try again in (\d+ min \d+ s|1 h 0 min), after \d\d:\d\d:\d\d UTC\n$/,
+    );
     assert.equal(r.stdout, '');
     await assert.rejects(stat(join(strictHome, 'pixvote', 'config.json')), { code: 'ENOENT' });
   } finally {

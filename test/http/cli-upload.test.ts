@@ -2,7 +2,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer as createTcpServer, connect, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import {
+  createServer as createTcpServer,
+  connect,
+  type AddressInfo,
+  type Server as TcpServer,
+  type Socket,
+} from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app.ts';
@@ -43,7 +49,22 @@ after(async () => {
 const summary = (stdout: string) => /done in [\d:]+: (.*) \(/.exec(stdout)?.[1];
 
 test('pixvote upload walks folders, waits out 429 as Retry-After says, reports the duplicate apart, and exits 0', async () => {
-  const r = await pixvote(['upload', photos, '--url', app.url, '--token', token, '--tags', 'Holiday,  Sea View ,holiday', '--private', '--concurrency', '2'], { home });
+  const r = await pixvote(
+    [
+      'upload',
+      photos,
+      '--url',
+      app.url,
+      '--token',
+      token,
+      '--tags',
+      'Holiday,  Sea View ,holiday',
+      '--private',
+      '--concurrency',
+      '2',
+    ],
+    { home },
+  );
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.equal(summary(r.stdout), '4 uploaded, 0 already uploaded, 1 duplicates, 0 failed');
   // Exactly the whole seconds of Retry-After, with the reason, and no retry used up by it.
@@ -58,13 +79,30 @@ test('pixvote upload walks folders, waits out 429 as Retry-After says, reports t
 
   const id = /uploaded {2}.*a\.jpg → ([0-9a-f-]{36})/.exec(r.stdout)?.[1];
   const upload = await app.api.get(`/api/upload/${id}`);
-  assert.deepEqual(upload.body.tags.map((t: { slug: string }) => t.slug), ['holiday', 'sea-view']);
+  assert.deepEqual(
+    upload.body.tags.map((t: { slug: string }) => t.slug),
+    ['holiday', 'sea-view'],
+  );
   assert.equal(upload.body.is_private, true);
 });
 
 test('a re-run uploads nothing new; a file that fails makes the exit status non-zero', async () => {
   await writeFile(join(photos, 'trip', 'broken.jpg'), await truncatedJpeg());
-  const r = await pixvote(['upload', photos, join(photos, 'notes.txt'), '--url', app.url, '--token', token, '--tags', 'holiday,sea view', '--private'], { home });
+  const r = await pixvote(
+    [
+      'upload',
+      photos,
+      join(photos, 'notes.txt'),
+      '--url',
+      app.url,
+      '--token',
+      token,
+      '--tags',
+      'holiday,sea view',
+      '--private',
+    ],
+    { home },
+  );
   assert.equal(r.code, 1, r.stdout + r.stderr);
   assert.equal(summary(r.stdout), '0 uploaded, 4 already uploaded, 1 duplicates, 1 failed, 1 skipped');
   assert.match(r.stdout, /failed:\n {2}.*broken\.jpg: invalid_image: /);
@@ -73,7 +111,9 @@ test('a re-run uploads nothing new; a file that fails makes the exit status non-
 });
 
 test('pixvote upload with a refused token stops at the first 401 and says so', async () => {
-  const r = await pixvote(['upload', photos, '--url', app.url, '--token', 'pv_not-a-token', '--concurrency', '1'], { home });
+  const r = await pixvote(['upload', photos, '--url', app.url, '--token', 'pv_not-a-token', '--concurrency', '1'], {
+    home,
+  });
   assert.equal(r.code, 1);
   assert.match(r.stdout, /unauthorized: token is invalid/);
   assert.match(r.stdout, /not sent: unauthorized/);
@@ -143,15 +183,22 @@ async function album(name: string, n: number, seed: number): Promise<string> {
 test('a Retry-After over --max-wait stops the run at once, says why, leaves the resume file; the next run skips what was done', async () => {
   const dir = await album('over-max-wait', 4, 8200);
   const limitedToken = await apiToken(limited.api, await registerUser(limited.api));
-  const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1'], { home });
+  const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1'], {
+    home,
+  });
   assert.equal(r.code, 75, r.stdout + r.stderr);
   // The wait and its reason, in one line, and no attempt at sitting through it.
-  assert.match(r.stdout, /^stopped: the server asks to wait (\d+ min \d+ s|1 h 0 min) \(429 rate_limited: .+\), longer than --max-wait 300 s; try again after .+ UTC$/m);
+  assert.match(
+    r.stdout,
+    /^stopped: the server asks to wait (\d+ min \d+ s|1 h 0 min) \(429 rate_limited: .+\), longer than --max-wait 300 s; try again after .+ UTC$/m,
+  );
   assert.doesNotMatch(r.stdout, /waiting .* before retrying/);
   assert.match(r.stdout, /stopped after [\d:]+: 2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 not sent \(/);
   assert.equal(await countUploads(limited), 2);
   // The resume file sits beside the config, named by server, inputs and options.
-  const resumeFile = /^resume file: (.+\.json) \(2 files done\); run the same command again to go on$/m.exec(r.stdout)?.[1];
+  const resumeFile = /^resume file: (.+\.json) \(2 files done\); run the same command again to go on$/m.exec(
+    r.stdout,
+  )?.[1];
   assert.ok(resumeFile, r.stdout);
   assert.ok(resumeFile.startsWith(join(home, 'pixvote', 'resume')), resumeFile);
   assert.equal((await stat(resumeFile)).mode & 0o777, 0o600);
@@ -175,13 +222,29 @@ test('SIGINT mid-run prints the summary, keeps the resume file and exits 130', a
   const limitedToken = await apiToken(limited.api, await registerUser(limited.api));
   const resumeFile = join(home, 'interrupted.resume.json');
   let signalled = false;
-  const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1', '--max-wait', '7200', '--resume', resumeFile], {
-    home,
-    // Interrupted while it waits out the hour-long Retry-After of the third file.
-    onStdout: (chunk, child) => {
-      if (!signalled && /waiting \d+\.0 s before retrying/.test(chunk)) signalled = child.kill('SIGINT');
+  const r = await pixvote(
+    [
+      'upload',
+      dir,
+      '--url',
+      limited.url,
+      '--token',
+      limitedToken,
+      '--concurrency',
+      '1',
+      '--max-wait',
+      '7200',
+      '--resume',
+      resumeFile,
+    ],
+    {
+      home,
+      // Interrupted while it waits out the hour-long Retry-After of the third file.
+      onStdout: (chunk, child) => {
+        if (!signalled && /waiting \d+\.0 s before retrying/.test(chunk)) signalled = child.kill('SIGINT');
+      },
     },
-  });
+  );
   assert.ok(signalled, r.stdout);
   assert.equal(r.code, 130, r.stdout + r.stderr);
   assert.match(r.stdout, /429 rate_limited: .+; as Retry-After asks/);

@@ -53,7 +53,10 @@ test("the Dockerfile's CMD (npm start's node command line) serves /healthz; the 
     server.kill('SIGTERM');
     const exit = await server.exited;
     assert.equal(exit.code, 0, 'SIGTERM drains the server to exit 0');
-    assert.ok(server.logs.some((l) => l.msg === 'closed'), 'a graceful shutdown');
+    assert.ok(
+      server.logs.some((l) => l.msg === 'closed'),
+      'a graceful shutdown',
+    );
     assert.equal(probe(healthcheck, port), 1, 'HEALTHCHECK fails once nothing serves');
   } finally {
     server.kill('SIGKILL');

@@ -22,7 +22,11 @@ function trickle(url: string, token: string, jpeg: Buffer): void {
   const head = `--${boundary}\r\ncontent-disposition: form-data; name="upload_type"\r\n\r\nimage\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="t.jpg"\r\ncontent-type: image/jpeg\r\n\r\n`;
   const req = request(`${url}/api/v1/upload`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + jpeg.length + 40) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(head.length + jpeg.length + 40),
+    },
   });
   req.on('error', () => {});
   req.write(head);
@@ -37,10 +41,14 @@ async function consistency(dataDir: string, databaseUrl: string | null, accepted
     for (const id of accepted) assert.ok(ids.has(id), `upload ${id} answered 201 before the crash and is still there`);
     const keys = new Set(rows.map((r) => r.media_key).filter(Boolean));
     for (const key of keys) {
-      for (const v of VARIANTS) await access(join(dataDir, 'media', key!.slice(0, 2), `${key}.${v}.webp`)).catch(() => assert.fail(`row with media ${key} lacks its ${v} file`));
+      for (const v of VARIANTS)
+        await access(join(dataDir, 'media', key!.slice(0, 2), `${key}.${v}.webp`)).catch(() =>
+          assert.fail(`row with media ${key} lacks its ${v} file`),
+        );
     }
     const disk = await diskStateOf(dataDir);
-    for (const file of disk.media) assert.ok(keys.has(basename(file).split('.')[0]!), `file ${basename(file)} has a row`);
+    for (const file of disk.media)
+      assert.ok(keys.has(basename(file).split('.')[0]!), `file ${basename(file)} has a row`);
     assert.deepEqual(disk.staging, [], 'the start-up sweep left nothing staged');
     assert.deepEqual(disk.tmp, [], 'the start-up sweep left no temp file');
     const garbage = await db.db().selectFrom('media_garbage').select('media_key').execute();
@@ -78,7 +86,9 @@ test('SIGKILL while uploads stream in, while they are in the pipeline, and right
   try {
     let s = await restart();
     const user: TestUser = await registerUser(s.api);
-    const images = await Promise.all(Array.from({ length: 8 }, (_, i) => photoJpeg({ width: 2400, height: 1800, seed: 1300 + i, metadata: false })));
+    const images = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => photoJpeg({ width: 2400, height: 1800, seed: 1300 + i, metadata: false })),
+    );
 
     // 1. While uploads stream in: bodies half sent.
     for (const img of images.slice(0, 3)) trickle(s.url, user.token, img);
@@ -103,7 +113,9 @@ test('SIGKILL while uploads stream in, while they are in the pipeline, and right
     await consistency(dataDir, database?.url ?? null, accepted);
 
     // 3. Right after commits: eight lanes of small uploads back to back, killed mid-stream.
-    const small = await Promise.all(Array.from({ length: 16 }, (_, i) => photoJpeg({ width: 320, height: 240, seed: 1400 + i, metadata: false })));
+    const small = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => photoJpeg({ width: 320, height: 240, seed: 1400 + i, metadata: false })),
+    );
     const before = accepted.length;
     let n = 0;
     let running = true;
@@ -112,8 +124,17 @@ test('SIGKILL while uploads stream in, while they are in the pipeline, and right
         const i = n++;
         const img = small[i % small.length]!;
         // Distinct bytes each time (a changed JPEG comment), so none is a duplicate.
-        const bytes = Buffer.concat([img.subarray(0, 2), Buffer.from([0xff, 0xfe, 0, 8]), Buffer.from(String(i).padStart(6, '0')), img.subarray(2)]);
-        await track(i % 3 ? uploadImage(s.api, user.token, bytes) : uploadFields(s.api, user.token, { upload_type: 'link', external_url: `https://example.com/c${i}` }));
+        const bytes = Buffer.concat([
+          img.subarray(0, 2),
+          Buffer.from([0xff, 0xfe, 0, 8]),
+          Buffer.from(String(i).padStart(6, '0')),
+          img.subarray(2),
+        ]);
+        await track(
+          i % 3
+            ? uploadImage(s.api, user.token, bytes)
+            : uploadFields(s.api, user.token, { upload_type: 'link', external_url: `https://example.com/c${i}` }),
+        );
       }
     };
     const lanes = Array.from({ length: 8 }, lane);
@@ -159,9 +180,11 @@ test('a crash between the database commit and the rename into place: start-up mo
 
     const second = await startApp({}, shared);
     try {
-      for (const f of files) await access(join(dataDir, 'media', shard, f)).catch(() => assert.fail(`${f} was not moved into place`));
+      for (const f of files)
+        await access(join(dataDir, 'media', shard, f)).catch(() => assert.fail(`${f} was not moved into place`));
       assert.deepEqual((await diskStateOf(dataDir)).staging, [], 'nothing left staged');
-      for (const size of ['thumb', 'medium', 'full']) assert.equal((await second.api.get(`/api/image/${up.body.id}?size=${size}`)).status, 200);
+      for (const size of ['thumb', 'medium', 'full'])
+        assert.equal((await second.api.get(`/api/image/${up.body.id}?size=${size}`)).status, 200);
     } finally {
       await second.close();
     }

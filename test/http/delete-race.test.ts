@@ -26,17 +26,35 @@ const SIZES = ['thumb', 'medium', 'full'] as const;
 
 /** Every row's stored files are in place, every stored file belongs to a row, and no release is pending. */
 async function assertRowsAndFilesAgree(): Promise<void> {
-  const rows = await app.composed.db.db().selectFrom('uploads').select('media_key').where('media_key', 'is not', null).execute();
+  const rows = await app.composed.db
+    .db()
+    .selectFrom('uploads')
+    .select('media_key')
+    .where('media_key', 'is not', null)
+    .execute();
   const keys = new Set(rows.map((r) => r.media_key as string));
   const onDisk = new Set((await diskState(app)).media.map((f) => /([0-9a-f-]{36})\.\w+\.webp$/.exec(f)![1]!));
-  assert.deepEqual([...onDisk].filter((k) => !keys.has(k)), [], 'no stored file outlives its last row');
-  assert.deepEqual([...keys].filter((k) => !onDisk.has(k)), [], 'every row has its files');
+  assert.deepEqual(
+    [...onDisk].filter((k) => !keys.has(k)),
+    [],
+    'no stored file outlives its last row',
+  );
+  assert.deepEqual(
+    [...keys].filter((k) => !onDisk.has(k)),
+    [],
+    'every row has its files',
+  );
   const garbage = await app.composed.db.db().selectFrom('media_garbage').select('media_key').execute();
   assert.deepEqual(garbage, [], 'no release is left pending');
 }
 
 async function mediaKeyOf(id: string): Promise<string | undefined> {
-  const row = await app.composed.db.db().selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
+  const row = await app.composed.db
+    .db()
+    .selectFrom('uploads')
+    .select('media_key')
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row?.media_key as string | undefined;
 }
 
@@ -52,7 +70,7 @@ async function brokenParts(id: string): Promise<string[]> {
   return broken;
 }
 
-describe("deleting a private upload while another user uploads the same bytes", () => {
+describe('deleting a private upload while another user uploads the same bytes', () => {
   test('150 races: every accepted upload keeps its record and all its image sizes; rows and files agree', async (t) => {
     const PAIRS = 150;
     const LANES = 6;
@@ -73,7 +91,9 @@ describe("deleting a private upload while another user uploads the same bytes", 
         const delay = ((i % 25) / 20) * (performance.now() - started);
         const hiddenKey = await mediaKeyOf(hidden.body.id);
         const [gone, twin] = await Promise.all([
-          new Promise((r) => setTimeout(r, delay)).then(() => app.api.del(`/api/upload/${hidden.body.id}`, { token: a.token })),
+          new Promise((r) => setTimeout(r, delay)).then(() =>
+            app.api.del(`/api/upload/${hidden.body.id}`, { token: a.token }),
+          ),
           uploadImage(app.api, b.token, bytes),
         ]);
         assert.equal(gone.status, 200, gone.text);
@@ -96,7 +116,10 @@ describe("deleting a private upload while another user uploads the same bytes", 
 describe("re-uploading bytes that exist only as another user's private upload", () => {
   /** Runs of the encoding stage so far (read from the registry itself: the /metrics rendering may be cached). */
   const encodeRuns = async () =>
-    Number(/^pixvote_pipeline_stage_duration_seconds_count\{stage="encode"\} (\d+)$/m.exec(await currentMetrics(app))?.[1] ?? 0);
+    Number(
+      /^pixvote_pipeline_stage_duration_seconds_count\{stage="encode"\} (\d+)$/m.exec(await currentMetrics(app))?.[1] ??
+        0,
+    );
 
   /** The answer with what must differ between two uploads (their ids, owners, times, own names) taken out. */
   const comparable = (r: Reply) => {
@@ -106,7 +129,13 @@ describe("re-uploading bytes that exist only as another user's private upload", 
     assert.match(filename, /^[0-9a-f-]{36}\.webp$/);
     const volatile = new Set(['date', 'x-request-id', 'location', 'etag']);
     const headers = [...r.headers].filter(([k]) => !volatile.has(k) && !k.startsWith('ratelimit-'));
-    return { status: r.status, headerNames: [...r.headers.keys()].sort(), headers, body: { ...rest, image }, length: r.text.length };
+    return {
+      status: r.status,
+      headerNames: [...r.headers.keys()].sort(),
+      headers,
+      body: { ...rest, image },
+      length: r.text.length,
+    };
   };
 
   test('answers as a brand-new upload: same status, headers, fields, values and length, after the same pipeline work', async () => {
@@ -125,7 +154,10 @@ describe("re-uploading bytes that exist only as another user's private upload", 
     assert.equal((await diskState(app)).media.length, media, 'the stored files are shared (this is the twin path)');
     assert.deepEqual(comparable(twin), comparable(fresh));
     assert.equal(twin.body.username, bob.username);
-    assert.ok(!twin.text.includes(fresh.body.id) && !twin.text.includes(fresh.body.filename.slice(0, 36)), 'nothing names or ties to the private upload');
+    assert.ok(
+      !twin.text.includes(fresh.body.id) && !twin.text.includes(fresh.body.filename.slice(0, 36)),
+      'nothing names or ties to the private upload',
+    );
     // No shortcut: the twin went through the same worker pipeline (its timing is a fresh upload's).
     assert.equal(runs1 - runs0, 1);
     assert.equal((await encodeRuns()) - runs1, 1, 'the twin was encoded like a fresh upload');
@@ -137,23 +169,49 @@ describe("re-uploading bytes that exist only as another user's private upload", 
 describe('the media sweep at start-up', () => {
   test('removes journalled files no row references, and never the files of a row', async () => {
     const owner = await registerUser(app.api);
-    const kept = await uploadImage(app.api, owner.token, await photoJpeg({ width: 64, height: 48, seed: 4242, metadata: false }));
+    const kept = await uploadImage(
+      app.api,
+      owner.token,
+      await photoJpeg({ width: 64, height: 48, seed: 4242, metadata: false }),
+    );
     assert.equal(kept.status, 201, kept.text);
     const keptKey = (await mediaKeyOf(kept.body.id))!;
     // A process killed between a delete's commit and its unlink leaves journalled files without a row.
     const orphanKey = randomUUID();
-    const orphanFiles = SIZES.map((v) => join(app.config.dataDir, 'media', orphanKey.slice(0, 2), `${orphanKey}.${v}.webp`));
+    const orphanFiles = SIZES.map((v) =>
+      join(app.config.dataDir, 'media', orphanKey.slice(0, 2), `${orphanKey}.${v}.webp`),
+    );
     await mkdir(dirname(orphanFiles[0]!), { recursive: true });
     for (const f of orphanFiles) await writeFile(f, 'x');
     // And a journal entry for files a row references (stale, as a release that lost a race would leave it).
     const at = app.composed.db.dialect.date(new Date());
-    await app.composed.db.db().insertInto('media_garbage').values([{ media_key: orphanKey, created_at: at }, { media_key: keptKey, created_at: at }]).execute();
+    await app.composed.db
+      .db()
+      .insertInto('media_garbage')
+      .values([
+        { media_key: orphanKey, created_at: at },
+        { media_key: keptKey, created_at: at },
+      ])
+      .execute();
     // The next process to start sweeps (here a second one, on the same database and media).
-    const restarted = await startApp({}, { sharedDataDir: app.config.dataDir, ...(app.config.databaseUrl ? { databaseUrl: app.config.databaseUrl } : {}) });
+    const restarted = await startApp(
+      {},
+      { sharedDataDir: app.config.dataDir, ...(app.config.databaseUrl ? { databaseUrl: app.config.databaseUrl } : {}) },
+    );
     try {
-      for (const size of SIZES) assert.equal((await restarted.api.get(`/api/image/${kept.body.id}?size=${size}`)).status, 200, `${size} of a live upload`);
-      for (const f of orphanFiles) await assert.rejects(stat(f), { code: 'ENOENT' }, 'journalled files without a row are removed');
-      assert.deepEqual(await app.composed.db.db().selectFrom('media_garbage').select('media_key').execute(), [], 'the journal is cleared');
+      for (const size of SIZES)
+        assert.equal(
+          (await restarted.api.get(`/api/image/${kept.body.id}?size=${size}`)).status,
+          200,
+          `${size} of a live upload`,
+        );
+      for (const f of orphanFiles)
+        await assert.rejects(stat(f), { code: 'ENOENT' }, 'journalled files without a row are removed');
+      assert.deepEqual(
+        await app.composed.db.db().selectFrom('media_garbage').select('media_key').execute(),
+        [],
+        'the journal is cleared',
+      );
     } finally {
       await restarted.close();
     }

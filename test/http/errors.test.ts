@@ -23,7 +23,10 @@ test('unknown routes get a JSON 404 not_found', async () => {
 });
 
 test('malformed JSON is 400 invalid_request', async () => {
-  const r = await app.api.post('/api/auth', undefined, { raw: '{"action": "login",', headers: { 'content-type': 'application/json' } });
+  const r = await app.api.post('/api/auth', undefined, {
+    raw: '{"action": "login",',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(r.status, 400);
   assert.equal(r.body.error, 'invalid_request');
   assert.match(r.body.message, /JSON/);
@@ -32,7 +35,11 @@ test('malformed JSON is 400 invalid_request', async () => {
 test('a JSON body over 1 MiB is 413 payload_too_large naming the limit', async () => {
   const u = await registerUser(app.api);
   const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024) });
-  const r = await app.api.post('/api/auth/tokens/generate', undefined, { raw: big, token: u.token, headers: { 'content-type': 'application/json' } });
+  const r = await app.api.post('/api/auth/tokens/generate', undefined, {
+    raw: big,
+    token: u.token,
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(r.status, 413);
   assert.equal(r.body.error, 'payload_too_large');
   assert.match(r.body.message, /1 MiB/);
@@ -53,7 +60,10 @@ test('every response carries X-Request-Id; a sane client id is echoed, an insane
   assert.equal(sane.headers.get('x-request-id'), 'client-123.abc');
   const insane = await app.api.get('/healthz', { headers: { 'x-request-id': 'x'.repeat(200) } });
   assert.match(insane.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
-  const error = await app.api.get('/nope', { headers: { 'x-request-id': 'err-1' }, unchecked: 'probes an unknown route' });
+  const error = await app.api.get('/nope', {
+    headers: { 'x-request-id': 'err-1' },
+    unchecked: 'probes an unknown route',
+  });
   assert.equal(error.headers.get('x-request-id'), 'err-1');
 });
 
@@ -128,11 +138,19 @@ test('GET /healthz and /readyz', async () => {
 
 test('a NUL character in any text input is 400 invalid_request naming the field, never a 500, and stores nothing', async () => {
   const u = await registerUser(app.api);
-  const link = await app.api.post('/api/upload', { upload_type: 'link', external_url: 'https://example.com/nul', description: 'a\u0000b' }, { token: u.token });
+  const link = await app.api.post(
+    '/api/upload',
+    { upload_type: 'link', external_url: 'https://example.com/nul', description: 'a\u0000b' },
+    { token: u.token },
+  );
   assert.equal(link.status, 400, link.text);
   assert.equal(link.body.error, 'invalid_request');
   assert.match(link.body.message, /description contains a NUL/);
-  const login = await app.api.post('/api/auth', { action: 'login', email: 'x\u0000@example.com', password: 'whatever123' });
+  const login = await app.api.post('/api/auth', {
+    action: 'login',
+    email: 'x\u0000@example.com',
+    password: 'whatever123',
+  });
   assert.equal(login.status, 400, login.text);
   const token = await app.api.post('/api/auth/tokens/generate', { name: 'bot\u0000' }, { token: u.token });
   assert.equal(token.status, 400, token.text);
@@ -141,11 +159,19 @@ test('a NUL character in any text input is 400 invalid_request naming the field,
     assert.equal(r.status, 400, `${path}: ${r.text}`);
     assert.equal(r.body.error, 'invalid_request');
   }
-  const own = await app.api.post('/api/upload', { upload_type: 'link', external_url: 'https://example.com/nul-ok' }, { token: u.token });
+  const own = await app.api.post(
+    '/api/upload',
+    { upload_type: 'link', external_url: 'https://example.com/nul-ok' },
+    { token: u.token },
+  );
   assert.equal(own.status, 201);
   const del = await app.api.del(`/api/uploads/${own.body.id}/tags/a%00b`, { token: u.token });
   assert.ok(del.status === 400 || del.status === 404, `${del.status} ${del.text}`);
-  assert.deepEqual((await app.api.get(`/api/profile`, { token: u.token })).body.uploads.map((x: { id: string }) => x.id), [own.body.id], 'nothing else was stored');
+  assert.deepEqual(
+    (await app.api.get(`/api/profile`, { token: u.token })).body.uploads.map((x: { id: string }) => x.id),
+    [own.body.id],
+    'nothing else was stored',
+  );
 });
 
 describe('errors raised below the app get the contract body, an X-Request-Id and a closed connection', () => {
@@ -160,7 +186,9 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
   };
   /** Entries under DATA_DIR/tmp, directories included (instance heartbeats aside). */
   const tmpEntries = async (dataDir: string): Promise<string[]> =>
-    (await readdir(join(dataDir, 'tmp'), { recursive: true }).catch(() => [] as string[])).filter((e) => !e.endsWith('.alive') && e.includes('/'));
+    (await readdir(join(dataDir, 'tmp'), { recursive: true }).catch(() => [] as string[])).filter(
+      (e) => !e.endsWith('.alive') && e.includes('/'),
+    );
 
   test('a malformed request line → 400 invalid_request', async () => {
     const c = await openRaw(app.url);
@@ -198,7 +226,9 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
       for (const token of [u.token, null]) {
         const c = await openRaw(app.url);
         const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
-        c.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: ${type}\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
+        c.write(
+          `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: ${type}\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
+        );
         // Not a byte of the body is sent: the answer comes from the headers.
         const r = await c.reply();
         assertContract(r, 413, 'payload_too_large', /52428800 bytes/);
@@ -210,14 +240,18 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
   test('a JSON body declared over 1 MiB → 413 at once naming the JSON limit', async () => {
     const u = await registerUser(app.api);
     const c = await openRaw(app.url);
-    c.write(`POST /api/auth/tokens/generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{"name":"`);
+    c.write(
+      `POST /api/auth/tokens/generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{"name":"`,
+    );
     assertContract(await c.reply(), 413, 'payload_too_large', /JSON body is 2097152 bytes; the limit is 1 MiB/);
     await c.closed();
   });
 
   test('Expect: 100-continue with a declared body too large → 413 instead of 100 Continue', async () => {
     const c = await openRaw(app.url);
-    c.write(`POST /api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\nExpect: 100-continue\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
+    c.write(
+      `POST /api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\nExpect: 100-continue\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
+    );
     assertContract(await c.reply(), 413, 'payload_too_large', /at most/);
     await c.closed();
   });
@@ -237,7 +271,9 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
         .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     const before = await finished();
     const c = await openRaw(app.url);
-    c.write(`POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`);
+    c.write(
+      `POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`,
+    );
     c.write(body);
     const r = await c.reply();
     assert.equal(r.status, 400, r.text);

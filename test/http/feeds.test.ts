@@ -14,13 +14,18 @@ let bob: TestUser;
 const ids: string[] = [];
 
 const link = (u: TestUser, fields: Record<string, string> = {}) =>
-  uploadFields(app.api, u.token, { upload_type: 'link', external_url: `https://example.com/${randomBytes(4).toString('hex')}`, ...fields });
+  uploadFields(app.api, u.token, {
+    upload_type: 'link',
+    external_url: `https://example.com/${randomBytes(4).toString('hex')}`,
+    ...fields,
+  });
 /** Waits until the app's Redis feed cache has its subscription confirmed. */
 async function pushed(t: TestApp): Promise<void> {
   for (let i = 0; i < 500 && !t.composed.feedCache?.pushed; i++) await new Promise((r) => setTimeout(r, 10));
   assert.ok(t.composed.feedCache?.pushed, 'the feed cache trusts pushed generations');
 }
-const vote = (u: TestUser, id: string, value: string) => app.api.post('/api/vote', { uploadId: id, vote: value }, { token: u.token });
+const vote = (u: TestUser, id: string, value: string) =>
+  app.api.post('/api/vote', { uploadId: id, vote: value }, { token: u.token });
 
 before(async () => {
   app = await startApp();
@@ -44,7 +49,10 @@ describe('GET /api/uploads', () => {
     assert.equal(r.body.limit, 12);
     assert.equal(r.body.has_more, true);
     assert.equal(r.body.uploads.length, 12);
-    assert.deepEqual(r.body.uploads.map((u: { id: string }) => u.id), [...ids].reverse().slice(0, 12));
+    assert.deepEqual(
+      r.body.uploads.map((u: { id: string }) => u.id),
+      [...ids].reverse().slice(0, 12),
+    );
     assert.equal(r.headers.get('cache-control'), 'public, max-age=120');
     assert.ok(r.headers.get('etag'));
     const page2 = await app.api.get('/api/uploads?page=2');
@@ -80,13 +88,21 @@ describe('GET /api/uploads', () => {
   test('filters: tag, user, type', async () => {
     const byTag = await app.api.get('/api/uploads?tag=three&limit=50');
     assert.equal(byTag.body.uploads.length, 5);
-    assert.ok(byTag.body.uploads.every((u: { tags: Array<{ slug: string }> }) => u.tags.some((t) => t.slug === 'three')));
+    assert.ok(
+      byTag.body.uploads.every((u: { tags: Array<{ slug: string }> }) => u.tags.some((t) => t.slug === 'three')),
+    );
     const b = await link(bob);
     const byUser = await app.api.get('/api/uploads?user=FEED_BOB');
-    assert.deepEqual(byUser.body.uploads.map((u: { id: string }) => u.id), [b.body.id]);
+    assert.deepEqual(
+      byUser.body.uploads.map((u: { id: string }) => u.id),
+      [b.body.id],
+    );
     const img = await uploadImage(app.api, bob.token, await photoJpeg({ seed: 801 }));
     const images = await app.api.get('/api/uploads?type=image');
-    assert.deepEqual(images.body.uploads.map((u: { id: string }) => u.id), [img.body.id]);
+    assert.deepEqual(
+      images.body.uploads.map((u: { id: string }) => u.id),
+      [img.body.id],
+    );
     const links = await app.api.get('/api/uploads?type=link&limit=50');
     assert.ok(links.body.uploads.every((u: { upload_type: string }) => u.upload_type === 'link'));
     assert.equal((await app.api.get('/api/uploads?tag=nope')).body.uploads.length, 0);
@@ -129,63 +145,93 @@ describe('server-side cache invalidation', () => {
     assert.notEqual(recent.body.items[0].id, fresh.body.id);
   });
 
-  test('with Redis, a write through one process shows on the next read through another', { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' }, async () => {
-    const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
-    const a = await startApp({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
-    const b = await startApp({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix }, { databaseUrl: a.config.databaseUrl! });
-    try {
-      const u = await registerUser(a.api);
-      await uploadFields(a.api, u.token, { upload_type: 'link', external_url: 'https://example.com/x1' });
-      const before = await b.api.get('/api/uploads');
-      assert.equal(before.body.uploads.length, 1);
-      const second = await uploadFields(a.api, u.token, { upload_type: 'link', external_url: 'https://example.com/x2' });
-      const afterWrite = await b.api.get('/api/uploads');
-      assert.equal(afterWrite.body.uploads[0].id, second.body.id);
-      await a.api.post('/api/vote', { uploadId: second.body.id, vote: 'fucks' }, { token: u.token });
-      assert.equal((await b.api.get('/api/uploads')).body.uploads[0].upvotes, 1);
-      // Again and again, once B trusts the generations Redis pushes to it (no round trip per read): a vote
-      // flipped through A, then at once a read through B. (Without the writer's second round trip to Redis,
-      // 7 reads in 400 were stale on a loaded machine.)
-      await pushed(b);
-      for (let i = 0; i < 100; i++) {
-        await b.api.get('/api/uploads');
-        assert.equal((await a.api.post('/api/vote', { uploadId: second.body.id, vote: i % 2 ? 'fucks' : 'none' }, { token: u.token })).status, 200);
-        assert.equal((await b.api.get('/api/uploads')).body.uploads[0].upvotes, i % 2 ? 1 : 0, `flip ${i} shows through B at once`);
-      }
-    } finally {
-      await b.close();
-      await a.close();
-    }
-  });
-
-  test('with Redis, a cached read costs no Redis round trip of its own', { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' }, async () => {
-    const redis = app.composed.redis!;
-    await app.api.get('/api/uploads');
-    await pushed(app);
-    const sent: string[] = [];
-    const send = redis.sendCommand.bind(redis);
-    redis.sendCommand = ((command: { name: string }, stream?: unknown) => {
-      sent.push(command.name);
-      return send(command as never, stream as never);
-    });
-    const started = performance.now();
-    try {
-      // 200 reads over 8 connections, as a busy client sends them.
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          for (let i = 0; i < 25; i++) assert.equal((await app.api.get('/api/uploads')).status, 200);
-        }),
+  test(
+    'with Redis, a write through one process shows on the next read through another',
+    { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' },
+    async () => {
+      const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+      const a = await startApp({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
+      const b = await startApp(
+        { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },
+        { databaseUrl: a.config.databaseUrl! },
       );
-    } finally {
-      redis.sendCommand = send;
-    }
-    const seconds = (performance.now() - started) / 1000;
-    // The generation is pushed: asked for only by the once-a-second recheck. The general limit goes in
-    // batches (one command per 25 ms, or per 512 reads of a key): before, every read sent two commands.
-    const gets = sent.filter((name) => name === 'get').length;
-    assert.ok(gets <= Math.ceil(seconds) + 1, `${gets} GETs in ${seconds.toFixed(2)} s`);
-    assert.ok(sent.length - gets <= 100, `${sent.length} Redis commands for 200 cached reads: ${[...new Set(sent)].join(', ')}`);
-  });
+      try {
+        const u = await registerUser(a.api);
+        await uploadFields(a.api, u.token, { upload_type: 'link', external_url: 'https://example.com/x1' });
+        const before = await b.api.get('/api/uploads');
+        assert.equal(before.body.uploads.length, 1);
+        const second = await uploadFields(a.api, u.token, {
+          upload_type: 'link',
+          external_url: 'https://example.com/x2',
+        });
+        const afterWrite = await b.api.get('/api/uploads');
+        assert.equal(afterWrite.body.uploads[0].id, second.body.id);
+        await a.api.post('/api/vote', { uploadId: second.body.id, vote: 'fucks' }, { token: u.token });
+        assert.equal((await b.api.get('/api/uploads')).body.uploads[0].upvotes, 1);
+        // Again and again, once B trusts the generations Redis pushes to it (no round trip per read): a vote
+        // flipped through A, then at once a read through B. (Without the writer's second round trip to Redis,
+        // 7 reads in 400 were stale on a loaded machine.)
+        await pushed(b);
+        for (let i = 0; i < 100; i++) {
+          await b.api.get('/api/uploads');
+          assert.equal(
+            (
+              await a.api.post(
+                '/api/vote',
+                { uploadId: second.body.id, vote: i % 2 ? 'fucks' : 'none' },
+                { token: u.token },
+              )
+            ).status,
+            200,
+          );
+          assert.equal(
+            (await b.api.get('/api/uploads')).body.uploads[0].upvotes,
+            i % 2 ? 1 : 0,
+            `flip ${i} shows through B at once`,
+          );
+        }
+      } finally {
+        await b.close();
+        await a.close();
+      }
+    },
+  );
+
+  test(
+    'with Redis, a cached read costs no Redis round trip of its own',
+    { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' },
+    async () => {
+      const redis = app.composed.redis!;
+      await app.api.get('/api/uploads');
+      await pushed(app);
+      const sent: string[] = [];
+      const send = redis.sendCommand.bind(redis);
+      redis.sendCommand = (command: { name: string }, stream?: unknown) => {
+        sent.push(command.name);
+        return send(command as never, stream as never);
+      };
+      const started = performance.now();
+      try {
+        // 200 reads over 8 connections, as a busy client sends them.
+        await Promise.all(
+          Array.from({ length: 8 }, async () => {
+            for (let i = 0; i < 25; i++) assert.equal((await app.api.get('/api/uploads')).status, 200);
+          }),
+        );
+      } finally {
+        redis.sendCommand = send;
+      }
+      const seconds = (performance.now() - started) / 1000;
+      // The generation is pushed: asked for only by the once-a-second recheck. The general limit goes in
+      // batches (one command per 25 ms, or per 512 reads of a key): before, every read sent two commands.
+      const gets = sent.filter((name) => name === 'get').length;
+      assert.ok(gets <= Math.ceil(seconds) + 1, `${gets} GETs in ${seconds.toFixed(2)} s`);
+      assert.ok(
+        sent.length - gets <= 100,
+        `${sent.length} Redis commands for 200 cached reads: ${[...new Set(sent)].join(', ')}`,
+      );
+    },
+  );
 });
 
 test('GET /api/items-recent', async () => {
@@ -201,7 +247,11 @@ test('GET /api/items-recent', async () => {
 test('GET /api/profile: the user, stats and own uploads including private ones', async () => {
   const u = await registerUser(app.api);
   const pub = await uploadFields(app.api, u.token, { upload_type: 'link', external_url: 'https://example.com/p1' });
-  const priv = await uploadFields(app.api, u.token, { upload_type: 'link', external_url: 'https://example.com/p2', is_private: 'true' });
+  const priv = await uploadFields(app.api, u.token, {
+    upload_type: 'link',
+    external_url: 'https://example.com/p2',
+    is_private: 'true',
+  });
   await vote(alice, pub.body.id, 'fucks');
   await vote(bob, pub.body.id, 'does_not_fuck');
   await vote(u, ids[3]!, 'fucks');
@@ -210,7 +260,10 @@ test('GET /api/profile: the user, stats and own uploads including private ones',
   assert.equal(r.body.user.id, u.id);
   assert.equal(r.body.user.email, u.email);
   assert.deepEqual(r.body.stats, { uploads: 2, upvotes_received: 1, downvotes_received: 1, votes_cast: 1 });
-  assert.deepEqual(r.body.uploads.map((x: { id: string }) => x.id), [priv.body.id, pub.body.id]);
+  assert.deepEqual(
+    r.body.uploads.map((x: { id: string }) => x.id),
+    [priv.body.id, pub.body.id],
+  );
   assert.equal(r.headers.get('cache-control'), 'private, max-age=30');
   assert.ok(r.headers.get('etag'));
   assert.equal((await app.api.get('/api/profile')).status, 401);

@@ -65,15 +65,27 @@ test('HUMAN_POLICY=reject: a GIF showing a person on frame 2 of 5 only → 400 h
 
 test('HUMAN_POLICY=reject: the same GIF without the person is stored, animated, with a low score', async () => {
   const u = await registerUser(reject.api);
-  const r = await uploadImage(reject.api, u.token, await personGif({ frames: 5, personAt: null, background: 'allium-flower' }), {}, 'flower.gif');
+  const r = await uploadImage(
+    reject.api,
+    u.token,
+    await personGif({ frames: 5, personAt: null, background: 'allium-flower' }),
+    {},
+    'flower.gif',
+  );
   assert.equal(r.status, 201, r.text);
   assert.equal(r.body.image.animated, true);
   assert.ok(r.body.image.human_score < 0.2, `scored ${r.body.image.human_score}`);
 });
 
-test('HUMAN_POLICY=flag: a GIF with a person on one frame is stored with that frame\'s score', async () => {
+test("HUMAN_POLICY=flag: a GIF with a person on one frame is stored with that frame's score", async () => {
   const u = await registerUser(flag.api);
-  const r = await uploadImage(flag.api, u.token, await personGif({ frames: 5, personAt: 3, background: 'kitten-in-leaves' }), {}, 'kitten.gif');
+  const r = await uploadImage(
+    flag.api,
+    u.token,
+    await personGif({ frames: 5, personAt: 3, background: 'kitten-in-leaves' }),
+    {},
+    'kitten.gif',
+  );
   assert.equal(r.status, 201, r.text);
   assert.ok(r.body.image.human_score >= 0.2, `scored ${r.body.image.human_score}`);
 });

@@ -74,7 +74,13 @@ async function scenario(seed: number, fn: (t: Scenario) => Promise<void>) {
     FETCH_TIMEOUT_MS: '120000',
     RATE_LIMIT_AUTH: '1000/15m',
     RATE_LIMIT_UPLOAD: '1000/1h',
-    ...(database ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:` } : {}),
+    ...(database
+      ? {
+          DATABASE_URL: database.url,
+          REDIS_URL: TEST_REDIS_URL,
+          REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+        }
+      : {}),
   };
   let server: ServerProcess | null = null;
   const uploadRows = async () => {
@@ -113,7 +119,10 @@ function sendWithKey(api: Client, token: string, imageUrl: string, key: string) 
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([p, sleep(ms, null, { ref: false }).then(() => assert.fail(`${what}: no answer within ${ms} ms`))]);
+  return Promise.race([
+    p,
+    sleep(ms, null, { ref: false }).then(() => assert.fail(`${what}: no answer within ${ms} ms`)),
+  ]);
 }
 
 test('a process killed while it holds an Idempotency-Key: after a restart, a retry with that key a lease after the crash proceeds (201), and only once', async () => {
@@ -134,7 +143,11 @@ test('a process killed while it holds an Idempotency-Key: after a restart, a ret
     await sleep(Math.max(0, crashedAt + IDEMPOTENCY_LEASE_MS + 2000 - Date.now()));
     const retry = await within(sendWithKey(server.api, user.token, images.url, 'crash-1'), 15_000, 'the retry');
     assert.equal(retry.status, 201, retry.text);
-    assert.equal(retry.headers.get('idempotent-replayed'), null, 'the retry ran: the first attempt had recorded nothing');
+    assert.equal(
+      retry.headers.get('idempotent-replayed'),
+      null,
+      'the retry ran: the first attempt had recorded nothing',
+    );
     assert.equal(retry.body.source_url, images.url);
 
     const again = await within(sendWithKey(server.api, user.token, images.url, 'crash-1'), 15_000, 'a second retry');

@@ -31,7 +31,11 @@ test('GET /metrics: requests by route and status, pool, stages, uploads by outco
   assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
   const t = r.text;
   assert.equal(sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/uploads', status: '200' }), 1);
-  assert.equal(sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/upload/:id', status: '404' }), 1, 'labelled by pattern, not by id');
+  assert.equal(
+    sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/upload/:id', status: '404' }),
+    1,
+    'labelled by pattern, not by id',
+  );
   assert.ok((sample(t, 'pixvote_http_request_duration_seconds_count', { route: '/api/uploads' }) ?? 0) >= 1);
   assert.equal(sample(t, 'pixvote_uploads_accepted_total', { type: 'image' }), 1);
   assert.equal(sample(t, 'pixvote_uploads_rejected_total', { reason: 'unsupported_format' }), 1);
@@ -50,7 +54,11 @@ test('GET /metrics: requests by route and status, pool, stages, uploads by outco
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Replaces `obj[name]` with a counting, slowed-down wrapper (slow enough that the requests overlap). */
-function countCalls<T extends object, K extends keyof T>(obj: T, name: K, delayMs: number): { readonly calls: number; restore(): void } {
+function countCalls<T extends object, K extends keyof T>(
+  obj: T,
+  name: K,
+  delayMs: number,
+): { readonly calls: number; restore(): void } {
   const original = obj[name] as (...a: unknown[]) => Promise<unknown>;
   let calls = 0;
   obj[name] = (async (...args: unknown[]) => {

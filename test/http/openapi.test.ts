@@ -38,11 +38,21 @@ test('GET /api/openapi.json serves a valid OpenAPI 3.1 document whose references
 
 test('every route the app mounts is documented, and every documented operation is mounted', () => {
   const doc = openApiDocument() as { paths: Record<string, Record<string, unknown>> };
-  const documented = new Set(Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`)));
+  const documented = new Set(
+    Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`)),
+  );
   const mounted = mountedRoutes(app);
   assert.ok(mounted.size >= 20, `found ${mounted.size} routes`);
-  assert.deepEqual([...mounted].filter((r) => !documented.has(r)), [], 'routes missing from the document');
-  assert.deepEqual([...documented].filter((r) => !mounted.has(r)), [], 'documented operations no route serves');
+  assert.deepEqual(
+    [...mounted].filter((r) => !documented.has(r)),
+    [],
+    'routes missing from the document',
+  );
+  assert.deepEqual(
+    [...documented].filter((r) => !mounted.has(r)),
+    [],
+    'documented operations no route serves',
+  );
 });
 
 test('the document names the security schemes, the error codes and the contract headers', () => {
@@ -56,20 +66,44 @@ test('the document names the security schemes, the error codes and the contract 
 
   const upload = doc.paths['/api/v1/upload'].post;
   assert.deepEqual(Object.keys(upload.requestBody.content).sort(), ['application/json', 'multipart/form-data']);
-  assert.deepEqual(Object.keys(upload.responses).sort(), ['200', '201', '400', '401', '403', '409', '413', '429', '500', '503']);
+  assert.deepEqual(Object.keys(upload.responses).sort(), [
+    '200',
+    '201',
+    '400',
+    '401',
+    '403',
+    '409',
+    '413',
+    '429',
+    '500',
+    '503',
+  ]);
   assert.ok(upload.parameters.some((p: { $ref?: string }) => p.$ref === '#/components/parameters/IdempotencyKey'));
   assert.ok(upload.responses['201'].headers.Location.required);
   assert.ok(upload.responses['429'].headers['Retry-After']);
-  for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id']) assert.ok(upload.responses['429'].headers[h], h);
+  for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id'])
+    assert.ok(upload.responses['429'].headers[h], h);
   assert.deepEqual(upload.responses['400'].content['application/json'].schema.properties.error.enum.sort(), [
-    'fetch_failed', 'human_detected', 'invalid_image', 'invalid_request', 'invalid_tag', 'too_many_tags', 'unsupported_format',
+    'fetch_failed',
+    'human_detected',
+    'invalid_image',
+    'invalid_request',
+    'invalid_tag',
+    'too_many_tags',
+    'unsupported_format',
   ]);
 
   const feed = doc.paths['/api/uploads'].get;
-  assert.deepEqual(feed.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name), ['page', 'limit', 'sort', 'type', 'user', 'tag']);
+  assert.deepEqual(
+    feed.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name),
+    ['page', 'limit', 'sort', 'type', 'user', 'tag'],
+  );
   assert.deepEqual(feed.responses['200'].headers['Cache-Control'].schema.enum, ['public, max-age=120']);
   assert.ok(feed.responses['304']);
-  assert.equal(doc.paths['/api/image/{id}'].get.responses['200'].content['image/webp'].schema.contentMediaType, 'image/webp');
+  assert.equal(
+    doc.paths['/api/image/{id}'].get.responses['200'].content['image/webp'].schema.contentMediaType,
+    'image/webp',
+  );
   assert.ok(doc.paths['/metrics'].get.responses['200'].content['text/plain']);
   assert.equal(doc.paths['/healthz'].get.responses['429'], undefined, 'probes are never rate limited');
   const readOne = doc.paths['/api/upload/{id}'].get.responses['503'];
@@ -171,7 +205,10 @@ test('request bodies are typed for generated clients: login alternatives, option
     }
   }
   const feed = doc.paths['/api/uploads'].get.parameters.filter((p: any) => p.in === 'query');
-  assert.deepEqual(feed.filter((p: any) => p.required).map((p: any) => p.name), []);
+  assert.deepEqual(
+    feed.filter((p: any) => p.required).map((p: any) => p.name),
+    [],
+  );
 
   // The multipart file: bytes (contentMediaType, OpenAPI 3.1), of the media types the encoding lists.
   assert.deepEqual(schemas.UploadForm.properties.file.contentMediaType, 'application/octet-stream');

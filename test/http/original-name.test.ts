@@ -19,7 +19,11 @@ let seed = 700;
 async function uploadNamed(name: string) {
   const r = await uploadImage(app.api, user.token, await pngImage(64, 48, seed++), {}, name);
   assert.equal(r.status, 201, r.text);
-  assert.equal((await app.api.get(`/api/upload/${r.body.id}`)).body.original_name, r.body.original_name, 'stored as answered');
+  assert.equal(
+    (await app.api.get(`/api/upload/${r.body.id}`)).body.original_name,
+    r.body.original_name,
+    'stored as answered',
+  );
   return r.body.original_name as string | null;
 }
 

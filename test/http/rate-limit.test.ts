@@ -17,14 +17,26 @@ test('every POST /api/auth counts toward RATE_LIMIT_AUTH, whatever its outcome; 
     const attempts = [
       await app.api.post('/api/auth', { action: 'nonsense' }),
       await app.api.post('/api/auth', { action: 'login', email: 'x@example.test', password: 'wrongpass' }),
-      await app.api.post('/api/auth', { action: 'register', email: 'rl@example.test', username: 'rl_user', password: 'password123' }),
+      await app.api.post('/api/auth', {
+        action: 'register',
+        email: 'rl@example.test',
+        username: 'rl_user',
+        password: 'password123',
+      }),
     ];
-    assert.deepEqual(attempts.map((r) => r.status), [400, 401, 201]);
+    assert.deepEqual(
+      attempts.map((r) => r.status),
+      [400, 401, 201],
+    );
     attempts.forEach((r, i) => {
       assertLimitHeaders(r, 3);
       assert.equal(r.headers.get('ratelimit-remaining'), String(2 - i));
     });
-    const limited = await app.api.post('/api/auth', { action: 'login', email: 'rl@example.test', password: 'password123' });
+    const limited = await app.api.post('/api/auth', {
+      action: 'login',
+      email: 'rl@example.test',
+      password: 'password123',
+    });
     assert.equal(limited.status, 429);
     assert.equal(limited.body.error, 'rate_limited');
     assert.match(limited.body.message, /3 requests per 15 minutes/);
@@ -43,18 +55,38 @@ test('X-Forwarded-For is ignored unless TRUST_PROXY=true', async () => {
   const untrusted = await startApp({ RATE_LIMIT_AUTH: '1/15m' });
   try {
     await untrusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } });
-    const r = await untrusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.2' } });
+    const r = await untrusted.api.post(
+      '/api/auth',
+      { action: 'logout' },
+      { headers: { 'x-forwarded-for': '203.0.113.2' } },
+    );
     assert.equal(r.status, 429, 'a spoofed X-Forwarded-For must not buy a fresh budget');
   } finally {
     await untrusted.close();
   }
   const trusted = await startApp({ RATE_LIMIT_AUTH: '1/15m', TRUST_PROXY: 'true' });
   try {
-    assert.equal((await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } })).status, 200);
-    assert.equal((await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } })).status, 429);
-    assert.equal((await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.2' } })).status, 200);
+    assert.equal(
+      (await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } }))
+        .status,
+      200,
+    );
+    assert.equal(
+      (await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.1' } }))
+        .status,
+      429,
+    );
+    assert.equal(
+      (await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '203.0.113.2' } }))
+        .status,
+      200,
+    );
     // Only the hop our proxy appended counts: what the client wrote before it buys nothing.
-    const spoofed = await trusted.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.2' } });
+    const spoofed = await trusted.api.post(
+      '/api/auth',
+      { action: 'logout' },
+      { headers: { 'x-forwarded-for': '198.51.100.7, 203.0.113.2' } },
+    );
     assert.equal(spoofed.status, 429);
   } finally {
     await trusted.close();
@@ -64,7 +96,8 @@ test('X-Forwarded-For is ignored unless TRUST_PROXY=true', async () => {
 test('per-IP limits key an IPv6 client by its /64: rotating addresses inside it buys nothing, another /64 has its own budget', async () => {
   const app = await startApp({ RATE_LIMIT_AUTH: '2/15m', TRUST_PROXY: 'true' });
   try {
-    const from = (xff: string) => app.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': xff } });
+    const from = (xff: string) =>
+      app.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': xff } });
     assert.equal((await from('2001:db8:aa:1::1')).status, 200);
     assert.equal((await from('2001:db8:aa:1:ffff:ffff:ffff:fffe')).status, 200);
     const rotated = await from('2001:db8:aa:1:1234:5678:9abc:def0');
@@ -125,17 +158,21 @@ test('with Redis unreachable, limits are still enforced by the in-memory insuran
   }
 });
 
-test('with REDIS_URL, processes sharing one Redis share one budget', { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' }, async () => {
-  const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
-  const a = await startApp({ RATE_LIMIT_AUTH: '2/15m', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
-  const b = await startApp({ RATE_LIMIT_AUTH: '2/15m', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
-  try {
-    assert.equal((await a.api.post('/api/auth', { action: 'logout' })).status, 200);
-    assert.equal((await b.api.post('/api/auth', { action: 'logout' })).status, 200);
-    assert.equal((await a.api.post('/api/auth', { action: 'logout' })).status, 429);
-    assert.equal((await b.api.post('/api/auth', { action: 'logout' })).status, 429);
-  } finally {
-    await a.close();
-    await b.close();
-  }
-});
+test(
+  'with REDIS_URL, processes sharing one Redis share one budget',
+  { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' },
+  async () => {
+    const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+    const a = await startApp({ RATE_LIMIT_AUTH: '2/15m', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
+    const b = await startApp({ RATE_LIMIT_AUTH: '2/15m', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
+    try {
+      assert.equal((await a.api.post('/api/auth', { action: 'logout' })).status, 200);
+      assert.equal((await b.api.post('/api/auth', { action: 'logout' })).status, 200);
+      assert.equal((await a.api.post('/api/auth', { action: 'logout' })).status, 429);
+      assert.equal((await b.api.post('/api/auth', { action: 'logout' })).status, 429);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  },
+);

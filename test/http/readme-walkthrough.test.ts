@@ -75,7 +75,8 @@ test('the README walkthrough runs as written against a fresh server with the def
       // npx must run the checkout's own bin, never fetch a package of that name.
       npm_config_yes: 'false',
     });
-    const failed = `block ${run.completed} failed (exit ${run.code}):\n${blocks[run.completed] ?? ''}\n` +
+    const failed =
+      `block ${run.completed} failed (exit ${run.code}):\n${blocks[run.completed] ?? ''}\n` +
       `its output:\n${run.outputs[run.completed] ?? ''}\nstderr:\n${run.stderr.slice(-3000)}`;
     assert.equal(run.completed, blocks.length, failed);
     assert.equal(run.code, 0, failed);

@@ -11,7 +11,8 @@ import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 
-const skip = !onPostgres && 'several gateways share state through PostgreSQL + Redis (runs in the PostgreSQL + Redis pass)';
+const skip =
+  !onPostgres && 'several gateways share state through PostgreSQL + Redis (runs in the PostgreSQL + Redis pass)';
 let servers: ServerProcess[] = [];
 let cleanup: () => Promise<void> = async () => {};
 
@@ -41,7 +42,6 @@ before(async () => {
 });
 after(() => cleanup());
 
-
 test('three processes on different ports behave as one service', { skip }, async () => {
   const [a, b, c] = servers as [ServerProcess, ServerProcess, ServerProcess];
   assert.equal(new Set(servers.map((s) => s.url)).size, 3);
@@ -51,10 +51,17 @@ test('three processes on different ports behave as one service', { skip }, async
   const owner = users[0]!;
 
   // Rate limits are global: a user's 3 votes an hour, spent across A, B and C; the 4th refused anywhere.
-  const target = await uploadFields(a.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/limit' });
+  const target = await uploadFields(a.api, owner.token, {
+    upload_type: 'link',
+    external_url: 'https://example.com/limit',
+  });
   const probe = await registerUser(b.api);
-  const v = (s: ServerProcess, value: string) => s.api.post('/api/vote', { uploadId: target.body.id, vote: value }, { token: probe.token });
-  assert.deepEqual([(await v(a, 'fucks')).status, (await v(b, 'none')).status, (await v(c, 'fucks')).status], [200, 200, 200]);
+  const v = (s: ServerProcess, value: string) =>
+    s.api.post('/api/vote', { uploadId: target.body.id, vote: value }, { token: probe.token });
+  assert.deepEqual(
+    [(await v(a, 'fucks')).status, (await v(b, 'none')).status, (await v(c, 'fucks')).status],
+    [200, 200, 200],
+  );
   for (const s of [a, b, c]) assert.equal((await v(s, 'none')).status, 429);
 
   // A duplicate uploaded through B of an image accepted by A is detected; the media dir is shared.
@@ -72,13 +79,22 @@ test('three processes on different ports behave as one service', { skip }, async
   const feed = (s: ServerProcess) => s.api.get('/api/uploads');
   assert.equal((await feed(b)).body.uploads[0].id, first.body.id);
   assert.equal((await feed(c)).body.uploads[0].id, first.body.id);
-  const link = await uploadFields(a.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/scale' });
+  const link = await uploadFields(a.api, owner.token, {
+    upload_type: 'link',
+    external_url: 'https://example.com/scale',
+  });
   assert.equal((await feed(b)).body.uploads[0].id, link.body.id);
   assert.equal((await feed(c)).body.uploads[0].id, link.body.id);
 
   // Vote counts are exact with voters spread over the three processes.
   const votes = await Promise.all(
-    users.map((u, i) => servers[i % 3]!.api.post('/api/vote', { uploadId: link.body.id, vote: i % 3 === 0 ? 'does_not_fuck' : 'fucks' }, { token: u.token })),
+    users.map((u, i) =>
+      servers[i % 3]!.api.post(
+        '/api/vote',
+        { uploadId: link.body.id, vote: i % 3 === 0 ? 'does_not_fuck' : 'fucks' },
+        { token: u.token },
+      ),
+    ),
   );
   assert.deepEqual([...new Set(votes.map((v) => v.status))], [200]);
   const view = await c.api.get(`/api/upload/${link.body.id}`);

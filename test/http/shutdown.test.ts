@@ -24,7 +24,9 @@ async function serverEnv() {
     HUMAN_POLICY: 'off',
     RATE_LIMIT_AUTH: '1000/15m',
     RATE_LIMIT_UPLOAD: '1000/1h',
-    ...(database ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${process.pid}:${Date.now()}:` } : {}),
+    ...(database
+      ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${process.pid}:${Date.now()}:` }
+      : {}),
   };
   return {
     env,
@@ -41,21 +43,36 @@ test('SIGTERM with uploads in flight: each completes (201) or is refused cleanly
   try {
     const server = await spawnServer({ ...env, SHUTDOWN_GRACE_MS: '30000' });
     const user = await registerUser(server.api);
-    const images = await Promise.all(Array.from({ length: 6 }, (_, i) => photoJpeg({ width: 4000, height: 3000, seed: 1100 + i, metadata: false })));
-    const inFlight = images.map((img) => uploadImage(server.api, user.token, img).then((r) => ({ status: r.status, body: r.body }), (e: Error) => ({ status: -1, body: { error: String((e.cause as Error | undefined) ?? e) } })));
+    const images = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => photoJpeg({ width: 4000, height: 3000, seed: 1100 + i, metadata: false })),
+    );
+    const inFlight = images.map((img) =>
+      uploadImage(server.api, user.token, img).then(
+        (r) => ({ status: r.status, body: r.body }),
+        (e: Error) => ({ status: -1, body: { error: String((e.cause as Error | undefined) ?? e) } }),
+      ),
+    );
     // SIGTERM once an upload is in the pipeline (its staging directory exists), however loaded the machine is.
     const staged = async () =>
-      (await readdir(join(dataDir, 'staging'), { recursive: true }).catch(() => [] as string[])).some((e) => e.includes('/') && !e.endsWith('.alive'));
+      (await readdir(join(dataDir, 'staging'), { recursive: true }).catch(() => [] as string[])).some(
+        (e) => e.includes('/') && !e.endsWith('.alive'),
+      );
     for (let i = 0; i < 600 && !(await staged()); i++) await new Promise((r) => setTimeout(r, 50));
     server.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 100));
     // A new client after SIGTERM, on a new connection (a request racing the close of an idle keep-alive
     // connection can meet a reset: that is HTTP/1.1, not the server; clients retry those).
     const late = await new Promise<{ status: number; body: { error: string } }>((resolve) => {
-      const req = request(`${server.url}/api/v1/upload`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${user.token}` } }, (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || '{}') }));
-      });
+      const req = request(
+        `${server.url}/api/v1/upload`,
+        { method: 'POST', agent: false, headers: { authorization: `Bearer ${user.token}` } },
+        (res) => {
+          let text = '';
+          res
+            .on('data', (d) => (text += d))
+            .on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || '{}') }));
+        },
+      );
       req.on('error', (e) => resolve({ status: -1, body: { error: e.message } }));
       req.end();
     });
@@ -63,10 +80,16 @@ test('SIGTERM with uploads in flight: each completes (201) or is refused cleanly
     const exit = await server.exited;
     assert.equal(exit.code, 0, 'exits 0 after a graceful shutdown');
     for (const r of [...results, late]) {
-      const clean = r.status === 201 || (r.status === 503 && r.body.error === 'busy') || (r.status === -1 && /ECONNREFUSED/.test(r.body.error));
+      const clean =
+        r.status === 201 ||
+        (r.status === 503 && r.body.error === 'busy') ||
+        (r.status === -1 && /ECONNREFUSED/.test(r.body.error));
       assert.ok(clean, `answered ${r.status} ${JSON.stringify(r.body)}`);
     }
-    assert.ok(results.some((r) => r.status === 201), 'in-flight uploads were allowed to finish');
+    assert.ok(
+      results.some((r) => r.status === 201),
+      'in-flight uploads were allowed to finish',
+    );
     assert.notEqual(late.status, 201, 'a new upload after SIGTERM is refused');
     const disk = await diskStateOf(dataDir);
     assert.deepEqual(disk.staging, [], 'nothing left in staging');
@@ -115,7 +138,8 @@ test('PROCESSES=2: one port served by two gateway processes, metrics aggregated,
   try {
     const server = await spawnServer({ ...env, PROCESSES: '2' });
     // Wait until both processes listen (each logs "pixvote listening").
-    for (let i = 0; i < 200 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 200 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 2; i++)
+      await new Promise((r) => setTimeout(r, 100));
     const pids = new Set(server.logs.filter((l) => l.msg === 'pixvote listening').map((l) => l.pid));
     assert.equal(pids.size, 2);
     for (let i = 0; i < 10; i++) assert.equal((await server.api.get('/healthz')).status, 200);
@@ -124,7 +148,8 @@ test('PROCESSES=2: one port served by two gateway processes, metrics aggregated,
     assert.match(metrics.text, /^pixvote_pool_threads 2$/m, 'the pool gauge is summed over both processes');
     // Kill one gateway process: the primary starts another.
     process.kill(Number([...pids][0]), 'SIGKILL');
-    for (let i = 0; i < 300 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 3; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 300 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 3; i++)
+      await new Promise((r) => setTimeout(r, 100));
     assert.equal(server.logs.filter((l) => l.msg === 'pixvote listening').length, 3, 'a replacement process started');
     assert.equal((await server.api.get('/healthz')).status, 200);
     server.kill('SIGTERM');
@@ -134,7 +159,8 @@ test('PROCESSES=2: one port served by two gateway processes, metrics aggregated,
   }
 });
 
-const listeningPids = (server: { logs: Array<Record<string, unknown>> }) => server.logs.filter((l) => l.msg === 'pixvote listening').map((l) => Number(l.pid));
+const listeningPids = (server: { logs: Array<Record<string, unknown>> }) =>
+  server.logs.filter((l) => l.msg === 'pixvote listening').map((l) => Number(l.pid));
 
 /** GET /healthz on a fresh connection, given up after a second (a connection accepted while no process serves may never be answered). */
 function healthzOnce(base: string): Promise<boolean> {
@@ -158,7 +184,7 @@ async function freePort(): Promise<number> {
 }
 
 async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  for (const end = Date.now() + ms; !cond(); ) {
+  for (const end = Date.now() + ms; !cond();) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -179,7 +205,10 @@ test('PROCESSES=2: kill -9 every gateway process and the primary starts new ones
     }
     assert.ok(healthy, '/healthz answers again within 20 s of killing every gateway process');
     assert.equal(server.proc.exitCode, null, 'the primary is still running');
-    assert.ok(server.logs.some((l) => l.msg === 'gateway process died; starting another' && typeof l.restartInMs === 'number'), 'each restart is logged with its backoff');
+    assert.ok(
+      server.logs.some((l) => l.msg === 'gateway process died; starting another' && typeof l.restartInMs === 'number'),
+      'each restart is logged with its backoff',
+    );
 
     // Keep killing whatever starts: each slot reaches 5 deaths within 60 s, and the primary gives up with a non-zero status.
     const killed = new Set(listeningPids(server).slice(0, 2));
@@ -198,7 +227,10 @@ test('PROCESSES=2: kill -9 every gateway process and the primary starts new ones
       const exit = await Promise.race([server.exited, new Promise<null>((r) => setTimeout(() => r(null), 60_000))]);
       assert.ok(exit, 'the primary exits on a crash loop');
       assert.equal(exit.code, 1);
-      assert.ok(server.logs.some((l) => String(l.msg).includes('crash loop')), 'the crash loop is logged');
+      assert.ok(
+        server.logs.some((l) => String(l.msg).includes('crash loop')),
+        'the crash loop is logged',
+      );
     } finally {
       clearInterval(killer);
     }
@@ -209,18 +241,29 @@ test('PROCESSES=2: kill -9 every gateway process and the primary starts new ones
 });
 
 /** One request on a connection of its own: the cluster primary hands each new connection to the next process. */
-function onNewConnection(base: string, method: string, path: string, opts: { token?: string; json?: unknown } = {}): Promise<{ status: number; body: any }> {
+function onNewConnection(
+  base: string,
+  method: string,
+  path: string,
+  opts: { token?: string; json?: unknown } = {},
+): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const body = opts.json === undefined ? undefined : JSON.stringify(opts.json);
     const req = request(base + path, {
       method,
       agent: false,
-      headers: { connection: 'close', ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        connection: 'close',
+        ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
     });
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString() || 'null') }),
+      );
     });
     req.on('error', reject);
     req.end(body);
@@ -231,22 +274,39 @@ test('PROCESSES=2 without Redis: a write through one process shows at once throu
   const { env, cleanup } = await serverEnv();
   delete env.REDIS_URL;
   delete env.REDIS_PREFIX;
-  const server = await spawnServer({ ...env, PROCESSES: '2', LOG_LEVEL: 'debug', RATE_LIMIT_GENERAL: '200/15m', RATE_LIMIT_VOTE: '1000/1h' });
+  const server = await spawnServer({
+    ...env,
+    PROCESSES: '2',
+    LOG_LEVEL: 'debug',
+    RATE_LIMIT_GENERAL: '200/15m',
+    RATE_LIMIT_VOTE: '1000/1h',
+  });
   try {
-    for (let i = 0; i < 200 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 200 && server.logs.filter((l) => l.msg === 'pixvote listening').length < 2; i++)
+      await new Promise((r) => setTimeout(r, 100));
     const user = await registerUser(server.api);
-    const link = await uploadFields(server.api, user.token, { upload_type: 'link', external_url: 'https://example.com/two-processes' });
+    const link = await uploadFields(server.api, user.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/two-processes',
+    });
     assert.equal(link.status, 201);
     // A vote flipped on one connection, then read at once on the next (the next process): 40 times.
     for (let i = 0; i < 40; i++) {
-      const voted = await onNewConnection(server.url, 'POST', '/api/vote', { token: user.token, json: { uploadId: link.body.id, vote: i % 2 ? 'none' : 'fucks' } });
+      const voted = await onNewConnection(server.url, 'POST', '/api/vote', {
+        token: user.token,
+        json: { uploadId: link.body.id, vote: i % 2 ? 'none' : 'fucks' },
+      });
       assert.equal(voted.status, 200);
       const read = await onNewConnection(server.url, 'GET', '/api/uploads');
       assert.equal(read.body.uploads[0].upvotes, i % 2 ? 0 : 1, `flip ${i} shows at once through the other process`);
     }
-    const pidsOf = (route: string) => new Set(server.logs.filter((l) => l.msg === 'request' && l.route === route).map((l) => l.pid));
+    const pidsOf = (route: string) =>
+      new Set(server.logs.filter((l) => l.msg === 'request' && l.route === route).map((l) => l.pid));
     const voters = pidsOf('/api/vote');
-    assert.ok([...pidsOf('/api/uploads')].some((pid) => !voters.has(pid)), 'reads were answered by a process no vote went through');
+    assert.ok(
+      [...pidsOf('/api/uploads')].some((pid) => !voters.has(pid)),
+      'reads were answered by a process no vote went through',
+    );
     // The general limit (200 per IP) is one budget: 81 spent above (the upload, 40 votes, 40 reads).
     const statuses: number[] = [];
     for (let i = 0; i < 150; i++) statuses.push((await onNewConnection(server.url, 'GET', '/api/uploads')).status);
@@ -269,7 +329,10 @@ test('npm start (the README command) stops cleanly on SIGTERM and on SIGINT: the
       server.kill(signal);
       const exit = await server.exited;
       assert.equal(exit.code, 0, `npm start exits 0 after ${signal}`);
-      assert.ok(server.logs.some((l) => l.msg === 'closed'), `the server itself shut down gracefully on ${signal}`);
+      assert.ok(
+        server.logs.some((l) => l.msg === 'closed'),
+        `the server itself shut down gracefully on ${signal}`,
+      );
       // An orphaned server would still answer on its port.
       const after = await server.api.get('/healthz').then(
         (r) => `answered ${r.status}`,

@@ -42,56 +42,73 @@ async function lateDatabase(realUrl: string): Promise<{ url: string; open(): Pro
   };
 }
 
-test('PostgreSQL not up yet at start: the server retries (logged, with backoff) and serves once it answers', pgOnly, async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-start-'));
-  const database = await createTestDatabase();
-  const late = await lateDatabase(database.url);
-  try {
-    // Let it find the database down twice (as its log says), then bring the database up.
-    let retried = 0;
-    let downTwice!: () => void;
-    const seenTwice = new Promise<void>((r) => (downTwice = r));
-    const onLog = (l: Record<string, unknown>) => {
-      if (l.msg === 'the database does not answer yet; retrying' && ++retried === 2) downTwice();
-    };
-    const starting = spawnServer({ DATA_DIR: dataDir, DATABASE_URL: late.url, DATABASE_WAIT_MS: '60000', HUMAN_POLICY: 'off', WORKERS: '1' }, { onLog });
-    await Promise.race([seenTwice, starting]); // (a server that exits instead fails the test here)
-    await late.open();
-    const server = await starting;
+test(
+  'PostgreSQL not up yet at start: the server retries (logged, with backoff) and serves once it answers',
+  pgOnly,
+  async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-start-'));
+    const database = await createTestDatabase();
+    const late = await lateDatabase(database.url);
     try {
-      const retries = server.logs.filter((l) => l.msg === 'the database does not answer yet; retrying');
-      assert.ok(retries.length >= 2, `retried while the database was down (${retries.length} retries logged)`);
-      assert.ok(
-        retries.every((l, i) => i === 0 || Number(l.retryInMs) >= Number(retries[i - 1]!.retryInMs)),
-        'the delay between retries grows',
+      // Let it find the database down twice (as its log says), then bring the database up.
+      let retried = 0;
+      let downTwice!: () => void;
+      const seenTwice = new Promise<void>((r) => (downTwice = r));
+      const onLog = (l: Record<string, unknown>) => {
+        if (l.msg === 'the database does not answer yet; retrying' && ++retried === 2) downTwice();
+      };
+      const starting = spawnServer(
+        { DATA_DIR: dataDir, DATABASE_URL: late.url, DATABASE_WAIT_MS: '60000', HUMAN_POLICY: 'off', WORKERS: '1' },
+        { onLog },
       );
-      assert.equal((await server.api.get('/readyz')).status, 200);
-      server.kill('SIGTERM');
-      assert.equal((await server.exited).code, 0);
+      await Promise.race([seenTwice, starting]); // (a server that exits instead fails the test here)
+      await late.open();
+      const server = await starting;
+      try {
+        const retries = server.logs.filter((l) => l.msg === 'the database does not answer yet; retrying');
+        assert.ok(retries.length >= 2, `retried while the database was down (${retries.length} retries logged)`);
+        assert.ok(
+          retries.every((l, i) => i === 0 || Number(l.retryInMs) >= Number(retries[i - 1]!.retryInMs)),
+          'the delay between retries grows',
+        );
+        assert.equal((await server.api.get('/readyz')).status, 200);
+        server.kill('SIGTERM');
+        assert.equal((await server.exited).code, 0);
+      } finally {
+        server.kill('SIGKILL');
+      }
     } finally {
-      server.kill('SIGKILL');
+      late.close();
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
     }
-  } finally {
-    late.close();
-    await database.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
-test('a database that never answers: start-up gives up after DATABASE_WAIT_MS with one clear line and exit 1', pgOnly, async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-start-'));
-  const late = await lateDatabase('postgres://postgres@127.0.0.1:5432/test');
-  try {
-    const started = Date.now();
-    const failure = await spawnServer({ DATA_DIR: dataDir, DATABASE_URL: late.url, DATABASE_WAIT_MS: '2000', HUMAN_POLICY: 'off', WORKERS: '1' }).then(
-      () => null,
-      (e: Error) => e.message,
-    );
-    assert.ok(failure, 'the server did not start');
-    assert.match(failure, /exited \(1\)/);
-    assert.match(failure, /failed to start: .*ECONNREFUSED/);
-    assert.ok(Date.now() - started >= 2000, 'it kept trying for DATABASE_WAIT_MS first');
-  } finally {
-    await rm(dataDir, { recursive: true, force: true });
-  }
-});
+test(
+  'a database that never answers: start-up gives up after DATABASE_WAIT_MS with one clear line and exit 1',
+  pgOnly,
+  async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-start-'));
+    const late = await lateDatabase('postgres://postgres@127.0.0.1:5432/test');
+    try {
+      const started = Date.now();
+      const failure = await spawnServer({
+        DATA_DIR: dataDir,
+        DATABASE_URL: late.url,
+        DATABASE_WAIT_MS: '2000',
+        HUMAN_POLICY: 'off',
+        WORKERS: '1',
+      }).then(
+        () => null,
+        (e: Error) => e.message,
+      );
+      assert.ok(failure, 'the server did not start');
+      assert.match(failure, /exited \(1\)/);
+      assert.match(failure, /failed to start: .*ECONNREFUSED/);
+      assert.ok(Date.now() - started >= 2000, 'it kept trying for DATABASE_WAIT_MS first');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  },
+);

@@ -18,7 +18,12 @@ before(async () => {
 after(() => app.close());
 
 async function upload(tags = '', fields: Record<string, string> = {}): Promise<string> {
-  const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: `https://example.com/${Math.random()}`, tags, ...fields });
+  const r = await uploadFields(app.api, owner.token, {
+    upload_type: 'link',
+    external_url: `https://example.com/${Math.random()}`,
+    tags,
+    ...fields,
+  });
   assert.equal(r.status, 201);
   return r.body.id;
 }
@@ -31,7 +36,13 @@ describe('GET /api/uploads/{id}/tags', () => {
     const r = await app.api.get(`/api/uploads/${id}/tags`);
     assert.equal(r.status, 200);
     assert.deepEqual(Object.keys(r.body), ['tags']);
-    assert.deepEqual(r.body.tags.map((t: { name: string; slug: string }) => [t.name, t.slug]), [['alpha', 'alpha'], ['beta', 'beta']]);
+    assert.deepEqual(
+      r.body.tags.map((t: { name: string; slug: string }) => [t.name, t.slug]),
+      [
+        ['alpha', 'alpha'],
+        ['beta', 'beta'],
+      ],
+    );
     assert.ok(r.body.tags.every((t: { id: string }) => typeof t.id === 'string'));
     assert.equal((await app.api.get('/api/uploads/00000000-0000-4000-8000-000000000000/tags')).status, 404);
   });
@@ -40,7 +51,11 @@ describe('GET /api/uploads/{id}/tags', () => {
 describe('POST /api/uploads/{id}/tags', () => {
   test('normalizes (trim, lowercase, collapse spaces), adds, and ignores tags already there', async () => {
     const id = await upload('cats');
-    const r = await app.api.post(`/api/uploads/${id}/tags`, { tags: ['  Cute   Cats ', 'CATS', 'snake_case', 'kebab-case'] }, { token: owner.token });
+    const r = await app.api.post(
+      `/api/uploads/${id}/tags`,
+      { tags: ['  Cute   Cats ', 'CATS', 'snake_case', 'kebab-case'] },
+      { token: owner.token },
+    );
     assert.equal(r.status, 200);
     assert.equal(r.body.success, true);
     assert.deepEqual(names(r.body.tags), ['cats', 'cute cats', 'kebab-case', 'snake_case']);
@@ -63,7 +78,9 @@ describe('POST /api/uploads/{id}/tags', () => {
   test('concurrent adds cannot pass the limit together', async () => {
     const id = await upload('a1,a2,a3,a4,a5,a6');
     const replies = await Promise.all(
-      ['x1', 'x2', 'x3', 'x4', 'x5', 'x6'].map((t) => app.api.post(`/api/uploads/${id}/tags`, { tags: [t] }, { token: owner.token })),
+      ['x1', 'x2', 'x3', 'x4', 'x5', 'x6'].map((t) =>
+        app.api.post(`/api/uploads/${id}/tags`, { tags: [t] }, { token: owner.token }),
+      ),
     );
     assert.equal(replies.filter((r) => r.status === 200).length, 4);
     assert.equal(replies.filter((r) => r.status === 400).length, 2);
@@ -89,7 +106,16 @@ describe('POST /api/uploads/{id}/tags', () => {
     const forbidden = await app.api.post(`/api/uploads/${id}/tags`, { tags: ['x'] }, { token: other.token });
     assert.equal(forbidden.status, 403);
     assert.equal(forbidden.body.error, 'forbidden');
-    assert.equal((await app.api.post('/api/uploads/00000000-0000-4000-8000-000000000000/tags', { tags: ['x'] }, { token: owner.token })).status, 404);
+    assert.equal(
+      (
+        await app.api.post(
+          '/api/uploads/00000000-0000-4000-8000-000000000000/tags',
+          { tags: ['x'] },
+          { token: owner.token },
+        )
+      ).status,
+      404,
+    );
     const byAdmin = await app.api.post(`/api/uploads/${id}/tags`, { tags: ['curated'] }, { token: admin.token });
     assert.equal(byAdmin.status, 200);
     assert.deepEqual(names(byAdmin.body.tags), ['curated']);
@@ -113,7 +139,13 @@ test('GET /api/tags?q= suggests by prefix, most used first', async () => {
   await upload('zebra, zulu');
   const r = await app.api.get('/api/tags?q=ZE');
   assert.equal(r.status, 200);
-  assert.deepEqual(r.body.tags.map((t: { name: string; uploads: number }) => [t.name, t.uploads]), [['zebra', 3], ['zebrafish', 1]]);
+  assert.deepEqual(
+    r.body.tags.map((t: { name: string; uploads: number }) => [t.name, t.uploads]),
+    [
+      ['zebra', 3],
+      ['zebrafish', 1],
+    ],
+  );
   const escaped = await app.api.get('/api/tags?q=%25');
   assert.deepEqual(escaped.body.tags, [], 'a % in the prefix is matched literally');
 });
@@ -130,7 +162,11 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
     await upload('hushhush, hushshared', { is_private: 'true' });
     await upload('hushshared');
     for (const token of [undefined, owner.token, other.token, admin.token]) {
-      assert.deepEqual(await suggest('hush', token), [['hushshared', 1]], `as ${token === admin.token ? 'admin' : token === owner.token ? 'owner' : 'someone else'}`);
+      assert.deepEqual(
+        await suggest('hush', token),
+        [['hushshared', 1]],
+        `as ${token === admin.token ? 'admin' : token === owner.token ? 'owner' : 'someone else'}`,
+      );
     }
   });
 
@@ -139,12 +175,24 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
     const open = await upload('mothfirst');
     assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
     // Tags added to a private upload list nothing.
-    assert.equal((await app.api.post(`/api/uploads/${secret}/tags`, { tags: ['mothsecond'] }, { token: owner.token })).status, 200);
+    assert.equal(
+      (await app.api.post(`/api/uploads/${secret}/tags`, { tags: ['mothsecond'] }, { token: owner.token })).status,
+      200,
+    );
     assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
     // Made public, its tags count; private again, they stop counting.
-    assert.equal((await app.api.patch(`/api/upload/${secret}/privacy`, { is_private: false }, { token: owner.token })).status, 200);
-    assert.deepEqual(await suggest('moth'), [['mothfirst', 2], ['mothsecond', 1]]);
-    assert.equal((await app.api.patch(`/api/upload/${secret}/privacy`, { is_private: true }, { token: admin.token })).status, 200);
+    assert.equal(
+      (await app.api.patch(`/api/upload/${secret}/privacy`, { is_private: false }, { token: owner.token })).status,
+      200,
+    );
+    assert.deepEqual(await suggest('moth'), [
+      ['mothfirst', 2],
+      ['mothsecond', 1],
+    ]);
+    assert.equal(
+      (await app.api.patch(`/api/upload/${secret}/privacy`, { is_private: true }, { token: admin.token })).status,
+      200,
+    );
     assert.deepEqual(await suggest('moth'), [['mothfirst', 1]]);
     // Removing a tag from, or deleting, a private upload takes nothing from the public count.
     assert.equal((await app.api.del(`/api/uploads/${secret}/tags/mothfirst`, { token: owner.token })).status, 200);
@@ -162,16 +210,23 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
   });
 
   test('under concurrent privacy flips, tag edits and deletes the count equals what the listing shows', async () => {
-    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => upload('flipcount', { is_private: String(i % 2 === 0) })));
+    const ids = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => upload('flipcount', { is_private: String(i % 2 === 0) })),
+    );
     await Promise.all(
       ids.map(async (id, i) => {
         for (let round = 0; round < 4; round++) {
-          const flip = app.api.patch(`/api/upload/${id}/privacy`, { is_private: (i + round) % 2 === 1 }, { token: owner.token });
+          const flip = app.api.patch(
+            `/api/upload/${id}/privacy`,
+            { is_private: (i + round) % 2 === 1 },
+            { token: owner.token },
+          );
           const edit =
             round % 2 === 0
               ? app.api.del(`/api/uploads/${id}/tags/flipcount`, { token: owner.token })
               : app.api.post(`/api/uploads/${id}/tags`, { tags: ['flipcount'] }, { token: owner.token });
-          for (const r of await Promise.all([flip, edit])) assert.ok(r.status === 200 || r.status === 404, `answered ${r.status}`);
+          for (const r of await Promise.all([flip, edit]))
+            assert.ok(r.status === 200 || r.status === 404, `answered ${r.status}`);
         }
         if (i % 3 === 0) assert.equal((await app.api.del(`/api/upload/${id}`, { token: owner.token })).status, 200);
       }),
@@ -179,7 +234,12 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
     const listed = await app.api.get('/api/uploads?tag=flipcount&limit=50');
     const expected = listed.body.uploads.length;
     assert.deepEqual(await suggest('flipcount'), expected ? [['flipcount', expected]] : []);
-    const row = await app.composed.db.db().selectFrom('tags').select('upload_count').where('slug', '=', 'flipcount').executeTakeFirstOrThrow();
+    const row = await app.composed.db
+      .db()
+      .selectFrom('tags')
+      .select('upload_count')
+      .where('slug', '=', 'flipcount')
+      .executeTakeFirstOrThrow();
     assert.equal(Number(row.upload_count), expected);
   });
 });
@@ -187,13 +247,21 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
 describe('tag names fold compatibility forms and refuse invisible characters', () => {
   test('fullwidth and compatibility forms fold to plain letters (POST /api/uploads/{id}/tags)', async () => {
     const id = await upload('cats');
-    const r = await app.api.post(`/api/uploads/${id}/tags`, { tags: ['ＣＡＴＳ', 'Ｃｕｔｅ\u3000Ｃａｔｓ', 'ﬁsh', '①'] }, { token: owner.token });
+    const r = await app.api.post(
+      `/api/uploads/${id}/tags`,
+      { tags: ['ＣＡＴＳ', 'Ｃｕｔｅ\u3000Ｃａｔｓ', 'ﬁsh', '①'] },
+      { token: owner.token },
+    );
     assert.equal(r.status, 200);
     assert.deepEqual(names(r.body.tags).sort(), ['1', 'cats', 'cute cats', 'fish']);
   });
 
-  test('fullwidth forms fold in the upload\'s tags field too', async () => {
-    const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/fold', tags: 'ＤＯＧＳ, dogs, Ｐｅｔｓ' });
+  test("fullwidth forms fold in the upload's tags field too", async () => {
+    const r = await uploadFields(app.api, owner.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/fold',
+      tags: 'ＤＯＧＳ, dogs, Ｐｅｔｓ',
+    });
     assert.equal(r.status, 201);
     assert.deepEqual(names(r.body.tags), ['dogs', 'pets']);
   });
@@ -225,10 +293,14 @@ describe('tag names fold compatibility forms and refuse invisible characters', (
     assert.deepEqual(await suggest('fine'), []);
   });
 
-  test('an invisible character in the upload\'s tags field → 400 invalid_tag; nothing stored', async () => {
+  test("an invisible character in the upload's tags field → 400 invalid_tag; nothing stored", async () => {
     const before = await countUploads(app);
     for (const [tag, code] of invisible) {
-      const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/invisible', tags: `fine, ${tag}` });
+      const r = await uploadFields(app.api, owner.token, {
+        upload_type: 'link',
+        external_url: 'https://example.com/invisible',
+        tags: `fine, ${tag}`,
+      });
       assert.equal(r.status, 400, code);
       assert.equal(r.body.error, 'invalid_tag', code);
       assert.ok(r.body.message.includes(code), `${code}: ${r.body.message}`);

@@ -6,14 +6,24 @@ import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 
 const sample = (text: string, name: string, label: string) =>
-  Number(text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label))?.split(' ').at(-1) ?? 0);
+  Number(
+    text
+      .split('\n')
+      .find((l) => l.startsWith(`${name}{`) && l.includes(label))
+      ?.split(' ')
+      .at(-1) ?? 0,
+  );
 
 test('an upload whose client goes away is dropped before it is decoded, and leaves nothing behind', async () => {
   const app = await startApp({ WORKERS: '1', WORKER_QUEUE: '10' });
   try {
     const u = await registerUser(app.api);
-    const busy = await Promise.all([1601, 1605, 1606, 1607, 1608].map((seed) => photoJpeg({ width: 3000, height: 2250, seed, metadata: false })));
-    const queued = await Promise.all([1602, 1603, 1604].map((seed) => photoJpeg({ width: 2000, height: 1500, seed, metadata: false })));
+    const busy = await Promise.all(
+      [1601, 1605, 1606, 1607, 1608].map((seed) => photoJpeg({ width: 3000, height: 2250, seed, metadata: false })),
+    );
+    const queued = await Promise.all(
+      [1602, 1603, 1604].map((seed) => photoJpeg({ width: 2000, height: 1500, seed, metadata: false })),
+    );
     // Five uploads keep the only worker busy for a while; three more queue behind them and are abandoned
     // by their clients while they wait.
     const first = Promise.all(busy.map((bytes) => uploadImage(app.api, u.token, bytes)));
@@ -23,18 +33,31 @@ test('an upload whose client goes away is dropped before it is decoded, and leav
       const form = new FormData();
       form.append('upload_type', 'image');
       form.append('file', new Blob([bytes]), 'q.jpg');
-      const sent = fetch(`${app.url}/api/v1/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${u.token}` }, signal: controller.signal });
+      const sent = fetch(`${app.url}/api/v1/upload`, {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${u.token}` },
+        signal: controller.signal,
+      });
       // Long enough for the body to arrive and the task to be queued, well before the first one finishes.
       setTimeout(() => controller.abort(), 150);
       await sent.catch(() => {});
     });
     await Promise.all(aborted);
-    assert.deepEqual((await first).map((r) => r.status), [201, 201, 201, 201, 201]);
+    assert.deepEqual(
+      (await first).map((r) => r.status),
+      [201, 201, 201, 201, 201],
+    );
     // Let the pool drain the cancelled tasks.
-    for (let i = 0; i < 50 && app.composed.pool.stats().queueSize > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && app.composed.pool.stats().queueSize > 0; i++)
+      await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 300));
     const metrics = await currentMetrics(app);
-    assert.equal(sample(metrics, 'pixvote_pipeline_stage_duration_seconds_count', 'stage="decode"'), 5, 'the abandoned uploads were never decoded');
+    assert.equal(
+      sample(metrics, 'pixvote_pipeline_stage_duration_seconds_count', 'stage="decode"'),
+      5,
+      'the abandoned uploads were never decoded',
+    );
     assert.equal(await countUploads(app), 5);
     const disk = await diskState(app);
     assert.equal(disk.media.length, 15);

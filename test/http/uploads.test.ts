@@ -6,7 +6,16 @@ import { Pool } from 'undici';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
-import { animatedGif, hugeHeaderPng, nonImageBytes, photoJpeg, pngImage, svgImage, truncatedJpeg, manyFramesGif } from '../support/fixtures.ts';
+import {
+  animatedGif,
+  hugeHeaderPng,
+  nonImageBytes,
+  photoJpeg,
+  pngImage,
+  svgImage,
+  truncatedJpeg,
+  manyFramesGif,
+} from '../support/fixtures.ts';
 
 let app: TestApp;
 let alice: TestUser;
@@ -33,7 +42,13 @@ async function assertNothingLeft(rowsBefore: number, mediaBefore: number) {
 describe('POST /api/v1/upload with upload_type=image', () => {
   test('stores a JPEG: 201 with the upload record, variants served as WebP without EXIF/GPS, orientation applied', async () => {
     const jpeg = await photoJpeg({ width: 1200, height: 900, orientation: 6, seed: 101 });
-    const r = await uploadImage(app.api, aliceToken, jpeg, { description: 'a caption', tags: ' Cute  Cats ,dogs,DOGS' }, 'holiday.jpg');
+    const r = await uploadImage(
+      app.api,
+      aliceToken,
+      jpeg,
+      { description: 'a caption', tags: ' Cute  Cats ,dogs,DOGS' },
+      'holiday.jpg',
+    );
     assert.equal(r.status, 201, r.text);
     const u = r.body;
     assert.equal(r.headers.get('location'), `/api/upload/${u.id}`);
@@ -49,7 +64,13 @@ describe('POST /api/v1/upload with upload_type=image', () => {
     assert.equal(u.external_url, null);
     assert.equal(u.source_url, null);
     assert.equal(u.embed, null);
-    assert.deepEqual(u.tags.map((t: { name: string; slug: string }) => [t.name, t.slug]), [['cute cats', 'cute-cats'], ['dogs', 'dogs']]);
+    assert.deepEqual(
+      u.tags.map((t: { name: string; slug: string }) => [t.name, t.slug]),
+      [
+        ['cute cats', 'cute-cats'],
+        ['dogs', 'dogs'],
+      ],
+    );
     // Orientation 6 rotates 1200×900 stored pixels to a 900×1200 displayed image.
     assert.equal(u.image.width, 900);
     assert.equal(u.image.height, 1200);
@@ -59,7 +80,12 @@ describe('POST /api/v1/upload with upload_type=image', () => {
     assert.equal(u.image.thumbnail_url, `/api/image/${u.id}?size=thumb`);
     assert.match(u.image.thumbhash, /^[A-Za-z0-9+/]+=*$/);
 
-    for (const [size, max] of [['thumb', 320], ['medium', 1024], ['full', 2048], [undefined, 2048]] as const) {
+    for (const [size, max] of [
+      ['thumb', 320],
+      ['medium', 1024],
+      ['full', 2048],
+      [undefined, 2048],
+    ] as const) {
       const res = await app.api.get(`/api/image/${u.id}${size ? `?size=${size}` : ''}`);
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-type'), 'image/webp');
@@ -74,7 +100,8 @@ describe('POST /api/v1/upload with upload_type=image', () => {
       assert.equal(meta.exif, undefined, 'no EXIF (GPS) in a served variant');
       assert.equal(meta.xmp, undefined, 'no XMP in a served variant');
       assert.equal(meta.orientation ?? 1, 1);
-      for (const marker of ['GPSLatitude', 'PixvoteCam', 'exif:GPS']) assert.ok(!bytes.includes(Buffer.from(marker)), `no ${marker} anywhere`);
+      for (const marker of ['GPSLatitude', 'PixvoteCam', 'exif:GPS'])
+        assert.ok(!bytes.includes(Buffer.from(marker)), `no ${marker} anywhere`);
     }
   });
 
@@ -131,8 +158,14 @@ describe('POST /api/v1/upload with upload_type=image', () => {
 });
 
 test('tiny and thin images are stored: a 16×16 PNG, a 3000×40 banner, a 1×1 GIF', async () => {
-  const pixel = await sharp({ create: { width: 1, height: 1, channels: 4, background: '#ff000080' } }).gif().toBuffer();
-  for (const [bytes, w, h] of [[await pngImage(16, 16, 31), 16, 16], [await pngImage(3000, 40, 32), 3000, 40], [pixel, 1, 1]] as const) {
+  const pixel = await sharp({ create: { width: 1, height: 1, channels: 4, background: '#ff000080' } })
+    .gif()
+    .toBuffer();
+  for (const [bytes, w, h] of [
+    [await pngImage(16, 16, 31), 16, 16],
+    [await pngImage(3000, 40, 32), 3000, 40],
+    [pixel, 1, 1],
+  ] as const) {
     const r = await uploadImage(app.api, aliceToken, bytes);
     // (One flat pixel hashes like any other flat image: a near duplicate is a fine answer, a 500 is not.)
     if (w === 1 && r.status === 200) {
@@ -169,7 +202,12 @@ describe('duplicates', () => {
     const copy = await sharp(original).resize(700).webp({ quality: 60 }).toBuffer();
     const stageRuns = async () => {
       const text = await currentMetrics(app);
-      const count = (stage: string) => Number(new RegExp(`^pixvote_pipeline_stage_duration_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      const count = (stage: string) =>
+        Number(
+          new RegExp(`^pixvote_pipeline_stage_duration_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(
+            text,
+          )?.[1] ?? 0,
+        );
       return { phash: count('phash'), encode: count('encode') };
     };
     const before = await stageRuns();
@@ -218,7 +256,10 @@ describe('duplicates', () => {
         app.api.del(`/api/upload/${mine.body.id}`, { token: alice.token }),
         app.api.del(`/api/upload/${bobs.body.id}`, { token: bob.token }),
       ]);
-      assert.deepEqual(gone.map((r) => r.status), [200, 200]);
+      assert.deepEqual(
+        gone.map((r) => r.status),
+        [200, 200],
+      );
       assert.equal((await diskState(app)).media.length, media, 'the last of the two removed the files');
     }
   });
@@ -228,7 +269,13 @@ describe('duplicates', () => {
     const hidden = await uploadImage(app.api, aliceToken, original, { is_private: 'true' });
     assert.equal(hidden.status, 201);
     // Bob cannot see Alice's private upload, so his re-encoded copy is stored.
-    const copy = await uploadImage(app.api, bob.token, await sharp(original).resize(700).webp({ quality: 60 }).toBuffer(), {}, 'copy.webp');
+    const copy = await uploadImage(
+      app.api,
+      bob.token,
+      await sharp(original).resize(700).webp({ quality: 60 }).toBuffer(),
+      {},
+      'copy.webp',
+    );
     assert.equal(copy.status, 201, copy.text);
     // Carol's upload of Alice's exact bytes reuses Alice's files, but Bob's public copy is a near duplicate.
     const carol = await registerUser(app.api);
@@ -244,17 +291,58 @@ describe('duplicates', () => {
 });
 
 describe('rejections leave nothing behind', () => {
-  const cases: Array<[string, () => Promise<{ bytes: Buffer; fields?: Record<string, string> }>, number, string, RegExp]> = [
-    ['non-image bytes named .jpg', async () => ({ bytes: nonImageBytes() }), 400, 'unsupported_format', /JPEG, PNG, GIF and WebP/],
+  const cases: Array<
+    [string, () => Promise<{ bytes: Buffer; fields?: Record<string, string> }>, number, string, RegExp]
+  > = [
+    [
+      'non-image bytes named .jpg',
+      async () => ({ bytes: nonImageBytes() }),
+      400,
+      'unsupported_format',
+      /JPEG, PNG, GIF and WebP/,
+    ],
     ['an SVG', async () => ({ bytes: svgImage() }), 400, 'unsupported_format', /SVG/],
     ['a truncated JPEG', async () => ({ bytes: await truncatedJpeg() }), 400, 'invalid_image', /./],
     ['a PNG claiming 100000×100000', async () => ({ bytes: hugeHeaderPng() }), 400, 'invalid_image', /50 MP|pixels/],
     ['a GIF with 201 frames', async () => ({ bytes: await manyFramesGif(201) }), 400, 'invalid_image', /200/],
-    ['a 501-character description', async () => ({ bytes: await photoJpeg({ seed: 301 }), fields: { description: 'é'.repeat(501) } }), 400, 'invalid_request', /description is 501 characters; the limit is 500/],
-    ['11 tags', async () => ({ bytes: await photoJpeg({ seed: 302 }), fields: { tags: Array.from({ length: 11 }, (_, i) => `t${i}`).join(',') } }), 400, 'too_many_tags', /11 tags; the limit is 10/],
-    ['an invalid tag', async () => ({ bytes: await photoJpeg({ seed: 303 }), fields: { tags: 'ok,<script>' } }), 400, 'invalid_tag', /<script>/],
-    ['a bad upload_type', async () => ({ bytes: await photoJpeg({ seed: 304 }), fields: { upload_type: 'video' } }), 400, 'invalid_request', /upload_type/],
-    ['a bad is_private', async () => ({ bytes: await photoJpeg({ seed: 305 }), fields: { is_private: 'maybe' } }), 400, 'invalid_request', /is_private/],
+    [
+      'a 501-character description',
+      async () => ({ bytes: await photoJpeg({ seed: 301 }), fields: { description: 'é'.repeat(501) } }),
+      400,
+      'invalid_request',
+      /description is 501 characters; the limit is 500/,
+    ],
+    [
+      '11 tags',
+      async () => ({
+        bytes: await photoJpeg({ seed: 302 }),
+        fields: { tags: Array.from({ length: 11 }, (_, i) => `t${i}`).join(',') },
+      }),
+      400,
+      'too_many_tags',
+      /11 tags; the limit is 10/,
+    ],
+    [
+      'an invalid tag',
+      async () => ({ bytes: await photoJpeg({ seed: 303 }), fields: { tags: 'ok,<script>' } }),
+      400,
+      'invalid_tag',
+      /<script>/,
+    ],
+    [
+      'a bad upload_type',
+      async () => ({ bytes: await photoJpeg({ seed: 304 }), fields: { upload_type: 'video' } }),
+      400,
+      'invalid_request',
+      /upload_type/,
+    ],
+    [
+      'a bad is_private',
+      async () => ({ bytes: await photoJpeg({ seed: 305 }), fields: { is_private: 'maybe' } }),
+      400,
+      'invalid_request',
+      /is_private/,
+    ],
   ];
   for (const [what, make, status, code, message] of cases) {
     test(`${what} → ${status} ${code}`, async () => {
@@ -273,7 +361,9 @@ describe('rejections leave nothing behind', () => {
     const rows = await countUploads(app);
     const media = (await diskState(app)).media.length;
     const big = Buffer.alloc(10 * 1024 * 1024 + 1, 0xff);
-    const r = await uploadImage(app.api, aliceToken, big).catch((e) => ({ status: -1, body: { error: String(e) } }) as never);
+    const r = await uploadImage(app.api, aliceToken, big).catch(
+      (e) => ({ status: -1, body: { error: String(e) } }) as never,
+    );
     assert.equal(r.status, 413);
     assert.equal(r.body.error, 'payload_too_large');
     assert.match(r.body.message, /10 MiB/);
@@ -357,7 +447,16 @@ describe('privacy and delete', () => {
     const byAdmin = await app.api.patch(`/api/upload/${id}/privacy`, { is_private: false }, { token: admin.token });
     assert.equal(byAdmin.status, 200);
     assert.equal(byAdmin.body.is_private, false);
-    assert.equal((await app.api.patch(`/api/upload/00000000-0000-4000-8000-000000000000/privacy`, { is_private: true }, { token: alice.token })).status, 404);
+    assert.equal(
+      (
+        await app.api.patch(
+          `/api/upload/00000000-0000-4000-8000-000000000000/privacy`,
+          { is_private: true },
+          { token: alice.token },
+        )
+      ).status,
+      404,
+    );
     const bad = await app.api.patch(`/api/upload/${id}/privacy`, { is_private: 'yes' }, { token: alice.token });
     assert.equal(bad.status, 400);
     assert.match(bad.body.message, /is_private/);
@@ -393,16 +492,25 @@ test('RATE_LIMIT_UPLOAD is per user, with RateLimit headers and Retry-After', as
     const u = await registerUser(limited.api);
     const other = await registerUser(limited.api);
     for (let i = 0; i < 2; i++) {
-      const r = await uploadFields(limited.api, u.token, { upload_type: 'link', external_url: `https://example.com/${i}` });
+      const r = await uploadFields(limited.api, u.token, {
+        upload_type: 'link',
+        external_url: `https://example.com/${i}`,
+      });
       assert.equal(r.status, 201);
       assert.equal(r.headers.get('ratelimit-limit'), '2');
     }
-    const third = await uploadFields(limited.api, u.token, { upload_type: 'link', external_url: 'https://example.com/3' });
+    const third = await uploadFields(limited.api, u.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/3',
+    });
     assert.equal(third.status, 429);
     assert.equal(third.body.error, 'rate_limited');
     assert.ok(Number(third.headers.get('retry-after')) >= 1);
     assert.equal(third.headers.get('ratelimit-remaining'), '0');
-    const others = await uploadFields(limited.api, other.token, { upload_type: 'link', external_url: 'https://example.com/4' });
+    const others = await uploadFields(limited.api, other.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/4',
+    });
     assert.equal(others.status, 201, 'another user has their own budget');
   } finally {
     await limited.close();
@@ -426,7 +534,10 @@ test('many uploads over one keep-alive connection leave no listeners behind on i
       await res.body.dump();
     }
     assert.equal(sockets.length, 1, 'all uploads went over one connection');
-    assert.ok(sockets[0]!.listenerCount('close') < 5, `${sockets[0]!.listenerCount('close')} close listeners on the socket after 25 uploads`);
+    assert.ok(
+      sockets[0]!.listenerCount('close') < 5,
+      `${sockets[0]!.listenerCount('close')} close listeners on the socket after 25 uploads`,
+    );
   } finally {
     app.server.off('connection', onConnection);
     await one.close();
@@ -437,7 +548,9 @@ test('a full worker queue answers 503 busy with Retry-After, and nothing is left
   const small = await startApp({ WORKERS: '1', WORKER_QUEUE: '1' });
   try {
     const u = await registerUser(small.api);
-    const images = await Promise.all(Array.from({ length: 6 }, (_, i) => photoJpeg({ width: 3000, height: 2250, seed: 500 + i, metadata: false })));
+    const images = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => photoJpeg({ width: 3000, height: 2250, seed: 500 + i, metadata: false })),
+    );
     const replies = await Promise.all(images.map((img) => uploadImage(small.api, u.token, img)));
     const statuses = replies.map((r) => r.status);
     assert.ok(statuses.includes(503), `some were refused: ${statuses}`);

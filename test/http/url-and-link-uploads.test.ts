@@ -50,7 +50,11 @@ after(async () => {
 
 describe('upload_type=image_url', () => {
   test('fetches the image, runs the pipeline, records source_url', async () => {
-    const r = await uploadFields(app.api, user.token, { upload_type: 'image_url', image_url: `${base}/redirect`, tags: 'fetched' });
+    const r = await uploadFields(app.api, user.token, {
+      upload_type: 'image_url',
+      image_url: `${base}/redirect`,
+      tags: 'fetched',
+    });
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.upload_type, 'image');
     assert.equal(r.body.source_url, `${base}/redirect`);
@@ -61,7 +65,11 @@ describe('upload_type=image_url', () => {
   });
 
   test('works with a JSON body too', async () => {
-    const r = await app.api.post('/api/v1/upload', { upload_type: 'image_url', image_url: `${base}/photo.jpg`, is_private: true }, { token: user.token });
+    const r = await app.api.post(
+      '/api/v1/upload',
+      { upload_type: 'image_url', image_url: `${base}/photo.jpg`, is_private: true },
+      { token: user.token },
+    );
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.is_private, true);
   });
@@ -95,8 +103,20 @@ describe('upload_type=image_url', () => {
   test('with FETCH_ALLOW_PRIVATE=false, loopback in every notation is refused and the server gets no connection', async () => {
     const port = (server.address() as { port: number }).port;
     const before = hits;
-    for (const host of ['127.0.0.1', '127.1', '2130706433', '0x7f000001', '017700000001', 'localhost', '[::1]', '[::ffff:127.0.0.1]']) {
-      const r = await uploadFields(strict.api, strictUser.token, { upload_type: 'image_url', image_url: `http://${host}:${port}/cat.png` });
+    for (const host of [
+      '127.0.0.1',
+      '127.1',
+      '2130706433',
+      '0x7f000001',
+      '017700000001',
+      'localhost',
+      '[::1]',
+      '[::ffff:127.0.0.1]',
+    ]) {
+      const r = await uploadFields(strict.api, strictUser.token, {
+        upload_type: 'image_url',
+        image_url: `http://${host}:${port}/cat.png`,
+      });
       assert.equal(r.status, 400, host);
       assert.equal(r.body.error, 'fetch_failed', host);
     }
@@ -113,7 +133,11 @@ describe('upload_type=image_url', () => {
 
 describe('upload_type=link', () => {
   test('stores the link with an embed built from the URL alone', async () => {
-    const r = await uploadFields(app.api, user.token, { upload_type: 'link', external_url: 'https://youtu.be/dQw4w9WgXcQ?t=42', description: 'classic' });
+    const r = await uploadFields(app.api, user.token, {
+      upload_type: 'link',
+      external_url: 'https://youtu.be/dQw4w9WgXcQ?t=42',
+      description: 'classic',
+    });
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.upload_type, 'link');
     assert.equal(r.body.external_url, 'https://youtu.be/dQw4w9WgXcQ?t=42');
@@ -126,7 +150,11 @@ describe('upload_type=link', () => {
   });
 
   test('an unknown site is a link without a provider; GET /api/image of a link is 404', async () => {
-    const r = await app.api.post('/api/v1/upload', { upload_type: 'link', external_url: 'https://example.org/post/1' }, { token: user.token });
+    const r = await app.api.post(
+      '/api/v1/upload',
+      { upload_type: 'link', external_url: 'https://example.org/post/1' },
+      { token: user.token },
+    );
     assert.equal(r.status, 201);
     assert.deepEqual(r.body.embed, { provider: null, embed_url: null, html: null });
     assert.equal((await app.api.get(`/api/image/${r.body.id}`)).status, 404);
@@ -151,9 +179,14 @@ describe('Idempotency-Key', () => {
       const form = new FormData();
       form.append('upload_type', 'image');
       form.append('file', new Blob([jpeg]), 'x.jpg');
-      return app.api.post('/api/v1/upload', undefined, { token: user.token, raw: form, headers: { 'idempotency-key': 'key-701' } });
+      return app.api.post('/api/v1/upload', undefined, {
+        token: user.token,
+        raw: form,
+        headers: { 'idempotency-key': 'key-701' },
+      });
     };
-    const accepted = async () => Number(/^pixvote_uploads_accepted_total\{type="image"\} (\d+)$/m.exec(await currentMetrics(app))?.[1] ?? 0);
+    const accepted = async () =>
+      Number(/^pixvote_uploads_accepted_total\{type="image"\} (\d+)$/m.exec(await currentMetrics(app))?.[1] ?? 0);
     const first = await send();
     assert.equal(first.status, 201);
     const rows = await countUploads(app);
@@ -170,9 +203,17 @@ describe('Idempotency-Key', () => {
     const a = await uploadFields(app.api, user.token, { upload_type: 'link', external_url: 'https://example.com/a' });
     assert.equal(a.status, 201);
     const headers = { 'idempotency-key': 'key-702' };
-    const first = await app.api.post('/api/v1/upload', { upload_type: 'link', external_url: 'https://example.com/one' }, { token: user.token, headers });
+    const first = await app.api.post(
+      '/api/v1/upload',
+      { upload_type: 'link', external_url: 'https://example.com/one' },
+      { token: user.token, headers },
+    );
     assert.equal(first.status, 201);
-    const other = await app.api.post('/api/v1/upload', { upload_type: 'link', external_url: 'https://example.com/two' }, { token: user.token, headers });
+    const other = await app.api.post(
+      '/api/v1/upload',
+      { upload_type: 'link', external_url: 'https://example.com/two' },
+      { token: user.token, headers },
+    );
     assert.equal(other.status, 409);
     assert.equal(other.body.error, 'conflict');
     assert.match(other.body.message, /Idempotency-Key/);
@@ -199,7 +240,11 @@ describe('Idempotency-Key', () => {
         form.append('upload_type', 'image');
         form.append('description', 'storm');
         form.append('file', new Blob([jpeg]), 'storm.jpg');
-        return limited.api.post('/api/v1/upload', undefined, { token: u.token, raw: form, headers: { 'idempotency-key': 'storm-1' } });
+        return limited.api.post('/api/v1/upload', undefined, {
+          token: u.token,
+          raw: form,
+          headers: { 'idempotency-key': 'storm-1' },
+        });
       };
       const first = await send();
       assert.equal(first.status, 201);
@@ -207,7 +252,10 @@ describe('Idempotency-Key', () => {
       assert.deepEqual([...new Set(storm.map((r) => r.status))], [201]);
       assert.ok(storm.every((r) => r.body.id === first.body.id));
       assert.equal(await countUploads(limited), 1);
-      const fresh = await uploadFields(limited.api, u.token, { upload_type: 'link', external_url: 'https://example.com/after-storm' });
+      const fresh = await uploadFields(limited.api, u.token, {
+        upload_type: 'link',
+        external_url: 'https://example.com/after-storm',
+      });
       assert.equal(fresh.status, 201, 'the replays spent none of the 2 uploads per hour');
     } finally {
       await limited.close();
@@ -220,7 +268,11 @@ describe('Idempotency-Key', () => {
       const form = new FormData();
       form.append('upload_type', 'image');
       form.append('file', new Blob([jpeg]), 'c.jpg');
-      return app.api.post('/api/v1/upload', undefined, { token: user.token, raw: form, headers: { 'idempotency-key': 'concurrent-705' } });
+      return app.api.post('/api/v1/upload', undefined, {
+        token: user.token,
+        raw: form,
+        headers: { 'idempotency-key': 'concurrent-705' },
+      });
     };
     const rows = await countUploads(app);
     const replies = await Promise.all(Array.from({ length: 8 }, send));
@@ -230,7 +282,11 @@ describe('Idempotency-Key', () => {
   });
 
   test('a malformed key is 400', async () => {
-    const r = await app.api.post('/api/v1/upload', { upload_type: 'link', external_url: 'https://example.com/k' }, { token: user.token, headers: { 'idempotency-key': 'has space' } });
+    const r = await app.api.post(
+      '/api/v1/upload',
+      { upload_type: 'link', external_url: 'https://example.com/k' },
+      { token: user.token, headers: { 'idempotency-key': 'has space' } },
+    );
     assert.equal(r.status, 400);
     assert.match(r.body.message, /Idempotency-Key/);
   });

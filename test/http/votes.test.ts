@@ -14,16 +14,24 @@ before(async () => {
 after(() => app.close());
 
 async function newUpload(): Promise<string> {
-  const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: `https://example.com/${Math.random()}` });
+  const r = await uploadFields(app.api, owner.token, {
+    upload_type: 'link',
+    external_url: `https://example.com/${Math.random()}`,
+  });
   assert.equal(r.status, 201);
   return r.body.id;
 }
 
-const vote = (user: TestUser, uploadId: string, value: string) => app.api.post('/api/vote', { uploadId, vote: value }, { token: user.token });
+const vote = (user: TestUser, uploadId: string, value: string) =>
+  app.api.post('/api/vote', { uploadId, vote: value }, { token: user.token });
 
 async function countsInDb(uploadId: string) {
   const db = app.composed.db.db();
-  const row = await db.selectFrom('uploads').select(['upvotes', 'downvote_count', 'score']).where('id', '=', uploadId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('uploads')
+    .select(['upvotes', 'downvote_count', 'score'])
+    .where('id', '=', uploadId)
+    .executeTakeFirstOrThrow();
   const votes = await db.selectFrom('votes').select(['value']).where('upload_id', '=', uploadId).execute();
   return {
     upvotes: Number(row.upvotes),
@@ -37,7 +45,8 @@ async function countsInDb(uploadId: string) {
 /** Registers users concurrently in small batches (each registration hashes a password). */
 async function users(n: number): Promise<TestUser[]> {
   const out: TestUser[] = [];
-  for (let i = 0; i < n; i += 25) out.push(...(await Promise.all(Array.from({ length: Math.min(25, n - i) }, () => registerUser(app.api)))));
+  for (let i = 0; i < n; i += 25)
+    out.push(...(await Promise.all(Array.from({ length: Math.min(25, n - i) }, () => registerUser(app.api)))));
   return out;
 }
 
@@ -48,8 +57,18 @@ describe('POST /api/vote', () => {
     const first = await vote(voter, id, 'fucks');
     assert.equal(first.status, 200);
     assert.deepEqual(first.body, { uploadId: id, vote: 'fucks', upvotes: 1, downvote_count: 0 });
-    assert.deepEqual((await vote(voter, id, 'fucks')).body, { uploadId: id, vote: 'fucks', upvotes: 1, downvote_count: 0 });
-    assert.deepEqual((await vote(voter, id, 'does_not_fuck')).body, { uploadId: id, vote: 'does_not_fuck', upvotes: 0, downvote_count: 1 });
+    assert.deepEqual((await vote(voter, id, 'fucks')).body, {
+      uploadId: id,
+      vote: 'fucks',
+      upvotes: 1,
+      downvote_count: 0,
+    });
+    assert.deepEqual((await vote(voter, id, 'does_not_fuck')).body, {
+      uploadId: id,
+      vote: 'does_not_fuck',
+      upvotes: 0,
+      downvote_count: 1,
+    });
     const mine = await app.api.get(`/api/upload/${id}`, { token: voter.token });
     assert.equal(mine.body.my_vote, 'does_not_fuck');
     assert.equal(mine.body.downvote_count, 1);
@@ -64,7 +83,12 @@ describe('POST /api/vote', () => {
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error, 'not_found');
     // An uploadId that is not a UUID is a bad field (API.md Votes), not an unknown upload.
-    for (const bad of ['not-a-uuid', '00000000-0000-4000-8000-00000000000', '00000000-0000-4000-8000-000000000000x', '']) {
+    for (const bad of [
+      'not-a-uuid',
+      '00000000-0000-4000-8000-00000000000',
+      '00000000-0000-4000-8000-000000000000x',
+      '',
+    ]) {
       const r = await vote(voter, bad, 'fucks');
       assert.equal(r.status, 400, JSON.stringify(bad));
       assert.equal(r.body.error, 'invalid_request');
@@ -101,7 +125,11 @@ describe('POST /api/vote', () => {
   });
 
   test('a private upload can be voted on by anyone who has its id', async () => {
-    const r = await uploadFields(app.api, owner.token, { upload_type: 'link', external_url: 'https://example.com/private', is_private: 'true' });
+    const r = await uploadFields(app.api, owner.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/private',
+      is_private: 'true',
+    });
     const voter = await registerUser(app.api);
     assert.equal((await vote(voter, r.body.id, 'fucks')).body.upvotes, 1);
   });
@@ -136,7 +164,13 @@ describe('exact counts under concurrency', () => {
     await Promise.all(Array.from({ length: 10 }, () => vote(eager, id, 'fucks')));
     const up = final.filter((f) => f === 'fucks').length + 1;
     const down = final.filter((f) => f === 'does_not_fuck').length;
-    assert.deepEqual(await countsInDb(id), { upvotes: up, downvotes: down, score: up - down, upRows: up, downRows: down });
+    assert.deepEqual(await countsInDb(id), {
+      upvotes: up,
+      downvotes: down,
+      score: up - down,
+      upRows: up,
+      downRows: down,
+    });
   });
 
   test('a delete racing votes leaves no orphan vote and no 500', async () => {
@@ -147,7 +181,12 @@ describe('exact counts under concurrency', () => {
     const replies = await Promise.all(votes);
     assert.equal((await del).status, 200);
     for (const r of replies) assert.ok(r.status === 200 || r.status === 404, `vote answered ${r.status}`);
-    const orphans = await app.composed.db.db().selectFrom('votes').select('user_id').where('upload_id', '=', id).execute();
+    const orphans = await app.composed.db
+      .db()
+      .selectFrom('votes')
+      .select('user_id')
+      .where('upload_id', '=', id)
+      .execute();
     assert.equal(orphans.length, 0);
     assert.equal((await vote(voters[0]!, id, 'fucks')).status, 404);
   });
@@ -158,8 +197,12 @@ test('RATE_LIMIT_VOTE is per user', async () => {
   try {
     const u = await registerUser(limited.api);
     const other = await registerUser(limited.api);
-    const up = await uploadFields(limited.api, u.token, { upload_type: 'link', external_url: 'https://example.com/rl' });
-    const v = (who: TestUser, value: string) => limited.api.post('/api/vote', { uploadId: up.body.id, vote: value }, { token: who.token });
+    const up = await uploadFields(limited.api, u.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/rl',
+    });
+    const v = (who: TestUser, value: string) =>
+      limited.api.post('/api/vote', { uploadId: up.body.id, vote: value }, { token: who.token });
     for (const value of ['fucks', 'none', 'fucks']) assert.equal((await v(u, value)).status, 200);
     const fourth = await v(u, 'none');
     assert.equal(fourth.status, 429);

@@ -22,11 +22,18 @@ test('an Idempotency-Key claim is fenced by its token: a lapsed lease is taken o
     // Within the lease nobody takes over; the holder renews.
     assert.equal(await store.takeOver(user.id, 'k1', 'old', claimAt('early', t0 + LEASE - 1)), false);
     assert.equal(await store.renew(user.id, 'k1', 'old', new Date(t0 + 2 * LEASE)), true);
-    assert.equal(await store.takeOver(user.id, 'k1', 'old', claimAt('early', t0 + LEASE + 1)), false, 'a renewed lease is not taken over');
+    assert.equal(
+      await store.takeOver(user.id, 'k1', 'old', claimAt('early', t0 + LEASE + 1)),
+      false,
+      'a renewed lease is not taken over',
+    );
 
     // It lapses: of two waiters that saw it, one takes it over.
     const late = t0 + 2 * LEASE + 1;
-    const won = await Promise.all([store.takeOver(user.id, 'k1', 'old', claimAt('w1', late)), store.takeOver(user.id, 'k1', 'old', claimAt('w2', late))]);
+    const won = await Promise.all([
+      store.takeOver(user.id, 'k1', 'old', claimAt('w1', late)),
+      store.takeOver(user.id, 'k1', 'old', claimAt('w2', late)),
+    ]);
     assert.deepEqual(won.filter(Boolean).length, 1, `exactly one takeover: ${won}`);
     const winner = won[0] ? 'w1' : 'w2';
 
@@ -62,7 +69,14 @@ test('a claim written before leases existed (no token, no lease) lapses two minu
     await db
       .db()
       .insertInto('idempotency_keys')
-      .values({ user_id: user.id, key: 'legacy', request_hash: 'h', status: null, body: null, created_at: db.dialect.date(new Date(made)) })
+      .values({
+        user_id: user.id,
+        key: 'legacy',
+        request_hash: 'h',
+        status: null,
+        body: null,
+        created_at: db.dialect.date(new Date(made)),
+      })
       .execute();
     const seen = await store.claim(user.id, 'legacy', 'h', claimAt('n', Date.now()), new Date(0));
     assert.ok(seen.state === 'pending' && seen.token === null && seen.leaseUntil.getTime() === made + 120_000);

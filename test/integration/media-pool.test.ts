@@ -9,20 +9,29 @@ import * as fx from '../support/fixtures.ts';
 
 test('MediaPool: a request aborted while its worker waits on the afterHash hook ends at once as 503 busy, staging nothing', async () => {
   const stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-pool-'));
-  const pool = await MediaPool.start({ workers: 1, maxQueue: 4, modelDir: path.join(stagingDir, 'no-model'), preloadDetector: false });
+  const pool = await MediaPool.start({
+    workers: 1,
+    maxQueue: 4,
+    modelDir: path.join(stagingDir, 'no-model'),
+    preloadDetector: false,
+  });
   try {
     const jpeg = await fx.photoJpeg({ width: 800, height: 600 });
     const aborted = new AbortController();
     let asked = 0;
     const outcome = pool
-      .process({ bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: 'aborted', humanPolicy: 'off', humanThreshold: 0.5 }, aborted.signal, {
-        // A lookup that never answers (a database stalled): only the abort can end the task.
-        afterHash: () => {
-          asked++;
-          setImmediate(() => aborted.abort());
-          return new Promise<boolean>(() => {});
+      .process(
+        { bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: 'aborted', humanPolicy: 'off', humanThreshold: 0.5 },
+        aborted.signal,
+        {
+          // A lookup that never answers (a database stalled): only the abort can end the task.
+          afterHash: () => {
+            asked++;
+            setImmediate(() => aborted.abort());
+            return new Promise<boolean>(() => {});
+          },
         },
-      })
+      )
       .then(
         () => null,
         (e: unknown) => e,
@@ -35,11 +44,15 @@ test('MediaPool: a request aborted while its worker waits on the afterHash hook 
     assert.deepEqual(await readdir(stagingDir), [], 'nothing staged');
     // A hook that throws at once fails only its own upload, with its own error.
     const thrown = await pool
-      .process({ bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: 'thrown', humanPolicy: 'off', humanThreshold: 0.5 }, undefined, {
-        afterHash: () => {
-          throw new Error('lookup exploded');
+      .process(
+        { bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: 'thrown', humanPolicy: 'off', humanThreshold: 0.5 },
+        undefined,
+        {
+          afterHash: () => {
+            throw new Error('lookup exploded');
+          },
         },
-      })
+      )
       .then(
         () => null,
         (e: unknown) => e as Error,

@@ -15,7 +15,11 @@ async function stagedBy(store: FileMediaStore, instance: string, key: string, he
   await utimes(alive, t, t);
 }
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 test('sweep: staged media of a committed row moves in (any instance); a dead instance’s leftovers go; a live one’s stay', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-media-'));
@@ -43,10 +47,14 @@ test('sweep: staged media of a committed row moves in (any instance); a dead ins
     const committed = new Set([keys.committedDead, keys.committedLive]);
     const r = await store.sweep(async (k) => committed.has(k));
     assert.deepEqual(r, { committed: 2, discarded: 2 });
-    for (const k of committed) for (const v of VARIANTS) assert.ok(await exists(store.variantPath(k, v)), `${k} ${v} moved in`);
+    for (const k of committed)
+      for (const v of VARIANTS) assert.ok(await exists(store.variantPath(k, v)), `${k} ${v} moved in`);
     assert.ok(!(await exists(join(store.stagingRoot, deadHere))), 'the dead instance directory is gone');
     assert.ok(!(await exists(join(store.stagingRoot, otherHostStale))), 'an instance with a stale heartbeat is dead');
-    assert.ok(await exists(join(store.stagingRoot, liveHere, keys.orphanLive)), 'a live instance keeps its work in progress');
+    assert.ok(
+      await exists(join(store.stagingRoot, liveHere, keys.orphanLive)),
+      'a live instance keeps its work in progress',
+    );
     assert.ok(!(await exists(join(store.tmpRoot, deadHere))), 'temp files of the dead instance are gone');
     assert.deepEqual((await readdir(join(store.stagingRoot, store.instance))).sort(), ['.alive']);
 
@@ -84,7 +92,10 @@ test('sweep: staged media of a committed row moves in (any instance); a dead ins
     // (The closed instance is this very process: its pid is alive, so only a committed row would move it.)
     assert.deepEqual(await next.sweep(async (k) => k === inProgress), { committed: 1, discarded: 0 });
     await next.close();
-    assert.deepEqual((await readdir(store.stagingRoot)).filter((d) => d === next.instance), []);
+    assert.deepEqual(
+      (await readdir(store.stagingRoot)).filter((d) => d === next.instance),
+      [],
+    );
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }

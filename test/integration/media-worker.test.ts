@@ -6,7 +6,14 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import sharp from 'sharp';
 import { MessageChannel } from 'node:worker_threads';
-import type { HumanPolicy, ProcessedImage, ProcessImageResult, ProcessImageTask, StageRejection, StoppedAfterHash } from '../../src/workers/pipeline/types.ts';
+import type {
+  HumanPolicy,
+  ProcessedImage,
+  ProcessImageResult,
+  ProcessImageTask,
+  StageRejection,
+  StoppedAfterHash,
+} from '../../src/workers/pipeline/types.ts';
 import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import * as fx from '../support/fixtures.ts';
@@ -19,17 +26,34 @@ describe('media worker in a Piscina pool', () => {
   let stagingDir: string;
   let n = 0;
 
-  const run = async (bytes: Uint8Array, humanPolicy: HumanPolicy = 'off'): Promise<{ task: ProcessImageTask; result: ProcessedImage | StageRejection }> => {
-    const task: ProcessImageTask = { bytes: fx.toArrayBuffer(bytes), stagingDir, baseName: `up-${++n}`, humanPolicy, humanThreshold: 0.5 };
-    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as ProcessedImage | StageRejection;
+  const run = async (
+    bytes: Uint8Array,
+    humanPolicy: HumanPolicy = 'off',
+  ): Promise<{ task: ProcessImageTask; result: ProcessedImage | StageRejection }> => {
+    const task: ProcessImageTask = {
+      bytes: fx.toArrayBuffer(bytes),
+      stagingDir,
+      baseName: `up-${++n}`,
+      humanPolicy,
+      humanThreshold: 0.5,
+    };
+    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as
+      ProcessedImage | StageRejection;
     return { task, result };
   };
-  const ok = (r: ProcessedImage | StageRejection): ProcessedImage => (r.ok ? r : assert.fail(`${r.code}: ${r.message}`));
-  const staged = async (task: ProcessImageTask) => (await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`));
+  const ok = (r: ProcessedImage | StageRejection): ProcessedImage =>
+    r.ok ? r : assert.fail(`${r.code}: ${r.message}`);
+  const staged = async (task: ProcessImageTask) =>
+    (await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`));
 
   before(async () => {
     stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-worker-'));
-    pool = new Piscina({ filename: WORKER, minThreads: 2, maxThreads: 2, workerData: { modelDir: path.join(stagingDir, 'no-model') } });
+    pool = new Piscina({
+      filename: WORKER,
+      minThreads: 2,
+      maxThreads: 2,
+      workerData: { modelDir: path.join(stagingDir, 'no-model') },
+    });
   });
   after(async () => {
     await pool.destroy();
@@ -42,13 +66,23 @@ describe('media worker in a Piscina pool', () => {
     assert.equal(task.bytes.byteLength, 0, 'transferred, not copied');
     const image = ok(result);
     assert.deepEqual([image.width, image.height, image.humanScore], [1800, 2400, null]);
-    assert.deepEqual(image.variants.map((v) => [v.name, v.width, v.height]), [['thumb', 240, 320], ['medium', 768, 1024], ['full', 1536, 2048]]);
+    assert.deepEqual(
+      image.variants.map((v) => [v.name, v.width, v.height]),
+      [
+        ['thumb', 240, 320],
+        ['medium', 768, 1024],
+        ['full', 1536, 2048],
+      ],
+    );
     for (const v of image.variants) {
       const bytes = await readFile(v.path);
       assert.deepEqual(fx.riffChunks(bytes), ['VP8 '], v.name);
       assert.ok(!bytes.includes('GPS'));
       const meta = await sharp(bytes).metadata();
-      assert.deepEqual([meta.width, meta.height, meta.exif, meta.xmp, meta.icc], [v.width, v.height, undefined, undefined, undefined]);
+      assert.deepEqual(
+        [meta.width, meta.height, meta.exif, meta.xmp, meta.icc],
+        [v.width, v.height, undefined, undefined, undefined],
+      );
     }
     assert.equal(typeof (result as ProcessedImage & { startedAt?: number }).startedAt, 'number');
   });
@@ -62,9 +96,19 @@ describe('media worker in a Piscina pool', () => {
         asked.push(m.phash);
         port1.postMessage({ stop });
       });
-      const task: ProcessImageTask = { bytes: fx.toArrayBuffer(jpeg), stagingDir, baseName: `up-${++n}`, humanPolicy: 'off', humanThreshold: 0.5, afterHash: port2 };
+      const task: ProcessImageTask = {
+        bytes: fx.toArrayBuffer(jpeg),
+        stagingDir,
+        baseName: `up-${++n}`,
+        humanPolicy: 'off',
+        humanThreshold: 0.5,
+        afterHash: port2,
+      };
       try {
-        const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes, port2 as never] })) as ProcessImageResult;
+        const result = (await pool.run(task, {
+          name: 'processImage',
+          transferList: [task.bytes, port2 as never],
+        })) as ProcessImageResult;
         return { task, result, asked };
       } finally {
         port1.close();
@@ -129,15 +173,27 @@ describe('media worker with the person detector', () => {
   let stagingDir: string;
   let n = 0;
   const run = async (bytes: Uint8Array, humanPolicy: HumanPolicy) => {
-    const task: ProcessImageTask = { bytes: fx.toArrayBuffer(bytes), stagingDir, baseName: `det-${++n}`, humanPolicy, humanThreshold: CALIBRATED_HUMAN_THRESHOLD };
-    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as ProcessedImage | StageRejection;
+    const task: ProcessImageTask = {
+      bytes: fx.toArrayBuffer(bytes),
+      stagingDir,
+      baseName: `det-${++n}`,
+      humanPolicy,
+      humanThreshold: CALIBRATED_HUMAN_THRESHOLD,
+    };
+    const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as
+      ProcessedImage | StageRejection;
     return { task, result };
   };
 
   before(async () => {
     stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-worker-det-'));
     const { dir } = await ensureModels();
-    pool = new Piscina({ filename: WORKER, minThreads: 1, maxThreads: 1, workerData: { modelDir: dir, preloadDetector: true } });
+    pool = new Piscina({
+      filename: WORKER,
+      minThreads: 1,
+      maxThreads: 1,
+      workerData: { modelDir: dir, preloadDetector: true },
+    });
   });
   after(async () => {
     await pool.destroy();
@@ -155,6 +211,9 @@ describe('media worker with the person detector', () => {
     const { task, result } = await run(await personGif({ frames: 5, personAt: 1 }), 'reject');
     assert.equal(!result.ok && result.code, 'human_detected');
     assert.equal(!result.ok && result.detection?.bestFrame, 1);
-    assert.deepEqual((await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`)), []);
+    assert.deepEqual(
+      (await readdir(stagingDir)).filter((f) => f.startsWith(`${task.baseName}.`)),
+      [],
+    );
   });
 });

@@ -31,7 +31,7 @@ test('a body longer than its Content-Length, its connection gone before the body
       settled.push({ status: (e as { status: number }).status, error: (e as Error).message });
     }
   });
-  const media = { tempDir: async (name: string) => (await mkdtemp(join(root, `${name}-`))), open: async () => null };
+  const media = { tempDir: async (name: string) => await mkdtemp(join(root, `${name}-`)), open: async () => null };
   app.use(multipartUpload({ media }));
   app.use((ctx) => void (ctx.body = 'parsed'));
   const server = createHttpServer(app.callback());
@@ -42,7 +42,9 @@ test('a body longer than its Content-Length, its connection gone before the body
     form.append('file', new Blob([Buffer.alloc(50_000, 1)]), 'a.jpg');
     const { body, contentType } = await encodeForm(form);
     const c = await openRaw(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-    c.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length - 100}\r\n\r\n`);
+    c.write(
+      `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length - 100}\r\n\r\n`,
+    );
     c.write(body);
     const r = await c.reply();
     assert.equal(r.status, 400);

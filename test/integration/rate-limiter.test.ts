@@ -24,30 +24,41 @@ async function withRedis(run: (ctx: { a: Redis; b: Redis; prefix: string }) => P
 
 const settle = () => new Promise((r) => setTimeout(r, 50));
 
-test('shared limit far from its end: requests answered without waiting for Redis, their count reaches Redis in batches', { skip }, () =>
-  withRedis(async ({ a, prefix }) => {
-    const limiter = createLimiter({ name: 'general', rate: { points: 100_000, seconds: 60 }, redis: a, prefix });
-    const first = await limiter.consume('ip'); // the first of a window always asks Redis
-    assert.equal(first.remaining, 99_999);
-    const before = Number(await a.get(`${prefix}rl:general:ip`));
-    const decisions: LimitDecision[] = [];
-    for (let i = 0; i < 10; i++) decisions.push(await limiter.consume('ip'));
-    assert.deepEqual(decisions.map((d) => d.remaining), Array.from({ length: 10 }, (_, i) => 99_998 - i));
-    assert.ok(decisions.every((d) => d.allowed && d.limit === 100_000 && d.resetSeconds >= 59 && d.resetSeconds <= 60));
-    assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), before, 'not yet sent: admitted here');
-    await settle();
-    assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), 11, 'every admitted request counted in Redis');
-    for (let i = 0; i < 100; i++) await limiter.consume('ip');
-    await settle();
-    assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), 111);
-  }),
+test(
+  'shared limit far from its end: requests answered without waiting for Redis, their count reaches Redis in batches',
+  { skip },
+  () =>
+    withRedis(async ({ a, prefix }) => {
+      const limiter = createLimiter({ name: 'general', rate: { points: 100_000, seconds: 60 }, redis: a, prefix });
+      const first = await limiter.consume('ip'); // the first of a window always asks Redis
+      assert.equal(first.remaining, 99_999);
+      const before = Number(await a.get(`${prefix}rl:general:ip`));
+      const decisions: LimitDecision[] = [];
+      for (let i = 0; i < 10; i++) decisions.push(await limiter.consume('ip'));
+      assert.deepEqual(
+        decisions.map((d) => d.remaining),
+        Array.from({ length: 10 }, (_, i) => 99_998 - i),
+      );
+      assert.ok(
+        decisions.every((d) => d.allowed && d.limit === 100_000 && d.resetSeconds >= 59 && d.resetSeconds <= 60),
+      );
+      assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), before, 'not yet sent: admitted here');
+      await settle();
+      assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), 11, 'every admitted request counted in Redis');
+      for (let i = 0; i < 100; i++) await limiter.consume('ip');
+      await settle();
+      assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), 111);
+    }),
 );
 
 test('shared limit: two processes hammering one key admit exactly the limit, never more', { skip }, () =>
   withRedis(async ({ a, b, prefix }) => {
     const points = 600; // the default RATE_LIMIT_GENERAL
     const rate = { points, seconds: 60 };
-    const processes = [createLimiter({ name: 'general', rate, redis: a, prefix }), createLimiter({ name: 'general', rate, redis: b, prefix })];
+    const processes = [
+      createLimiter({ name: 'general', rate, redis: a, prefix }),
+      createLimiter({ name: 'general', rate, redis: b, prefix }),
+    ];
     let allowed = 0;
     let refused = 0;
     // Bursts of concurrent requests through both processes, as many connections would send them.
@@ -77,7 +88,10 @@ test('shared limit: near the end every request is counted in Redis first', { ski
     const points = 200;
     const rate = { points, seconds: 60 };
     const margin = exactMargin(points);
-    const [p, q] = [createLimiter({ name: 'vote', rate, redis: a, prefix }), createLimiter({ name: 'vote', rate, redis: b, prefix })];
+    const [p, q] = [
+      createLimiter({ name: 'vote', rate, redis: a, prefix }),
+      createLimiter({ name: 'vote', rate, redis: b, prefix }),
+    ];
     // Another process spent all but the margin: this one learns it on its next exact request.
     for (let i = 0; i < points - margin; i++) await q.consume('user');
     await settle();

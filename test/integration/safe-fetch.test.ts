@@ -21,7 +21,10 @@ const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
   'base64',
 );
-const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00]), randomBytes(200_000)]);
+const JPEG = Buffer.concat([
+  Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00]),
+  randomBytes(200_000),
+]);
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 const PRIVATE_OK = { timeoutMs: 5000, maxBytes: 1 << 20, allowPrivate: true } satisfies FetchImageOptions;
@@ -78,7 +81,9 @@ async function trap(t: TestContext, host = '::', port = 0): Promise<Trap> {
       if (head.includes('\r\n\r\n')) {
         socket.end(
           Buffer.concat([
-            Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: ${PNG.length}\r\nConnection: close\r\n\r\n`),
+            Buffer.from(
+              `HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: ${PNG.length}\r\nConnection: close\r\n\r\n`,
+            ),
             PNG,
           ]),
         );
@@ -159,7 +164,13 @@ describe('fetchImage: happy path', () => {
 });
 
 describe('fetchImage: URL rules', () => {
-  const schemes = ['ftp://127.0.0.1/a.png', 'file:///etc/passwd', `data:image/png;base64,${PNG.toString('base64')}`, 'javascript:alert(1)', 'gopher://127.0.0.1:70/'];
+  const schemes = [
+    'ftp://127.0.0.1/a.png',
+    'file:///etc/passwd',
+    `data:image/png;base64,${PNG.toString('base64')}`,
+    'javascript:alert(1)',
+    'gopher://127.0.0.1:70/',
+  ];
   for (const url of schemes) {
     it(`refuses ${url.slice(0, 30)}`, async () => {
       await rejectsWith(fetchImage(url, PRIVATE_OK), 'image_url must be http or https');
@@ -168,7 +179,11 @@ describe('fetchImage: URL rules', () => {
 
   it('refuses user info without connecting', async (t) => {
     const tr = await trap(t);
-    for (const url of [`http://user:pass@127.0.0.1:${tr.port}/`, `http://user@127.0.0.1:${tr.port}/`, `http://:pw@127.0.0.1:${tr.port}/`]) {
+    for (const url of [
+      `http://user:pass@127.0.0.1:${tr.port}/`,
+      `http://user@127.0.0.1:${tr.port}/`,
+      `http://:pw@127.0.0.1:${tr.port}/`,
+    ]) {
       await rejectsWith(fetchImage(url, PRIVATE_OK), 'image_url must not contain a user name or password');
     }
     assert.equal(tr.connections, 0);
@@ -176,7 +191,10 @@ describe('fetchImage: URL rules', () => {
 
   it('refuses what is not a URL and over-long URLs', async () => {
     await rejectsWith(fetchImage('not a url', PRIVATE_OK), 'image_url is not a valid URL');
-    await rejectsWith(fetchImage(`http://example.com/${'a'.repeat(2100)}`, PRIVATE_OK), 'image_url is longer than 2048 characters');
+    await rejectsWith(
+      fetchImage(`http://example.com/${'a'.repeat(2100)}`, PRIVATE_OK),
+      'image_url is longer than 2048 characters',
+    );
   });
 });
 
@@ -215,7 +233,16 @@ describe('fetchImage: forbidden addresses never get a connection', () => {
 
   it('control: with allowPrivate=true the loopback forms do reach that listener', async (t) => {
     const tr = await trap(t);
-    const reachable = ['127.1', '2130706433', '0x7f000001', '017700000001', '0.0.0.0', '[::1]', '[::ffff:127.0.0.1]', 'localhost'];
+    const reachable = [
+      '127.1',
+      '2130706433',
+      '0x7f000001',
+      '017700000001',
+      '0.0.0.0',
+      '[::1]',
+      '[::ffff:127.0.0.1]',
+      'localhost',
+    ];
     for (const host of reachable) {
       const got = await fetchImage(`http://${host}:${tr.port}/x.png`, PRIVATE_OK);
       assert.equal(got.sha256, sha256(PNG));
@@ -235,7 +262,10 @@ describe('fetchImage: forbidden addresses never get a connection', () => {
 
   it('a host name resolving to a private address does not reveal that address', async () => {
     const resolve = async () => [{ address: '10.0.3.17' }];
-    await rejectsWith(fetchImage('http://db.internal.example/', { ...STRICT, resolve }), 'image_url host does not resolve to a public address');
+    await rejectsWith(
+      fetchImage('http://db.internal.example/', { ...STRICT, resolve }),
+      'image_url host does not resolve to a public address',
+    );
   });
 
   it('fetch_failed never tells what a host name resolved to: not the address, not its kind, not whether it resolved', async () => {
@@ -266,7 +296,11 @@ describe('fetchImage: forbidden addresses never get a connection', () => {
     const tr = await trap(t, '127.0.0.1');
     const s = await serve(t, pngHandler, '127.0.0.2', tr.port);
     const resolve = async () => [{ address: '127.0.0.1' }, { address: '127.0.0.2' }];
-    const got = await fetchImage(`http://cdn.public.example:${tr.port}/`, { ...STRICT, resolve, addressPolicy: pretendPublic('127.0.0.2') });
+    const got = await fetchImage(`http://cdn.public.example:${tr.port}/`, {
+      ...STRICT,
+      resolve,
+      addressPolicy: pretendPublic('127.0.0.2'),
+    });
     assert.equal(got.sha256, sha256(PNG));
     assert.equal(s.requests, 1);
     assert.equal(tr.connections, 0);
@@ -313,24 +347,38 @@ describe('fetchImage: redirects', () => {
   it('refuses a fourth redirect, and honours a lower maxRedirects', async (t) => {
     const s = await chain(t);
     await rejectsWith(fetchImage(`${s.origin}/r/4`, PRIVATE_OK), 'image_url redirected more than 3 times');
-    await rejectsWith(fetchImage(`${s.origin}/r/1`, { ...PRIVATE_OK, maxRedirects: 0 }), 'image_url redirected more than 0 times');
+    await rejectsWith(
+      fetchImage(`${s.origin}/r/1`, { ...PRIVATE_OK, maxRedirects: 0 }),
+      'image_url redirected more than 0 times',
+    );
   });
 
   it('re-validates scheme, user info and Location of each target', async (t) => {
     const s = await serve(t, (req, res) => {
-      const to: Record<string, string> = { '/ftp': 'ftp://127.0.0.1/x', '/file': 'file:///etc/passwd', '/user': 'http://a:b@127.0.0.1/' };
+      const to: Record<string, string> = {
+        '/ftp': 'ftp://127.0.0.1/x',
+        '/file': 'file:///etc/passwd',
+        '/user': 'http://a:b@127.0.0.1/',
+      };
       const location = to[req.url ?? ''];
       res.writeHead(302, location === undefined ? {} : { location }).end();
     });
     await rejectsWith(fetchImage(`${s.origin}/ftp`, PRIVATE_OK), 'image_url redirect target must be http or https');
     await rejectsWith(fetchImage(`${s.origin}/file`, PRIVATE_OK), 'image_url redirect target must be http or https');
-    await rejectsWith(fetchImage(`${s.origin}/user`, PRIVATE_OK), 'image_url redirect target must not contain a user name or password');
+    await rejectsWith(
+      fetchImage(`${s.origin}/user`, PRIVATE_OK),
+      'image_url redirect target must not contain a user name or password',
+    );
     await rejectsWith(fetchImage(`${s.origin}/none`, PRIVATE_OK), 'image_url answered HTTP 302 without a Location');
   });
 
   it('a redirect from a public host to a loopback literal is refused at connect', async (t) => {
     const tr = await trap(t, '127.0.0.1');
-    const s = await serve(t, (_req, res) => res.writeHead(301, { location: `http://127.0.0.1:${tr.port}/` }).end(), '127.0.0.2');
+    const s = await serve(
+      t,
+      (_req, res) => res.writeHead(301, { location: `http://127.0.0.1:${tr.port}/` }).end(),
+      '127.0.0.2',
+    );
     await rejectsWith(
       fetchImage(`${s.origin}/`, { ...STRICT, addressPolicy: pretendPublic('127.0.0.2') }),
       'image_url resolves to 127.0.0.1, a loopback address',
@@ -341,11 +389,19 @@ describe('fetchImage: redirects', () => {
 
   it('a redirect to a host name that resolves to loopback is refused at connect', async (t) => {
     const tr = await trap(t, '127.0.0.1');
-    const s = await serve(t, (_req, res) => res.writeHead(307, { location: `http://internal.evil.example:${tr.port}/` }).end(), '127.0.0.2');
+    const s = await serve(
+      t,
+      (_req, res) => res.writeHead(307, { location: `http://internal.evil.example:${tr.port}/` }).end(),
+      '127.0.0.2',
+    );
     const hosts: Record<string, string> = { 'cdn.public.example': '127.0.0.2', 'internal.evil.example': '127.0.0.1' };
     const resolve = async (name: string) => [{ address: hosts[name] ?? '192.0.2.1' }];
     await rejectsWith(
-      fetchImage(`http://cdn.public.example:${s.port}/`, { ...STRICT, resolve, addressPolicy: pretendPublic('127.0.0.2') }),
+      fetchImage(`http://cdn.public.example:${s.port}/`, {
+        ...STRICT,
+        resolve,
+        addressPolicy: pretendPublic('127.0.0.2'),
+      }),
       'image_url host does not resolve to a public address',
     );
     assert.equal(s.requests, 1);
@@ -355,12 +411,21 @@ describe('fetchImage: redirects', () => {
   it('DNS rebinding: the same host re-resolving to loopback for the next connection is refused', async (t) => {
     const tr = await trap(t, '127.0.0.1');
     // Same port on the "public" address, so the second hop differs only in what DNS answers.
-    const s = await serve(t, (_req, res) => res.writeHead(302, { location: '/next', connection: 'close' }).end(), '127.0.0.2', tr.port);
+    const s = await serve(
+      t,
+      (_req, res) => res.writeHead(302, { location: '/next', connection: 'close' }).end(),
+      '127.0.0.2',
+      tr.port,
+    );
     const answers = ['127.0.0.2', '127.0.0.1'];
     let lookups = 0;
     const resolve = async () => [{ address: answers[Math.min(lookups++, 1)] as string }];
     await rejectsWith(
-      fetchImage(`http://rebind.example:${tr.port}/`, { ...STRICT, resolve, addressPolicy: pretendPublic('127.0.0.2') }),
+      fetchImage(`http://rebind.example:${tr.port}/`, {
+        ...STRICT,
+        resolve,
+        addressPolicy: pretendPublic('127.0.0.2'),
+      }),
       'image_url host does not resolve to a public address',
     );
     assert.equal(lookups, 2);
@@ -377,23 +442,35 @@ describe('fetchImage: time limit', () => {
       const drip = setInterval(() => res.write('x'), 50);
       res.on('close', () => clearInterval(drip));
     });
-    await rejectsWith(fetchImage(`${s.origin}/`, { ...PRIVATE_OK, timeoutMs: 400 }), 'image_url took longer than 400 ms');
+    await rejectsWith(
+      fetchImage(`${s.origin}/`, { ...PRIVATE_OK, timeoutMs: 400 }),
+      'image_url took longer than 400 ms',
+    );
   });
 
   it('a server that never answers is cut off by timeoutMs', async (t) => {
     const s = await serve(t, () => {});
-    await rejectsWith(fetchImage(`${s.origin}/`, { ...PRIVATE_OK, timeoutMs: 300 }), 'image_url took longer than 300 ms');
+    await rejectsWith(
+      fetchImage(`${s.origin}/`, { ...PRIVATE_OK, timeoutMs: 300 }),
+      'image_url took longer than 300 ms',
+    );
   });
 
   it('a DNS lookup that never returns is cut off by timeoutMs', async () => {
     const resolve = () => new Promise<never>(() => {});
-    await rejectsWith(fetchImage('http://slow-dns.example/', { ...STRICT, resolve, timeoutMs: 300 }), 'image_url took longer than 300 ms');
+    await rejectsWith(
+      fetchImage('http://slow-dns.example/', { ...STRICT, resolve, timeoutMs: 300 }),
+      'image_url took longer than 300 ms',
+    );
   });
 
   it("the caller's signal cancels the fetch", async (t) => {
     const ac = new AbortController();
     const s = await serve(t, () => ac.abort());
-    await rejectsWith(fetchImage(`${s.origin}/`, { ...PRIVATE_OK, signal: ac.signal }), 'image_url fetch was cancelled');
+    await rejectsWith(
+      fetchImage(`${s.origin}/`, { ...PRIVATE_OK, signal: ac.signal }),
+      'image_url fetch was cancelled',
+    );
   });
 });
 
@@ -403,7 +480,10 @@ describe('fetchImage: body rules', () => {
       res.writeHead(200, { 'content-type': 'image/png' });
       endless(res, PNG);
     });
-    await rejectsWith(fetchImage(`${s.origin}/`, { ...PRIVATE_OK, maxBytes: 65536 }), 'image_url body exceeds 65536 bytes');
+    await rejectsWith(
+      fetchImage(`${s.origin}/`, { ...PRIVATE_OK, maxBytes: 65536 }),
+      'image_url body exceeds 65536 bytes',
+    );
   });
 
   it('a Content-Length above maxBytes fails before the body is read', async (t) => {
@@ -411,7 +491,10 @@ describe('fetchImage: body rules', () => {
       res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(10 << 20) });
       res.write(PNG); // then stalls: only an early stop avoids the timeout
     });
-    await rejectsWith(fetchImage(`${s.origin}/`, { ...PRIVATE_OK, timeoutMs: 10_000 }), 'image_url body exceeds 1048576 bytes');
+    await rejectsWith(
+      fetchImage(`${s.origin}/`, { ...PRIVATE_OK, timeoutMs: 10_000 }),
+      'image_url body exceeds 1048576 bytes',
+    );
   });
 
   it('HTML is refused from its first bytes, without reading the rest', async (t) => {
@@ -419,7 +502,10 @@ describe('fetchImage: body rules', () => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       endless(res, Buffer.from('<!doctype html><html><body>'));
     });
-    await rejectsWith(fetchImage(`${s.origin}/`, { ...PRIVATE_OK, maxBytes: 10 << 20 }), 'image_url is not an image (text/html)');
+    await rejectsWith(
+      fetchImage(`${s.origin}/`, { ...PRIVATE_OK, maxBytes: 10 << 20 }),
+      'image_url is not an image (text/html)',
+    );
   });
 
   it('the bytes decide, not the declared type; remote header text is not echoed', async (t) => {
@@ -448,10 +534,19 @@ describe('fetchImage: compressed bodies', () => {
     brBomb = zlib.brotliCompressSync(inflated, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5 } });
   });
 
-  for (const [encoding, bomb] of [['gzip', () => gzipBomb], ['br', () => brBomb]] as const) {
+  for (const [encoding, bomb] of [
+    ['gzip', () => gzipBomb],
+    ['br', () => brBomb],
+  ] as const) {
     it(`a ${encoding} bomb stops at maxBytes of inflated data`, async (t) => {
       const s = await serve(t, (_req, res) => {
-        res.writeHead(200, { 'content-type': 'image/png', 'content-encoding': encoding, 'content-length': bomb().length }).end(bomb());
+        res
+          .writeHead(200, {
+            'content-type': 'image/png',
+            'content-encoding': encoding,
+            'content-length': bomb().length,
+          })
+          .end(bomb());
       });
       assert.ok(bomb().length < 1 << 20, 'the compressed body itself is under the cap');
       await rejectsWith(fetchImage(`${s.origin}/`, PRIVATE_OK), 'image_url body exceeds 1048576 bytes');
@@ -461,7 +556,9 @@ describe('fetchImage: compressed bodies', () => {
   it('a small gzip/deflate image is inflated and hashed as the image bytes', async (t) => {
     const s = await serve(t, (req, res) => {
       const deflate = req.url === '/deflate';
-      res.writeHead(200, { 'content-encoding': deflate ? 'deflate' : 'gzip' }).end(deflate ? zlib.deflateSync(JPEG) : zlib.gzipSync(JPEG));
+      res
+        .writeHead(200, { 'content-encoding': deflate ? 'deflate' : 'gzip' })
+        .end(deflate ? zlib.deflateSync(JPEG) : zlib.gzipSync(JPEG));
     });
     for (const path of ['/gzip', '/deflate']) {
       const got = await fetchImage(`${s.origin}${path}`, PRIVATE_OK);
@@ -484,8 +581,25 @@ describe('fetchImage: https', () => {
   before(() => {
     try {
       const dir = mkdtempSync(join(tmpdir(), 'safe-fetch-'));
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+          '-keyout',
+          join(dir, 'key.pem'),
+          '-out',
+          join(dir, 'cert.pem'),
+        ],
+        { stdio: 'ignore' },
+      );
       cert = { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
     } catch {
       cert = null;

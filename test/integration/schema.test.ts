@@ -20,10 +20,20 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     let checked = 0;
     for (const meta of db.orm.getMetadata().getAll().values()) {
       if (!meta.tableName || meta.embeddable) continue;
-      const mapped = new Set(Object.values(meta.properties).flatMap((p) => (p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []))));
+      const mapped = new Set(
+        Object.values(meta.properties).flatMap((p) =>
+          p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY
+            ? []
+            : (p.fieldNames ?? []),
+        ),
+      );
       const { rows } =
         db.dialect.name === 'postgres'
-          ? await sql<{ name: string }>`select column_name as name from information_schema.columns where table_name = ${meta.tableName} and table_schema = current_schema()`.execute(db.db())
+          ? await sql<{
+              name: string;
+            }>`select column_name as name from information_schema.columns where table_name = ${meta.tableName} and table_schema = current_schema()`.execute(
+              db.db(),
+            )
           : await sql<{ name: string }>`select name from pragma_table_info(${meta.tableName})`.execute(db.db());
       const actual = new Set(rows.map((r) => r.name));
       assert.deepEqual([...mapped].sort(), [...actual].sort(), `table ${meta.tableName}`);
@@ -34,7 +44,17 @@ test('the hand-written migrations create exactly the columns the MikroORM entiti
     // Opening again finds nothing pending.
     const again = await open();
     const applied = await again.db().selectFrom('schema_migrations').select('name').execute();
-    assert.deepEqual(applied.map((r) => r.name), ['m001-initial', 'm002-media-garbage', 'm003-covering-phash-indexes', 'm006-idempotency-leases', 'm007-listed-tag-counts', 'm008-fold-tag-names']);
+    assert.deepEqual(
+      applied.map((r) => r.name),
+      [
+        'm001-initial',
+        'm002-media-garbage',
+        'm003-covering-phash-indexes',
+        'm006-idempotency-leases',
+        'm007-listed-tag-counts',
+        'm008-fold-tag-names',
+      ],
+    );
     await again.close();
   } finally {
     await pg?.drop();
@@ -59,35 +79,44 @@ async function tablesOf(db: Database): Promise<string[]> {
       ? sql<{ name: string }>`select table_name as name from information_schema.tables
           where table_schema = current_schema()`
       : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
-  return (await query.execute(db.db())).rows.map((r) => r.name).filter((n) => !n.startsWith('upload_phash_vec')).sort();
+  return (await query.execute(db.db())).rows
+    .map((r) => r.name)
+    .filter((n) => !n.startsWith('upload_phash_vec'))
+    .sort();
 }
 
-test('the Kysely schema (store/database-types.ts) declares exactly the tables and columns of the migrated database, '
-  + 'and each entity maps its table\'s columns', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
-  const pg = onPostgres ? await createTestDatabase() : null;
-  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
-  try {
-    assert.deepEqual(await tablesOf(db), Object.keys(TABLE_COLUMNS).sort(), 'the tables');
-    for (const [table, columns] of Object.entries(TABLE_COLUMNS)) {
-      assert.deepEqual(await columnsOf(db, table), [...columns].sort(), `table ${table}`);
+test(
+  'the Kysely schema (store/database-types.ts) declares exactly the tables and columns of the migrated database, ' +
+    "and each entity maps its table's columns",
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
+    const pg = onPostgres ? await createTestDatabase() : null;
+    const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+    try {
+      assert.deepEqual(await tablesOf(db), Object.keys(TABLE_COLUMNS).sort(), 'the tables');
+      for (const [table, columns] of Object.entries(TABLE_COLUMNS)) {
+        assert.deepEqual(await columnsOf(db, table), [...columns].sort(), `table ${table}`);
+      }
+      let entities = 0;
+      for (const meta of db.orm.getMetadata().getAll().values()) {
+        if (!meta.tableName || meta.embeddable) continue;
+        const mapped = Object.values(meta.properties).flatMap((p) =>
+          p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY
+            ? []
+            : (p.fieldNames ?? []),
+        );
+        const declared = TABLE_COLUMNS[meta.tableName as keyof typeof TABLE_COLUMNS] ?? [];
+        assert.deepEqual(mapped.sort(), [...declared].sort(), `entity ${meta.className}`);
+        entities++;
+      }
+      assert.equal(entities, 7, 'every entity was compared');
+    } finally {
+      await db.close();
+      await pg?.drop();
+      await rm(dir, { recursive: true, force: true });
     }
-    let entities = 0;
-    for (const meta of db.orm.getMetadata().getAll().values()) {
-      if (!meta.tableName || meta.embeddable) continue;
-      const mapped = Object.values(meta.properties).flatMap((p) =>
-        p.persist === false || p.kind === ReferenceKind.ONE_TO_MANY || p.kind === ReferenceKind.MANY_TO_MANY ? [] : (p.fieldNames ?? []));
-      const declared = TABLE_COLUMNS[meta.tableName as keyof typeof TABLE_COLUMNS] ?? [];
-      assert.deepEqual(mapped.sort(), [...declared].sort(), `entity ${meta.className}`);
-      entities++;
-    }
-    assert.equal(entities, 7, 'every entity was compared');
-  } finally {
-    await db.close();
-    await pg?.drop();
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test('timestamps, booleans and JSON come back from each database as the Kysely schema declares them', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
@@ -100,19 +129,35 @@ test('timestamps, booleans and JSON come back from each database as the Kysely s
     const id = randomUUID();
     const variants = { thumb: { width: 320, height: 240, bytes: 1000 } };
     const email = 't@example.test';
-    await db.db().insertInto('users')
+    await db
+      .db()
+      .insertInto('users')
       .values({
-        id: userId, username: 'typed', username_key: 'typed', email, email_key: email, password_hash: 'x',
+        id: userId,
+        username: 'typed',
+        username_key: 'typed',
+        email,
+        email_key: email,
+        password_hash: 'x',
         created_at: d.date(at),
       })
       .execute();
-    await db.db().insertInto('uploads')
+    await db
+      .db()
+      .insertInto('uploads')
       .values({
-        id, user_id: userId, upload_type: 'image', is_private: d.bool(true), animated: d.bool(false),
-        created_at: d.date(at), variants: JSON.stringify(variants),
+        id,
+        user_id: userId,
+        upload_type: 'image',
+        is_private: d.bool(true),
+        animated: d.bool(false),
+        created_at: d.date(at),
+        variants: JSON.stringify(variants),
       })
       .execute();
-    const row = await db.db().selectFrom('uploads')
+    const row = await db
+      .db()
+      .selectFrom('uploads')
       .select(['created_at', 'is_private', 'animated', 'variants', 'upvotes', 'description'])
       .where('id', '=', id)
       .executeTakeFirstOrThrow();

@@ -16,7 +16,14 @@ type Db = Awaited<ReturnType<typeof openDatabase>>;
  * A database with every migration applied, rows written as older code wrote them (`write`), then the
  * migration `rerun` marked as not applied and the database opened again: `check` sees what it did.
  */
-async function afterRerunOf(rerun: string, write: (db: Db, fixtures: { at: Date | number; upload: (isPrivate: boolean) => Insertable<UploadsTable> }) => Promise<void>, check: (db: Db) => Promise<void>) {
+async function afterRerunOf(
+  rerun: string,
+  write: (
+    db: Db,
+    fixtures: { at: Date | number; upload: (isPrivate: boolean) => Insertable<UploadsTable> },
+  ) => Promise<void>,
+  check: (db: Db) => Promise<void>,
+) {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-tags-migration-'));
   const pg = onPostgres ? await createTestDatabase() : null;
   const open = () => openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
@@ -25,8 +32,28 @@ async function afterRerunOf(rerun: string, write: (db: Db, fixtures: { at: Date 
     const d = db.dialect;
     const at = d.date(new Date());
     const userId = randomUUID();
-    await db.db().insertInto('users').values({ id: userId, username: 'old', username_key: 'old', email: 'old@example.test', email_key: 'old@example.test', password_hash: 'x', role: 'user', created_at: at }).execute();
-    const upload = (isPrivate: boolean): Insertable<UploadsTable> => ({ id: randomUUID(), user_id: userId, upload_type: 'link', external_url: 'https://example.com/', is_private: d.bool(isPrivate), created_at: at });
+    await db
+      .db()
+      .insertInto('users')
+      .values({
+        id: userId,
+        username: 'old',
+        username_key: 'old',
+        email: 'old@example.test',
+        email_key: 'old@example.test',
+        password_hash: 'x',
+        role: 'user',
+        created_at: at,
+      })
+      .execute();
+    const upload = (isPrivate: boolean): Insertable<UploadsTable> => ({
+      id: randomUUID(),
+      user_id: userId,
+      upload_type: 'link',
+      external_url: 'https://example.com/',
+      is_private: d.bool(isPrivate),
+      created_at: at,
+    });
     await write(db, { at, upload });
     await db.db().deleteFrom('schema_migrations').where('name', '=', rerun).execute();
     await db.close();
@@ -52,17 +79,33 @@ test('m007 recounts tags written before counts left private uploads out', async 
       ];
       await db.db().insertInto('tags').values(tags).execute();
       const link = (u: { id: string }, t: { id: string }) => ({ upload_id: u.id, tag_id: t.id, created_at: at });
-      await db.db().insertInto('upload_tags').values([...uploads.map((u) => link(u, tags[0]!)), link(uploads[1]!, tags[1]!), link(uploads[2]!, tags[1]!)]).execute();
+      await db
+        .db()
+        .insertInto('upload_tags')
+        .values([...uploads.map((u) => link(u, tags[0]!)), link(uploads[1]!, tags[1]!), link(uploads[2]!, tags[1]!)])
+        .execute();
     },
     async (db) => {
       const counts = await db.db().selectFrom('tags').select(['slug', 'upload_count']).orderBy('slug').execute();
-      assert.deepEqual(counts.map((r) => [r.slug, Number(r.upload_count)]), [['hidden', 0], ['mixed', 1]]);
+      assert.deepEqual(
+        counts.map((r) => [r.slug, Number(r.upload_count)]),
+        [
+          ['hidden', 0],
+          ['mixed', 1],
+        ],
+      );
     },
   );
 });
 
 test('m008 folds tag names made before NFKC folding: renamed when free, merged into their plain twin otherwise', async () => {
-  const tag = (name: string) => ({ id: randomUUID(), name, slug: name.replace(/ /g, '-'), upload_count: 0, created_at: 0 as Date | number });
+  const tag = (name: string) => ({
+    id: randomUUID(),
+    name,
+    slug: name.replace(/ /g, '-'),
+    upload_count: 0,
+    created_at: 0 as Date | number,
+  });
   const [cats, wideCats, wideDogs, invisible] = [tag('cats'), tag('ｃａｔｓ'), tag('ｄｏｇｓ'), tag('\u3164')];
   let a = { id: '' };
   let b = { id: '' };
@@ -73,17 +116,41 @@ test('m008 folds tag names made before NFKC folding: renamed when free, merged i
       const rows = [upload(false), upload(false), upload(false)] as const;
       [a, b, c] = rows;
       await db.db().insertInto('uploads').values(rows).execute();
-      await db.db().insertInto('tags').values([cats, wideCats, wideDogs, invisible].map((t) => ({ ...t, created_at: at }))).execute();
+      await db
+        .db()
+        .insertInto('tags')
+        .values([cats, wideCats, wideDogs, invisible].map((t) => ({ ...t, created_at: at })))
+        .execute();
       const link = (u: { id: string }, t: { id: string }) => ({ upload_id: u.id, tag_id: t.id, created_at: at });
       // a: both cat tags; b: only the wide one; c: the wide dogs and an invisible "letter".
-      await db.db().insertInto('upload_tags').values([link(a, cats), link(a, wideCats), link(b, wideCats), link(c, wideDogs), link(c, invisible)]).execute();
+      await db
+        .db()
+        .insertInto('upload_tags')
+        .values([link(a, cats), link(a, wideCats), link(b, wideCats), link(c, wideDogs), link(c, invisible)])
+        .execute();
     },
     async (db) => {
-      const tags = await db.db().selectFrom('tags').select(['id', 'name', 'slug', 'upload_count']).orderBy('slug').execute();
-      assert.deepEqual(tags.map((t) => [t.name, t.slug, Number(t.upload_count)]), [['cats', 'cats', 2], ['dogs', 'dogs', 1], ['\u3164', '\u3164', 1]]);
+      const tags = await db
+        .db()
+        .selectFrom('tags')
+        .select(['id', 'name', 'slug', 'upload_count'])
+        .orderBy('slug')
+        .execute();
+      assert.deepEqual(
+        tags.map((t) => [t.name, t.slug, Number(t.upload_count)]),
+        [
+          ['cats', 'cats', 2],
+          ['dogs', 'dogs', 1],
+          ['\u3164', '\u3164', 1],
+        ],
+      );
       assert.equal(tags.find((t) => t.name === 'dogs')!.id, wideDogs.id, 'renamed in place');
       const links = await db.db().selectFrom('upload_tags').select(['upload_id', 'tag_id']).execute();
-      const of = (u: { id: string }) => links.filter((l) => l.upload_id === u.id).map((l) => l.tag_id).sort();
+      const of = (u: { id: string }) =>
+        links
+          .filter((l) => l.upload_id === u.id)
+          .map((l) => l.tag_id)
+          .sort();
       assert.deepEqual(of(a), [cats.id]);
       assert.deepEqual(of(b), [cats.id]);
       assert.deepEqual(of(c), [invisible.id, wideDogs.id].sort());

@@ -8,7 +8,9 @@ import addFormatsModule from 'ajv-formats';
 import { openApiDocument } from '../../src/gateway/openapi/openapi.document.ts';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function sits on `.default`.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => void;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => void;
 
 type Json = Record<string, any>;
 
@@ -36,7 +38,13 @@ function init() {
   for (const [template, item] of Object.entries(doc.paths as Json)) {
     const re = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
     for (const [method, op] of Object.entries(item as Json)) {
-      routes.push({ method: method.toUpperCase(), template, re, statics: template.split('/').filter((s) => s && !s.startsWith('{')).length, op });
+      routes.push({
+        method: method.toUpperCase(),
+        template,
+        re,
+        statics: template.split('/').filter((s) => s && !s.startsWith('{')).length,
+        op,
+      });
     }
   }
   // A literal segment wins over a parameter, as in the router.
@@ -57,7 +65,11 @@ function validator(ref: string): ValidateFunction {
   return v;
 }
 
-const describeErrors = (v: ValidateFunction) => (v.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || '(root)'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`).join('; ');
+const describeErrors = (v: ValidateFunction) =>
+  (v.errors ?? [])
+    .slice(0, 5)
+    .map((e) => `${e.instancePath || '(root)'} ${e.message}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`)
+    .join('; ');
 
 function resolveHeader(h: Json): Json {
   if (!h.$ref) return h;
@@ -84,9 +96,15 @@ export function checkConformance(r: Observed): void {
   const method = r.method.toUpperCase() === 'HEAD' ? 'GET' : r.method.toUpperCase();
   const where = `${r.method.toUpperCase()} ${pathname} → ${r.status}`;
   const route = s.routes.find((x) => x.method === method && x.re.test(pathname));
-  if (!route) throw new ConformanceError(`${where}: no operation in the OpenAPI document (a deliberate probe passes { unchecked: 'why' })`);
+  if (!route)
+    throw new ConformanceError(
+      `${where}: no operation in the OpenAPI document (a deliberate probe passes { unchecked: 'why' })`,
+    );
   const response = route.op.responses?.[String(r.status)] as Json | undefined;
-  if (!response) throw new ConformanceError(`${where}: status ${r.status} is not documented for ${method} ${route.template} (documented: ${Object.keys(route.op.responses).join(', ')})`);
+  if (!response)
+    throw new ConformanceError(
+      `${where}: status ${r.status} is not documented for ${method} ${route.template} (documented: ${Object.keys(route.op.responses).join(', ')})`,
+    );
 
   for (const [name, raw] of Object.entries(response.headers ?? {})) {
     const h = resolveHeader(raw as Json);
@@ -96,17 +114,22 @@ export function checkConformance(r: Observed): void {
       continue;
     }
     const v = s.ajv.compile(h.schema ?? {});
-    if (!v(headerValue(value, h.schema ?? {}))) throw new ConformanceError(`${where}: header ${name}: ${JSON.stringify(value)} ${describeErrors(v)}`);
+    if (!v(headerValue(value, h.schema ?? {})))
+      throw new ConformanceError(`${where}: header ${name}: ${JSON.stringify(value)} ${describeErrors(v)}`);
   }
 
   const content = response.content as Json | undefined;
   if (!content || !Object.keys(content).length) {
-    if (r.text.length && r.method.toUpperCase() !== 'HEAD') throw new ConformanceError(`${where}: documented without a body, but a body came: ${r.text.slice(0, 200)}`);
+    if (r.text.length && r.method.toUpperCase() !== 'HEAD')
+      throw new ConformanceError(`${where}: documented without a body, but a body came: ${r.text.slice(0, 200)}`);
     return;
   }
   if (r.method.toUpperCase() === 'HEAD') return;
   const mediaType = (r.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (!(mediaType in content)) throw new ConformanceError(`${where}: Content-Type ${mediaType || '(none)'} is not documented (documented: ${Object.keys(content).join(', ')})`);
+  if (!(mediaType in content))
+    throw new ConformanceError(
+      `${where}: Content-Type ${mediaType || '(none)'} is not documented (documented: ${Object.keys(content).join(', ')})`,
+    );
   if (mediaType !== 'application/json') return;
   let body: unknown;
   try {
@@ -114,6 +137,20 @@ export function checkConformance(r: Observed): void {
   } catch {
     throw new ConformanceError(`${where}: the body is not JSON: ${r.text.slice(0, 200)}`);
   }
-  const v = validator(pointer('paths', route.template, method.toLowerCase(), 'responses', String(r.status), 'content', mediaType, 'schema'));
-  if (!v(body)) throw new ConformanceError(`${where}: body does not match the document: ${describeErrors(v)}\nbody: ${r.text.slice(0, 500)}`);
+  const v = validator(
+    pointer(
+      'paths',
+      route.template,
+      method.toLowerCase(),
+      'responses',
+      String(r.status),
+      'content',
+      mediaType,
+      'schema',
+    ),
+  );
+  if (!v(body))
+    throw new ConformanceError(
+      `${where}: body does not match the document: ${describeErrors(v)}\nbody: ${r.text.slice(0, 500)}`,
+    );
 }

@@ -64,7 +64,13 @@ export function photoPixels(width: number, height: number, seed = 1, alpha = fal
   const horizon = 0.3 + rand() * 0.4;
   // Own generators, and no grid finer than the pixels: the layout below stays the same at every size.
   const grid = (n: number, cols: number, rows: number) =>
-    noiseRows(seededRandom(seed * 31 + n), Math.max(2, Math.min(cols, width)), Math.max(2, Math.min(rows, height)), width, height);
+    noiseRows(
+      seededRandom(seed * 31 + n),
+      Math.max(2, Math.min(cols, width)),
+      Math.max(2, Math.min(rows, height)),
+      width,
+      height,
+    );
   const coarse = grid(1, 6, 5);
   const medium = grid(2, 24, 18);
   const fine = grid(3, 160, 120);
@@ -165,7 +171,12 @@ export async function photoJpeg(opts: PhotoOptions = {}): Promise<Buffer> {
       .withMetadata(orientation ? { orientation } : {})
       .withExif({
         IFD0: { Make: 'PixvoteCam', Model: 'Fixture 1' },
-        IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '51/1 30/1 3230/100', GPSLongitudeRef: 'W', GPSLongitude: '0/1 7/1 4366/100' },
+        IFD3: {
+          GPSLatitudeRef: 'N',
+          GPSLatitude: '51/1 30/1 3230/100',
+          GPSLongitudeRef: 'W',
+          GPSLongitude: '0/1 7/1 4366/100',
+        },
       })
       .withXmp(XMP_WITH_GPS);
   } else if (orientation) {
@@ -180,11 +191,15 @@ const XMP_WITH_GPS = `<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?>
 </rdf:RDF></x:xmpmeta><?xpacket end="w"?>`;
 
 export const pngImage = (width = 400, height = 300, seed = 2): Promise<Buffer> =>
-  fromPixels(photoPixels(width, height, seed)).png().toBuffer();
+  fromPixels(photoPixels(width, height, seed))
+    .png()
+    .toBuffer();
 
 /** RGBA PNG with a transparent border fading into an opaque centre. */
 export const pngWithAlpha = (width = 400, height = 300, seed = 3): Promise<Buffer> =>
-  fromPixels(photoPixels(width, height, seed, true)).png().toBuffer();
+  fromPixels(photoPixels(width, height, seed, true))
+    .png()
+    .toBuffer();
 
 /** `frames` distinct RGBA frames stacked vertically, the layout sharp uses for animations. */
 function framesStrip(width: number, height: number, frames: number, seed: number): Pixels {
@@ -228,9 +243,27 @@ export const manyFramesGif = (frames = 201): Promise<Buffer> => animatedGif({ wi
 export function gifCanvasBomb(width: number, height: number, frames: number): Buffer {
   const u16 = (v: number) => [v & 255, v >> 8];
   const parts: number[] = [
-    ...Buffer.from('GIF89a', 'latin1'), ...u16(width), ...u16(height), 0x80, 0, 0, // 2-colour global table
-    0, 0, 0, 255, 255, 255,
-    0x21, 0xff, 0x0b, ...Buffer.from('NETSCAPE2.0', 'latin1'), 3, 1, 0, 0, 0, // loop forever
+    ...Buffer.from('GIF89a', 'latin1'),
+    ...u16(width),
+    ...u16(height),
+    0x80,
+    0,
+    0, // 2-colour global table
+    0,
+    0,
+    0,
+    255,
+    255,
+    255,
+    0x21,
+    0xff,
+    0x0b,
+    ...Buffer.from('NETSCAPE2.0', 'latin1'),
+    3,
+    1,
+    0,
+    0,
+    0, // loop forever
   ];
   for (let f = 0; f < frames; f++) {
     parts.push(0x21, 0xf9, 4, 0, ...u16(10), 0, 0); // 100 ms
@@ -288,9 +321,15 @@ export const svgImage = (): Buffer =>
       '<rect width="64" height="64" fill="#c33"/></svg>',
   );
 
-export const tiffImage = (): Promise<Buffer> => fromPixels(photoPixels(64, 48, 4)).tiff().toBuffer();
+export const tiffImage = (): Promise<Buffer> =>
+  fromPixels(photoPixels(64, 48, 4))
+    .tiff()
+    .toBuffer();
 
-export const avifImage = (): Promise<Buffer> => fromPixels(photoPixels(64, 48, 5)).avif({ effort: 0 }).toBuffer();
+export const avifImage = (): Promise<Buffer> =>
+  fromPixels(photoPixels(64, 48, 5))
+    .avif({ effort: 0 })
+    .toBuffer();
 
 export const pdfBytes = (): Buffer =>
   Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
@@ -334,7 +373,8 @@ export function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
 /** The chunk ids of a WebP (RIFF) file, e.g. ['VP8X', 'ANIM', 'ANMF', …]: metadata would show as EXIF, XMP or ICCP. */
 export function riffChunks(webp: Uint8Array): string[] {
   const b = Buffer.from(webp.buffer, webp.byteOffset, webp.byteLength);
-  if (b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WEBP') throw new Error('not a WebP file');
+  if (b.toString('latin1', 0, 4) !== 'RIFF' || b.toString('latin1', 8, 12) !== 'WEBP')
+    throw new Error('not a WebP file');
   const ids: string[] = [];
   for (let at = 12; at + 8 <= b.length; at += 8 + b.readUInt32LE(at + 4) + (b.readUInt32LE(at + 4) & 1)) {
     ids.push(b.toString('latin1', at, at + 4));

@@ -32,7 +32,12 @@ export interface Client {
 }
 
 export function client(url: string): Client {
-  async function request<T>(method: string, path: string, json?: unknown, opts: RequestOptions = {}): Promise<Reply<T>> {
+  async function request<T>(
+    method: string,
+    path: string,
+    json?: unknown,
+    opts: RequestOptions = {},
+  ): Promise<Reply<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     let body: RequestInit['body'] = opts.raw;

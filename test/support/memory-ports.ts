@@ -7,7 +7,15 @@ import { createHash } from 'node:crypto';
 import { errors } from '../../src/domain/errors.ts';
 import type { Claim, ClaimResult, IdempotencyStore, StoredResponse } from '../../src/domain/idempotency.ts';
 import { personRefusal } from '../../src/domain/person-policy.ts';
-import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, ProcessHooks, SharedMedia, UploadStore } from '../../src/domain/uploads/ports.ts';
+import type {
+  ImageFetcher,
+  ImageProcessor,
+  MediaStore,
+  NewUpload,
+  ProcessHooks,
+  SharedMedia,
+  UploadStore,
+} from '../../src/domain/uploads/ports.ts';
 import type { UploadRecord, Viewer } from '../../src/domain/uploads/upload.types.ts';
 
 interface Row {
@@ -27,11 +35,23 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     await Promise.resolve();
     if (this.down) throw new Error('connect ECONNREFUSED');
   }
-  async claim(userId: string, key: string, requestHash: string, claim: Claim, expiredBefore: Date): Promise<ClaimResult> {
+  async claim(
+    userId: string,
+    key: string,
+    requestHash: string,
+    claim: Claim,
+    expiredBefore: Date,
+  ): Promise<ClaimResult> {
     await this.#up();
     const row = this.rows.get(this.#id(userId, key));
     if (!row || row.at < expiredBefore) {
-      this.rows.set(this.#id(userId, key), { requestHash, response: null, token: claim.token, leaseUntil: claim.leaseUntil, at: claim.at });
+      this.rows.set(this.#id(userId, key), {
+        requestHash,
+        response: null,
+        token: claim.token,
+        leaseUntil: claim.leaseUntil,
+        at: claim.at,
+      });
       return { state: 'claimed' };
     }
     if (row.response) return { state: 'done', requestHash: row.requestHash, response: row.response };
@@ -105,10 +125,14 @@ export class MemoryUploads implements UploadStore {
     return near.sort((a, b) => a.distance - b.distance)[0] ?? null;
   }
   async insert(upload: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia } = {}) {
-    const same = [...this.rows.values()].find((u) => u.userId === upload.userId && upload.sha256 && u.sha256 === upload.sha256);
+    const same = [...this.rows.values()].find(
+      (u) => u.userId === upload.userId && upload.sha256 && u.sha256 === upload.sha256,
+    );
     if (same) return { ok: false as const, duplicateOf: same.id };
     const share = opts.shareMedia;
-    const sharedMedia = Boolean(share && share.mediaKey !== upload.mediaKey && [...this.rows.values()].some((u) => u.mediaKey === share.mediaKey));
+    const sharedMedia = Boolean(
+      share && share.mediaKey !== upload.mediaKey && [...this.rows.values()].some((u) => u.mediaKey === share.mediaKey),
+    );
     const row: UploadRecord = {
       ...upload,
       ...(sharedMedia ? { mediaKey: share!.mediaKey, variants: share!.variants } : {}),
@@ -181,7 +205,11 @@ export class FakeProcessor implements ImageProcessor {
   hashed = 0;
   encoded = 0;
   gate: Promise<void> | null = null;
-  async process(task: Parameters<ImageProcessor['process']>[0], signal?: AbortSignal, hooks: ProcessHooks = {}): Promise<Processed | null> {
+  async process(
+    task: Parameters<ImageProcessor['process']>[0],
+    signal?: AbortSignal,
+    hooks: ProcessHooks = {},
+  ): Promise<Processed | null> {
     const image = this.images.get(new TextDecoder().decode(task.bytes));
     if (!image) throw errors.unsupportedFormat('not an image this fake knows');
     if (this.gate) await this.gate;
@@ -192,7 +220,13 @@ export class FakeProcessor implements ImageProcessor {
     const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
     if (refusal) throw errors.humanDetected(refusal);
     this.encoded++;
-    const variant = (name: string, width: number) => ({ name, width, height: width, bytes: 100, path: `${task.stagingDir}/${name}.webp` });
+    const variant = (name: string, width: number) => ({
+      name,
+      width,
+      height: width,
+      bytes: 100,
+      path: `${task.stagingDir}/${name}.webp`,
+    });
     return {
       ok: true,
       format: 'jpeg',

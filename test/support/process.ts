@@ -27,7 +27,13 @@ export interface ServerProcess {
  */
 export async function spawnServer(
   env: Record<string, string>,
-  opts: { timeoutMs?: number; expectListeners?: number; via?: 'node' | 'npm-start'; argv?: string[]; onLog?: (entry: Record<string, unknown>) => void } = {},
+  opts: {
+    timeoutMs?: number;
+    expectListeners?: number;
+    via?: 'node' | 'npm-start';
+    argv?: string[];
+    onLog?: (entry: Record<string, unknown>) => void;
+  } = {},
 ): Promise<ServerProcess> {
   const npmCli = process.env.npm_execpath;
   const [command, args] = opts.argv
@@ -45,9 +51,15 @@ export async function spawnServer(
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
   proc.stderr.on('data', (d) => (stderr += d));
-  const exited = once(proc, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  const exited = once(proc, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time; stderr: ${stderr.slice(-2000)}`)), opts.timeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start in time; stderr: ${stderr.slice(-2000)}`)),
+      opts.timeoutMs ?? 60_000,
+    );
     let buf = '';
     proc.stdout.on('data', (chunk: Buffer) => {
       buf += chunk.toString();

@@ -55,7 +55,11 @@ export async function openRaw(url: string): Promise<RawConnection> {
           resolve(value);
         } else if (closed) {
           waiters.delete(check);
-          reject(new Error(`connection closed before ${what}; received: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`));
+          reject(
+            new Error(
+              `connection closed before ${what}; received: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`,
+            ),
+          );
         }
       };
       waiters.add(check);

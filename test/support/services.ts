@@ -16,7 +16,13 @@ export async function postgresUnreachable(url: string): Promise<string | null> {
 }
 
 export async function redisUnreachable(url: string): Promise<string | null> {
-  const r = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  const r = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 2000,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    retryStrategy: () => null,
+  });
   r.on('error', () => {});
   try {
     await r.connect();

@@ -4,7 +4,13 @@ import type { Client, Reply } from './http.ts';
 import type { TestApp } from './app.ts';
 
 /** POST /api/v1/upload as multipart with a file. */
-export function uploadImage(api: Client, token: string, bytes: Uint8Array, fields: Record<string, string> = {}, name = 'photo.jpg'): Promise<Reply> {
+export function uploadImage(
+  api: Client,
+  token: string,
+  bytes: Uint8Array,
+  fields: Record<string, string> = {},
+  name = 'photo.jpg',
+): Promise<Reply> {
   const form = new FormData();
   form.append('upload_type', fields.upload_type ?? 'image');
   for (const [k, v] of Object.entries(fields)) if (k !== 'upload_type') form.append(k, v);
@@ -42,6 +48,10 @@ export async function diskStateOf(dataDir: string): Promise<{ media: string[]; s
 export const diskState = (app: TestApp) => diskStateOf(app.config.dataDir);
 
 export async function countUploads(app: TestApp): Promise<number> {
-  const r = await app.composed.db.db().selectFrom('uploads').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const r = await app.composed.db
+    .db()
+    .selectFrom('uploads')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }

@@ -20,7 +20,9 @@ function fixture(passwords?: ConstructorParameters<typeof AuthService>[0]['passw
       return users.get(id) ?? null;
     },
     async findForLogin(by) {
-      return [...users.values()].find((u) => ('email' in by ? u.email === by.email : u.username === by.username)) ?? null;
+      return (
+        [...users.values()].find((u) => ('email' in by ? u.email === by.email : u.username === by.username)) ?? null
+      );
     },
     async exists() {
       return false;
@@ -55,7 +57,9 @@ test('an unknown user costs a full password verification, like a wrong password'
   const { auth, verified } = fixture();
   await auth.register({ email: 'a@example.test', username: 'alice', password: 'password123' });
   await assert.rejects(auth.login({ email: 'a@example.test', password: 'wrong-password' }), { code: 'unauthorized' });
-  await assert.rejects(auth.login({ email: 'nobody@example.test', password: 'wrong-password' }), { code: 'unauthorized' });
+  await assert.rejects(auth.login({ email: 'nobody@example.test', password: 'wrong-password' }), {
+    code: 'unauthorized',
+  });
   assert.equal(verified.length, 2, 'both failures ran scrypt');
   assert.match(verified[1]!, /^scrypt\$1024\$8\$1\$/, 'the unknown user was checked against a real decoy hash');
 });
@@ -92,8 +96,14 @@ test('with the pool, a wrong email and a wrong password still cost one full veri
   const before = pool.stats().completed;
   await assert.rejects(auth.login({ email: 'a@example.test', password: 'wrong-password' }), { code: 'unauthorized' });
   assert.equal(pool.stats().completed, before + 1, 'a wrong password: one scrypt in the pool');
-  await assert.rejects(auth.login({ email: 'nobody@example.test', password: 'wrong-password' }), { code: 'unauthorized' });
-  assert.equal(pool.stats().completed, before + 2, 'an unknown email: one scrypt in the pool too, with the same parameters');
+  await assert.rejects(auth.login({ email: 'nobody@example.test', password: 'wrong-password' }), {
+    code: 'unauthorized',
+  });
+  assert.equal(
+    pool.stats().completed,
+    before + 2,
+    'an unknown email: one scrypt in the pool too, with the same parameters',
+  );
 });
 
 test('the hashing pool refuses past its queue bound with 503 busy and Retry-After', async (t) => {
@@ -110,7 +120,10 @@ test('the hashing pool refuses past its queue bound with 503 busy and Retry-Afte
     assert.match(e.headers['Retry-After'] ?? '', /^[1-9]\d*$/);
     assert.match(e.message, /password hashing/);
   }
-  assert.ok(results.some((r) => r.status === 'fulfilled'), 'the ones admitted are hashed');
+  assert.ok(
+    results.some((r) => r.status === 'fulfilled'),
+    'the ones admitted are hashed',
+  );
 });
 
 test('JWTs expire', () => {

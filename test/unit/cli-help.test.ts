@@ -16,10 +16,14 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** `node <script> …args` as its npm script runs it (type stripping), from the checkout. */
 function script(file: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', join(root, file), ...args], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', join(root, file), ...args],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -44,7 +48,10 @@ test('every pixvote command answers --help with its usage and exit 0, and an unk
       const bad = await pixvote([...command, '--frobnicate'], { home });
       assert.equal(bad.code, 2, `pixvote ${command[0]} --frobnicate`);
       assert.ok(oneLine(bad.stderr), bad.stderr);
-      assert.match(bad.stderr, new RegExp(`^pixvote: ${command[0]}: unknown option '--frobnicate' \\(see \`pixvote ${command[0]} --help\`\\)`));
+      assert.match(
+        bad.stderr,
+        new RegExp(`^pixvote: ${command[0]}: unknown option '--frobnicate' \\(see \`pixvote ${command[0]} --help\`\\)`),
+      );
     }
     const typo = await pixvote(['uplaod', 'x'], { home });
     assert.equal(typo.code, 2);

@@ -32,11 +32,15 @@ test('walking finds images by extension, skips hidden entries and symlinked fold
   try {
     await mkdir(join(root, 'b', 'c'), { recursive: true });
     await mkdir(join(root, '.cache'));
-    for (const f of ['a.JPG', 'b/x.webp', 'b/c/y.gif', 'b/readme.md', '.cache/z.png', 'b/c/.hidden.png']) await writeFile(join(root, f), 'x');
+    for (const f of ['a.JPG', 'b/x.webp', 'b/c/y.gif', 'b/readme.md', '.cache/z.png', 'b/c/.hidden.png'])
+      await writeFile(join(root, f), 'x');
     await symlink(join(root, 'b'), join(root, 'loop'));
     await symlink(join(root, 'a.JPG'), join(root, 'b', 'alias.jpg'));
     const r = await walkImages([root, join(root, 'a.JPG'), join(root, 'b', 'readme.md'), join(root, 'missing')]);
-    assert.deepEqual(r.files.map((f) => f.path.slice(root.length + 1)), ['a.JPG', 'b/c/y.gif', 'b/x.webp']);
+    assert.deepEqual(
+      r.files.map((f) => f.path.slice(root.length + 1)),
+      ['a.JPG', 'b/c/y.gif', 'b/x.webp'],
+    );
     assert.deepEqual(r.skipped, [join(root, 'b', 'readme.md')]);
     assert.deepEqual(r.unreadable, [{ path: join(root, 'missing'), reason: 'no such file or directory' }]);
   } finally {
@@ -51,7 +55,11 @@ test('progress: sizes, durations, and a status line with files, bytes, rate and 
   assert.equal(formatDuration(65_000), '1:05');
   assert.equal(formatDuration(3_725_000), '1:02:05');
   assert.equal(formatDuration(Infinity), '--:--');
-  const line = statusLine({ totalFiles: 10, totalBytes: 4 * 1048576, doneFiles: 5, doneBytes: 2 * 1048576, failed: 1, startedAt: 0 }, 2000, 100);
+  const line = statusLine(
+    { totalFiles: 10, totalBytes: 4 * 1048576, doneFiles: 5, doneBytes: 2 * 1048576, failed: 1, startedAt: 0 },
+    2000,
+    100,
+  );
   assert.match(line, /^\[#+-+\] 5\/10 files {2}2\.0 MiB\/4\.0 MiB {2}1\.0 MiB\/s {2}ETA 0:02 {2}1 failed$/);
 });
 
@@ -65,7 +73,10 @@ test('progress while waiting out a Retry-After: the wait is shown with its reaso
   const after = { ...p, pausedMs: 600_000, wait: null };
   assert.match(statusLine(after, 602_000, 140), /1\.0 MiB\/s {2}ETA 0:02$/);
   let tty = '';
-  const bar = new ProgressReporter({ write: (s: string) => (tty += s), isTTY: true, columns: 140 }, { files: 2, bytes: 200 });
+  const bar = new ProgressReporter(
+    { write: (s: string) => (tty += s), isTTY: true, columns: 140 },
+    { files: 2, bytes: 200 },
+  );
   bar.waiting(Date.now() + 90_000, '503 busy');
   bar.finish();
   assert.match(tty, /waiting 1:3\d \(503 busy\)/);
@@ -73,7 +84,10 @@ test('progress while waiting out a Retry-After: the wait is shown with its reaso
 
 test('progress on a terminal redraws one bar in place; elsewhere it writes plain numbered lines', () => {
   let tty = '';
-  const bar = new ProgressReporter({ write: (s: string) => (tty += s), isTTY: true, columns: 100 }, { files: 2, bytes: 200 });
+  const bar = new ProgressReporter(
+    { write: (s: string) => (tty += s), isTTY: true, columns: 100 },
+    { files: 2, bytes: 200 },
+  );
   bar.fileDone(100, false, 'uploaded a.jpg');
   bar.finish();
   // eslint-disable-next-line no-control-regex -- the ANSI escapes that redraw the bar
@@ -88,11 +102,23 @@ test('progress on a terminal redraws one bar in place; elsewhere it writes plain
 test('the config lives in $XDG_CONFIG_HOME/pixvote, else ~/.config/pixvote', () => {
   assert.equal(configPath({ XDG_CONFIG_HOME: '/x/conf', HOME: '/home/u' }), '/x/conf/pixvote/config.json');
   assert.equal(configPath({ HOME: '/home/u' }), '/home/u/.config/pixvote/config.json');
-  assert.equal(configPath({ XDG_CONFIG_HOME: 'relative', HOME: '/home/u' }), '/home/u/.config/pixvote/config.json', 'a relative XDG path is ignored, as the spec says');
+  assert.equal(
+    configPath({ XDG_CONFIG_HOME: 'relative', HOME: '/home/u' }),
+    '/home/u/.config/pixvote/config.json',
+    'a relative XDG path is ignored, as the spec says',
+  );
 });
 
 test('the password prompt reads keystrokes without echoing them; backspace and Ctrl-C work', async () => {
-  const fakeTty = () => Object.assign(new PassThrough(), { isTTY: true, raw: false, setRawMode(this: { raw: boolean }, on: boolean) { this.raw = on; return this; } });
+  const fakeTty = () =>
+    Object.assign(new PassThrough(), {
+      isTTY: true,
+      raw: false,
+      setRawMode(this: { raw: boolean }, on: boolean) {
+        this.raw = on;
+        return this;
+      },
+    });
   const input = fakeTty();
   const output = new PassThrough();
   let shown = '';

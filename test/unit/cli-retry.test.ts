@@ -1,7 +1,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiClient, NetworkError, type RetryNotice } from '../../src/cli/api.client.ts';
-import { InterruptedError, WaitTooLongError, isNetworkError, parseRetryAfter, type RetryPolicy } from '../../src/cli/retry.policy.ts';
+import {
+  InterruptedError,
+  WaitTooLongError,
+  isNetworkError,
+  parseRetryAfter,
+  type RetryPolicy,
+} from '../../src/cli/retry.policy.ts';
 
 const policy: RetryPolicy = { retries: 3, maxWaitMs: 10_000, baseDelayMs: 1 };
 
@@ -44,17 +50,26 @@ function scripted(steps: (Response | Error)[]) {
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
-const refused = () => Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+const refused = () =>
+  Object.assign(new TypeError('fetch failed'), {
+    cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+  });
 
 describe('ApiClient', () => {
   test('429 with Retry-After: waits exactly as asked, then returns the success', async () => {
-    const s = scripted([json(429, { error: 'rate_limited', message: 'limit reached' }, { 'retry-after': '3' }), json(201, { id: 'u1' })]);
+    const s = scripted([
+      json(429, { error: 'rate_limited', message: 'limit reached' }, { 'retry-after': '3' }),
+      json(201, { id: 'u1' }),
+    ]);
     const r = await s.client.request('POST', '/api/v1/upload', { onRetry: s.onRetry });
     assert.equal(r.status, 201);
     assert.deepEqual(r.body, { id: 'u1' });
     assert.equal(s.slept.length, 1);
     assert.ok(s.slept[0]! > 2900 && s.slept[0]! <= 3000, `slept ${s.slept[0]}`);
-    assert.deepEqual(s.notices.map((n) => [n.reason, n.waitMs, n.retryAfter]), [['429 rate_limited: limit reached', 3000, true]]);
+    assert.deepEqual(
+      s.notices.map((n) => [n.reason, n.waitMs, n.retryAfter]),
+      [['429 rate_limited: limit reached', 3000, true]],
+    );
   });
 
   test('Retry-After waits use up no retry: more 429s than retries still end in the success', async () => {
@@ -65,8 +80,13 @@ describe('ApiClient', () => {
   });
 
   test('a Retry-After longer than maxWaitMs stops at once, with the wait and its reason', async () => {
-    const s = scripted([json(429, { error: 'rate_limited', message: 'upload limit reached' }, { 'retry-after': '3600' }), json(201, {})]);
-    const err = (await s.client.request('POST', '/api/v1/upload', { onRetry: s.onRetry }).catch((e) => e)) as WaitTooLongError;
+    const s = scripted([
+      json(429, { error: 'rate_limited', message: 'upload limit reached' }, { 'retry-after': '3600' }),
+      json(201, {}),
+    ]);
+    const err = (await s.client
+      .request('POST', '/api/v1/upload', { onRetry: s.onRetry })
+      .catch((e) => e)) as WaitTooLongError;
     assert.ok(err instanceof WaitTooLongError, String(err));
     assert.equal(err.waitMs, 3_600_000);
     assert.match(err.message, /wait 1 h 0 min \(429 rate_limited: upload limit reached\), longer than --max-wait 10 s/);
@@ -88,25 +108,41 @@ describe('ApiClient', () => {
   });
 
   test('network errors and 503 are retried; the final answer is returned', async () => {
-    const s = scripted([refused(), json(503, { error: 'busy', message: 'x' }, { 'retry-after': '1' }), json(200, { ok: 1 })]);
+    const s = scripted([
+      refused(),
+      json(503, { error: 'busy', message: 'x' }, { 'retry-after': '1' }),
+      json(200, { ok: 1 }),
+    ]);
     const r = await s.client.request('GET', '/x', { onRetry: s.onRetry });
     assert.equal(r.status, 200);
-    assert.deepEqual(s.notices.map((n) => n.reason), ['ECONNREFUSED', '503 busy: x']);
+    assert.deepEqual(
+      s.notices.map((n) => n.reason),
+      ['ECONNREFUSED', '503 busy: x'],
+    );
   });
 
   test('gives up after the configured retries: the last response, or NetworkError', async () => {
     const bad = scripted([json(502, 'bad gateway')]);
     assert.equal((await bad.client.request('GET', '/x', { onRetry: bad.onRetry })).status, 502);
     assert.equal(bad.calls(), policy.retries + 1);
-    assert.deepEqual(bad.notices.map((n) => n.attempt), [1, 2, 3], 'backoff retries are counted');
+    assert.deepEqual(
+      bad.notices.map((n) => n.attempt),
+      [1, 2, 3],
+      'backoff retries are counted',
+    );
     const down = scripted([refused()]);
     await assert.rejects(down.client.request('GET', '/x'), NetworkError);
     assert.equal(down.calls(), policy.retries + 1);
   });
 
-  test('client errors are not retried; call() turns them into the server\'s code and message', async () => {
+  test("client errors are not retried; call() turns them into the server's code and message", async () => {
     const s = scripted([json(400, { error: 'invalid_image', message: 'truncated' })]);
-    await assert.rejects(s.client.call('POST', '/api/v1/upload'), { name: 'ApiError', status: 400, code: 'invalid_image', message: 'truncated' });
+    await assert.rejects(s.client.call('POST', '/api/v1/upload'), {
+      name: 'ApiError',
+      status: 400,
+      code: 'invalid_image',
+      message: 'truncated',
+    });
     assert.equal(s.calls(), 1);
   });
 });

@@ -70,9 +70,11 @@ test("pixvote's environment: both services, NODE_ENV=production, JWT_SECRET requ
 });
 
 const dockerCompose = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' });
-const noCompose = dockerCompose.status !== 0 && `\`docker compose\` is not installed here (${
-  (dockerCompose.error?.message ?? dockerCompose.stderr).trim().split('\n')[0]
-})`;
+const noCompose =
+  dockerCompose.status !== 0 &&
+  `\`docker compose\` is not installed here (${
+    (dockerCompose.error?.message ?? dockerCompose.stderr).trim().split('\n')[0]
+  })`;
 
 test('`docker compose config` accepts the file, and refuses it without JWT_SECRET', { skip: noCompose }, () => {
   const run = (env: Record<string, string>) =>

@@ -19,7 +19,10 @@ test('WORKERS defaults to the cores each of the PROCESSES gateways has: they sha
 test('an embedded jwt-secret file cut short is refused, naming the file, never used as a weak secret', () => {
   const dir = dataDir();
   writeFileSync(join(dir, 'jwt-secret'), 'short\n');
-  assert.throws(() => loadConfig({ DATA_DIR: dir }), (e: Error) => e instanceof ConfigError && /jwt-secret holds 5 characters, fewer than 32/.test(e.message));
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dir }),
+    (e: Error) => e instanceof ConfigError && /jwt-secret holds 5 characters, fewer than 32/.test(e.message),
+  );
 });
 
 test('defaults match API.md', () => {
@@ -48,19 +51,48 @@ test('defaults match API.md', () => {
 
 test('every bad variable is listed in one error', () => {
   try {
-    loadConfig({ DATA_DIR: dataDir(), WORKERS: 'abc', PORT: '70000', HUMAN_POLICY: 'maybe', RATE_LIMIT_VOTE: '20 per hour', NEAR_DUPLICATE_DISTANCE: '-2', FETCH_ALLOW_PRIVATE: 'yes', DATABASE_URL: 'mysql://x' });
+    loadConfig({
+      DATA_DIR: dataDir(),
+      WORKERS: 'abc',
+      PORT: '70000',
+      HUMAN_POLICY: 'maybe',
+      RATE_LIMIT_VOTE: '20 per hour',
+      NEAR_DUPLICATE_DISTANCE: '-2',
+      FETCH_ALLOW_PRIVATE: 'yes',
+      DATABASE_URL: 'mysql://x',
+    });
     assert.fail('should throw');
   } catch (e) {
     assert.ok(e instanceof ConfigError);
     const m = e.message;
     assert.match(m, /WORKERS=abc: expected a positive integer/);
-    for (const v of ['PORT', 'HUMAN_POLICY', 'RATE_LIMIT_VOTE', 'NEAR_DUPLICATE_DISTANCE', 'FETCH_ALLOW_PRIVATE', 'DATABASE_URL']) assert.match(m, new RegExp(`${v}=`));
+    for (const v of [
+      'PORT',
+      'HUMAN_POLICY',
+      'RATE_LIMIT_VOTE',
+      'NEAR_DUPLICATE_DISTANCE',
+      'FETCH_ALLOW_PRIVATE',
+      'DATABASE_URL',
+    ])
+      assert.match(m, new RegExp(`${v}=`));
     assert.equal(e.problems.length, 7);
   }
   // Rules between variables join the same list.
   assert.throws(
-    () => loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', WORKERS: 'abc', NEAR_DUPLICATE_INDEX: 'sqlite-vec', DATABASE_URL: 'postgres://x/y' }),
-    (e: Error) => e instanceof ConfigError && e.problems.length === 3 && /JWT_SECRET=: required/.test(e.message) && /sqlite-vec: only available on SQLite/.test(e.message) && /WORKERS=abc/.test(e.message),
+    () =>
+      loadConfig({
+        DATA_DIR: dataDir(),
+        NODE_ENV: 'production',
+        WORKERS: 'abc',
+        NEAR_DUPLICATE_INDEX: 'sqlite-vec',
+        DATABASE_URL: 'postgres://x/y',
+      }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      e.problems.length === 3 &&
+      /JWT_SECRET=: required/.test(e.message) &&
+      /sqlite-vec: only available on SQLite/.test(e.message) &&
+      /WORKERS=abc/.test(e.message),
   );
 });
 
@@ -73,7 +105,10 @@ test('JWT_SECRET is generated once into DATA_DIR and reused; required in product
   assert.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim(), a.jwtSecret);
   assert.equal(statSync(join(dir, 'jwt-secret')).mode & 0o777, 0o600);
   assert.throws(() => loadConfig({ DATA_DIR: dir, NODE_ENV: 'production' }), /JWT_SECRET/);
-  assert.equal(loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }).jwtSecret, 's'.repeat(32));
+  assert.equal(
+    loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }).jwtSecret,
+    's'.repeat(32),
+  );
 });
 
 test('durations and rates parse the documented forms', () => {

@@ -11,9 +11,21 @@ import type { HumanPolicy } from '../../src/domain/person-policy.ts';
 import { CreateUpload, type ByteSource, type UploadRequest } from '../../src/domain/uploads/create-upload.ts';
 import { UploadService } from '../../src/domain/uploads/upload.service.ts';
 import type { Principal } from '../../src/domain/users.ts';
-import { FakeFetcher, FakeProcessor, MemoryIdempotencyStore, MemoryMedia, MemoryUploads } from '../support/memory-ports.ts';
+import {
+  FakeFetcher,
+  FakeProcessor,
+  MemoryIdempotencyStore,
+  MemoryMedia,
+  MemoryUploads,
+} from '../support/memory-ports.ts';
 
-const principal = (username: string): Principal => ({ userId: `id-${username}`, username, isAdmin: false, method: 'api_token', viaCookie: false });
+const principal = (username: string): Principal => ({
+  userId: `id-${username}`,
+  username,
+  isAdmin: false,
+  method: 'api_token',
+  viaCookie: false,
+});
 const alice = principal('alice');
 const bob = principal('bob');
 
@@ -37,7 +49,10 @@ function setup(opts: { humanPolicy?: HumanPolicy; shuttingDown?: boolean } = {})
     uploads: service,
     idempotency: new IdempotencyService({ store: new MemoryIdempotencyStore(), clock: { now: () => new Date() } }),
     isShuttingDown: () => shuttingDown,
-    outcomes: { accepted: (type) => outcomes.push(`accepted ${type}`), rejected: (reason) => outcomes.push(`rejected ${reason}`) },
+    outcomes: {
+      accepted: (type) => outcomes.push(`accepted ${type}`),
+      rejected: (reason) => outcomes.push(`rejected ${reason}`),
+    },
   });
   return {
     uploads,
@@ -101,7 +116,10 @@ describe('each upload type', () => {
     const record = body(answer);
     assert.deepEqual(answer.created, { id: record.id, uploadType: 'image' });
     assert.equal(record.original_name, 'cat.jpg');
-    assert.deepEqual(record.tags.map((t: { name: string }) => t.name), ['cats', 'cute']);
+    assert.deepEqual(
+      record.tags.map((t: { name: string }) => t.name),
+      ['cats', 'cute'],
+    );
     assert.equal(s.uploads.rows.size, 1);
     assert.deepEqual([...s.media.stored], [s.uploads.rows.get(record.id)!.mediaKey]);
     s.assertNothingStaged();
@@ -112,7 +130,11 @@ describe('each upload type', () => {
     const s = setup();
     s.processor.images.set('dog', { phash: 'ffffffffffffffff' });
     s.fetcher.pages.set('https://example.com/pics/dog.png', 'dog');
-    const answer = await s.useCase.run(alice, { ...image(null), uploadType: 'image_url', imageUrl: 'https://example.com/pics/dog.png' });
+    const answer = await s.useCase.run(alice, {
+      ...image(null),
+      uploadType: 'image_url',
+      imageUrl: 'https://example.com/pics/dog.png',
+    });
     assert.equal(answer.status, 201);
     assert.equal(body(answer).source_url, 'https://example.com/pics/dog.png');
     assert.equal(body(answer).original_name, 'dog.png');
@@ -121,7 +143,10 @@ describe('each upload type', () => {
 
   test('image_url that cannot be fetched: 400 fetch_failed, nothing stored, counted by its code', async () => {
     const s = setup();
-    await rejects(s.useCase.run(alice, { ...image(null), uploadType: 'image_url', imageUrl: 'https://example.com/gone.png' }), 'fetch_failed');
+    await rejects(
+      s.useCase.run(alice, { ...image(null), uploadType: 'image_url', imageUrl: 'https://example.com/gone.png' }),
+      'fetch_failed',
+    );
     assert.equal(s.uploads.rows.size, 0);
     s.assertNothingStaged();
     assert.deepEqual(s.outcomes, ['rejected fetch_failed']);
@@ -129,7 +154,11 @@ describe('each upload type', () => {
 
   test('link: no byte source and no processing; the embed comes from the URL', async () => {
     const s = setup();
-    const answer = await s.useCase.run(alice, { ...image(null), uploadType: 'link', externalUrl: 'https://www.youtube.com/watch?v=dQw4w9WgXcQ' });
+    const answer = await s.useCase.run(alice, {
+      ...image(null),
+      uploadType: 'link',
+      externalUrl: 'https://www.youtube.com/watch?v=dQw4w9WgXcQ',
+    });
     assert.equal(answer.status, 201);
     assert.equal(body(answer).upload_type, 'link');
     assert.equal(body(answer).embed.provider, 'youtube');
@@ -137,7 +166,11 @@ describe('each upload type', () => {
     assert.deepEqual(s.outcomes, ['accepted link']);
   });
 
-  for (const [type, field] of [['image', 'file'], ['image_url', 'image_url'], ['link', 'external_url']] as const) {
+  for (const [type, field] of [
+    ['image', 'file'],
+    ['image_url', 'image_url'],
+    ['link', 'external_url'],
+  ] as const) {
     test(`${type} without ${field}: 400 invalid_request naming it, before any work`, async () => {
       const s = setup();
       await rejects(s.useCase.run(alice, { ...image(null), uploadType: type }), 'invalid_request', new RegExp(field));
@@ -165,7 +198,10 @@ describe('duplicates', () => {
     const answer = await s.useCase.run(bob, image(again));
     assert.equal(answer.status, 200);
     assert.equal(answer.created, null);
-    assert.deepEqual({ ...body(answer), message: undefined }, { duplicate: true, existingUploadId: body(first).id, match: 'exact', distance: 0, message: undefined });
+    assert.deepEqual(
+      { ...body(answer), message: undefined },
+      { duplicate: true, existingUploadId: body(first).id, match: 'exact', distance: 0, message: undefined },
+    );
     assert.equal(again.reads, 0);
     assert.equal(s.uploads.rows.size, 1);
     s.assertNothingStaged();
@@ -247,13 +283,20 @@ describe('Idempotency-Key', () => {
     const s = setup();
     s.processor.images.set('cat', { phash: '0000000000000000' });
     await s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'key-2' });
-    await rejects(s.useCase.run(alice, image(file('cat'), { description: 'another' }), { idempotencyKey: 'key-2' }), 'conflict');
+    await rejects(
+      s.useCase.run(alice, image(file('cat'), { description: 'another' }), { idempotencyKey: 'key-2' }),
+      'conflict',
+    );
     assert.equal(s.uploads.rows.size, 1);
   });
 
   test('a malformed key: 400 invalid_request naming Idempotency-Key', async () => {
     const s = setup();
-    await rejects(s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'has space' }), 'invalid_request', /Idempotency-Key/);
+    await rejects(
+      s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'has space' }),
+      'invalid_request',
+      /Idempotency-Key/,
+    );
   });
 
   test('another user may use the same key for their own request', async () => {
@@ -272,7 +315,10 @@ describe('shutdown and client abort', () => {
     const s = setup();
     s.processor.images.set('cat', { phash: '0000000000000000' });
     s.shutDown();
-    assert.throws(() => s.useCase.assertAccepting(), (e: AppError) => e.code === 'busy');
+    assert.throws(
+      () => s.useCase.assertAccepting(),
+      (e: AppError) => e.code === 'busy',
+    );
     const e = await rejects(s.useCase.run(alice, image(file('cat'))), 'busy', /shutting down/);
     assert.ok(Number(e.headers['Retry-After']) >= 1);
     assert.equal(s.processor.hashed, 0);

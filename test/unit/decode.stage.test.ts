@@ -61,7 +61,12 @@ describe('decode stage', () => {
   });
 
   it('converts Display P3 images (8- and 16-bit) to sRGB, and reads sRGB-tagged ones as they are', async () => {
-    const red = { data: new Uint8Array(64 * 48 * 3).map((_, i) => [200, 60, 50][i % 3]!), width: 64, height: 48, channels: 3 } as const;
+    const red = {
+      data: new Uint8Array(64 * 48 * 3).map((_, i) => [200, 60, 50][i % 3]!),
+      width: 64,
+      height: 48,
+      channels: 3,
+    } as const;
     const tagged = (icc: string) => sharp(red.data, { raw: red }).withIccProfile(icc);
     const inputs = {
       'P3 JPEG': await tagged('p3').jpeg({ quality: 95 }).toBuffer(),
@@ -76,7 +81,10 @@ describe('decode stage', () => {
   });
 
   it('keeps every frame of an animated GIF and WebP, with delays and loop', async () => {
-    for (const [format, bytes] of [['gif', await fx.animatedGif()], ['webp', await fx.animatedWebp()]] as const) {
+    for (const [format, bytes] of [
+      ['gif', await fx.animatedGif()],
+      ['webp', await fx.animatedWebp()],
+    ] as const) {
       const img = await decoded(bytes, format);
       assert.equal(img.animated, true, format);
       assert.equal(img.frames, 3);
@@ -90,7 +98,11 @@ describe('decode stage', () => {
   it('rejects a PNG whose header claims 100000×100000 from the header alone, without allocating it', async () => {
     const rss = process.memoryUsage().rss;
     const result = await rejected(fx.hugeHeaderPng());
-    assert.deepEqual(result, { ok: false, code: 'invalid_image', message: 'image is 100000×100000 = 10000 MP; the limit is 50 MP' });
+    assert.deepEqual(result, {
+      ok: false,
+      code: 'invalid_image',
+      message: 'image is 100000×100000 = 10000 MP; the limit is 50 MP',
+    });
     assert.ok(process.memoryUsage().rss - rss < 100e6, 'RSS grew by 100 MB or more');
   });
 
@@ -118,7 +130,10 @@ describe('decode stage', () => {
   });
 
   it('rejects truncated and corrupt data as invalid_image', async () => {
-    assert.match((await rejected(await fx.truncatedJpeg())).message, /^image data is corrupt or truncated: .*premature end/i);
+    assert.match(
+      (await rejected(await fx.truncatedJpeg())).message,
+      /^image data is corrupt or truncated: .*premature end/i,
+    );
     assert.match((await rejected(await fx.corruptPng())).message, /^image data is corrupt or truncated: /);
     assert.match((await rejected(Buffer.from('GIF89a\x10\x00', 'latin1'))).message, /^image header is unreadable: /);
   });
@@ -136,7 +151,14 @@ describe('decode stage', () => {
 
   it('recognises an sRGB ICC profile by its description', async () => {
     const tagged = async (icc: string) =>
-      (await sharp(await sharp(await fx.pngImage(8, 8)).withIccProfile(icc).jpeg().toBuffer()).metadata()).icc!;
+      (
+        await sharp(
+          await sharp(await fx.pngImage(8, 8))
+            .withIccProfile(icc)
+            .jpeg()
+            .toBuffer(),
+        ).metadata()
+      ).icc!;
     assert.equal(isSrgbProfile(await tagged('srgb')), true);
     assert.equal(isSrgbProfile(await tagged('p3')), false);
     assert.equal(isSrgbProfile(new Uint8Array(64)), false);

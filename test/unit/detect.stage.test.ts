@@ -2,11 +2,22 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
-import { boxAt, heatmapPeaks, intersectionOverUnion, nonMaxSuppression, toImageBox } from '../../src/workers/detector/person-boxes.decode.ts';
+import {
+  boxAt,
+  heatmapPeaks,
+  intersectionOverUnion,
+  nonMaxSuppression,
+  toImageBox,
+} from '../../src/workers/detector/person-boxes.decode.ts';
 import { loadTfRuntime } from '../../src/workers/detector/tfjs-backend.loader.ts';
 import { createPersonDetector, detectStage, MAX_BATCH } from '../../src/workers/pipeline/detect.stage.ts';
 import { decode, type DecodedImage } from '../../src/workers/pipeline/decode.stage.ts';
-import { detectPeople, distinctFrames, frameSignatures, SAME_FRAME_TOLERANCE } from '../../src/workers/pipeline/detect-frames.ts';
+import {
+  detectPeople,
+  distinctFrames,
+  frameSignatures,
+  SAME_FRAME_TOLERANCE,
+} from '../../src/workers/pipeline/detect-frames.ts';
 import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
 import type { PersonDetection, PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
 import { getPhotos, personGif, type Photo } from '../support/photos.ts';
@@ -20,8 +31,17 @@ describe('person box decoding', () => {
     heat[1 * 5 + 1] = 0.9;
     heat[1 * 5 + 2] = 0.8;
     heat[3 * 5 + 4] = 0.5;
-    assert.deepEqual(heatmapPeaks(heat, 5, 0.3, 10).map((p) => [p.cell, Number(p.score.toFixed(2))]), [[6, 0.9], [19, 0.5]]);
-    assert.deepEqual(heatmapPeaks(heat, 5, 0.3, 1).map((p) => p.cell), [6]);
+    assert.deepEqual(
+      heatmapPeaks(heat, 5, 0.3, 10).map((p) => [p.cell, Number(p.score.toFixed(2))]),
+      [
+        [6, 0.9],
+        [19, 0.5],
+      ],
+    );
+    assert.deepEqual(
+      heatmapPeaks(heat, 5, 0.3, 1).map((p) => p.cell),
+      [6],
+    );
     assert.deepEqual(heatmapPeaks(heat, 5, 0.95, 10), []);
   });
 
@@ -40,9 +60,18 @@ describe('person box decoding', () => {
 
   test('non-max suppression keeps the best of overlapping boxes and every separate one', () => {
     const boxes = [box(1, 0, 11, 10, 0.6), box(0, 0, 10, 10, 0.9), box(50, 50, 60, 60, 0.4), box(5, 0, 15, 10, 0.8)];
-    assert.deepEqual(nonMaxSuppression(boxes, 0.5).map((b) => b.score), [0.9, 0.8, 0.4]);
-    assert.deepEqual(nonMaxSuppression(boxes, 0.2).map((b) => b.score), [0.9, 0.4]);
-    assert.deepEqual(nonMaxSuppression(boxes, 0.5, 2).map((b) => b.score), [0.9, 0.8]);
+    assert.deepEqual(
+      nonMaxSuppression(boxes, 0.5).map((b) => b.score),
+      [0.9, 0.8, 0.4],
+    );
+    assert.deepEqual(
+      nonMaxSuppression(boxes, 0.2).map((b) => b.score),
+      [0.9, 0.4],
+    );
+    assert.deepEqual(
+      nonMaxSuppression(boxes, 0.5, 2).map((b) => b.score),
+      [0.9, 0.8],
+    );
     assert.deepEqual(nonMaxSuppression([], 0.5), []);
   });
 
@@ -89,13 +118,23 @@ describe('person detector on real photos', () => {
   });
 
   test(`photos with people score at least the threshold ${CALIBRATED_HUMAN_THRESHOLD}`, () => {
-    const missed = photos.filter((p) => p.people && !knownMisses.has(p.name) && scores.get(p.name)! < CALIBRATED_HUMAN_THRESHOLD);
-    assert.deepEqual(missed.map((p) => `${p.name} ${scores.get(p.name)!.toFixed(3)}`), []);
+    const missed = photos.filter(
+      (p) => p.people && !knownMisses.has(p.name) && scores.get(p.name)! < CALIBRATED_HUMAN_THRESHOLD,
+    );
+    assert.deepEqual(
+      missed.map((p) => `${p.name} ${scores.get(p.name)!.toFixed(3)}`),
+      [],
+    );
   });
 
   test(`photos without people score below the threshold ${CALIBRATED_HUMAN_THRESHOLD}`, () => {
-    const flagged = photos.filter((p) => !p.people && !knownFalseAlarms.has(p.name) && scores.get(p.name)! >= CALIBRATED_HUMAN_THRESHOLD);
-    assert.deepEqual(flagged.map((p) => `${p.name} ${scores.get(p.name)!.toFixed(3)}`), []);
+    const flagged = photos.filter(
+      (p) => !p.people && !knownFalseAlarms.has(p.name) && scores.get(p.name)! >= CALIBRATED_HUMAN_THRESHOLD,
+    );
+    assert.deepEqual(
+      flagged.map((p) => `${p.name} ${scores.get(p.name)!.toFixed(3)}`),
+      [],
+    );
   });
 
   test('over every photo, recall and precision stay at or above 0.9', () => {
@@ -107,13 +146,23 @@ describe('person detector on real photos', () => {
 
   test('a flat grey image scores 0', async () => {
     const size = detector.inputSpec.size;
-    const grey = await detector.detect({ data: new Uint8Array(size * size * 3).fill(128), width: size, height: size, channels: 3 });
+    const grey = await detector.detect({
+      data: new Uint8Array(size * size * 3).fill(128),
+      width: size,
+      height: size,
+      channels: 3,
+    });
     assert.equal(grey.score, 0);
     assert.deepEqual(grey.boxes, []);
   });
 
   test('a one-pixel-wide strip is letterboxed, not refused', async () => {
-    const strip = await detector.detect({ data: new Uint8Array(1000 * 3).fill(200), width: 1, height: 1000, channels: 3 });
+    const strip = await detector.detect({
+      data: new Uint8Array(1000 * 3).fill(200),
+      width: 1,
+      height: 1000,
+      channels: 3,
+    });
     assert.equal(strip.score, 0);
   });
 
@@ -143,7 +192,10 @@ describe('person detector on real photos', () => {
   });
 
   test('pixels that do not match the stated size are refused', async () => {
-    await assert.rejects(detector.detect({ data: new Uint8Array(10), width: 4, height: 4, channels: 3 }), /48 bytes of pixels but received 10/);
+    await assert.rejects(
+      detector.detect({ data: new Uint8Array(10), width: 4, height: 4, channels: 3 }),
+      /48 bytes of pixels but received 10/,
+    );
   });
 
   test('no tensors leak across 50 detections', async () => {
@@ -163,14 +215,28 @@ function animation(frames: Uint8Array[], width: number, height: number): Decoded
   const data = new Uint8Array(frames.length * width * height * 3);
   frames.forEach((f, i) => data.set(f, i * f.length));
   const animated = frames.length > 1;
-  return { format: 'gif', width, height, frames: frames.length, animated, raw: { data, width, height: height * frames.length, channels: 3 }, pageHeight: height };
+  return {
+    format: 'gif',
+    width,
+    height,
+    frames: frames.length,
+    animated,
+    raw: { data, width, height: height * frames.length, channels: 3 },
+    pageHeight: height,
+  };
 }
 
 /** A flat frame of grey `level`, with an optional dark `w`×`h` block at (x, y) (a figure). */
-function frame(width: number, height: number, level: number, block?: { x: number; y: number; w: number; h: number; level?: number }): Uint8Array {
+function frame(
+  width: number,
+  height: number,
+  level: number,
+  block?: { x: number; y: number; w: number; h: number; level?: number },
+): Uint8Array {
   const px = new Uint8Array(width * height * 3).fill(level);
   if (block) {
-    for (let y = block.y; y < block.y + block.h; y++) px.fill(block.level ?? 30, (y * width + block.x) * 3, (y * width + block.x + block.w) * 3);
+    for (let y = block.y; y < block.y + block.h; y++)
+      px.fill(block.level ?? 30, (y * width + block.x) * 3, (y * width + block.x + block.w) * 3);
   }
   return px;
 }
@@ -263,7 +329,15 @@ describe('which frames of an animation are checked', () => {
 
   test('with stopAt, the batches after the first frame at that score are not run', async () => {
     const levels = [10, 200, 30, 40, 50, 60, 70, 80, 90];
-    const found = await detectPeople(animation(levels.map((l) => frame(W, H, l)), W, H), scriptedDetector(4), { stopAt: 0.5 });
+    const found = await detectPeople(
+      animation(
+        levels.map((l) => frame(W, H, l)),
+        W,
+        H,
+      ),
+      scriptedDetector(4),
+      { stopAt: 0.5 },
+    );
     assert.deepEqual([found.info.inferences, found.info.modelCalls, found.info.bestFrame], [4, 1, 1]);
     assert.equal(found.score, 200 / 255);
   });
@@ -290,16 +364,29 @@ describe('person detector on every distinct frame of a GIF', () => {
     assert.equal(detector.maxBatch, MAX_BATCH);
     const image = await decodeGif(await personGif({ frames: 2, personAt: 1 }));
     const size = detector.inputSpec.size;
-    const frames = await Promise.all([0, 1, 0].map(async (f) => {
-      const { data, info } = await sharp(image.raw.data.subarray(f * image.raw.width * image.pageHeight * 4, (f + 1) * image.raw.width * image.pageHeight * 4), {
-        raw: { width: image.raw.width, height: image.pageHeight, channels: 4 },
-      }).resize(size, size, { fit: 'inside' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-      return { data, width: info.width, height: info.height, channels: 3 as const };
-    }));
+    const frames = await Promise.all(
+      [0, 1, 0].map(async (f) => {
+        const { data, info } = await sharp(
+          image.raw.data.subarray(
+            f * image.raw.width * image.pageHeight * 4,
+            (f + 1) * image.raw.width * image.pageHeight * 4,
+          ),
+          {
+            raw: { width: image.raw.width, height: image.pageHeight, channels: 4 },
+          },
+        )
+          .resize(size, size, { fit: 'inside' })
+          .removeAlpha()
+          .raw()
+          .toBuffer({ resolveWithObject: true });
+        return { data, width: info.width, height: info.height, channels: 3 as const };
+      }),
+    );
     const many = await detector.detectMany!(frames);
     const one = await Promise.all(frames.map((f) => detector.detect(f)));
     assert.equal(many.length, 3);
-    for (const [i, r] of many.entries()) assert.ok(Math.abs(r.score - one[i]!.score) < 1e-3, `frame ${i}: ${r.score} vs ${one[i]!.score}`);
+    for (const [i, r] of many.entries())
+      assert.ok(Math.abs(r.score - one[i]!.score) < 1e-3, `frame ${i}: ${r.score} vs ${one[i]!.score}`);
     assert.ok(many[1]!.score >= CALIBRATED_HUMAN_THRESHOLD && many[0]!.score < CALIBRATED_HUMAN_THRESHOLD);
   });
 
@@ -323,7 +410,15 @@ describe('person detector on every distinct frame of a GIF', () => {
   test('no tensors leak across batched detections', async () => {
     const { tf } = await loadTfRuntime();
     const image = await decodeGif(await personGif({ frames: 6, personAt: 4, background: 'kitten-in-leaves' }));
-    const stepped = { ...image, raw: { ...image.raw, data: image.raw.data.map((v, i) => (i % 4 === 3 ? v : Math.min(255, v + Math.floor(i / (image.raw.width * image.pageHeight * 4)) * 9))) } };
+    const stepped = {
+      ...image,
+      raw: {
+        ...image.raw,
+        data: image.raw.data.map((v, i) =>
+          i % 4 === 3 ? v : Math.min(255, v + Math.floor(i / (image.raw.width * image.pageHeight * 4)) * 9),
+        ),
+      },
+    };
     await detectPeople(stepped, detector);
     const before = tf.memory();
     for (let i = 0; i < 5; i++) assert.ok((await detectPeople(stepped, detector)).info.modelCalls >= 2);

@@ -7,7 +7,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
-  dockerfile, envOf, execForm, packageJson, ROOT, startArgv, startMallocArenaMax,
+  dockerfile,
+  envOf,
+  execForm,
+  packageJson,
+  ROOT,
+  startArgv,
+  startMallocArenaMax,
 } from '../support/start-command.ts';
 
 const instructions = dockerfile();
@@ -20,7 +26,10 @@ test('multi-stage: the build stage runs npm ci, fetches weights, prunes dev depe
   assert.ok(froms.length >= 2, 'at least two stages');
   const build = /\bAS\s+(\w+)/i.exec(froms[0]!.args)?.[1];
   assert.ok(build, 'the first stage is named');
-  const buildRuns = instructions.filter((i) => i.keyword === 'RUN' && i.stage === 0).map((i) => i.args).join(' && ');
+  const buildRuns = instructions
+    .filter((i) => i.keyword === 'RUN' && i.stage === 0)
+    .map((i) => i.args)
+    .join(' && ');
   assert.match(buildRuns, /\bnpm ci\b/);
   assert.match(buildRuns, /\bnpm run fetch-models\b/, 'weights fetched at build time, not at container start');
   assert.match(buildRuns, /\bnpm prune --omit=dev\b/);
@@ -33,7 +42,10 @@ test('multi-stage: the build stage runs npm ci, fetches weights, prunes dev depe
     'the runtime stage copies the build stage',
   );
   assert.doesNotMatch(
-    instructions.filter((i) => i.stage === runtime && i.keyword === 'RUN').map((i) => i.args).join('\n'),
+    instructions
+      .filter((i) => i.stage === runtime && i.keyword === 'RUN')
+      .map((i) => i.args)
+      .join('\n'),
     /npm (ci|install)/,
     'nothing is installed in the runtime stage',
   );
@@ -59,7 +71,12 @@ test('runtime: a non-root USER, node as PID 1 with the start command, HEALTHCHEC
   assert.equal(env.MALLOC_ARENA_MAX, startMallocArenaMax(), 'the same malloc arenas as npm start');
   assert.equal(env.DATA_DIR, '/data');
   assert.equal(env.NODE_ENV, 'production');
-  assert.equal(final('VOLUME')?.args.replace(/[[\]"]/g, '').trim(), env.DATA_DIR);
+  assert.equal(
+    final('VOLUME')
+      ?.args.replace(/[[\]"]/g, '')
+      .trim(),
+    env.DATA_DIR,
+  );
   assert.equal(final('EXPOSE')?.args, env.PORT ?? '3000');
 
   const health = final('HEALTHCHECK')?.args ?? '';
@@ -70,7 +87,9 @@ test('runtime: a non-root USER, node as PID 1 with the start command, HEALTHCHEC
 });
 
 test('.dockerignore keeps node_modules, data, weights, tests, secrets and git out of the build context', () => {
-  const ignored = readFileSync(`${ROOT}/.dockerignore`, 'utf8').split('\n').map((l) => l.trim());
+  const ignored = readFileSync(`${ROOT}/.dockerignore`, 'utf8')
+    .split('\n')
+    .map((l) => l.trim());
   for (const entry of ['node_modules', 'data', '.git', '.env', 'test', 'models/*', '!models/manifest.json']) {
     assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
   }

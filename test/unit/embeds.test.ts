@@ -35,20 +35,60 @@ const PROVIDER_CASES: Record<EmbedProvider, Case[]> = {
   ],
   spotify: [
     [`https://open.spotify.com/track/${TRACK}`, 'spotify', `https://open.spotify.com/embed/track/${TRACK}`],
-    [`https://open.spotify.com/intl-de/track/${TRACK}?si=x`, 'spotify', `https://open.spotify.com/embed/track/${TRACK}`],
-    ['https://open.spotify.com/album/1DFixLWuPkv3KT3TnV35m3', 'spotify', 'https://open.spotify.com/embed/album/1DFixLWuPkv3KT3TnV35m3'],
-    ['https://open.spotify.com/playlist/37i9dQZF1DXcBWIGoYBM5M', 'spotify', 'https://open.spotify.com/embed/playlist/37i9dQZF1DXcBWIGoYBM5M'],
-    ['https://open.spotify.com/artist/0OdUWJ0sBjDrqHygGUXeCF', 'spotify', 'https://open.spotify.com/embed/artist/0OdUWJ0sBjDrqHygGUXeCF'],
-    ['https://open.spotify.com/episode/512ojhOuo1ktJprKbVcKyQ', 'spotify', 'https://open.spotify.com/embed/episode/512ojhOuo1ktJprKbVcKyQ'],
-    ['https://open.spotify.com/intl-pt-br/show/5CfCWKI5pZ28U0uOzXkDHe', 'spotify', 'https://open.spotify.com/embed/show/5CfCWKI5pZ28U0uOzXkDHe'],
+    [
+      `https://open.spotify.com/intl-de/track/${TRACK}?si=x`,
+      'spotify',
+      `https://open.spotify.com/embed/track/${TRACK}`,
+    ],
+    [
+      'https://open.spotify.com/album/1DFixLWuPkv3KT3TnV35m3',
+      'spotify',
+      'https://open.spotify.com/embed/album/1DFixLWuPkv3KT3TnV35m3',
+    ],
+    [
+      'https://open.spotify.com/playlist/37i9dQZF1DXcBWIGoYBM5M',
+      'spotify',
+      'https://open.spotify.com/embed/playlist/37i9dQZF1DXcBWIGoYBM5M',
+    ],
+    [
+      'https://open.spotify.com/artist/0OdUWJ0sBjDrqHygGUXeCF',
+      'spotify',
+      'https://open.spotify.com/embed/artist/0OdUWJ0sBjDrqHygGUXeCF',
+    ],
+    [
+      'https://open.spotify.com/episode/512ojhOuo1ktJprKbVcKyQ',
+      'spotify',
+      'https://open.spotify.com/embed/episode/512ojhOuo1ktJprKbVcKyQ',
+    ],
+    [
+      'https://open.spotify.com/intl-pt-br/show/5CfCWKI5pZ28U0uOzXkDHe',
+      'spotify',
+      'https://open.spotify.com/embed/show/5CfCWKI5pZ28U0uOzXkDHe',
+    ],
     [`https://open.spotify.com/embed/track/${TRACK}`, 'spotify', `https://open.spotify.com/embed/track/${TRACK}`],
     [`spotify:track:${TRACK}`, 'spotify', `https://open.spotify.com/embed/track/${TRACK}`],
-    ['spotify:playlist:37i9dQZF1DXcBWIGoYBM5M', 'spotify', 'https://open.spotify.com/embed/playlist/37i9dQZF1DXcBWIGoYBM5M'],
+    [
+      'spotify:playlist:37i9dQZF1DXcBWIGoYBM5M',
+      'spotify',
+      'https://open.spotify.com/embed/playlist/37i9dQZF1DXcBWIGoYBM5M',
+    ],
   ],
   bluesky: [
-    [`https://bsky.app/profile/${DID}/post/${RKEY}`, 'bluesky', `https://embed.bsky.app/embed/${DID}/app.bsky.feed.post/${RKEY}`],
-    [`https://bsky.app/profile/${DID}/post/${RKEY}?ref_src=embed`, 'bluesky', `https://embed.bsky.app/embed/${DID}/app.bsky.feed.post/${RKEY}`],
-    [`https://bsky.app/profile/did:web:example.com/post/${RKEY}`, 'bluesky', `https://embed.bsky.app/embed/did:web:example.com/app.bsky.feed.post/${RKEY}`],
+    [
+      `https://bsky.app/profile/${DID}/post/${RKEY}`,
+      'bluesky',
+      `https://embed.bsky.app/embed/${DID}/app.bsky.feed.post/${RKEY}`,
+    ],
+    [
+      `https://bsky.app/profile/${DID}/post/${RKEY}?ref_src=embed`,
+      'bluesky',
+      `https://embed.bsky.app/embed/${DID}/app.bsky.feed.post/${RKEY}`,
+    ],
+    [
+      `https://bsky.app/profile/did:web:example.com/post/${RKEY}`,
+      'bluesky',
+      `https://embed.bsky.app/embed/did:web:example.com/app.bsky.feed.post/${RKEY}`,
+    ],
     [`https://bsky.app/profile/alice.bsky.social/post/${RKEY}`, 'bluesky', null],
     [`https://bsky.app/profile/Bob.Example.COM/post/${RKEY}/`, 'bluesky', null],
   ],
@@ -63,7 +103,11 @@ const PROVIDER_CASES: Record<EmbedProvider, Case[]> = {
   threads: [
     [`https://www.threads.net/@zuck/post/${TH}`, 'threads', `https://www.threads.com/@zuck/post/${TH}/embed`],
     [`https://threads.net/@zuck/post/${TH}/`, 'threads', `https://www.threads.com/@zuck/post/${TH}/embed`],
-    [`https://www.threads.com/@some.user_2/post/${TH}?xmt=abc`, 'threads', `https://www.threads.com/@some.user_2/post/${TH}/embed`],
+    [
+      `https://www.threads.com/@some.user_2/post/${TH}?xmt=abc`,
+      'threads',
+      `https://www.threads.com/@some.user_2/post/${TH}/embed`,
+    ],
     [`https://threads.com/@zuck/post/${TH}`, 'threads', `https://www.threads.com/@zuck/post/${TH}/embed`],
     [`https://www.threads.net/@zuck/post/${TH}/media`, 'threads', `https://www.threads.com/@zuck/post/${TH}/embed`],
   ],
@@ -145,7 +189,8 @@ describe('buildEmbed', () => {
           assert.ok(embed.html !== null && embed.html.length > 0);
           assertSafeHtml(embed.html);
           // iframes load the embed URL; the blockquote forms carry the post permalink for the provider's embed.js.
-          if (embed.html.startsWith('<iframe')) assert.ok(embed.html.includes(`src="${embedUrl}"`), 'iframe loads embed_url');
+          if (embed.html.startsWith('<iframe'))
+            assert.ok(embed.html.includes(`src="${embedUrl}"`), 'iframe loads embed_url');
         });
       }
     });
@@ -173,15 +218,24 @@ describe('buildEmbed', () => {
 
   it('Bluesky by handle is the official blockquote linking the post', () => {
     const { html } = buildEmbed(new URL(`https://bsky.app/profile/alice.bsky.social/post/${RKEY}`));
-    assert.match(html ?? '', /^<blockquote class="bluesky-embed" data-bluesky-uri="at:\/\/alice\.bsky\.social\/app\.bsky\.feed\.post\/3k44deefqdk2g">/);
+    assert.match(
+      html ?? '',
+      /^<blockquote class="bluesky-embed" data-bluesky-uri="at:\/\/alice\.bsky\.social\/app\.bsky\.feed\.post\/3k44deefqdk2g">/,
+    );
     assert.ok(html?.includes(`href="https://bsky.app/profile/alice.bsky.social/post/${RKEY}?ref_src=embed"`));
   });
 
   it('Instagram and Threads use their blockquote forms, with & escaped in attributes', () => {
     const ig = buildEmbed(new URL(`https://www.instagram.com/p/${IG}/`)).html ?? '';
-    assert.match(ig, /^<blockquote class="instagram-media" data-instgrm-permalink="https:\/\/www\.instagram\.com\/p\/C1a2B3c4D5e\/\?utm_source=ig_embed&amp;utm_campaign=loading"/);
+    assert.match(
+      ig,
+      /^<blockquote class="instagram-media" data-instgrm-permalink="https:\/\/www\.instagram\.com\/p\/C1a2B3c4D5e\/\?utm_source=ig_embed&amp;utm_campaign=loading"/,
+    );
     const th = buildEmbed(new URL(`https://www.threads.net/@zuck/post/${TH}`)).html ?? '';
-    assert.match(th, /^<blockquote class="text-post-media" data-text-post-permalink="https:\/\/www\.threads\.com\/@zuck\/post\/C8H5FiCtESk"/);
+    assert.match(
+      th,
+      /^<blockquote class="text-post-media" data-text-post-permalink="https:\/\/www\.threads\.com\/@zuck\/post\/C8H5FiCtESk"/,
+    );
   });
 
   it('Tumblr is a link card to the post', () => {
@@ -195,7 +249,11 @@ describe('validateExternalUrl', () => {
   const rejects = (raw: string, pattern: RegExp) =>
     assert.throws(
       () => validateExternalUrl(raw),
-      (err: unknown) => err instanceof AppError && err.code === 'invalid_request' && /external_url/.test(err.message) && pattern.test(err.message),
+      (err: unknown) =>
+        err instanceof AppError &&
+        err.code === 'invalid_request' &&
+        /external_url/.test(err.message) &&
+        pattern.test(err.message),
     );
 
   it('accepts http and https URLs and returns the parsed URL', () => {

@@ -50,14 +50,27 @@ describe('encode stage', () => {
   });
 
   it('never enlarges: a 200×150 PNG gives three 200×150 variants, encoded once', async () => {
-    const variants = await encodeVariants(await decoded(await fx.pngImage(200, 150), 'png'), { stagingDir: dir, baseName: 'small' });
-    assert.deepEqual(variants.map((v) => [v.width, v.height]), [[200, 150], [200, 150], [200, 150]]);
+    const variants = await encodeVariants(await decoded(await fx.pngImage(200, 150), 'png'), {
+      stagingDir: dir,
+      baseName: 'small',
+    });
+    assert.deepEqual(
+      variants.map((v) => [v.width, v.height]),
+      [
+        [200, 150],
+        [200, 150],
+        [200, 150],
+      ],
+    );
     const files = await Promise.all(variants.map((v) => readFile(v.path)));
     assert.ok(files.every((f) => f.equals(files[0]!)));
   });
 
   it('keeps alpha', async () => {
-    const [thumb] = await encodeVariants(await decoded(await fx.pngWithAlpha(400, 300), 'png'), { stagingDir: dir, baseName: 'alpha' });
+    const [thumb] = await encodeVariants(await decoded(await fx.pngWithAlpha(400, 300), 'png'), {
+      stagingDir: dir,
+      baseName: 'alpha',
+    });
     assert.equal((await sharp(thumb!.path).metadata()).hasAlpha, true);
     assert.ok(fx.riffChunks(await readFile(thumb!.path)).includes('ALPH'));
   });
@@ -65,7 +78,14 @@ describe('encode stage', () => {
   it('keeps an animated GIF animated at every size, with its frame delays and loop', async () => {
     const image = await decoded(await fx.animatedGif({ width: 1200, height: 800, frames: 3 }), 'gif');
     const variants = await encodeVariants(image, { stagingDir: dir, baseName: 'anim' });
-    assert.deepEqual(variants.map((v) => [v.width, v.height]), [[320, 213], [1024, 683], [1200, 800]]);
+    assert.deepEqual(
+      variants.map((v) => [v.width, v.height]),
+      [
+        [320, 213],
+        [1024, 683],
+        [1200, 800],
+      ],
+    );
     for (const v of variants) {
       const meta = await sharp(v.path, { pages: -1 }).metadata();
       assert.deepEqual([meta.pages, meta.width, meta.pageHeight, meta.loop], [3, v.width, v.height, 0], v.name);

@@ -20,11 +20,34 @@ const LATER_HEADING = /^# --- Coming with moderation \/ object storage/;
  * clean clone (CI) has no ../shared; when API.md is there, a test below checks this list against it.
  */
 const API_MD_VARIABLES = [
-  'PORT', 'HOST', 'DATA_DIR', 'MEDIA_STORE', 'MEDIA_REDIRECT', 'DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'JWT_TTL',
-  'WORKERS', 'WORKER_QUEUE', 'HUMAN_POLICY', 'HUMAN_THRESHOLD', 'NEAR_DUPLICATE_DISTANCE', 'FETCH_ALLOW_PRIVATE',
-  'FETCH_TIMEOUT_MS', 'ADMIN_USERNAMES', 'RATE_LIMIT_AUTH', 'RATE_LIMIT_UPLOAD', 'RATE_LIMIT_VOTE',
-  'RATE_LIMIT_GENERAL', 'TRUST_PROXY', 'LOG_LEVEL', 'RATE_LIMIT_REPORT', 'METRICS_TOKEN', 'REPORT_HOLD_THRESHOLD',
-  'BLOCKLIST_DISTANCE', 'NODE_ENV',
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'MEDIA_STORE',
+  'MEDIA_REDIRECT',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'JWT_SECRET',
+  'JWT_TTL',
+  'WORKERS',
+  'WORKER_QUEUE',
+  'HUMAN_POLICY',
+  'HUMAN_THRESHOLD',
+  'NEAR_DUPLICATE_DISTANCE',
+  'FETCH_ALLOW_PRIVATE',
+  'FETCH_TIMEOUT_MS',
+  'ADMIN_USERNAMES',
+  'RATE_LIMIT_AUTH',
+  'RATE_LIMIT_UPLOAD',
+  'RATE_LIMIT_VOTE',
+  'RATE_LIMIT_GENERAL',
+  'TRUST_PROXY',
+  'LOG_LEVEL',
+  'RATE_LIMIT_REPORT',
+  'METRICS_TOKEN',
+  'REPORT_HOLD_THRESHOLD',
+  'BLOCKLIST_DISTANCE',
+  'NODE_ENV',
 ];
 /** Read by something else than src/config.ts: glibc (set by npm start and the Dockerfile). */
 const NOT_CONFIG = new Set(['MALLOC_ARENA_MAX']);
@@ -57,12 +80,15 @@ function parseEnvExample(): Entry[] {
 /** The variables loadConfig() reads, observed rather than copied: it gets an environment that records reads. */
 function variablesConfigReads(): Set<string> {
   const read = new Set<string>();
-  const env = new Proxy<NodeJS.ProcessEnv>({ JWT_SECRET: 'x'.repeat(48) }, {
-    get(target, key) {
-      if (typeof key === 'string') read.add(key);
-      return target[key as string];
+  const env = new Proxy<NodeJS.ProcessEnv>(
+    { JWT_SECRET: 'x'.repeat(48) },
+    {
+      get(target, key) {
+        if (typeof key === 'string') read.add(key);
+        return target[key as string];
+      },
     },
-  });
+  );
   loadConfig(env);
   return read;
 }
@@ -75,7 +101,11 @@ test('.env.example lists every variable src/config.ts reads, once, each with its
   for (const name of read) {
     assert.ok(names.includes(name), `${name} (read by src/config.ts) is missing from .env.example`);
   }
-  assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], 'no variable listed twice');
+  assert.deepEqual(
+    names.filter((n, i) => names.indexOf(n) !== i),
+    [],
+    'no variable listed twice',
+  );
   for (const e of entries) {
     assert.ok(e.comment.length > 0, `.env.example:${e.line} ${e.name} has a comment line above it`);
   }
@@ -110,7 +140,7 @@ test('the values .env.example sets are the defaults: loading them changes nothin
   assert.ok(start.includes(`MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${arenas?.value}}`), start);
 });
 
-test('the list of API.md variables in this test is still API.md\'s', (t) => {
+test("the list of API.md variables in this test is still API.md's", (t) => {
   if (!API_MD) {
     t.skip('../shared/API.md is not next to the checkout (a clean clone): the list kept in this test is used alone');
     return;

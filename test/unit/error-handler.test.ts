@@ -25,7 +25,10 @@ test('an unexpected error becomes a 500 internal with no stack, SQL or path, and
     const res = await fetch(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
     assert.equal(res.status, 500);
     const text = await res.text();
-    assert.deepEqual(JSON.parse(text), { error: 'internal', message: 'internal error; the request id identifies it in the server log' });
+    assert.deepEqual(JSON.parse(text), {
+      error: 'internal',
+      message: 'internal error; the request id identifies it in the server log',
+    });
     assert.doesNotMatch(text, /SQLITE|\/work\/|at /);
     assert.equal(logged.length, 1);
     // Searchable like every failure line: the code, the route (none matched here), the request id.
@@ -37,9 +40,18 @@ test('an unexpected error becomes a 500 internal with no stack, SQL or path, and
 });
 
 test('toAppError maps body-parser failures onto the contract', () => {
-  assert.equal(toAppError(Object.assign(new Error('too big'), { status: 413, type: 'entity.too.large' })).code, 'payload_too_large');
-  assert.equal(toAppError(Object.assign(new Error('bad'), { status: 400, type: 'entity.parse.failed' })).code, 'invalid_request');
-  assert.equal(toAppError(Object.assign(new Error('maxFileSize exceeded'), { httpCode: 413 })).code, 'payload_too_large');
+  assert.equal(
+    toAppError(Object.assign(new Error('too big'), { status: 413, type: 'entity.too.large' })).code,
+    'payload_too_large',
+  );
+  assert.equal(
+    toAppError(Object.assign(new Error('bad'), { status: 400, type: 'entity.parse.failed' })).code,
+    'invalid_request',
+  );
+  assert.equal(
+    toAppError(Object.assign(new Error('maxFileSize exceeded'), { httpCode: 413 })).code,
+    'payload_too_large',
+  );
   const passthrough = errors.forbidden('no');
   assert.equal(toAppError(passthrough), passthrough);
   assert.ok(toAppError('a string') instanceof AppError);

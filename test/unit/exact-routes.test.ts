@@ -20,7 +20,14 @@ function app() {
   });
   guarded.get('/guarded', (ctx) => void (ctx.body = { route: 'guarded' }));
   const chained = new Router<AppState>();
-  chained.get('/chained', async (ctx, next) => { calls.push('first'); await next(); }, (ctx) => void (ctx.body = { route: 'chained' }));
+  chained.get(
+    '/chained',
+    async (ctx, next) => {
+      calls.push('first');
+      await next();
+    },
+    (ctx) => void (ctx.body = { route: 'chained' }),
+  );
   const root = new Router<AppState>();
   for (const x of [r, guarded, chained]) root.use(x.routes());
   const lane = exactGetRoutes(root);
@@ -46,12 +53,24 @@ test('exact GET routes: fixed paths are looked up directly, with the same answer
   try {
     const get = async (path: string, init?: RequestInit) => {
       const res = await fetch(base + path, init);
-      return { status: res.status, body: res.status === 200 && init?.method !== 'HEAD' ? await res.json() : null, route: seen() };
+      return {
+        status: res.status,
+        body: res.status === 200 && init?.method !== 'HEAD' ? await res.json() : null,
+        route: seen(),
+      };
     };
     assert.deepEqual(await get('/plain'), { status: 200, body: { route: 'plain' }, route: '/plain' });
-    assert.deepEqual(await get('/plain/'), { status: 200, body: { route: 'plain' }, route: '/plain' }, 'a trailing slash goes through the router, same answer');
+    assert.deepEqual(
+      await get('/plain/'),
+      { status: 200, body: { route: 'plain' }, route: '/plain' },
+      'a trailing slash goes through the router, same answer',
+    );
     assert.deepEqual(await get('/plain', { method: 'HEAD' }), { status: 200, body: null, route: '/plain' });
-    assert.deepEqual(await get('/plain', { method: 'POST' }), { status: 200, body: { route: 'post' }, route: '/plain' });
+    assert.deepEqual(await get('/plain', { method: 'POST' }), {
+      status: 200,
+      body: { route: 'post' },
+      route: '/plain',
+    });
     assert.deepEqual(await get('/items/7'), { status: 200, body: { id: '7' }, route: '/items/:id' });
     assert.deepEqual(await get('/guarded'), { status: 200, body: { route: 'guarded' }, route: '/guarded' });
     assert.deepEqual(await get('/chained'), { status: 200, body: { route: 'chained' }, route: '/chained' });

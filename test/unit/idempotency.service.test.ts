@@ -133,7 +133,10 @@ test('a holder that cannot renew (database down) stops its work before its lease
   a.signal!.addEventListener('abort', () => (abortedAt = time.now().getTime()));
   await time.advance(IDEMPOTENCY_LEASE_MS);
   assert.ok(a.signal!.aborted, 'the work was told to stop');
-  assert.ok(abortedAt > 0 && abortedAt < leaseUntil, 'it was told before its lease ran out (before anyone could take over)');
+  assert.ok(
+    abortedAt > 0 && abortedAt < leaseUntil,
+    'it was told before its lease ran out (before anyone could take over)',
+  );
   store.down = false;
 
   // The key lapsed: a retry takes it over and succeeds.
@@ -144,15 +147,30 @@ test('a holder that cannot renew (database down) stops its work before its lease
   a.finish();
   const late = await time.until(holder);
   assert.equal(late.body, 'A');
-  assert.deepEqual(store.rows.get('u\nk')!.response, { status: 201, body: 'B' }, 'the record is the takeover\'s');
-  assert.deepEqual(await time.until(service().run('u', 'k', 'h', work('C').fn)), { status: 201, body: 'B', replayed: true });
+  assert.deepEqual(store.rows.get('u\nk')!.response, { status: 201, body: 'B' }, "the record is the takeover's");
+  assert.deepEqual(await time.until(service().run('u', 'k', 'h', work('C').fn)), {
+    status: 201,
+    body: 'B',
+    replayed: true,
+  });
 });
 
 test('a holder whose work fails after losing its claim answers 503 busy (retry with the same key), and the retry runs', async () => {
   const { time, store, service } = fixture();
   const holder = service()
-    .run('u', 'k', 'h', (signal) => new Promise<StoredResponse>((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))))
-    .then(() => assert.fail('the holder must not succeed'), (e: unknown) => e);
+    .run(
+      'u',
+      'k',
+      'h',
+      (signal) =>
+        new Promise<StoredResponse>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error('aborted'))),
+        ),
+    )
+    .then(
+      () => assert.fail('the holder must not succeed'),
+      (e: unknown) => e,
+    );
   await time.advance(100);
   store.down = true;
   await time.advance(IDEMPOTENCY_LEASE_MS + 100);

@@ -2,16 +2,39 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MAX_ORIGINAL_NAME, originalNameOf } from '../../src/domain/uploads/original-name.ts';
 
-describe('original_name: the client\'s file name made safe to store and show', () => {
+describe("original_name: the client's file name made safe to store and show", () => {
   it('drops bidi controls, so a name cannot display as another extension', () => {
     assert.equal(originalNameOf('cat\u202Egpj.exe'), 'catgpj.exe'); // right-to-left override
-    for (const c of ['\u202A', '\u202B', '\u202C', '\u202D', '\u2066', '\u2067', '\u2068', '\u2069', '\u200E', '\u200F', '\u061C']) {
+    for (const c of [
+      '\u202A',
+      '\u202B',
+      '\u202C',
+      '\u202D',
+      '\u2066',
+      '\u2067',
+      '\u2068',
+      '\u2069',
+      '\u200E',
+      '\u200F',
+      '\u061C',
+    ]) {
       assert.equal(originalNameOf(`a${c}b.png`), 'ab.png', `U+${c.codePointAt(0)!.toString(16)}`);
     }
   });
 
   it('drops zero-width and other invisible characters', () => {
-    for (const c of ['\u200B', '\u200C', '\u200D', '\u2060', '\uFEFF', '\u00AD', '\u180E', '\uFE0F', '\u3164', '\u{E0041}']) {
+    for (const c of [
+      '\u200B',
+      '\u200C',
+      '\u200D',
+      '\u2060',
+      '\uFEFF',
+      '\u00AD',
+      '\u180E',
+      '\uFE0F',
+      '\u3164',
+      '\u{E0041}',
+    ]) {
       assert.equal(originalNameOf(`a${c}b.png`), 'ab.png', `U+${c.codePointAt(0)!.toString(16)}`);
     }
   });

@@ -28,7 +28,10 @@ function referenceHash(grey: Uint8Array): string {
       let sum = 0;
       for (let y = 0; y < N; y++) {
         for (let x = 0; x < N; x++) {
-          sum += grey[y * N + x]! * Math.cos(((2 * x + 1) * u * Math.PI) / (2 * N)) * Math.cos(((2 * y + 1) * v * Math.PI) / (2 * N));
+          sum +=
+            grey[y * N + x]! *
+            Math.cos(((2 * x + 1) * u * Math.PI) / (2 * N)) *
+            Math.cos(((2 * y + 1) * v * Math.PI) / (2 * N));
         }
       }
       coef.push(Math.round(sum * 1e6) / 1e6);
@@ -36,12 +39,19 @@ function referenceHash(grey: Uint8Array): string {
   }
   const median = coef.slice(1).sort((a, b) => a - b)[31]!;
   const bits = coef.map((c, i) => (i > 0 && c > median ? 1n : 0n));
-  return bits.reduce<bigint>((acc, bit) => (acc << 1n) | bit, 0n).toString(16).padStart(16, '0');
+  return bits
+    .reduce<bigint>((acc, bit) => (acc << 1n) | bit, 0n)
+    .toString(16)
+    .padStart(16, '0');
 }
 
 /** The transformations a re-upload goes through, applied to original bytes of width×height. */
 const EDITS: Record<string, (b: Buffer, w: number, h: number) => Promise<Buffer>> = {
-  'resized to 50%': (b, w) => sharp(b).resize(Math.round(w / 2)).jpeg({ quality: 90 }).toBuffer(),
+  'resized to 50%': (b, w) =>
+    sharp(b)
+      .resize(Math.round(w / 2))
+      .jpeg({ quality: 90 })
+      .toBuffer(),
   're-encoded JPEG q50': (b) => sharp(b).jpeg({ quality: 50 }).toBuffer(),
   're-encoded WebP q75': (b) => sharp(b).webp({ quality: 75 }).toBuffer(),
   'brightness +10%': (b) => sharp(b).modulate({ brightness: 1.1 }).jpeg({ quality: 90 }).toBuffer(),
@@ -50,7 +60,12 @@ const EDITS: Record<string, (b: Buffer, w: number, h: number) => Promise<Buffer>
 };
 const crop = (b: Buffer, w: number, h: number, side: number) =>
   sharp(b)
-    .extract({ left: Math.round(w * side), top: Math.round(h * side), width: Math.round(w * (1 - 2 * side)), height: Math.round(h * (1 - 2 * side)) })
+    .extract({
+      left: Math.round(w * side),
+      top: Math.round(h * side),
+      width: Math.round(w * (1 - 2 * side)),
+      height: Math.round(h * (1 - 2 * side)),
+    })
     .jpeg({ quality: 90 })
     .toBuffer();
 /** Edits a near-duplicate search must catch at the default threshold. */
@@ -83,7 +98,13 @@ async function distances(originals: Array<{ bytes: Buffer; group: string }>): Pr
 
 const stats = (d: number[]) => {
   const s = [...d].sort((a, b) => a - b);
-  return { min: s[0]!, median: s[s.length >> 1]!, max: s.at(-1)!, atMost4: s.filter((x) => x <= 4).length, n: s.length };
+  return {
+    min: s[0]!,
+    median: s[s.length >> 1]!,
+    max: s.at(-1)!,
+    atMost4: s.filter((x) => x <= 4).length,
+    n: s.length,
+  };
 };
 
 function report(t: { diagnostic(message: string): void }, title: string, table: Table): void {
@@ -93,7 +114,9 @@ function report(t: { diagnostic(message: string): void }, title: string, table: 
     t.diagnostic(`  ${name.padEnd(26)} ${s.median} / ${s.max}  (${s.atMost4}/${s.n})`);
   }
   const u = stats(table.unrelated);
-  t.diagnostic(`  ${'unrelated pairs'.padEnd(26)} min ${u.min}, median ${u.median}, max ${u.max}  (${u.atMost4}/${u.n} ≤ 4)`);
+  t.diagnostic(
+    `  ${'unrelated pairs'.padEnd(26)} min ${u.min}, median ${u.median}, max ${u.max}  (${u.atMost4}/${u.n} ≤ 4)`,
+  );
 }
 
 describe('phash stage', () => {
@@ -107,7 +130,10 @@ describe('phash stage', () => {
   });
 
   it('hashes a flat image to zero and refuses anything but 32×32 grey', () => {
-    assert.equal(phash({ data: new Uint8Array(N * N).fill(128), width: N, height: N, channels: 1 }), '0000000000000000');
+    assert.equal(
+      phash({ data: new Uint8Array(N * N).fill(128), width: N, height: N, channels: 1 }),
+      '0000000000000000',
+    );
     assert.throws(() => phash({ data: new Uint8Array(64 * 64), width: 64, height: 64, channels: 1 }), TypeError);
     assert.throws(() => phash({ data: new Uint8Array(N * N * 3), width: N, height: N, channels: 3 }), TypeError);
   });
@@ -116,12 +142,18 @@ describe('phash stage', () => {
     assert.equal(hammingDistance('0000000000000000', 'ffffffffffffffff'), 64);
     assert.equal(hammingDistance('8000000000000001', '0000000000000000'), 2);
     assert.equal(hammingDistance('0123456789abcdef', '0123456789abcdef'), 0);
-    assert.equal(hammingDistance('f0f0f0f0f0f0f0f0', '0f0f0f0f0f0f0f0f'), hammingDistance('0f0f0f0f0f0f0f0f', 'f0f0f0f0f0f0f0f0'));
+    assert.equal(
+      hammingDistance('f0f0f0f0f0f0f0f0', '0f0f0f0f0f0f0f0f'),
+      hammingDistance('0f0f0f0f0f0f0f0f', 'f0f0f0f0f0f0f0f0'),
+    );
   });
 
   it('keeps re-encodes, resizes and brightness changes of a synthetic scene within 4, unrelated scenes far apart', async (t) => {
     const originals = await Promise.all(
-      [1, 2, 3, 4, 5, 6].map(async (seed) => ({ bytes: await fx.photoJpeg({ width: 1200, height: 900, seed, metadata: false }), group: String(seed) })),
+      [1, 2, 3, 4, 5, 6].map(async (seed) => ({
+        bytes: await fx.photoJpeg({ width: 1200, height: 900, seed, metadata: false }),
+        group: String(seed),
+      })),
     );
     const table = await distances(originals);
     report(t, 'synthetic scenes', table);

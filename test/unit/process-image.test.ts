@@ -4,7 +4,13 @@ import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { processImage } from '../../src/workers/pipeline/process-image.ts';
-import type { DetectorInputSpec, HumanPolicy, PersonDetector, ProcessImageTask, RawImage } from '../../src/workers/pipeline/types.ts';
+import type {
+  DetectorInputSpec,
+  HumanPolicy,
+  PersonDetector,
+  ProcessImageTask,
+  RawImage,
+} from '../../src/workers/pipeline/types.ts';
 import { setupSharp } from '../../src/workers/sharp-setup.ts';
 import * as fx from '../support/fixtures.ts';
 
@@ -13,7 +19,10 @@ interface FakeDetector extends PersonDetector {
 }
 
 /** A detector that answers `score` for every frame (or what `scoreOf` says), recording its inputs. */
-function fakeDetector(score: number, opts: { inputSpec?: DetectorInputSpec; scoreOf?: (call: number) => number } = {}): FakeDetector {
+function fakeDetector(
+  score: number,
+  opts: { inputSpec?: DetectorInputSpec; scoreOf?: (call: number) => number } = {},
+): FakeDetector {
   const inputs: RawImage[] = [];
   return {
     backend: 'fake',
@@ -37,7 +46,11 @@ const throwingDetector = (): PersonDetector => ({
 describe('processImage', () => {
   let stagingDir: string;
   let n = 0;
-  const task = (bytes: Uint8Array, humanPolicy: HumanPolicy = 'off', extra: Partial<ProcessImageTask> = {}): ProcessImageTask => ({
+  const task = (
+    bytes: Uint8Array,
+    humanPolicy: HumanPolicy = 'off',
+    extra: Partial<ProcessImageTask> = {},
+  ): ProcessImageTask => ({
     bytes: fx.toArrayBuffer(bytes),
     stagingDir,
     baseName: `upload-${++n}`,
@@ -45,7 +58,8 @@ describe('processImage', () => {
     humanThreshold: 0.5,
     ...extra,
   });
-  const staged = async (t: ProcessImageTask) => (await readdir(stagingDir)).filter((f) => f.startsWith(`${t.baseName}.`)).sort();
+  const staged = async (t: ProcessImageTask) =>
+    (await readdir(stagingDir)).filter((f) => f.startsWith(`${t.baseName}.`)).sort();
 
   before(async () => {
     await setupSharp();
@@ -64,9 +78,20 @@ describe('processImage', () => {
     );
     assert.match(result.phash, /^[0-9a-f]{16}$/);
     assert.match(result.thumbhash, /^[A-Za-z0-9+/]+={0,2}$/);
-    assert.deepEqual(result.variants.map((v) => [v.name, v.width, v.height]), [['thumb', 240, 320], ['medium', 480, 640], ['full', 480, 640]]);
+    assert.deepEqual(
+      result.variants.map((v) => [v.name, v.width, v.height]),
+      [
+        ['thumb', 240, 320],
+        ['medium', 480, 640],
+        ['full', 480, 640],
+      ],
+    );
     for (const v of result.variants) assert.equal((await stat(v.path)).size, v.bytes);
-    assert.deepEqual(await staged(t), [`${t.baseName}.full.webp`, `${t.baseName}.medium.webp`, `${t.baseName}.thumb.webp`]);
+    assert.deepEqual(await staged(t), [
+      `${t.baseName}.full.webp`,
+      `${t.baseName}.medium.webp`,
+      `${t.baseName}.thumb.webp`,
+    ]);
     assert.deepEqual(Object.keys(result.timings).sort(), ['decode', 'detect', 'encode', 'phash', 'sniff', 'thumbhash']);
     assert.ok(Object.values(result.timings).every((ms) => typeof ms === 'number' && ms >= 0));
   });
@@ -75,10 +100,16 @@ describe('processImage', () => {
     const jpeg = await fx.photoJpeg({ width: 640, height: 480, metadata: false });
     const contain = fakeDetector(0, { inputSpec: { size: 96, fit: 'contain' } });
     await processImage(task(jpeg, 'flag'), { detector: contain });
-    assert.deepEqual(contain.inputs.map((i) => [i.width, i.height, i.channels, i.data.length]), [[96, 72, 3, 96 * 72 * 3]]);
+    assert.deepEqual(
+      contain.inputs.map((i) => [i.width, i.height, i.channels, i.data.length]),
+      [[96, 72, 3, 96 * 72 * 3]],
+    );
     const fill = fakeDetector(0, { inputSpec: { size: 64, fit: 'fill' } });
     await processImage(task(jpeg, 'flag'), { detector: fill });
-    assert.deepEqual(fill.inputs.map((i) => [i.width, i.height, i.channels]), [[64, 64, 3]]);
+    assert.deepEqual(
+      fill.inputs.map((i) => [i.width, i.height, i.channels]),
+      [[64, 64, 3]],
+    );
   });
 
   it("skips detection under humanPolicy 'off'", async () => {
@@ -102,16 +133,28 @@ describe('processImage', () => {
 
   it('looks at every distinct frame of an animation and keeps the highest score', async () => {
     const detector = fakeDetector(0, { scoreOf: (call) => [0.1, 0.7, 0.2, 0.3, 0.1][call]! });
-    const result = await processImage(task(await fx.animatedGif({ width: 64, height: 48, frames: 5 }), 'flag'), { detector });
+    const result = await processImage(task(await fx.animatedGif({ width: 64, height: 48, frames: 5 }), 'flag'), {
+      detector,
+    });
     assert.equal(detector.inputs.length, 5);
     assert.equal(result.ok && result.humanScore, 0.7);
     assert.equal(result.ok && result.animated, true);
-    assert.deepEqual(result.ok && result.detection, { frames: 5, distinctFrames: 5, inferences: 5, modelCalls: 5, bestFrame: 1 });
+    assert.deepEqual(result.ok && result.detection, {
+      frames: 5,
+      distinctFrames: 5,
+      inferences: 5,
+      modelCalls: 5,
+      bestFrame: 1,
+    });
   });
 
   it('returns each expected rejection with its code and leaves nothing staged', async () => {
     const cases: Array<[string, Uint8Array, string]> = [
-      ...(await fx.refusedFormats()).map(({ name, bytes }): [string, Uint8Array, string] => [name, bytes, 'unsupported_format']),
+      ...(await fx.refusedFormats()).map(({ name, bytes }): [string, Uint8Array, string] => [
+        name,
+        bytes,
+        'unsupported_format',
+      ]),
       ['text', fx.nonImageBytes(), 'unsupported_format'],
       ['truncated JPEG', await fx.truncatedJpeg(), 'invalid_image'],
       ['corrupt PNG', await fx.corruptPng(), 'invalid_image'],

@@ -20,6 +20,7 @@ test('5 deaths of one slot within 60 s is a crash loop; deaths spread out, or in
   assert.equal(policy.died(0, 45_000).crashLoop, true);
 
   const spread = new RestartPolicy(CRASH_LOOP);
-  for (let i = 0; i < 20; i++) assert.equal(spread.died(0, i * 20_000).crashLoop, false, 'one death every 20 s never adds up to 5 in 60 s');
+  for (let i = 0; i < 20; i++)
+    assert.equal(spread.died(0, i * 20_000).crashLoop, false, 'one death every 20 s never adds up to 5 in 60 s');
   assert.equal(spread.died(0, 20 * 20_000).delayMs, 4000, 'the backoff falls back as old deaths leave the window');
 });

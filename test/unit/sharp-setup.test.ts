@@ -30,7 +30,8 @@ function runNode(code: string, env: NodeJS.ProcessEnv): string {
   return r.stdout.trim();
 }
 
-const envWithout = (name: string): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== name));
+const envWithout = (name: string): NodeJS.ProcessEnv =>
+  Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== name));
 
 describe('sharp setup', () => {
   let dir: string;
@@ -53,7 +54,12 @@ describe('sharp setup', () => {
       {
         name: 'UltraHDR JPEG',
         // withGainMap (sharp 0.35) is missing from sharp's type declarations.
-        bytes: await (sharp(rgb.data, { raw: { width: 64, height: 48, channels: 3 } }) as Sharp & { withGainMap(): Sharp }).withGainMap().jpeg().toBuffer(),
+        bytes: await (
+          sharp(rgb.data, { raw: { width: 64, height: 48, channels: 3 } }) as Sharp & { withGainMap(): Sharp }
+        )
+          .withGainMap()
+          .jpeg()
+          .toBuffer(),
       },
     ];
   });

@@ -14,7 +14,11 @@ export interface RoleChange {
   changed: boolean;
 }
 
-export async function setAdmin(users: Pick<UserStore, 'setRole'>, username: string, admin: boolean): Promise<RoleChange> {
+export async function setAdmin(
+  users: Pick<UserStore, 'setRole'>,
+  username: string,
+  admin: boolean,
+): Promise<RoleChange> {
   const role = admin ? 'admin' : 'user';
   const before = await users.setRole(username.trim(), role);
   if (!before) throw errors.notFound(`no user "${username.trim()}"`);
@@ -22,7 +26,10 @@ export async function setAdmin(users: Pick<UserStore, 'setRole'>, username: stri
 }
 
 /** ADMIN_USERNAMES at startup: promotes the listed accounts that exist; names nobody has are left alone. */
-export async function promoteListedAdmins(users: Pick<UserStore, 'setRole'>, usernames: Iterable<string>): Promise<{ promoted: string[]; missing: string[] }> {
+export async function promoteListedAdmins(
+  users: Pick<UserStore, 'setRole'>,
+  usernames: Iterable<string>,
+): Promise<{ promoted: string[]; missing: string[] }> {
   const promoted: string[] = [];
   const missing: string[] = [];
   for (const name of usernames) {

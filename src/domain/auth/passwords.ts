@@ -25,7 +25,9 @@ export interface ScryptKdf {
 /** Node's async scrypt, which runs on libuv's threadpool: for unit tests and tools, not for the server. */
 export const libuvScrypt: ScryptKdf = {
   derive: (password, salt, keylen, job) =>
-    new Promise<Buffer>((resolve, reject) => scryptCb(password, salt, keylen, job, (err, key) => (err ? reject(err) : resolve(key)))),
+    new Promise<Buffer>((resolve, reject) =>
+      scryptCb(password, salt, keylen, job, (err, key) => (err ? reject(err) : resolve(key))),
+    ),
 };
 
 export const DEFAULT_SCRYPT: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
@@ -34,7 +36,11 @@ const KEY_LENGTH = 32;
 const jobFor = ({ N, r, p }: ScryptParams): ScryptJob => ({ N, r, p, maxmem: 128 * N * r + 16 * 1024 * 1024 });
 
 /** `scrypt$N$r$p$salt$hash`, salt and hash base64url. */
-export async function hashPassword(password: string, params: ScryptParams = DEFAULT_SCRYPT, kdf: ScryptKdf = libuvScrypt): Promise<string> {
+export async function hashPassword(
+  password: string,
+  params: ScryptParams = DEFAULT_SCRYPT,
+  kdf: ScryptKdf = libuvScrypt,
+): Promise<string> {
   const salt = randomBytes(16);
   const key = await kdf.derive(password, salt, KEY_LENGTH, jobFor(params));
   return ['scrypt', params.N, params.r, params.p, salt.toString('base64url'), key.toString('base64url')].join('$');

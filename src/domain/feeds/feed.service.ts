@@ -75,7 +75,12 @@ export class FeedService {
     const key = `feed:${q.sort}:${q.page}:${q.limit}:${q.type ?? ''}:${q.user?.toLowerCase() ?? ''}:${q.tag ?? ''}`;
     return this.#cached(key, FEED_TTL_SECONDS, async () => {
       const rows = await this.#store.publicPage(q, (q.page - 1) * q.limit, q.limit + 1);
-      return { uploads: rows.slice(0, q.limit).map((u) => toUploadView(u)), page: q.page, limit: q.limit, has_more: rows.length > q.limit };
+      return {
+        uploads: rows.slice(0, q.limit).map((u) => toUploadView(u)),
+        page: q.page,
+        limit: q.limit,
+        has_more: rows.length > q.limit,
+      };
     });
   }
 

@@ -72,7 +72,8 @@ export class CreateUpload {
    * 10 MiB to refuse them); `run` asks again for what arrived meanwhile.
    */
   assertAccepting(): void {
-    if (this.#deps.isShuttingDown()) throw errors.busy('the server is shutting down; retry (another instance will take it)', 5);
+    if (this.#deps.isShuttingDown())
+      throw errors.busy('the server is shutting down; retry (another instance will take it)', 5);
   }
 
   /** Whether a request with this key will be answered from (or compared with) an earlier one: it spends no upload point. */
@@ -84,7 +85,11 @@ export class CreateUpload {
    * Creates the upload (or answers the duplicate notice, or replays the answer to the same Idempotency-Key).
    * `signal` aborts when the client goes: queued work is dropped and nothing is stored.
    */
-  async run(principal: Principal, request: UploadRequest, opts: { idempotencyKey?: string | null; signal?: AbortSignal } = {}): Promise<UploadAnswer> {
+  async run(
+    principal: Principal,
+    request: UploadRequest,
+    opts: { idempotencyKey?: string | null; signal?: AbortSignal } = {},
+  ): Promise<UploadAnswer> {
     try {
       const answer = await this.#run(principal, request, opts);
       // A replay stored nothing new: it was counted when it first ran.
@@ -100,7 +105,11 @@ export class CreateUpload {
     }
   }
 
-  async #run(principal: Principal, request: UploadRequest, opts: { idempotencyKey?: string | null; signal?: AbortSignal }): Promise<UploadAnswer> {
+  async #run(
+    principal: Principal,
+    request: UploadRequest,
+    opts: { idempotencyKey?: string | null; signal?: AbortSignal },
+  ): Promise<UploadAnswer> {
     this.assertAccepting();
     const key = opts.idempotencyKey ? validateIdempotencyKey(opts.idempotencyKey) : null;
     const tags = parseTagList(request.tags);
@@ -116,12 +125,17 @@ export class CreateUpload {
     const response = key
       ? await this.#deps.idempotency.run(principal.userId, key, fingerprint(request, tags), respond, signal)
       : { ...(await respond(signal)), replayed: false };
-    const created = response.status === 201 ? (JSON.parse(response.body) as Pick<UploadView, 'id' | 'upload_type'>) : null;
+    const created =
+      response.status === 201 ? (JSON.parse(response.body) as Pick<UploadView, 'id' | 'upload_type'>) : null;
     return { ...response, created: created && { id: created.id, uploadType: created.upload_type } };
   }
 
   /** The creation this request asks for, its required field checked before any work or claim. */
-  #creator(principal: Principal, request: UploadRequest, tags: string[]): (signal: AbortSignal) => Promise<CreateResult> {
+  #creator(
+    principal: Principal,
+    request: UploadRequest,
+    tags: string[],
+  ): (signal: AbortSignal) => Promise<CreateResult> {
     const common = { description: request.description, tags, isPrivate: request.isPrivate };
     const { uploads } = this.#deps;
     switch (request.uploadType) {
@@ -129,7 +143,13 @@ export class CreateUpload {
         const file = request.file;
         if (!file) throw errors.invalid('file is required when upload_type=image (multipart field "file")');
         // Read only if the bytes are processed (not for an exact duplicate).
-        const input = { ...common, bytes: () => file.read(), sha256: file.sha256, originalName: file.originalName, sourceUrl: null };
+        const input = {
+          ...common,
+          bytes: () => file.read(),
+          sha256: file.sha256,
+          originalName: file.originalName,
+          sourceUrl: null,
+        };
         return (signal) => uploads.createImage(principal, input, signal);
       }
       case 'image_url': {
@@ -148,7 +168,14 @@ export class CreateUpload {
 
 /** What makes two requests with one Idempotency-Key the same request. */
 function fingerprint(request: UploadRequest, tags: string[]): string {
-  const fields = [request.uploadType, request.description, tags, request.isPrivate, request.imageUrl ?? null, request.externalUrl ?? null];
+  const fields = [
+    request.uploadType,
+    request.description,
+    tags,
+    request.isPrivate,
+    request.imageUrl ?? null,
+    request.externalUrl ?? null,
+  ];
   return createHash('sha256')
     .update(JSON.stringify([...fields, request.uploadType === 'image' ? (request.file?.sha256 ?? null) : null]))
     .digest('hex');

@@ -27,12 +27,7 @@ export function originalNameOf(raw: string | null | undefined, opts: { urlEncode
       // not valid percent-encoding: kept as it was written
     }
   }
-  name = name
-    .split(/[\\/]/)
-    .pop()!
-    .replace(HIDDEN, '')
-    .normalize('NFC')
-    .trim();
+  name = name.split(/[\\/]/).pop()!.replace(HIDDEN, '').normalize('NFC').trim();
   name = [...name].slice(0, MAX_ORIGINAL_NAME).join('').trimEnd();
   return name || null;
 }

@@ -29,7 +29,11 @@ export interface UploadStore {
    * false the caller moves its staged files in, with true it discards them). The upload's own key may be
    * given: no row references it yet, so the insert keeps it, after the same work.
    */
-  insert(upload: NewUpload, tagNames: string[], opts?: { shareMedia?: SharedMedia }): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string }>;
+  insert(
+    upload: NewUpload,
+    tagNames: string[],
+    opts?: { shareMedia?: SharedMedia },
+  ): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string }>;
   /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */
   findAnyBySha256(sha256: string): Promise<UploadRecord | null>;
   setPrivacy(id: string, isPrivate: boolean): Promise<void>;

@@ -96,10 +96,18 @@ export class UploadService {
       // A near duplicate is refused as soon as its hash is known, before detection and encoding.
       let near: CreateResult | null = null;
       const processed = await this.#processor.process(
-        { bytes: await input.bytes(), stagingDir, baseName: mediaKey, humanPolicy: this.#policy.humanPolicy, humanThreshold: this.#policy.humanThreshold },
+        {
+          bytes: await input.bytes(),
+          stagingDir,
+          baseName: mediaKey,
+          humanPolicy: this.#policy.humanPolicy,
+          humanThreshold: this.#policy.humanThreshold,
+        },
         signal,
         // (With near matching off the worker is not made to ask.)
-        this.#policy.nearDuplicateDistance < 0 ? {} : { afterHash: async (phash) => (near = await this.#nearDuplicate(phash, viewer)) !== null },
+        this.#policy.nearDuplicateDistance < 0
+          ? {}
+          : { afterHash: async (phash) => (near = await this.#nearDuplicate(phash, viewer)) !== null },
       );
       if (!processed) return near!;
       const row: NewUpload = {
@@ -115,9 +123,13 @@ export class UploadService {
         originalFormat: processed.format,
         thumbhash: processed.thumbhash,
         humanScore: processed.humanScore,
-        variants: Object.fromEntries(processed.variants.map((v) => [v.name, { width: v.width, height: v.height, bytes: v.bytes }])),
+        variants: Object.fromEntries(
+          processed.variants.map((v) => [v.name, { width: v.width, height: v.height, bytes: v.bytes }]),
+        ),
       };
-      const inserted = await this.#uploads.insert(row, input.tags, { shareMedia: await this.#shareableMedia(input.sha256, { mediaKey, variants: row.variants }) });
+      const inserted = await this.#uploads.insert(row, input.tags, {
+        shareMedia: await this.#shareableMedia(input.sha256, { mediaKey, variants: row.variants }),
+      });
       if (!inserted.ok) return this.#duplicate(inserted.duplicateOf, 'exact', 0);
       // Shared: the staged copy is discarded below. Own: moved in after the commit (a crash before this rename
       // leaves the files staged, and the sweep moves them in).
@@ -131,13 +143,24 @@ export class UploadService {
   }
 
   /** `upload_type=image_url`: the service fetches the image, then it is an image upload with `source_url` set. */
-  async createFromUrl(principal: Principal, input: Omit<ImageInput, 'bytes' | 'sha256' | 'sourceUrl' | 'originalName'> & { imageUrl: string }, signal?: AbortSignal): Promise<CreateResult> {
+  async createFromUrl(
+    principal: Principal,
+    input: Omit<ImageInput, 'bytes' | 'sha256' | 'sourceUrl' | 'originalName'> & { imageUrl: string },
+    signal?: AbortSignal,
+  ): Promise<CreateResult> {
     const fetched = await this.#fetcher.fetch(input.imageUrl, signal);
     const { bytes } = fetched;
     // The bytes move to a worker thread: they need an ArrayBuffer of their own.
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : new Uint8Array(bytes).buffer;
+    const own =
+      bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        ? (bytes.buffer as ArrayBuffer)
+        : new Uint8Array(bytes).buffer;
     const originalName = originalNameOf(new URL(fetched.finalUrl).pathname.split('/').pop(), { urlEncoded: true });
-    return this.createImage(principal, { ...input, bytes: async () => own, sha256: fetched.sha256, sourceUrl: input.imageUrl, originalName }, signal);
+    return this.createImage(
+      principal,
+      { ...input, bytes: async () => own, sha256: fetched.sha256, sourceUrl: input.imageUrl, originalName },
+      signal,
+    );
   }
 
   async createLink(principal: Principal, input: LinkInput): Promise<CreateResult> {
@@ -191,7 +214,8 @@ export class UploadService {
   async #owned(principal: Principal, id: string, verb: string): Promise<UploadRecord> {
     const u = await this.#uploads.findById(id);
     if (!u) throw errors.notFound(`upload ${id} does not exist`);
-    if (u.userId !== principal.userId && !principal.isAdmin) throw errors.forbidden(`only the owner or an admin may ${verb} upload ${id}`);
+    if (u.userId !== principal.userId && !principal.isAdmin)
+      throw errors.forbidden(`only the owner or an admin may ${verb} upload ${id}`);
     return u;
   }
 
@@ -220,7 +244,11 @@ export class UploadService {
     return near ? this.#duplicate(near.id, 'near', near.distance) : null;
   }
 
-  #base(id: string, principal: Principal, input: { description: string; isPrivate: boolean; originalName: string | null; sourceUrl: string | null }) {
+  #base(
+    id: string,
+    principal: Principal,
+    input: { description: string; isPrivate: boolean; originalName: string | null; sourceUrl: string | null },
+  ) {
     return {
       id,
       userId: principal.userId,

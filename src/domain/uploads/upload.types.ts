@@ -85,4 +85,3 @@ export interface DuplicateNotice {
 }
 
 export type CreateResult = { kind: 'created'; upload: UploadView } | { kind: 'duplicate'; notice: DuplicateNotice };
-

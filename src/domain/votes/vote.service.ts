@@ -20,7 +20,12 @@ export interface VoteOutcome {
 
 export interface VoteStore {
   /** Sets the user's vote (+1, −1, or 0 to retract); null when the upload does not exist. */
-  cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date): Promise<{ value: 1 | -1 | 0; upvotes: number; downvotes: number; changed: boolean } | null>;
+  cast(
+    userId: string,
+    uploadId: string,
+    value: 1 | -1 | 0,
+    at: Date,
+  ): Promise<{ value: 1 | -1 | 0; upvotes: number; downvotes: number; changed: boolean } | null>;
   myVote(uploadId: string, userId: string): Promise<VoteValue | null>;
 }
 
@@ -43,7 +48,12 @@ export class VoteService {
     const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], this.#clock.now());
     if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (r.changed) await this.#onChanged();
-    return { uploadId, vote: r.value === 1 ? 'fucks' : r.value === -1 ? 'does_not_fuck' : null, upvotes: r.upvotes, downvote_count: r.downvotes };
+    return {
+      uploadId,
+      vote: r.value === 1 ? 'fucks' : r.value === -1 ? 'does_not_fuck' : null,
+      upvotes: r.upvotes,
+      downvote_count: r.downvotes,
+    };
   }
 
   myVote(uploadId: string, userId: string): Promise<VoteValue | null> {

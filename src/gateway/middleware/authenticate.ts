@@ -29,7 +29,9 @@ export function authenticate(opts: { auth: AuthService }) {
       if (!ctx.state.principal) ctx.state.authError = errors.unauthorized('auth-token cookie is invalid or expired');
     }
     if (ctx.state.principal?.viaCookie && !SAFE_METHODS.has(ctx.method) && isCrossSite(ctx)) {
-      throw errors.forbidden('cross-site request refused: a state-changing request authenticated by cookie must come from this site');
+      throw errors.forbidden(
+        'cross-site request refused: a state-changing request authenticated by cookie must come from this site',
+      );
     }
     await next();
   };
@@ -55,4 +57,3 @@ export function requireUser(ctx: AppContext): Principal {
   if (ctx.state.principal) return ctx.state.principal;
   throw ctx.state.authError ?? errors.unauthorized();
 }
-

@@ -9,7 +9,14 @@ import { sendWithEtag } from '../fresh.ts';
 export function applyConditionalGet(ctx: AppContext): void {
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.status !== 200) return;
   const body = ctx.body;
-  if (body === null || body === undefined || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+  if (
+    body === null ||
+    body === undefined ||
+    typeof body !== 'object' ||
+    Buffer.isBuffer(body) ||
+    typeof (body as { pipe?: unknown }).pipe === 'function'
+  )
+    return;
   // Serialized and tagged as cached pages are (one rule for every JSON ETag).
   const page = serialize(body);
   sendWithEtag(ctx, page.body, 'application/json; charset=utf-8', page.etag);

@@ -88,7 +88,8 @@ export function envelope(opts: {
       // A response on a closing connection (shutting down) to a request whose body is still arriving: read
       // the rest first (bounded), or the client, still writing, meets a reset instead of reading the answer.
       // Not a body refused for its declared size: reading it is what the refusal is for not doing.
-      if (!ctx.state.bodyRefusedUnread && !ctx.req.complete && res.getHeader('Connection') === 'close') await discardBody(ctx.req);
+      if (!ctx.state.bodyRefusedUnread && !ctx.req.complete && res.getHeader('Connection') === 'close')
+        await discardBody(ctx.req);
       const seconds = (performance.now() - started) / 1000;
       const status = ctx.status;
       const route = routeLabel(ctx);

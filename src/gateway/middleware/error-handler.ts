@@ -72,10 +72,18 @@ export function errorHandler(opts: ErrorOptions = {}) {
 /** Maps what third-party middleware throws onto the contract's codes; never exposes internals. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const e = err as { status?: number; statusCode?: number; httpCode?: number; type?: string; code?: unknown; message?: string };
+  const e = err as {
+    status?: number;
+    statusCode?: number;
+    httpCode?: number;
+    type?: string;
+    code?: unknown;
+    message?: string;
+  };
   const status = e?.httpCode ?? e?.status ?? e?.statusCode;
   if (status === 413) {
-    if (e.type === 'entity.too.large') return errors.payloadTooLarge(`JSON body exceeds the limit of 1 MiB (${JSON_LIMIT_BYTES} bytes)`);
+    if (e.type === 'entity.too.large')
+      return errors.payloadTooLarge(`JSON body exceeds the limit of 1 MiB (${JSON_LIMIT_BYTES} bytes)`);
     return errors.payloadTooLarge(`request body exceeds the limit: file up to 10 MiB (${MAX_FILE_BYTES} bytes)`);
   }
   if (status === 400 || status === 415 || status === 422) {
@@ -83,7 +91,8 @@ export function toAppError(err: unknown): AppError {
     if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
       return errors.invalid('unsupported body encoding: send UTF-8 JSON');
     }
-    if (e.type === 'request.size.invalid' || e.type === 'request.aborted') return errors.invalid('request body was cut short');
+    if (e.type === 'request.size.invalid' || e.type === 'request.aborted')
+      return errors.invalid('request body was cut short');
     return errors.invalid('malformed request body');
   }
   return new AppError('internal', 'internal error; the request id identifies it in the server log');

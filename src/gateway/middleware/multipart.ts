@@ -114,19 +114,28 @@ function mapFormidable(err: Error): Error {
     case formidableErrors.unknownTransferEncoding:
       return errors.invalid('malformed multipart body');
     default:
-      return /boundary|multipart|Unexpected end/i.test(err.message ?? '') ? errors.invalid('malformed multipart body') : err;
+      return /boundary|multipart|Unexpected end/i.test(err.message ?? '')
+        ? errors.invalid('malformed multipart body')
+        : err;
   }
 }
 
 /** The uploaded `file`, if one was sent. */
 export function uploadedFile(ctx: AppContext): UploadedFile | null {
   const other = Object.keys(ctx.request.files ?? {}).find((name) => name !== 'file');
-  if (other !== undefined) throw errors.invalid(`the image must be sent in the field "file", not "${other.slice(0, 64)}"`);
+  if (other !== undefined)
+    throw errors.invalid(`the image must be sent in the field "file", not "${other.slice(0, 64)}"`);
   const f = ctx.request.files?.file;
   if (!f) return null;
   if (Array.isArray(f)) throw errors.invalid('only one file may be sent, in the field "file"');
   const { filepath: path, size } = f;
-  return { path, size, sha256: String(f.hash), originalName: f.originalFilename ?? null, read: () => readWhole(path, size) };
+  return {
+    path,
+    size,
+    sha256: String(f.hash),
+    originalName: f.originalFilename ?? null,
+    read: () => readWhole(path, size),
+  };
 }
 
 /** Reads a temp file into an ArrayBuffer of its own, so it can be moved (not copied) to a worker. */

@@ -24,7 +24,10 @@ function stamp(ctx: AppContext, limiter: Limiter, d: LimitDecision): LimitDecisi
   res.setHeader('RateLimit-Remaining', String(d.remaining));
   res.setHeader('RateLimit-Reset', String(d.resetSeconds));
   if (!d.allowed) {
-    throw errors.rateLimited(`${limiter.name} rate limit exceeded (${describe(limiter)}); retry in ${d.resetSeconds} s`, d.resetSeconds);
+    throw errors.rateLimited(
+      `${limiter.name} rate limit exceeded (${describe(limiter)}); retry in ${d.resetSeconds} s`,
+      d.resetSeconds,
+    );
   }
   return d;
 }

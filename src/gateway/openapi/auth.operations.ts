@@ -1,10 +1,21 @@
 import { z } from 'zod';
-import { AuthRequest, Me, SessionResponse, TokenCreateBody, TokenCreated, TokenList, TokenRevoked } from '../schemas/auth.schemas.ts';
+import {
+  AuthRequest,
+  Me,
+  SessionResponse,
+  TokenCreateBody,
+  TokenCreated,
+  TokenList,
+  TokenRevoked,
+} from '../schemas/auth.schemas.ts';
 import { Success } from '../schemas/common.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
 const TokenIdParam = z.object({
-  id: z.string().describe('The API token id (a UUID).').meta({ examples: ['9d7c4b2a-1e3f-4a5b-8c6d-7e8f9a0b1c2d'] }),
+  id: z
+    .string()
+    .describe('The API token id (a UUID).')
+    .meta({ examples: ['9d7c4b2a-1e3f-4a5b-8c6d-7e8f9a0b1c2d'] }),
 });
 
 export const authOperations: Operation[] = [
@@ -24,7 +35,11 @@ export const authOperations: Operation[] = [
     limit: 'auth',
     body: { json: AuthRequest },
     responses: {
-      200: { description: 'Logged in (`login`) or logged out (`logout`).', json: [SessionResponse, Success], headers: ['Set-Cookie'] },
+      200: {
+        description: 'Logged in (`login`) or logged out (`logout`).',
+        json: [SessionResponse, Success],
+        headers: ['Set-Cookie'],
+      },
       201: { description: 'Registered (`register`).', json: SessionResponse, headers: ['Set-Cookie'] },
     },
     errors: ['invalid_request', 'unauthorized', 'conflict'],
@@ -35,7 +50,8 @@ export const authOperations: Operation[] = [
     operationId: 'createApiToken',
     tag: 'auth',
     summary: 'Create an API token',
-    description: 'The secret (`pv_…`) is shown only in this response; the server keeps only its hash. API tokens do not expire; revoke them.',
+    description:
+      'The secret (`pv_…`) is shown only in this response; the server keeps only its hash. API tokens do not expire; revoke them.',
     auth: 'required',
     limit: 'general',
     body: { json: TokenCreateBody },

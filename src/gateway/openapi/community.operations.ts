@@ -17,7 +17,10 @@ import { IdParam } from '../schemas/common.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
 const TagParams = IdParam.extend({
-  slug: z.string().describe('The tag slug (or its name).').meta({ examples: ['cats'] }),
+  slug: z
+    .string()
+    .describe('The tag slug (or its name).')
+    .meta({ examples: ['cats'] }),
 });
 
 export const communityOperations: Operation[] = [
@@ -27,11 +30,12 @@ export const communityOperations: Operation[] = [
     operationId: 'vote',
     tag: 'votes',
     summary: 'Vote on an upload, move the vote, or retract it',
-    description: 'One vote per user per upload: voting again with another value moves it, the same value is a no-op, `none` retracts. Counts stay exact under any concurrency. An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404.',
+    description:
+      'One vote per user per upload: voting again with another value moves it, the same value is a no-op, `none` retracts. Counts stay exact under any concurrency. An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404.',
     auth: 'required',
     limit: 'vote',
     body: { json: VoteBody },
-    responses: { 200: { description: 'The caller\'s vote and the upload\'s counts.', json: VoteResult } },
+    responses: { 200: { description: "The caller's vote and the upload's counts.", json: VoteResult } },
     errors: ['invalid_request', 'not_found'],
   },
   {
@@ -40,7 +44,8 @@ export const communityOperations: Operation[] = [
     operationId: 'listUploads',
     tag: 'feeds',
     summary: 'Public uploads, paginated, filtered and sorted',
-    description: 'Public uploads only, for everyone (owners find their private ones in /api/profile). Default order: newest first.',
+    description:
+      'Public uploads only, for everyone (owners find their private ones in /api/profile). Default order: newest first.',
     auth: 'none',
     limit: 'general',
     query: FeedQuery,
@@ -67,7 +72,9 @@ export const communityOperations: Operation[] = [
     summary: "The caller's profile: user, stats and own uploads",
     auth: 'required',
     limit: 'general',
-    responses: { 200: { description: 'The profile.', json: Profile, cacheControl: ['private, max-age=30'], headers: ['Vary'] } },
+    responses: {
+      200: { description: 'The profile.', json: Profile, cacheControl: ['private, max-age=30'], headers: ['Vary'] },
+    },
   },
   {
     method: 'get',
@@ -87,7 +94,8 @@ export const communityOperations: Operation[] = [
     operationId: 'addUploadTags',
     tag: 'tags',
     summary: 'Add tags to an upload',
-    description: 'Owner or admin. Adding an existing tag is a no-op. More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added.',
+    description:
+      'Owner or admin. Adding an existing tag is a no-op. More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added.',
     auth: 'required',
     limit: 'general',
     params: IdParam,
@@ -114,7 +122,8 @@ export const communityOperations: Operation[] = [
     operationId: 'suggestTags',
     tag: 'tags',
     summary: 'Tag suggestions by name prefix',
-    description: 'Tags carried by uploads a listing shows (public ones, for every caller), most used first; a tag only private uploads carry is not suggested, and private uploads are not counted.',
+    description:
+      'Tags carried by uploads a listing shows (public ones, for every caller), most used first; a tag only private uploads carry is not suggested, and private uploads are not counted.',
     auth: 'none',
     limit: 'general',
     query: TagSuggestQuery,

@@ -60,23 +60,52 @@ const str = { type: 'string' };
 
 export const headerComponents = {
   'X-Request-Id': {
-    description: "The request's id: the client's own `X-Request-Id` when it is 1–128 characters of `A-Za-z0-9._:-`, otherwise a fresh UUID. The server log is keyed by it.",
+    description:
+      "The request's id: the client's own `X-Request-Id` when it is 1–128 characters of `A-Za-z0-9._:-`, otherwise a fresh UUID. The server log is keyed by it.",
     required: true,
     schema: str,
   },
-  'RateLimit-Limit': { description: 'Requests allowed per window by the limit this request spent.', required: true, schema: { type: 'integer', minimum: 1 } },
-  'RateLimit-Remaining': { description: 'Requests left in the current window.', required: true, schema: { type: 'integer', minimum: 0 } },
-  'RateLimit-Reset': { description: 'Seconds until the window resets.', required: true, schema: { type: 'integer', minimum: 0 } },
-  'Retry-After': { description: 'Whole seconds to wait before retrying.', required: true, schema: { type: 'integer', minimum: 1 } },
+  'RateLimit-Limit': {
+    description: 'Requests allowed per window by the limit this request spent.',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
+  'RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'RateLimit-Reset': {
+    description: 'Seconds until the window resets.',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+  },
+  'Retry-After': {
+    description: 'Whole seconds to wait before retrying.',
+    required: true,
+    schema: { type: 'integer', minimum: 1 },
+  },
   ETag: { description: 'Validator for `If-None-Match` (304 when it matches).', schema: str },
-  Location: { description: '`/api/upload/{id}` of the new upload.', schema: { type: 'string', pattern: '^/api/upload/' } },
-  'Idempotent-Replayed': { description: 'Present when the response is the stored result of an earlier request with the same `Idempotency-Key`.', schema: { type: 'string', enum: ['true'] } },
+  Location: {
+    description: '`/api/upload/{id}` of the new upload.',
+    schema: { type: 'string', pattern: '^/api/upload/' },
+  },
+  'Idempotent-Replayed': {
+    description:
+      'Present when the response is the stored result of an earlier request with the same `Idempotency-Key`.',
+    schema: { type: 'string', enum: ['true'] },
+  },
   'Set-Cookie': {
-    description: '`auth-token=<JWT>; HttpOnly; SameSite=Lax; Path=/` (+ `Secure` over HTTPS) with `Max-Age` = the JWT lifetime; logout sends it expired.',
+    description:
+      '`auth-token=<JWT>; HttpOnly; SameSite=Lax; Path=/` (+ `Secure` over HTTPS) with `Max-Age` = the JWT lifetime; logout sends it expired.',
     schema: str,
   },
   Vary: { description: 'The response depends on the caller.', schema: str },
-  'Content-Security-Policy': { description: 'Images: `default-src \'none\'`; the reference page: exactly what its bundled scripts need, from this origin.', schema: str },
+  'Content-Security-Policy': {
+    description:
+      "Images: `default-src 'none'`; the reference page: exactly what its bundled scripts need, from this origin.",
+    schema: str,
+  },
   'X-Content-Type-Options': { schema: { type: 'string', enum: ['nosniff'] } },
 } as const;
 
@@ -85,7 +114,8 @@ export const parameterComponents = {
     name: 'Idempotency-Key',
     in: 'header',
     required: false,
-    description: 'Makes a retry safe: the same key from the same user within 24 h returns the first result instead of creating another upload.',
+    description:
+      'Makes a retry safe: the same key from the same user within 24 h returns the first result instead of creating another upload.',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$', examples: ['upload-2f6c1d0e-miso-radiator'] },
   },
   IfNoneMatch: {
@@ -98,12 +128,18 @@ export const parameterComponents = {
 };
 
 export const securitySchemes = {
-  bearerJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'The HS256 JWT from `POST /api/auth` (register or login); lifetime `JWT_TTL`, 24 h by default.' },
+  bearerJwt: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'The HS256 JWT from `POST /api/auth` (register or login); lifetime `JWT_TTL`, 24 h by default.',
+  },
   apiToken: {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'pv_…',
-    description: 'An API token from `POST /api/auth/tokens/generate` (`pv_…`), for scripts and bots; valid until revoked.',
+    description:
+      'An API token from `POST /api/auth/tokens/generate` (`pv_…`), for scripts and bots; valid until revoked.',
   },
   cookieAuth: {
     type: 'apiKey',
@@ -119,7 +155,7 @@ export const tagDescriptions = [
   { name: 'auth', description: 'Accounts, sessions and API tokens.' },
   { name: 'uploads', description: 'Images (a file or a URL the service fetches) and links.' },
   { name: 'votes', description: '`fucks` or `does_not_fuck`, one per user per upload.' },
-  { name: 'feeds', description: 'Public listings and the caller\'s profile.' },
+  { name: 'feeds', description: "Public listings and the caller's profile." },
   { name: 'tags', description: 'Tags of uploads, and suggestions.' },
   { name: 'operations', description: 'Probes, metrics and this document.' },
 ];

@@ -9,14 +9,27 @@ import { STATUS_OF, type ErrorCode } from '../../domain/errors.ts';
 import { ERROR_WHEN, errorBodyOf } from '../schemas/common.schemas.ts';
 import { authOperations } from './auth.operations.ts';
 import { communityOperations } from './community.operations.ts';
-import { documentInfo, headerComponents, parameterComponents, requestSchemas, responseSchemas, securitySchemes, tagDescriptions } from './openapi.components.ts';
+import {
+  documentInfo,
+  headerComponents,
+  parameterComponents,
+  requestSchemas,
+  responseSchemas,
+  securitySchemes,
+  tagDescriptions,
+} from './openapi.components.ts';
 import type { Operation, ResponseSpec } from './operation.types.ts';
 import { serviceOperations } from './service.operations.ts';
 import { uploadOperations } from './upload.operations.ts';
 
 type Json = Record<string, unknown>;
 
-export const operations: readonly Operation[] = [...authOperations, ...uploadOperations, ...communityOperations, ...serviceOperations];
+export const operations: readonly Operation[] = [
+  ...authOperations,
+  ...uploadOperations,
+  ...communityOperations,
+  ...serviceOperations,
+];
 
 const REF = '#/components/schemas/';
 
@@ -26,7 +39,9 @@ const openApiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
 /** Names of the path parameters of a Koa path. */
 const pathParamNames = (koaPath: string) => [...koaPath.matchAll(/:(\w+)/g)].map((m) => m[1]!);
 
-const version = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const version = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 type OverrideContext = { zodSchema: z.core.$ZodTypes; jsonSchema: z.core.JSONSchema.BaseSchema };
 type UnionDef = { type: string; discriminator?: unknown; options?: z.ZodType[] };
@@ -87,7 +102,10 @@ function discriminatorValues(schema: z.ZodType, key: string): unknown[] {
 }
 
 /** Converts a registry of named schemas in one pass, so nested named schemas become `$ref`s. */
-function convert(named: Record<string, z.ZodType>, io: 'input' | 'output'): { schemas: Record<string, Json>; nameOf: Map<z.ZodType, string> } {
+function convert(
+  named: Record<string, z.ZodType>,
+  io: 'input' | 'output',
+): { schemas: Record<string, Json>; nameOf: Map<z.ZodType, string> } {
   const registry = z.registry<{ id: string }>();
   const nameOf = new Map<z.ZodType, string>();
   for (const [id, schema] of Object.entries(named)) {
@@ -136,15 +154,26 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /** GETs whose 200 carries an ETag (every JSON one, by the conditional-GET middleware) answer 304 to a matching If-None-Match. */
-const hasEtag = (op: Operation) => op.method === 'get' && Boolean(op.responses[200]?.json || op.responses[200]?.headers?.includes('ETag'));
+const hasEtag = (op: Operation) =>
+  op.method === 'get' && Boolean(op.responses[200]?.json || op.responses[200]?.headers?.includes('ETag'));
 
 function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output') => Json): Json {
   const common = (status: number): Json => ({
     'X-Request-Id': headerRef('X-Request-Id'),
-    ...(op.limit ? { 'RateLimit-Limit': headerRef('RateLimit-Limit'), 'RateLimit-Remaining': headerRef('RateLimit-Remaining'), 'RateLimit-Reset': headerRef('RateLimit-Reset') } : {}),
+    ...(op.limit
+      ? {
+          'RateLimit-Limit': headerRef('RateLimit-Limit'),
+          'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
+          'RateLimit-Reset': headerRef('RateLimit-Reset'),
+        }
+      : {}),
     ...(status === 429 || status === 503 ? { 'Retry-After': headerRef('Retry-After') } : {}),
   });
-  const cacheControl = (values: string[]) => ({ description: 'Caching policy of this response.', required: true, schema: { type: 'string', enum: values } });
+  const cacheControl = (values: string[]) => ({
+    description: 'Caching policy of this response.',
+    required: true,
+    schema: { type: 'string', enum: values },
+  });
   const out: Json = {};
   const success = (status: number, spec: ResponseSpec): Json => {
     const headers: Json = common(status);
@@ -155,7 +184,9 @@ function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output
     const content: Json = {};
     if (spec.json) {
       const list = Array.isArray(spec.json) ? spec.json : [spec.json];
-      content['application/json'] = { schema: list.length === 1 ? ref(list[0]!, 'output') : { oneOf: list.map((s) => ref(s, 'output')) } };
+      content['application/json'] = {
+        schema: list.length === 1 ? ref(list[0]!, 'output') : { oneOf: list.map((s) => ref(s, 'output')) },
+      };
     }
     for (const [type, schema] of Object.entries(spec.other ?? {})) content[type] = { schema };
     return { description: spec.description, headers: fixRequired(headers), content };
@@ -166,7 +197,11 @@ function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output
   if (ok && hasEtag(op)) {
     out['304'] = {
       description: 'Not modified: the `If-None-Match` tag still matches. Empty body.',
-      headers: fixRequired({ ...common(304), ETag: { ...headerRef('ETag'), required: true }, ...(ok.cacheControl ? { 'Cache-Control': cacheControl(ok.cacheControl) } : {}) }),
+      headers: fixRequired({
+        ...common(304),
+        ETag: { ...headerRef('ETag'), required: true },
+        ...(ok.cacheControl ? { 'Cache-Control': cacheControl(ok.cacheControl) } : {}),
+      }),
     };
   }
 
@@ -200,13 +235,23 @@ function parametersOf(op: Operation): Json[] {
   const params: Json[] = [];
   const names = pathParamNames(op.path);
   const declared = Object.keys(op.params?.shape ?? {});
-  if (names.join() !== declared.join()) throw new Error(`${op.method.toUpperCase()} ${op.path}: path parameters ${names} but params schema ${declared}`);
-  for (const [where, schema] of [['path', op.params], ['query', op.query]] as const) {
+  if (names.join() !== declared.join())
+    throw new Error(`${op.method.toUpperCase()} ${op.path}: path parameters ${names} but params schema ${declared}`);
+  for (const [where, schema] of [
+    ['path', op.params],
+    ['query', op.query],
+  ] as const) {
     if (!schema) continue;
     const json = inline(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
     for (const [name, prop] of Object.entries(json.properties ?? {})) {
       const { description, ...rest } = prop;
-      params.push({ name, in: where, required: where === 'path' || (json.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest });
+      params.push({
+        name,
+        in: where,
+        required: where === 'path' || (json.required ?? []).includes(name),
+        ...(description ? { description } : {}),
+        schema: rest,
+      });
     }
   }
   if (op.idempotencyKey) params.push({ $ref: '#/components/parameters/IdempotencyKey' });
@@ -221,7 +266,10 @@ function build(ops: readonly Operation[]): Json {
   const responses = convert(responseSchemas, 'output');
   const ref = (s: z.ZodType, io: 'input' | 'output'): Json => {
     const name = (io === 'input' ? requests : responses).nameOf.get(s);
-    if (!name) throw new Error(`a ${io === 'input' ? 'request' : 'response'} schema is not named in openapi/openapi.components.ts`);
+    if (!name)
+      throw new Error(
+        `a ${io === 'input' ? 'request' : 'response'} schema is not named in openapi/openapi.components.ts`,
+      );
     return { $ref: REF + name };
   };
   const paths: Record<string, Json> = {};
@@ -270,7 +318,8 @@ function build(ops: readonly Operation[]): Json {
 }
 
 function merge(a: Record<string, Json>, b: Record<string, Json>): Record<string, Json> {
-  for (const name of Object.keys(a)) if (name in b) throw new Error(`schema name ${name} is used for a request and a response`);
+  for (const name of Object.keys(a))
+    if (name in b) throw new Error(`schema name ${name} is used for a request and a response`);
   return { ...a, ...b };
 }
 

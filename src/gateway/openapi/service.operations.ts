@@ -4,7 +4,10 @@ import type { Operation } from './operation.types.ts';
 
 const text = { type: 'string' };
 const AssetParams = z.object({
-  asset: z.string().describe('A file of the bundled renderer.').meta({ examples: ['swagger-ui-bundle.js'] }),
+  asset: z
+    .string()
+    .describe('A file of the bundled renderer.')
+    .meta({ examples: ['swagger-ui-bundle.js'] }),
 });
 
 export const serviceOperations: Operation[] = [
@@ -24,12 +27,17 @@ export const serviceOperations: Operation[] = [
     operationId: 'ready',
     tag: 'operations',
     summary: 'Readiness: the database, Redis (if configured) and the worker pool answer',
-    description: 'Turns 503 as soon as a graceful shutdown starts. Calls arriving together share one check, at most one per second.',
+    description:
+      'Turns 503 as soon as a graceful shutdown starts. Calls arriving together share one check, at most one per second.',
     auth: 'none',
     limit: null,
     responses: {
       200: { description: 'Ready.', json: Readiness, cacheControl: ['no-store'] },
-      503: { description: 'Not ready: a dependency did not answer, or the process is shutting down.', json: NotReady, cacheControl: ['no-store'] },
+      503: {
+        description: 'Not ready: a dependency did not answer, or the process is shutting down.',
+        json: NotReady,
+        cacheControl: ['no-store'],
+      },
     },
   },
   {
@@ -45,7 +53,13 @@ export const serviceOperations: Operation[] = [
       'at most one per second: a faster scraper sees the same numbers again.',
     auth: 'none',
     limit: null,
-    responses: { 200: { description: 'Prometheus text exposition format.', other: { 'text/plain': text }, cacheControl: ['no-store'] } },
+    responses: {
+      200: {
+        description: 'Prometheus text exposition format.',
+        other: { 'text/plain': text },
+        cacheControl: ['no-store'],
+      },
+    },
     errors: ['unauthorized'],
   },
   {
@@ -57,7 +71,12 @@ export const serviceOperations: Operation[] = [
     auth: 'none',
     limit: 'general',
     responses: {
-      200: { description: 'The OpenAPI document.', other: { 'application/json': { type: 'object' } }, headers: ['ETag'], cacheControl: ['public, no-cache'] },
+      200: {
+        description: 'The OpenAPI document.',
+        other: { 'application/json': { type: 'object' } },
+        headers: ['ETag'],
+        cacheControl: ['public, no-cache'],
+      },
     },
   },
   {
@@ -69,7 +88,14 @@ export const serviceOperations: Operation[] = [
     auth: 'none',
     limit: 'general',
     internal: true,
-    responses: { 200: { description: 'HTML page.', other: { 'text/html': text }, headers: ['Content-Security-Policy'], cacheControl: ['public, no-cache'] } },
+    responses: {
+      200: {
+        description: 'HTML page.',
+        other: { 'text/html': text },
+        headers: ['Content-Security-Policy'],
+        cacheControl: ['public, no-cache'],
+      },
+    },
   },
   {
     method: 'get',

@@ -1,5 +1,13 @@
 import { IdParam } from '../schemas/common.schemas.ts';
-import { DuplicateNotice, ImageQuery, PrivacyBody, UploadDeleted, UploadFields, UploadForm, UploadRecord } from '../schemas/upload.schemas.ts';
+import {
+  DuplicateNotice,
+  ImageQuery,
+  PrivacyBody,
+  UploadDeleted,
+  UploadFields,
+  UploadForm,
+  UploadRecord,
+} from '../schemas/upload.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
 const createUpload = (path: string, operationId: string, alias: boolean): Operation => ({
@@ -7,7 +15,9 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
   path,
   operationId,
   tag: 'uploads',
-  summary: alias ? 'Create an upload (alias of /api/v1/upload)' : 'Create an upload: an image file, an image URL or a link',
+  summary: alias
+    ? 'Create an upload (alias of /api/v1/upload)'
+    : 'Create an upload: an image file, an image URL or a link',
   description:
     'Multipart (`upload_type=image` with the field `file`, or any type) or JSON (`image_url` and `link`). ' +
     'Files are at most 10 MiB; the image must be JPEG, PNG, GIF or WebP by its bytes. ' +
@@ -24,10 +34,30 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
     json: UploadFields,
   },
   responses: {
-    200: { description: 'A duplicate: nothing new was stored.', json: DuplicateNotice, optionalHeaders: ['Idempotent-Replayed'] },
-    201: { description: 'Created.', json: UploadRecord, headers: ['Location'], optionalHeaders: ['Idempotent-Replayed'] },
+    200: {
+      description: 'A duplicate: nothing new was stored.',
+      json: DuplicateNotice,
+      optionalHeaders: ['Idempotent-Replayed'],
+    },
+    201: {
+      description: 'Created.',
+      json: UploadRecord,
+      headers: ['Location'],
+      optionalHeaders: ['Idempotent-Replayed'],
+    },
   },
-  errors: ['invalid_request', 'unsupported_format', 'invalid_image', 'human_detected', 'fetch_failed', 'too_many_tags', 'invalid_tag', 'conflict', 'payload_too_large', 'busy'],
+  errors: [
+    'invalid_request',
+    'unsupported_format',
+    'invalid_image',
+    'human_detected',
+    'fetch_failed',
+    'too_many_tags',
+    'invalid_tag',
+    'conflict',
+    'payload_too_large',
+    'busy',
+  ],
 });
 
 export const uploadOperations: Operation[] = [
@@ -39,11 +69,18 @@ export const uploadOperations: Operation[] = [
     operationId: 'getUpload',
     tag: 'uploads',
     summary: 'One upload',
-    description: 'Private uploads are reachable by anyone who knows the id (private means unlisted). An authenticated caller also gets `my_vote`.',
+    description:
+      'Private uploads are reachable by anyone who knows the id (private means unlisted). An authenticated caller also gets `my_vote`.',
     auth: 'optional',
     limit: 'general',
     params: IdParam,
-    responses: { 200: { description: 'The upload record.', json: UploadRecord, cacheControl: ['public, no-cache', 'private, no-cache'] } },
+    responses: {
+      200: {
+        description: 'The upload record.',
+        json: UploadRecord,
+        cacheControl: ['public, no-cache', 'private, no-cache'],
+      },
+    },
     errors: ['not_found'],
   },
   {
@@ -66,7 +103,8 @@ export const uploadOperations: Operation[] = [
     operationId: 'deleteUpload',
     tag: 'uploads',
     summary: 'Delete an upload',
-    description: 'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). A second delete is 404.',
+    description:
+      'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). A second delete is 404.',
     auth: 'required',
     limit: 'general',
     params: IdParam,

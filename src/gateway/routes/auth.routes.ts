@@ -7,8 +7,6 @@ import { AuthAction, LoginBody, LogoutBody, RegisterBody, TokenCreateBody } from
 import { errors } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 
-
-
 function setSessionCookie(ctx: AppContext, session: Session | null): void {
   ctx.cookies.set(AUTH_COOKIE, session?.token ?? '', {
     httpOnly: true,

@@ -66,7 +66,10 @@ interface Asset {
 }
 
 const ASSETS: Record<string, Asset> = {
-  'swagger-ui-bundle.js': { type: 'text/javascript; charset=utf-8', load: () => readFileSync(join(uiDir, 'swagger-ui-bundle.js')) },
+  'swagger-ui-bundle.js': {
+    type: 'text/javascript; charset=utf-8',
+    load: () => readFileSync(join(uiDir, 'swagger-ui-bundle.js')),
+  },
   'swagger-ui.css': { type: 'text/css; charset=utf-8', load: () => readFileSync(join(uiDir, 'swagger-ui.css')) },
   'docs-init.js': { type: 'text/javascript; charset=utf-8', load: () => Buffer.from(INIT_JS) },
 };
@@ -85,7 +88,18 @@ export function docsRoutes(): Router<AppState> {
     const json = JSON.stringify(openApiDocument());
     return { json, etag: etagOf(json) };
   });
-  const assets = new Map(Object.entries(ASSETS).map(([name, a]) => [name, { type: a.type, load: memo(() => { const bytes = a.load(); return { bytes, etag: etagOf(bytes) }; }) }]));
+  const assets = new Map(
+    Object.entries(ASSETS).map(([name, a]) => [
+      name,
+      {
+        type: a.type,
+        load: memo(() => {
+          const bytes = a.load();
+          return { bytes, etag: etagOf(bytes) };
+        }),
+      },
+    ]),
+  );
 
   router.get('/api/openapi.json', (ctx) => {
     const { json, etag } = spec();

@@ -23,7 +23,10 @@ function bearerMatches(ctx: AppContext, expected: Buffer): boolean {
  * `GET /metrics`: Prometheus text. With `token` (METRICS_TOKEN) set it needs `Authorization: Bearer <token>`
  * (401 otherwise); without, expose it to your scraper only (e.g. at the proxy): it is not secret but not public.
  */
-export function metricsRoutes(deps: { registry: () => Promise<{ text: string; contentType: string }>; token?: string | null }): Router<AppState> {
+export function metricsRoutes(deps: {
+  registry: () => Promise<{ text: string; contentType: string }>;
+  token?: string | null;
+}): Router<AppState> {
   const router = new Router<AppState>();
   const expected = deps.token ? digest(deps.token) : null;
   const rendered = sharedResult(RENDER_FRESH_MS, deps.registry);
@@ -40,4 +43,7 @@ export function metricsRoutes(deps: { registry: () => Promise<{ text: string; co
   return router;
 }
 
-export const registryText = (registry: Registry) => async () => ({ text: await registry.metrics(), contentType: registry.contentType });
+export const registryText = (registry: Registry) => async () => ({
+  text: await registry.metrics(),
+  contentType: registry.contentType,
+});

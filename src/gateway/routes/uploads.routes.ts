@@ -43,7 +43,10 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
       externalUrl: fields.external_url,
     };
     ctx.state.uploadOutcomeCounted = true;
-    const answer = await createUpload.run(user, request, { idempotencyKey: ctx.get('idempotency-key') || null, signal: clientSignal(ctx) });
+    const answer = await createUpload.run(user, request, {
+      idempotencyKey: ctx.get('idempotency-key') || null,
+      signal: clientSignal(ctx),
+    });
     ctx.status = answer.status;
     ctx.type = 'application/json; charset=utf-8';
     ctx.body = answer.body;
@@ -92,7 +95,12 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
   router.patch('/api/upload/:id/privacy', async (ctx) => {
     const user = requireUser(ctx);
     const { is_private } = parse(PrivacyBody, ctx.request.body);
-    ctx.body = await deps.uploads.setPrivacy(user, ctx.params.id!, is_private, await deps.myVote(ctx.params.id!, user.userId));
+    ctx.body = await deps.uploads.setPrivacy(
+      user,
+      ctx.params.id!,
+      is_private,
+      await deps.myVote(ctx.params.id!, user.userId),
+    );
   });
 
   router.delete('/api/upload/:id', async (ctx) => {

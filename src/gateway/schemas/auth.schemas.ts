@@ -35,8 +35,14 @@ export const RegisterBody = z
   });
 
 // Login checks no format (a wrong one is simply a wrong credential), only lengths.
-const loginEmail = z.string({ error: 'email must be a string' }).max(254).meta({ examples: ['ada@example.com'] });
-const loginUsername = z.string({ error: 'username must be a string' }).max(32).meta({ examples: ['ada_lovelace'] });
+const loginEmail = z
+  .string({ error: 'email must be a string' })
+  .max(254)
+  .meta({ examples: ['ada@example.com'] });
+const loginUsername = z
+  .string({ error: 'username must be a string' })
+  .max(32)
+  .meta({ examples: ['ada_lovelace'] });
 const loginPassword = z
   .string({ error: 'password must be a string' })
   .max(256, { error: 'password must be at most 256 characters' })
@@ -73,16 +79,14 @@ export const LoginWithUsername = z
     password: loginPassword,
   })
   .meta({ examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }] });
-export const LoginRequest = z
-  .xor([LoginWithEmail, LoginWithUsername])
-  .meta({
-    description: 'Email or username, and password.',
-    // Stated on the union too, so that the `action` discriminator of AuthRequest can point at an object schema.
-    type: 'object',
-    properties: { action: { type: 'string', const: 'login' } },
-    required: ['action'],
-    examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }],
-  });
+export const LoginRequest = z.xor([LoginWithEmail, LoginWithUsername]).meta({
+  description: 'Email or username, and password.',
+  // Stated on the union too, so that the `action` discriminator of AuthRequest can point at an object schema.
+  type: 'object',
+  properties: { action: { type: 'string', const: 'login' } },
+  required: ['action'],
+  examples: [{ action: 'login', username: 'ada_lovelace', password: 'correct-horse-battery' }],
+});
 
 export const LogoutBody = z.object({ action: z.literal('logout') }).meta({ examples: [{ action: 'logout' }] });
 
@@ -99,14 +103,16 @@ export const AuthAction = z.object({
   action: z.enum(['register', 'login', 'logout'], { error: 'action must be register, login or logout' }),
 });
 
-export const TokenCreateBody = z.object({
-  name: z
-    .string({ error: 'name must be a string' })
-    .trim()
-    .min(1, { error: 'name must not be empty' })
-    .max(100, { error: 'name must be at most 100 characters' })
-    .meta({ examples: ['ci uploader'] }),
-}).meta({ examples: [{ name: 'ci uploader' }] });
+export const TokenCreateBody = z
+  .object({
+    name: z
+      .string({ error: 'name must be a string' })
+      .trim()
+      .min(1, { error: 'name must not be empty' })
+      .max(100, { error: 'name must be at most 100 characters' })
+      .meta({ examples: ['ci uploader'] }),
+  })
+  .meta({ examples: [{ name: 'ci uploader' }] });
 
 export const UserSchema = z.object({
   id: z.uuid(),
@@ -121,7 +127,12 @@ export const SessionResponse = z.object({
   expires_at: z.iso.datetime(),
   user: UserSchema,
 });
-export const TokenView = z.object({ id: z.uuid(), name: z.string(), created_at: z.iso.datetime(), last_used_at: z.iso.datetime().nullable() });
+export const TokenView = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  created_at: z.iso.datetime(),
+  last_used_at: z.iso.datetime().nullable(),
+});
 export const TokenCreated = TokenView.extend({
   token: z
     .string()

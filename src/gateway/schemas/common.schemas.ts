@@ -11,7 +11,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   human_detected: 'human detection policy `reject` and a person was found',
   fetch_failed: '`image_url` could not be fetched safely (blocked address, timeout, not an image, too big)',
   too_many_tags: 'more than 10 tags on the upload',
-  invalid_tag: 'a tag is empty, longer than 32 characters, or has characters other than letters, digits, space, `-`, `_` after NFKC folding (an invisible character among them)',
+  invalid_tag:
+    'a tag is empty, longer than 32 characters, or has characters other than letters, digits, space, `-`, `_` after NFKC folding (an invisible character among them)',
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
   not_found: 'no such resource',
@@ -57,5 +58,8 @@ export const NotReady = ErrorBody.extend({ error: z.literal('busy'), status: z.l
 
 /** `{id}` path parameter of uploads and tokens. Any string is accepted; one that is not a UUID is simply not found. */
 export const IdParam = z.object({
-  id: z.string().describe('A UUID.').meta({ examples: ['3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90'] }),
+  id: z
+    .string()
+    .describe('A UUID.')
+    .meta({ examples: ['3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90'] }),
 });

@@ -8,7 +8,7 @@ export const VoteBody = z
     // A UUID: the vote service answers 400 for one that is not (API.md Votes), 404 for an unknown one.
     uploadId: z.string({ error: 'uploadId must be a string (an upload id)' }).meta({
       format: 'uuid',
-      description: 'The upload\'s id; one that is not a UUID is 400 `invalid_request`.',
+      description: "The upload's id; one that is not a UUID is 400 `invalid_request`.",
       examples: ['3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90'],
     }),
     vote: z
@@ -46,14 +46,22 @@ export const FeedQuery = z.object({
     .default('new')
     .describe('`best` ranks by the Wilson lower bound.')
     .meta({ examples: ['top'] }),
-  type: z.enum(['image', 'link'], { error: 'type must be image or link' }).optional().meta({ examples: ['image'] }),
+  type: z
+    .enum(['image', 'link'], { error: 'type must be image or link' })
+    .optional()
+    .meta({ examples: ['image'] }),
   user: z
     .string()
     .max(64, { error: 'user is too long' })
     .optional()
     .describe('Username of the uploader.')
     .meta({ examples: ['ada_lovelace'] }),
-  tag: z.string().max(64, { error: 'tag is too long' }).optional().describe('Tag slug.').meta({ examples: ['cats'] }),
+  tag: z
+    .string()
+    .max(64, { error: 'tag is too long' })
+    .optional()
+    .describe('Tag slug.')
+    .meta({ examples: ['cats'] }),
 });
 
 export const RecentQuery = z.object({
@@ -90,7 +98,7 @@ export const TagSuggestQuery = z.object({
 
 export const VoteResult = z.object({
   uploadId: z.uuid(),
-  vote: VoteValue.nullable().describe('The caller\'s vote after this request; null when retracted.'),
+  vote: VoteValue.nullable().describe("The caller's vote after this request; null when retracted."),
   upvotes: z.int().nonnegative(),
   downvote_count: z.int().nonnegative(),
 });
@@ -114,12 +122,15 @@ export const ProfileStats = z.object({
 export const Profile = z.object({
   user: UserSchema,
   stats: ProfileStats,
-  uploads: z.array(UploadRecord).describe('The caller\'s own uploads, private included, newest first, first 12.'),
+  uploads: z.array(UploadRecord).describe("The caller's own uploads, private included, newest first, first 12."),
 });
 
 export const TagList = z.object({ tags: z.array(Tag) });
 export const TagsChanged = Success.extend({ tags: z.array(Tag).describe('All tags of the upload after the change.') });
 export const TagSuggestion = Tag.extend({
-  uploads: z.int().nonnegative().describe('How many uploads a listing shows carry the tag (public ones; private uploads are never counted).'),
+  uploads: z
+    .int()
+    .nonnegative()
+    .describe('How many uploads a listing shows carry the tag (public ones; private uploads are never counted).'),
 });
 export const TagSuggestions = z.object({ tags: z.array(TagSuggestion) });

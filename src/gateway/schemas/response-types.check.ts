@@ -7,7 +7,11 @@ import type { Session, TokenView as DomainTokenView } from '../../domain/auth/au
 import type { ProfileStats as DomainProfileStats } from '../../domain/feeds/feed.service.ts';
 import type { TagSuggestion as DomainTagSuggestion } from '../../domain/tag.service.ts';
 import type { TagView } from '../../domain/tags.ts';
-import type { DuplicateNotice as DomainDuplicateNotice, ImageView, UploadView } from '../../domain/uploads/upload.types.ts';
+import type {
+  DuplicateNotice as DomainDuplicateNotice,
+  ImageView,
+  UploadView,
+} from '../../domain/uploads/upload.types.ts';
 import type { UserView } from '../../domain/users.ts';
 import type { VoteOutcome } from '../../domain/votes/vote.service.ts';
 import type { Embed as DomainEmbed } from '../../domain/embeds.ts';

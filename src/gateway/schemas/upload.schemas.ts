@@ -12,7 +12,8 @@ const descriptionField = z.preprocess(
     .default('')
     .superRefine((s, ctx) => {
       const n = [...s].length;
-      if (n > MAX_DESCRIPTION) ctx.addIssue({ code: 'custom', message: `description is ${n} characters; the limit is ${MAX_DESCRIPTION}` });
+      if (n > MAX_DESCRIPTION)
+        ctx.addIssue({ code: 'custom', message: `description is ${n} characters; the limit is ${MAX_DESCRIPTION}` });
     }),
 );
 
@@ -24,7 +25,8 @@ const boolField = z.preprocess(
     .default(false),
 );
 
-const text = (field: string) => z.preprocess(single(field), z.string({ error: `${field} must be a string (sent once)` }).optional());
+const text = (field: string) =>
+  z.preprocess(single(field), z.string({ error: `${field} must be a string (sent once)` }).optional());
 
 const uploadType = (example: 'image' | 'link') =>
   z
@@ -127,7 +129,12 @@ export const ImageInfo = z.object({
   url: z.string().describe('`/api/image/{id}`'),
   thumbnail_url: z.string().describe('`/api/image/{id}?size=thumb`'),
   thumbhash: z.string().nullable().describe('ThumbHash placeholder, base64.'),
-  human_score: z.number().min(0).max(1).nullable().describe('Highest person score of the detector; null when HUMAN_POLICY=off.'),
+  human_score: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe('Highest person score of the detector; null when HUMAN_POLICY=off.'),
 });
 
 export const Embed = z.object({
@@ -147,7 +154,9 @@ export const UploadRecord = z.object({
     .string()
     .max(255)
     .nullable()
-    .describe('The client\'s file name (or the last segment of `image_url`), NFC-normalized, without control, bidi-control or zero-width characters, at most 255 characters; never a path. Null for links.'),
+    .describe(
+      "The client's file name (or the last segment of `image_url`), NFC-normalized, without control, bidi-control or zero-width characters, at most 255 characters; never a path. Null for links.",
+    ),
   description: z.string(),
   upload_type: z.enum(['image', 'link']).describe('An `image_url` upload is an `image` with `source_url` set.'),
   external_url: z.string().nullable().describe('Set for links.'),
@@ -159,7 +168,9 @@ export const UploadRecord = z.object({
   created_at: z.iso.datetime(),
   image: ImageInfo.nullable().describe('Null for links.'),
   embed: Embed.nullable().describe('Links only, built from the URL without network access.'),
-  my_vote: VoteValue.nullable().optional().describe('The caller\'s vote; present on single-upload responses to an authenticated caller.'),
+  my_vote: VoteValue.nullable()
+    .optional()
+    .describe("The caller's vote; present on single-upload responses to an authenticated caller."),
 });
 
 export const DuplicateNotice = z.object({

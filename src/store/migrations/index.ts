@@ -6,4 +6,11 @@ import { M007ListedTagCounts } from './m007-listed-tag-counts.ts';
 import { M008FoldTagNames } from './m008-fold-tag-names.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
-export const MIGRATIONS = [M001Initial, M002MediaGarbage, M003CoveringPhashIndexes, M006IdempotencyLeases, M007ListedTagCounts, M008FoldTagNames];
+export const MIGRATIONS = [
+  M001Initial,
+  M002MediaGarbage,
+  M003CoveringPhashIndexes,
+  M006IdempotencyLeases,
+  M007ListedTagCounts,
+  M008FoldTagNames,
+];

@@ -3,7 +3,8 @@ import { isPostgres } from './dialect-of.ts';
 
 /** The tag rule of this migration's day (domain/tags.ts): NFKC, lowercase, trimmed, spaces collapsed; 1–32 letters, digits, space, `-`, `_`. */
 const fold = (name: string) => name.normalize('NFKC').toLowerCase().trim().replace(/\s+/g, ' ');
-const valid = (name: string) => /^[\p{L}\p{N} _-]+$/u.test(name) && !/\p{Default_Ignorable_Code_Point}/u.test(name) && [...name].length <= 32;
+const valid = (name: string) =>
+  /^[\p{L}\p{N} _-]+$/u.test(name) && !/\p{Default_Ignorable_Code_Point}/u.test(name) && [...name].length <= 32;
 
 /**
  * Tag names are NFKC-folded now ("ＣＡＴＳ" is "cats"), so that lookalike tags cannot be made. Tags made
@@ -15,7 +16,11 @@ export class M008FoldTagNames extends Migration {
   override name = 'm008-fold-tag-names';
 
   override async up(): Promise<void> {
-    const tags = (await this.execute('select id, name, slug from tags')) as Array<{ id: string; name: string; slug: string }>;
+    const tags = (await this.execute('select id, name, slug from tags')) as Array<{
+      id: string;
+      name: string;
+      slug: string;
+    }>;
     const bySlug = new Map(tags.map((t) => [t.slug, t]));
     for (const t of tags) {
       const name = fold(t.name);

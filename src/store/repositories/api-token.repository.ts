@@ -48,7 +48,13 @@ export class ApiTokenRepository implements ApiTokenStore {
     const u = t.user;
     return {
       token: toRecord(t),
-      user: { id: u.id, username: u.username, email: u.email, role: u.role === 'admin' ? 'admin' : 'user', createdAt: u.createdAt },
+      user: {
+        id: u.id,
+        username: u.username,
+        email: u.email,
+        role: u.role === 'admin' ? 'admin' : 'user',
+        createdAt: u.createdAt,
+      },
     };
   }
 

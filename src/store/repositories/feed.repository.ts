@@ -10,10 +10,22 @@ import type { UploadRepository } from './upload.repository.ts';
 import { visibleTo } from '../upload-rows.ts';
 
 const ORDER: Readonly<Record<FeedQuery['sort'], Array<[`u.${keyof UploadsTable}`, 'desc']>>> = {
-  new: [['u.created_at', 'desc'], ['u.id', 'desc']],
-  top: [['u.score', 'desc'], ['u.created_at', 'desc']],
-  hot: [['u.hot_rank', 'desc'], ['u.created_at', 'desc']],
-  best: [['u.best_rank', 'desc'], ['u.created_at', 'desc']],
+  new: [
+    ['u.created_at', 'desc'],
+    ['u.id', 'desc'],
+  ],
+  top: [
+    ['u.score', 'desc'],
+    ['u.created_at', 'desc'],
+  ],
+  hot: [
+    ['u.hot_rank', 'desc'],
+    ['u.created_at', 'desc'],
+  ],
+  best: [
+    ['u.best_rank', 'desc'],
+    ['u.created_at', 'desc'],
+  ],
 };
 
 export class FeedRepository implements FeedStore {
@@ -31,7 +43,15 @@ export class FeedRepository implements FeedStore {
     if (q.type) query = query.where('u.upload_type', '=', q.type);
     if (q.user) query = query.where('us.username_key', '=', q.user.toLowerCase());
     if (q.tag) {
-      query = query.where('u.id', 'in', db.selectFrom('upload_tags as ut').innerJoin('tags as t', 't.id', 'ut.tag_id').select('ut.upload_id').where('t.slug', '=', q.tag));
+      query = query.where(
+        'u.id',
+        'in',
+        db
+          .selectFrom('upload_tags as ut')
+          .innerJoin('tags as t', 't.id', 'ut.tag_id')
+          .select('ut.upload_id')
+          .where('t.slug', '=', q.tag),
+      );
     }
     for (const [col, dir] of ORDER[q.sort]) query = query.orderBy(col, dir);
     const rows = await query.limit(fetch).offset(offset).execute();
@@ -40,7 +60,13 @@ export class FeedRepository implements FeedStore {
 
   async ownUploads(userId: string, limit: number): Promise<UploadRecord[]> {
     const db = this.#db.db();
-    const rows = await this.#uploads.select(db).where('u.user_id', '=', userId).orderBy('u.created_at', 'desc').orderBy('u.id', 'desc').limit(limit).execute();
+    const rows = await this.#uploads
+      .select(db)
+      .where('u.user_id', '=', userId)
+      .orderBy('u.created_at', 'desc')
+      .orderBy('u.id', 'desc')
+      .limit(limit)
+      .execute();
     return this.#uploads.hydrate(rows, db);
   }
 
@@ -49,10 +75,18 @@ export class FeedRepository implements FeedStore {
     const [own, cast] = await Promise.all([
       db
         .selectFrom('uploads')
-        .select((eb) => [eb.fn.countAll().as('n'), eb.fn.sum('upvotes').as('up'), eb.fn.sum('downvote_count').as('down')])
+        .select((eb) => [
+          eb.fn.countAll().as('n'),
+          eb.fn.sum('upvotes').as('up'),
+          eb.fn.sum('downvote_count').as('down'),
+        ])
         .where('user_id', '=', userId)
         .executeTakeFirstOrThrow(),
-      db.selectFrom('votes').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
+      db
+        .selectFrom('votes')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('user_id', '=', userId)
+        .executeTakeFirstOrThrow(),
     ]);
     return {
       uploads: Number(own.n),

@@ -11,32 +11,62 @@ export class IdempotencyRepository implements IdempotencyStore {
     this.#db = db;
   }
 
-  async claim(userId: string, key: string, requestHash: string, claim: Claim, expiredBefore: Date): Promise<ClaimResult> {
+  async claim(
+    userId: string,
+    key: string,
+    requestHash: string,
+    claim: Claim,
+    expiredBefore: Date,
+  ): Promise<ClaimResult> {
     const d = this.#db.dialect;
     const db = this.#db.db();
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         await db
           .insertInto('idempotency_keys')
-          .values({ user_id: userId, key, request_hash: requestHash, status: null, body: null, created_at: d.date(claim.at), claim_token: claim.token, lease_until: d.date(claim.leaseUntil) })
+          .values({
+            user_id: userId,
+            key,
+            request_hash: requestHash,
+            status: null,
+            body: null,
+            created_at: d.date(claim.at),
+            claim_token: claim.token,
+            lease_until: d.date(claim.leaseUntil),
+          })
           .execute();
         return { state: 'claimed' };
       } catch (e) {
         if (!isUniqueViolation(e)) throw e;
       }
-      const row = await db.selectFrom('idempotency_keys').selectAll().where('user_id', '=', userId).where('key', '=', key).executeTakeFirst();
+      const row = await db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .where('key', '=', key)
+        .executeTakeFirst();
       if (!row) continue; // released meanwhile: try to claim again
       const since = d.readDate(row.created_at);
       if (since < expiredBefore) {
-        await db.deleteFrom('idempotency_keys').where('user_id', '=', userId).where('key', '=', key).where('created_at', '=', row.created_at).execute();
+        await db
+          .deleteFrom('idempotency_keys')
+          .where('user_id', '=', userId)
+          .where('key', '=', key)
+          .where('created_at', '=', row.created_at)
+          .execute();
         continue;
       }
       if (row.status === null) {
-        const leaseUntil = row.lease_until === null ? new Date(since.getTime() + LEGACY_LEASE_MS) : d.readDate(row.lease_until);
+        const leaseUntil =
+          row.lease_until === null ? new Date(since.getTime() + LEGACY_LEASE_MS) : d.readDate(row.lease_until);
         return { state: 'pending', requestHash: row.request_hash, token: row.claim_token, leaseUntil };
       }
       // `complete` writes the status and the body together: a record with a status has its body.
-      return { state: 'done', requestHash: row.request_hash, response: { status: Number(row.status), body: row.body ?? '' } };
+      return {
+        state: 'done',
+        requestHash: row.request_hash,
+        response: { status: Number(row.status), body: row.body ?? '' },
+      };
     }
     throw new Error('idempotency key claim did not settle');
   }
@@ -48,7 +78,10 @@ export class IdempotencyRepository implements IdempotencyStore {
       .where((eb) =>
         eb.or([
           eb('lease_until', '<', d.date(claim.at)),
-          eb.and([eb('lease_until', 'is', null), eb('created_at', '<', d.date(new Date(claim.at.getTime() - LEGACY_LEASE_MS)))]),
+          eb.and([
+            eb('lease_until', 'is', null),
+            eb('created_at', '<', d.date(new Date(claim.at.getTime() - LEGACY_LEASE_MS))),
+          ]),
         ]),
       )
       .set({ claim_token: claim.token, lease_until: d.date(claim.leaseUntil), created_at: d.date(claim.at) })
@@ -57,12 +90,16 @@ export class IdempotencyRepository implements IdempotencyStore {
   }
 
   async renew(userId: string, key: string, token: string, leaseUntil: Date): Promise<boolean> {
-    const r = await this.#pending(userId, key, token).set({ lease_until: this.#db.dialect.date(leaseUntil) }).executeTakeFirst();
+    const r = await this.#pending(userId, key, token)
+      .set({ lease_until: this.#db.dialect.date(leaseUntil) })
+      .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 
   async complete(userId: string, key: string, token: string, response: StoredResponse): Promise<boolean> {
-    const r = await this.#pending(userId, key, token).set({ status: response.status, body: response.body }).executeTakeFirst();
+    const r = await this.#pending(userId, key, token)
+      .set({ status: response.status, body: response.body })
+      .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 
@@ -89,7 +126,11 @@ export class IdempotencyRepository implements IdempotencyStore {
   }
 
   async purge(expiredBefore: Date): Promise<number> {
-    const r = await this.#db.db().deleteFrom('idempotency_keys').where('created_at', '<', this.#db.dialect.date(expiredBefore)).executeTakeFirst();
+    const r = await this.#db
+      .db()
+      .deleteFrom('idempotency_keys')
+      .where('created_at', '<', this.#db.dialect.date(expiredBefore))
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 

@@ -17,7 +17,12 @@ import { visibleTo } from '../upload-rows.ts';
 
 /** Whether listings show the upload (read inside the caller's transaction). */
 async function isListed(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<boolean> {
-  const row = await db.selectFrom('uploads as u').select('u.id').where('u.id', '=', uploadId).where(visibleTo(d, null)).executeTakeFirst();
+  const row = await db
+    .selectFrom('uploads as u')
+    .select('u.id')
+    .where('u.id', '=', uploadId)
+    .where(visibleTo(d, null))
+    .executeTakeFirst();
   return Boolean(row);
 }
 
@@ -32,13 +37,20 @@ async function moveCounts(db: Kysely<DB>, tagIds: string[], delta: 1 | -1): Prom
 }
 
 const tagIdsOf = async (db: Kysely<DB>, uploadId: string): Promise<string[]> =>
-  (await db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', uploadId).execute()).map((r) => r.tag_id);
+  (await db.selectFrom('upload_tags').select('tag_id').where('upload_id', '=', uploadId).execute()).map(
+    (r) => r.tag_id,
+  );
 
 /**
  * Runs `change`, an update of the (locked) upload row that may show it in listings or hide it from them,
  * and moves the counts of its tags to match.
  */
-export async function changingListing<T>(db: Kysely<DB>, d: Dialect, uploadId: string, change: () => Promise<T>): Promise<T> {
+export async function changingListing<T>(
+  db: Kysely<DB>,
+  d: Dialect,
+  uploadId: string,
+  change: () => Promise<T>,
+): Promise<T> {
   const before = await isListed(db, d, uploadId);
   const result = await change();
   const after = await isListed(db, d, uploadId);
@@ -52,11 +64,19 @@ export async function leaveTagCounts(db: Kysely<DB>, d: Dialect, uploadId: strin
 }
 
 /** Finds or creates the tags (by slug) and links them to the (locked or new) upload; returns how many links are new. */
-export async function linkTags(db: Kysely<DB>, d: Dialect, uploadId: string, names: string[], at: Date): Promise<number> {
+export async function linkTags(
+  db: Kysely<DB>,
+  d: Dialect,
+  uploadId: string,
+  names: string[],
+  at: Date,
+): Promise<number> {
   if (!names.length) return 0;
   await db
     .insertInto('tags')
-    .values(names.map((name) => ({ id: randomUUID(), name, slug: slugOf(name), upload_count: 0, created_at: d.date(at) })))
+    .values(
+      names.map((name) => ({ id: randomUUID(), name, slug: slugOf(name), upload_count: 0, created_at: d.date(at) })),
+    )
     .onConflict((oc) => oc.doNothing())
     .execute();
   const tags = await db.selectFrom('tags').select(['id']).where('slug', 'in', names.map(slugOf)).execute();
@@ -66,7 +86,12 @@ export async function linkTags(db: Kysely<DB>, d: Dialect, uploadId: string, nam
     .onConflict((oc) => oc.doNothing())
     .returning('tag_id')
     .execute();
-  if (linked.length && (await isListed(db, d, uploadId))) await moveCounts(db, linked.map((l) => l.tag_id), 1);
+  if (linked.length && (await isListed(db, d, uploadId)))
+    await moveCounts(
+      db,
+      linked.map((l) => l.tag_id),
+      1,
+    );
   return linked.length;
 }
 
@@ -74,7 +99,11 @@ export async function linkTags(db: Kysely<DB>, d: Dialect, uploadId: string, nam
 export async function unlinkTag(db: Kysely<DB>, d: Dialect, uploadId: string, slug: string): Promise<boolean> {
   const tag = await db.selectFrom('tags').select('id').where('slug', '=', slug).executeTakeFirst();
   if (!tag) return false;
-  const r = await db.deleteFrom('upload_tags').where('upload_id', '=', uploadId).where('tag_id', '=', tag.id).executeTakeFirst();
+  const r = await db
+    .deleteFrom('upload_tags')
+    .where('upload_id', '=', uploadId)
+    .where('tag_id', '=', tag.id)
+    .executeTakeFirst();
   if (!Number(r.numDeletedRows)) return false;
   if (await isListed(db, d, uploadId)) await moveCounts(db, [tag.id], -1);
   return true;

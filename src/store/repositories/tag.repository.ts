@@ -12,7 +12,12 @@ export class TagRepository implements TagStore {
   }
 
   async ownerOf(uploadId: string): Promise<string | null> {
-    const row = await this.#db.db().selectFrom('uploads').select('user_id').where('id', '=', uploadId).executeTakeFirst();
+    const row = await this.#db
+      .db()
+      .selectFrom('uploads')
+      .select('user_id')
+      .where('id', '=', uploadId)
+      .executeTakeFirst();
     return row ? row.user_id : null;
   }
 
@@ -45,7 +50,11 @@ export class TagRepository implements TagStore {
 
   /** Tags whose name starts with `prefix`, most used first, counting only the uploads listings show (see tag-links.ts). */
   async suggest(prefix: string, limit: number): Promise<TagSuggestion[]> {
-    let q = this.#db.db().selectFrom('tags').select(['id', 'name', 'slug', 'upload_count']).where('upload_count', '>', 0);
+    let q = this.#db
+      .db()
+      .selectFrom('tags')
+      .select(['id', 'name', 'slug', 'upload_count'])
+      .where('upload_count', '>', 0);
     if (prefix) q = q.where(sql<boolean>`name like ${prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%'} escape '\\'`);
     const rows = await q.orderBy('upload_count', 'desc').orderBy('name').limit(limit).execute();
     return rows.map((r) => ({ id: r.id, name: r.name, slug: r.slug, uploads: Number(r.upload_count) }));

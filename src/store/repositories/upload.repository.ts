@@ -19,15 +19,37 @@ import { hotRank } from '../../domain/ranking.ts';
 
 /** Columns of an upload record, with the owner's name. */
 export const UPLOAD_COLUMNS = [
-  'u.id', 'u.user_id', 'us.username', 'u.upload_type', 'u.filename', 'u.original_name', 'u.description',
-  'u.external_url', 'u.source_url', 'u.upvotes', 'u.downvote_count', 'u.is_private', 'u.created_at', 'u.sha256',
-  'u.phash', 'u.media_key', 'u.width', 'u.height', 'u.animated', 'u.original_format', 'u.thumbhash', 'u.human_score',
+  'u.id',
+  'u.user_id',
+  'us.username',
+  'u.upload_type',
+  'u.filename',
+  'u.original_name',
+  'u.description',
+  'u.external_url',
+  'u.source_url',
+  'u.upvotes',
+  'u.downvote_count',
+  'u.is_private',
+  'u.created_at',
+  'u.sha256',
+  'u.phash',
+  'u.media_key',
+  'u.width',
+  'u.height',
+  'u.animated',
+  'u.original_format',
+  'u.thumbhash',
+  'u.human_score',
   'u.variants',
 ] as const;
 
 /** Upload records (with owner) from `uploads as u`; the caller adds where/order/limit. */
 const selectUploads = (db: Kysely<DB>) =>
-  db.selectFrom('uploads as u').innerJoin('users as us', 'us.id', 'u.user_id').select([...UPLOAD_COLUMNS]);
+  db
+    .selectFrom('uploads as u')
+    .innerJoin('users as us', 'us.id', 'u.user_id')
+    .select([...UPLOAD_COLUMNS]);
 
 /** An upload row as `select()` reads it: the columns of UPLOAD_COLUMNS, typed by Kysely from database-types.ts. */
 export type UploadRow = Awaited<ReturnType<ReturnType<typeof selectUploads>['executeTakeFirstOrThrow']>>;
@@ -78,7 +100,10 @@ export class UploadRepository implements UploadStore {
 
   /** Turns selected rows into records, fetching all their tags in one query. */
   async hydrate(rows: UploadRow[], db: Kysely<DB> = this.#db.db()): Promise<UploadRecord[]> {
-    const tags = await tagsOf(db, rows.map((r) => r.id));
+    const tags = await tagsOf(
+      db,
+      rows.map((r) => r.id),
+    );
     return rows.map((r) => rowToRecord(this.#db.dialect, r, tags.get(r.id) ?? []));
   }
 
@@ -107,7 +132,14 @@ export class UploadRepository implements UploadStore {
   }
 
   async findAnyBySha256(sha256: string): Promise<UploadRecord | null> {
-    return this.#first(await this.select().where('u.sha256', '=', sha256).where('u.media_key', 'is not', null).orderBy('u.created_at').limit(1).executeTakeFirst());
+    return this.#first(
+      await this.select()
+        .where('u.sha256', '=', sha256)
+        .where('u.media_key', 'is not', null)
+        .orderBy('u.created_at')
+        .limit(1)
+        .executeTakeFirst(),
+    );
   }
 
   findNear(phash: string, maxDistance: number, viewer: Viewer) {
@@ -164,7 +196,13 @@ export class UploadRepository implements UploadStore {
       });
     } catch (e) {
       if (u.sha256 && isUniqueViolation(e)) {
-        const first = await this.#db.db().selectFrom('uploads').select('id').where('user_id', '=', u.userId).where('sha256', '=', u.sha256).executeTakeFirst();
+        const first = await this.#db
+          .db()
+          .selectFrom('uploads')
+          .select('id')
+          .where('user_id', '=', u.userId)
+          .where('sha256', '=', u.sha256)
+          .executeTakeFirst();
         if (first) return { ok: false as const, duplicateOf: first.id };
       }
       throw e;
@@ -184,7 +222,13 @@ export class UploadRepository implements UploadStore {
   }
 
   async pendingGarbage(limit = 1000): Promise<string[]> {
-    const rows = await this.#db.db().selectFrom('media_garbage').select('media_key').orderBy('created_at').limit(limit).execute();
+    const rows = await this.#db
+      .db()
+      .selectFrom('media_garbage')
+      .select('media_key')
+      .orderBy('created_at')
+      .limit(limit)
+      .execute();
     return rows.map((r) => r.media_key);
   }
 
@@ -193,7 +237,13 @@ export class UploadRepository implements UploadStore {
     const d = this.#db.dialect;
     await this.#db.transaction(async (_em, db) => {
       if (!(await lockUpload(db, d, id, ['id']))) return;
-      await changingListing(db, d, id, () => db.updateTable('uploads').set({ is_private: d.bool(isPrivate) }).where('id', '=', id).execute());
+      await changingListing(db, d, id, () =>
+        db
+          .updateTable('uploads')
+          .set({ is_private: d.bool(isPrivate) })
+          .where('id', '=', id)
+          .execute(),
+      );
     });
   }
 
@@ -214,7 +264,11 @@ export class UploadRepository implements UploadStore {
       // Under the files' lock, in a statement of its own: every row sharing them is committed and visible here.
       const mediaStillUsed = mediaKey ? await mediaReferenced(db, mediaKey) : false;
       if (mediaKey && !mediaStillUsed) {
-        await db.insertInto('media_garbage').values({ media_key: mediaKey, created_at: d.date(new Date()) }).onConflict((oc) => oc.doNothing()).execute();
+        await db
+          .insertInto('media_garbage')
+          .values({ media_key: mediaKey, created_at: d.date(new Date()) })
+          .onConflict((oc) => oc.doNothing())
+          .execute();
       }
       return { mediaKey, mediaStillUsed };
     });

@@ -7,7 +7,13 @@ import { isUniqueViolation } from '../dialect.ts';
 const key = (s: string) => s.trim().toLowerCase();
 
 function toRecord(u: IUser): UserRecord {
-  return { id: u.id, username: u.username, email: u.email, role: u.role === 'admin' ? 'admin' : 'user', createdAt: u.createdAt };
+  return {
+    id: u.id,
+    username: u.username,
+    email: u.email,
+    role: u.role === 'admin' ? 'admin' : 'user',
+    createdAt: u.createdAt,
+  };
 }
 
 const where = (by: { email: string } | { username: string }) =>

@@ -24,7 +24,12 @@ export class VoteRepository implements VoteStore {
     return this.#db.transaction(async (_em, db) => {
       const upload = await lockUpload(db, d, uploadId, ['upvotes', 'downvote_count']);
       if (!upload) return null;
-      const old = await db.selectFrom('votes').select('value').where('user_id', '=', userId).where('upload_id', '=', uploadId).executeTakeFirst();
+      const old = await db
+        .selectFrom('votes')
+        .select('value')
+        .where('user_id', '=', userId)
+        .where('upload_id', '=', uploadId)
+        .executeTakeFirst();
       const before = (old ? Number(old.value) : 0) as 1 | -1 | 0;
       if (before === value) {
         return { value, upvotes: Number(upload.upvotes), downvotes: Number(upload.downvote_count), changed: false };
@@ -32,9 +37,17 @@ export class VoteRepository implements VoteStore {
       if (value === 0) {
         await db.deleteFrom('votes').where('user_id', '=', userId).where('upload_id', '=', uploadId).execute();
       } else if (before === 0) {
-        await db.insertInto('votes').values({ user_id: userId, upload_id: uploadId, value, created_at: d.date(at), updated_at: d.date(at) }).execute();
+        await db
+          .insertInto('votes')
+          .values({ user_id: userId, upload_id: uploadId, value, created_at: d.date(at), updated_at: d.date(at) })
+          .execute();
       } else {
-        await db.updateTable('votes').set({ value, updated_at: d.date(at) }).where('user_id', '=', userId).where('upload_id', '=', uploadId).execute();
+        await db
+          .updateTable('votes')
+          .set({ value, updated_at: d.date(at) })
+          .where('user_id', '=', userId)
+          .where('upload_id', '=', uploadId)
+          .execute();
       }
       const du = (value === 1 ? 1 : 0) - (before === 1 ? 1 : 0);
       const dd = (value === -1 ? 1 : 0) - (before === -1 ? 1 : 0);
@@ -61,7 +74,13 @@ export class VoteRepository implements VoteStore {
 
   async myVote(uploadId: string, userId: string): Promise<VoteValue | null> {
     if (!isUuid(uploadId)) return null;
-    const row = await this.#db.db().selectFrom('votes').select('value').where('upload_id', '=', uploadId).where('user_id', '=', userId).executeTakeFirst();
+    const row = await this.#db
+      .db()
+      .selectFrom('votes')
+      .select('value')
+      .where('upload_id', '=', uploadId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
     return row ? voteName(Number(row.value)) : null;
   }
 }

@@ -34,7 +34,9 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
   return {
     kind: 'sqlite-vec',
     async add(db, uploadId, phash) {
-      await sql`insert into upload_phash_vec (upload_id, hash) values (${uploadId}, vec_bit(${Buffer.from(phash, 'hex')}))`.execute(db);
+      await sql`insert into upload_phash_vec (upload_id, hash) values (${uploadId}, vec_bit(${Buffer.from(phash, 'hex')}))`.execute(
+        db,
+      );
     },
     async remove(db, uploadId) {
       await sql`delete from upload_phash_vec where upload_id = ${uploadId}`.execute(db);

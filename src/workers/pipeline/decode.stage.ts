@@ -47,7 +47,10 @@ const invalid = (message: string): StageRejection => ({ ok: false, code: 'invali
 /** Megapixels for messages, rounded up so a value over the limit never prints as equal to it. */
 const mp = (pixels: number): string => `${Math.ceil(pixels / 100_000) / 10} MP`;
 
-const firstLine = (err: unknown): string => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 200);
+const firstLine = (err: unknown): string =>
+  String((err as Error)?.message ?? err)
+    .split('\n')[0]!
+    .slice(0, 200);
 
 /**
  * Reads the header (no pixel data is decoded, so a 100000×100000 header costs nothing), rejects images over
@@ -69,7 +72,8 @@ export async function decode(bytes: Uint8Array, ctx: { format: ImageFormat }): P
   }
   const pixels = width * pageHeight * frames;
   if (pixels > DECODE_LIMITS.maxPixels) {
-    const size = frames > 1 ? `animation is ${width}×${pageHeight} × ${frames} frames` : `image is ${width}×${pageHeight}`;
+    const size =
+      frames > 1 ? `animation is ${width}×${pageHeight} × ${frames} frames` : `image is ${width}×${pageHeight}`;
     return invalid(`${size} = ${mp(pixels)}; the limit is ${mp(DECODE_LIMITS.maxPixels)}`);
   }
 
@@ -108,7 +112,12 @@ export async function decode(bytes: Uint8Array, ctx: { format: ImageFormat }): P
       height: oriented.height,
       frames,
       animated,
-      raw: { data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength), width: info.width, height: info.height, channels: info.channels },
+      raw: {
+        data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+        width: info.width,
+        height: info.height,
+        channels: info.channels,
+      },
       pageHeight: animated ? (info.pageHeight ?? info.height / frames) : info.height,
       ...(animated && header.delay ? { delay: header.delay } : {}),
       ...(animated && header.loop !== undefined ? { loop: header.loop } : {}),

@@ -41,7 +41,7 @@ export function frameSignatures(image: Pick<DecodedImage, 'raw' | 'pageHeight'>)
     sums.fill(0);
     for (let y = 0; y < pageHeight; y++) {
       const rowCell = Math.floor((y * rows) / pageHeight) * cols;
-      let at = ((f * pageHeight + y) * width) * channels;
+      let at = (f * pageHeight + y) * width * channels;
       for (let x = 0; x < width; x++, at += channels) {
         const cell = (rowCell + cellOfX[x]!) * 3;
         if (channels === 4) {
@@ -79,7 +79,8 @@ export function distinctFrames(signatures: readonly FrameSignature[], tolerance 
   for (const [i, signature] of signatures.entries()) {
     // Most repeats repeat the frame chosen last: look there first.
     let seen = false;
-    for (let c = chosen.length - 1; c >= 0 && !seen; c--) seen = sameFrame(signature, signatures[chosen[c]!]!, tolerance);
+    for (let c = chosen.length - 1; c >= 0 && !seen; c--)
+      seen = sameFrame(signature, signatures[chosen[c]!]!, tolerance);
     if (!seen) chosen.push(i);
   }
   return chosen;
@@ -96,19 +97,39 @@ export type PeopleInImage = PersonDetection & { info: DetectionInfo };
  * Runs the detector on every distinct frame, prepared per its inputSpec, in batches of its maxBatch (one
  * frame at a time for a detector without detectMany); the highest score wins.
  */
-export async function detectPeople(image: DecodedImage, detector: PersonDetector, opts: DetectPeopleOptions = {}): Promise<PeopleInImage> {
+export async function detectPeople(
+  image: DecodedImage,
+  detector: PersonDetector,
+  opts: DetectPeopleOptions = {},
+): Promise<PeopleInImage> {
   const { size, fit } = detector.inputSpec;
   const frames = image.animated ? distinctFrames(frameSignatures(image)) : [0];
   const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
   const prepare = (frame: number): Promise<RawImage> =>
-    derive(image, { width: size, height: size, fit: fit === 'fill' ? 'fill' : 'inside', channels: 3, frame, enlarge: true });
+    derive(image, {
+      width: size,
+      height: size,
+      fit: fit === 'fill' ? 'fill' : 'inside',
+      channels: 3,
+      frame,
+      enlarge: true,
+    });
   let best: PersonDetection = { score: 0, boxes: [] };
-  const info: DetectionInfo = { frames: image.frames, distinctFrames: frames.length, inferences: 0, modelCalls: 0, bestFrame: frames[0]! };
+  const info: DetectionInfo = {
+    frames: image.frames,
+    distinctFrames: frames.length,
+    inferences: 0,
+    modelCalls: 0,
+    bestFrame: frames[0]!,
+  };
   for (let at = 0; at < frames.length; at += batch) {
     const chunk = frames.slice(at, at + batch);
     const inputs: RawImage[] = [];
     for (const frame of chunk) inputs.push(await prepare(frame)); // one libvips call at a time: a worker keeps to its core
-    const found = detector.detectMany && inputs.length > 1 ? await detector.detectMany(inputs) : [await detector.detect(inputs[0]!)];
+    const found =
+      detector.detectMany && inputs.length > 1
+        ? await detector.detectMany(inputs)
+        : [await detector.detect(inputs[0]!)];
     info.inferences += inputs.length;
     info.modelCalls++;
     for (const [i, result] of found.entries()) {

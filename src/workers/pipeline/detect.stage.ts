@@ -55,8 +55,9 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
       input.dispose();
     }
     return outputs.map((output, i) => {
-      const candidates = heatmapPeaks(output.heatmap, output.gridSize, minScore, MAX_PEAKS)
-        .map(({ cell, score }) => toImageBox(boxAt(cell, score, output.edges, output.gridSize, CENTERNET_STRIDE), frames[i]!));
+      const candidates = heatmapPeaks(output.heatmap, output.gridSize, minScore, MAX_PEAKS).map(({ cell, score }) =>
+        toImageBox(boxAt(cell, score, output.edges, output.gridSize, CENTERNET_STRIDE), frames[i]!),
+      );
       const boxes = nonMaxSuppression(candidates, iouThreshold, maxBoxes);
       return {
         score: boxes[0]?.score ?? 0,
@@ -75,7 +76,8 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     },
     async detectMany(images) {
       const results: PersonDetection[] = [];
-      for (let at = 0; at < images.length; at += MAX_BATCH) results.push(...(await runBatch(images.slice(at, at + MAX_BATCH))));
+      for (let at = 0; at < images.length; at += MAX_BATCH)
+        results.push(...(await runBatch(images.slice(at, at + MAX_BATCH))));
       return results;
     },
     dispose: () => net.dispose(),
@@ -107,7 +109,9 @@ interface Frame {
 function letterbox(rgb: RawImage, size: number): Frame {
   const { width, height, channels, data } = rgb;
   if (!(width > 0 && height > 0) || data.length !== width * height * channels) {
-    throw new Error(`Expected ${width}×${height}×${channels} = ${width * height * channels} bytes of pixels but received ${data.length}`);
+    throw new Error(
+      `Expected ${width}×${height}×${channels} = ${width * height * channels} bytes of pixels but received ${data.length}`,
+    );
   }
   const scale = size / Math.max(width, height);
   const scaledWidth = Math.max(1, Math.round(width * scale));
@@ -126,7 +130,11 @@ function toModelInput(tf: Tf, rgb: RawImage, frame: Frame): Tensor4D {
     if (scaledWidth !== rgb.width || scaledHeight !== rgb.height) {
       pixels = tf.image.resizeBilinear(pixels, [scaledHeight, scaledWidth], false, true);
     }
-    const padded = tf.pad(pixels, [[padY, size - scaledHeight - padY], [padX, size - scaledWidth - padX], [0, 0]]);
+    const padded = tf.pad(pixels, [
+      [padY, size - scaledHeight - padY],
+      [padX, size - scaledWidth - padX],
+      [0, 0],
+    ]);
     return tf.expandDims<Tensor4D>(padded, 0);
   });
 }

@@ -55,18 +55,26 @@ export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): P
   const animation = image.animated ? { delay: image.delay, loop: image.loop ?? 0 } : {};
   const source = (p: Pixels) =>
     image.animated
-      ? sharp(p.data, { raw: { width: p.width, height: p.pageHeight * frames, channels, pageHeight: p.pageHeight }, pages: -1 })
+      ? sharp(p.data, {
+          raw: { width: p.width, height: p.pageHeight * frames, channels, pageHeight: p.pageHeight },
+          pages: -1,
+        })
       : sharp(p.data, { raw: { width: p.width, height: p.pageHeight, channels } });
   const resample = async (p: Pixels, size: { width: number; height: number }): Promise<Pixels> => {
     if (p.width === size.width && p.pageHeight === size.height) return p;
-    const { data, info } = await source(p).resize(size.width, size.height, { fit: 'fill' }).raw().toBuffer({ resolveWithObject: true });
+    const { data, info } = await source(p)
+      .resize(size.width, size.height, { fit: 'fill' })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     return { data, width: info.width, pageHeight: info.pageHeight ?? info.height };
   };
 
   const full: Pixels = { data: image.raw.data, width: image.raw.width, pageHeight: image.pageHeight };
   const sizes = ORDER.map((name) => fitInside(full.width, full.pageHeight, VARIANT_MAX_SIDE[name]));
   const pixels: Array<Promise<Pixels>> = [];
-  sizes.forEach((size, i) => pixels.push(i === 0 ? Promise.resolve(full) : pixels[i - 1]!.then((p) => resample(p, size))));
+  sizes.forEach((size, i) =>
+    pixels.push(i === 0 ? Promise.resolve(full) : pixels[i - 1]!.then((p) => resample(p, size))),
+  );
 
   const encoded = new Map<string, Promise<Buffer>>();
   const jobs = ORDER.map(async (name, i): Promise<EncodedVariant> => {
@@ -74,7 +82,11 @@ export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): P
     const key = `${width}x${height}`;
     let webp = encoded.get(key);
     if (!webp) {
-      webp = pixels[i]!.then((p) => source(p).webp({ ...(ctx.webp ?? WEBP_OPTIONS), ...animation }).toBuffer());
+      webp = pixels[i]!.then((p) =>
+        source(p)
+          .webp({ ...(ctx.webp ?? WEBP_OPTIONS), ...animation })
+          .toBuffer(),
+      );
       encoded.set(key, webp);
     }
     const data = await webp;

@@ -11,7 +11,8 @@ const BLOCK = 8;
 const N = PHASH_INPUT_SIZE;
 // COS[k * N + n] = cos(π(2n+1)k / 2N): the DCT-II basis, only for the frequencies the hash reads.
 const COS = new Float64Array(BLOCK * N);
-for (let k = 0; k < BLOCK; k++) for (let n = 0; n < N; n++) COS[k * N + n] = Math.cos((Math.PI * (2 * n + 1) * k) / (2 * N));
+for (let k = 0; k < BLOCK; k++)
+  for (let n = 0; n < N; n++) COS[k * N + n] = Math.cos((Math.PI * (2 * n + 1) * k) / (2 * N));
 
 /**
  * Hashes a 32×32 grey image: 2-D DCT, keep the top-left 8×8 block, one bit per coefficient set when it is
@@ -20,7 +21,9 @@ for (let k = 0; k < BLOCK; k++) for (let n = 0; n < N; n++) COS[k * N + n] = Mat
  */
 export function phash(grey: RawImage): string {
   if (grey.channels !== 1 || grey.width !== N || grey.height !== N || grey.data.length !== N * N) {
-    throw new TypeError(`phash expects a ${N}×${N} grey image but received ${grey.width}×${grey.height}×${grey.channels}`);
+    throw new TypeError(
+      `phash expects a ${N}×${N} grey image but received ${grey.width}×${grey.height}×${grey.channels}`,
+    );
   }
   // Separable DCT: along columns for the first 8 vertical frequencies, then along those rows.
   const cols = new Float64Array(BLOCK * N);

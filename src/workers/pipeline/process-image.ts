@@ -66,16 +66,24 @@ interface Stage {
 }
 
 /** A stage's own result: what it adds, or its rejection as it is. */
-const added = <K extends keyof Draft>(key: K, r: ({ ok: true } & Record<K, Draft[K]>) | StageRejection): Partial<Draft> | StageRejection =>
-  r.ok ? { [key]: r[key] } : r;
+const added = <K extends keyof Draft>(
+  key: K,
+  r: ({ ok: true } & Record<K, Draft[K]>) | StageRejection,
+): Partial<Draft> | StageRejection => (r.ok ? { [key]: r[key] } : r);
 
 const STAGES: readonly Stage[] = [
   { name: 'sniff', run: ({ draft }) => added('format', sniff(draft.bytes)) },
-  { name: 'decode', costly: true, run: async ({ draft }) => added('image', await decode(draft.bytes, { format: draft.format! })) },
+  {
+    name: 'decode',
+    costly: true,
+    run: async ({ draft }) => added('image', await decode(draft.bytes, { format: draft.format! })),
+  },
   {
     name: 'phash',
     run: async ({ draft }) => ({
-      phash: phash(await derive(draft.image!, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
+      phash: phash(
+        await derive(draft.image!, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 }),
+      ),
     }),
   },
   {
@@ -96,12 +104,21 @@ const STAGES: readonly Stage[] = [
   {
     name: 'encode',
     costly: true,
-    run: async ({ draft, task }) => ({ variants: await encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }) }),
+    run: async ({ draft, task }) => ({
+      variants: await encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }),
+    }),
   },
   {
     name: 'thumbhash',
     run: async ({ draft }) => ({
-      thumbhash: thumbhash(await derive(draft.image!, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 })),
+      thumbhash: thumbhash(
+        await derive(draft.image!, {
+          width: THUMBHASH_MAX_SIDE,
+          height: THUMBHASH_MAX_SIDE,
+          fit: 'inside',
+          channels: 4,
+        }),
+      ),
     }),
   },
 ];
@@ -132,7 +149,12 @@ function verdict(port: MessagePort, hash: string): Promise<{ stop: boolean }> {
 /** The pool sets the cancel flag when the request was aborted; checked before each costly stage. */
 function cancelled(task: ProcessImageTask, next: StageName): StageRejection | null {
   if (!task.cancel || Atomics.load(task.cancel, 0) === 0) return null;
-  return { ok: false, code: 'busy', message: `processing was cancelled before ${next}: the request was aborted`, cancelled: true };
+  return {
+    ok: false,
+    code: 'busy',
+    message: `processing was cancelled before ${next}: the request was aborted`,
+    cancelled: true,
+  };
 }
 
 async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timings): Promise<ProcessImageResult> {
@@ -146,7 +168,14 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     Object.assign(draft, out);
     // Once the hash is known the caller may stop the task (a near duplicate), before detection and encoding.
     if (stage.name === 'phash' && task.afterHash && (await verdict(task.afterHash, draft.phash!)).stop) {
-      const stopped: StoppedAfterHash = { ok: false, code: 'conflict', message: 'stopped after the perceptual hash: a near duplicate', stopped: true, phash: draft.phash!, timings };
+      const stopped: StoppedAfterHash = {
+        ok: false,
+        code: 'conflict',
+        message: 'stopped after the perceptual hash: a near duplicate',
+        stopped: true,
+        phash: draft.phash!,
+        timings,
+      };
       return stopped;
     }
   }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { request } from 'node:http';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, createServer as createNetServer } from 'node:net';
@@ -52,12 +52,16 @@ test('SIGTERM with uploads in flight: each completes (201) or is refused cleanly
         (e: Error) => ({ status: -1, body: { error: String((e.cause as Error | undefined) ?? e) } }),
       ),
     );
-    // SIGTERM once an upload is in the pipeline (its staging directory exists), however loaded the machine is.
-    const staged = async () =>
-      (await readdir(join(dataDir, 'staging'), { recursive: true }).catch(() => [] as string[])).some(
-        (e) => e.includes('/') && !e.endsWith('.alive'),
+    // SIGTERM once the server has received every upload's body (each observed as the `hash` stage, the SHA-256
+    // computed as the body arrives), however loaded the machine is: none is then still on its way in, where the
+    // close of a connection the server saw no request on yet would meet it as a reset.
+    const received = async () =>
+      Number(
+        /^pixvote_pipeline_stage_duration_seconds_count\{stage="hash"\} (\d+)$/m.exec(
+          (await server.api.get('/metrics')).text,
+        )?.[1] ?? 0,
       );
-    for (let i = 0; i < 600 && !(await staged()); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 600 && (await received()) < images.length; i++) await new Promise((r) => setTimeout(r, 100));
     server.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 100));
     // A new client after SIGTERM, on a new connection (a request racing the close of an idle keep-alive

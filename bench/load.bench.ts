@@ -270,8 +270,8 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
 }
 
 /**
- * Votes whose answered final state is not what the database holds, plus uploads whose counters disagree with their vote
- * rows.
+ * Votes whose answered final state is not what the database holds, plus uploads whose counters
+ * disagree with their vote rows.
  */
 async function countLostVotes(
   base: Awaited<ReturnType<typeof createBenchDatabase>>,

@@ -36,8 +36,8 @@ const CHUNK = 100_000;
 /** Probes every method must agree on. */
 const CHECKED = 40;
 /**
- * A round of one method stops after this long (a full scan of 1M rows takes ~0.5 s), but times at least MIN_TIMED
- * probes.
+ * A round of one method stops after this long (a full scan of 1M rows takes ~0.5 s),
+ * but times at least MIN_TIMED probes.
  */
 const BUDGET_MS = 8000;
 const MIN_TIMED = 20;

@@ -1,5 +1,5 @@
-// Plain JavaScript on purpose: it must run (and explain itself) on Node versions that cannot run the TypeScript
-// sources.
+// Plain JavaScript on purpose: it must run (and explain itself) on Node versions that cannot
+// run the TypeScript sources.
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 17)) {
   // npm scripts run node_modules/.bin/node first, which `npm install` provides (the `node` package): reaching

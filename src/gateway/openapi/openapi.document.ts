@@ -154,8 +154,8 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
 /**
- * GETs whose 200 carries an ETag (every JSON one, by the conditional-GET middleware) answer 304 to a matching
- * If-None-Match.
+ * GETs whose 200 carries an ETag (every JSON one, by the conditional-GET middleware)
+ * answer 304 to a matching If-None-Match.
  */
 const hasEtag = (op: Operation) =>
   op.method === 'get' && Boolean(op.responses[200]?.json || op.responses[200]?.headers?.includes('ETag'));

@@ -2,8 +2,8 @@ import { Migration } from '@mikro-orm/migrations';
 import { isPostgres } from './dialect-of.ts';
 
 /**
- * The tag rule of this migration's day (domain/tags.ts): NFKC, lowercase, trimmed, spaces collapsed; 1–32 letters,
- * digits, space, `-`, `_`.
+ * The tag rule of this migration's day (domain/tags.ts): NFKC, lowercase, trimmed, spaces collapsed;
+ * 1–32 letters, digits, space, `-`, `_`.
  */
 const fold = (name: string) => name.normalize('NFKC').toLowerCase().trim().replace(/\s+/g, ' ');
 const valid = (name: string) =>

@@ -11,8 +11,8 @@ import type { PersonDetection, PersonDetector, RawImage } from './types.ts';
 
 export interface PersonDetectorOptions {
   /**
-   * `ensureModels().dir` (the directory with centernet.json/.bin) or the models root above it; defaults to
-   * `<repo>/models`.
+   * `ensureModels().dir` (the directory with centernet.json/.bin) or the models root above it;
+   * defaults to `<repo>/models`.
    */
   modelDir?: string;
   /** Square model input, a multiple of 32. 384 is the calibrated speed/recall balance (bench/calibrate-detector.ts). */

@@ -13,6 +13,23 @@ export default defineConfig(
     languageOptions: { globals: globals.node },
   },
   {
+    // Prettier wraps code at 120 columns but cannot break a string, a template literal or a comment: those are
+    // wrapped by hand. A URL or a regular expression on a line of its own may run longer.
+    rules: { 'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }] },
+  },
+  {
+    // TEMPORARY: wrapped after branch shape merges (it edits these files, and deletes exact-routes.test.ts).
+    files: [
+      'src/gateway/middleware/**',
+      'src/gateway/app.ts',
+      'src/gateway/exact-routes.ts',
+      'src/store/rate-limiter.ts',
+      'src/main.ts',
+      'test/unit/exact-routes.test.ts',
+    ],
+    rules: { 'max-len': 'off' },
+  },
+  {
     files: ['**/*.ts'],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: {

@@ -138,21 +138,24 @@ async function main(): Promise<void> {
   const rss = await measureWorkerRss(modelDir, DEFAULT_INPUT_SIZE);
   const people = photos.filter((p) => p.people).length;
   console.log(
-    `${photos.length} photos (${people} with people, ${photos.length - people} without), ${runs} runs each, one thread\n`,
+    `${photos.length} photos (${people} with people, ${photos.length - people} without), ` +
+      `${runs} runs each, one thread\n`,
   );
 
   const results: SizeResult[] = [];
   for (const size of sizes) {
     results.push(await measureSize(photos, modelDir, size, runs));
+    const last = results.at(-1)!;
     console.log(
-      `size ${size}: ${results.at(-1)!.msMedian.toFixed(0)} ms/image median, p90 ${results.at(-1)!.msP90.toFixed(0)} ms (${results.at(-1)!.backend})`,
+      `size ${size}: ${last.msMedian.toFixed(0)} ms/image median, p90 ${last.msP90.toFixed(0)} ms (${last.backend})`,
     );
   }
 
   console.log(`\n${'photo'.padEnd(26)} people ${sizes.map((s) => String(s).padStart(6)).join('')}`);
   for (const photo of photos) {
     console.log(
-      `${photo.name.padEnd(26)} ${(photo.people ? 'yes' : 'no').padEnd(6)} ${results.map((r) => r.scores[photo.name]!.toFixed(3).padStart(6)).join('')}`,
+      `${photo.name.padEnd(26)} ${(photo.people ? 'yes' : 'no').padEnd(6)} ` +
+        results.map((r) => r.scores[photo.name]!.toFixed(3).padStart(6)).join(''),
     );
   }
 
@@ -162,7 +165,8 @@ async function main(): Promise<void> {
     const missed = photos.filter((p) => p.people && r.scores[p.name]! < best.threshold).map((p) => p.name);
     const flagged = photos.filter((p) => !p.people && r.scores[p.name]! >= best.threshold).map((p) => p.name);
     console.log(
-      `${String(r.size).padEnd(5)} ${best.threshold.toFixed(2).padEnd(12)} ${best.recall.toFixed(3).padEnd(7)} ${best.precision.toFixed(3).padEnd(10)} ${[...missed, '/', ...flagged].join(' ')}`,
+      `${String(r.size).padEnd(5)} ${best.threshold.toFixed(2).padEnd(12)} ${best.recall.toFixed(3).padEnd(7)} ` +
+        `${best.precision.toFixed(3).padEnd(10)} ${[...missed, '/', ...flagged].join(' ')}`,
     );
   }
 
@@ -171,16 +175,19 @@ async function main(): Promise<void> {
   for (const t of grid(0.1, 0.6, 0.05)) {
     const r = precisionRecall(photos, chosen.scores, t);
     console.log(
-      `${t.toFixed(2).padEnd(10)} ${[r.tp, r.fp, r.fn, r.tn].map((n) => String(n).padStart(3)).join(' ')}  ${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3)}`,
+      `${t.toFixed(2).padEnd(10)} ${[r.tp, r.fp, r.fn, r.tn].map((n) => String(n).padStart(3)).join(' ')}  ` +
+        `${r.precision.toFixed(3).padEnd(10)} ${r.recall.toFixed(3)}`,
     );
   }
   const best = recommend(photos, chosen.scores);
   console.log(
-    `\nrecommended HUMAN_THRESHOLD at size ${chosen.size}: ${best.threshold.toFixed(2)} (recall ${best.recall.toFixed(3)}, precision ${best.precision.toFixed(3)})`,
+    `\nrecommended HUMAN_THRESHOLD at size ${chosen.size}: ${best.threshold.toFixed(2)} ` +
+      `(recall ${best.recall.toFixed(3)}, precision ${best.precision.toFixed(3)})`,
   );
 
   console.log(
-    `RSS added by a worker thread: ${rss.emptyMb.toFixed(0)} MB empty, ${rss.detectorMb.toFixed(0)} MB with a ${DEFAULT_INPUT_SIZE} px detector loaded and warm`,
+    `RSS added by a worker thread: ${rss.emptyMb.toFixed(0)} MB empty, ` +
+      `${rss.detectorMb.toFixed(0)} MB with a ${DEFAULT_INPUT_SIZE} px detector loaded and warm`,
   );
 
   await mkdir(new URL('./results/', import.meta.url), { recursive: true });

@@ -11,10 +11,10 @@
  *   image GET p50 during 16 concurrent logins ÷ idle (password hashing off libuv) ≤ 3 (goal 2)
  *   feed GET p50 under 200 concurrent /metrics + /readyz ÷ under 200 /healthz      ≤ 3 (goal 1.5)
  *
- * The floors live in bench/support/targets.ts (the login burst's and the probe flood's in their own bench files). A check that misses is run once more and judged on all its rounds together, so one noisy spell cannot fail
- * CI alone. Prints every ratio either way; exits 1 naming each ratio that regressed. About 2 minutes on 2
- * cores. PostgreSQL missing: the lookup check is skipped with the reason (a failure when
- * PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
+ * The floors live in bench/support/targets.ts (the login burst's and the probe flood's in their own bench files). A
+ * check that misses is run once more and judged on all its rounds together, so one noisy spell cannot fail CI alone.
+ * Prints every ratio either way; exits 1 naming each ratio that regressed. About 2 minutes on 2 cores. PostgreSQL
+ * missing: the lookup check is skipped with the reason (a failure when PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
  */
 import { feedsBench } from './feeds.bench.ts';
 import { gatewayBenchIsolated } from './gateway.bench.ts';
@@ -119,7 +119,8 @@ for (const f of ciFigures(all.figures)) {
   const op = f.target!.op === '>=' ? '≥' : '≤';
   const ok = meets(f);
   console.log(
-    `${ok ? 'ok    ' : 'FAILED'} ${f.bench}: ${f.name} = ${f.summary.median.toFixed(3)} (rounds ${f.summary.min.toFixed(3)}–${f.summary.max.toFixed(3)}), must be ${op} ${f.target!.value}`,
+    `${ok ? 'ok    ' : 'FAILED'} ${f.bench}: ${f.name} = ${f.summary.median.toFixed(3)} ` +
+      `(rounds ${f.summary.min.toFixed(3)}–${f.summary.max.toFixed(3)}), must be ${op} ${f.target!.value}`,
   );
   if (!ok) failures.push(`${f.name} is ${f.summary.median.toFixed(3)}, must be ${op} ${f.target!.value}`);
 }

@@ -163,7 +163,9 @@ async function latency12(
   rec.add(
     figure('http-uploads', `12 MP JPEG upload latency, one at a time (${where})`, 'ms', ms, {
       target: TARGETS.upload12MpMs,
-      note: `${(images[0]!.bytes.length / 2 ** 20).toFixed(1)} MiB each; load average ${loadavg()[0]!.toFixed(2)} when done`,
+      note:
+        `${(images[0]!.bytes.length / 2 ** 20).toFixed(1)} MiB each; ` +
+        `load average ${loadavg()[0]!.toFixed(2)} when done`,
     }),
   );
 }

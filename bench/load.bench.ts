@@ -194,7 +194,8 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
       const keptUp =
         !s.overloaded && s.completed >= 0.9 * s.offered && busy === 0 && quantile(s.latency.upload, 0.95) < 5000;
       rec.note(
-        `offered ${rate.toFixed(0)} req/s: ${(s.completed / 6).toFixed(1)} answered/s, upload p95 ${quantile(s.latency.upload, 0.95).toFixed(0)} ms, 503s ${busy}${keptUp ? '' : ' — saturated'}`,
+        `offered ${rate.toFixed(0)} req/s: ${(s.completed / 6).toFixed(1)} answered/s, ` +
+          `upload p95 ${quantile(s.latency.upload, 0.95).toFixed(0)} ms, 503s ${busy}${keptUp ? '' : ' — saturated'}`,
       );
       if (!keptUp) break;
       saturation = rate;
@@ -222,8 +223,10 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
     const growth = ((rssEnd - rssStart) / rssStart) * 100;
     const lagP99 = lagWindows.length ? Math.max(...lagWindows) : Number.NaN;
     const bench = `load (${opts.db})`;
-    const lat = (k: keyof StepResult['latency'], unit = 1) =>
-      `p50 ${(quantile(run.latency[k], 0.5) / unit).toFixed(unit > 1 ? 2 : 1)}, p95 ${(quantile(run.latency[k], 0.95) / unit).toFixed(unit > 1 ? 2 : 1)} ${unit > 1 ? 's' : 'ms'}`;
+    const lat = (k: keyof StepResult['latency'], unit = 1) => {
+      const at = (q: number) => (quantile(run.latency[k], q) / unit).toFixed(unit > 1 ? 2 : 1);
+      return `p50 ${at(0.5)}, p95 ${at(0.95)} ${unit > 1 ? 's' : 'ms'}`;
+    };
     rec.add(
       figure(bench, 'sustained rate (saturation)', 'req/s', run.completed / opts.seconds, {
         note: `offered ${saturation.toFixed(0)} req/s for ${opts.seconds} s`,
@@ -233,7 +236,9 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
       figure(bench, 'uploads', 'img/s', run.perSecond.upload, { note: lat('upload', 1000) }),
       figure(bench, 'RSS growth over the run', '%', growth, {
         target: atMost(10),
-        note: `${rssStart.toFixed(0)} → ${rssEnd.toFixed(0)} MB (${Math.min(...rss).toFixed(0)}–${Math.max(...rss).toFixed(0)} during)`,
+        note:
+          `${rssStart.toFixed(0)} → ${rssEnd.toFixed(0)} MB ` +
+          `(${Math.min(...rss).toFixed(0)}–${Math.max(...rss).toFixed(0)} during)`,
       }),
       figure(bench, 'event-loop lag p99, worst 5 s window', 'ms', lagP99, { target: atMost(100) }),
       figure(bench, 'lost or miscounted votes', 'votes', lost, {
@@ -264,7 +269,10 @@ export async function loadBench(rec: Recorder, opts: { seconds: number; db: DbKi
   }
 }
 
-/** Votes whose answered final state is not what the database holds, plus uploads whose counters disagree with their vote rows. */
+/**
+ * Votes whose answered final state is not what the database holds, plus uploads whose counters
+ * disagree with their vote rows.
+ */
 async function countLostVotes(
   base: Awaited<ReturnType<typeof createBenchDatabase>>,
   users: SeededUser[],

@@ -35,7 +35,10 @@ const MAX_DISTANCE = 4;
 const CHUNK = 100_000;
 /** Probes every method must agree on. */
 const CHECKED = 40;
-/** A round of one method stops after this long (a full scan of 1M rows takes ~0.5 s), but times at least MIN_TIMED probes. */
+/**
+ * A round of one method stops after this long (a full scan of 1M rows takes ~0.5 s),
+ * but times at least MIN_TIMED probes.
+ */
 const BUDGET_MS = 8000;
 const MIN_TIMED = 20;
 
@@ -45,7 +48,8 @@ type Find = (k: Kysely<DB>, phash: string, viewer: Viewer) => Promise<NearMatch 
 const pgFullScan: Find = async (k, phash, viewer) => {
   const { rows } = await sql<{ id: string; distance: number }>`
     select id, distance from (
-      select u.id as id, u.created_at as created_at, bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64)) as distance
+      select u.id as id, u.created_at as created_at,
+        bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64)) as distance
       from uploads u
       where u.phash is not null and (u.is_private = false or u.user_id = ${viewer.userId})
     ) m
@@ -135,7 +139,8 @@ async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupO
     await agree(rec, `${kind} at ${size}`, find, probes.slice(0, CHECKED), db, viewer);
     const { p50, p95, timedProbes } = await timeRounds(find, probes, opts.rounds, db, viewer);
     for (const name of names) {
-      const note = `${timedProbes[name]} probes per round, every other one with a neighbour at distance 1–${MAX_DISTANCE}`;
+      const note =
+        `${timedProbes[name]} probes per round, ` + `every other one with a neighbour at distance 1–${MAX_DISTANCE}`;
       const goal = size >= 1_000_000 && name === 'multi-index hashing' ? { target: TARGETS.lookupAt1MMs } : {};
       rec.add(figure('lookup', `${kind} ${label(size)}: ${name} p50`, 'ms', p50[name]!, { ...goal, note }));
       rec.add(figure('lookup', `${kind} ${label(size)}: ${name} p95`, 'ms', p95[name]!));

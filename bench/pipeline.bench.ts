@@ -313,7 +313,9 @@ async function workerMemory(rec: Recorder, images: BenchImage[], dir: string): P
           (m.rssMb - base.rssMb) / workers,
           {
             target: TARGETS.rssPerWorkerMb,
-            note: `process ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb.toFixed(0)}) vs ${base.rssMb.toFixed(0)} MB without a pool`,
+            note:
+              `process ${m.rssMb.toFixed(0)} MB (peak ${m.peakMb.toFixed(0)}) ` +
+              `vs ${base.rssMb.toFixed(0)} MB without a pool`,
           },
         ),
       );

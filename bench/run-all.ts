@@ -1,8 +1,8 @@
 /**
- * `npm run bench`: every benchmark in turn — pipeline, HTTP uploads (SQLite; PostgreSQL + Redis), feeds and
- * votes (both databases), the gateway's CPU per cached read in process, near-duplicate lookup at 100k and 1M hashes (both databases) — printed as one
- * table and written to bench/results/all-<timestamp>.json. About 15 minutes on 2 cores, most of it seeding
- * and scanning 1M rows; `--lookup-sizes 100k` makes it about 8.
+ * `npm run bench`: every benchmark in turn — pipeline, HTTP uploads (SQLite; PostgreSQL + Redis), feeds and votes (both
+ * databases), the gateway's CPU per cached read in process, near-duplicate lookup at 100k and 1M hashes (both
+ * databases) — printed as one table and written to bench/results/all-<timestamp>.json. About 15 minutes on 2 cores,
+ * most of it seeding and scanning 1M rows; `--lookup-sizes 100k` makes it about 8.
  *
  *   npm run bench [-- --lookup-sizes 100k,1m --rounds 5 --markdown]
  */

@@ -18,7 +18,8 @@ if (!file || extra.length) {
 }
 const report = JSON.parse(await readFile(file, 'utf8')) as BenchReport;
 console.log(
-  `${report.environment.cores} cores (${report.environment.cpu}), Node ${report.environment.node}, sharp ${report.environment.sharp} / libvips ${report.environment.libvips}, ${report.startedAt.slice(0, 10)}\n`,
+  `${report.environment.cores} cores (${report.environment.cpu}), Node ${report.environment.node}, ` +
+    `sharp ${report.environment.sharp} / libvips ${report.environment.libvips}, ${report.startedAt.slice(0, 10)}\n`,
 );
 console.log(markdown(report.figures, report.command));
 if (report.notes.length) console.log(report.notes.map((n) => `- ${n}`).join('\n'));

@@ -56,7 +56,8 @@ export async function tuneWorkers(
   }
   const mix = [...kinds].map(([k, n]) => `${n} × ${k}`).join(', ');
   rec.note(
-    `image mix per round: ${mix}; ${opts.clients} concurrent clients; HUMAN_POLICY=${POLICY} (detection runs as under reject)`,
+    `image mix per round: ${mix}; ${opts.clients} concurrent clients; ` +
+      `HUMAN_POLICY=${POLICY} (detection runs as under reject)`,
   );
   const instances: Instance[] = [];
   try {
@@ -95,12 +96,16 @@ export async function tuneWorkers(
     const pick = instances.find((x) => median(s[String(x.workers)]!) >= 0.95 * best)!;
     const top = instances.find((x) => median(s[String(x.workers)]!) === best)!;
     rec.note(
-      `recommended WORKERS=${pick.workers} on this ${availableParallelism()}-core machine: ${median(s[String(pick.workers)]!).toFixed(2)} images/s, ` +
+      `recommended WORKERS=${pick.workers} on this ${availableParallelism()}-core machine: ` +
+        `${median(s[String(pick.workers)]!).toFixed(2)} images/s, ` +
         (pick === top
           ? `the best throughput measured`
-          : `${((100 * median(s[String(pick.workers)]!)) / best).toFixed(0)} % of the best (WORKERS=${top.workers}, ${best.toFixed(2)} images/s)`) +
-        `, p95 ${median(pick.p95).toFixed(0)} ms. More workers than this add memory (each thread holds a detector and image buffers) ` +
-        `and latency without adding throughput: the cores are already busy, and the gateway's own thread needs some of them.`,
+          : `${((100 * median(s[String(pick.workers)]!)) / best).toFixed(0)} % of the best ` +
+            `(WORKERS=${top.workers}, ${best.toFixed(2)} images/s)`) +
+        `, p95 ${median(pick.p95).toFixed(0)} ms. ` +
+        'More workers than this add memory (each thread holds a detector and image buffers) ' +
+        'and latency without adding throughput: ' +
+        "the cores are already busy, and the gateway's own thread needs some of them.",
     );
   } finally {
     for (const x of instances) {

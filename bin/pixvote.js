@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 17)) {
   console.error(
-    `pixvote needs Node.js >= 22.17 (found ${process.version}); install it, e.g. \`npm install -g --prefix /usr/local node@22\`.`,
+    `pixvote needs Node.js >= 22.17 (found ${process.version}); ` +
+      'install it, e.g. `npm install -g --prefix /usr/local node@22`.',
   );
   process.exit(1);
 }
@@ -23,7 +24,8 @@ if (underNodeModules || process.features.typescript) {
   const entry = underNodeModules ? compiled : source;
   if (!existsSync(entry)) {
     console.error(
-      `pixvote: ${fileURLToPath(entry)} is missing; run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}`,
+      `pixvote: ${fileURLToPath(entry)} is missing; ` +
+        `run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}`,
     );
     process.exit(2);
   }

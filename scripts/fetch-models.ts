@@ -43,7 +43,8 @@ async function main(): Promise<void> {
   const model = await ensureModels(modelsDir, { log: (message) => console.log(message) });
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(
-    `${model.model}: ${model.fetched ? 'fetched and verified' : 'already present and verified'} in ${model.dir} (${seconds} s)`,
+    `${model.model}: ${model.fetched ? 'fetched and verified' : 'already present and verified'} ` +
+      `in ${model.dir} (${seconds} s)`,
   );
 }
 

@@ -1,7 +1,7 @@
 /**
- * `npm test`: first the lint (ESLint, the layer rules of .dependency-cruiser.cjs, the format check), then the
- * whole suite on SQLite, then the database-facing suites (test/http, test/integration) again on PostgreSQL + Redis when they answer.
- * Says plainly which passes it skipped and why.
+ * `npm test`: first the lint (ESLint, the layer rules of .dependency-cruiser.cjs, the format check), then the whole
+ * suite on SQLite, then the database-facing suites (test/http, test/integration) again on PostgreSQL + Redis when they
+ * answer. Says plainly which passes it skipped and why.
  *
  *   npm test                       both passes (PostgreSQL pass skipped, with the reason, if unreachable)
  *   npm test -- --db=sqlite        only the SQLite pass

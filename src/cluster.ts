@@ -25,7 +25,8 @@ export async function runPrimary(config: Config): Promise<void> {
     new RateLimiterClusterMaster();
     servePrimaryGenerations(cluster, log);
     log.info(
-      'PROCESSES > 1 without REDIS_URL: rate limits and feed cache invalidations go through this primary; set REDIS_URL to share them across machines',
+      'PROCESSES > 1 without REDIS_URL: rate limits and feed cache invalidations go through this primary; ' +
+        'set REDIS_URL to share them across machines',
     );
   }
 

@@ -238,7 +238,8 @@ function embeddedJwtSecret(dataDir: string): string {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
     if (theirs.length < 32)
       throw new ConfigError([
-        `JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; delete it to have a new one made, or set JWT_SECRET`,
+        `JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; ` +
+          'delete it to have a new one made, or set JWT_SECRET',
       ]);
     return theirs;
   }

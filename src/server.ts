@@ -124,7 +124,8 @@ function describeClientError(
       return [
         408,
         'invalid_request',
-        `the request did not arrive in time: its headers must arrive within ${limits.headersTimeout / 1000} s, all of it within ${limits.requestTimeout / 1000} s`,
+        `the request did not arrive in time: its headers must arrive within ${limits.headersTimeout / 1000} s, ` +
+          `all of it within ${limits.requestTimeout / 1000} s`,
       ];
     case 'HPE_HEADER_OVERFLOW':
       return [
@@ -141,7 +142,8 @@ function describeClientError(
     return [
       400,
       'invalid_request',
-      `the connection carried bytes after the request body that are not an HTTP request: a body must be exactly its Content-Length${declared ? ` (${declared} bytes)` : ''}`,
+      'the connection carried bytes after the request body that are not an HTTP request: ' +
+        `a body must be exactly its Content-Length${declared ? ` (${declared} bytes)` : ''}`,
     ];
   }
   return [400, 'invalid_request', `malformed HTTP request${err.reason ? `: ${err.reason}` : ''}`];

@@ -58,7 +58,8 @@ async function columnTypes(db: Database, table: string): Promise<Map<string, str
     .db()
     .executeQuery<{ column_name: string; udt_name: string }>(
       CompiledQuery.raw(
-        'select column_name, udt_name from information_schema.columns where table_schema = current_schema() and table_name = $1',
+        'select column_name, udt_name from information_schema.columns ' +
+          'where table_schema = current_schema() and table_name = $1',
         [table],
       ),
     );
@@ -66,7 +67,9 @@ async function columnTypes(db: Database, table: string): Promise<Map<string, str
 }
 
 /** Planner statistics, as a database that has been running a while has them (PostgreSQL's autovacuum). */
-/** Statistics, and on PostgreSQL the visibility map index-only scans rely on: what autovacuum keeps on a live database. */
+/**
+ * Statistics, and on PostgreSQL the visibility map index-only scans rely on: what autovacuum keeps on a live database.
+ */
 export async function analyze(db: Database): Promise<void> {
   await db.db().executeQuery(CompiledQuery.raw(db.dialect.name === 'postgres' ? 'vacuum analyze' : 'analyze'));
 }
@@ -81,7 +84,8 @@ export async function withIndexesDeferred<T>(db: Database, table: string, load: 
   const { rows } = await k.executeQuery<{ name: string; sql: string }>(
     pg
       ? CompiledQuery.raw(
-          `select i.indexname as name, i.indexdef as sql from pg_indexes i where i.tablename = $1 and i.schemaname = current_schema()
+          `select i.indexname as name, i.indexdef as sql from pg_indexes i
+          where i.tablename = $1 and i.schemaname = current_schema()
           and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`,
           [table],
         )

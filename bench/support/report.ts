@@ -168,7 +168,8 @@ export class Recorder {
     this.figures.push(...figures);
     for (const f of figures)
       console.log(
-        `  ${f.bench}: ${f.name} = ${digits(f.summary.median)} ${f.unit}${f.summary.n > 1 ? ` (${digits(f.summary.min)}–${digits(f.summary.max)})` : ''}`,
+        `  ${f.bench}: ${f.name} = ${digits(f.summary.median)} ${f.unit}` +
+          (f.summary.n > 1 ? ` (${digits(f.summary.min)}–${digits(f.summary.max)})` : ''),
       );
   }
 
@@ -193,7 +194,8 @@ export class Recorder {
 /** Prints the table (and markdown with --markdown), writes the JSON; for a benchmark run alone. */
 export async function finish(report: BenchReport, opts: { markdown?: boolean } = {}): Promise<void> {
   console.log(
-    `\n${report.name} — ${report.seconds} s, ${report.environment.cores} cores, load ${report.environment.loadAverage.join(' ')}\n`,
+    `\n${report.name} — ${report.seconds} s, ${report.environment.cores} cores, ` +
+      `load ${report.environment.loadAverage.join(' ')}\n`,
   );
   console.log(table(report.figures));
   if (opts.markdown) console.log(`\n${markdown(report.figures, report.command)}`);

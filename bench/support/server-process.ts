@@ -13,7 +13,10 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const APP_ENTRY = path.join(ROOT, 'src', 'main.ts');
 export const HELLO_ENTRY = fileURLToPath(new URL('./hello-world.server.ts', import.meta.url));
 
-/** As `npm start` runs it: TypeScript (Node 22.17 needs the flag; later versions accept it silently) and AsyncLocalStorage without promise hooks. */
+/**
+ * As `npm start` runs it: TypeScript (Node 22.17 needs the flag; later versions accept it silently) and
+ * AsyncLocalStorage without promise hooks.
+ */
 export const NODE_TS = ['--experimental-strip-types', '--experimental-async-context-frame'];
 
 /** A 48-character secret: benchmarks mint JWTs for seeded users with it. */
@@ -96,7 +99,9 @@ async function waitReady(url: string, child: ChildProcess, logFile: string, time
   const log = readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n');
   child.kill('SIGKILL');
   throw new Error(
-    `${url} did not answer 200 within ${timeoutMs / 1000} s${exited !== null ? ` (the process exited with ${exited})` : ''}; its last output:\n${log}`,
+    `${url} did not answer 200 within ${timeoutMs / 1000} s` +
+      (exited !== null ? ` (the process exited with ${exited})` : '') +
+      `; its last output:\n${log}`,
   );
 }
 

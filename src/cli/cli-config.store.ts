@@ -70,7 +70,10 @@ export async function loadConfig(path = configPath()): Promise<CliConfig> {
   }
 }
 
-/** Written to a temporary file created 0600 and renamed over the old one, so it is never readable by others, even briefly. */
+/**
+ * Written to a temporary file created 0600 and renamed over the old one,
+ * so it is never readable by others, even briefly.
+ */
 export async function saveConfig(config: CliConfig, path = configPath()): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${process.pid}.tmp`;

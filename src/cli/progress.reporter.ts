@@ -124,7 +124,9 @@ export class ProgressReporter {
     if (this.#tty) return this.message(line);
     const p = this.#state;
     const { rate, etaMs } = rateAndEta(p, Date.now());
-    const where = `${formatBytes(p.doneBytes)}/${formatBytes(p.totalBytes)}, ${formatBytes(Math.round(rate))}/s, ETA ${formatDuration(etaMs)}`;
+    const where =
+      `${formatBytes(p.doneBytes)}/${formatBytes(p.totalBytes)}, ` +
+      `${formatBytes(Math.round(rate))}/s, ETA ${formatDuration(etaMs)}`;
     this.message(`[${p.doneFiles}/${p.totalFiles}] ${line}  (${where})`);
   }
 

@@ -44,7 +44,9 @@ type Outcome =
   /** Not finished: the run was halted (interrupted, or a wait longer than --max-wait) before or while sending it. */
   | { kind: 'halted' };
 
-/** Tags as the server will store them, by the server's own rule (domain/tags.ts), so a bad list fails before any upload. */
+/**
+ * Tags as the server will store them, by the server's own rule (domain/tags.ts), so a bad list fails before any upload.
+ */
 export function normalizeTags(raw: string[]): string[] {
   try {
     return parseTagList(raw.join(','));
@@ -67,7 +69,9 @@ export async function sha256File(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** One request per distinct key in a run: a second file with the same bytes waits for the first and is its duplicate. */
+/**
+ * One request per distinct key in a run: a second file with the same bytes waits for the first and is its duplicate.
+ */
 type Sent = Map<string, { path: string; outcome: Promise<Outcome> }>;
 /** A line to show; a Retry-After wait also tells the progress how long every request now waits, and why. */
 type Note = (line: string, waitMs: number, reason: string) => void;
@@ -219,7 +223,8 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
         progress.fileDone(
           file.size,
           false,
-          `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}${o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''}`,
+          `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}` +
+            (o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''),
         );
       }
     }

@@ -145,7 +145,9 @@ function bluesky(host: string, segs: string[]): Embed | null {
   if (!RKEY.test(rkey)) return null;
   if (DID.test(actor)) {
     const embedUrl = `https://embed.bsky.app/embed/${actor}/app.bsky.feed.post/${rkey}`;
-    const html = `<iframe src="${esc(embedUrl)}" title="Bluesky post" width="100%" height="400" frameborder="0" loading="lazy"></iframe>`;
+    const html =
+      `<iframe src="${esc(embedUrl)}" title="Bluesky post" width="100%" height="400" frameborder="0" ` +
+      'loading="lazy"></iframe>';
     return { provider: 'bluesky', embed_url: embedUrl, html };
   }
   if (!HANDLE.test(actor)) return null;
@@ -181,7 +183,8 @@ function instagram(host: string, segs: string[]): Embed | null {
   const permalink = `https://www.instagram.com/${kind}/${code}/?utm_source=ig_embed&utm_campaign=loading`;
   const html =
     `<blockquote class="instagram-media" data-instgrm-permalink="${esc(permalink)}" data-instgrm-version="14">` +
-    `<a href="${esc(permalink)}" target="_blank" rel="noopener noreferrer">View this post on Instagram</a></blockquote>`;
+    `<a href="${esc(permalink)}" target="_blank" rel="noopener noreferrer">` +
+    'View this post on Instagram</a></blockquote>';
   return { provider: 'instagram', embed_url: `https://www.instagram.com/${kind}/${code}/embed`, html };
 }
 
@@ -197,7 +200,8 @@ function threads(host: string, segs: string[]): Embed | null {
   // threads.net moved to threads.com in 2025; its embed.js reads this blockquote.
   const permalink = `https://www.threads.com/@${user}/post/${code}`;
   const html =
-    `<blockquote class="text-post-media" data-text-post-permalink="${esc(permalink)}" data-text-post-version="0" id="${esc(`ig-tp-${code}`)}">` +
+    `<blockquote class="text-post-media" data-text-post-permalink="${esc(permalink)}" data-text-post-version="0" ` +
+    `id="${esc(`ig-tp-${code}`)}">` +
     `<a href="${esc(permalink)}" target="_blank" rel="noopener noreferrer">View on Threads</a></blockquote>`;
   return { provider: 'threads', embed_url: `${permalink}/embed`, html };
 }
@@ -261,7 +265,8 @@ function tumblr(host: string, segs: string[]): Embed | null {
   // The official embed needs a per-post key that is not in the URL, so a plain link card it is.
   const link = `https://www.tumblr.com/${blog}/${id}`;
   const html =
-    `<div class="link-card link-card--tumblr"><a href="${esc(link)}" target="_blank" rel="noopener noreferrer nofollow">` +
+    '<div class="link-card link-card--tumblr">' +
+    `<a href="${esc(link)}" target="_blank" rel="noopener noreferrer nofollow">` +
     `Post by ${esc(blog)} on Tumblr</a></div>`;
   return { provider: 'tumblr', embed_url: null, html };
 }

@@ -32,7 +32,9 @@ export type ClaimResult =
   | { state: 'pending'; requestHash: string; token: string | null; leaseUntil: Date };
 
 export interface IdempotencyStore {
-  /** Inserts a pending record held by `claim` unless one exists (a record older than `expiredBefore` counts as absent). */
+  /**
+   * Inserts a pending record held by `claim` unless one exists (a record older than `expiredBefore` counts as absent).
+   */
   claim(userId: string, key: string, requestHash: string, claim: Claim, expiredBefore: Date): Promise<ClaimResult>;
   /** Gives a pending record whose lease ran out before `claim.at` to `claim`, only if `previous` still holds it. */
   takeOver(userId: string, key: string, previous: string | null, claim: Claim): Promise<boolean>;
@@ -77,7 +79,8 @@ const realSleep: Sleep = (ms, signal) =>
 
 const claimLost = () =>
   errors.busy(
-    'this request lost its hold on the Idempotency-Key (its lease could not be renewed in time); retry with the same key',
+    'this request lost its hold on the Idempotency-Key (its lease could not be renewed in time); ' +
+      'retry with the same key',
     Math.ceil(IDEMPOTENCY_LEASE_MS / 1000),
   );
 

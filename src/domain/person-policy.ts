@@ -13,5 +13,8 @@ export type HumanPolicy = 'reject' | 'flag' | 'off';
  */
 export function personRefusal(policy: HumanPolicy, threshold: number, score: number | null): string | null {
   if (policy !== 'reject' || score === null || score < threshold) return null;
-  return `a person was detected (score ${score.toFixed(3)}, threshold ${threshold}); images showing people are not accepted`;
+  return (
+    `a person was detected (score ${score.toFixed(3)}, threshold ${threshold}); ` +
+    'images showing people are not accepted'
+  );
 }

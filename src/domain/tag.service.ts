@@ -12,7 +12,10 @@ export interface TagSuggestion extends TagView {
 export interface TagStore {
   ownerOf(uploadId: string): Promise<string | null>;
   tagsOf(uploadId: string): Promise<TagView[]>;
-  /** Adds the tags in one transaction unless the upload would then carry more than `max`; returns the new total or the would-be count. */
+  /**
+   * Adds the tags in one transaction unless the upload would then carry more than `max`;
+   * returns the new total or the would-be count.
+   */
   add(
     uploadId: string,
     names: string[],

@@ -53,7 +53,8 @@ export function normalizeTags(raw: readonly string[]): string[] {
     const hidden = invisibleIn(r + r.normalize('NFKC'));
     if (hidden.length) {
       throw errors.invalidTag(
-        `tag "${[...shown(r)].slice(0, 80).join('')}" contains an invisible character (${hidden.join(', ')}); tags may only contain letters, digits, spaces, "-" and "_"`,
+        `tag "${[...shown(r)].slice(0, 80).join('')}" contains an invisible character (${hidden.join(', ')}); ` +
+          'tags may only contain letters, digits, spaces, "-" and "_"',
       );
     }
     const name = normalizeTag(r);

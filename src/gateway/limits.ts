@@ -27,7 +27,8 @@ export function declaredOversize(req: IncomingMessage): AppError | null {
   const declared = Number(header);
   if (declared > MAX_REQUEST_BYTES) {
     return errors.payloadTooLarge(
-      `request body is ${declared} bytes; an upload may be at most ${MAX_REQUEST_BYTES} bytes (a file up to 10 MiB, ${MAX_FILE_BYTES} bytes, with its form fields)`,
+      `request body is ${declared} bytes; an upload may be at most ${MAX_REQUEST_BYTES} bytes ` +
+        `(a file up to 10 MiB, ${MAX_FILE_BYTES} bytes, with its form fields)`,
     );
   }
   if (declared > JSON_LIMIT_BYTES && JSON_TYPE.test(req.headers['content-type'] ?? '')) {

@@ -52,8 +52,8 @@ const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
 
 /**
  * Decides whether the fetcher may connect to `ip` (a plain IPv4 or IPv6 address, as a socket or resolver reports it).
- * Returns the reason it is forbidden ("loopback", "IPv4-mapped private", …) or null when it is a public unicast address.
- * Anything unparseable is forbidden: this is an allow-list of "public unicast", never a deny-list.
+ * Returns the reason it is forbidden ("loopback", "IPv4-mapped private", …) or null when it is a public unicast
+ * address. Anything unparseable is forbidden: this is an allow-list of "public unicast", never a deny-list.
  */
 export function isForbiddenAddress(ip: string): string | null {
   let addr: IPv4 | IPv6;

@@ -124,8 +124,8 @@ export class FileMediaStore implements MediaStore, MediaFiles {
 
   /**
    * Recovery. Staged media of any instance (this one included) whose row exists is moved into place
-   * (always safe: commits are idempotent). Everything else left by dead instances — staged media without a row, temp files —
-   * is removed. Live instances' unreferenced work is theirs and is left alone.
+   * (always safe: commits are idempotent). Everything else left by dead instances — staged media without a row,
+   * temp files — is removed. Live instances' unreferenced work is theirs and is left alone.
    *
    * `release` removes stored files unless a row references them (under the files' lock): files moved in for
    * a row that was deleted meanwhile (its delete found nothing to remove yet) go through it, so none is left

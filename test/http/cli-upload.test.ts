@@ -48,43 +48,46 @@ after(async () => {
 
 const summary = (stdout: string) => /done in [\d:]+: (.*) \(/.exec(stdout)?.[1];
 
-test('pixvote upload walks folders, waits out 429 as Retry-After says, reports the duplicate apart, and exits 0', async () => {
-  const r = await pixvote(
-    [
-      'upload',
-      photos,
-      '--url',
-      app.url,
-      '--token',
-      token,
-      '--tags',
-      'Holiday,  Sea View ,holiday',
-      '--private',
-      '--concurrency',
-      '2',
-    ],
-    { home },
-  );
-  assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.equal(summary(r.stdout), '4 uploaded, 0 already uploaded, 1 duplicates, 0 failed');
-  // Exactly the whole seconds of Retry-After, with the reason, and no retry used up by it.
-  assert.match(r.stdout, /waiting [1-9]\d*\.0 s before retrying .* \(429 rate_limited: .+; as Retry-After asks\)/);
-  assert.match(r.stdout, /duplicates \(nothing new stored\):\n {2}.*copy of a\.jpg: same bytes as .*a\.jpg/);
-  assert.doesNotMatch(r.stdout, /notes\.txt|\.thumbnails|e\.jpg/);
-  // Not a terminal: plain lines with the counts, bytes, rate and ETA, no bar drawn in place.
-  // eslint-disable-next-line no-control-regex -- an ANSI escape is what must not be there
-  assert.doesNotMatch(r.stdout, /\r|\x1b\[/);
-  assert.match(r.stdout, /^\[5\/5\] .*\/s, ETA \d+:\d\d\)$/m);
-  assert.equal(await countUploads(app), 4);
+test(
+  'pixvote upload walks folders, waits out 429 as Retry-After says, ' + 'reports the duplicate apart, and exits 0',
+  async () => {
+    const r = await pixvote(
+      [
+        'upload',
+        photos,
+        '--url',
+        app.url,
+        '--token',
+        token,
+        '--tags',
+        'Holiday,  Sea View ,holiday',
+        '--private',
+        '--concurrency',
+        '2',
+      ],
+      { home },
+    );
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(summary(r.stdout), '4 uploaded, 0 already uploaded, 1 duplicates, 0 failed');
+    // Exactly the whole seconds of Retry-After, with the reason, and no retry used up by it.
+    assert.match(r.stdout, /waiting [1-9]\d*\.0 s before retrying .* \(429 rate_limited: .+; as Retry-After asks\)/);
+    assert.match(r.stdout, /duplicates \(nothing new stored\):\n {2}.*copy of a\.jpg: same bytes as .*a\.jpg/);
+    assert.doesNotMatch(r.stdout, /notes\.txt|\.thumbnails|e\.jpg/);
+    // Not a terminal: plain lines with the counts, bytes, rate and ETA, no bar drawn in place.
+    // eslint-disable-next-line no-control-regex -- an ANSI escape is what must not be there
+    assert.doesNotMatch(r.stdout, /\r|\x1b\[/);
+    assert.match(r.stdout, /^\[5\/5\] .*\/s, ETA \d+:\d\d\)$/m);
+    assert.equal(await countUploads(app), 4);
 
-  const id = /uploaded {2}.*a\.jpg → ([0-9a-f-]{36})/.exec(r.stdout)?.[1];
-  const upload = await app.api.get(`/api/upload/${id}`);
-  assert.deepEqual(
-    upload.body.tags.map((t: { slug: string }) => t.slug),
-    ['holiday', 'sea-view'],
-  );
-  assert.equal(upload.body.is_private, true);
-});
+    const id = /uploaded {2}.*a\.jpg → ([0-9a-f-]{36})/.exec(r.stdout)?.[1];
+    const upload = await app.api.get(`/api/upload/${id}`);
+    assert.deepEqual(
+      upload.body.tags.map((t: { slug: string }) => t.slug),
+      ['holiday', 'sea-view'],
+    );
+    assert.equal(upload.body.is_private, true);
+  },
+);
 
 test('a re-run uploads nothing new; a file that fails makes the exit status non-zero', async () => {
   await writeFile(join(photos, 'trip', 'broken.jpg'), await truncatedJpeg());
@@ -180,42 +183,49 @@ async function album(name: string, n: number, seed: number): Promise<string> {
   return dir;
 }
 
-test('a Retry-After over --max-wait stops the run at once, says why, leaves the resume file; the next run skips what was done', async () => {
-  const dir = await album('over-max-wait', 4, 8200);
-  const limitedToken = await apiToken(limited.api, await registerUser(limited.api));
-  const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1'], {
-    home,
-  });
-  assert.equal(r.code, 75, r.stdout + r.stderr);
-  // The wait and its reason, in one line, and no attempt at sitting through it.
-  assert.match(
-    r.stdout,
-    /^stopped: the server asks to wait (\d+ min \d+ s|1 h 0 min) \(429 rate_limited: .+\), longer than --max-wait 300 s; try again after .+ UTC$/m,
-  );
-  assert.doesNotMatch(r.stdout, /waiting .* before retrying/);
-  assert.match(r.stdout, /stopped after [\d:]+: 2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 not sent \(/);
-  assert.equal(await countUploads(limited), 2);
-  // The resume file sits beside the config, named by server, inputs and options.
-  const resumeFile = /^resume file: (.+\.json) \(2 files done\); run the same command again to go on$/m.exec(
-    r.stdout,
-  )?.[1];
-  assert.ok(resumeFile, r.stdout);
-  assert.ok(resumeFile.startsWith(join(home, 'pixvote', 'resume')), resumeFile);
-  assert.equal((await stat(resumeFile)).mode & 0o777, 0o600);
-  const saved = JSON.parse(await readFile(resumeFile, 'utf8'));
-  assert.equal(Object.keys(saved.done).length, 2);
-  assert.equal(saved.server, limited.url);
+test(
+  'a Retry-After over --max-wait stops the run at once, says why, leaves the resume file; ' +
+    'the next run skips what was done',
+  async () => {
+    const dir = await album('over-max-wait', 4, 8200);
+    const limitedToken = await apiToken(limited.api, await registerUser(limited.api));
+    const r = await pixvote(['upload', dir, '--url', limited.url, '--token', limitedToken, '--concurrency', '1'], {
+      home,
+    });
+    assert.equal(r.code, 75, r.stdout + r.stderr);
+    // The wait and its reason, in one line, and no attempt at sitting through it.
+    assert.match(
+      r.stdout,
+      /^stopped: the server asks to wait (\d+ min \d+ s|1 h 0 min) \(429 rate_limited: .+\), longer than --max-wait 300 s; try again after .+ UTC$/m,
+    );
+    assert.doesNotMatch(r.stdout, /waiting .* before retrying/);
+    assert.match(
+      r.stdout,
+      /stopped after [\d:]+: 2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 not sent \(/,
+    );
+    assert.equal(await countUploads(limited), 2);
+    // The resume file sits beside the config, named by server, inputs and options.
+    const resumeFile = /^resume file: (.+\.json) \(2 files done\); run the same command again to go on$/m.exec(
+      r.stdout,
+    )?.[1];
+    assert.ok(resumeFile, r.stdout);
+    assert.ok(resumeFile.startsWith(join(home, 'pixvote', 'resume')), resumeFile);
+    assert.equal((await stat(resumeFile)).mode & 0o777, 0o600);
+    const saved = JSON.parse(await readFile(resumeFile, 'utf8'));
+    assert.equal(Object.keys(saved.done).length, 2);
+    assert.equal(saved.server, limited.url);
 
-  // The same command, pointed at a server that now allows (the resume file named, since the URL differs):
-  // the two done are skipped without a request, the other two are sent, and the finished run removes the file.
-  const before = await countUploads(app);
-  const again = await pixvote(['upload', dir, '--url', app.url, '--token', token, '--resume', resumeFile], { home });
-  assert.equal(again.code, 0, again.stdout + again.stderr);
-  assert.match(again.stdout, /resuming: 2 files done by an earlier run are skipped without a request/);
-  assert.equal(summary(again.stdout), '2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 skipped');
-  assert.equal(await countUploads(app), before + 2, 'the two done earlier were not sent');
-  await assert.rejects(stat(resumeFile), { code: 'ENOENT' });
-});
+    // The same command, pointed at a server that now allows (the resume file named, since the URL differs):
+    // the two done are skipped without a request, the other two are sent, and the finished run removes the file.
+    const before = await countUploads(app);
+    const again = await pixvote(['upload', dir, '--url', app.url, '--token', token, '--resume', resumeFile], { home });
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.match(again.stdout, /resuming: 2 files done by an earlier run are skipped without a request/);
+    assert.equal(summary(again.stdout), '2 uploaded, 0 already uploaded, 0 duplicates, 0 failed, 2 skipped');
+    assert.equal(await countUploads(app), before + 2, 'the two done earlier were not sent');
+    await assert.rejects(stat(resumeFile), { code: 'ENOENT' });
+  },
+);
 
 test('SIGINT mid-run prints the summary, keeps the resume file and exits 130', async () => {
   const dir = await album('interrupted', 4, 8300);

@@ -19,7 +19,10 @@ const VARIANTS = ['thumb', 'medium', 'full'];
 /** Starts an upload whose body trickles in and never finishes (the process is killed meanwhile). */
 function trickle(url: string, token: string, jpeg: Buffer): void {
   const boundary = 'x-pixvote-test';
-  const head = `--${boundary}\r\ncontent-disposition: form-data; name="upload_type"\r\n\r\nimage\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="t.jpg"\r\ncontent-type: image/jpeg\r\n\r\n`;
+  const head =
+    `--${boundary}\r\ncontent-disposition: form-data; name="upload_type"\r\n\r\nimage\r\n` +
+    `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="t.jpg"\r\n` +
+    'content-type: image/jpeg\r\n\r\n';
   const req = request(`${url}/api/v1/upload`, {
     method: 'POST',
     headers: {
@@ -58,138 +61,147 @@ async function consistency(dataDir: string, databaseUrl: string | null, accepted
   }
 }
 
-test('SIGKILL while uploads stream in, while they are in the pipeline, and right after commits: after restart every row has its files and every file its row', async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-crash-'));
-  const database = onPostgres ? await createTestDatabase() : null;
-  const env = {
-    DATA_DIR: dataDir,
-    WORKERS: '1',
-    WORKER_QUEUE: '50',
-    HUMAN_POLICY: 'off',
-    RATE_LIMIT_AUTH: '1000/15m',
-    RATE_LIMIT_UPLOAD: '10000/1h',
-    RATE_LIMIT_GENERAL: '100000/15m',
-    ...(database ? { DATABASE_URL: database.url } : {}),
-  };
-  const accepted: string[] = [];
-  let server: ServerProcess | null = null;
-  const recoveries: unknown[] = [];
-  const restart = async () => {
-    server = await spawnServer(env);
-    recoveries.push(...server.logs.filter((l) => l.msg === 'media recovered'));
-    return server;
-  };
-  const crash = async () => {
-    server!.kill('SIGKILL');
-    await server!.exited;
-  };
-  try {
-    let s = await restart();
-    const user: TestUser = await registerUser(s.api);
-    const images = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => photoJpeg({ width: 2400, height: 1800, seed: 1300 + i, metadata: false })),
-    );
-
-    // 1. While uploads stream in: bodies half sent.
-    for (const img of images.slice(0, 3)) trickle(s.url, user.token, img);
-    await new Promise((r) => setTimeout(r, 300));
-    await crash();
-    s = await restart();
-    await consistency(dataDir, database?.url ?? null, accepted);
-
-    // 2. While they are in the pipeline: whole bodies sent, one worker thread, a queue behind it.
-    const track = (p: Promise<{ status: number; body: { id?: string } }>) =>
-      p.then(
-        (r) => {
-          if (r.status === 201 && r.body.id) accepted.push(r.body.id);
-        },
-        () => {},
-      );
-    const inPipeline = images.map((img) => track(uploadImage(s.api, user.token, img)));
-    await new Promise((r) => setTimeout(r, 900));
-    await crash();
-    await Promise.all(inPipeline);
-    s = await restart();
-    await consistency(dataDir, database?.url ?? null, accepted);
-
-    // 3. Right after commits: eight lanes of small uploads back to back, killed mid-stream.
-    const small = await Promise.all(
-      Array.from({ length: 16 }, (_, i) => photoJpeg({ width: 320, height: 240, seed: 1400 + i, metadata: false })),
-    );
-    const before = accepted.length;
-    let n = 0;
-    let running = true;
-    const lane = async () => {
-      while (running) {
-        const i = n++;
-        const img = small[i % small.length]!;
-        // Distinct bytes each time (a changed JPEG comment), so none is a duplicate.
-        const bytes = Buffer.concat([
-          img.subarray(0, 2),
-          Buffer.from([0xff, 0xfe, 0, 8]),
-          Buffer.from(String(i).padStart(6, '0')),
-          img.subarray(2),
-        ]);
-        await track(
-          i % 3
-            ? uploadImage(s.api, user.token, bytes)
-            : uploadFields(s.api, user.token, { upload_type: 'link', external_url: `https://example.com/c${i}` }),
-        );
-      }
+test(
+  'SIGKILL while uploads stream in, while they are in the pipeline, and right after commits: ' +
+    'after restart every row has its files and every file its row',
+  async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-crash-'));
+    const database = onPostgres ? await createTestDatabase() : null;
+    const env = {
+      DATA_DIR: dataDir,
+      WORKERS: '1',
+      WORKER_QUEUE: '50',
+      HUMAN_POLICY: 'off',
+      RATE_LIMIT_AUTH: '1000/15m',
+      RATE_LIMIT_UPLOAD: '10000/1h',
+      RATE_LIMIT_GENERAL: '100000/15m',
+      ...(database ? { DATABASE_URL: database.url } : {}),
     };
-    const lanes = Array.from({ length: 8 }, lane);
-    // Kill it while commits are flowing: once a few have been accepted (however slow the machine), not at a fixed time.
-    for (let i = 0; i < 300 && accepted.length < before + 4; i++) await new Promise((r) => setTimeout(r, 100));
-    await new Promise((r) => setTimeout(r, 150));
-    await crash();
-    running = false;
-    await Promise.all(lanes);
-    assert.ok(accepted.length > before, 'uploads were being accepted when the process died');
-    assert.ok(accepted.length > 0, 'some uploads were accepted before the crashes');
-    s = await restart();
-    await consistency(dataDir, database?.url ?? null, accepted);
-    for (const id of accepted) assert.equal((await s.api.get(`/api/upload/${id}`)).status, 200);
-    if (process.env.PIXVOTE_TEST_VERBOSE) console.log({ accepted: accepted.length, recoveries });
-    s.kill('SIGTERM');
-    assert.equal((await s.exited).code, 0);
-  } finally {
-    if (server && (server as ServerProcess).proc.exitCode === null) (server as ServerProcess).kill('SIGKILL');
-    await database?.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  }
-});
-
-test('a crash between the database commit and the rename into place: start-up moves the staged files of the committed row in', async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-commit-gap-'));
-  const database = onPostgres ? await createTestDatabase() : null;
-  const shared = { sharedDataDir: dataDir, ...(database ? { databaseUrl: database.url } : {}) };
-  try {
-    const first = await startApp({}, shared);
-    const user = await registerUser(first.api);
-    const up = await uploadImage(first.api, user.token, await photoJpeg({ width: 800, height: 600, seed: 1701 }));
-    assert.equal(up.status, 201, up.text);
-    await first.close();
-    // The state such a crash leaves: the row committed, its files still in the dead process's staging directory.
-    const shard = (await readdir(join(dataDir, 'media')))[0]!;
-    const files = await readdir(join(dataDir, 'media', shard));
-    assert.equal(files.length, 3);
-    const key = files[0]!.split('.')[0]!;
-    const staged = join(dataDir, 'staging', `${hostname()}~999999~1`, key);
-    await mkdir(staged, { recursive: true });
-    for (const f of files) await rename(join(dataDir, 'media', shard, f), join(staged, f));
-
-    const second = await startApp({}, shared);
+    const accepted: string[] = [];
+    let server: ServerProcess | null = null;
+    const recoveries: unknown[] = [];
+    const restart = async () => {
+      server = await spawnServer(env);
+      recoveries.push(...server.logs.filter((l) => l.msg === 'media recovered'));
+      return server;
+    };
+    const crash = async () => {
+      server!.kill('SIGKILL');
+      await server!.exited;
+    };
     try {
-      for (const f of files)
-        await access(join(dataDir, 'media', shard, f)).catch(() => assert.fail(`${f} was not moved into place`));
-      assert.deepEqual((await diskStateOf(dataDir)).staging, [], 'nothing left staged');
-      for (const size of ['thumb', 'medium', 'full'])
-        assert.equal((await second.api.get(`/api/image/${up.body.id}?size=${size}`)).status, 200);
+      let s = await restart();
+      const user: TestUser = await registerUser(s.api);
+      const images = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => photoJpeg({ width: 2400, height: 1800, seed: 1300 + i, metadata: false })),
+      );
+
+      // 1. While uploads stream in: bodies half sent.
+      for (const img of images.slice(0, 3)) trickle(s.url, user.token, img);
+      await new Promise((r) => setTimeout(r, 300));
+      await crash();
+      s = await restart();
+      await consistency(dataDir, database?.url ?? null, accepted);
+
+      // 2. While they are in the pipeline: whole bodies sent, one worker thread, a queue behind it.
+      const track = (p: Promise<{ status: number; body: { id?: string } }>) =>
+        p.then(
+          (r) => {
+            if (r.status === 201 && r.body.id) accepted.push(r.body.id);
+          },
+          () => {},
+        );
+      const inPipeline = images.map((img) => track(uploadImage(s.api, user.token, img)));
+      await new Promise((r) => setTimeout(r, 900));
+      await crash();
+      await Promise.all(inPipeline);
+      s = await restart();
+      await consistency(dataDir, database?.url ?? null, accepted);
+
+      // 3. Right after commits: eight lanes of small uploads back to back, killed mid-stream.
+      const small = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => photoJpeg({ width: 320, height: 240, seed: 1400 + i, metadata: false })),
+      );
+      const before = accepted.length;
+      let n = 0;
+      let running = true;
+      const lane = async () => {
+        while (running) {
+          const i = n++;
+          const img = small[i % small.length]!;
+          // Distinct bytes each time (a changed JPEG comment), so none is a duplicate.
+          const bytes = Buffer.concat([
+            img.subarray(0, 2),
+            Buffer.from([0xff, 0xfe, 0, 8]),
+            Buffer.from(String(i).padStart(6, '0')),
+            img.subarray(2),
+          ]);
+          await track(
+            i % 3
+              ? uploadImage(s.api, user.token, bytes)
+              : uploadFields(s.api, user.token, { upload_type: 'link', external_url: `https://example.com/c${i}` }),
+          );
+        }
+      };
+      const lanes = Array.from({ length: 8 }, lane);
+      // Kill it while commits are flowing: once a few have been accepted (however slow the machine),
+      // not at a fixed time.
+      for (let i = 0; i < 300 && accepted.length < before + 4; i++) await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 150));
+      await crash();
+      running = false;
+      await Promise.all(lanes);
+      assert.ok(accepted.length > before, 'uploads were being accepted when the process died');
+      assert.ok(accepted.length > 0, 'some uploads were accepted before the crashes');
+      s = await restart();
+      await consistency(dataDir, database?.url ?? null, accepted);
+      for (const id of accepted) assert.equal((await s.api.get(`/api/upload/${id}`)).status, 200);
+      if (process.env.PIXVOTE_TEST_VERBOSE) console.log({ accepted: accepted.length, recoveries });
+      s.kill('SIGTERM');
+      assert.equal((await s.exited).code, 0);
     } finally {
-      await second.close();
+      if (server && (server as ServerProcess).proc.exitCode === null) (server as ServerProcess).kill('SIGKILL');
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
     }
-  } finally {
-    await database?.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  }
-});
+  },
+);
+
+test(
+  'a crash between the database commit and the rename into place: ' +
+    'start-up moves the staged files of the committed row in',
+  async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-commit-gap-'));
+    const database = onPostgres ? await createTestDatabase() : null;
+    const shared = { sharedDataDir: dataDir, ...(database ? { databaseUrl: database.url } : {}) };
+    try {
+      const first = await startApp({}, shared);
+      const user = await registerUser(first.api);
+      const up = await uploadImage(first.api, user.token, await photoJpeg({ width: 800, height: 600, seed: 1701 }));
+      assert.equal(up.status, 201, up.text);
+      await first.close();
+      // The state such a crash leaves: the row committed, its files still in the dead process's staging directory.
+      const shard = (await readdir(join(dataDir, 'media')))[0]!;
+      const files = await readdir(join(dataDir, 'media', shard));
+      assert.equal(files.length, 3);
+      const key = files[0]!.split('.')[0]!;
+      const staged = join(dataDir, 'staging', `${hostname()}~999999~1`, key);
+      await mkdir(staged, { recursive: true });
+      for (const f of files) await rename(join(dataDir, 'media', shard, f), join(staged, f));
+
+      const second = await startApp({}, shared);
+      try {
+        for (const f of files)
+          await access(join(dataDir, 'media', shard, f)).catch(() => assert.fail(`${f} was not moved into place`));
+        assert.deepEqual((await diskStateOf(dataDir)).staging, [], 'nothing left staged');
+        for (const size of ['thumb', 'medium', 'full'])
+          assert.equal((await second.api.get(`/api/image/${up.body.id}?size=${size}`)).status, 200);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  },
+);

@@ -138,32 +138,36 @@ describe("re-uploading bytes that exist only as another user's private upload", 
     };
   };
 
-  test('answers as a brand-new upload: same status, headers, fields, values and length, after the same pipeline work', async () => {
-    const [carol, bob] = [await registerUser(app.api), await registerUser(app.api)];
-    const bytes = await photoJpeg({ width: 320, height: 240, seed: 31_337 });
-    const fields = { is_private: 'true', description: 'the same caption', tags: 'same,tags' };
-    const runs0 = await encodeRuns();
-    // The first upload of these bytes: nothing like them exists.
-    const fresh = await uploadImage(app.api, carol.token, bytes, fields, 'same.jpg');
-    assert.equal(fresh.status, 201, fresh.text);
-    const runs1 = await encodeRuns();
-    const media = (await diskState(app)).media.length;
-    // Bob cannot see Carol's private upload: his upload of the same bytes must not tell it exists.
-    const twin = await uploadImage(app.api, bob.token, bytes, fields, 'same.jpg');
-    assert.equal(twin.status, 201, twin.text);
-    assert.equal((await diskState(app)).media.length, media, 'the stored files are shared (this is the twin path)');
-    assert.deepEqual(comparable(twin), comparable(fresh));
-    assert.equal(twin.body.username, bob.username);
-    assert.ok(
-      !twin.text.includes(fresh.body.id) && !twin.text.includes(fresh.body.filename.slice(0, 36)),
-      'nothing names or ties to the private upload',
-    );
-    // No shortcut: the twin went through the same worker pipeline (its timing is a fresh upload's).
-    assert.equal(runs1 - runs0, 1);
-    assert.equal((await encodeRuns()) - runs1, 1, 'the twin was encoded like a fresh upload');
-    // And its images are served.
-    for (const size of SIZES) assert.equal((await app.api.get(`/api/image/${twin.body.id}?size=${size}`)).status, 200);
-  });
+  test(
+    'answers as a brand-new upload: same status, headers, ' + 'fields, values and length, after the same pipeline work',
+    async () => {
+      const [carol, bob] = [await registerUser(app.api), await registerUser(app.api)];
+      const bytes = await photoJpeg({ width: 320, height: 240, seed: 31_337 });
+      const fields = { is_private: 'true', description: 'the same caption', tags: 'same,tags' };
+      const runs0 = await encodeRuns();
+      // The first upload of these bytes: nothing like them exists.
+      const fresh = await uploadImage(app.api, carol.token, bytes, fields, 'same.jpg');
+      assert.equal(fresh.status, 201, fresh.text);
+      const runs1 = await encodeRuns();
+      const media = (await diskState(app)).media.length;
+      // Bob cannot see Carol's private upload: his upload of the same bytes must not tell it exists.
+      const twin = await uploadImage(app.api, bob.token, bytes, fields, 'same.jpg');
+      assert.equal(twin.status, 201, twin.text);
+      assert.equal((await diskState(app)).media.length, media, 'the stored files are shared (this is the twin path)');
+      assert.deepEqual(comparable(twin), comparable(fresh));
+      assert.equal(twin.body.username, bob.username);
+      assert.ok(
+        !twin.text.includes(fresh.body.id) && !twin.text.includes(fresh.body.filename.slice(0, 36)),
+        'nothing names or ties to the private upload',
+      );
+      // No shortcut: the twin went through the same worker pipeline (its timing is a fresh upload's).
+      assert.equal(runs1 - runs0, 1);
+      assert.equal((await encodeRuns()) - runs1, 1, 'the twin was encoded like a fresh upload');
+      // And its images are served.
+      for (const size of SIZES)
+        assert.equal((await app.api.get(`/api/image/${twin.body.id}?size=${size}`)).status, 200);
+    },
+  );
 });
 
 describe('the media sweep at start-up', () => {

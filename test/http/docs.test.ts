@@ -10,7 +10,8 @@ import { DOCS_CSP } from '../../src/gateway/routes/docs.routes.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const INSTALL = 'apt-get update && apt-get install -y chromium';
-// A developer machine without Chromium skips the browser check and says why; CI (PIXVOTE_REQUIRE_SERVICES=1) fails instead.
+// A developer machine without Chromium skips the browser check and says why;
+// CI (PIXVOTE_REQUIRE_SERVICES=1) fails instead.
 const noBrowser =
   !existsSync(CHROMIUM) &&
   process.env.PIXVOTE_REQUIRE_SERVICES !== '1' &&
@@ -78,7 +79,8 @@ test(
       page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
       // Runs in the page (a string: this file is type-checked without the DOM library).
       await page.addInitScript(
-        "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
+        "document.addEventListener('securitypolicyviolation', (e) => " +
+          "console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));",
       );
 
       await page.goto(`${app.url}/docs`, { waitUntil: 'load' });

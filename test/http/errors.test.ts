@@ -136,43 +136,46 @@ test('GET /healthz and /readyz', async () => {
   if (app.config.redisUrl) assert.equal(ready.body.checks.redis.status, 'ok');
 });
 
-test('a NUL character in any text input is 400 invalid_request naming the field, never a 500, and stores nothing', async () => {
-  const u = await registerUser(app.api);
-  const link = await app.api.post(
-    '/api/upload',
-    { upload_type: 'link', external_url: 'https://example.com/nul', description: 'a\u0000b' },
-    { token: u.token },
-  );
-  assert.equal(link.status, 400, link.text);
-  assert.equal(link.body.error, 'invalid_request');
-  assert.match(link.body.message, /description contains a NUL/);
-  const login = await app.api.post('/api/auth', {
-    action: 'login',
-    email: 'x\u0000@example.com',
-    password: 'whatever123',
-  });
-  assert.equal(login.status, 400, login.text);
-  const token = await app.api.post('/api/auth/tokens/generate', { name: 'bot\u0000' }, { token: u.token });
-  assert.equal(token.status, 400, token.text);
-  for (const path of ['/api/uploads?tag=a%00b', '/api/uploads?user=a%00b', '/api/tags?q=a%00']) {
-    const r = await app.api.get(path);
-    assert.equal(r.status, 400, `${path}: ${r.text}`);
-    assert.equal(r.body.error, 'invalid_request');
-  }
-  const own = await app.api.post(
-    '/api/upload',
-    { upload_type: 'link', external_url: 'https://example.com/nul-ok' },
-    { token: u.token },
-  );
-  assert.equal(own.status, 201);
-  const del = await app.api.del(`/api/uploads/${own.body.id}/tags/a%00b`, { token: u.token });
-  assert.ok(del.status === 400 || del.status === 404, `${del.status} ${del.text}`);
-  assert.deepEqual(
-    (await app.api.get(`/api/profile`, { token: u.token })).body.uploads.map((x: { id: string }) => x.id),
-    [own.body.id],
-    'nothing else was stored',
-  );
-});
+test(
+  'a NUL character in any text input is 400 invalid_request naming the field, ' + 'never a 500, and stores nothing',
+  async () => {
+    const u = await registerUser(app.api);
+    const link = await app.api.post(
+      '/api/upload',
+      { upload_type: 'link', external_url: 'https://example.com/nul', description: 'a\u0000b' },
+      { token: u.token },
+    );
+    assert.equal(link.status, 400, link.text);
+    assert.equal(link.body.error, 'invalid_request');
+    assert.match(link.body.message, /description contains a NUL/);
+    const login = await app.api.post('/api/auth', {
+      action: 'login',
+      email: 'x\u0000@example.com',
+      password: 'whatever123',
+    });
+    assert.equal(login.status, 400, login.text);
+    const token = await app.api.post('/api/auth/tokens/generate', { name: 'bot\u0000' }, { token: u.token });
+    assert.equal(token.status, 400, token.text);
+    for (const path of ['/api/uploads?tag=a%00b', '/api/uploads?user=a%00b', '/api/tags?q=a%00']) {
+      const r = await app.api.get(path);
+      assert.equal(r.status, 400, `${path}: ${r.text}`);
+      assert.equal(r.body.error, 'invalid_request');
+    }
+    const own = await app.api.post(
+      '/api/upload',
+      { upload_type: 'link', external_url: 'https://example.com/nul-ok' },
+      { token: u.token },
+    );
+    assert.equal(own.status, 201);
+    const del = await app.api.del(`/api/uploads/${own.body.id}/tags/a%00b`, { token: u.token });
+    assert.ok(del.status === 400 || del.status === 404, `${del.status} ${del.text}`);
+    assert.deepEqual(
+      (await app.api.get(`/api/profile`, { token: u.token })).body.uploads.map((x: { id: string }) => x.id),
+      [own.body.id],
+      'nothing else was stored',
+    );
+  },
+);
 
 describe('errors raised below the app get the contract body, an X-Request-Id and a closed connection', () => {
   const assertContract = (r: RawReply, status: number, code: string, message: RegExp) => {
@@ -216,32 +219,38 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
     }
   });
 
-  test('a declared Content-Length of 50 MB → 413 from the headers alone, before any body is sent, and the connection closes', async () => {
-    const u = await registerUser(app.api);
-    for (const [path, type] of [
-      ['/api/upload', 'multipart/form-data; boundary=x'],
-      ['/api/upload', 'application/json'],
-      ['/api/auth/tokens/generate', 'application/json'],
-    ] as const) {
-      for (const token of [u.token, null]) {
-        const c = await openRaw(app.url);
-        const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
-        c.write(
-          `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: ${type}\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
-        );
-        // Not a byte of the body is sent: the answer comes from the headers.
-        const r = await c.reply();
-        assertContract(r, 413, 'payload_too_large', /52428800 bytes/);
-        await c.closed();
+  test(
+    'a declared Content-Length of 50 MB → 413 from the headers alone, before any body is sent, ' +
+      'and the connection closes',
+    async () => {
+      const u = await registerUser(app.api);
+      for (const [path, type] of [
+        ['/api/upload', 'multipart/form-data; boundary=x'],
+        ['/api/upload', 'application/json'],
+        ['/api/auth/tokens/generate', 'application/json'],
+      ] as const) {
+        for (const token of [u.token, null]) {
+          const c = await openRaw(app.url);
+          const auth = token ? `Authorization: Bearer ${token}\r\n` : '';
+          c.write(
+            `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: ${type}\r\n` +
+              `Content-Length: ${50 * 1024 * 1024}\r\n\r\n`,
+          );
+          // Not a byte of the body is sent: the answer comes from the headers.
+          const r = await c.reply();
+          assertContract(r, 413, 'payload_too_large', /52428800 bytes/);
+          await c.closed();
+        }
       }
-    }
-  });
+    },
+  );
 
   test('a JSON body declared over 1 MiB → 413 at once naming the JSON limit', async () => {
     const u = await registerUser(app.api);
     const c = await openRaw(app.url);
     c.write(
-      `POST /api/auth/tokens/generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{"name":"`,
+      `POST /api/auth/tokens/generate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{"name":"`,
     );
     assertContract(await c.reply(), 413, 'payload_too_large', /JSON body is 2097152 bytes; the limit is 1 MiB/);
     await c.closed();
@@ -250,42 +259,48 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
   test('Expect: 100-continue with a declared body too large → 413 instead of 100 Continue', async () => {
     const c = await openRaw(app.url);
     c.write(
-      `POST /api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\nExpect: 100-continue\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
+      'POST /api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\n' +
+        `Expect: 100-continue\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
     );
     assertContract(await c.reply(), 413, 'payload_too_large', /at most/);
     await c.closed();
   });
 
-  test('a multipart body longer than its Content-Length → 400 invalid_request, the connection closes, no temp file remains', async () => {
-    const u = await registerUser(app.api);
-    const form = new FormData();
-    form.append('upload_type', 'image');
-    form.append('file', new Blob([await photoJpeg({ seed: 4242 })]), 'a.jpg');
-    const { body, contentType } = await encodeForm(form);
-    const declared = body.length - 100;
-    /** Requests to POST /api/upload the server has finished (answered or not: this one's socket is gone). */
-    const finished = async () =>
-      (await currentMetrics(app))
-        .split('\n')
-        .filter((l) => l.startsWith('pixvote_http_requests_total{') && l.includes('route="/api/upload"'))
-        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    const before = await finished();
-    const c = await openRaw(app.url);
-    c.write(
-      `POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`,
-    );
-    c.write(body);
-    const r = await c.reply();
-    assert.equal(r.status, 400, r.text);
-    assert.equal(r.body.error, 'invalid_request');
-    assert.match(r.body.message, /Content-Length/);
-    assert.equal(r.headers['x-request-id'], 'long-body-1', 'the id of the request being served');
-    await c.closed();
-    // The answer came from below the app while the request may still be on its way through it (authenticating):
-    // wait until the app is done with it, then nothing of it may remain.
-    for (let i = 0; i < 100 && (await finished()) === before; i++) await new Promise((res) => setTimeout(res, 100));
-    assert.equal(await finished(), before + 1, 'the app finished the request');
-    assert.deepEqual(await tmpEntries(app.config.dataDir), [], 'the multipart temp directory is gone');
-    assert.deepEqual((await app.api.get('/api/profile', { token: u.token })).body.uploads, [], 'nothing was stored');
-  });
+  test(
+    'a multipart body longer than its Content-Length → 400 invalid_request, the connection closes, ' +
+      'no temp file remains',
+    async () => {
+      const u = await registerUser(app.api);
+      const form = new FormData();
+      form.append('upload_type', 'image');
+      form.append('file', new Blob([await photoJpeg({ seed: 4242 })]), 'a.jpg');
+      const { body, contentType } = await encodeForm(form);
+      const declared = body.length - 100;
+      /** Requests to POST /api/upload the server has finished (answered or not: this one's socket is gone). */
+      const finished = async () =>
+        (await currentMetrics(app))
+          .split('\n')
+          .filter((l) => l.startsWith('pixvote_http_requests_total{') && l.includes('route="/api/upload"'))
+          .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      const before = await finished();
+      const c = await openRaw(app.url);
+      c.write(
+        `POST /api/upload HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${u.token}\r\n` +
+          `Content-Type: ${contentType}\r\nContent-Length: ${declared}\r\nX-Request-Id: long-body-1\r\n\r\n`,
+      );
+      c.write(body);
+      const r = await c.reply();
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error, 'invalid_request');
+      assert.match(r.body.message, /Content-Length/);
+      assert.equal(r.headers['x-request-id'], 'long-body-1', 'the id of the request being served');
+      await c.closed();
+      // The answer came from below the app while the request may still be on its way through it (authenticating):
+      // wait until the app is done with it, then nothing of it may remain.
+      for (let i = 0; i < 100 && (await finished()) === before; i++) await new Promise((res) => setTimeout(res, 100));
+      assert.equal(await finished(), before + 1, 'the app finished the request');
+      assert.deepEqual(await tmpEntries(app.config.dataDir), [], 'the multipart temp directory is gone');
+      assert.deepEqual((await app.api.get('/api/profile', { token: u.token })).body.uploads, [], 'nothing was stored');
+    },
+  );
 });

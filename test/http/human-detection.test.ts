@@ -55,13 +55,16 @@ test('HUMAN_POLICY=reject: photos of people → 400 human_detected with the scor
   for (const name of PEOPLE) await assertRefusedLeavingNothing(u.token, bytes.get(name)!, `${name}.jpg`);
 });
 
-test('HUMAN_POLICY=reject: a GIF showing a person on frame 2 of 5 only → 400 human_detected, nothing left behind', async () => {
-  // Frames 0, 2, 3, 4 are one people-free photo; frame 1 is a photo of three men. First, middle and last frames
-  // are not enough. (Backgrounds other than NO_PEOPLE's photos, so no near duplicate of them.)
-  const gif = await personGif({ frames: 5, personAt: 1, background: 'dust-bowl-shack' });
-  const u = await registerUser(reject.api);
-  await assertRefusedLeavingNothing(u.token, gif, 'person-on-frame-2.gif');
-});
+test(
+  'HUMAN_POLICY=reject: a GIF showing a person on frame 2 of 5 only ' + '→ 400 human_detected, nothing left behind',
+  async () => {
+    // Frames 0, 2, 3, 4 are one people-free photo; frame 1 is a photo of three men. First, middle and last frames
+    // are not enough. (Backgrounds other than NO_PEOPLE's photos, so no near duplicate of them.)
+    const gif = await personGif({ frames: 5, personAt: 1, background: 'dust-bowl-shack' });
+    const u = await registerUser(reject.api);
+    await assertRefusedLeavingNothing(u.token, gif, 'person-on-frame-2.gif');
+  },
+);
 
 test('HUMAN_POLICY=reject: the same GIF without the person is stored, animated, with a low score', async () => {
   const u = await registerUser(reject.api);

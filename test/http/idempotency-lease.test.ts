@@ -125,63 +125,71 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]);
 }
 
-test('a process killed while it holds an Idempotency-Key: after a restart, a retry with that key a lease after the crash proceeds (201), and only once', async () => {
-  await scenario(1313, async ({ images, start, stop }) => {
-    let server = await start();
-    const user = await registerUser(server.api);
-    // The first attempt holds the key while its image fetch hangs; then its process dies.
-    images.hold = 'never';
-    void sendWithKey(server.api, user.token, images.url, 'crash-1').catch(() => {});
-    await within(images.arrived, 30_000, 'the upload reached its image fetch');
-    server.kill('SIGKILL');
-    await server.exited;
-    const crashedAt = Date.now();
-    images.hold = null;
+test(
+  'a process killed while it holds an Idempotency-Key: after a restart, ' +
+    'a retry with that key a lease after the crash proceeds (201), and only once',
+  async () => {
+    await scenario(1313, async ({ images, start, stop }) => {
+      let server = await start();
+      const user = await registerUser(server.api);
+      // The first attempt holds the key while its image fetch hangs; then its process dies.
+      images.hold = 'never';
+      void sendWithKey(server.api, user.token, images.url, 'crash-1').catch(() => {});
+      await within(images.arrived, 30_000, 'the upload reached its image fetch');
+      server.kill('SIGKILL');
+      await server.exited;
+      const crashedAt = Date.now();
+      images.hold = null;
 
-    server = await start();
-    // The client retries a lease (and a margin) after the crash: the dead process's claim has lapsed.
-    await sleep(Math.max(0, crashedAt + IDEMPOTENCY_LEASE_MS + 2000 - Date.now()));
-    const retry = await within(sendWithKey(server.api, user.token, images.url, 'crash-1'), 15_000, 'the retry');
-    assert.equal(retry.status, 201, retry.text);
-    assert.equal(
-      retry.headers.get('idempotent-replayed'),
-      null,
-      'the retry ran: the first attempt had recorded nothing',
-    );
-    assert.equal(retry.body.source_url, images.url);
+      server = await start();
+      // The client retries a lease (and a margin) after the crash: the dead process's claim has lapsed.
+      await sleep(Math.max(0, crashedAt + IDEMPOTENCY_LEASE_MS + 2000 - Date.now()));
+      const retry = await within(sendWithKey(server.api, user.token, images.url, 'crash-1'), 15_000, 'the retry');
+      assert.equal(retry.status, 201, retry.text);
+      assert.equal(
+        retry.headers.get('idempotent-replayed'),
+        null,
+        'the retry ran: the first attempt had recorded nothing',
+      );
+      assert.equal(retry.body.source_url, images.url);
 
-    const again = await within(sendWithKey(server.api, user.token, images.url, 'crash-1'), 15_000, 'a second retry');
-    assert.equal(again.status, 201);
-    assert.equal(again.headers.get('idempotent-replayed'), 'true');
-    assert.equal(again.body.id, retry.body.id);
-    assert.equal(images.hits, 2, 'the image was fetched by the dead attempt and the retry, not by the replay');
-    assert.deepEqual(await stop(), [retry.body.id], 'one upload for the key');
-  });
-});
+      const again = await within(sendWithKey(server.api, user.token, images.url, 'crash-1'), 15_000, 'a second retry');
+      assert.equal(again.status, 201);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(again.body.id, retry.body.id);
+      assert.equal(images.hits, 2, 'the image was fetched by the dead attempt and the retry, not by the replay');
+      assert.deepEqual(await stop(), [retry.body.id], 'one upload for the key');
+    });
+  },
+);
 
-test('two live requests with one key whose work outlasts the lease: the holder keeps the key, one upload is created and the other request gets its answer', async () => {
-  await scenario(1314, async ({ images, start, stop }) => {
-    const server = await start();
-    const user = await registerUser(server.api);
-    // The image answers only after more than a lease: the holder must renew its claim meanwhile.
-    images.hold = IDEMPOTENCY_LEASE_MS + 4000;
-    const first = sendWithKey(server.api, user.token, images.url, 'live-1');
-    await within(images.arrived, 30_000, 'the first upload reached its image fetch');
-    await sleep(500);
-    const second = sendWithKey(server.api, user.token, images.url, 'live-1');
-    const replies = await within(Promise.all([first, second]), IDEMPOTENCY_LEASE_MS * 4, 'both requests');
-    assert.deepEqual(
-      replies.map((r) => r.status),
-      [201, 201],
-      replies.map((r) => r.text).join('\n'),
-    );
-    assert.equal(replies[0].body.id, replies[1].body.id, 'both answers name the one upload');
-    assert.deepEqual(
-      replies.map((r) => r.headers.get('idempotent-replayed')),
-      [null, 'true'],
-      "the second request waited for the first one's answer",
-    );
-    assert.equal(images.hits, 1, 'the work ran once');
-    assert.deepEqual(await stop(), [replies[0].body.id]);
-  });
-});
+test(
+  'two live requests with one key whose work outlasts the lease: the holder keeps the key, ' +
+    'one upload is created and the other request gets its answer',
+  async () => {
+    await scenario(1314, async ({ images, start, stop }) => {
+      const server = await start();
+      const user = await registerUser(server.api);
+      // The image answers only after more than a lease: the holder must renew its claim meanwhile.
+      images.hold = IDEMPOTENCY_LEASE_MS + 4000;
+      const first = sendWithKey(server.api, user.token, images.url, 'live-1');
+      await within(images.arrived, 30_000, 'the first upload reached its image fetch');
+      await sleep(500);
+      const second = sendWithKey(server.api, user.token, images.url, 'live-1');
+      const replies = await within(Promise.all([first, second]), IDEMPOTENCY_LEASE_MS * 4, 'both requests');
+      assert.deepEqual(
+        replies.map((r) => r.status),
+        [201, 201],
+        replies.map((r) => r.text).join('\n'),
+      );
+      assert.equal(replies[0].body.id, replies[1].body.id, 'both answers name the one upload');
+      assert.deepEqual(
+        replies.map((r) => r.headers.get('idempotent-replayed')),
+        [null, 'true'],
+        "the second request waited for the first one's answer",
+      );
+      assert.equal(images.hits, 1, 'the work ran once');
+      assert.deepEqual(await stop(), [replies[0].body.id]);
+    });
+  },
+);

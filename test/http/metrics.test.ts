@@ -18,38 +18,42 @@ const sample = (text: string, name: string, labels: Record<string, string>) => {
   return line ? Number(line.split(' ').at(-1)) : undefined;
 };
 
-test('GET /metrics: requests by route and status, pool, stages, uploads by outcome, rate limits, detector backend, event-loop lag', async () => {
-  const u = await registerUser(app.api);
-  await app.api.get('/api/uploads');
-  await app.api.get(`/api/upload/00000000-0000-4000-8000-000000000000`);
-  assert.equal((await uploadImage(app.api, u.token, await photoJpeg({ seed: 1001 }))).status, 201);
-  assert.equal((await uploadImage(app.api, u.token, nonImageBytes())).status, 400);
-  for (let i = 0; i < 3; i++) await app.api.post('/api/auth', { action: 'logout' });
+test(
+  'GET /metrics: requests by route and status, pool, stages, uploads by outcome, rate limits, detector backend, ' +
+    'event-loop lag',
+  async () => {
+    const u = await registerUser(app.api);
+    await app.api.get('/api/uploads');
+    await app.api.get(`/api/upload/00000000-0000-4000-8000-000000000000`);
+    assert.equal((await uploadImage(app.api, u.token, await photoJpeg({ seed: 1001 }))).status, 201);
+    assert.equal((await uploadImage(app.api, u.token, nonImageBytes())).status, 400);
+    for (let i = 0; i < 3; i++) await app.api.post('/api/auth', { action: 'logout' });
 
-  const r = await app.api.get('/metrics');
-  assert.equal(r.status, 200);
-  assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
-  const t = r.text;
-  assert.equal(sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/uploads', status: '200' }), 1);
-  assert.equal(
-    sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/upload/:id', status: '404' }),
-    1,
-    'labelled by pattern, not by id',
-  );
-  assert.ok((sample(t, 'pixvote_http_request_duration_seconds_count', { route: '/api/uploads' }) ?? 0) >= 1);
-  assert.equal(sample(t, 'pixvote_uploads_accepted_total', { type: 'image' }), 1);
-  assert.equal(sample(t, 'pixvote_uploads_rejected_total', { reason: 'unsupported_format' }), 1);
-  assert.equal(sample(t, 'pixvote_rate_limit_rejections_total', { limit: 'auth' }), 1);
-  for (const stage of ['hash', 'sniff', 'decode', 'phash', 'detect', 'encode']) {
-    assert.ok((sample(t, 'pixvote_pipeline_stage_duration_seconds_count', { stage }) ?? 0) >= 1, stage);
-  }
-  assert.match(t, /^pixvote_pool_threads 1$/m);
-  assert.match(t, /^pixvote_pool_queue_depth 0$/m);
-  assert.match(t, /^pixvote_pool_utilization [\d.e-]+$/m);
-  assert.match(t, /^pixvote_pool_queue_wait_seconds_count [1-9]/m);
-  assert.match(t, /^pixvote_detector_backend_info\{backend="(wasm|tensorflow)"\} 1$/m);
-  assert.match(t, /^nodejs_eventloop_lag_p99_seconds /m);
-});
+    const r = await app.api.get('/metrics');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
+    const t = r.text;
+    assert.equal(sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/uploads', status: '200' }), 1);
+    assert.equal(
+      sample(t, 'pixvote_http_requests_total', { method: 'GET', route: '/api/upload/:id', status: '404' }),
+      1,
+      'labelled by pattern, not by id',
+    );
+    assert.ok((sample(t, 'pixvote_http_request_duration_seconds_count', { route: '/api/uploads' }) ?? 0) >= 1);
+    assert.equal(sample(t, 'pixvote_uploads_accepted_total', { type: 'image' }), 1);
+    assert.equal(sample(t, 'pixvote_uploads_rejected_total', { reason: 'unsupported_format' }), 1);
+    assert.equal(sample(t, 'pixvote_rate_limit_rejections_total', { limit: 'auth' }), 1);
+    for (const stage of ['hash', 'sniff', 'decode', 'phash', 'detect', 'encode']) {
+      assert.ok((sample(t, 'pixvote_pipeline_stage_duration_seconds_count', { stage }) ?? 0) >= 1, stage);
+    }
+    assert.match(t, /^pixvote_pool_threads 1$/m);
+    assert.match(t, /^pixvote_pool_queue_depth 0$/m);
+    assert.match(t, /^pixvote_pool_utilization [\d.e-]+$/m);
+    assert.match(t, /^pixvote_pool_queue_wait_seconds_count [1-9]/m);
+    assert.match(t, /^pixvote_detector_backend_info\{backend="(wasm|tensorflow)"\} 1$/m);
+    assert.match(t, /^nodejs_eventloop_lag_p99_seconds /m);
+  },
+);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -105,33 +109,36 @@ test('concurrent GET /metrics scrapes share one rendering', async () => {
   }
 });
 
-test('with METRICS_TOKEN, /metrics needs Authorization: Bearer <METRICS_TOKEN> (401 unauthorized otherwise)', async () => {
-  const token = 'metrics-token-0123456789abcdef';
-  const guarded = await startApp({ METRICS_TOKEN: token });
-  try {
-    const user = await registerUser(guarded.api);
-    for (const [why, headers] of [
-      ['no credential', {}],
-      ['a wrong token', { authorization: `Bearer ${token.slice(0, -1)}x` }],
-      ['a prefix of the token', { authorization: `Bearer ${token.slice(0, 8)}` }],
-      ['a user JWT', { authorization: `Bearer ${user.token}` }],
-      ['another scheme', { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }],
-    ] as const) {
-      const r = await guarded.api.get('/metrics', { headers });
-      assert.equal(r.status, 401, why);
-      assert.equal(r.body.error, 'unauthorized', why);
-      assert.match(r.body.message, /METRICS_TOKEN/, why);
-      assert.doesNotMatch(r.text, /pixvote_/, why);
+test(
+  'with METRICS_TOKEN, ' + '/metrics needs Authorization: Bearer <METRICS_TOKEN> (401 unauthorized otherwise)',
+  async () => {
+    const token = 'metrics-token-0123456789abcdef';
+    const guarded = await startApp({ METRICS_TOKEN: token });
+    try {
+      const user = await registerUser(guarded.api);
+      for (const [why, headers] of [
+        ['no credential', {}],
+        ['a wrong token', { authorization: `Bearer ${token.slice(0, -1)}x` }],
+        ['a prefix of the token', { authorization: `Bearer ${token.slice(0, 8)}` }],
+        ['a user JWT', { authorization: `Bearer ${user.token}` }],
+        ['another scheme', { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }],
+      ] as const) {
+        const r = await guarded.api.get('/metrics', { headers });
+        assert.equal(r.status, 401, why);
+        assert.equal(r.body.error, 'unauthorized', why);
+        assert.match(r.body.message, /METRICS_TOKEN/, why);
+        assert.doesNotMatch(r.text, /pixvote_/, why);
+      }
+      const ok = await guarded.api.get('/metrics', { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(ok.status, 200);
+      assert.match(ok.text, /^pixvote_http_requests_total/m);
+      // Without METRICS_TOKEN the endpoint stays open, as before.
+      assert.equal((await app.api.get('/metrics')).status, 200);
+    } finally {
+      await guarded.close();
     }
-    const ok = await guarded.api.get('/metrics', { headers: { authorization: `Bearer ${token}` } });
-    assert.equal(ok.status, 200);
-    assert.match(ok.text, /^pixvote_http_requests_total/m);
-    // Without METRICS_TOKEN the endpoint stays open, as before.
-    assert.equal((await app.api.get('/metrics')).status, 200);
-  } finally {
-    await guarded.close();
-  }
-});
+  },
+);
 
 test('requests refused before routing carry their route pattern: a 429 of POST /api/auth, bad JSON', async () => {
   // RATE_LIMIT_AUTH is 3 per 15 min here: spend it (whatever earlier tests left), then one more is refused.

@@ -11,45 +11,48 @@ function assertLimitHeaders(r: Reply, limit: number) {
   assert.match(r.headers.get('ratelimit-reset') ?? '', /^[1-9]\d*$/);
 }
 
-test('every POST /api/auth counts toward RATE_LIMIT_AUTH, whatever its outcome; then 429 with Retry-After', async () => {
-  const app = await startApp({ RATE_LIMIT_AUTH: '3/15m' });
-  try {
-    const attempts = [
-      await app.api.post('/api/auth', { action: 'nonsense' }),
-      await app.api.post('/api/auth', { action: 'login', email: 'x@example.test', password: 'wrongpass' }),
-      await app.api.post('/api/auth', {
-        action: 'register',
+test(
+  'every POST /api/auth counts toward RATE_LIMIT_AUTH, ' + 'whatever its outcome; then 429 with Retry-After',
+  async () => {
+    const app = await startApp({ RATE_LIMIT_AUTH: '3/15m' });
+    try {
+      const attempts = [
+        await app.api.post('/api/auth', { action: 'nonsense' }),
+        await app.api.post('/api/auth', { action: 'login', email: 'x@example.test', password: 'wrongpass' }),
+        await app.api.post('/api/auth', {
+          action: 'register',
+          email: 'rl@example.test',
+          username: 'rl_user',
+          password: 'password123',
+        }),
+      ];
+      assert.deepEqual(
+        attempts.map((r) => r.status),
+        [400, 401, 201],
+      );
+      attempts.forEach((r, i) => {
+        assertLimitHeaders(r, 3);
+        assert.equal(r.headers.get('ratelimit-remaining'), String(2 - i));
+      });
+      const limited = await app.api.post('/api/auth', {
+        action: 'login',
         email: 'rl@example.test',
-        username: 'rl_user',
         password: 'password123',
-      }),
-    ];
-    assert.deepEqual(
-      attempts.map((r) => r.status),
-      [400, 401, 201],
-    );
-    attempts.forEach((r, i) => {
-      assertLimitHeaders(r, 3);
-      assert.equal(r.headers.get('ratelimit-remaining'), String(2 - i));
-    });
-    const limited = await app.api.post('/api/auth', {
-      action: 'login',
-      email: 'rl@example.test',
-      password: 'password123',
-    });
-    assert.equal(limited.status, 429);
-    assert.equal(limited.body.error, 'rate_limited');
-    assert.match(limited.body.message, /3 requests per 15 minutes/);
-    const retryAfter = Number(limited.headers.get('retry-after'));
-    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 900);
-    assertLimitHeaders(limited, 3);
-    assert.equal(limited.headers.get('ratelimit-remaining'), '0');
-    // The auth budget is separate from the general one.
-    assert.equal((await app.api.get('/api/auth/tokens')).status, 401);
-  } finally {
-    await app.close();
-  }
-});
+      });
+      assert.equal(limited.status, 429);
+      assert.equal(limited.body.error, 'rate_limited');
+      assert.match(limited.body.message, /3 requests per 15 minutes/);
+      const retryAfter = Number(limited.headers.get('retry-after'));
+      assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 900);
+      assertLimitHeaders(limited, 3);
+      assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+      // The auth budget is separate from the general one.
+      assert.equal((await app.api.get('/api/auth/tokens')).status, 401);
+    } finally {
+      await app.close();
+    }
+  },
+);
 
 test('X-Forwarded-For is ignored unless TRUST_PROXY=true', async () => {
   const untrusted = await startApp({ RATE_LIMIT_AUTH: '1/15m' });
@@ -93,25 +96,29 @@ test('X-Forwarded-For is ignored unless TRUST_PROXY=true', async () => {
   }
 });
 
-test('per-IP limits key an IPv6 client by its /64: rotating addresses inside it buys nothing, another /64 has its own budget', async () => {
-  const app = await startApp({ RATE_LIMIT_AUTH: '2/15m', TRUST_PROXY: 'true' });
-  try {
-    const from = (xff: string) =>
-      app.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': xff } });
-    assert.equal((await from('2001:db8:aa:1::1')).status, 200);
-    assert.equal((await from('2001:db8:aa:1:ffff:ffff:ffff:fffe')).status, 200);
-    const rotated = await from('2001:db8:aa:1:1234:5678:9abc:def0');
-    assert.equal(rotated.status, 429, 'a third address in the same /64 shares its budget');
-    assert.equal(rotated.headers.get('ratelimit-remaining'), '0');
-    assert.equal((await from('2001:db8:aa:2::1')).status, 200, 'the neighbouring /64 is another client');
-    // An IPv4-mapped IPv6 address is its IPv4 client.
-    assert.equal((await from('198.51.100.9')).status, 200);
-    assert.equal((await from('::ffff:198.51.100.9')).status, 200);
-    assert.equal((await from('::ffff:c633:6409')).status, 429);
-  } finally {
-    await app.close();
-  }
-});
+test(
+  'per-IP limits key an IPv6 client by its /64: rotating addresses inside it buys nothing, ' +
+    'another /64 has its own budget',
+  async () => {
+    const app = await startApp({ RATE_LIMIT_AUTH: '2/15m', TRUST_PROXY: 'true' });
+    try {
+      const from = (xff: string) =>
+        app.api.post('/api/auth', { action: 'logout' }, { headers: { 'x-forwarded-for': xff } });
+      assert.equal((await from('2001:db8:aa:1::1')).status, 200);
+      assert.equal((await from('2001:db8:aa:1:ffff:ffff:ffff:fffe')).status, 200);
+      const rotated = await from('2001:db8:aa:1:1234:5678:9abc:def0');
+      assert.equal(rotated.status, 429, 'a third address in the same /64 shares its budget');
+      assert.equal(rotated.headers.get('ratelimit-remaining'), '0');
+      assert.equal((await from('2001:db8:aa:2::1')).status, 200, 'the neighbouring /64 is another client');
+      // An IPv4-mapped IPv6 address is its IPv4 client.
+      assert.equal((await from('198.51.100.9')).status, 200);
+      assert.equal((await from('::ffff:198.51.100.9')).status, 200);
+      assert.equal((await from('::ffff:c633:6409')).status, 429);
+    } finally {
+      await app.close();
+    }
+  },
+);
 
 test('the auth limit cannot be dodged by spelling the path differently', async () => {
   const app = await startApp({ RATE_LIMIT_AUTH: '2/15m' });

@@ -203,11 +203,14 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
     assert.deepEqual(await suggest('moth'), []);
   });
 
-  test('GET /api/uploads/{id}/tags of a private upload answers its tags (reachable by id), and they stay unlisted', async () => {
-    const id = await upload('quietone', { is_private: 'true' });
-    assert.deepEqual(names((await app.api.get(`/api/uploads/${id}/tags`)).body.tags), ['quietone']);
-    assert.deepEqual(await suggest('quiet'), []);
-  });
+  test(
+    'GET /api/uploads/{id}/tags of a private upload answers its tags (reachable by id), ' + 'and they stay unlisted',
+    async () => {
+      const id = await upload('quietone', { is_private: 'true' });
+      assert.deepEqual(names((await app.api.get(`/api/uploads/${id}/tags`)).body.tags), ['quietone']);
+      assert.deepEqual(await suggest('quiet'), []);
+    },
+  );
 
   test('under concurrent privacy flips, tag edits and deletes the count equals what the listing shows', async () => {
     const ids = await Promise.all(

@@ -40,70 +40,73 @@ async function assertNothingLeft(rowsBefore: number, mediaBefore: number) {
 }
 
 describe('POST /api/v1/upload with upload_type=image', () => {
-  test('stores a JPEG: 201 with the upload record, variants served as WebP without EXIF/GPS, orientation applied', async () => {
-    const jpeg = await photoJpeg({ width: 1200, height: 900, orientation: 6, seed: 101 });
-    const r = await uploadImage(
-      app.api,
-      aliceToken,
-      jpeg,
-      { description: 'a caption', tags: ' Cute  Cats ,dogs,DOGS' },
-      'holiday.jpg',
-    );
-    assert.equal(r.status, 201, r.text);
-    const u = r.body;
-    assert.equal(r.headers.get('location'), `/api/upload/${u.id}`);
-    assert.equal(u.user_id, alice.id);
-    assert.equal(u.username, alice.username);
-    assert.equal(u.upload_type, 'image');
-    assert.match(u.filename, /^[0-9a-f-]{36}\.webp$/);
-    assert.equal(u.original_name, 'holiday.jpg');
-    assert.equal(u.description, 'a caption');
-    assert.equal(u.is_private, false);
-    assert.equal(u.upvotes, 0);
-    assert.equal(u.downvote_count, 0);
-    assert.equal(u.external_url, null);
-    assert.equal(u.source_url, null);
-    assert.equal(u.embed, null);
-    assert.deepEqual(
-      u.tags.map((t: { name: string; slug: string }) => [t.name, t.slug]),
-      [
-        ['cute cats', 'cute-cats'],
-        ['dogs', 'dogs'],
-      ],
-    );
-    // Orientation 6 rotates 1200×900 stored pixels to a 900×1200 displayed image.
-    assert.equal(u.image.width, 900);
-    assert.equal(u.image.height, 1200);
-    assert.equal(u.image.mime, 'image/webp');
-    assert.equal(u.image.animated, false);
-    assert.equal(u.image.url, `/api/image/${u.id}`);
-    assert.equal(u.image.thumbnail_url, `/api/image/${u.id}?size=thumb`);
-    assert.match(u.image.thumbhash, /^[A-Za-z0-9+/]+=*$/);
+  test(
+    'stores a JPEG: 201 with the upload record, ' + 'variants served as WebP without EXIF/GPS, orientation applied',
+    async () => {
+      const jpeg = await photoJpeg({ width: 1200, height: 900, orientation: 6, seed: 101 });
+      const r = await uploadImage(
+        app.api,
+        aliceToken,
+        jpeg,
+        { description: 'a caption', tags: ' Cute  Cats ,dogs,DOGS' },
+        'holiday.jpg',
+      );
+      assert.equal(r.status, 201, r.text);
+      const u = r.body;
+      assert.equal(r.headers.get('location'), `/api/upload/${u.id}`);
+      assert.equal(u.user_id, alice.id);
+      assert.equal(u.username, alice.username);
+      assert.equal(u.upload_type, 'image');
+      assert.match(u.filename, /^[0-9a-f-]{36}\.webp$/);
+      assert.equal(u.original_name, 'holiday.jpg');
+      assert.equal(u.description, 'a caption');
+      assert.equal(u.is_private, false);
+      assert.equal(u.upvotes, 0);
+      assert.equal(u.downvote_count, 0);
+      assert.equal(u.external_url, null);
+      assert.equal(u.source_url, null);
+      assert.equal(u.embed, null);
+      assert.deepEqual(
+        u.tags.map((t: { name: string; slug: string }) => [t.name, t.slug]),
+        [
+          ['cute cats', 'cute-cats'],
+          ['dogs', 'dogs'],
+        ],
+      );
+      // Orientation 6 rotates 1200×900 stored pixels to a 900×1200 displayed image.
+      assert.equal(u.image.width, 900);
+      assert.equal(u.image.height, 1200);
+      assert.equal(u.image.mime, 'image/webp');
+      assert.equal(u.image.animated, false);
+      assert.equal(u.image.url, `/api/image/${u.id}`);
+      assert.equal(u.image.thumbnail_url, `/api/image/${u.id}?size=thumb`);
+      assert.match(u.image.thumbhash, /^[A-Za-z0-9+/]+=*$/);
 
-    for (const [size, max] of [
-      ['thumb', 320],
-      ['medium', 1024],
-      ['full', 2048],
-      [undefined, 2048],
-    ] as const) {
-      const res = await app.api.get(`/api/image/${u.id}${size ? `?size=${size}` : ''}`);
-      assert.equal(res.status, 200);
-      assert.equal(res.headers.get('content-type'), 'image/webp');
-      assert.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
-      assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
-      assert.equal(res.headers.get('content-security-policy'), "default-src 'none'");
-      const bytes = res.bytes;
-      const meta = await sharp(bytes).metadata();
-      assert.equal(meta.format, 'webp');
-      assert.ok(Math.max(meta.width, meta.height) <= max, `${size} fits ${max}`);
-      assert.ok(meta.height > meta.width, 'portrait after orientation');
-      assert.equal(meta.exif, undefined, 'no EXIF (GPS) in a served variant');
-      assert.equal(meta.xmp, undefined, 'no XMP in a served variant');
-      assert.equal(meta.orientation ?? 1, 1);
-      for (const marker of ['GPSLatitude', 'PixvoteCam', 'exif:GPS'])
-        assert.ok(!bytes.includes(Buffer.from(marker)), `no ${marker} anywhere`);
-    }
-  });
+      for (const [size, max] of [
+        ['thumb', 320],
+        ['medium', 1024],
+        ['full', 2048],
+        [undefined, 2048],
+      ] as const) {
+        const res = await app.api.get(`/api/image/${u.id}${size ? `?size=${size}` : ''}`);
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('content-type'), 'image/webp');
+        assert.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+        assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+        assert.equal(res.headers.get('content-security-policy'), "default-src 'none'");
+        const bytes = res.bytes;
+        const meta = await sharp(bytes).metadata();
+        assert.equal(meta.format, 'webp');
+        assert.ok(Math.max(meta.width, meta.height) <= max, `${size} fits ${max}`);
+        assert.ok(meta.height > meta.width, 'portrait after orientation');
+        assert.equal(meta.exif, undefined, 'no EXIF (GPS) in a served variant');
+        assert.equal(meta.xmp, undefined, 'no XMP in a served variant');
+        assert.equal(meta.orientation ?? 1, 1);
+        for (const marker of ['GPSLatitude', 'PixvoteCam', 'exif:GPS'])
+          assert.ok(!bytes.includes(Buffer.from(marker)), `no ${marker} anywhere`);
+      }
+    },
+  );
 
   test('GET /api/image answers 304 to If-None-Match, 404 for unknown ids, 400 for a bad size', async () => {
     const r = await uploadImage(app.api, aliceToken, await pngImage(300, 200, 102), {}, 'x.png');
@@ -222,27 +225,30 @@ describe('duplicates', () => {
     assert.equal(other.status, 201);
   });
 
-  test("another user's private upload is never revealed: the same bytes are stored as a new upload sharing its files", async () => {
-    const jpeg = await photoJpeg({ seed: 203 });
-    const hidden = await uploadImage(app.api, aliceToken, jpeg, { is_private: 'true' });
-    assert.equal(hidden.status, 201);
-    const mediaBefore = (await diskState(app)).media.length;
-    const bobs = await uploadImage(app.api, bob.token, jpeg);
-    assert.equal(bobs.status, 201, 'stored, not a duplicate notice');
-    assert.notEqual(bobs.body.id, hidden.body.id);
-    assert.ok(!bobs.text.includes(hidden.body.id), 'the private id does not leak');
-    assert.equal((await diskState(app)).media.length, mediaBefore, 'the stored files are shared');
-    // The owner sees their own private upload as a duplicate.
-    const own = await uploadImage(app.api, aliceToken, jpeg);
-    assert.equal(own.body.existingUploadId, hidden.body.id);
-    // Deleting one keeps the files the other still uses.
-    assert.equal((await app.api.del(`/api/upload/${hidden.body.id}`, { token: alice.token })).status, 200);
-    const img = await app.api.get(`/api/image/${bobs.body.id}?size=thumb`);
-    assert.equal(img.status, 200);
-    assert.equal((await diskState(app)).media.length, mediaBefore);
-    assert.equal((await app.api.del(`/api/upload/${bobs.body.id}`, { token: bob.token })).status, 200);
-    assert.equal((await diskState(app)).media.length, mediaBefore - 3, 'the last user of the files removes them');
-  });
+  test(
+    "another user's private upload is never revealed: " + 'the same bytes are stored as a new upload sharing its files',
+    async () => {
+      const jpeg = await photoJpeg({ seed: 203 });
+      const hidden = await uploadImage(app.api, aliceToken, jpeg, { is_private: 'true' });
+      assert.equal(hidden.status, 201);
+      const mediaBefore = (await diskState(app)).media.length;
+      const bobs = await uploadImage(app.api, bob.token, jpeg);
+      assert.equal(bobs.status, 201, 'stored, not a duplicate notice');
+      assert.notEqual(bobs.body.id, hidden.body.id);
+      assert.ok(!bobs.text.includes(hidden.body.id), 'the private id does not leak');
+      assert.equal((await diskState(app)).media.length, mediaBefore, 'the stored files are shared');
+      // The owner sees their own private upload as a duplicate.
+      const own = await uploadImage(app.api, aliceToken, jpeg);
+      assert.equal(own.body.existingUploadId, hidden.body.id);
+      // Deleting one keeps the files the other still uses.
+      assert.equal((await app.api.del(`/api/upload/${hidden.body.id}`, { token: alice.token })).status, 200);
+      const img = await app.api.get(`/api/image/${bobs.body.id}?size=thumb`);
+      assert.equal(img.status, 200);
+      assert.equal((await diskState(app)).media.length, mediaBefore);
+      assert.equal((await app.api.del(`/api/upload/${bobs.body.id}`, { token: bob.token })).status, 200);
+      assert.equal((await diskState(app)).media.length, mediaBefore - 3, 'the last user of the files removes them');
+    },
+  );
 
   test('the last two uploads sharing files, deleted at the same moment: the files go, exactly once', async () => {
     for (const seed of [205, 206, 207, 208]) {
@@ -412,23 +418,26 @@ describe('malformed multipart bodies name what is wrong and leave nothing behind
     assert.equal(r.status, 400, r.text);
     assert.match(r.body.message, /form fields are too large \(limit 64 KiB/);
   });
-  test('a file sent in another field → 400 naming the field "file"; it counted against the caps and left nothing', async () => {
-    const rows = await countUploads(app);
-    const media = (await diskState(app)).media.length;
-    const form = new FormData();
-    form.append('upload_type', 'image');
-    form.append('image', new Blob([await photoJpeg({ seed: 308 })]), 'a.jpg');
-    const r = await post(form);
-    assert.equal(r.status, 400, r.text);
-    assert.match(r.body.message, /field "file", not "image"/);
-    await assertNothingLeft(rows, media);
-    const big = new FormData();
-    big.append('upload_type', 'image');
-    big.append('other', new Blob([Buffer.alloc(10 * 1024 * 1024 + 1, 0xff)]), 'big.bin');
-    const tooBig = await post(big).catch((e) => ({ status: -1, text: String(e) }) as never);
-    assert.equal(tooBig.status, 413, tooBig.text);
-    await assertNothingLeft(rows, media);
-  });
+  test(
+    'a file sent in another field → 400 naming the field "file"; ' + 'it counted against the caps and left nothing',
+    async () => {
+      const rows = await countUploads(app);
+      const media = (await diskState(app)).media.length;
+      const form = new FormData();
+      form.append('upload_type', 'image');
+      form.append('image', new Blob([await photoJpeg({ seed: 308 })]), 'a.jpg');
+      const r = await post(form);
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.body.message, /field "file", not "image"/);
+      await assertNothingLeft(rows, media);
+      const big = new FormData();
+      big.append('upload_type', 'image');
+      big.append('other', new Blob([Buffer.alloc(10 * 1024 * 1024 + 1, 0xff)]), 'big.bin');
+      const tooBig = await post(big).catch((e) => ({ status: -1, text: String(e) }) as never);
+      assert.equal(tooBig.status, 413, tooBig.text);
+      await assertNothingLeft(rows, media);
+    },
+  );
 });
 
 describe('privacy and delete', () => {

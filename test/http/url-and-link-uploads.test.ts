@@ -100,29 +100,32 @@ describe('upload_type=image_url', () => {
     });
   }
 
-  test('with FETCH_ALLOW_PRIVATE=false, loopback in every notation is refused and the server gets no connection', async () => {
-    const port = (server.address() as { port: number }).port;
-    const before = hits;
-    for (const host of [
-      '127.0.0.1',
-      '127.1',
-      '2130706433',
-      '0x7f000001',
-      '017700000001',
-      'localhost',
-      '[::1]',
-      '[::ffff:127.0.0.1]',
-    ]) {
-      const r = await uploadFields(strict.api, strictUser.token, {
-        upload_type: 'image_url',
-        image_url: `http://${host}:${port}/cat.png`,
-      });
-      assert.equal(r.status, 400, host);
-      assert.equal(r.body.error, 'fetch_failed', host);
-    }
-    assert.equal(hits, before, 'the local server was never reached');
-    assert.equal(await countUploads(strict), 0);
-  });
+  test(
+    'with FETCH_ALLOW_PRIVATE=false, ' + 'loopback in every notation is refused and the server gets no connection',
+    async () => {
+      const port = (server.address() as { port: number }).port;
+      const before = hits;
+      for (const host of [
+        '127.0.0.1',
+        '127.1',
+        '2130706433',
+        '0x7f000001',
+        '017700000001',
+        'localhost',
+        '[::1]',
+        '[::ffff:127.0.0.1]',
+      ]) {
+        const r = await uploadFields(strict.api, strictUser.token, {
+          upload_type: 'image_url',
+          image_url: `http://${host}:${port}/cat.png`,
+        });
+        assert.equal(r.status, 400, host);
+        assert.equal(r.body.error, 'fetch_failed', host);
+      }
+      assert.equal(hits, before, 'the local server was never reached');
+      assert.equal(await countUploads(strict), 0);
+    },
+  );
 
   test('image_url is required for upload_type=image_url', async () => {
     const r = await uploadFields(app.api, user.token, { upload_type: 'image_url' });

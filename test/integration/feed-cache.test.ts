@@ -155,7 +155,8 @@ test('Redis feed cache: a Redis that lost its data never brings back an old gene
 );
 
 test(
-  'Redis feed cache: a write whose bump failed is owed: pages are built from the database until a bump lands everywhere',
+  'Redis feed cache: a write whose bump failed is owed: ' +
+    'pages are built from the database until a bump lands everywhere',
   { skip },
   () =>
     twoProcesses(async (a, b, { ra }) => {

@@ -87,46 +87,49 @@ describe('media worker in a Piscina pool', () => {
     assert.equal(typeof (result as ProcessedImage & { startedAt?: number }).startedAt, 'number');
   });
 
-  it('asks, once the perceptual hash is known, whether to go on: told to stop, it encodes and stages nothing', async () => {
-    const jpeg = await fx.photoJpeg({ width: 1600, height: 1200 });
-    const ask = async (stop: boolean) => {
-      const { port1, port2 } = new MessageChannel();
-      const asked: string[] = [];
-      port1.on('message', (m: { phash: string }) => {
-        asked.push(m.phash);
-        port1.postMessage({ stop });
-      });
-      const task: ProcessImageTask = {
-        bytes: fx.toArrayBuffer(jpeg),
-        stagingDir,
-        baseName: `up-${++n}`,
-        humanPolicy: 'off',
-        humanThreshold: 0.5,
-        afterHash: port2,
+  it(
+    'asks, once the perceptual hash is known, whether to go on: ' + 'told to stop, it encodes and stages nothing',
+    async () => {
+      const jpeg = await fx.photoJpeg({ width: 1600, height: 1200 });
+      const ask = async (stop: boolean) => {
+        const { port1, port2 } = new MessageChannel();
+        const asked: string[] = [];
+        port1.on('message', (m: { phash: string }) => {
+          asked.push(m.phash);
+          port1.postMessage({ stop });
+        });
+        const task: ProcessImageTask = {
+          bytes: fx.toArrayBuffer(jpeg),
+          stagingDir,
+          baseName: `up-${++n}`,
+          humanPolicy: 'off',
+          humanThreshold: 0.5,
+          afterHash: port2,
+        };
+        try {
+          const result = (await pool.run(task, {
+            name: 'processImage',
+            transferList: [task.bytes, port2 as never],
+          })) as ProcessImageResult;
+          return { task, result, asked };
+        } finally {
+          port1.close();
+        }
       };
-      try {
-        const result = (await pool.run(task, {
-          name: 'processImage',
-          transferList: [task.bytes, port2 as never],
-        })) as ProcessImageResult;
-        return { task, result, asked };
-      } finally {
-        port1.close();
-      }
-    };
-    const stopped = await ask(true);
-    assert.equal(stopped.asked.length, 1);
-    const halt = stopped.result as StoppedAfterHash;
-    assert.equal(halt.stopped, true);
-    assert.equal(halt.phash, stopped.asked[0]);
-    assert.deepEqual(Object.keys(halt.timings).sort(), ['decode', 'phash', 'sniff'], 'no detection, no encoding');
-    assert.deepEqual(await staged(stopped.task), []);
-    const went = await ask(false);
-    assert.deepEqual(went.asked, stopped.asked, 'the same hash both times');
-    const image = ok(went.result);
-    assert.equal(image.phash, went.asked[0]);
-    assert.equal((await staged(went.task)).length, 3);
-  });
+      const stopped = await ask(true);
+      assert.equal(stopped.asked.length, 1);
+      const halt = stopped.result as StoppedAfterHash;
+      assert.equal(halt.stopped, true);
+      assert.equal(halt.phash, stopped.asked[0]);
+      assert.deepEqual(Object.keys(halt.timings).sort(), ['decode', 'phash', 'sniff'], 'no detection, no encoding');
+      assert.deepEqual(await staged(stopped.task), []);
+      const went = await ask(false);
+      assert.deepEqual(went.asked, stopped.asked, 'the same hash both times');
+      const image = ok(went.result);
+      assert.equal(image.phash, went.asked[0]);
+      assert.equal((await staged(went.task)).length, 3);
+    },
+  );
 
   it('keeps an animated WebP animated in every variant', async () => {
     const image = ok((await run(await fx.animatedWebp({ width: 400, height: 300, frames: 4 }))).result);

@@ -14,46 +14,51 @@ import type { AppState } from '../../src/gateway/context.ts';
 import { createHttpServer } from '../../src/server.ts';
 import { encodeForm, openRaw } from '../support/raw-http.ts';
 
-test('a body longer than its Content-Length, its connection gone before the body is read: 400 at once, temp directory removed', async () => {
-  const root = await mkdtemp(join(tmpdir(), 'pixvote-multipart-'));
-  const app = new Koa<AppState>();
-  app.silent = true;
-  const settled: Array<{ status: number; error?: string }> = [];
-  app.use(async (ctx, next) => {
-    // Like a slow authentication: the request waits while Node refuses the bytes after its body and closes
-    // the connection.
-    for (let i = 0; i < 200 && !ctx.req.socket.destroyed; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.ok(ctx.req.socket.destroyed, 'the connection closed while the request waited');
+test(
+  'a body longer than its Content-Length, its connection gone before the body is read: 400 at once, ' +
+    'temp directory removed',
+  async () => {
+    const root = await mkdtemp(join(tmpdir(), 'pixvote-multipart-'));
+    const app = new Koa<AppState>();
+    app.silent = true;
+    const settled: Array<{ status: number; error?: string }> = [];
+    app.use(async (ctx, next) => {
+      // Like a slow authentication: the request waits while Node refuses the bytes after its body and closes
+      // the connection.
+      for (let i = 0; i < 200 && !ctx.req.socket.destroyed; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(ctx.req.socket.destroyed, 'the connection closed while the request waited');
+      try {
+        await next();
+        settled.push({ status: 200 });
+      } catch (e) {
+        settled.push({ status: (e as { status: number }).status, error: (e as Error).message });
+      }
+    });
+    const media = { tempDir: async (name: string) => await mkdtemp(join(root, `${name}-`)), open: async () => null };
+    app.use(multipartUpload({ media }));
+    app.use((ctx) => void (ctx.body = 'parsed'));
+    const server = createHttpServer(app.callback());
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
-      await next();
-      settled.push({ status: 200 });
-    } catch (e) {
-      settled.push({ status: (e as { status: number }).status, error: (e as Error).message });
+      const form = new FormData();
+      form.append('upload_type', 'image');
+      form.append('file', new Blob([Buffer.alloc(50_000, 1)]), 'a.jpg');
+      const { body, contentType } = await encodeForm(form);
+      const c = await openRaw(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+      c.write(
+        `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\n` +
+          `Content-Length: ${body.length - 100}\r\n\r\n`,
+      );
+      c.write(body);
+      const r = await c.reply();
+      assert.equal(r.status, 400);
+      await c.closed();
+      for (let i = 0; i < 100 && settled.length === 0; i++) await new Promise((res) => setTimeout(res, 20));
+      assert.deepEqual(settled, [{ status: 400, error: 'the connection closed before the request body was read' }]);
+      assert.deepEqual(await readdir(root), [], 'the temp directory is gone');
+    } finally {
+      server.close();
+      await rm(root, { recursive: true, force: true });
     }
-  });
-  const media = { tempDir: async (name: string) => await mkdtemp(join(root, `${name}-`)), open: async () => null };
-  app.use(multipartUpload({ media }));
-  app.use((ctx) => void (ctx.body = 'parsed'));
-  const server = createHttpServer(app.callback());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  try {
-    const form = new FormData();
-    form.append('upload_type', 'image');
-    form.append('file', new Blob([Buffer.alloc(50_000, 1)]), 'a.jpg');
-    const { body, contentType } = await encodeForm(form);
-    const c = await openRaw(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
-    c.write(
-      `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length - 100}\r\n\r\n`,
-    );
-    c.write(body);
-    const r = await c.reply();
-    assert.equal(r.status, 400);
-    await c.closed();
-    for (let i = 0; i < 100 && settled.length === 0; i++) await new Promise((res) => setTimeout(res, 20));
-    assert.deepEqual(settled, [{ status: 400, error: 'the connection closed before the request body was read' }]);
-    assert.deepEqual(await readdir(root), [], 'the temp directory is gone');
-  } finally {
-    server.close();
-    await rm(root, { recursive: true, force: true });
-  }
-});
+  },
+);

@@ -82,7 +82,8 @@ async function trap(t: TestContext, host = '::', port = 0): Promise<Trap> {
         socket.end(
           Buffer.concat([
             Buffer.from(
-              `HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: ${PNG.length}\r\nConnection: close\r\n\r\n`,
+              'HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n' +
+                `Content-Length: ${PNG.length}\r\nConnection: close\r\n\r\n`,
             ),
             PNG,
           ]),
@@ -268,29 +269,36 @@ describe('fetchImage: forbidden addresses never get a connection', () => {
     );
   });
 
-  it('fetch_failed never tells what a host name resolved to: not the address, not its kind, not whether it resolved', async () => {
-    const answers: Record<string, string[]> = {
-      'loopback.example': ['127.0.0.1'],
-      'v6.example': ['::1'],
-      'mapped.example': ['::ffff:10.1.2.3'],
-      'private.example': ['10.0.3.17', '192.168.1.9'],
-      'nxdomain.example': [],
-    };
-    const resolve = async (name: string) => (answers[name] ?? []).map((address) => ({ address }));
-    const messages = new Set<string>();
-    // `localhost` goes through the system resolver.
-    for (const host of [...Object.keys(answers), 'localhost']) {
-      const err = await fetchImage(`http://${host}/x.png`, host === 'localhost' ? STRICT : { ...STRICT, resolve }).then(
-        () => assert.fail(`${host} was fetched`),
-        (e: AppError) => e,
-      );
-      assert.equal(err.code, 'fetch_failed', host);
-      assert.doesNotMatch(err.message, /127\.0\.0\.1|::1|10\.|192\.168|ffff/, host);
-      assert.doesNotMatch(err.message, /loopback|private|mapped|link-local|unique-local|could not be resolved/, host);
-      messages.add(err.message);
-    }
-    assert.deepEqual([...messages], ['image_url host does not resolve to a public address']);
-  });
+  it(
+    'fetch_failed never tells what a host name resolved to: not the address, not its kind, ' +
+      'not whether it resolved',
+    async () => {
+      const answers: Record<string, string[]> = {
+        'loopback.example': ['127.0.0.1'],
+        'v6.example': ['::1'],
+        'mapped.example': ['::ffff:10.1.2.3'],
+        'private.example': ['10.0.3.17', '192.168.1.9'],
+        'nxdomain.example': [],
+      };
+      const resolve = async (name: string) => (answers[name] ?? []).map((address) => ({ address }));
+      const messages = new Set<string>();
+      // `localhost` goes through the system resolver.
+      for (const host of [...Object.keys(answers), 'localhost']) {
+        const err = await fetchImage(
+          `http://${host}/x.png`,
+          host === 'localhost' ? STRICT : { ...STRICT, resolve },
+        ).then(
+          () => assert.fail(`${host} was fetched`),
+          (e: AppError) => e,
+        );
+        assert.equal(err.code, 'fetch_failed', host);
+        assert.doesNotMatch(err.message, /127\.0\.0\.1|::1|10\.|192\.168|ffff/, host);
+        assert.doesNotMatch(err.message, /loopback|private|mapped|link-local|unique-local|could not be resolved/, host);
+        messages.add(err.message);
+      }
+      assert.deepEqual([...messages], ['image_url host does not resolve to a public address']);
+    },
+  );
 
   it('of several resolved addresses only allowed ones are dialled', async (t) => {
     const tr = await trap(t, '127.0.0.1');

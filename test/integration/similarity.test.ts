@@ -29,96 +29,102 @@ function flip(hash: string, bits: number, r: () => number): string {
   return hex8(hi) + hex8(lo);
 }
 
-test('near-duplicate lookup is exact: every method agrees with brute force, visibility respected, up to distance 8', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'pixvote-sim-'));
-  const pg = onPostgres ? await createTestDatabase() : null;
-  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
-  try {
-    const d = db.dialect;
-    const owner = randomUUID();
-    const other = randomUUID();
-    for (const id of [owner, other]) {
-      await db
-        .db()
-        .insertInto('users')
-        .values({
-          id,
-          username: id.slice(0, 8),
-          username_key: id.slice(0, 8),
-          email: `${id}@x.test`,
-          email_key: `${id}@x.test`,
-          password_hash: 'x',
-          role: 'user',
-          created_at: d.date(new Date()),
-        })
-        .execute();
-    }
-    const methods =
-      d.name === 'postgres' ? (['multi-index-hashing'] as const) : (['multi-index-hashing', 'sqlite-vec'] as const);
-    const indexes = methods.map((m) => similarityIndexFor(d, m));
-    const r = rng(7);
-    const rows: Array<{ id: string; phash: string; userId: string; isPrivate: boolean; at: number }> = [];
-    const bases = Array.from({ length: 200 }, () => hex8(Math.floor(r() * 2 ** 31)) + hex8(Math.floor(r() * 2 ** 32)));
-    for (let i = 0; i < 400; i++) {
-      const phash = i < 200 ? bases[i]! : flip(bases[i % 200]!, 1 + (i % 8), r);
-      rows.push({
-        id: randomUUID(),
-        phash,
-        userId: i % 3 ? owner : other,
-        isPrivate: i % 5 === 0,
-        at: 1_700_000_000_000 + i * 1000,
-      });
-    }
-    for (const row of rows) {
-      const [ph0, ph1, ph2, ph3] = chunksOf(row.phash);
-      await db
-        .db()
-        .insertInto('uploads')
-        .values({
-          id: row.id,
-          user_id: row.userId,
-          upload_type: 'image',
-          description: '',
-          is_private: d.bool(row.isPrivate),
-          created_at: d.date(new Date(row.at)),
-          phash: row.phash,
-          ph0,
-          ph1,
-          ph2,
-          ph3,
-        })
-        .execute();
-      await indexes[0]!.add(db.db(), row.id, row.phash);
-    }
-    for (const [qi, probe] of [...bases.slice(0, 40), ...bases.slice(0, 20).map((b) => flip(b, 3, r))].entries()) {
-      for (const maxDistance of [0, 4, 8]) {
-        for (const viewer of [
-          { userId: other, isAdmin: false },
-          { userId: owner, isAdmin: false },
-          { userId: randomUUID(), isAdmin: true },
-        ]) {
-          const visible = rows.filter((x) => !x.isPrivate || x.userId === viewer.userId || viewer.isAdmin);
-          const best = visible
-            .map((x) => ({ id: x.id, distance: hammingHex(x.phash, probe), at: x.at }))
-            .filter((x) => x.distance <= maxDistance)
-            .sort((a, b) => a.distance - b.distance || a.at - b.at)[0];
-          for (const [mi, index] of indexes.entries()) {
-            const found = await index.findNear(db.db(), probe, maxDistance, viewer);
-            assert.deepEqual(
-              found,
-              best ? { id: best.id, distance: best.distance } : null,
-              `${methods[mi]} probe ${qi} d≤${maxDistance}`,
-            );
+test(
+  'near-duplicate lookup is exact: every method agrees with brute force, ' + 'visibility respected, up to distance 8',
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pixvote-sim-'));
+    const pg = onPostgres ? await createTestDatabase() : null;
+    const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+    try {
+      const d = db.dialect;
+      const owner = randomUUID();
+      const other = randomUUID();
+      for (const id of [owner, other]) {
+        await db
+          .db()
+          .insertInto('users')
+          .values({
+            id,
+            username: id.slice(0, 8),
+            username_key: id.slice(0, 8),
+            email: `${id}@x.test`,
+            email_key: `${id}@x.test`,
+            password_hash: 'x',
+            role: 'user',
+            created_at: d.date(new Date()),
+          })
+          .execute();
+      }
+      const methods =
+        d.name === 'postgres' ? (['multi-index-hashing'] as const) : (['multi-index-hashing', 'sqlite-vec'] as const);
+      const indexes = methods.map((m) => similarityIndexFor(d, m));
+      const r = rng(7);
+      const rows: Array<{ id: string; phash: string; userId: string; isPrivate: boolean; at: number }> = [];
+      const bases = Array.from(
+        { length: 200 },
+        () => hex8(Math.floor(r() * 2 ** 31)) + hex8(Math.floor(r() * 2 ** 32)),
+      );
+      for (let i = 0; i < 400; i++) {
+        const phash = i < 200 ? bases[i]! : flip(bases[i % 200]!, 1 + (i % 8), r);
+        rows.push({
+          id: randomUUID(),
+          phash,
+          userId: i % 3 ? owner : other,
+          isPrivate: i % 5 === 0,
+          at: 1_700_000_000_000 + i * 1000,
+        });
+      }
+      for (const row of rows) {
+        const [ph0, ph1, ph2, ph3] = chunksOf(row.phash);
+        await db
+          .db()
+          .insertInto('uploads')
+          .values({
+            id: row.id,
+            user_id: row.userId,
+            upload_type: 'image',
+            description: '',
+            is_private: d.bool(row.isPrivate),
+            created_at: d.date(new Date(row.at)),
+            phash: row.phash,
+            ph0,
+            ph1,
+            ph2,
+            ph3,
+          })
+          .execute();
+        await indexes[0]!.add(db.db(), row.id, row.phash);
+      }
+      for (const [qi, probe] of [...bases.slice(0, 40), ...bases.slice(0, 20).map((b) => flip(b, 3, r))].entries()) {
+        for (const maxDistance of [0, 4, 8]) {
+          for (const viewer of [
+            { userId: other, isAdmin: false },
+            { userId: owner, isAdmin: false },
+            { userId: randomUUID(), isAdmin: true },
+          ]) {
+            const visible = rows.filter((x) => !x.isPrivate || x.userId === viewer.userId || viewer.isAdmin);
+            const best = visible
+              .map((x) => ({ id: x.id, distance: hammingHex(x.phash, probe), at: x.at }))
+              .filter((x) => x.distance <= maxDistance)
+              .sort((a, b) => a.distance - b.distance || a.at - b.at)[0];
+            for (const [mi, index] of indexes.entries()) {
+              const found = await index.findNear(db.db(), probe, maxDistance, viewer);
+              assert.deepEqual(
+                found,
+                best ? { id: best.id, distance: best.distance } : null,
+                `${methods[mi]} probe ${qi} d≤${maxDistance}`,
+              );
+            }
           }
         }
       }
+    } finally {
+      await db.close();
+      await pg?.drop();
+      await rm(dir, { recursive: true, force: true });
     }
-  } finally {
-    await db.close();
-    await pg?.drop();
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test('hammingHex counts differing bits of two 64-bit hashes', () => {
   assert.equal(hammingHex('0000000000000000', 'ffffffffffffffff'), 64);

@@ -98,62 +98,65 @@ test('m007 recounts tags written before counts left private uploads out', async 
   );
 });
 
-test('m008 folds tag names made before NFKC folding: renamed when free, merged into their plain twin otherwise', async () => {
-  const tag = (name: string) => ({
-    id: randomUUID(),
-    name,
-    slug: name.replace(/ /g, '-'),
-    upload_count: 0,
-    created_at: 0 as Date | number,
-  });
-  const [cats, wideCats, wideDogs, invisible] = [tag('cats'), tag('ｃａｔｓ'), tag('ｄｏｇｓ'), tag('\u3164')];
-  let a = { id: '' };
-  let b = { id: '' };
-  let c = { id: '' };
-  await afterRerunOf(
-    'm008-fold-tag-names',
-    async (db, { at, upload }) => {
-      const rows = [upload(false), upload(false), upload(false)] as const;
-      [a, b, c] = rows;
-      await db.db().insertInto('uploads').values(rows).execute();
-      await db
-        .db()
-        .insertInto('tags')
-        .values([cats, wideCats, wideDogs, invisible].map((t) => ({ ...t, created_at: at })))
-        .execute();
-      const link = (u: { id: string }, t: { id: string }) => ({ upload_id: u.id, tag_id: t.id, created_at: at });
-      // a: both cat tags; b: only the wide one; c: the wide dogs and an invisible "letter".
-      await db
-        .db()
-        .insertInto('upload_tags')
-        .values([link(a, cats), link(a, wideCats), link(b, wideCats), link(c, wideDogs), link(c, invisible)])
-        .execute();
-    },
-    async (db) => {
-      const tags = await db
-        .db()
-        .selectFrom('tags')
-        .select(['id', 'name', 'slug', 'upload_count'])
-        .orderBy('slug')
-        .execute();
-      assert.deepEqual(
-        tags.map((t) => [t.name, t.slug, Number(t.upload_count)]),
-        [
-          ['cats', 'cats', 2],
-          ['dogs', 'dogs', 1],
-          ['\u3164', '\u3164', 1],
-        ],
-      );
-      assert.equal(tags.find((t) => t.name === 'dogs')!.id, wideDogs.id, 'renamed in place');
-      const links = await db.db().selectFrom('upload_tags').select(['upload_id', 'tag_id']).execute();
-      const of = (u: { id: string }) =>
-        links
-          .filter((l) => l.upload_id === u.id)
-          .map((l) => l.tag_id)
-          .sort();
-      assert.deepEqual(of(a), [cats.id]);
-      assert.deepEqual(of(b), [cats.id]);
-      assert.deepEqual(of(c), [invisible.id, wideDogs.id].sort());
-    },
-  );
-});
+test(
+  'm008 folds tag names made before NFKC folding: ' + 'renamed when free, merged into their plain twin otherwise',
+  async () => {
+    const tag = (name: string) => ({
+      id: randomUUID(),
+      name,
+      slug: name.replace(/ /g, '-'),
+      upload_count: 0,
+      created_at: 0 as Date | number,
+    });
+    const [cats, wideCats, wideDogs, invisible] = [tag('cats'), tag('ｃａｔｓ'), tag('ｄｏｇｓ'), tag('\u3164')];
+    let a = { id: '' };
+    let b = { id: '' };
+    let c = { id: '' };
+    await afterRerunOf(
+      'm008-fold-tag-names',
+      async (db, { at, upload }) => {
+        const rows = [upload(false), upload(false), upload(false)] as const;
+        [a, b, c] = rows;
+        await db.db().insertInto('uploads').values(rows).execute();
+        await db
+          .db()
+          .insertInto('tags')
+          .values([cats, wideCats, wideDogs, invisible].map((t) => ({ ...t, created_at: at })))
+          .execute();
+        const link = (u: { id: string }, t: { id: string }) => ({ upload_id: u.id, tag_id: t.id, created_at: at });
+        // a: both cat tags; b: only the wide one; c: the wide dogs and an invisible "letter".
+        await db
+          .db()
+          .insertInto('upload_tags')
+          .values([link(a, cats), link(a, wideCats), link(b, wideCats), link(c, wideDogs), link(c, invisible)])
+          .execute();
+      },
+      async (db) => {
+        const tags = await db
+          .db()
+          .selectFrom('tags')
+          .select(['id', 'name', 'slug', 'upload_count'])
+          .orderBy('slug')
+          .execute();
+        assert.deepEqual(
+          tags.map((t) => [t.name, t.slug, Number(t.upload_count)]),
+          [
+            ['cats', 'cats', 2],
+            ['dogs', 'dogs', 1],
+            ['\u3164', '\u3164', 1],
+          ],
+        );
+        assert.equal(tags.find((t) => t.name === 'dogs')!.id, wideDogs.id, 'renamed in place');
+        const links = await db.db().selectFrom('upload_tags').select(['upload_id', 'tag_id']).execute();
+        const of = (u: { id: string }) =>
+          links
+            .filter((l) => l.upload_id === u.id)
+            .map((l) => l.tag_id)
+            .sort();
+        assert.deepEqual(of(a), [cats.id]);
+        assert.deepEqual(of(b), [cats.id]);
+        assert.deepEqual(of(c), [invisible.id, wideDogs.id].sort());
+      },
+    );
+  },
+);

@@ -1,4 +1,7 @@
-/** Runs the `pixvote` command (bin/pixvote.js, as `npm link`/`npx` would) in a child process with its own config directory. */
+/**
+ * Runs the `pixvote` command (bin/pixvote.js, as `npm link`/`npx` would) in a child process with
+ * its own config directory.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 

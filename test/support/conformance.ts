@@ -103,7 +103,8 @@ export function checkConformance(r: Observed): void {
   const response = route.op.responses?.[String(r.status)] as Json | undefined;
   if (!response)
     throw new ConformanceError(
-      `${where}: status ${r.status} is not documented for ${method} ${route.template} (documented: ${Object.keys(route.op.responses).join(', ')})`,
+      `${where}: status ${r.status} is not documented for ${method} ${route.template} ` +
+        `(documented: ${Object.keys(route.op.responses).join(', ')})`,
     );
 
   for (const [name, raw] of Object.entries(response.headers ?? {})) {
@@ -128,7 +129,8 @@ export function checkConformance(r: Observed): void {
   const mediaType = (r.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (!(mediaType in content))
     throw new ConformanceError(
-      `${where}: Content-Type ${mediaType || '(none)'} is not documented (documented: ${Object.keys(content).join(', ')})`,
+      `${where}: Content-Type ${mediaType || '(none)'} is not documented ` +
+        `(documented: ${Object.keys(content).join(', ')})`,
     );
   if (mediaType !== 'application/json') return;
   let body: unknown;

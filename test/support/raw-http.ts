@@ -57,7 +57,8 @@ export async function openRaw(url: string): Promise<RawConnection> {
           waiters.delete(check);
           reject(
             new Error(
-              `connection closed before ${what}; received: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`,
+              `connection closed before ${what}; ` +
+                `received: ${JSON.stringify(received.toString('latin1').slice(0, 300))}`,
             ),
           );
         }

@@ -72,19 +72,22 @@ test('password hashes verify, reject a wrong password and a malformed hash', asy
   assert.notEqual(await hashPassword('secret-pass', cheap), h, 'salted');
 });
 
-test('the hashing pool: hashes and verifies on its own threads (its completed count is every hash), off libuv', async (t) => {
-  const pool = new PasswordHashPool({ threads: 1 });
-  t.after(() => pool.close());
-  const hasher = scryptHasher(cheap, pool);
-  const h = await hasher.hash('secret-pass');
-  assert.match(h, /^scrypt\$1024\$8\$1\$/);
-  assert.equal(await hasher.verify('secret-pass', h), true);
-  assert.equal(await hasher.verify('secret-pasS', h), false);
-  assert.equal(pool.stats().completed, 3, 'each hash and verify ran in the pool');
-  // Interchangeable with Node's own scrypt: hashes made before the pool existed still verify, and vice versa.
-  assert.equal(await verifyPassword('secret-pass', h), true);
-  assert.equal(await hasher.verify('old-pass', await hashPassword('old-pass', cheap)), true);
-});
+test(
+  'the hashing pool: ' + 'hashes and verifies on its own threads (its completed count is every hash), off libuv',
+  async (t) => {
+    const pool = new PasswordHashPool({ threads: 1 });
+    t.after(() => pool.close());
+    const hasher = scryptHasher(cheap, pool);
+    const h = await hasher.hash('secret-pass');
+    assert.match(h, /^scrypt\$1024\$8\$1\$/);
+    assert.equal(await hasher.verify('secret-pass', h), true);
+    assert.equal(await hasher.verify('secret-pasS', h), false);
+    assert.equal(pool.stats().completed, 3, 'each hash and verify ran in the pool');
+    // Interchangeable with Node's own scrypt: hashes made before the pool existed still verify, and vice versa.
+    assert.equal(await verifyPassword('secret-pass', h), true);
+    assert.equal(await hasher.verify('old-pass', await hashPassword('old-pass', cheap)), true);
+  },
+);
 
 test('with the pool, a wrong email and a wrong password still cost one full verification each', async (t) => {
   const pool = new PasswordHashPool({ threads: 1 });

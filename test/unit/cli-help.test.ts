@@ -36,37 +36,42 @@ function script(file: string, args: string[]): Promise<{ code: number | null; st
 
 const oneLine = (s: string) => s.endsWith('\n') && !s.slice(0, -1).includes('\n');
 
-test('every pixvote command answers --help with its usage and exit 0, and an unknown flag with one line and exit 2', async () => {
-  const home = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
-  try {
-    for (const command of [[], ['upload'], ['login'], ['logout'], ['tokens'], ['admin']]) {
-      const help = await pixvote([...command, '--help'], { home });
-      assert.equal(help.code, 0, `pixvote ${command.join(' ')} --help: ${help.stderr}`);
-      assert.match(help.stdout, new RegExp(`^usage: pixvote ${command[0] ?? '<command>'}`));
-      assert.equal(help.stderr, '');
-      if (!command.length) continue;
-      const bad = await pixvote([...command, '--frobnicate'], { home });
-      assert.equal(bad.code, 2, `pixvote ${command[0]} --frobnicate`);
-      assert.ok(oneLine(bad.stderr), bad.stderr);
-      assert.match(
-        bad.stderr,
-        new RegExp(`^pixvote: ${command[0]}: unknown option '--frobnicate' \\(see \`pixvote ${command[0]} --help\`\\)`),
-      );
+test(
+  'every pixvote command answers --help with its usage and exit 0, ' + 'and an unknown flag with one line and exit 2',
+  async () => {
+    const home = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
+    try {
+      for (const command of [[], ['upload'], ['login'], ['logout'], ['tokens'], ['admin']]) {
+        const help = await pixvote([...command, '--help'], { home });
+        assert.equal(help.code, 0, `pixvote ${command.join(' ')} --help: ${help.stderr}`);
+        assert.match(help.stdout, new RegExp(`^usage: pixvote ${command[0] ?? '<command>'}`));
+        assert.equal(help.stderr, '');
+        if (!command.length) continue;
+        const bad = await pixvote([...command, '--frobnicate'], { home });
+        assert.equal(bad.code, 2, `pixvote ${command[0]} --frobnicate`);
+        assert.ok(oneLine(bad.stderr), bad.stderr);
+        assert.match(
+          bad.stderr,
+          new RegExp(
+            `^pixvote: ${command[0]}: unknown option '--frobnicate' \\(see \`pixvote ${command[0]} --help\`\\)`,
+          ),
+        );
+      }
+      const typo = await pixvote(['uplaod', 'x'], { home });
+      assert.equal(typo.code, 2);
+      assert.ok(oneLine(typo.stderr), typo.stderr);
+      // The operator scripts run as pixvote commands too, with their own --help and flag checks.
+      const tune = await pixvote(['tune-workers', '--help'], { home });
+      assert.equal(tune.code, 0, tune.stderr);
+      assert.match(tune.stdout, /^usage: npm run tune-workers -- /m);
+      const tuneBad = await pixvote(['tune-workers', '--frobnicate'], { home });
+      assert.equal(tuneBad.code, 2);
+      assert.ok(oneLine(tuneBad.stderr), tuneBad.stderr);
+    } finally {
+      await rm(home, { recursive: true, force: true });
     }
-    const typo = await pixvote(['uplaod', 'x'], { home });
-    assert.equal(typo.code, 2);
-    assert.ok(oneLine(typo.stderr), typo.stderr);
-    // The operator scripts run as pixvote commands too, with their own --help and flag checks.
-    const tune = await pixvote(['tune-workers', '--help'], { home });
-    assert.equal(tune.code, 0, tune.stderr);
-    assert.match(tune.stdout, /^usage: npm run tune-workers -- /m);
-    const tuneBad = await pixvote(['tune-workers', '--frobnicate'], { home });
-    assert.equal(tuneBad.code, 2);
-    assert.ok(oneLine(tuneBad.stderr), tuneBad.stderr);
-  } finally {
-    await rm(home, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 const scripts = [
   'bench/tune-workers.ts',
@@ -84,16 +89,19 @@ const scripts = [
   'scripts/fetch-models.ts',
 ];
 
-test('the bench and scripts commands answer --help with exit 0 and refuse an unknown flag in one line with exit 2', async () => {
-  for (const file of scripts) {
-    const help = await script(file, ['--help']);
-    assert.equal(help.code, 0, `${file} --help: ${help.stderr}`);
-    assert.match(help.stdout, /^usage: /, file);
-    const bad = await script(file, ['--frobnicate']);
-    assert.equal(bad.code, 2, `${file} --frobnicate: ${bad.stdout}${bad.stderr}`);
-    assert.ok(oneLine(bad.stderr), `${file}: ${bad.stderr}`);
-    assert.match(bad.stderr, /Unknown option '--frobnicate' \(see .*--help\)/, file);
-  }
-  const tune = await script('bench/tune-workers.ts', ['--help']);
-  assert.match(tune.stdout, /^usage: npm run tune-workers -- \[--max MAX \(default \d+\)\] .*\[--help\]$/m);
-});
+test(
+  'the bench and scripts commands answer --help with exit 0 ' + 'and refuse an unknown flag in one line with exit 2',
+  async () => {
+    for (const file of scripts) {
+      const help = await script(file, ['--help']);
+      assert.equal(help.code, 0, `${file} --help: ${help.stderr}`);
+      assert.match(help.stdout, /^usage: /, file);
+      const bad = await script(file, ['--frobnicate']);
+      assert.equal(bad.code, 2, `${file} --frobnicate: ${bad.stdout}${bad.stderr}`);
+      assert.ok(oneLine(bad.stderr), `${file}: ${bad.stderr}`);
+      assert.match(bad.stderr, /Unknown option '--frobnicate' \(see .*--help\)/, file);
+    }
+    const tune = await script('bench/tune-workers.ts', ['--help']);
+    assert.match(tune.stdout, /^usage: npm run tune-workers -- \[--max MAX \(default \d+\)\] .*\[--help\]$/m);
+  },
+);

@@ -27,26 +27,29 @@ test('tags are normalized as the server does, de-duplicated, and checked before 
   assert.throws(() => normalizeTags(Array.from({ length: 11 }, (_, i) => `t${i}`)), /the limit is 10/);
 });
 
-test('walking finds images by extension, skips hidden entries and symlinked folders, and lists a file once', async () => {
-  const root = await mkdtemp(join(tmpdir(), 'pixvote-walk-'));
-  try {
-    await mkdir(join(root, 'b', 'c'), { recursive: true });
-    await mkdir(join(root, '.cache'));
-    for (const f of ['a.JPG', 'b/x.webp', 'b/c/y.gif', 'b/readme.md', '.cache/z.png', 'b/c/.hidden.png'])
-      await writeFile(join(root, f), 'x');
-    await symlink(join(root, 'b'), join(root, 'loop'));
-    await symlink(join(root, 'a.JPG'), join(root, 'b', 'alias.jpg'));
-    const r = await walkImages([root, join(root, 'a.JPG'), join(root, 'b', 'readme.md'), join(root, 'missing')]);
-    assert.deepEqual(
-      r.files.map((f) => f.path.slice(root.length + 1)),
-      ['a.JPG', 'b/c/y.gif', 'b/x.webp'],
-    );
-    assert.deepEqual(r.skipped, [join(root, 'b', 'readme.md')]);
-    assert.deepEqual(r.unreadable, [{ path: join(root, 'missing'), reason: 'no such file or directory' }]);
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
-});
+test(
+  'walking finds images by extension, ' + 'skips hidden entries and symlinked folders, and lists a file once',
+  async () => {
+    const root = await mkdtemp(join(tmpdir(), 'pixvote-walk-'));
+    try {
+      await mkdir(join(root, 'b', 'c'), { recursive: true });
+      await mkdir(join(root, '.cache'));
+      for (const f of ['a.JPG', 'b/x.webp', 'b/c/y.gif', 'b/readme.md', '.cache/z.png', 'b/c/.hidden.png'])
+        await writeFile(join(root, f), 'x');
+      await symlink(join(root, 'b'), join(root, 'loop'));
+      await symlink(join(root, 'a.JPG'), join(root, 'b', 'alias.jpg'));
+      const r = await walkImages([root, join(root, 'a.JPG'), join(root, 'b', 'readme.md'), join(root, 'missing')]);
+      assert.deepEqual(
+        r.files.map((f) => f.path.slice(root.length + 1)),
+        ['a.JPG', 'b/c/y.gif', 'b/x.webp'],
+      );
+      assert.deepEqual(r.skipped, [join(root, 'b', 'readme.md')]);
+      assert.deepEqual(r.unreadable, [{ path: join(root, 'missing'), reason: 'no such file or directory' }]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  },
+);
 
 test('progress: sizes, durations, and a status line with files, bytes, rate and ETA', () => {
   assert.equal(formatBytes(512), '512 B');
@@ -63,24 +66,28 @@ test('progress: sizes, durations, and a status line with files, bytes, rate and 
   assert.match(line, /^\[#+-+\] 5\/10 files {2}2\.0 MiB\/4\.0 MiB {2}1\.0 MiB\/s {2}ETA 0:02 {2}1 failed$/);
 });
 
-test('progress while waiting out a Retry-After: the wait is shown with its reason, the ETA adds it, the rate leaves it out', () => {
-  const p = { totalFiles: 4, totalBytes: 4 * 1048576, doneFiles: 2, doneBytes: 2 * 1048576, failed: 0, startedAt: 0 };
-  // 2 MiB in 2 s, then a 10-minute wait from t = 2 s; now t = 62 s.
-  const waiting = { ...p, pausedMs: 0, wait: { from: 2000, until: 602_000, reason: '429 rate_limited' } };
-  const line = statusLine(waiting, 62_000, 140);
-  assert.match(line, /1\.0 MiB\/s {2}ETA 9:02 {2}waiting 9:00 \(429 rate_limited\)$/, line);
-  // Once the wait is over it no longer counts against the rate.
-  const after = { ...p, pausedMs: 600_000, wait: null };
-  assert.match(statusLine(after, 602_000, 140), /1\.0 MiB\/s {2}ETA 0:02$/);
-  let tty = '';
-  const bar = new ProgressReporter(
-    { write: (s: string) => (tty += s), isTTY: true, columns: 140 },
-    { files: 2, bytes: 200 },
-  );
-  bar.waiting(Date.now() + 90_000, '503 busy');
-  bar.finish();
-  assert.match(tty, /waiting 1:3\d \(503 busy\)/);
-});
+test(
+  'progress while waiting out a Retry-After: the wait is shown with its reason, the ETA adds it, ' +
+    'the rate leaves it out',
+  () => {
+    const p = { totalFiles: 4, totalBytes: 4 * 1048576, doneFiles: 2, doneBytes: 2 * 1048576, failed: 0, startedAt: 0 };
+    // 2 MiB in 2 s, then a 10-minute wait from t = 2 s; now t = 62 s.
+    const waiting = { ...p, pausedMs: 0, wait: { from: 2000, until: 602_000, reason: '429 rate_limited' } };
+    const line = statusLine(waiting, 62_000, 140);
+    assert.match(line, /1\.0 MiB\/s {2}ETA 9:02 {2}waiting 9:00 \(429 rate_limited\)$/, line);
+    // Once the wait is over it no longer counts against the rate.
+    const after = { ...p, pausedMs: 600_000, wait: null };
+    assert.match(statusLine(after, 602_000, 140), /1\.0 MiB\/s {2}ETA 0:02$/);
+    let tty = '';
+    const bar = new ProgressReporter(
+      { write: (s: string) => (tty += s), isTTY: true, columns: 140 },
+      { files: 2, bytes: 200 },
+    );
+    bar.waiting(Date.now() + 90_000, '503 busy');
+    bar.finish();
+    assert.match(tty, /waiting 1:3\d \(503 busy\)/);
+  },
+);
 
 test('progress on a terminal redraws one bar in place; elsewhere it writes plain numbered lines', () => {
   let tty = '';
@@ -136,41 +143,53 @@ test('the password prompt reads keystrokes without echoing them; backspace and C
   await assert.rejects(p, /cancelled/);
 });
 
-test('the resume file: keyed by server, inputs and options; written atomically; skips only unchanged files', async () => {
-  const root = await mkdtemp(join(tmpdir(), 'pixvote-resume-'));
-  try {
-    const env = { XDG_CONFIG_HOME: root, HOME: root };
-    const o = { server: 'https://a.example', paths: ['x', 'y'], tags: ['cats'], isPrivate: false };
-    const path = defaultResumePath(o, env);
-    assert.match(path, new RegExp(`^${root}/pixvote/resume/[0-9a-f]{24}\\.json$`));
-    assert.equal(defaultResumePath({ ...o, paths: ['y', 'x'] }, env), path, 'the order of the inputs does not matter');
-    for (const other of [{ server: 'https://b.example' }, { paths: ['x'] }, { tags: ['dogs'] }, { isPrivate: true }]) {
-      assert.notEqual(defaultResumePath({ ...o, ...other }, env), path);
+test(
+  'the resume file: keyed by server, inputs and options; ' + 'written atomically; skips only unchanged files',
+  async () => {
+    const root = await mkdtemp(join(tmpdir(), 'pixvote-resume-'));
+    try {
+      const env = { XDG_CONFIG_HOME: root, HOME: root };
+      const o = { server: 'https://a.example', paths: ['x', 'y'], tags: ['cats'], isPrivate: false };
+      const path = defaultResumePath(o, env);
+      assert.match(path, new RegExp(`^${root}/pixvote/resume/[0-9a-f]{24}\\.json$`));
+      assert.equal(
+        defaultResumePath({ ...o, paths: ['y', 'x'] }, env),
+        path,
+        'the order of the inputs does not matter',
+      );
+      for (const other of [
+        { server: 'https://b.example' },
+        { paths: ['x'] },
+        { tags: ['dogs'] },
+        { isPrivate: true },
+      ]) {
+        assert.notEqual(defaultResumePath({ ...o, ...other }, env), path);
+      }
+
+      await writeFile(join(root, 'a.jpg'), 'aaaa');
+      await writeFile(join(root, 'b.jpg'), 'bbbb');
+      const fileOf = async (name: string) => {
+        const s = await stat(join(root, name));
+        return { path: join(root, name), size: s.size, mtimeMs: s.mtimeMs };
+      };
+      const first = await ResumeFile.open(path, o);
+      first.record(await fileOf('a.jpg'), 'uploaded', 'id-a');
+      first.record(await fileOf('b.jpg'), 'duplicate', 'id-b');
+      await first.flush();
+      assert.deepEqual((await readdir(join(root, 'pixvote', 'resume'))).length, 1, 'no temporary file left behind');
+      assert.equal((await stat(path)).mode & 0o777, 0o600);
+      assert.equal(JSON.parse(await readFile(path, 'utf8')).done[join(root, 'a.jpg')].id, 'id-a');
+
+      await utimes(join(root, 'b.jpg'), new Date(), new Date(Date.now() + 60_000)); // b changed since
+      const second = await ResumeFile.open(path, o);
+      assert.equal(second.loaded, 2);
+      assert.equal(second.isDone(await fileOf('a.jpg')), true);
+      assert.equal(second.isDone(await fileOf('b.jpg')), false, 'a file changed since is sent again');
+      await assert.rejects(ResumeFile.open(path, { ...o, tags: ['dogs'] }), /other --tags or --private/);
+      await second.remove();
+      await assert.rejects(stat(path), { code: 'ENOENT' });
+    } finally {
+      await rm(root, { recursive: true, force: true });
     }
-
-    await writeFile(join(root, 'a.jpg'), 'aaaa');
-    await writeFile(join(root, 'b.jpg'), 'bbbb');
-    const fileOf = async (name: string) => {
-      const s = await stat(join(root, name));
-      return { path: join(root, name), size: s.size, mtimeMs: s.mtimeMs };
-    };
-    const first = await ResumeFile.open(path, o);
-    first.record(await fileOf('a.jpg'), 'uploaded', 'id-a');
-    first.record(await fileOf('b.jpg'), 'duplicate', 'id-b');
-    await first.flush();
-    assert.deepEqual((await readdir(join(root, 'pixvote', 'resume'))).length, 1, 'no temporary file left behind');
-    assert.equal((await stat(path)).mode & 0o777, 0o600);
-    assert.equal(JSON.parse(await readFile(path, 'utf8')).done[join(root, 'a.jpg')].id, 'id-a');
-
-    await utimes(join(root, 'b.jpg'), new Date(), new Date(Date.now() + 60_000)); // b changed since
-    const second = await ResumeFile.open(path, o);
-    assert.equal(second.loaded, 2);
-    assert.equal(second.isDone(await fileOf('a.jpg')), true);
-    assert.equal(second.isDone(await fileOf('b.jpg')), false, 'a file changed since is sent again');
-    await assert.rejects(ResumeFile.open(path, { ...o, tags: ['dogs'] }), /other --tags or --private/);
-    await second.remove();
-    await assert.rejects(stat(path), { code: 'ENOENT' });
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
-});
+  },
+);

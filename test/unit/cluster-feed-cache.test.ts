@@ -59,17 +59,21 @@ test('cluster feed cache: joins, and a write waits for the new generation before
   cache.close();
 });
 
-test('cluster feed cache: with the primary gone, a write still resolves without waiting out its timeout, and this process drops its pages', async (t) => {
-  // Timers frozen: the fallback timeout cannot fire, so only the failed send can settle the write.
-  t.mock.timers.enable({ apis: ['setTimeout'] });
-  const { ipc } = channel('gone');
-  const cache = clusterFeedCache(ipc);
-  const first = await cache.read('k');
-  await cache.write('k', first.generation, page('one'), 60);
-  await cache.invalidate();
-  assert.equal((await cache.read('k')).hit, null);
-  cache.close();
-});
+test(
+  'cluster feed cache: with the primary gone, a write still resolves without waiting out its timeout, ' +
+    'and this process drops its pages',
+  async (t) => {
+    // Timers frozen: the fallback timeout cannot fire, so only the failed send can settle the write.
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const { ipc } = channel('gone');
+    const cache = clusterFeedCache(ipc);
+    const first = await cache.read('k');
+    await cache.write('k', first.generation, page('one'), 60);
+    await cache.invalidate();
+    assert.equal((await cache.read('k')).hit, null);
+    cache.close();
+  },
+);
 
 /** The primary (servePrimaryGenerations over a stand-in for node:cluster) and gateway processes joined to it. */
 function primaryWith(n: number) {
@@ -112,21 +116,24 @@ const turns = async (k = 10) => {
   for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r));
 };
 
-test('cluster primary: a write through one process answers only after every other process dropped its pages', async () => {
-  const { processes } = primaryWith(2);
-  const [a, b] = processes.map((p) => p.cache);
-  await turns(); // both joined
-  for (let i = 0; i < 5; i++) {
-    const before = await b!.read('k');
-    await b!.write('k', before.generation, page(`v${i}`), 60);
-    assert.equal((await b!.read('k')).hit?.etag, `W/"v${i}"`);
-    await a!.invalidate();
-    const next = await b!.read('k');
-    assert.equal(next.hit, null, `round ${i}: B served a page from before A's write`);
-    assert.notEqual(next.generation, before.generation);
-  }
-  for (const p of processes) p.cache.close();
-});
+test(
+  'cluster primary: ' + 'a write through one process answers only after every other process dropped its pages',
+  async () => {
+    const { processes } = primaryWith(2);
+    const [a, b] = processes.map((p) => p.cache);
+    await turns(); // both joined
+    for (let i = 0; i < 5; i++) {
+      const before = await b!.read('k');
+      await b!.write('k', before.generation, page(`v${i}`), 60);
+      assert.equal((await b!.read('k')).hit?.etag, `W/"v${i}"`);
+      await a!.invalidate();
+      const next = await b!.read('k');
+      assert.equal(next.hit, null, `round ${i}: B served a page from before A's write`);
+      assert.notEqual(next.generation, before.generation);
+    }
+    for (const p of processes) p.cache.close();
+  },
+);
 
 test('cluster primary: a process that exits without confirming is not waited for', async (t) => {
   // Timers frozen: neither timeout can fire, so only the exit can settle the round.

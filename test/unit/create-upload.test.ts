@@ -223,20 +223,23 @@ describe('duplicates', () => {
     assert.equal(s.media.stored.size, 1);
   });
 
-  test("another user's private twin is not revealed: the same path as fresh bytes, a new record sharing its files", async () => {
-    const s = setup();
-    s.processor.images.set('secret', { phash: '0000000000000000' });
-    const hidden = await s.useCase.run(alice, image(file('secret'), { isPrivate: true }));
-    const answer = await s.useCase.run(bob, image(file('secret')));
-    assert.equal(answer.status, 201);
-    assert.notEqual(body(answer).id, body(hidden).id);
-    assert.ok(!answer.body.includes(body(hidden).id), 'nothing in the answer names the private upload');
-    assert.equal(s.processor.encoded, 2, 'the whole pipeline ran, as for fresh bytes');
-    const [a, b] = [s.uploads.rows.get(body(hidden).id)!, s.uploads.rows.get(body(answer).id)!];
-    assert.equal(b.mediaKey, a.mediaKey, 'the stored files are shared, not copied');
-    assert.equal(s.media.stored.size, 1);
-    s.assertNothingStaged();
-  });
+  test(
+    "another user's private twin is not revealed: the same path as fresh bytes, " + 'a new record sharing its files',
+    async () => {
+      const s = setup();
+      s.processor.images.set('secret', { phash: '0000000000000000' });
+      const hidden = await s.useCase.run(alice, image(file('secret'), { isPrivate: true }));
+      const answer = await s.useCase.run(bob, image(file('secret')));
+      assert.equal(answer.status, 201);
+      assert.notEqual(body(answer).id, body(hidden).id);
+      assert.ok(!answer.body.includes(body(hidden).id), 'nothing in the answer names the private upload');
+      assert.equal(s.processor.encoded, 2, 'the whole pipeline ran, as for fresh bytes');
+      const [a, b] = [s.uploads.rows.get(body(hidden).id)!, s.uploads.rows.get(body(answer).id)!];
+      assert.equal(b.mediaKey, a.mediaKey, 'the stored files are shared, not copied');
+      assert.equal(s.media.stored.size, 1);
+      s.assertNothingStaged();
+    },
+  );
 });
 
 describe('person policy', () => {
@@ -325,23 +328,27 @@ describe('shutdown and client abort', () => {
     assert.deepEqual(s.outcomes, ['rejected busy']);
   });
 
-  test('the client goes while its image waits for a worker: nothing stored, the staged directory removed, the key free for a retry', async () => {
-    const s = setup();
-    s.processor.images.set('cat', { phash: '0000000000000000' });
-    let open!: () => void;
-    s.processor.gate = new Promise((r) => (open = r));
-    const client = new AbortController();
-    const running = s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'key-4', signal: client.signal });
-    await new Promise((r) => setImmediate(r));
-    assert.equal(s.media.staged.size, 1, 'staged while it waits');
-    client.abort(new Error('client disconnected'));
-    open();
-    await rejects(running, 'busy');
-    assert.equal(s.uploads.rows.size, 0);
-    s.assertNothingStaged();
-    s.processor.gate = null;
-    const retry = await s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'key-4' });
-    assert.equal(retry.status, 201);
-    assert.equal(retry.replayed, false);
-  });
+  test(
+    'the client goes while its image waits for a worker: nothing stored, the staged directory removed, ' +
+      'the key free for a retry',
+    async () => {
+      const s = setup();
+      s.processor.images.set('cat', { phash: '0000000000000000' });
+      let open!: () => void;
+      s.processor.gate = new Promise((r) => (open = r));
+      const client = new AbortController();
+      const running = s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'key-4', signal: client.signal });
+      await new Promise((r) => setImmediate(r));
+      assert.equal(s.media.staged.size, 1, 'staged while it waits');
+      client.abort(new Error('client disconnected'));
+      open();
+      await rejects(running, 'busy');
+      assert.equal(s.uploads.rows.size, 0);
+      s.assertNothingStaged();
+      s.processor.gate = null;
+      const retry = await s.useCase.run(alice, image(file('cat')), { idempotencyKey: 'key-4' });
+      assert.equal(retry.status, 201);
+      assert.equal(retry.replayed, false);
+    },
+  );
 });

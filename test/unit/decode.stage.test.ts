@@ -35,11 +35,14 @@ describe('decode stage', () => {
     assert.equal(img.animated, false);
   });
 
-  it('shrinks the working buffer to 2048 on the long side, keeping the original size as the displayed size', async () => {
-    const img = await decoded(await fx.photoJpeg({ width: 3000, height: 2000, metadata: false }));
-    assert.deepEqual([img.width, img.height], [3000, 2000]);
-    assert.deepEqual([img.raw.width, img.raw.height], [2048, 1365]);
-  });
+  it(
+    'shrinks the working buffer to 2048 on the long side, ' + 'keeping the original size as the displayed size',
+    async () => {
+      const img = await decoded(await fx.photoJpeg({ width: 3000, height: 2000, metadata: false }));
+      assert.deepEqual([img.width, img.height], [3000, 2000]);
+      assert.deepEqual([img.raw.width, img.raw.height], [2048, 1365]);
+    },
+  );
 
   it('never enlarges, and keeps alpha when there is some', async () => {
     const img = await decoded(await fx.pngWithAlpha(120, 90), 'png');

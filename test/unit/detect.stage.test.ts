@@ -314,18 +314,21 @@ describe('which frames of an animation are checked', () => {
     assert.deepEqual(distinctFrames(frameSignatures(image)), [0, 2]);
   });
 
-  test('distinct frames go through the model in batches of maxBatch, one frame at a time without detectMany', async () => {
-    const frames = Array.from({ length: 10 }, (_, i) => frame(W, H, 10 + i * 20));
-    const image = animation(frames, W, H);
-    const batched = counting(scriptedDetector(4));
-    const found = await detectPeople(image, batched.counted);
-    assert.deepEqual(found.info, { frames: 10, distinctFrames: 10, inferences: 10, modelCalls: 3, bestFrame: 9 });
-    assert.deepEqual(batched.count, { frames: 10, calls: 3 });
-    assert.equal(found.score, (10 + 9 * 20) / 255);
-    const single = counting(scriptedDetector());
-    assert.equal((await detectPeople(image, single.counted)).info.modelCalls, 10);
-    assert.deepEqual(single.count, { frames: 10, calls: 10 });
-  });
+  test(
+    'distinct frames go through the model in batches of maxBatch, ' + 'one frame at a time without detectMany',
+    async () => {
+      const frames = Array.from({ length: 10 }, (_, i) => frame(W, H, 10 + i * 20));
+      const image = animation(frames, W, H);
+      const batched = counting(scriptedDetector(4));
+      const found = await detectPeople(image, batched.counted);
+      assert.deepEqual(found.info, { frames: 10, distinctFrames: 10, inferences: 10, modelCalls: 3, bestFrame: 9 });
+      assert.deepEqual(batched.count, { frames: 10, calls: 3 });
+      assert.equal(found.score, (10 + 9 * 20) / 255);
+      const single = counting(scriptedDetector());
+      assert.equal((await detectPeople(image, single.counted)).info.modelCalls, 10);
+      assert.deepEqual(single.count, { frames: 10, calls: 10 });
+    },
+  );
 
   test('with stopAt, the batches after the first frame at that score are not run', async () => {
     const levels = [10, 200, 30, 40, 50, 60, 70, 80, 90];
@@ -390,14 +393,17 @@ describe('person detector on every distinct frame of a GIF', () => {
     assert.ok(many[1]!.score >= CALIBRATED_HUMAN_THRESHOLD && many[0]!.score < CALIBRATED_HUMAN_THRESHOLD);
   });
 
-  test('a person on frame 2 of 5 (0-based 1) is found; the four identical frames are checked once, in one batch', async () => {
-    const image = await decodeGif(await personGif({ frames: 5, personAt: 1 }));
-    const { counted, count } = counting(detector);
-    const found = await detectPeople(image, counted);
-    assert.ok(found.score >= CALIBRATED_HUMAN_THRESHOLD, `score ${found.score}`);
-    assert.deepEqual(found.info, { frames: 5, distinctFrames: 2, inferences: 2, modelCalls: 1, bestFrame: 1 });
-    assert.deepEqual(count, { frames: 2, calls: 1 });
-  });
+  test(
+    'a person on frame 2 of 5 (0-based 1) is found; ' + 'the four identical frames are checked once, in one batch',
+    async () => {
+      const image = await decodeGif(await personGif({ frames: 5, personAt: 1 }));
+      const { counted, count } = counting(detector);
+      const found = await detectPeople(image, counted);
+      assert.ok(found.score >= CALIBRATED_HUMAN_THRESHOLD, `score ${found.score}`);
+      assert.deepEqual(found.info, { frames: 5, distinctFrames: 2, inferences: 2, modelCalls: 1, bestFrame: 1 });
+      assert.deepEqual(count, { frames: 2, calls: 1 });
+    },
+  );
 
   test('the same GIF without the person scores below the threshold, on one inference', async () => {
     const image = await decodeGif(await personGif({ frames: 5, personAt: null }));

@@ -24,30 +24,33 @@ describe('encode stage', () => {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  it('writes thumb, medium and full WebP variants of an oriented camera photo, with no EXIF, GPS, XMP or ICC left', async () => {
-    const jpeg = await fx.photoJpeg({ width: 3000, height: 2000, orientation: 6 });
-    const input = await sharp(jpeg).metadata();
-    assert.ok(input.exif && input.xmp && input.icc, 'the fixture carries EXIF (with GPS), XMP and ICC');
+  it(
+    'writes thumb, medium and full WebP variants of an oriented camera photo, ' + 'with no EXIF, GPS, XMP or ICC left',
+    async () => {
+      const jpeg = await fx.photoJpeg({ width: 3000, height: 2000, orientation: 6 });
+      const input = await sharp(jpeg).metadata();
+      assert.ok(input.exif && input.xmp && input.icc, 'the fixture carries EXIF (with GPS), XMP and ICC');
 
-    const variants = await encodeVariants(await decoded(jpeg, 'jpeg'), { stagingDir: dir, baseName: 'photo' });
-    assert.deepEqual(
-      variants.map((v) => [v.name, v.width, v.height, path.basename(v.path)]),
-      [
-        ['thumb', 213, 320, 'photo.thumb.webp'],
-        ['medium', 683, 1024, 'photo.medium.webp'],
-        ['full', 1365, 2048, 'photo.full.webp'],
-      ],
-    );
-    for (const v of variants) {
-      const bytes = await readFile(v.path);
-      assert.equal(bytes.length, v.bytes);
-      assert.deepEqual(fx.riffChunks(bytes), ['VP8 '], `${v.name}: a bare lossy WebP, no EXIF/XMP/ICCP chunk`);
-      const meta = await sharp(bytes).metadata();
-      assert.deepEqual([meta.format, meta.width, meta.height], ['webp', v.width, v.height]);
-      assert.equal(meta.exif ?? meta.xmp ?? meta.icc ?? meta.orientation, undefined);
-      assert.ok(!bytes.includes('GPS') && !bytes.includes('PixvoteCam'));
-    }
-  });
+      const variants = await encodeVariants(await decoded(jpeg, 'jpeg'), { stagingDir: dir, baseName: 'photo' });
+      assert.deepEqual(
+        variants.map((v) => [v.name, v.width, v.height, path.basename(v.path)]),
+        [
+          ['thumb', 213, 320, 'photo.thumb.webp'],
+          ['medium', 683, 1024, 'photo.medium.webp'],
+          ['full', 1365, 2048, 'photo.full.webp'],
+        ],
+      );
+      for (const v of variants) {
+        const bytes = await readFile(v.path);
+        assert.equal(bytes.length, v.bytes);
+        assert.deepEqual(fx.riffChunks(bytes), ['VP8 '], `${v.name}: a bare lossy WebP, no EXIF/XMP/ICCP chunk`);
+        const meta = await sharp(bytes).metadata();
+        assert.deepEqual([meta.format, meta.width, meta.height], ['webp', v.width, v.height]);
+        assert.equal(meta.exif ?? meta.xmp ?? meta.icc ?? meta.orientation, undefined);
+        assert.ok(!bytes.includes('GPS') && !bytes.includes('PixvoteCam'));
+      }
+    },
+  );
 
   it('never enlarges: a 200×150 PNG gives three 200×150 variants, encoded once', async () => {
     const variants = await encodeVariants(await decoded(await fx.pngImage(200, 150), 'png'), {

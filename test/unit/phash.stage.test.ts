@@ -148,18 +148,21 @@ describe('phash stage', () => {
     );
   });
 
-  it('keeps re-encodes, resizes and brightness changes of a synthetic scene within 4, unrelated scenes far apart', async (t) => {
-    const originals = await Promise.all(
-      [1, 2, 3, 4, 5, 6].map(async (seed) => ({
-        bytes: await fx.photoJpeg({ width: 1200, height: 900, seed, metadata: false }),
-        group: String(seed),
-      })),
-    );
-    const table = await distances(originals);
-    report(t, 'synthetic scenes', table);
-    for (const name of SAME_IMAGE) assert.ok(stats(table.edits[name]!).max <= 4, name);
-    assert.ok(stats(table.unrelated).min >= 16);
-  });
+  it(
+    'keeps re-encodes, resizes and brightness changes of a synthetic scene within 4, ' + 'unrelated scenes far apart',
+    async (t) => {
+      const originals = await Promise.all(
+        [1, 2, 3, 4, 5, 6].map(async (seed) => ({
+          bytes: await fx.photoJpeg({ width: 1200, height: 900, seed, metadata: false }),
+          group: String(seed),
+        })),
+      );
+      const table = await distances(originals);
+      report(t, 'synthetic scenes', table);
+      for (const name of SAME_IMAGE) assert.ok(stats(table.edits[name]!).max <= 4, name);
+      assert.ok(stats(table.unrelated).min >= 16);
+    },
+  );
 
   it('on real photos: the same picture stays close, different pictures stay far apart', async (t) => {
     let photos;

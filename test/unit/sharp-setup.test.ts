@@ -71,11 +71,14 @@ describe('sharp setup', () => {
     }
   });
 
-  it('with it, sharp refuses SVG, TIFF, AVIF, PDF, BMP and the libvips format even when the sniff is bypassed', async () => {
-    await setupSharp();
-    for (const { name, bytes } of refused) assert.equal(await decodes(bytes), false, name);
-    assert.equal(await decodes(vipsFile), false);
-  });
+  it(
+    'with it, sharp refuses SVG, TIFF, AVIF, PDF, BMP and the libvips format ' + 'even when the sniff is bypassed',
+    async () => {
+      await setupSharp();
+      for (const { name, bytes } of refused) assert.equal(await decodes(bytes), false, name);
+      assert.equal(await decodes(vipsFile), false);
+    },
+  );
 
   it('keeps JPEG, PNG, GIF and WebP decoding, UltraHDR JPEGs included (through the plain JPEG loader)', async () => {
     await setupSharp();
@@ -108,17 +111,20 @@ describe('sharp setup', () => {
     assert.equal(probe(`await import(${JSON.stringify(SETUP_URL)});`), 'refused');
   });
 
-  it('VIPS_BLOCK_UNTRUSTED set inside a worker thread does not reach libvips (a worker has its own process.env)', () => {
-    const out = runNode(
-      `import { Worker } from 'node:worker_threads';
+  it(
+    'VIPS_BLOCK_UNTRUSTED set inside a worker thread does not reach libvips ' + '(a worker has its own process.env)',
+    () => {
+      const out = runNode(
+        `import { Worker } from 'node:worker_threads';
        const worker = new Worker(\`
          process.env.VIPS_BLOCK_UNTRUSTED = '1';
          const { default: sharp } = await import('sharp');
          console.log(await sharp(${JSON.stringify(vipsFile)}).metadata().then(() => 'loaded', () => 'refused'));
        \`, { eval: true });
        await new Promise((resolve) => worker.on('exit', resolve));`,
-      envWithout('VIPS_BLOCK_UNTRUSTED'),
-    );
-    assert.equal(out, 'loaded');
-  });
+        envWithout('VIPS_BLOCK_UNTRUSTED'),
+      );
+      assert.equal(out, 'loaded');
+    },
+  );
 });

@@ -1,4 +1,6 @@
-/** HS256 JWTs: `sub` is the user id. Verified with an explicit algorithm list, so `none` or RS/HS confusion cannot pass. */
+/**
+ * HS256 JWTs: `sub` is the user id. Verified with an explicit algorithm list, so `none` or RS/HS confusion cannot pass.
+ */
 import jwt from 'jsonwebtoken';
 
 export interface JwtIssuer {

@@ -76,7 +76,9 @@ export class CreateUpload {
       throw errors.busy('the server is shutting down; retry (another instance will take it)', 5);
   }
 
-  /** Whether a request with this key will be answered from (or compared with) an earlier one: it spends no upload point. */
+  /**
+   * Whether a request with this key will be answered from (or compared with) an earlier one: it spends no upload point.
+   */
   async knownKey(principal: Principal, idempotencyKey: string): Promise<boolean> {
     return this.#deps.idempotency.known(principal.userId, validateIdempotencyKey(idempotencyKey));
   }

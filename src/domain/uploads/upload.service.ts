@@ -23,7 +23,9 @@ export interface UploadPolicy {
 }
 
 export interface ImageInput {
-  /** The original bytes, in an ArrayBuffer of their own (moved to a worker thread), read only when they are processed. */
+  /**
+   * The original bytes, in an ArrayBuffer of their own (moved to a worker thread), read only when they are processed.
+   */
   bytes: () => Promise<ArrayBuffer>;
   sha256: string;
   /** The client's file name as it was sent; made safe here (`originalNameOf`) before it is stored. */
@@ -190,7 +192,9 @@ export class UploadService {
     return key;
   }
 
-  /** Changes privacy; answers with the record (and the caller's vote on it, as every single-upload response to a user). */
+  /**
+   * Changes privacy; answers with the record (and the caller's vote on it, as every single-upload response to a user).
+   */
   async setPrivacy(principal: Principal, id: string, isPrivate: boolean, myVote: 'fucks' | 'does_not_fuck' | null) {
     const u = await this.#owned(principal, id, 'change the privacy of');
     if (u.isPrivate !== isPrivate) {

@@ -51,7 +51,8 @@ export const authOperations: Operation[] = [
     tag: 'auth',
     summary: 'Create an API token',
     description:
-      'The secret (`pv_…`) is shown only in this response; the server keeps only its hash. API tokens do not expire; revoke them.',
+      'The secret (`pv_…`) is shown only in this response; the server keeps only its hash. ' +
+      'API tokens do not expire; revoke them.',
     auth: 'required',
     limit: 'general',
     body: { json: TokenCreateBody },

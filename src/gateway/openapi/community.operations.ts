@@ -31,7 +31,9 @@ export const communityOperations: Operation[] = [
     tag: 'votes',
     summary: 'Vote on an upload, move the vote, or retract it',
     description:
-      'One vote per user per upload: voting again with another value moves it, the same value is a no-op, `none` retracts. Counts stay exact under any concurrency. An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404.',
+      'One vote per user per upload: voting again with another value moves it, the same value is a no-op, ' +
+      '`none` retracts. Counts stay exact under any concurrency. ' +
+      'An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404.',
     auth: 'required',
     limit: 'vote',
     body: { json: VoteBody },
@@ -45,7 +47,8 @@ export const communityOperations: Operation[] = [
     tag: 'feeds',
     summary: 'Public uploads, paginated, filtered and sorted',
     description:
-      'Public uploads only, for everyone (owners find their private ones in /api/profile). Default order: newest first.',
+      'Public uploads only, for everyone (owners find their private ones in /api/profile). ' +
+      'Default order: newest first.',
     auth: 'none',
     limit: 'general',
     query: FeedQuery,
@@ -95,7 +98,8 @@ export const communityOperations: Operation[] = [
     tag: 'tags',
     summary: 'Add tags to an upload',
     description:
-      'Owner or admin. Adding an existing tag is a no-op. More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added.',
+      'Owner or admin. Adding an existing tag is a no-op. ' +
+      'More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added.',
     auth: 'required',
     limit: 'general',
     params: IdParam,
@@ -123,7 +127,8 @@ export const communityOperations: Operation[] = [
     tag: 'tags',
     summary: 'Tag suggestions by name prefix',
     description:
-      'Tags carried by uploads a listing shows (public ones, for every caller), most used first; a tag only private uploads carry is not suggested, and private uploads are not counted.',
+      'Tags carried by uploads a listing shows (public ones, for every caller), most used first; ' +
+      'a tag only private uploads carry is not suggested, and private uploads are not counted.',
     auth: 'none',
     limit: 'general',
     query: TagSuggestQuery,

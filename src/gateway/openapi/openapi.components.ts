@@ -61,7 +61,8 @@ const str = { type: 'string' };
 export const headerComponents = {
   'X-Request-Id': {
     description:
-      "The request's id: the client's own `X-Request-Id` when it is 1–128 characters of `A-Za-z0-9._:-`, otherwise a fresh UUID. The server log is keyed by it.",
+      "The request's id: the client's own `X-Request-Id` when it is 1–128 characters of `A-Za-z0-9._:-`, " +
+      'otherwise a fresh UUID. The server log is keyed by it.',
     required: true,
     schema: str,
   },
@@ -97,7 +98,8 @@ export const headerComponents = {
   },
   'Set-Cookie': {
     description:
-      '`auth-token=<JWT>; HttpOnly; SameSite=Lax; Path=/` (+ `Secure` over HTTPS) with `Max-Age` = the JWT lifetime; logout sends it expired.',
+      '`auth-token=<JWT>; HttpOnly; SameSite=Lax; Path=/` (+ `Secure` over HTTPS) ' +
+      'with `Max-Age` = the JWT lifetime; logout sends it expired.',
     schema: str,
   },
   Vary: { description: 'The response depends on the caller.', schema: str },
@@ -115,7 +117,8 @@ export const parameterComponents = {
     in: 'header',
     required: false,
     description:
-      'Makes a retry safe: the same key from the same user within 24 h returns the first result instead of creating another upload.',
+      'Makes a retry safe: the same key from the same user within 24 h returns the first result ' +
+      'instead of creating another upload.',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$', examples: ['upload-2f6c1d0e-miso-radiator'] },
   },
   IfNoneMatch: {
@@ -146,7 +149,8 @@ export const securitySchemes = {
     in: 'cookie',
     name: 'auth-token',
     description:
-      'The cookie set by register and login, for browsers. A state-changing request authenticated only by the cookie and coming ' +
+      'The cookie set by register and login, for browsers. ' +
+      'A state-changing request authenticated only by the cookie and coming ' +
       'cross-site (`Sec-Fetch-Site: cross-site`, or another `Origin`) gets 403.',
   },
 };
@@ -164,10 +168,15 @@ export const documentInfo = {
   title: 'pixvote API',
   license: { name: 'MIT', identifier: 'MIT' },
   description:
-    'Upload images (a file, or a URL the service fetches) or links, vote on them, list, tag, make private, delete.\n\n' +
-    'JSON in and out, except image bytes and multipart uploads. Every non-2xx response except 304 is `{"error": "<code>", "message": "…"}`. ' +
-    'Timestamps are ISO-8601 UTC; ids are UUIDs. Unknown JSON fields are ignored. Every response carries `X-Request-Id`.\n\n' +
-    'Rate limits: `RATE_LIMIT_AUTH` per client IP on `POST /api/auth`, `RATE_LIMIT_UPLOAD` and `RATE_LIMIT_VOTE` per user, ' +
-    '`RATE_LIMIT_GENERAL` per IP on every other route except the probes and /metrics. Limited responses carry `RateLimit-Limit`, ' +
+    'Upload images (a file, or a URL the service fetches) or links, vote on them, list, tag, make private, ' +
+    'delete.\n\n' +
+    'JSON in and out, except image bytes and multipart uploads. ' +
+    'Every non-2xx response except 304 is `{"error": "<code>", "message": "…"}`. ' +
+    'Timestamps are ISO-8601 UTC; ids are UUIDs. Unknown JSON fields are ignored. ' +
+    'Every response carries `X-Request-Id`.\n\n' +
+    'Rate limits: `RATE_LIMIT_AUTH` per client IP on `POST /api/auth`, ' +
+    '`RATE_LIMIT_UPLOAD` and `RATE_LIMIT_VOTE` per user, ' +
+    '`RATE_LIMIT_GENERAL` per IP on every other route except the probes and /metrics. ' +
+    'Limited responses carry `RateLimit-Limit`, ' +
     '`RateLimit-Remaining`, `RateLimit-Reset`; 429 adds `Retry-After`.',
 };

@@ -153,7 +153,10 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-/** GETs whose 200 carries an ETag (every JSON one, by the conditional-GET middleware) answer 304 to a matching If-None-Match. */
+/**
+ * GETs whose 200 carries an ETag (every JSON one, by the conditional-GET middleware)
+ * answer 304 to a matching If-None-Match.
+ */
 const hasEtag = (op: Operation) =>
   op.method === 'get' && Boolean(op.responses[200]?.json || op.responses[200]?.headers?.includes('ETag'));
 
@@ -218,7 +221,9 @@ function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output
   return out;
 }
 
-/** A Reference Object allows only summary and description beside `$ref`: a header required here is written out in full. */
+/**
+ * A Reference Object allows only summary and description beside `$ref`: a header required here is written out in full.
+ */
 function fixRequired(headers: Json): Json {
   const out: Json = {};
   for (const [name, h] of Object.entries(headers)) {

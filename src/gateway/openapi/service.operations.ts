@@ -28,7 +28,8 @@ export const serviceOperations: Operation[] = [
     tag: 'operations',
     summary: 'Readiness: the database, Redis (if configured) and the worker pool answer',
     description:
-      'Turns 503 as soon as a graceful shutdown starts. Calls arriving together share one check, at most one per second.',
+      'Turns 503 as soon as a graceful shutdown starts. ' +
+      'Calls arriving together share one check, at most one per second.',
     auth: 'none',
     limit: null,
     responses: {
@@ -49,8 +50,9 @@ export const serviceOperations: Operation[] = [
     description:
       'Request counts and latency by route and status, worker pool size, queue depth, task time per pipeline stage, ' +
       'uploads accepted and rejected by reason. Expose it to your scraper only. With `METRICS_TOKEN` set it needs ' +
-      '`Authorization: Bearer <METRICS_TOKEN>` (401 `unauthorized` otherwise). Scrapes arriving together share one rendering, ' +
-      'at most one per second: a faster scraper sees the same numbers again.',
+      '`Authorization: Bearer <METRICS_TOKEN>` (401 `unauthorized` otherwise). ' +
+      'Scrapes arriving together share one rendering, at most one per second: ' +
+      'a faster scraper sees the same numbers again.',
     auth: 'none',
     limit: null,
     responses: {

@@ -23,8 +23,8 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
     'Files are at most 10 MiB; the image must be JPEG, PNG, GIF or WebP by its bytes. ' +
     'A duplicate (same SHA-256, or a perceptual hash within NEAR_DUPLICATE_DISTANCE) of an upload the caller may see ' +
     'answers 200 with a duplicate notice and stores nothing. ' +
-    'With `Idempotency-Key`, a retry from the same user within 24 h returns the first result (`Idempotent-Replayed: true`) ' +
-    'and does not spend the upload limit; the same key with a different request is 409.',
+    'With `Idempotency-Key`, a retry from the same user within 24 h returns the first result ' +
+    '(`Idempotent-Replayed: true`) and does not spend the upload limit; the same key with a different request is 409.',
   auth: 'required',
   limit: 'upload',
   idempotencyKey: true,
@@ -70,7 +70,8 @@ export const uploadOperations: Operation[] = [
     tag: 'uploads',
     summary: 'One upload',
     description:
-      'Private uploads are reachable by anyone who knows the id (private means unlisted). An authenticated caller also gets `my_vote`.',
+      'Private uploads are reachable by anyone who knows the id (private means unlisted). ' +
+      'An authenticated caller also gets `my_vote`.',
     auth: 'optional',
     limit: 'general',
     params: IdParam,
@@ -104,7 +105,8 @@ export const uploadOperations: Operation[] = [
     tag: 'uploads',
     summary: 'Delete an upload',
     description:
-      'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). A second delete is 404.',
+      'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). ' +
+      'A second delete is 404.',
     auth: 'required',
     limit: 'general',
     params: IdParam,
@@ -118,8 +120,9 @@ export const uploadOperations: Operation[] = [
     tag: 'uploads',
     summary: 'The image of an upload, as WebP',
     description:
-      'Variants: thumb ≤ 320 px, medium ≤ 1024 px, full ≤ 2048 px on the long side; animation kept, EXIF/GPS stripped, ' +
-      'orientation applied. The original bytes are never served. Private uploads are served too.',
+      'Variants: thumb ≤ 320 px, medium ≤ 1024 px, full ≤ 2048 px on the long side; ' +
+      'animation kept, EXIF/GPS stripped, orientation applied. The original bytes are never served. ' +
+      'Private uploads are served too.',
     auth: 'none',
     limit: 'general',
     params: IdParam,

@@ -48,7 +48,10 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/** What Swagger UI needs: its script and stylesheet from here, SVG icons as data: URLs, fetches of the document and of "try it out". */
+/**
+ * What Swagger UI needs: its script and stylesheet from here, SVG icons as data: URLs,
+ * fetches of the document and of "try it out".
+ */
 export const DOCS_CSP = [
   "default-src 'none'",
   "script-src 'self'",

@@ -12,14 +12,17 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   fetch_failed: '`image_url` could not be fetched safely (blocked address, timeout, not an image, too big)',
   too_many_tags: 'more than 10 tags on the upload',
   invalid_tag:
-    'a tag is empty, longer than 32 characters, or has characters other than letters, digits, space, `-`, `_` after NFKC folding (an invisible character among them)',
+    'a tag is empty, longer than 32 characters, or has characters other than letters, digits, space, `-`, `_` ' +
+    'after NFKC folding (an invisible character among them)',
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
   not_found: 'no such resource',
   conflict: 'username or email already taken; an Idempotency-Key reused for a different request',
   payload_too_large: 'file over 10 MiB (10485760 bytes), JSON body over 1 MiB',
   rate_limited: 'a rate limit is spent; retry after `Retry-After` seconds',
-  busy: 'the media worker queue is full, the database does not answer, or the service is shutting down; retry after `Retry-After` seconds',
+  busy:
+    'the media worker queue is full, the database does not answer, or the service is shutting down; ' +
+    'retry after `Retry-After` seconds',
   method_not_allowed: 'a known path called with a method it does not serve; `Allow` lists those it does',
   internal: 'anything else; logged with the request id',
 };

@@ -155,7 +155,8 @@ export const UploadRecord = z.object({
     .max(255)
     .nullable()
     .describe(
-      "The client's file name (or the last segment of `image_url`), NFC-normalized, without control, bidi-control or zero-width characters, at most 255 characters; never a path. Null for links.",
+      "The client's file name (or the last segment of `image_url`), NFC-normalized, " +
+        'without control, bidi-control or zero-width characters, at most 255 characters; never a path. Null for links.',
     ),
   description: z.string(),
   upload_type: z.enum(['image', 'link']).describe('An `image_url` upload is an `image` with `source_url` set.'),

@@ -7,7 +7,10 @@ export const Tag = defineEntity({
     id: p.uuid().primary(),
     name: p.string().length(32).unique(),
     slug: p.string().length(32).unique(),
-    /** Listed (public) uploads carrying the tag, for suggestions; moved in the transaction of each change (tag-links.ts). */
+    /**
+     * Listed (public) uploads carrying the tag, for suggestions;
+     * moved in the transaction of each change (tag-links.ts).
+     */
     uploadCount: p.integer().default(0),
     createdAt: p.datetime(3),
   },

@@ -17,7 +17,8 @@ export class M003CoveringPhashIndexes extends Migration {
       this.addSql(`drop index uploads_${c}_index`);
       this.addSql(
         pg
-          ? `create index uploads_${c}_covering_index on uploads (${c}) include (phash, is_private, user_id, created_at, id)`
+          ? `create index uploads_${c}_covering_index on uploads (${c}) ` +
+              'include (phash, is_private, user_id, created_at, id)'
           : `create index uploads_${c}_covering_index on uploads (${c}, phash, is_private, user_id, created_at, id)`,
       );
     }

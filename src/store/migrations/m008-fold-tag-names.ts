@@ -1,7 +1,10 @@
 import { Migration } from '@mikro-orm/migrations';
 import { isPostgres } from './dialect-of.ts';
 
-/** The tag rule of this migration's day (domain/tags.ts): NFKC, lowercase, trimmed, spaces collapsed; 1–32 letters, digits, space, `-`, `_`. */
+/**
+ * The tag rule of this migration's day (domain/tags.ts): NFKC, lowercase, trimmed, spaces collapsed;
+ * 1–32 letters, digits, space, `-`, `_`.
+ */
 const fold = (name: string) => name.normalize('NFKC').toLowerCase().trim().replace(/\s+/g, ' ');
 const valid = (name: string) =>
   /^[\p{L}\p{N} _-]+$/u.test(name) && !/\p{Default_Ignorable_Code_Point}/u.test(name) && [...name].length <= 32;
@@ -36,7 +39,8 @@ export class M008FoldTagNames extends Migration {
       await this.execute(
         `insert into upload_tags (upload_id, tag_id, created_at)
          select ut.upload_id, ?, ut.created_at from upload_tags ut
-         where ut.tag_id = ? and not exists (select 1 from upload_tags x where x.upload_id = ut.upload_id and x.tag_id = ?)`,
+         where ut.tag_id = ?
+           and not exists (select 1 from upload_tags x where x.upload_id = ut.upload_id and x.tag_id = ?)`,
         [twin.id, t.id, twin.id],
       );
       await this.execute('delete from upload_tags where tag_id = ?', [t.id]);

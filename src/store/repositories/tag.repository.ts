@@ -48,7 +48,9 @@ export class TagRepository implements TagStore {
     });
   }
 
-  /** Tags whose name starts with `prefix`, most used first, counting only the uploads listings show (see tag-links.ts). */
+  /**
+   * Tags whose name starts with `prefix`, most used first, counting only the uploads listings show (see tag-links.ts).
+   */
   async suggest(prefix: string, limit: number): Promise<TagSuggestion[]> {
     let q = this.#db
       .db()

@@ -34,9 +34,8 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
   return {
     kind: 'sqlite-vec',
     async add(db, uploadId, phash) {
-      await sql`insert into upload_phash_vec (upload_id, hash) values (${uploadId}, vec_bit(${Buffer.from(phash, 'hex')}))`.execute(
-        db,
-      );
+      await sql`insert into upload_phash_vec (upload_id, hash)
+        values (${uploadId}, vec_bit(${Buffer.from(phash, 'hex')}))`.execute(db);
     },
     async remove(db, uploadId) {
       await sql`delete from upload_phash_vec where upload_id = ${uploadId}`.execute(db);
@@ -46,7 +45,8 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
       for (let k = KNN_K; ; k *= 4) {
         const { rows } = await sql<{ id: string; distance: number; vis: number }>`
           with knn as (select upload_id, distance from upload_phash_vec where hash match vec_bit(${query}) and k = ${k})
-          select knn.upload_id as id, knn.distance as distance, (case when ${visibleTo(dialect, viewer)} then 1 else 0 end) as vis
+          select knn.upload_id as id, knn.distance as distance,
+            (case when ${visibleTo(dialect, viewer)} then 1 else 0 end) as vis
           from knn join uploads u on u.id = knn.upload_id
           order by knn.distance, u.created_at`.execute(db);
         const hit = rows.find((r) => r.distance <= maxDistance && r.vis === 1);
@@ -80,7 +80,8 @@ export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
       const parts = CHUNKS.map(
         (c, i) =>
           sql`select u.id as id, u.created_at as created_at, ${distance} as distance from uploads u
-              where u.${sql.ref(c)} in (${sql.join(candidates[i]!.map((v) => sql.lit(v)))}) and ${visibleTo(dialect, viewer)}`,
+              where u.${sql.ref(c)} in (${sql.join(candidates[i]!.map((v) => sql.lit(v)))})
+                and ${visibleTo(dialect, viewer)}`,
       );
       const { rows } = await sql<{ id: string; distance: number }>`
         select id, distance from (${sql.join(parts, sql` union all `)}) m

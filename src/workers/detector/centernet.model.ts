@@ -95,7 +95,8 @@ async function findModelDir(dir: string): Promise<string> {
     }
   }
   throw new Error(
-    `no ${CENTERNET_FILE} in ${candidates.join(' or ')}: run \`node scripts/fetch-models.ts\` or call ensureModels() first`,
+    `no ${CENTERNET_FILE} in ${candidates.join(' or ')}: ` +
+      'run `node scripts/fetch-models.ts` or call ensureModels() first',
   );
 }
 

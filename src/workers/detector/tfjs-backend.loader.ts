@@ -41,7 +41,8 @@ async function pickBackend(): Promise<TfRuntime> {
   } catch (wasmFailure) {
     throw new Error(
       'no TensorFlow.js backend could be loaded, and the pure-JS cpu backend is not used on purpose: ' +
-        `@tensorflow/tfjs-node failed (${reason(nodeFailure)}); @tensorflow/tfjs-backend-wasm failed (${reason(wasmFailure)})`,
+        `@tensorflow/tfjs-node failed (${reason(nodeFailure)}); ` +
+        `@tensorflow/tfjs-backend-wasm failed (${reason(wasmFailure)})`,
       { cause: wasmFailure },
     );
   }

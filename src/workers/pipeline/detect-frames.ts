@@ -125,7 +125,8 @@ export async function detectPeople(
   for (let at = 0; at < frames.length; at += batch) {
     const chunk = frames.slice(at, at + batch);
     const inputs: RawImage[] = [];
-    for (const frame of chunk) inputs.push(await prepare(frame)); // one libvips call at a time: a worker keeps to its core
+    // One libvips call at a time: a worker keeps to its core.
+    for (const frame of chunk) inputs.push(await prepare(frame));
     const found =
       detector.detectMany && inputs.length > 1
         ? await detector.detectMany(inputs)

@@ -10,7 +10,10 @@ import { loadTfRuntime, type Tf } from '../detector/tfjs-backend.loader.ts';
 import type { PersonDetection, PersonDetector, RawImage } from './types.ts';
 
 export interface PersonDetectorOptions {
-  /** `ensureModels().dir` (the directory with centernet.json/.bin) or the models root above it; defaults to `<repo>/models`. */
+  /**
+   * `ensureModels().dir` (the directory with centernet.json/.bin) or the models root above it;
+   * defaults to `<repo>/models`.
+   */
   modelDir?: string;
   /** Square model input, a multiple of 32. 384 is the calibrated speed/recall balance (bench/calibrate-detector.ts). */
   inputSize?: number;
@@ -110,7 +113,8 @@ function letterbox(rgb: RawImage, size: number): Frame {
   const { width, height, channels, data } = rgb;
   if (!(width > 0 && height > 0) || data.length !== width * height * channels) {
     throw new Error(
-      `Expected ${width}×${height}×${channels} = ${width * height * channels} bytes of pixels but received ${data.length}`,
+      `Expected ${width}×${height}×${channels} = ${width * height * channels} bytes of pixels ` +
+        `but received ${data.length}`,
     );
   }
   const scale = size / Math.max(width, height);

@@ -17,7 +17,8 @@ export function thumbhash(rgba: RawImage): string {
     data.length !== width * height * 4
   ) {
     throw new TypeError(
-      `thumbhash expects RGBA of at most ${THUMBHASH_MAX_SIDE}×${THUMBHASH_MAX_SIDE} but received ${width}×${height}×${channels}`,
+      `thumbhash expects RGBA of at most ${THUMBHASH_MAX_SIDE}×${THUMBHASH_MAX_SIDE} ` +
+        `but received ${width}×${height}×${channels}`,
     );
   }
   return Buffer.from(rgbaToThumbHash(width, height, data)).toString('base64');

@@ -1,6 +1,7 @@
 /**
  * Composition root: config → store → services → app → listen, and graceful shutdown.
- * The only place that wires things together; `compose()` is also what the HTTP tests start.
+ * The only place that wires things together; `compose()` is also what the HTTP tests start. It runs three steps:
+ * `open()` (side effects: database, Redis, media pool…), `wire()` (builds the graph), `start()` (timers, sweeps).
  */
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
@@ -84,9 +85,60 @@ export interface Composed {
   close(): Promise<void>;
 }
 
+/** What `compose()` opens before wiring: connections, directories and threads (each a side effect). */
+interface Resources {
+  log: Logger;
+  db: Database;
+  redis: Redis | null;
+  media: FileMediaStore;
+  metrics: Metrics;
+  passwordHashes: PasswordHashPool;
+  pool: MediaPool;
+}
+
+/**
+ * The composition root: opens the resources, wires the object graph over them, then starts what runs on its
+ * own (admin promotion, the media recovery sweep, housekeeping timers). `close()` stops and releases it all.
+ */
 export async function compose(config: Config, opts: ComposeOptions = {}): Promise<Composed> {
+  const resources = await open(config, opts);
+  const wired = wire(config, opts, resources);
+  const stop = await start(config, resources, wired);
+  const { log, db, redis, metrics, passwordHashes, pool, media } = resources;
+  const { feedCache, clusterCache } = wired;
+  let closed: Promise<void> | null = null;
+  return {
+    config,
+    log,
+    db,
+    redis,
+    feedCache,
+    auth: wired.auth,
+    passwordHashes,
+    metrics,
+    app: wired.app,
+    pool,
+    drain: wired.drain,
+    close() {
+      wired.drain();
+      closed ??= (async () => {
+        stop();
+        await pool.close();
+        await passwordHashes.close();
+        await media.close();
+        feedCache?.close();
+        clusterCache?.close();
+        redis?.disconnect();
+        await db.close();
+      })();
+      return closed;
+    },
+  };
+}
+
+/** Side effects of start-up: the database, Redis, the media directories, the hash threads and the media pool. */
+async function open(config: Config, opts: ComposeOptions): Promise<Resources> {
   const log = opts.log ?? createLogger(config.logLevel);
-  const clock = opts.clock ?? systemClock;
   const db = await openConfiguredDatabase(config, log);
   const redis = config.redisUrl ? connectRedis(config.redisUrl, log) : null;
   if (redis && !(await redisReady(redis)))
@@ -94,69 +146,9 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
 
   let pool: MediaPool | null = null;
   const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
-  const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
-    createLimiter({
-      name,
-      rate,
-      redis,
-      cluster: !redis && opts.clusterWorker === true,
-      prefix: config.redisPrefix,
-      onReject: (limit) => metrics.rateLimited.inc({ limit }),
-    });
-  const limiters = {
-    auth: limiter('auth', config.rateLimits.auth),
-    general: limiter('general', config.rateLimits.general),
-    upload: limiter('upload', config.rateLimits.upload),
-    vote: limiter('vote', config.rateLimits.vote),
-  };
-
-  const users = new UserRepository(db);
-  // ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user.
-  if (config.adminUsernames.size)
-    log.info(await promoteListedAdmins(users, config.adminUsernames), 'ADMIN_USERNAMES applied');
-  const passwordHashes = new PasswordHashPool();
-  const auth = new AuthService({
-    users,
-    tokens: new ApiTokenRepository(db),
-    jwt: createJwtIssuer({
-      secret: config.jwtSecret,
-      ttlSeconds: config.jwtTtlSeconds,
-      now: () => clock.now().getTime(),
-    }),
-    clock,
-    kdf: passwordHashes,
-    ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
-  });
-
   const media = new FileMediaStore(config.dataDir);
   await media.init();
-  const uploadsRepo = new UploadRepository(db, similarityIndexFor(db.dialect, config.nearDuplicateIndex));
-  // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
-  // Stored files are removed only under their lock, and only while no row references them.
-  const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
-  const sweep = async () => {
-    const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
-    const garbage = await uploadsRepo.pendingGarbage();
-    for (const key of garbage) await release(key);
-    if (staged.committed || staged.discarded || garbage.length)
-      log.info({ ...staged, removed: garbage.length }, 'media recovered');
-  };
-  await sweep();
-  const feedCache = redis
-    ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix))
-    : null;
-  // PROCESSES=N without Redis: the processes share invalidations through the primary.
-  const clusterCache =
-    !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
-  const feeds = new FeedService({
-    store: new FeedRepository(db, uploadsRepo),
-    cache: feedCache ?? clusterCache ?? memoryFeedCache(),
-    me: (p) => auth.me(p),
-  });
-  // Every write that changes what a public page shows makes every cached page stale.
-  const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
-  const votes = new VoteService({ votes: new VoteRepository(db), clock, onChanged: changed });
-  const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
+  const passwordHashes = new PasswordHashPool();
 
   // The detector's weights come from the npm registry, verified by sha256 (models/manifest.json).
   const modelDir =
@@ -184,6 +176,73 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     },
     'media workers ready',
   );
+  return { log, db, redis, media, metrics, passwordHashes, pool };
+}
+
+/**
+ * Builds the object graph from the config over opened resources: no I/O or timers of its own (the Redis feed
+ * cache opens its subscription as it is built: src/store/cache).
+ */
+function wire(config: Config, opts: ComposeOptions, resources: Resources) {
+  const { log, db, redis, media, metrics, passwordHashes, pool } = resources;
+  const clock = opts.clock ?? systemClock;
+  const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
+    createLimiter({
+      name,
+      rate,
+      redis,
+      cluster: !redis && opts.clusterWorker === true,
+      prefix: config.redisPrefix,
+      onReject: (limit) => metrics.rateLimited.inc({ limit }),
+    });
+  const limiters = {
+    auth: limiter('auth', config.rateLimits.auth),
+    general: limiter('general', config.rateLimits.general),
+    upload: limiter('upload', config.rateLimits.upload),
+    vote: limiter('vote', config.rateLimits.vote),
+  };
+
+  const users = new UserRepository(db);
+  const auth = new AuthService({
+    users,
+    tokens: new ApiTokenRepository(db),
+    jwt: createJwtIssuer({
+      secret: config.jwtSecret,
+      ttlSeconds: config.jwtTtlSeconds,
+      now: () => clock.now().getTime(),
+    }),
+    clock,
+    kdf: passwordHashes,
+    ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
+  });
+
+  const uploadsRepo = new UploadRepository(db, similarityIndexFor(db.dialect, config.nearDuplicateIndex));
+  // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
+  // Stored files are removed only under their lock, and only while no row references them.
+  const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
+  const sweep = async () => {
+    const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
+    const garbage = await uploadsRepo.pendingGarbage();
+    for (const key of garbage) await release(key);
+    if (staged.committed || staged.discarded || garbage.length)
+      log.info({ ...staged, removed: garbage.length }, 'media recovered');
+  };
+  const feedCache = redis
+    ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix))
+    : null;
+  // PROCESSES=N without Redis: the processes share invalidations through the primary.
+  const clusterCache =
+    !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
+  const feeds = new FeedService({
+    store: new FeedRepository(db, uploadsRepo),
+    cache: feedCache ?? clusterCache ?? memoryFeedCache(),
+    me: (p) => auth.me(p),
+  });
+  // Every write that changes what a public page shows makes every cached page stale.
+  const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
+  const votes = new VoteService({ votes: new VoteRepository(db), clock, onChanged: changed });
+  const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
+
   const uploads = new UploadService({
     uploads: uploadsRepo,
     media,
@@ -244,6 +303,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     classifyError: (err) =>
       isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null,
     metrics,
+    hotReads: [feedRoutes({ feeds })],
     routers: [
       uploadRoutes({
         createUpload,
@@ -256,7 +316,6 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
       }),
       imageRoutes({ uploads, media }),
       voteRoutes({ votes, voteLimiter: limiters.vote }),
-      feedRoutes({ feeds }),
       tagRoutes({ tags }),
       metricsRoutes({
         registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
@@ -266,42 +325,32 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     ],
   });
 
+  return {
+    app,
+    auth,
+    users,
+    feedCache,
+    clusterCache,
+    idempotency,
+    sweep,
+    /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
+    drain: () => void (shuttingDown = true),
+  };
+}
+
+/** What runs on its own once wired: ADMIN_USERNAMES, the recovery sweep, housekeeping. Returns its stop. */
+async function start(config: Config, resources: Resources, wired: ReturnType<typeof wire>): Promise<() => void> {
+  const { log } = resources;
+  // ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user.
+  if (config.adminUsernames.size)
+    log.info(await promoteListedAdmins(wired.users, config.adminUsernames), 'ADMIN_USERNAMES applied');
+  await wired.sweep();
   // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
   const housekeeping = setInterval(() => {
-    void idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
-    void sweep().catch((err) => log.warn({ err }, 'media sweep failed'));
+    void wired.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
+    void wired.sweep().catch((err) => log.warn({ err }, 'media sweep failed'));
   }, 10 * 60_000).unref();
-
-  let closed: Promise<void> | null = null;
-  return {
-    config,
-    log,
-    db,
-    redis,
-    feedCache,
-    auth,
-    passwordHashes,
-    metrics,
-    app,
-    pool,
-    drain() {
-      shuttingDown = true;
-    },
-    close() {
-      shuttingDown = true;
-      closed ??= (async () => {
-        clearInterval(housekeeping);
-        await pool?.close();
-        await passwordHashes.close();
-        await media.close();
-        feedCache?.close();
-        clusterCache?.close();
-        redis?.disconnect();
-        await db.close();
-      })();
-      return closed;
-    },
-  };
+  return () => clearInterval(housekeeping);
 }
 
 /** `npm start`: one gateway process, or PROCESSES of them sharing the port (node:cluster). */

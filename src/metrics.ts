@@ -19,7 +19,7 @@ export interface Metrics {
   uploadsRejected: Counter<'reason'>;
   rateLimited: Counter<'limit'>;
   detectorBackend: Gauge<'backend'>;
-  /** One HTTP request answered (the envelope calls it for every request). */
+  /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
   recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
 

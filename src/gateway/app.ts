@@ -1,7 +1,7 @@
 /**
  * The Koa application, built from its dependencies so tests can drive `app.callback()` with no port.
- * Middleware order: envelope (request id, security headers, error mapper, ETag, metrics, access log)
- * → rate limit → declared body size → body → auth → exact GET routes → allowed methods (405) → routes.
+ * Middleware order: request metrics + access log → request id + security headers → error mapper → ETag/304
+ * → rate limit → declared body size → body → auth → hot read routes → allowed methods (405) → routes.
  */
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -11,11 +11,14 @@ import type { AuthService } from '../domain/auth/auth.service.ts';
 import type { Limiter } from '../domain/rate-limit.ts';
 import type { AppError, ErrorCode } from '../domain/errors.ts';
 import type { AppState } from './context.ts';
-import { envelope } from './middleware/envelope.ts';
+import { requestMetrics, routeLabel } from './middleware/request-metrics.ts';
+import { requestHeaders } from './middleware/request-headers.ts';
+import { errorHandler } from './middleware/error-handler.ts';
+import { conditionalGet } from './middleware/conditional-get.ts';
 import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
-import { exactGetRoutes, routePatterns } from './exact-routes.ts';
+import { HotRoutes, routePatterns } from './hot-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
@@ -27,8 +30,10 @@ export interface AppDeps {
   limiters: { auth: Limiter; general: Limiter; upload: Limiter; vote: Limiter };
   readiness: ReadinessCheck[];
   isShuttingDown: () => boolean;
-  /** Extra routers (uploads, votes, feeds…), mounted after auth in this order. */
+  /** Extra routers (uploads, votes, tags…), mounted after auth in this order. */
   routers?: Router<AppState>[];
+  /** The hot reads (the feeds): fixed-path GETs found by exact path, before the router (hot-routes.ts). */
+  hotReads?: HotRoutes[];
   onError?: (code: ErrorCode) => void;
   /** Maps infrastructure errors (e.g. the database is unreachable) to contract errors (503 busy). */
   classifyError?: (err: unknown) => AppError | null;
@@ -41,28 +46,26 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Koa would print every error to stderr; the error handler logs what matters, as JSON, with the request id.
   app.silent = true;
 
-  const routers = [
+  // The hot reads (feed pages, probes) found by exact path first; every other route in one router (a request is
+  // matched once, not once per route file).
+  const hot = HotRoutes.routes([
+    ...(deps.hotReads ?? []),
     healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }),
-    authRoutes({ auth: deps.auth }),
-    ...(deps.routers ?? []),
-  ];
-  // One router holding every route: a request is matched once, not once per route file.
+  ]);
   const root = new Router<AppState>();
-  for (const r of routers) root.use(r.routes());
+  for (const r of [authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])]) root.use(r.routes());
 
-  app.use(
-    envelope({
-      log: deps.log,
-      metrics: deps.metrics,
-      isShuttingDown: deps.isShuttingDown,
-      errors: {
-        ...(deps.onError ? { onError: deps.onError } : {}),
-        ...(deps.classifyError ? { classify: deps.classifyError } : {}),
-      },
-      // Requests refused before routing (429, a malformed or oversized body) are labelled by their route too.
-      routeOf: routePatterns(root),
-    }),
-  );
+  // Requests refused before routing (429, a malformed or oversized body) are labelled by their route too.
+  const route = routeLabel(routePatterns([hot.router, root]));
+  // Outermost: times the whole request and sees its final status (metrics by route pattern, the access log).
+  app.use(requestMetrics({ log: deps.log, metrics: deps.metrics, route }));
+  // Request id, security headers, Connection: close while draining: on every response, whatever fails below.
+  app.use(requestHeaders({ log: deps.log, isShuttingDown: deps.isShuttingDown }));
+  // The contract's error body for anything thrown below, and the JSON 404 / 405.
+  const onError = deps.onError ? { onError: deps.onError } : {};
+  app.use(errorHandler({ ...onError, ...(deps.classifyError ? { classify: deps.classifyError } : {}), route }));
+  // ETag / 304 on GET JSON answers (only successes reach it on the way back).
+  app.use(conditionalGet);
   app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
   app.use(refuseDeclaredOversize);
   const jsonBody = koaBody({
@@ -81,10 +84,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       : (jsonBody(ctx, () => auth(ctx, next)) as Promise<void>);
   });
 
-  app.use(exactGetRoutes(root));
+  app.use(hot);
   // A known path called with another method: a bare 405 (501 for a method the router does not know) with
-  // `Allow`, which the envelope turns into the contract's 405 method_not_allowed (or 404 for an unknown path).
-  // After the exact GET routes, so the hot reads served there do not pass through it.
+  // `Allow` (from the routes either router matched), which the error mapper turns into the contract's 405
+  // method_not_allowed (or 404 for an unknown path). After the hot routes, so the hot reads do not pass through it.
   app.use(root.allowedMethods());
   app.use(root.routes());
   return app;

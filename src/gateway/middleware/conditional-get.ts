@@ -21,3 +21,9 @@ export function applyConditionalGet(ctx: AppContext): void {
   const page = serialize(body);
   sendWithEtag(ctx, page.body, 'application/json; charset=utf-8', page.etag);
 }
+
+/** ETag / 304 for what the route answered (errors never reach it: they propagate to the error mapper above). */
+export async function conditionalGet(ctx: AppContext, next: () => Promise<unknown>): Promise<void> {
+  await next();
+  applyConditionalGet(ctx);
+}

@@ -2,18 +2,19 @@ import { AppError, errors, type ErrorCode } from '../../domain/errors.ts';
 import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { JSON_LIMIT_BYTES } from '../limits.ts';
+import { discardBody } from './discard-body.ts';
 
 export interface ErrorOptions {
   onError?: (code: ErrorCode, ctx: AppContext) => void;
   /** Maps infrastructure errors (the database is unreachable…) onto the contract's codes. */
   classify?: (err: unknown) => AppError | null;
-  /** The route pattern of the request, for the log (the envelope knows it for requests refused before routing). */
+  /** The route pattern of the request, for the log (known for requests refused before routing too). */
   route?: (ctx: AppContext) => string;
 }
 
 /** What an error's log line says about its request: request id, route pattern, error code and user, when known. */
 function requestFields(ctx: AppContext, code: ErrorCode, opts: ErrorOptions): Record<string, unknown> {
-  const route = opts.route?.(ctx) ?? (ctx as AppContext & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+  const route = opts.route?.(ctx) ?? (ctx as AppContext & { routerPath?: string }).routerPath ?? 'unmatched';
   const userId = ctx.state.principal?.userId;
   return { reqId: ctx.state.requestId, route, error: code, ...(userId ? { userId } : {}) };
 }
@@ -57,7 +58,13 @@ export function notFoundUnlessAnswered(ctx: AppContext): void {
   throw errors.notFound(`no route for ${ctx.method} ${ctx.path}`);
 }
 
-/** The error mapper as a middleware of its own (the app runs it inside the envelope). */
+/**
+ * The error mapper: the contract's error body for anything thrown below, a JSON 404 for unknown routes, a 405
+ * with `Allow` for a known path's other methods. Then, a response on a closing connection (shutting down, or a
+ * 413) to a request whose body is still arriving reads the rest first (bounded), or the client, still writing,
+ * meets a reset instead of reading the answer; not a body refused for its declared size: reading it is what
+ * that refusal is for not doing.
+ */
 export function errorHandler(opts: ErrorOptions = {}) {
   return async function errorHandler(ctx: AppContext, next: () => Promise<unknown>) {
     try {
@@ -66,6 +73,8 @@ export function errorHandler(opts: ErrorOptions = {}) {
     } catch (err) {
       writeError(ctx, err, opts);
     }
+    if (!ctx.state.bodyRefusedUnread && !ctx.req.complete && ctx.res.getHeader('Connection') === 'close')
+      await discardBody(ctx.req);
   };
 }
 

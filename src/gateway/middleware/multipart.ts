@@ -29,7 +29,7 @@ export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds
       if (ctx.is('application/json')) return next();
       throw errors.invalid('upload must be sent as multipart/form-data (or JSON for image_url and link uploads)');
     }
-    // The envelope refuses it before any middleware runs; checked again so this middleware stands on its own.
+    // refuseDeclaredOversize (app.ts) refuses it before the body is read; checked again so this stands on its own.
     const oversize = declaredOversize(ctx.req);
     if (oversize) throw oversize;
     const dir = await opts.media.tempDir(randomUUID());

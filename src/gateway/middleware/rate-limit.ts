@@ -17,7 +17,7 @@ function windowText(seconds: number): string {
 }
 
 /** Sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent. */
-function stamp(ctx: AppContext, limiter: Limiter, d: LimitDecision): LimitDecision {
+function stamp(ctx: AppContext, limiter: Limiter, d: LimitDecision): void {
   // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
   const { res } = ctx;
   res.setHeader('RateLimit-Limit', String(d.limit));
@@ -29,16 +29,21 @@ function stamp(ctx: AppContext, limiter: Limiter, d: LimitDecision): LimitDecisi
       d.resetSeconds,
     );
   }
-  return d;
 }
 
 /**
- * Consumes one point and sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent.
- * Synchronous when the limiter decides at once (most requests): this runs on every request.
+ * The one decision path of both limit middlewares: consumes one point of `key`, sets the RateLimit-* headers
+ * (429 rate_limited when the limit is spent), then continues with `then`. The limiter decides synchronously when
+ * the count held in process settles it (most requests): continuing at once then spares those requests an async
+ * frame and a microtask; a decision still waiting for the store continues through the same `go`.
  */
-export function applyLimit(ctx: AppContext, limiter: Limiter, key: string): LimitDecision | Promise<LimitDecision> {
-  const d = limiter.consume(key);
-  return d instanceof Promise ? d.then((decided) => stamp(ctx, limiter, decided)) : stamp(ctx, limiter, d);
+export function applyLimit<T>(ctx: AppContext, limiter: Limiter, key: string, then: () => T): T | Promise<T> {
+  const decided = limiter.consume(key);
+  const go = (d: LimitDecision): T => {
+    stamp(ctx, limiter, d);
+    return then();
+  };
+  return decided instanceof Promise ? decided.then(go) : go(decided);
 }
 
 /** An IPv4 address as it stands, or as the tail of an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`). */
@@ -60,8 +65,8 @@ export function clientIpKey(ip: string): string {
 }
 
 /**
- * Per client IP (IPv6 by its /64), before the body is read: `POST /api/auth` spends the auth limit (every attempt counts,
- * whatever its outcome), every other route the general limit.
+ * Per client IP (IPv6 by its /64), before the body is read: `POST /api/auth` spends the auth limit (every
+ * attempt counts, whatever its outcome), every other route the general limit.
  */
 export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
   return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
@@ -69,20 +74,20 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
     if (UNLIMITED.has(path)) return next();
     // As the router matches it: any letter case, with or without a trailing slash.
     const isAuth = ctx.method === 'POST' && AUTH_PATH.test(path);
-    const decided = applyLimit(ctx, isAuth ? opts.auth : opts.general, clientIpKey(ctx.ip));
-    return decided instanceof Promise ? decided.then(() => next()) : next();
+    return applyLimit(ctx, isAuth ? opts.auth : opts.general, clientIpKey(ctx.ip), next);
   };
 }
 
 /**
- * Per authenticated user, for routes with their own budget (uploads, votes). Refuses an anonymous caller with the 401 requireUser gives.
+ * Per authenticated user, for routes with their own budget (uploads, votes). Refuses an anonymous caller with
+ * the 401 requireUser gives.
  * `exempt`: requests that cannot create anything new (an idempotent replay) spend nothing.
  */
 export function userRateLimit(limiter: Limiter, opts: { exempt?: (ctx: AppContext) => Promise<boolean> } = {}) {
   return async function userRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
     // Why the caller has no user (a bad token says which) is the 401 they get.
     const user = requireUser(ctx);
-    if (!(await opts.exempt?.(ctx))) await applyLimit(ctx, limiter, user.userId);
-    await next();
+    if (await opts.exempt?.(ctx)) return next();
+    return applyLimit(ctx, limiter, user.userId, next);
   };
 }

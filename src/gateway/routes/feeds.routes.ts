@@ -1,19 +1,19 @@
-import Router from '@koa/router';
 import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
-import type { AppState } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
 import { sendWithEtag } from '../fresh.ts';
 import { parse } from '../validate.ts';
 import { FeedQuery, RecentQuery } from '../schemas/community.schemas.ts';
+import { HotRoutes } from '../hot-routes.ts';
 
 type FeedQueryValue = z.output<typeof FeedQuery>;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export function feedRoutes(deps: { feeds: FeedService }): Router<AppState> {
-  const router = new Router<AppState>();
+export function feedRoutes(deps: { feeds: FeedService }): HotRoutes {
+  // Hot reads: found by exact path (hot-routes.ts).
+  const router = new HotRoutes();
   // The same few query strings arrive again and again: validate each once.
   const queries = new LRUCache<string, FeedQueryValue>({ max: 1000 });
 

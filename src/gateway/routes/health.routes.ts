@@ -1,7 +1,6 @@
-import Router from '@koa/router';
 import type { Logger } from 'pino';
-import type { AppState } from '../context.ts';
 import { sharedResult } from '../shared-result.ts';
+import { HotRoutes } from '../hot-routes.ts';
 
 /** A named dependency check for /readyz: resolves with details, rejects when the dependency does not answer. */
 export interface ReadinessCheck {
@@ -80,8 +79,9 @@ async function runChecks(checks: ReadinessCheck[], log: Logger | undefined) {
   return { results, checks: Object.fromEntries(results.map((r) => [r.name, r.result])) };
 }
 
-export function healthRoutes(deps: { checks: ReadinessCheck[]; isShuttingDown: () => boolean }): Router<AppState> {
-  const router = new Router<AppState>();
+export function healthRoutes(deps: { checks: ReadinessCheck[]; isShuttingDown: () => boolean }): HotRoutes {
+  // Hot reads: found by exact path (hot-routes.ts).
+  const router = new HotRoutes();
 
   router.get('/healthz', (ctx) => {
     ctx.set('Cache-Control', 'no-store');

@@ -1,0 +1,29 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AppContext } from '../context.ts';
+import { HSTS_HEADER, SECURITY_HEADERS } from '../security-headers.ts';
+
+/** A client-sent id is echoed only when it is short and plain; anything else gets a fresh UUID. */
+const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * What every response carries whatever happens below: the request id (echoed as X-Request-Id, and the process
+ * logger on `ctx.state`), the security headers, and `Connection: close` while draining (keep-alive connections
+ * are not reused: clients reconnect elsewhere). Synchronous (no async frame): set before anything can fail.
+ */
+export function requestHeaders(opts: { log: Logger; isShuttingDown: () => boolean }) {
+  const { log, isShuttingDown } = opts;
+  return function requestHeaders(ctx: AppContext, next: () => Promise<unknown>) {
+    const sent = ctx.req.headers['x-request-id'];
+    const id = typeof sent === 'string' && SANE_ID.test(sent) ? sent : randomUUID();
+    ctx.state.requestId = id;
+    ctx.state.log = log;
+    // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
+    const res = ctx.res;
+    res.setHeader('X-Request-Id', id);
+    for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    if (ctx.secure) res.setHeader(HSTS_HEADER[0], HSTS_HEADER[1]);
+    if (isShuttingDown()) res.setHeader('Connection', 'close');
+    return next();
+  };
+}

@@ -117,18 +117,19 @@ export class CreateUpload {
     const tags = parseTagList(request.tags);
     const create = this.#creator(principal, request, tags);
     // `work` aborts when the client goes, or when an Idempotency-Key claim this request held cannot be kept.
+    let created: Pick<UploadView, 'id' | 'upload_type'> | null = null;
     const respond = async (work: AbortSignal): Promise<StoredResponse> => {
       const result = await create(work);
-      return result.kind === 'created'
-        ? { status: 201, body: JSON.stringify(result.upload) }
-        : { status: 200, body: JSON.stringify(result.notice) };
+      if (result.kind === 'duplicate') return { status: 200, body: JSON.stringify(result.notice) };
+      created = result.upload;
+      return { status: 201, body: JSON.stringify(result.upload) };
     };
     const signal = opts.signal ?? new AbortController().signal;
     const response = key
       ? await this.#deps.idempotency.run(principal.userId, key, fingerprint(request, tags), respond, signal)
       : { ...(await respond(signal)), replayed: false };
-    const created =
-      response.status === 201 ? (JSON.parse(response.body) as Pick<UploadView, 'id' | 'upload_type'>) : null;
+    // A replay answers stored text: the upload it names is read back from it.
+    if (response.status === 201) created ??= JSON.parse(response.body) as Pick<UploadView, 'id' | 'upload_type'>;
     return { ...response, created: created && { id: created.id, uploadType: created.upload_type } };
   }
 

@@ -101,11 +101,24 @@ interface Resources {
  * own (admin promotion, the media recovery sweep, housekeeping timers). `close()` stops and releases it all.
  */
 export async function compose(config: Config, opts: ComposeOptions = {}): Promise<Composed> {
-  const resources = await open(config, opts);
-  const wired = wire(config, opts, resources);
-  const stop = await start(config, resources, wired);
-  const { log, db, redis, metrics, passwordHashes, pool, media } = resources;
-  const { feedCache, clusterCache } = wired;
+  const log = opts.log ?? createLogger(config.logLevel);
+  // Each resource registers its release as it is opened: close() runs them all, and so does a start-up that
+  // fails halfway (a model download, a sweep), so that tests and benchmarks keep no threads or connections.
+  const releases = new Releases(log);
+  let resources: Resources;
+  let wired: ReturnType<typeof wire>;
+  try {
+    resources = await open(config, log, releases);
+    wired = wire(config, opts, resources);
+    releases.add(() => wired.feedCache?.close());
+    releases.add(() => wired.clusterCache?.close());
+    releases.add(await start(config, resources, wired));
+  } catch (e) {
+    await releases.run();
+    throw e;
+  }
+  const { db, redis, metrics, passwordHashes, pool } = resources;
+  const { feedCache } = wired;
   let closed: Promise<void> | null = null;
   return {
     config,
@@ -121,34 +134,49 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     drain: wired.drain,
     close() {
       wired.drain();
-      closed ??= (async () => {
-        stop();
-        await pool.close();
-        await passwordHashes.close();
-        await media.close();
-        feedCache?.close();
-        clusterCache?.close();
-        redis?.disconnect();
-        await db.close();
-      })();
+      closed ??= releases.run();
       return closed;
     },
   };
 }
 
+/** Releases, run last-registered first; one that fails is logged and the rest still run. */
+class Releases {
+  readonly #log: Logger;
+  readonly #list: Array<() => unknown> = [];
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+  add(release: () => unknown): void {
+    this.#list.push(release);
+  }
+  async run(): Promise<void> {
+    for (const release of this.#list.splice(0).reverse()) {
+      try {
+        await release();
+      } catch (err) {
+        this.#log.warn({ err }, 'releasing a resource failed');
+      }
+    }
+  }
+}
+
 /** Side effects of start-up: the database, Redis, the media directories, the hash threads and the media pool. */
-async function open(config: Config, opts: ComposeOptions): Promise<Resources> {
-  const log = opts.log ?? createLogger(config.logLevel);
+async function open(config: Config, log: Logger, releases: Releases): Promise<Resources> {
   const db = await openConfiguredDatabase(config, log);
+  releases.add(() => db.close());
   const redis = config.redisUrl ? connectRedis(config.redisUrl, log) : null;
+  if (redis) releases.add(() => redis.disconnect());
   if (redis && !(await redisReady(redis)))
     log.warn('redis did not answer at start-up; continuing with in-process fallbacks');
 
   let pool: MediaPool | null = null;
   const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
   const media = new FileMediaStore(config.dataDir);
+  releases.add(() => media.close());
   await media.init();
   const passwordHashes = new PasswordHashPool();
+  releases.add(() => passwordHashes.close());
 
   // The detector's weights come from the npm registry, verified by sha256 (models/manifest.json).
   const modelDir =
@@ -165,6 +193,8 @@ async function open(config: Config, opts: ComposeOptions): Promise<Resources> {
       for (const [stage, ms] of Object.entries(stages)) metrics.stageDuration.observe({ stage }, ms / 1000);
     },
   });
+  const started = pool;
+  releases.add(() => started.close());
   const probe = await pool.ping();
   if (probe.detectorBackend) metrics.detectorBackend.set({ backend: probe.detectorBackend }, 1);
   log.info(

@@ -68,8 +68,9 @@ export class CreateUpload {
   }
 
   /**
-   * Refuses a new upload while shutting down. The gateway asks before it reads a body (no point receiving
-   * 10 MiB to refuse them); `run` asks again for what arrived meanwhile.
+   * Refuses a new upload while shutting down: the admission check, which the gateway makes before it reads a
+   * body (no point receiving 10 MiB to refuse them). An upload admitted before the shutdown began is let
+   * finish (`run` does not ask again): the drain waits for it.
    */
   assertAccepting(): void {
     if (this.#deps.isShuttingDown())
@@ -112,7 +113,6 @@ export class CreateUpload {
     request: UploadRequest,
     opts: { idempotencyKey?: string | null; signal?: AbortSignal },
   ): Promise<UploadAnswer> {
-    this.assertAccepting();
     const key = opts.idempotencyKey ? validateIdempotencyKey(opts.idempotencyKey) : null;
     const tags = parseTagList(request.tags);
     const create = this.#creator(principal, request, tags);

@@ -39,6 +39,8 @@ test('a known path, a method it does not serve: 405 method_not_allowed with Allo
     ['GET', '/api/vote', 'POST'],
     ['POST', `/api/upload/${own.body.id}`, 'HEAD, GET, DELETE'],
     ['PATCH', '/healthz', 'HEAD, GET'],
+    // No route serves OPTIONS either (the router alone would answer it 200 with an empty body).
+    ['OPTIONS', '/api/uploads', 'HEAD, GET'],
   ] as const) {
     const r = await app.api.request(
       method,

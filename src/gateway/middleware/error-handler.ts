@@ -24,7 +24,7 @@ function requestFields(ctx: AppContext, code: ErrorCode, opts: ErrorOptions): Re
  * AppErrors pass through; errors of body parsers (co-body, formidable) are mapped by their status;
  * anything else is a 500 whose details stay in the log, keyed by the request id.
  */
-export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): void {
+function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): void {
   const appError = err instanceof AppError ? err : (opts.classify?.(err) ?? toAppError(err));
   if (appError.code === 'busy' && !(err instanceof AppError)) {
     const fields = requestFields(ctx, appError.code, opts);
@@ -48,11 +48,13 @@ export function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {
  * Throws 404 not_found for a request no route answered, and 405 method_not_allowed (with `Allow`) for a known
  * path called with a method none of its routes serves: the router's allowedMethods() answers those with a bare
  * 405 (or 501 for a method the router does not know at all) and the `Allow` header; this gives them the
- * contract's body. Without an `Allow` (no route at that path) it is a 404 like any unknown path.
+ * contract's body. OPTIONS, which no route serves, is one of those methods: the router would answer it 200 with
+ * an empty body. Without an `Allow` (no route at that path) it is a 404 like any unknown path.
  */
-export function notFoundUnlessAnswered(ctx: AppContext): void {
+function notFoundUnlessAnswered(ctx: AppContext): void {
   const status = ctx.status;
-  if ((status !== 404 && status !== 405 && status !== 501) || ctx.body !== undefined) return;
+  const bareOptions = ctx.method === 'OPTIONS' && status === 200 && ctx.body === '';
+  if (!bareOptions && ((status !== 404 && status !== 405 && status !== 501) || ctx.body !== undefined)) return;
   const allow = status === 404 ? '' : ctx.response.get('Allow');
   if (allow) throw errors.methodNotAllowed(`${ctx.method} is not served on ${ctx.path}; it serves ${allow}`, allow);
   throw errors.notFound(`no route for ${ctx.method} ${ctx.path}`);

@@ -6,7 +6,7 @@ import { sendWithEtag } from '../fresh.ts';
  * ETag on every successful GET JSON response, and 304 with an empty body when the client's
  * If-None-Match matches. Bytes and streams (cached pages, images) carry their own ETag and are left alone.
  */
-export function applyConditionalGet(ctx: AppContext): void {
+function applyConditionalGet(ctx: AppContext): void {
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.status !== 200) return;
   const body = ctx.body;
   if (

@@ -7,7 +7,7 @@ import type { ByteSource } from '../../domain/uploads/create-upload.ts';
 import type { MediaFiles } from '../../domain/uploads/ports.ts';
 import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
-import { declaredOversize, MULTIPART_FIELDS_BYTES as MAX_FIELDS_BYTES } from '../limits.ts';
+import { MULTIPART_FIELDS_BYTES as MAX_FIELDS_BYTES } from '../limits.ts';
 
 const MAX_FIELDS = 20;
 
@@ -29,9 +29,6 @@ export function multipartUpload(opts: { media: MediaFiles; onReceived?: (seconds
       if (ctx.is('application/json')) return next();
       throw errors.invalid('upload must be sent as multipart/form-data (or JSON for image_url and link uploads)');
     }
-    // refuseDeclaredOversize (app.ts) refuses it before the body is read; checked again so this stands on its own.
-    const oversize = declaredOversize(ctx.req);
-    if (oversize) throw oversize;
     const dir = await opts.media.tempDir(randomUUID());
     const started = performance.now();
     try {

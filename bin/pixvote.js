@@ -44,7 +44,10 @@ if (underNodeModules || process.features.typescript) {
       stdio: 'inherit',
     },
   );
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  // Ctrl-C reaches the child from the terminal itself (same process group): forwarding it too would be a second
+  // Ctrl-C, which stops the child at once, without its summary. SIGTERM and SIGHUP are sent to this process alone.
+  process.on('SIGINT', () => {});
+  for (const signal of ['SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => {
     if (!signal) process.exit(code ?? 1);
     process.removeAllListeners(signal);

@@ -63,7 +63,7 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
   logout [--url URL]     Revokes the saved API token and forgets it.
   tokens create <name> | list | revoke <id>
 
-  Every command above takes --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login.
+  upload and tokens take --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login.
 
   admin grant USERNAME | admin revoke USERNAME
         Operator command, run on the server's machine with its environment: changes the stored role in the

@@ -114,7 +114,8 @@ export class ResumeFile {
   flush(): Promise<void> {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    this.#writing = this.#writing.then(() => this.#write());
+    // A write that failed (a background one included) does not block the next: that one writes everything again.
+    this.#writing = this.#writing.catch(() => {}).then(() => this.#write());
     return this.#writing;
   }
 

@@ -31,10 +31,14 @@ export interface Config {
   readonly humanThreshold: number;
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
+  /** Distinct reporters that hold an upload automatically; 0 turns it off. */
+  readonly reportHoldThreshold: number;
+  /** Max Hamming distance of a perceptual hash to a blocklisted one. */
+  readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
   readonly fetchTimeoutMs: number;
   readonly adminUsernames: ReadonlySet<string>;
-  readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate }>;
+  readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate; report: Rate }>;
   readonly trustProxy: boolean;
   /** Bearer token `GET /metrics` requires; null leaves it open. */
   readonly metricsToken: string | null;
@@ -104,7 +108,7 @@ const schema = z.object({
   JWT_TTL: duration.prefault('24h'),
   WORKERS: positiveInt.optional(),
   WORKER_QUEUE: positiveInt.optional(),
-  HUMAN_POLICY: z.enum(['reject', 'flag', 'off'], 'expected reject, flag or off').prefault('reject'),
+  HUMAN_POLICY: z.enum(['reject', 'flag', 'hold', 'off'], 'expected reject, flag, hold or off').prefault('reject'),
   HUMAN_THRESHOLD: z
     .string()
     .transform(Number)
@@ -116,6 +120,17 @@ const schema = z.object({
     .transform(Number)
     .refine((n) => n >= -1 && n <= 32, 'expected an integer from -1 to 32')
     .prefault('4'),
+  REPORT_HOLD_THRESHOLD: z
+    .string()
+    .regex(/^\d+$/, 'expected a non-negative integer (0 turns automatic holds off)')
+    .transform(Number)
+    .prefault('3'),
+  BLOCKLIST_DISTANCE: z
+    .string()
+    .regex(/^\d+$/, 'expected an integer from 0 to 16')
+    .transform(Number)
+    .refine((n) => n <= 16, 'expected an integer from 0 to 16')
+    .prefault('8'),
   NEAR_DUPLICATE_INDEX: z
     .enum(['multi-index-hashing', 'sqlite-vec'], 'expected multi-index-hashing or sqlite-vec')
     .default('multi-index-hashing'),
@@ -126,6 +141,7 @@ const schema = z.object({
   RATE_LIMIT_UPLOAD: rate.prefault('20/1h'),
   RATE_LIMIT_VOTE: rate.prefault('20/1h'),
   RATE_LIMIT_GENERAL: rate.prefault('600/15m'),
+  RATE_LIMIT_REPORT: rate.prefault('20/1h'),
   TRUST_PROXY: bool.prefault('false'),
   METRICS_TOKEN: z
     .string()
@@ -192,6 +208,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     humanThreshold: e.HUMAN_THRESHOLD ?? CALIBRATED_HUMAN_THRESHOLD,
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
+    reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,
+    blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
     adminUsernames: new Set(
@@ -204,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       upload: e.RATE_LIMIT_UPLOAD,
       vote: e.RATE_LIMIT_VOTE,
       general: e.RATE_LIMIT_GENERAL,
+      report: e.RATE_LIMIT_REPORT,
     }),
     trustProxy: e.TRUST_PROXY,
     metricsToken: e.METRICS_TOKEN ?? null,

@@ -56,6 +56,11 @@ import { CreateUpload, type UploadOutcomes } from './domain/uploads/create-uploa
 import { docsRoutes } from './gateway/routes/docs.routes.ts';
 import { imageRoutes } from './gateway/routes/images.routes.ts';
 import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
+import { ModerationService } from './domain/moderation/moderation.service.ts';
+import { RepeatingJob } from './domain/moderation/hold-job.ts';
+import { ModerationRepository } from './store/moderation/moderation.repository.ts';
+import { BlocklistRepository } from './store/moderation/blocklist.repository.ts';
+import { moderationRoutes } from './gateway/routes/moderation.routes.ts';
 
 export interface ComposeOptions {
   log?: Logger;
@@ -230,6 +235,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     general: limiter('general', config.rateLimits.general),
     upload: limiter('upload', config.rateLimits.upload),
     vote: limiter('vote', config.rateLimits.vote),
+    report: limiter('report', config.rateLimits.report),
   };
 
   const users = new UserRepository(db);
@@ -246,7 +252,9 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
   });
 
-  const uploadsRepo = new UploadRepository(db, similarityIndexFor(db.dialect, config.nearDuplicateIndex));
+  const similarity = similarityIndexFor(db.dialect, config.nearDuplicateIndex);
+  const uploadsRepo = new UploadRepository(db, similarity);
+  const blocklistRepo = new BlocklistRepository(db);
   // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
   // Stored files are removed only under their lock, and only while no row references them.
   const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
@@ -275,6 +283,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
 
   const uploads = new UploadService({
     uploads: uploadsRepo,
+    blocklist: blocklistRepo,
     media,
     processor: pool,
     fetcher: {
@@ -291,16 +300,45 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       humanPolicy: config.humanPolicy,
       humanThreshold: config.humanThreshold,
       nearDuplicateDistance: config.nearDuplicateDistance,
+      blocklistDistance: config.blocklistDistance,
     },
     events: { onChanged: changed },
   });
+
+  const moderationStore = new ModerationRepository(db, uploadsRepo, similarity);
+  let holdJob: RepeatingJob | null = null;
+  const moderation = new ModerationService({
+    store: moderationStore,
+    blocklist: blocklistRepo,
+    uploads: uploadsRepo,
+    clock,
+    policy: { reportHoldThreshold: config.reportHoldThreshold, blocklistDistance: config.blocklistDistance },
+    releaseMedia: release,
+    events: {
+      onChanged: changed,
+      reportReceived: () => metrics.reportsReceived.inc(),
+      action: (kind, n = 1) => metrics.moderationActions.inc({ action: kind }, n),
+      blocklistGrew: () => holdJob?.kick(),
+    },
+  });
+  holdJob = new RepeatingJob(
+    () => moderation.holdBlocklistMatches(),
+    (err) => log.warn({ err }, 'holding the uploads new blocklist entries match failed; retried'),
+  );
+  metrics.moderationGauges = {
+    queueDepth: () => moderationStore.openQueueDepth(),
+    blocklistSize: () => blocklistRepo.size(),
+  };
 
   const idempotency = new IdempotencyService({ store: new IdempotencyRepository(db), clock });
 
   let shuttingDown = false;
   const uploadOutcomes: UploadOutcomes = {
     accepted: (type) => metrics.uploadsAccepted.inc({ type }),
-    rejected: (reason) => metrics.uploadsRejected.inc({ reason }),
+    rejected: (reason) => {
+      metrics.uploadsRejected.inc({ reason });
+      if (reason === 'blocked_content') metrics.blockedUploads.inc();
+    },
   };
   const createUpload = new CreateUpload({
     uploads,
@@ -347,6 +385,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       imageRoutes({ uploads, media }),
       voteRoutes({ votes, voteLimiter: limiters.vote }),
       tagRoutes({ tags }),
+      moderationRoutes({ moderation, reportLimiter: limiters.report }),
       metricsRoutes({
         registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
         token: config.metricsToken,
@@ -363,24 +402,34 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     clusterCache,
     idempotency,
     sweep,
+    holdJob,
     /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
     drain: () => void (shuttingDown = true),
   };
 }
 
 /** What runs on its own once wired: ADMIN_USERNAMES, the recovery sweep, housekeeping. Returns its stop. */
-async function start(config: Config, resources: Resources, wired: ReturnType<typeof wire>): Promise<() => void> {
+async function start(
+  config: Config,
+  resources: Resources,
+  wired: ReturnType<typeof wire>,
+): Promise<() => Promise<void>> {
   const { log } = resources;
   // ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user.
   if (config.adminUsernames.size)
     log.info(await promoteListedAdmins(wired.users, config.adminUsernames), 'ADMIN_USERNAMES applied');
   await wired.sweep();
+  // Blocklist entries queued before a restart (or by another process) hold their matches.
+  wired.holdJob.every(30_000).kick();
   // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
   const housekeeping = setInterval(() => {
     void wired.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
     void wired.sweep().catch((err) => log.warn({ err }, 'media sweep failed'));
   }, 10 * 60_000).unref();
-  return () => clearInterval(housekeeping);
+  return async () => {
+    clearInterval(housekeeping);
+    await wired.holdJob.stop();
+  };
 }
 
 /** `npm start`: one gateway process, or PROCESSES of them sharing the port (node:cluster). */

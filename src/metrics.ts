@@ -19,6 +19,11 @@ export interface Metrics {
   uploadsRejected: Counter<'reason'>;
   rateLimited: Counter<'limit'>;
   detectorBackend: Gauge<'backend'>;
+  reportsReceived: Counter;
+  moderationActions: Counter<'action'>;
+  blockedUploads: Counter;
+  /** Where the moderation gauges read from (the database), set once it is open. */
+  moderationGauges: ModerationGauges | null;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
   recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
@@ -32,6 +37,12 @@ export interface PoolGauges {
   utilization: number;
   /** Thread-seconds spent on tasks since start. */
   busySeconds?: number;
+}
+
+/** Database-wide figures, read at scrape time (shared by every process: the cluster's /metrics keeps one value). */
+export interface ModerationGauges {
+  queueDepth(): Promise<number>;
+  blocklistSize(): Promise<number>;
 }
 
 export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
@@ -139,6 +150,23 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
       labelNames: ['backend'],
       registers: [registry],
     }),
+    reportsReceived: new Counter({
+      name: 'pixvote_reports_received_total',
+      help: 'Reports of uploads received (a repeated report of the same upload by the same user is not counted)',
+      registers: [registry],
+    }),
+    moderationActions: new Counter({
+      name: 'pixvote_moderation_actions_total',
+      help: 'Moderation actions by kind (approve, hold, remove, auto_hold, ban, unban, block, unblock)',
+      labelNames: ['action'],
+      registers: [registry],
+    }),
+    blockedUploads: new Counter({
+      name: 'pixvote_blocked_uploads_total',
+      help: "Uploads refused because they match the moderators' blocklist",
+      registers: [registry],
+    }),
+    moderationGauges: null,
     recordRequest(method, route, status, seconds) {
       const key = `${method} ${route} ${status}`;
       let s = series.get(key);
@@ -150,5 +178,23 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
       s.time.observe(seconds);
     },
   };
+  new Gauge({
+    name: 'pixvote_moderation_queue_depth',
+    help: 'Open moderation queue items: held, reported or person-flagged uploads',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      if (m.moderationGauges) this.set(await m.moderationGauges.queueDepth());
+    },
+  });
+  new Gauge({
+    name: 'pixvote_blocklist_entries',
+    help: 'Entries on the blocklist',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      if (m.moderationGauges) this.set(await m.moderationGauges.blocklistSize());
+    },
+  });
   return m;
 }

@@ -7,13 +7,16 @@ export type ErrorCode =
   | 'unsupported_format'
   | 'invalid_image'
   | 'human_detected'
+  | 'blocked_content'
   | 'fetch_failed'
   | 'too_many_tags'
   | 'invalid_tag'
   | 'unauthorized'
   | 'forbidden'
+  | 'banned'
   | 'not_found'
   | 'conflict'
+  | 'removed'
   | 'payload_too_large'
   | 'rate_limited'
   | 'busy'
@@ -25,13 +28,16 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   unsupported_format: 400,
   invalid_image: 400,
   human_detected: 400,
+  blocked_content: 400,
   fetch_failed: 400,
   too_many_tags: 400,
   invalid_tag: 400,
   unauthorized: 401,
   forbidden: 403,
+  banned: 403,
   not_found: 404,
   conflict: 409,
+  removed: 410,
   payload_too_large: 413,
   rate_limited: 429,
   busy: 503,
@@ -66,6 +72,10 @@ export const errors = {
   unauthorized: (message = 'authentication required: send a valid Bearer token or the auth-token cookie') =>
     new AppError('unauthorized', message),
   forbidden: (message: string) => new AppError('forbidden', message),
+  blockedContent: (message = "this image matches the moderators' blocklist and cannot be uploaded") =>
+    new AppError('blocked_content', message),
+  banned: (message: string) => new AppError('banned', message),
+  removed: (message: string) => new AppError('removed', message),
   notFound: (message: string) => new AppError('not_found', message),
   conflict: (message: string) => new AppError('conflict', message),
   payloadTooLarge: (message: string) => new AppError('payload_too_large', message),

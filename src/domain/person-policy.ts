@@ -5,7 +5,20 @@
 export const CALIBRATED_HUMAN_THRESHOLD = 0.2;
 
 /** What happens to an image in which the detector finds a person (HUMAN_POLICY). */
-export type HumanPolicy = 'reject' | 'flag' | 'off';
+export type HumanPolicy = 'reject' | 'flag' | 'hold' | 'off';
+
+/**
+ * What an accepted image's person score asks of moderation: `flag` and `hold` queue it for review when the score
+ * is at or above the threshold, and `hold` keeps it out of every listing until a moderator approves it.
+ */
+export function personReview(
+  policy: HumanPolicy,
+  threshold: number,
+  score: number | null,
+): { flag: boolean; hold: boolean } {
+  const found = score !== null && score >= threshold && (policy === 'flag' || policy === 'hold');
+  return { flag: found, hold: found && policy === 'hold' };
+}
 
 /**
  * Why an image is refused for showing a person, or null when the policy lets it in. One rule for images the

@@ -3,6 +3,8 @@ import { errors } from './errors.ts';
 import { isUuid } from './ids.ts';
 import type { Clock } from './clock.ts';
 import type { Principal } from './users.ts';
+import type { ModerationState } from './uploads/upload.types.ts';
+import { assertReachable } from './moderation/access.ts';
 import { isTagSlug, MAX_TAGS_PER_UPLOAD, normalizeTag, normalizeTags, slugOf, type TagView } from './tags.ts';
 
 export interface TagSuggestion extends TagView {
@@ -10,7 +12,8 @@ export interface TagSuggestion extends TagView {
 }
 
 export interface TagStore {
-  ownerOf(uploadId: string): Promise<string | null>;
+  /** The upload's owner and moderation state, or null when there is no such upload. */
+  ownerOf(uploadId: string): Promise<{ userId: string; moderation: ModerationState } | null>;
   tagsOf(uploadId: string): Promise<TagView[]>;
   /**
    * Adds the tags in one transaction unless the upload would then carry more than `max`;
@@ -37,8 +40,8 @@ export class TagService {
     this.#onChanged = deps.onChanged ?? (async () => {});
   }
 
-  async list(uploadId: string): Promise<TagView[]> {
-    await this.#ownerOf(uploadId);
+  async list(reader: Principal | null, uploadId: string): Promise<TagView[]> {
+    await this.#ownerOf(reader, uploadId);
     return this.#tags.tagsOf(uploadId);
   }
 
@@ -69,14 +72,16 @@ export class TagService {
     return this.#tags.suggest(normalizeTag(q), limit);
   }
 
-  async #ownerOf(uploadId: string): Promise<string> {
-    const owner = isUuid(uploadId) ? await this.#tags.ownerOf(uploadId) : null;
-    if (!owner) throw errors.notFound(`upload ${uploadId} does not exist`);
-    return owner;
+  /** The owner of an upload the reader may reach (held: owner and admins; removed: admins). */
+  async #ownerOf(reader: Principal | null, uploadId: string): Promise<string> {
+    const found = isUuid(uploadId) ? await this.#tags.ownerOf(uploadId) : null;
+    if (!found) throw errors.notFound(`upload ${uploadId} does not exist`);
+    assertReachable({ id: uploadId, ...found }, reader);
+    return found.userId;
   }
 
   async #mayEdit(principal: Principal, uploadId: string): Promise<void> {
-    const owner = await this.#ownerOf(uploadId);
+    const owner = await this.#ownerOf(principal, uploadId);
     if (owner !== principal.userId && !principal.isAdmin)
       throw errors.forbidden(`only the owner or an admin may change the tags of upload ${uploadId}`);
   }

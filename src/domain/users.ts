@@ -5,6 +5,8 @@ export interface UserRecord {
   email: string;
   role: 'user' | 'admin';
   createdAt: Date;
+  /** Banned until then (API.md Moderation, Bans); null or past: not banned. */
+  bannedUntil: Date | null;
 }
 
 /** The authenticated caller of a request. */
@@ -45,4 +47,13 @@ export function toUserView(user: UserRecord, viewer: Principal | null): UserView
   };
   if (viewer && (viewer.userId === user.id || viewer.isAdmin)) view.email = user.email;
   return view;
+}
+
+/** The 403 `banned` of a user banned at `now`, or null when the user is not banned. */
+export function banRefusal(user: Pick<UserRecord, 'bannedUntil'>, now: Date): string | null {
+  const until = user.bannedUntil;
+  if (!until || until.getTime() <= now.getTime()) return null;
+  return until.getUTCFullYear() >= 9999
+    ? 'this account is banned permanently'
+    : `this account is banned until ${until.toISOString()}`;
 }

@@ -18,7 +18,7 @@
  * similarity/similarity-index.ts).
  */
 import type { ColumnType, Generated, SqlBool } from 'kysely';
-import type { UploadType, VariantInfo } from '../domain/uploads/upload.types.ts';
+import type { ModerationState, UploadType, VariantInfo } from '../domain/uploads/upload.types.ts';
 
 /**
  * A timestamp: bound as `dialect.date(d)` (epoch milliseconds on SQLite, a Date on PostgreSQL), read as epoch
@@ -43,6 +43,9 @@ export interface UsersTable {
   password_hash: string;
   role: Generated<string>;
   created_at: Timestamp;
+  /** Banned until then (far in the future for a permanent ban, see BAN_PERMANENT); null when not banned. */
+  banned_until: Timestamp | null;
+  ban_reason: string | null;
 }
 
 export interface ApiTokensTable {
@@ -97,6 +100,12 @@ export interface UploadsTable {
   thumbhash: string | null;
   human_score: number | null;
   variants: Json<Record<string, VariantInfo>> | null;
+  /** `visible`, `held` or `removed` (API.md Moderation). */
+  moderation: Generated<ModerationState>;
+  /** Person detection scored it at or above the threshold (HUMAN_POLICY flag/hold) and no moderator approved it yet. */
+  person_flag: Generated<Bool>;
+  /** When a moderator (or an automatic rule) last acted on it: the closed queue's order. */
+  moderated_at: Timestamp | null;
 }
 
 export interface UploadTagsTable {
@@ -132,6 +141,54 @@ export interface MediaGarbageTable {
   created_at: Timestamp;
 }
 
+/** Reports of uploads (migration m009): one per user and upload. */
+export interface ReportsTable {
+  id: string;
+  upload_id: string;
+  user_id: string;
+  reason: string;
+  note: string | null;
+  /** `open` until a moderator approves or removes the upload. */
+  status: Generated<'open' | 'closed'>;
+  created_at: Timestamp;
+  closed_at: Timestamp | null;
+}
+
+/** The moderators' blocklist of hashes, with the perceptual hash's chunks for multi-index hashing. */
+export interface BlocklistTable {
+  id: string;
+  sha256: string | null;
+  phash: string | null;
+  ph0: number | null;
+  ph1: number | null;
+  ph2: number | null;
+  ph3: number | null;
+  /** `sha256:phash` (either may be empty): unique, so an entry is added once. */
+  entry_key: string;
+  reason: Generated<string>;
+  source: 'moderation' | 'import';
+  created_at: Timestamp;
+}
+
+/** Blocklist entries whose matches among stored uploads are still to be held (the background job's to-do list). */
+export interface BlocklistPendingTable {
+  entry_id: string;
+  created_at: Timestamp;
+}
+
+/** The public modlog: append-only (triggers refuse updates and deletes). */
+export interface ModlogTable {
+  id: string;
+  at: Timestamp;
+  action: string;
+  target_type: string;
+  target_id: string;
+  reason: Generated<string>;
+  /** Null for automatic actions. */
+  moderator_id: string | null;
+  moderator_name: string | null;
+}
+
 /** MikroORM's record of the migrations applied. */
 export interface SchemaMigrationsTable {
   id: Generated<number>;
@@ -149,6 +206,10 @@ export interface DB {
   votes: VotesTable;
   idempotency_keys: IdempotencyKeysTable;
   media_garbage: MediaGarbageTable;
+  reports: ReportsTable;
+  blocklist: BlocklistTable;
+  blocklist_pending: BlocklistPendingTable;
+  modlog: ModlogTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
@@ -166,6 +227,8 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
     password_hash: true,
     role: true,
     created_at: true,
+    banned_until: true,
+    ban_reason: true,
   }),
   api_tokens: columns<ApiTokensTable>({
     id: true,
@@ -206,6 +269,9 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
     thumbhash: true,
     human_score: true,
     variants: true,
+    moderation: true,
+    person_flag: true,
+    moderated_at: true,
   }),
   upload_tags: columns<UploadTagsTable>({ upload_id: true, tag_id: true, created_at: true }),
   votes: columns<VotesTable>({ user_id: true, upload_id: true, value: true, created_at: true, updated_at: true }),
@@ -220,5 +286,39 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
     lease_until: true,
   }),
   media_garbage: columns<MediaGarbageTable>({ media_key: true, created_at: true }),
+  reports: columns<ReportsTable>({
+    id: true,
+    upload_id: true,
+    user_id: true,
+    reason: true,
+    note: true,
+    status: true,
+    created_at: true,
+    closed_at: true,
+  }),
+  blocklist: columns<BlocklistTable>({
+    id: true,
+    sha256: true,
+    phash: true,
+    ph0: true,
+    ph1: true,
+    ph2: true,
+    ph3: true,
+    entry_key: true,
+    reason: true,
+    source: true,
+    created_at: true,
+  }),
+  blocklist_pending: columns<BlocklistPendingTable>({ entry_id: true, created_at: true }),
+  modlog: columns<ModlogTable>({
+    id: true,
+    at: true,
+    action: true,
+    target_type: true,
+    target_id: true,
+    reason: true,
+    moderator_id: true,
+    moderator_name: true,
+  }),
   schema_migrations: columns<SchemaMigrationsTable>({ id: true, name: true, executed_at: true }),
 };

@@ -10,13 +10,16 @@ import type { DB, UploadsTable } from './database-types.ts';
 import type { Dialect } from './dialect.ts';
 
 /**
- * SQL over `uploads as u`: public uploads, plus the viewer's own, plus everything for an admin.
- * `false` is written as a literal so SQLite can match the partial indexes' `where is_private = 0`.
+ * SQL over `uploads as u`: what listings show (public and visible: not held or removed), plus the viewer's own
+ * that are not removed, plus everything for an admin. Constants are written as literals so that SQLite can
+ * match the partial indexes' `where is_private = 0 and moderation = 'visible'`.
  */
 export function visibleTo(dialect: Dialect, viewer: Viewer | null): RawBuilder<boolean> {
   if (viewer?.isAdmin) return sql<boolean>`1 = 1`;
-  const isPublic = sql<boolean>`u.is_private = ${sql.raw(dialect.falseLit)}`;
-  return viewer ? sql<boolean>`(${isPublic} or u.user_id = ${viewer.userId})` : isPublic;
+  const listed = sql<boolean>`u.is_private = ${sql.raw(dialect.falseLit)} and u.moderation = 'visible'`;
+  return viewer
+    ? sql<boolean>`((${listed}) or (u.user_id = ${viewer.userId} and u.moderation <> 'removed'))`
+    : sql<boolean>`(${listed})`;
 }
 
 /**

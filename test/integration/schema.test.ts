@@ -40,6 +40,7 @@ test(
           'm006-idempotency-leases',
           'm007-listed-tag-counts',
           'm008-fold-tag-names',
+          'm009-moderation',
         ],
       );
       await again.close();

@@ -112,7 +112,7 @@ export class MemoryUploads implements UploadStore {
   }
   async mediaKeyOf(id: string) {
     const u = this.rows.get(id);
-    return u ? u.mediaKey : undefined;
+    return u ? { mediaKey: u.mediaKey, userId: u.userId, moderation: u.moderation } : undefined;
   }
   async findVisibleBySha256(sha256: string, viewer: Viewer) {
     return [...this.rows.values()].find((u) => u.sha256 === sha256 && visibleTo(u, viewer)) ?? null;

@@ -43,7 +43,12 @@ function setup(opts: { humanPolicy?: HumanPolicy; shuttingDown?: boolean } = {})
     processor,
     fetcher,
     clock: { now: () => new Date('2026-11-25T12:00:00Z') },
-    policy: { humanPolicy: opts.humanPolicy ?? 'reject', humanThreshold: 0.5, nearDuplicateDistance: 4 },
+    policy: {
+      humanPolicy: opts.humanPolicy ?? 'reject',
+      humanThreshold: 0.5,
+      nearDuplicateDistance: 4,
+      blocklistDistance: 8,
+    },
   });
   const useCase = new CreateUpload({
     uploads: service,

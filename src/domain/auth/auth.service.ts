@@ -4,7 +4,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
-import { isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
+import { banRefusal, isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
 import { hashPassword, verifyPassword, type ScryptKdf, type ScryptParams } from './passwords.ts';
 import type { JwtIssuer } from './jwt.ts';
 
@@ -99,7 +99,14 @@ export class AuthService {
     // Friendly messages for the common case; the unique indexes still decide under races.
     if (await this.#users.exists({ username })) throw errors.conflict(`username "${username}" is already taken`);
     if (await this.#users.exists({ email })) throw errors.conflict('email is already registered');
-    const user: UserRecord = { id: randomUUID(), username, email, role: 'user', createdAt: this.#clock.now() };
+    const user: UserRecord = {
+      id: randomUUID(),
+      username,
+      email,
+      role: 'user',
+      createdAt: this.#clock.now(),
+      bannedUntil: null,
+    };
     const created = await this.#users.create({ ...user, passwordHash: await this.#passwords.hash(input.password) });
     if (created === 'username') throw errors.conflict(`username "${username}" is already taken`);
     if (created === 'email') throw errors.conflict('email is already registered');
@@ -111,6 +118,7 @@ export class AuthService {
     const found = await this.#users.findForLogin(by);
     const ok = await this.#passwords.verify(input.password, found?.passwordHash ?? (await this.#decoyHash));
     if (!found || !ok) throw errors.unauthorized('invalid credentials: check the email/username and password');
+    this.#assertNotBanned(found);
     return this.#session(found);
   }
 
@@ -124,11 +132,13 @@ export class AuthService {
       if (!found.token.lastUsedAt || now.getTime() - found.token.lastUsedAt.getTime() > TOUCH_INTERVAL_MS) {
         await this.#tokens.touch(found.token.id, now);
       }
+      this.#assertNotBanned(found.user);
       return this.#principal(found.user, 'api_token', viaCookie);
     }
     const userId = this.#jwt.verify(credential);
     if (!userId) return null;
     const user = await this.#users.findById(userId);
+    if (user) this.#assertNotBanned(user);
     return user ? this.#principal(user, 'jwt', viaCookie) : null;
   }
 
@@ -158,6 +168,12 @@ export class AuthService {
 
   async revokeToken(principal: Principal, id: string): Promise<void> {
     if (!(await this.#tokens.delete(principal.userId, id))) throw errors.notFound(`no API token ${id} of yours`);
+  }
+
+  /** A banned user's every authenticated request and login: 403 `banned` (read with the user each time). */
+  #assertNotBanned(user: UserRecord): void {
+    const refusal = banRefusal(user, this.#clock.now());
+    if (refusal) throw errors.banned(refusal);
   }
 
   #session(user: UserRecord): Session {

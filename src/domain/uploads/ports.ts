@@ -5,7 +5,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import type { ImageTask, ProcessedImage, VariantName } from './processed-image.ts';
-import type { UploadRecord, Viewer } from './upload.types.ts';
+import type { ModerationState, UploadRecord, Viewer } from './upload.types.ts';
 
 /** What an insert writes: a stored upload minus what the database derives (owner name, counters, tags). */
 export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCount' | 'tags'>;
@@ -15,8 +15,11 @@ export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };
 
 export interface UploadStore {
   findById(id: string): Promise<UploadRecord | null>;
-  /** The stored-files key of an image upload (null for links), or undefined when there is no such upload. */
-  mediaKeyOf(id: string): Promise<string | null | undefined>;
+  /**
+   * The stored-files key of an image upload (null for links and removed uploads) with what decides who may read
+   * it, or undefined when there is no such upload.
+   */
+  mediaKeyOf(id: string): Promise<{ mediaKey: string | null; userId: string; moderation: ModerationState } | undefined>;
   /** The oldest upload with these bytes that the viewer may see. */
   findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null>;
   /** The closest visible upload within `maxDistance` (Hamming) of `phash`, oldest first on ties. */

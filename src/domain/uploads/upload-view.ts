@@ -32,6 +32,7 @@ export function toUploadView(u: UploadRecord, myVote?: VoteValue | null): Upload
           }
         : null,
     embed: u.uploadType === 'link' && u.externalUrl ? buildEmbed(new URL(u.externalUrl)) : null,
+    moderation: u.moderation,
   };
   if (myVote !== undefined) view.my_vote = myVote;
   return view;

@@ -7,7 +7,8 @@ import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
 import { validateExternalUrl } from '../embeds.ts';
-import type { HumanPolicy } from '../person-policy.ts';
+import { personReview, type HumanPolicy } from '../person-policy.ts';
+import { assertReachable, type Reader } from '../moderation/access.ts';
 import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, SharedMedia, UploadStore } from './ports.ts';
 import type { CreateResult, DuplicateNotice, UploadRecord, Viewer } from './upload.types.ts';
 import { toUploadView } from './upload-view.ts';
@@ -20,6 +21,14 @@ export interface UploadPolicy {
   humanThreshold: number;
   /** -1 turns near-duplicate matching off. */
   nearDuplicateDistance: number;
+  /** Max Hamming distance of a perceptual hash to a blocklisted one. */
+  blocklistDistance: number;
+}
+
+/** The moderators' blocklist, as an upload consults it: before any decoding, and once the perceptual hash is known. */
+export interface BlocklistCheck {
+  blocksSha256(sha256: string): Promise<boolean>;
+  blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
 }
 
 export interface ImageInput {
@@ -58,9 +67,11 @@ export class UploadService {
   readonly #clock: Clock;
   readonly #policy: UploadPolicy;
   readonly #events: UploadEvents;
+  readonly #blocklist: BlocklistCheck;
 
   constructor(deps: {
     uploads: UploadStore;
+    blocklist?: BlocklistCheck;
     media: MediaStore;
     processor: ImageProcessor;
     fetcher: ImageFetcher;
@@ -75,10 +86,13 @@ export class UploadService {
     this.#clock = deps.clock;
     this.#policy = deps.policy;
     this.#events = deps.events ?? {};
+    this.#blocklist = deps.blocklist ?? { blocksSha256: async () => false, blocksPhash: async () => false };
   }
 
   async createImage(principal: Principal, input: ImageInput, signal?: AbortSignal): Promise<CreateResult> {
     const viewer = viewerOf(principal);
+    // The blocklist decides first, on the hash of the bytes as they arrived: a blocked upload costs one lookup.
+    if (await this.#blocklist.blocksSha256(input.sha256)) throw errors.blockedContent();
     const exact = await this.#uploads.findVisibleBySha256(input.sha256, viewer);
     if (exact) return this.#duplicate(exact.id, 'exact', 0);
 
@@ -95,8 +109,16 @@ export class UploadService {
     const stagingDir = await this.#media.stage(mediaKey);
     let committed = false;
     try {
-      // A near duplicate is refused as soon as its hash is known, before detection and encoding.
+      // A blocklisted perceptual hash, or a near duplicate, stops the task as soon as the hash is known, before
+      // detection and encoding: nothing is written to media.
       let near: CreateResult | null = null;
+      let blocked = false;
+      const afterHash = async (phash: string) => {
+        blocked = await this.#blocklist.blocksPhash(phash, this.#policy.blocklistDistance);
+        if (blocked) return true;
+        near = await this.#nearDuplicate(phash, viewer);
+        return near !== null;
+      };
       const processed = await this.#processor.process(
         {
           bytes: await input.bytes(),
@@ -106,12 +128,11 @@ export class UploadService {
           humanThreshold: this.#policy.humanThreshold,
         },
         signal,
-        // (With near matching off the worker is not made to ask.)
-        this.#policy.nearDuplicateDistance < 0
-          ? {}
-          : { afterHash: async (phash) => (near = await this.#nearDuplicate(phash, viewer)) !== null },
+        { afterHash },
       );
+      if (blocked) throw errors.blockedContent();
       if (!processed) return near!;
+      const review = personReview(this.#policy.humanPolicy, this.#policy.humanThreshold, processed.humanScore);
       const row: NewUpload = {
         ...this.#base(id, principal, { ...input, originalName: originalNameOf(input.originalName) }),
         uploadType: 'image',
@@ -125,6 +146,8 @@ export class UploadService {
         originalFormat: processed.format,
         thumbhash: processed.thumbhash,
         humanScore: processed.humanScore,
+        moderation: review.hold ? 'held' : 'visible',
+        personFlag: review.flag,
         variants: Object.fromEntries(
           processed.variants.map((v) => [v.name, { width: v.width, height: v.height, bytes: v.bytes }]),
         ),
@@ -177,19 +200,28 @@ export class UploadService {
     return this.#created(id);
   }
 
-  /** A single upload, reachable by anyone who knows its id (private means unlisted). */
-  async get(id: string, myVote?: 'fucks' | 'does_not_fuck' | null) {
+  /**
+   * A single upload, reachable by anyone who knows its id (private means unlisted); held ones by their owner and
+   * admins only, removed ones (tombstones) by admins only.
+   */
+  async get(reader: Reader | null, id: string, myVote?: 'fucks' | 'does_not_fuck' | null) {
     const u = await this.#uploads.findById(id);
     if (!u) throw errors.notFound(`upload ${id} does not exist`);
+    assertReachable(u, reader);
     return toUploadView(u, myVote);
   }
 
-  /** The stored-files key behind `GET /api/image/{id}`; private uploads are served too (private means unlisted). */
-  async imageKey(id: string): Promise<string> {
-    const key = await this.#uploads.mediaKeyOf(id);
-    if (key === undefined) throw errors.notFound(`upload ${id} does not exist`);
-    if (key === null) throw errors.notFound(`upload ${id} is a link; it has no image`);
-    return key;
+  /**
+   * The stored-files key behind `GET /api/image/{id}`; private uploads are served too (private means unlisted),
+   * held ones to their owner and admins; a removed upload's files are gone (410).
+   */
+  async imageKey(reader: Reader | null, id: string): Promise<string> {
+    const u = await this.#uploads.mediaKeyOf(id);
+    if (u === undefined) throw errors.notFound(`upload ${id} does not exist`);
+    assertReachable({ id, ...u }, reader);
+    if (u.moderation === 'removed') throw errors.removed(`upload ${id} was removed by the moderators`);
+    if (u.mediaKey === null) throw errors.notFound(`upload ${id} is a link; it has no image`);
+    return u.mediaKey;
   }
 
   /**
@@ -218,6 +250,7 @@ export class UploadService {
   async #owned(principal: Principal, id: string, verb: string): Promise<UploadRecord> {
     const u = await this.#uploads.findById(id);
     if (!u) throw errors.notFound(`upload ${id} does not exist`);
+    assertReachable(u, principal);
     if (u.userId !== principal.userId && !principal.isAdmin)
       throw errors.forbidden(`only the owner or an admin may ${verb} upload ${id}`);
     return u;
@@ -273,6 +306,9 @@ export class UploadService {
       thumbhash: null,
       humanScore: null,
       variants: null,
+      moderation: 'visible' as const,
+      personFlag: false,
+      moderatedAt: null,
     };
   }
 

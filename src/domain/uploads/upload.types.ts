@@ -2,6 +2,8 @@ import type { TagView } from '../tags.ts';
 import type { Embed } from '../embeds.ts';
 
 export type UploadType = 'image' | 'link';
+/** API.md Moderation: `held` is out of every listing until a moderator decides; `removed` is a tombstone. */
+export type ModerationState = 'visible' | 'held' | 'removed';
 export type VoteValue = 'fucks' | 'does_not_fuck';
 
 export interface VariantInfo {
@@ -35,6 +37,10 @@ export interface UploadRecord {
   thumbhash: string | null;
   humanScore: number | null;
   variants: Record<string, VariantInfo> | null;
+  moderation: ModerationState;
+  /** Person detection flagged it for review (HUMAN_POLICY flag/hold) and no moderator approved it yet. */
+  personFlag: boolean;
+  moderatedAt: Date | null;
   tags: TagView[];
 }
 
@@ -73,6 +79,7 @@ export interface UploadView {
   created_at: string;
   image: ImageView | null;
   embed: Embed | null;
+  moderation: ModerationState;
   my_vote?: VoteValue | null;
 }
 

@@ -7,7 +7,11 @@ import { errors } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
-import type { VoteValue } from '../uploads/upload.types.ts';
+import type { ModerationState, VoteValue } from '../uploads/upload.types.ts';
+import { assertReachable } from '../moderation/access.ts';
+
+/** Checks the (locked) upload before a vote is written; throws to refuse it (nothing is written). */
+export type VoteGuard = (upload: { id: string; userId: string; moderation: ModerationState }) => void;
 
 export type VoteInput = VoteValue | 'none';
 
@@ -25,6 +29,7 @@ export interface VoteStore {
     uploadId: string,
     value: 1 | -1 | 0,
     at: Date,
+    guard?: VoteGuard,
   ): Promise<{ value: 1 | -1 | 0; upvotes: number; downvotes: number; changed: boolean } | null>;
   myVote(uploadId: string, userId: string): Promise<VoteValue | null>;
 }
@@ -45,7 +50,11 @@ export class VoteService {
   async vote(principal: Principal, uploadId: string, vote: VoteInput): Promise<VoteOutcome> {
     // Not a UUID: a malformed field (API.md Votes), not an unknown upload.
     if (!isUuid(uploadId)) throw errors.invalid('uploadId must be a UUID (the id of an upload)');
-    const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], this.#clock.now());
+    // Held uploads take votes from their owner and admins only; removed ones from nobody (API.md Moderation).
+    const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], this.#clock.now(), (u) => {
+      assertReachable(u, principal);
+      if (u.moderation === 'removed') throw errors.removed(`upload ${uploadId} was removed by the moderators`);
+    });
     if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (r.changed) await this.#onChanged();
     return {

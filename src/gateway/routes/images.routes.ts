@@ -15,7 +15,7 @@ export function imageRoutes(deps: { uploads: UploadService; media: MediaFiles })
   const router = new Router<AppState>();
   router.get('/api/image/:id', async (ctx) => {
     const { size } = parse(ImageQuery, ctx.query, 'query');
-    const key = await deps.uploads.imageKey(ctx.params.id!);
+    const key = await deps.uploads.imageKey(ctx.state.principal, ctx.params.id!);
     const file = await deps.media.open(key, size);
     if (!file) throw errors.notFound(`image ${ctx.params.id} has no ${size} variant`);
     ctx.status = 200;

@@ -10,7 +10,7 @@ export function tagRoutes(deps: { tags: TagService }): Router<AppState> {
 
   router.get('/api/uploads/:id/tags', async (ctx) => {
     ctx.set('Cache-Control', 'public, no-cache');
-    ctx.body = { tags: await deps.tags.list(ctx.params.id!) };
+    ctx.body = { tags: await deps.tags.list(ctx.state.principal, ctx.params.id!) };
   });
 
   router.post('/api/uploads/:id/tags', async (ctx) => {

@@ -89,7 +89,7 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
     ctx.set('Cache-Control', me ? 'private, no-cache' : 'public, no-cache');
     // `my_vote` depends on who asks.
     ctx.set('Vary', 'Authorization, Cookie');
-    ctx.body = await deps.uploads.get(ctx.params.id!, myVote);
+    ctx.body = await deps.uploads.get(me, ctx.params.id!, myVote);
   });
 
   router.patch('/api/upload/:id/privacy', async (ctx) => {

@@ -9,6 +9,9 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   unsupported_format: 'the image is not JPEG, PNG, GIF or WebP by its bytes',
   invalid_image: 'truncated or corrupt image, more than 50 MP or more than 200 frames',
   human_detected: 'human detection policy `reject` and a person was found',
+  blocked_content:
+    "the image matches the moderators' blocklist (exact SHA-256, or perceptual hash within " +
+    '`BLOCKLIST_DISTANCE`); which entry matched is not said',
   fetch_failed: '`image_url` could not be fetched safely (blocked address, timeout, not an image, too big)',
   too_many_tags: 'more than 10 tags on the upload',
   invalid_tag:
@@ -16,7 +19,9 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
     'after NFKC folding (an invisible character among them)',
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
-  not_found: 'no such resource',
+  banned: 'the account is banned; the message says until when',
+  not_found: 'no such resource, or an upload held for review that only its owner and admins may see',
+  removed: 'the upload was removed by the moderators',
   conflict: 'username or email already taken; an Idempotency-Key reused for a different request',
   payload_too_large: 'file over 10 MiB (10485760 bytes), JSON body over 1 MiB',
   rate_limited: 'a rate limit is spent; retry after `Retry-After` seconds',

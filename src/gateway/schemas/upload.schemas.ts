@@ -169,6 +169,12 @@ export const UploadRecord = z.object({
   created_at: z.iso.datetime(),
   image: ImageInfo.nullable().describe('Null for links.'),
   embed: Embed.nullable().describe('Links only, built from the URL without network access.'),
+  moderation: z
+    .enum(['visible', 'held', 'removed'])
+    .describe(
+      '`held`: under review, out of every listing (only its owner and admins can open it); ' +
+        '`removed`: a tombstone that only admins read (API.md Moderation).',
+    ),
   my_vote: VoteValue.nullable()
     .optional()
     .describe("The caller's vote; present on single-upload responses to an authenticated caller."),

@@ -46,6 +46,10 @@ export const Upload = defineEntity({
     humanScore: p.double().nullable(),
     /** Variant dimensions and byte sizes: {thumb: {width, height, bytes}, …}. */
     variants: p.json<Record<string, { width: number; height: number; bytes: number }>>().nullable(),
+    /** `visible`, `held` or `removed` (API.md Moderation). */
+    moderation: p.string().length(8).default('visible'),
+    personFlag: p.boolean().default(false),
+    moderatedAt: p.datetime(3).nullable(),
   },
 });
 export type IUpload = InferEntity<typeof Upload>;

@@ -13,6 +13,8 @@ export const User = defineEntity({
     passwordHash: p.string().length(255).lazy(),
     role: p.string().length(8).default('user'),
     createdAt: p.datetime(3),
+    bannedUntil: p.datetime(3).nullable(),
+    banReason: p.text().nullable(),
   },
 });
 export type IUser = InferEntity<typeof User>;

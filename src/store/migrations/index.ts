@@ -4,6 +4,7 @@ import { M003CoveringPhashIndexes } from './m003-covering-phash-indexes.ts';
 import { M006IdempotencyLeases } from './m006-idempotency-leases.ts';
 import { M007ListedTagCounts } from './m007-listed-tag-counts.ts';
 import { M008FoldTagNames } from './m008-fold-tag-names.ts';
+import { M009Moderation } from './m009-moderation.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   M006IdempotencyLeases,
   M007ListedTagCounts,
   M008FoldTagNames,
+  M009Moderation,
 ];

@@ -1,5 +1,6 @@
 import type { ApiTokenRecord, ApiTokenStore } from '../../domain/auth/auth.service.ts';
 import type { UserRecord } from '../../domain/users.ts';
+import { userRecordOf } from './user.repository.ts';
 import type { Database } from '../database.ts';
 import { ApiToken, type IApiToken } from '../entities/index.ts';
 
@@ -48,13 +49,7 @@ export class ApiTokenRepository implements ApiTokenStore {
     const u = t.user;
     return {
       token: toRecord(t),
-      user: {
-        id: u.id,
-        username: u.username,
-        email: u.email,
-        role: u.role === 'admin' ? 'admin' : 'user',
-        createdAt: u.createdAt,
-      },
+      user: userRecordOf(u),
     };
   }
 

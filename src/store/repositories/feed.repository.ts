@@ -63,6 +63,8 @@ export class FeedRepository implements FeedStore {
     const rows = await this.#uploads
       .select(db)
       .where('u.user_id', '=', userId)
+      // A removed upload is a tombstone its owner cannot open: not in their profile either.
+      .where('u.moderation', '<>', 'removed')
       .orderBy('u.created_at', 'desc')
       .orderBy('u.id', 'desc')
       .limit(limit)

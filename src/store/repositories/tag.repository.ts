@@ -11,14 +11,14 @@ export class TagRepository implements TagStore {
     this.#db = db;
   }
 
-  async ownerOf(uploadId: string): Promise<string | null> {
+  async ownerOf(uploadId: string) {
     const row = await this.#db
       .db()
       .selectFrom('uploads')
-      .select('user_id')
+      .select(['user_id', 'moderation'])
       .where('id', '=', uploadId)
       .executeTakeFirst();
-    return row ? row.user_id : null;
+    return row ? { userId: row.user_id, moderation: row.moderation } : null;
   }
 
   async tagsOf(uploadId: string): Promise<TagView[]> {

@@ -16,6 +16,7 @@ import { chunksOf } from '../similarity/hamming.ts';
 import { changingListing, leaveTagCounts, linkTags, tagsOf } from './tag-links.ts';
 import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
+import { appendModlog } from '../moderation/modlog.ts';
 
 /** Columns of an upload record, with the owner's name. */
 export const UPLOAD_COLUMNS = [
@@ -42,6 +43,9 @@ export const UPLOAD_COLUMNS = [
   'u.thumbhash',
   'u.human_score',
   'u.variants',
+  'u.moderation',
+  'u.person_flag',
+  'u.moderated_at',
 ] as const;
 
 /** Upload records (with owner) from `uploads as u`; the caller adds where/order/limit. */
@@ -80,6 +84,9 @@ export function rowToRecord(dialect: Dialect, r: UploadRow, tags: TagView[]): Up
     humanScore: r.human_score === null ? null : Number(r.human_score),
     // jsonb arrives parsed (PostgreSQL), json as its text (SQLite).
     variants: typeof r.variants === 'string' ? (JSON.parse(r.variants) as Record<string, VariantInfo>) : r.variants,
+    moderation: r.moderation,
+    personFlag: dialect.readBool(r.person_flag),
+    moderatedAt: r.moderated_at === null ? null : dialect.readDate(r.moderated_at),
     tags,
   };
 }
@@ -115,10 +122,15 @@ export class UploadRepository implements UploadStore {
     return isUuid(id) ? this.#first(await this.select().where('u.id', '=', id).executeTakeFirst()) : null;
   }
 
-  async mediaKeyOf(id: string): Promise<string | null | undefined> {
+  async mediaKeyOf(id: string) {
     if (!isUuid(id)) return undefined;
-    const row = await this.#db.db().selectFrom('uploads').select('media_key').where('id', '=', id).executeTakeFirst();
-    return row ? row.media_key : undefined;
+    const row = await this.#db
+      .db()
+      .selectFrom('uploads')
+      .select(['media_key', 'user_id', 'moderation'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? { mediaKey: row.media_key, userId: row.user_id, moderation: row.moderation } : undefined;
   }
 
   /** Whether any upload row uses these stored files (recovery: staged files of a committed row move in). */
@@ -188,10 +200,30 @@ export class UploadRepository implements UploadStore {
             thumbhash: u.thumbhash,
             human_score: u.humanScore,
             variants: media.variants === null ? null : JSON.stringify(media.variants),
+            moderation: u.moderation,
+            person_flag: d.bool(u.personFlag),
+            moderated_at: u.moderatedAt ? d.date(u.moderatedAt) : null,
           })
           .execute();
         if (u.phash) await this.#similarity.add(db, u.id, u.phash);
         await linkTags(db, d, u.id, tagNames, u.createdAt);
+        // Held from the start (HUMAN_POLICY=hold): an automatic action, in the modlog with the upload's commit.
+        if (u.moderation === 'held') {
+          const score = u.humanScore === null ? '' : ` (score ${u.humanScore.toFixed(3)})`;
+          await appendModlog(
+            db,
+            d,
+            [
+              {
+                action: 'auto_hold',
+                target: { type: 'upload', id: u.id },
+                reason: `person detected${score}`,
+                moderator: null,
+              },
+            ],
+            u.createdAt,
+          );
+        }
         return { ok: true as const, sharedMedia };
       });
     } catch (e) {

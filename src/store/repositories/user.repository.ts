@@ -6,15 +6,20 @@ import { isUniqueViolation } from '../dialect.ts';
 
 const key = (s: string) => s.trim().toLowerCase();
 
-function toRecord(u: IUser): UserRecord {
+/** A user entity as the domain sees it (with its ban, which every authenticated request checks). */
+export function userRecordOf(
+  u: Pick<IUser, 'id' | 'username' | 'email' | 'role' | 'createdAt' | 'bannedUntil'>,
+): UserRecord {
   return {
     id: u.id,
     username: u.username,
     email: u.email,
     role: u.role === 'admin' ? 'admin' : 'user',
     createdAt: u.createdAt,
+    bannedUntil: u.bannedUntil ?? null,
   };
 }
+const toRecord = userRecordOf;
 
 const where = (by: { email: string } | { username: string }) =>
   'email' in by ? { emailKey: key(by.email) } : { usernameKey: key(by.username) };
@@ -43,7 +48,7 @@ export class UserRepository implements UserStore {
       if (isUniqueViolation(e)) return /username/.test(String((e as Error).message)) ? 'username' : 'email';
       throw e;
     }
-    return { id: user.id, username: user.username, email: user.email, role: user.role, createdAt: user.createdAt };
+    return { ...user, bannedUntil: null };
   }
 
   async findById(id: string): Promise<UserRecord | null> {

@@ -3,7 +3,7 @@ import type { Database } from '../database.ts';
 import { lockUpload } from '../upload-rows.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { hotRank, wilsonLowerBound } from '../../domain/ranking.ts';
-import type { VoteStore } from '../../domain/votes/vote.service.ts';
+import type { VoteGuard, VoteStore } from '../../domain/votes/vote.service.ts';
 import type { VoteValue } from '../../domain/uploads/upload.types.ts';
 
 export const voteName = (value: number): VoteValue => (value > 0 ? 'fucks' : 'does_not_fuck');
@@ -19,11 +19,12 @@ export class VoteRepository implements VoteStore {
    * happens before — 404 — or after, taking the votes with it), move the vote row, then move the
    * counters with `counter = counter ± 1` and recompute the ranks from the counters the update returned.
    */
-  cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date) {
+  cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date, guard?: VoteGuard) {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
-      const upload = await lockUpload(db, d, uploadId, ['upvotes', 'downvote_count']);
+      const upload = await lockUpload(db, d, uploadId, ['upvotes', 'downvote_count', 'user_id', 'moderation']);
       if (!upload) return null;
+      guard?.({ id: uploadId, userId: upload.user_id, moderation: upload.moderation });
       const old = await db
         .selectFrom('votes')
         .select('value')

@@ -3,7 +3,7 @@
  * hashing over four indexed 16-bit chunks (both databases, the default), or sqlite-vec `bit[64]` KNN on
  * SQLite (NEAR_DUPLICATE_INDEX=sqlite-vec).
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Viewer } from '../../domain/uploads/upload.types.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
@@ -60,10 +60,37 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
 }
 
 /**
- * Multi-index hashing: the four chunk lookups as a UNION ALL, each an index-only scan of its covering
- * index (migration m003) with the distance and visibility filters inside; no candidate row is read from
- * the table, which keeps it fast at 1M hashes on both databases (figures: bench/README.md, "Near-duplicate lookup").
+ * The rows of `table` (aliased `u`, with columns `id`, `created_at`, `phash` and the chunks ph0..ph3) within
+ * `maxDistance` of `phash`, closest (then oldest) first: the four chunk lookups as a UNION ALL, each an
+ * index-only scan of its covering index (migrations m003, m009) with the distance and `filter` inside, so no
+ * candidate row is read from the table (figures: bench/README.md, "Near-duplicate lookup"). A row matching on
+ * several chunks comes once per chunk. Used for uploads (near duplicates) and the blocklist alike.
  */
+export function nearRows(
+  dialect: Dialect,
+  table: 'uploads' | 'blocklist',
+  phash: string,
+  maxDistance: number,
+  opts: { filter?: RawBuilder<boolean>; limit?: number } = {},
+): RawBuilder<{ id: string; distance: number }> {
+  const candidates = chunkCandidates(phash, maxDistance);
+  const distance =
+    dialect.name === 'postgres'
+      ? sql`bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64))`
+      : sql`hamming64(u.phash, ${sql.lit(phash)})`;
+  const parts = CHUNKS.map(
+    (c, i) =>
+      sql`select u.id as id, u.created_at as created_at, ${distance} as distance from ${sql.table(table)} u
+          where u.${sql.ref(c)} in (${sql.join(candidates[i]!.map((v) => sql.lit(v)))})
+            ${opts.filter ? sql`and ${opts.filter}` : sql``}`,
+  );
+  return sql<{ id: string; distance: number }>`
+    select id, distance from (${sql.join(parts, sql` union all `)}) m
+    where distance <= ${maxDistance}
+    order by distance, created_at ${opts.limit ? sql`limit ${sql.lit(opts.limit)}` : sql``}`;
+}
+
+/** Multi-index hashing over the uploads' chunk columns (nearRows), for the near-duplicate check. */
 export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
   return {
     kind: 'multi-index-hashing',
@@ -72,21 +99,10 @@ export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
     },
     async remove() {},
     async findNear(db, phash, maxDistance, viewer) {
-      const candidates = chunkCandidates(phash, maxDistance);
-      const distance =
-        dialect.name === 'postgres'
-          ? sql`bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64))`
-          : sql`hamming64(u.phash, ${sql.lit(phash)})`;
-      const parts = CHUNKS.map(
-        (c, i) =>
-          sql`select u.id as id, u.created_at as created_at, ${distance} as distance from uploads u
-              where u.${sql.ref(c)} in (${sql.join(candidates[i]!.map((v) => sql.lit(v)))})
-                and ${visibleTo(dialect, viewer)}`,
-      );
-      const { rows } = await sql<{ id: string; distance: number }>`
-        select id, distance from (${sql.join(parts, sql` union all `)}) m
-        where distance <= ${maxDistance}
-        order by distance, created_at limit 1`.execute(db);
+      const { rows } = await nearRows(dialect, 'uploads', phash, maxDistance, {
+        filter: visibleTo(dialect, viewer),
+        limit: 1,
+      }).execute(db);
       return rows[0] ? { id: rows[0].id, distance: Number(rows[0].distance) } : null;
     },
   };

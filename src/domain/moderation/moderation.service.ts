@@ -1,0 +1,351 @@
+/**
+ * Moderation (API.md, Moderation): reports with the automatic hold, the queue, a moderator's actions on an
+ * upload (with the blocklist), bans, the blocklist and the public modlog. Every state change invalidates the feed
+ * caches like any other write; stored files a removal released go after the commit (journalled: the media sweep
+ * retries a failure).
+ */
+import { errors } from '../errors.ts';
+import type { Clock } from '../clock.ts';
+import { isUuid } from '../ids.ts';
+import type { Principal } from '../users.ts';
+import type { UploadStore } from '../uploads/ports.ts';
+import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
+import { toUploadView } from '../uploads/upload-view.ts';
+import { assertReachable } from './access.ts';
+import type { BlocklistStore, ModerationStore } from './ports.ts';
+import {
+  BAN_PERMANENT,
+  type AdminUserRecord,
+  type BlockKind,
+  type BlocklistEntry,
+  type BlocklistEntryView,
+  type ModAction,
+  type ModlogEntry,
+  type Moderator,
+  type NewBlocklistEntry,
+  type ReportReason,
+  type ReportView,
+  type UploadAction,
+} from './moderation.types.ts';
+
+export interface ModerationPolicy {
+  /** Distinct reporters that hold an upload; 0 turns it off. */
+  reportHoldThreshold: number;
+  blocklistDistance: number;
+}
+
+/** What moderation reports to the outside (metrics), and the feeds' invalidation. */
+export interface ModerationEvents {
+  onChanged?(): Promise<void>;
+  reportReceived?(): void;
+  action?(kind: ModAction, n?: number): void;
+  /** The blocklist has new entries: the job that holds their matches should run now. */
+  blocklistGrew?(): void;
+}
+
+export interface QueueItemView {
+  upload: UploadView;
+  reports: {
+    count: number;
+    reasons: Partial<Record<ReportReason, number>>;
+    notes: string[];
+    first_at: string | null;
+    last_at: string | null;
+  };
+  person_flag: boolean;
+  human_score: number | null;
+}
+
+export interface ModlogEntryView {
+  id: string;
+  at: string;
+  action: ModAction;
+  target: { type: 'upload' | 'user' | 'blocklist'; id: string };
+  reason: string;
+  moderator?: { id: string; username: string } | null;
+}
+
+export interface AdminUserView {
+  id: string;
+  username: string;
+  email: string;
+  role: 'user' | 'admin';
+  created_at: string;
+  banned_until: string | null;
+  uploads: number;
+  reports_received: number;
+}
+
+/** A page of a listing: one more row is asked for, to say whether there are more. */
+export interface Page {
+  page: number;
+  limit: number;
+}
+
+const moderatorOf = (p: Principal): Moderator => ({ id: p.userId, username: p.username });
+
+export function banEndView(until: Date | null, now: Date): string | null {
+  if (!until || until.getTime() <= now.getTime()) return null;
+  return until.getTime() >= BAN_PERMANENT.getTime() ? 'permanent' : until.toISOString();
+}
+
+export class ModerationService {
+  readonly #store: ModerationStore;
+  readonly #blocklist: BlocklistStore;
+  readonly #uploads: UploadStore;
+  readonly #clock: Clock;
+  readonly #policy: ModerationPolicy;
+  readonly #events: ModerationEvents;
+  readonly #releaseMedia: (mediaKey: string) => Promise<unknown>;
+
+  constructor(deps: {
+    store: ModerationStore;
+    blocklist: BlocklistStore;
+    uploads: UploadStore;
+    clock: Clock;
+    policy: ModerationPolicy;
+    events?: ModerationEvents;
+    /** Removes stored files no row references any more (under their lock; journalled). */
+    releaseMedia: (mediaKey: string) => Promise<unknown>;
+  }) {
+    this.#store = deps.store;
+    this.#blocklist = deps.blocklist;
+    this.#uploads = deps.uploads;
+    this.#clock = deps.clock;
+    this.#policy = deps.policy;
+    this.#events = deps.events ?? {};
+    this.#releaseMedia = deps.releaseMedia;
+  }
+
+  /** `POST /api/upload/{id}/report`: 201 with a new report, 200 with the user's first one. */
+  async report(
+    principal: Principal,
+    uploadId: string,
+    input: { reason: ReportReason; note: string | null },
+  ): Promise<{ created: boolean; report: ReportView }> {
+    const upload = await this.#reachable(principal, uploadId);
+    const outcome = await this.#store.report(
+      {
+        uploadId: upload.id,
+        userId: principal.userId,
+        reason: input.reason,
+        note: input.note,
+        createdAt: this.#clock.now(),
+      },
+      this.#policy.reportHoldThreshold,
+    );
+    if (outcome.created) this.#events.reportReceived?.();
+    if (outcome.held) {
+      this.#events.action?.('auto_hold');
+      await this.#events.onChanged?.();
+    }
+    const r = outcome.report;
+    return {
+      created: outcome.created,
+      report: {
+        id: r.id,
+        upload_id: r.uploadId,
+        reason: r.reason,
+        note: r.note,
+        created_at: r.createdAt.toISOString(),
+      },
+    };
+  }
+
+  async queue(status: 'open' | 'closed', page: Page): Promise<{ items: QueueItemView[]; has_more: boolean }> {
+    const rows = await this.#store.queue(status, (page.page - 1) * page.limit, page.limit + 1);
+    return {
+      items: rows.slice(0, page.limit).map(({ upload, reports }) => ({
+        upload: toUploadView(upload),
+        reports: {
+          count: reports.count,
+          reasons: reports.reasons,
+          notes: reports.notes,
+          first_at: reports.firstAt?.toISOString() ?? null,
+          last_at: reports.lastAt?.toISOString() ?? null,
+        },
+        person_flag: upload.personFlag,
+        human_score: upload.humanScore,
+      })),
+      has_more: rows.length > page.limit,
+    };
+  }
+
+  /** `POST /api/admin/uploads/{id}/moderation`. */
+  async act(
+    principal: Principal,
+    uploadId: string,
+    input: { action: UploadAction; reason: string; block: BlockKind },
+  ): Promise<UploadView> {
+    if (!isUuid(uploadId)) throw errors.notFound('no such upload: the id is not a UUID');
+    if (input.block !== 'none') {
+      const u = await this.#uploads.findById(uploadId);
+      if (!u) throw errors.notFound(`upload ${uploadId} does not exist`);
+      if (u.uploadType !== 'image')
+        throw errors.invalid(`block applies to image uploads only; upload ${uploadId} is a link`);
+      if (!u.sha256) throw errors.invalid(`upload ${uploadId} has no stored hashes to block (it was removed before)`);
+    }
+    const outcome = await this.#store.act(uploadId, input.action, {
+      moderator: moderatorOf(principal),
+      reason: input.reason,
+      block: input.block,
+      at: this.#clock.now(),
+    });
+    if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
+    if (outcome.changed) {
+      this.#events.action?.(input.action);
+      await this.#events.onChanged?.();
+    }
+    if (input.block !== 'none') {
+      this.#events.action?.('block');
+      this.#events.blocklistGrew?.();
+    }
+    if (outcome.releasedMedia) await this.#releaseMedia(outcome.releasedMedia).catch(() => {});
+    return toUploadView(outcome.upload);
+  }
+
+  async users(prefix: string | null, page: Page): Promise<{ users: AdminUserView[]; has_more: boolean }> {
+    const rows = await this.#store.listUsers(prefix, (page.page - 1) * page.limit, page.limit + 1);
+    const now = this.#clock.now();
+    return { users: rows.slice(0, page.limit).map((u) => adminUserView(u, now)), has_more: rows.length > page.limit };
+  }
+
+  async ban(
+    principal: Principal,
+    userId: string,
+    input: { reason: string; until: Date | null; removeUploads: boolean },
+  ): Promise<{ user: AdminUserView; banned_until: string }> {
+    const now = this.#clock.now();
+    const target = await this.#user(userId);
+    if (target.role === 'admin') throw errors.invalid(`user ${target.username} is an admin; admins cannot be banned`);
+    if (input.until && input.until.getTime() <= now.getTime())
+      throw errors.invalid('until must be in the future (or null for a permanent ban)');
+    const until = input.until ?? BAN_PERMANENT;
+    await this.#store.setBan(
+      target.id,
+      { until, reason: input.reason },
+      { moderator: moderatorOf(principal), at: now },
+    );
+    this.#events.action?.('ban');
+    if (input.removeUploads) {
+      for (const id of await this.#store.uploadIdsOf(target.id)) {
+        await this.act(principal, id, { action: 'remove', reason: `account banned: ${input.reason}`, block: 'none' });
+      }
+    }
+    const user = await this.#user(target.id);
+    return { user: adminUserView(user, now), banned_until: banEndView(until, now) ?? until.toISOString() };
+  }
+
+  async unban(principal: Principal, userId: string): Promise<{ success: true }> {
+    const target = await this.#user(userId);
+    await this.#store.setBan(target.id, null, { moderator: moderatorOf(principal), at: this.#clock.now() });
+    this.#events.action?.('unban');
+    return { success: true };
+  }
+
+  async blocklist(page: Page): Promise<{ entries: BlocklistEntryView[]; has_more: boolean }> {
+    const rows = await this.#blocklist.list((page.page - 1) * page.limit, page.limit + 1);
+    return { entries: rows.slice(0, page.limit).map(blocklistView), has_more: rows.length > page.limit };
+  }
+
+  async addToBlocklist(
+    principal: Principal,
+    entries: NewBlocklistEntry[],
+    opts: { dryRun: boolean },
+  ): Promise<{ added: number; skipped: number; matches?: number }> {
+    if (opts.dryRun) return this.#blocklist.dryRun(entries, this.#policy.blocklistDistance);
+    const result = await this.#blocklist.add(entries, {
+      source: 'import',
+      moderator: moderatorOf(principal),
+      at: this.#clock.now(),
+    });
+    if (result.added) {
+      this.#events.action?.('block', result.added);
+      this.#events.blocklistGrew?.();
+    }
+    return result;
+  }
+
+  async removeFromBlocklist(principal: Principal, id: string): Promise<{ success: true }> {
+    const gone =
+      isUuid(id) && (await this.#blocklist.remove(id, { moderator: moderatorOf(principal), at: this.#clock.now() }));
+    if (!gone) throw errors.notFound(`blocklist entry ${id} does not exist`);
+    this.#events.action?.('unblock');
+    return { success: true };
+  }
+
+  /** `GET /api/modlog`: public; admins also see who acted. */
+  async modlog(viewer: Principal | null, page: Page): Promise<{ entries: ModlogEntryView[]; has_more: boolean }> {
+    const rows = await this.#store.modlog((page.page - 1) * page.limit, page.limit + 1);
+    return {
+      entries: rows.slice(0, page.limit).map((e) => modlogView(e, viewer?.isAdmin === true)),
+      has_more: rows.length > page.limit,
+    };
+  }
+
+  /**
+   * One run of the background job: holds the stored uploads that new blocklist entries match, until none is
+   * queued. Returns how many uploads it held.
+   */
+  async holdBlocklistMatches(batch = 500): Promise<number> {
+    let held = 0;
+    for (;;) {
+      const step = await this.#blocklist.holdMatches(batch, this.#policy.blocklistDistance, this.#clock.now());
+      held += step.held;
+      if (step.held) {
+        this.#events.action?.('auto_hold', step.held);
+        await this.#events.onChanged?.();
+      }
+      if (step.entries < batch) return held;
+    }
+  }
+
+  async #reachable(principal: Principal, uploadId: string): Promise<UploadRecord> {
+    const u = isUuid(uploadId) ? await this.#uploads.findById(uploadId) : null;
+    if (!u) throw errors.notFound(`upload ${uploadId} does not exist`);
+    assertReachable(u, principal);
+    return u;
+  }
+
+  async #user(userId: string): Promise<AdminUserRecord> {
+    const u = isUuid(userId) ? await this.#store.findUser(userId) : null;
+    if (!u) throw errors.notFound(`user ${userId} does not exist`);
+    return u;
+  }
+}
+
+function adminUserView(u: AdminUserRecord, now: Date): AdminUserView {
+  return {
+    id: u.id,
+    username: u.username,
+    email: u.email,
+    role: u.role,
+    created_at: u.createdAt.toISOString(),
+    banned_until: banEndView(u.bannedUntil, now),
+    uploads: u.uploads,
+    reports_received: u.reportsReceived,
+  };
+}
+
+function blocklistView(e: BlocklistEntry): BlocklistEntryView {
+  return {
+    id: e.id,
+    sha256: e.sha256,
+    phash: e.phash,
+    reason: e.reason,
+    source: e.source,
+    created_at: e.createdAt.toISOString(),
+  };
+}
+
+function modlogView(e: ModlogEntry, forAdmin: boolean): ModlogEntryView {
+  const view: ModlogEntryView = {
+    id: e.id,
+    at: e.at.toISOString(),
+    action: e.action,
+    target: e.target,
+    reason: e.reason,
+  };
+  if (forAdmin) view.moderator = e.moderator;
+  return view;
+}

@@ -1,0 +1,92 @@
+/** API.md Moderation: reports, the queue, the blocklist, bans and the modlog, as the domain sees them. */
+import type { UploadRecord } from '../uploads/upload.types.ts';
+
+export const REPORT_REASONS = ['spam', 'harassment', 'sexual', 'violence', 'illegal', 'copyright', 'other'] as const;
+export type ReportReason = (typeof REPORT_REASONS)[number];
+
+export const MOD_ACTIONS = ['approve', 'hold', 'remove', 'auto_hold', 'ban', 'unban', 'block', 'unblock'] as const;
+export type ModAction = (typeof MOD_ACTIONS)[number];
+/** What a moderator does to an upload (`POST /api/admin/uploads/{id}/moderation`). */
+export type UploadAction = 'approve' | 'hold' | 'remove';
+export type BlockKind = 'none' | 'exact' | 'near';
+
+/** Who acted: an admin, or null for an automatic rule (reports threshold, person detection, blocklist). */
+export type Moderator = { id: string; username: string } | null;
+
+export interface ReportRecord {
+  id: string;
+  uploadId: string;
+  userId: string;
+  reason: ReportReason;
+  note: string | null;
+  createdAt: Date;
+}
+
+export interface ReportView {
+  id: string;
+  upload_id: string;
+  reason: ReportReason;
+  note: string | null;
+  created_at: string;
+}
+
+export interface ReportSummary {
+  count: number;
+  reasons: Partial<Record<ReportReason, number>>;
+  /** The latest notes (at most 5), newest first. */
+  notes: string[];
+  firstAt: Date | null;
+  lastAt: Date | null;
+}
+
+export interface QueueItemRecord {
+  upload: UploadRecord;
+  reports: ReportSummary;
+}
+
+export interface NewBlocklistEntry {
+  sha256: string | null;
+  phash: string | null;
+  reason: string;
+}
+
+export interface BlocklistEntry extends NewBlocklistEntry {
+  id: string;
+  source: 'moderation' | 'import';
+  createdAt: Date;
+}
+
+export interface BlocklistEntryView {
+  id: string;
+  sha256: string | null;
+  phash: string | null;
+  reason: string;
+  source: 'moderation' | 'import';
+  created_at: string;
+}
+
+export interface ModlogEntry {
+  id: string;
+  at: Date;
+  action: ModAction;
+  target: { type: 'upload' | 'user' | 'blocklist'; id: string };
+  reason: string;
+  moderator: Moderator;
+}
+
+/** A modlog line to append (its id and time are given by the store). */
+export type NewModlogEntry = Omit<ModlogEntry, 'id' | 'at'>;
+
+/** A permanent ban is stored as this instant: every comparison with "now" treats it like any other end. */
+export const BAN_PERMANENT = new Date('9999-12-31T00:00:00.000Z');
+
+export interface AdminUserRecord {
+  id: string;
+  username: string;
+  email: string;
+  role: 'user' | 'admin';
+  createdAt: Date;
+  bannedUntil: Date | null;
+  uploads: number;
+  reportsReceived: number;
+}

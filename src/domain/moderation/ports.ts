@@ -1,0 +1,94 @@
+/**
+ * What moderation needs from the database, implemented in src/store (moderation.repository.ts,
+ * blocklist.repository.ts). Every state change of an upload, with its modlog line, is one transaction.
+ */
+import type { UploadRecord } from '../uploads/upload.types.ts';
+import type {
+  AdminUserRecord,
+  BlockKind,
+  BlocklistEntry,
+  ModlogEntry,
+  Moderator,
+  NewBlocklistEntry,
+  QueueItemRecord,
+  ReportRecord,
+  UploadAction,
+} from './moderation.types.ts';
+
+export interface ReportOutcome {
+  report: ReportRecord;
+  /** False when the user had reported this upload before (the first report is answered). */
+  created: boolean;
+  /** This report brought the upload to REPORT_HOLD_THRESHOLD and held it (modlog `auto_hold`). */
+  held: boolean;
+}
+
+export interface ActOutcome {
+  upload: UploadRecord;
+  /** Stored files the upload released (remove) and no other row references: to be removed after the commit. */
+  releasedMedia: string | null;
+  /** Whether anything changed (state, flags or reports), so that feeds are invalidated. */
+  changed: boolean;
+}
+
+export interface ModerationStore {
+  /**
+   * Files the report (at most one per user and upload) and, when `holdThreshold` > 0 distinct users have open
+   * reports on a visible upload, holds it with a modlog `auto_hold` line: in one transaction under the upload's
+   * lock, so that concurrent reports hold it exactly once.
+   */
+  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome>;
+  /**
+   * A moderator's action on an upload, its modlog line(s) and blocklist entries, in one transaction. `remove`
+   * deletes votes and tag links, clears the hashes and releases the stored files (journalled as garbage when no
+   * other row references them). Null when there is no such upload.
+   */
+  act(
+    uploadId: string,
+    action: UploadAction,
+    opts: { moderator: Moderator; reason: string; block: BlockKind; at: Date },
+  ): Promise<ActOutcome | null>;
+  /** The queue's items: open (held, reported, person-flagged) or closed (acted on, nothing open). */
+  queue(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemRecord[]>;
+  openQueueDepth(): Promise<number>;
+  listUsers(prefix: string | null, offset: number, limit: number): Promise<AdminUserRecord[]>;
+  findUser(id: string): Promise<AdminUserRecord | null>;
+  /** Sets (or with null clears) the ban, with its modlog line. False when there is no such user. */
+  setBan(
+    userId: string,
+    ban: { until: Date; reason: string } | null,
+    opts: { moderator: Moderator; at: Date },
+  ): Promise<boolean>;
+  /** Ids of the user's uploads that are not removed yet. */
+  uploadIdsOf(userId: string): Promise<string[]>;
+  modlog(offset: number, limit: number): Promise<ModlogEntry[]>;
+}
+
+export interface BlocklistStore {
+  /** Whether these bytes are blocklisted (exact SHA-256): one indexed lookup. */
+  blocksSha256(sha256: string): Promise<boolean>;
+  /** Whether a blocklisted perceptual hash lies within `maxDistance` (multi-index hashing over its chunks). */
+  blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
+  list(offset: number, limit: number): Promise<BlocklistEntry[]>;
+  /**
+   * Adds the entries not present yet (same pair of hashes: skipped), each with a modlog `block` line, and queues
+   * them for the job that holds matching stored uploads. `dryRun`: counts only, changes nothing.
+   */
+  add(
+    entries: NewBlocklistEntry[],
+    opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date },
+  ): Promise<{ added: number; skipped: number }>;
+  /** Counts what `add` would add and skip, and the stored uploads the new entries would hold. */
+  dryRun(
+    entries: NewBlocklistEntry[],
+    maxDistance: number,
+  ): Promise<{ added: number; skipped: number; matches: number }>;
+  remove(id: string, opts: { moderator: Moderator; at: Date }): Promise<boolean>;
+  size(): Promise<number>;
+  /**
+   * One step of the background job: takes up to `batch` queued entries, holds every visible stored upload they
+   * match (modlog `auto_hold`), and dequeues them. Returns how many entries and uploads it handled (0 entries:
+   * nothing is queued). Safe to run in several processes at once.
+   */
+  holdMatches(batch: number, maxDistance: number, at: Date): Promise<{ entries: number; held: number }>;
+}

@@ -1,0 +1,215 @@
+/** Requests and responses of API.md's Moderation section (the routes parse with these; the document shows them). */
+import { z } from 'zod';
+import { MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.types.ts';
+import { UserSchema } from './auth.schemas.ts';
+import { FeedQuery } from './community.schemas.ts';
+import { UploadRecord } from './upload.schemas.ts';
+
+const EXAMPLE_UPLOAD = '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90';
+const EXAMPLE_USER = '8c1d2e3f-4a5b-4c6d-8e7f-901234567890';
+const SHA = /^[0-9a-f]{64}$/;
+const PHASH = /^[0-9a-f]{16}$/;
+
+const reason = (max: number, what: string) =>
+  z
+    .string({ error: `${what} must be a string` })
+    .trim()
+    .max(max, { error: `${what} is longer than ${max} characters` });
+
+export const ReportBody = z
+  .object({
+    reason: z
+      .enum(REPORT_REASONS, { error: `reason must be one of ${REPORT_REASONS.join(', ')}` })
+      .meta({ examples: ['spam'] }),
+    note: z
+      .string({ error: 'note must be a string' })
+      .max(500, { error: 'note is longer than 500 characters (the limit is 500)' })
+      .nullable()
+      .optional()
+      .describe('Optional, at most 500 characters.')
+      .meta({ examples: ['the same advert posted every hour'] }),
+  })
+  .meta({ examples: [{ reason: 'spam', note: 'the same advert posted every hour' }] });
+
+export const ReportSchema = z.object({
+  id: z.uuid(),
+  upload_id: z.uuid(),
+  reason: z.enum(REPORT_REASONS),
+  note: z.string().nullable(),
+  created_at: z.iso.datetime(),
+});
+
+export const PageQuery = FeedQuery.pick({ page: true, limit: true });
+
+export const QueueQuery = PageQuery.extend({
+  status: z
+    .enum(['open', 'closed'], { error: 'status must be open or closed' })
+    .default('open')
+    .describe('`open`: held, reported or person-flagged uploads; `closed`: acted on, nothing open.')
+    .meta({ examples: ['open'] }),
+});
+
+export const QueueItem = z.object({
+  upload: UploadRecord,
+  reports: z.object({
+    count: z.int().nonnegative(),
+    reasons: z.record(z.enum(REPORT_REASONS), z.int().positive()),
+    notes: z.array(z.string()).max(5).describe('The latest notes, newest first.'),
+    first_at: z.iso.datetime().nullable(),
+    last_at: z.iso.datetime().nullable(),
+  }),
+  person_flag: z.boolean(),
+  human_score: z.number().min(0).max(1).nullable(),
+});
+
+export const QueuePage = z.object({
+  items: z.array(QueueItem),
+  page: z.int().positive(),
+  limit: z.int().positive(),
+  has_more: z.boolean(),
+});
+
+export const ModerationBody = z
+  .object({
+    action: z.enum(['approve', 'hold', 'remove'], { error: 'action must be approve, hold or remove' }),
+    reason: reason(500, 'reason')
+      .default('')
+      .meta({ examples: ['spam ring'] }),
+    block: z
+      .enum(['none', 'exact', 'near'], { error: 'block must be none, exact or near' })
+      .default('none')
+      .describe('`exact` blocklists the SHA-256, `near` the SHA-256 and the perceptual hash; images only.'),
+  })
+  .meta({ examples: [{ action: 'remove', reason: 'spam ring', block: 'near' }] });
+
+const BlocklistEntryIn = z
+  .object({
+    sha256: z
+      .string()
+      .transform((s) => s.toLowerCase())
+      .pipe(z.string().regex(SHA, { error: 'sha256 must be 64 hexadecimal characters' }))
+      .nullable()
+      .optional(),
+    phash: z
+      .string()
+      .transform((s) => s.toLowerCase())
+      .pipe(z.string().regex(PHASH, { error: 'phash must be 16 hexadecimal characters' }))
+      .nullable()
+      .optional(),
+    reason: reason(500, 'reason').optional(),
+  })
+  .refine((e) => Boolean(e.sha256 || e.phash), { error: 'each entry needs sha256, phash or both' });
+
+export const BlocklistBody = z
+  .object({
+    entries: z
+      .array(BlocklistEntryIn)
+      .min(1, { error: 'entries must hold at least 1 entry' })
+      .max(10_000, { error: 'entries holds more than 10000 entries (the limit is 10000 per request)' }),
+  })
+  .meta({
+    examples: [
+      {
+        entries: [
+          { sha256: 'a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8', reason: 'spam ring' },
+          { phash: 'c3a1f0e2d4b69788', reason: 'known scam image' },
+        ],
+      },
+    ],
+  });
+
+export const BlocklistQuery = z.object({
+  dry_run: z
+    .enum(['true', 'false', '1', '0'], { error: 'dry_run must be true or false' })
+    .optional()
+    .transform((v) => v === 'true' || v === '1')
+    .describe('Count what would be added and skipped, and the stored uploads that would be held; change nothing.'),
+});
+
+export const BlocklistEntry = z.object({
+  id: z.uuid(),
+  sha256: z.string().regex(SHA).nullable(),
+  phash: z.string().regex(PHASH).nullable(),
+  reason: z.string(),
+  source: z.enum(['moderation', 'import']),
+  created_at: z.iso.datetime(),
+});
+
+export const BlocklistPage = z.object({
+  entries: z.array(BlocklistEntry),
+  page: z.int().positive(),
+  limit: z.int().positive(),
+  has_more: z.boolean(),
+});
+
+export const BlocklistAdded = z.object({
+  added: z.int().nonnegative(),
+  skipped: z.int().nonnegative().describe('Entries already on the blocklist.'),
+  matches: z.int().nonnegative().optional().describe('Dry run only: stored uploads the new entries would hold.'),
+});
+
+export const UsersQuery = PageQuery.extend({
+  q: z
+    .string()
+    .max(32, { error: 'q is longer than 32 characters' })
+    .optional()
+    .describe('Username prefix, case-insensitive.')
+    .meta({ examples: ['ada'] }),
+});
+
+const BannedUntil = z
+  .union([z.iso.datetime(), z.literal('permanent')])
+  .nullable()
+  .describe('The end of the ban, `permanent`, or null when not banned.');
+
+export const AdminUser = UserSchema.extend({
+  email: z.string(),
+  banned_until: BannedUntil,
+  uploads: z.int().nonnegative().describe('Uploads not removed.'),
+  reports_received: z.int().nonnegative(),
+});
+
+export const UsersPage = z.object({
+  users: z.array(AdminUser),
+  page: z.int().positive(),
+  limit: z.int().positive(),
+  has_more: z.boolean(),
+});
+
+export const BanBody = z
+  .object({
+    reason: reason(500, 'reason').default(''),
+    until: z.iso
+      .datetime({ error: 'until must be an ISO-8601 timestamp, or null for a permanent ban' })
+      .nullable()
+      .default(null),
+    remove_uploads: z.boolean({ error: 'remove_uploads must be true or false' }).default(false),
+  })
+  .meta({ examples: [{ reason: 'spam bot', until: '2026-12-25T00:00:00.000Z', remove_uploads: true }] });
+
+export const BanResult = z.object({
+  user: AdminUser,
+  banned_until: z.union([z.iso.datetime(), z.literal('permanent')]),
+});
+
+export const ModlogEntry = z.object({
+  id: z.uuid(),
+  at: z.iso.datetime(),
+  action: z.enum(MOD_ACTIONS),
+  target: z.object({ type: z.enum(['upload', 'user', 'blocklist']), id: z.uuid() }),
+  reason: z.string(),
+  moderator: z
+    .object({ id: z.uuid(), username: z.string() })
+    .nullable()
+    .optional()
+    .describe('Admins only; null for automatic actions.'),
+});
+
+export const ModlogPage = z.object({
+  entries: z.array(ModlogEntry),
+  page: z.int().positive(),
+  limit: z.int().positive(),
+  has_more: z.boolean(),
+});
+
+export const EXAMPLES = { upload: EXAMPLE_UPLOAD, user: EXAMPLE_USER };

@@ -1,0 +1,268 @@
+/**
+ * The moderators' blocklist: exact SHA-256 entries (one indexed lookup) and perceptual hashes matched within a
+ * distance by the near-duplicate machinery (nearRows: multi-index hashing over the entries' chunk columns).
+ * New entries are queued (blocklist_pending) for the job that holds the stored uploads they match; the queue is
+ * durable, so the job resumes after a restart and several processes may run it at once (holding is idempotent
+ * under the upload's lock).
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { BlocklistStore } from '../../domain/moderation/ports.ts';
+import type {
+  BlocklistEntry,
+  Moderator,
+  NewBlocklistEntry,
+  NewModlogEntry,
+} from '../../domain/moderation/moderation.types.ts';
+import type { Database } from '../database.ts';
+import type { DB } from '../database-types.ts';
+import type { Dialect } from '../dialect.ts';
+import { chunksOf } from '../similarity/hamming.ts';
+import { nearRows } from '../similarity/similarity-index.ts';
+import { appendModlog } from './modlog.ts';
+import { holdUpload } from './upload-states.ts';
+import { PhashSet } from './phash-set.ts';
+
+const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
+
+/** Rows per multi-row insert: well under both databases' limits of bound parameters. */
+const INSERT_CHUNK = 500;
+
+/**
+ * Adds the entries not present yet (inside the caller's transaction), each with its modlog `block` line, and
+ * queues them for the holding job. Returns the ids added.
+ */
+export async function addBlocklistEntries(
+  db: Kysely<DB>,
+  d: Dialect,
+  entries: NewBlocklistEntry[],
+  opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date },
+): Promise<string[]> {
+  const added: string[] = [];
+  const seen = new Set<string>();
+  const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
+  for (let i = 0; i < unique.length; i += INSERT_CHUNK) {
+    const part = unique.slice(i, i + INSERT_CHUNK);
+    const rows = await db
+      .insertInto('blocklist')
+      .values(
+        part.map((e) => {
+          const c = e.phash ? chunksOf(e.phash) : [null, null, null, null];
+          return {
+            id: randomUUID(),
+            sha256: e.sha256,
+            phash: e.phash,
+            ph0: c[0],
+            ph1: c[1],
+            ph2: c[2],
+            ph3: c[3],
+            entry_key: entryKey(e),
+            reason: e.reason,
+            source: opts.source,
+            created_at: d.date(opts.at),
+          };
+        }),
+      )
+      .onConflict((oc) => oc.column('entry_key').doNothing())
+      .returning(['id', 'reason'])
+      .execute();
+    if (!rows.length) continue;
+    added.push(...rows.map((r) => r.id));
+    await db
+      .insertInto('blocklist_pending')
+      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at) })))
+      .execute();
+    const lines: NewModlogEntry[] = rows.map((r) => ({
+      action: 'block',
+      target: { type: 'blocklist', id: r.id },
+      reason: r.reason,
+      moderator: opts.moderator,
+    }));
+    await appendModlog(db, d, lines, opts.at);
+  }
+  return added;
+}
+
+export class BlocklistRepository implements BlocklistStore {
+  readonly #db: Database;
+  /** From this many perceptual hashes on, the job scans the uploads once instead of one lookup per entry. */
+  readonly #scanFrom: number;
+
+  constructor(db: Database, opts: { scanFrom?: number } = {}) {
+    this.#db = db;
+    this.#scanFrom = opts.scanFrom ?? 100;
+  }
+
+  async blocksSha256(sha256: string): Promise<boolean> {
+    const row = await this.#db
+      .db()
+      .selectFrom('blocklist')
+      .select('id')
+      .where('sha256', '=', sha256)
+      .limit(1)
+      .executeTakeFirst();
+    return Boolean(row);
+  }
+
+  async blocksPhash(phash: string, maxDistance: number): Promise<boolean> {
+    const { rows } = await nearRows(this.#db.dialect, 'blocklist', phash, maxDistance, { limit: 1 }).execute(
+      this.#db.db(),
+    );
+    return rows.length > 0;
+  }
+
+  async list(offset: number, limit: number): Promise<BlocklistEntry[]> {
+    const d = this.#db.dialect;
+    const rows = await this.#db
+      .db()
+      .selectFrom('blocklist')
+      .select(['id', 'sha256', 'phash', 'reason', 'source', 'created_at'])
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      sha256: r.sha256,
+      phash: r.phash,
+      reason: r.reason,
+      source: r.source,
+      createdAt: d.readDate(r.created_at),
+    }));
+  }
+
+  add(entries: NewBlocklistEntry[], opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date }) {
+    return this.#db.transaction(async (_em, db) => {
+      const added = await addBlocklistEntries(db, this.#db.dialect, entries, opts);
+      return { added: added.length, skipped: entries.length - added.length };
+    });
+  }
+
+  async dryRun(entries: NewBlocklistEntry[], maxDistance: number) {
+    const db = this.#db.db();
+    const keys = [...new Set(entries.map(entryKey))];
+    const present = new Set<string>();
+    for (let i = 0; i < keys.length; i += INSERT_CHUNK) {
+      const rows = await db
+        .selectFrom('blocklist')
+        .select('entry_key')
+        .where('entry_key', 'in', keys.slice(i, i + INSERT_CHUNK))
+        .execute();
+      for (const r of rows) present.add(r.entry_key);
+    }
+    const fresh = entries.filter((e) => !present.has(entryKey(e)));
+    const freshKeys = new Set(fresh.map(entryKey));
+    const matches = await this.#matchingUploads(db, [...freshKeys].map(fromKey), maxDistance);
+    return { added: freshKeys.size, skipped: entries.length - freshKeys.size, matches: matches.size };
+  }
+
+  remove(id: string, opts: { moderator: Moderator; at: Date }) {
+    const d = this.#db.dialect;
+    return this.#db.transaction(async (_em, db) => {
+      const gone = await db.deleteFrom('blocklist').where('id', '=', id).returning(['reason']).execute();
+      if (!gone.length) return false;
+      await db.deleteFrom('blocklist_pending').where('entry_id', '=', id).execute();
+      await appendModlog(
+        db,
+        d,
+        [{ action: 'unblock', target: { type: 'blocklist', id }, reason: gone[0]!.reason, moderator: opts.moderator }],
+        opts.at,
+      );
+      return true;
+    });
+  }
+
+  async size(): Promise<number> {
+    const row = await this.#db
+      .db()
+      .selectFrom('blocklist')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async holdMatches(batch: number, maxDistance: number, at: Date) {
+    const db = this.#db.db();
+    const pending = await db
+      .selectFrom('blocklist_pending as p')
+      .leftJoin('blocklist as b', 'b.id', 'p.entry_id')
+      .select(['p.entry_id', 'b.sha256', 'b.phash'])
+      .orderBy('p.created_at')
+      .orderBy('p.entry_id')
+      .limit(batch)
+      .execute();
+    if (!pending.length) return { entries: 0, held: 0 };
+    const ids = await this.#matchingUploads(db, pending, maxDistance);
+    let held = 0;
+    for (const uploadId of ids) {
+      const done = await this.#db.transaction((_em, tx) =>
+        holdUpload(tx, this.#db.dialect, uploadId, {
+          at,
+          line: { action: 'auto_hold', reason: 'matches the blocklist', moderator: null },
+        }),
+      );
+      if (done) held++;
+    }
+    // Dequeued only once their matches are held: a crash before this line runs them again (holding is idempotent).
+    const done = pending.map((p) => p.entry_id);
+    for (let i = 0; i < done.length; i += INSERT_CHUNK)
+      await this.#db
+        .db()
+        .deleteFrom('blocklist_pending')
+        .where('entry_id', 'in', done.slice(i, i + INSERT_CHUNK))
+        .execute();
+    return { entries: pending.length, held };
+  }
+
+  /** Ids of the visible stored uploads these entries match (exact SHA-256, or perceptual hash within maxDistance). */
+  async #matchingUploads(
+    db: Kysely<DB>,
+    entries: Array<{ sha256: string | null; phash: string | null }>,
+    maxDistance: number,
+  ): Promise<Set<string>> {
+    const d = this.#db.dialect;
+    const out = new Set<string>();
+    const shas = [...new Set(entries.flatMap((e) => (e.sha256 ? [e.sha256] : [])))];
+    for (let i = 0; i < shas.length; i += INSERT_CHUNK) {
+      const rows = await db
+        .selectFrom('uploads')
+        .select('id')
+        .where('sha256', 'in', shas.slice(i, i + INSERT_CHUNK))
+        .where('moderation', '=', 'visible')
+        .execute();
+      for (const r of rows) out.add(r.id);
+    }
+    const phashes = [...new Set(entries.flatMap((e) => (e.phash ? [e.phash] : [])))];
+    const visible = sql<boolean>`u.moderation = 'visible'`;
+    if (phashes.length < this.#scanFrom) {
+      for (const h of phashes) {
+        const { rows } = await nearRows(d, 'uploads', h, maxDistance, { filter: visible }).execute(db);
+        for (const r of rows) out.add(r.id);
+      }
+      return out;
+    }
+    // Many hashes: one pass over the stored hashes (in id order, a page at a time) against an in-memory index.
+    const set = new PhashSet(phashes, maxDistance);
+    let after = '00000000-0000-0000-0000-000000000000';
+    for (;;) {
+      const rows = await db
+        .selectFrom('uploads')
+        .select(['id', 'phash'])
+        .where('id', '>', after)
+        .where('phash', 'is not', null)
+        .where('moderation', '=', 'visible')
+        .orderBy('id')
+        .limit(20_000)
+        .execute();
+      for (const r of rows) if (set.matches(r.phash!)) out.add(r.id);
+      if (rows.length < 20_000) return out;
+      after = rows.at(-1)!.id;
+    }
+  }
+}
+
+const fromKey = (key: string) => {
+  const [sha256, phash] = key.split(':');
+  return { sha256: sha256 || null, phash: phash || null };
+};

@@ -1,0 +1,326 @@
+/**
+ * Reports, the queue, moderators' actions on uploads, bans and the modlog (API.md Moderation). Every change
+ * of state is one transaction with its modlog line(s), under the upload's lock (and its stored files' lock for a
+ * removal), so concurrent reports hold an upload once, and a crash leaves the row, the journal of files to
+ * remove and the modlog consistent.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { ActOutcome, ModerationStore, ReportOutcome } from '../../domain/moderation/ports.ts';
+import type {
+  AdminUserRecord,
+  BlockKind,
+  Moderator,
+  QueueItemRecord,
+  ReportReason,
+  ReportRecord,
+  ReportSummary,
+  UploadAction,
+} from '../../domain/moderation/moderation.types.ts';
+import type { Database } from '../database.ts';
+import type { DB } from '../database-types.ts';
+import type { Dialect } from '../dialect.ts';
+import type { UploadRepository } from '../repositories/upload.repository.ts';
+import type { SimilarityIndex } from '../similarity/similarity-index.ts';
+import { lockUpload } from '../upload-rows.ts';
+import { addBlocklistEntries } from './blocklist.repository.ts';
+import { appendModlog, readModlog } from './modlog.ts';
+import { buryUpload, holdUpload, lockForRemoval, setState } from './upload-states.ts';
+
+const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> = {
+  approve: 'visible',
+  hold: 'held',
+  remove: 'removed',
+};
+
+export class ModerationRepository implements ModerationStore {
+  readonly #db: Database;
+  readonly #uploads: UploadRepository;
+  readonly #similarity: SimilarityIndex;
+
+  constructor(db: Database, uploads: UploadRepository, similarity: SimilarityIndex) {
+    this.#db = db;
+    this.#uploads = uploads;
+    this.#similarity = similarity;
+  }
+
+  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome> {
+    const d = this.#db.dialect;
+    return this.#db.transaction(async (_em, db) => {
+      const upload = await lockUpload(db, d, input.uploadId, ['moderation']);
+      if (!upload) throw new Error(`upload ${input.uploadId} vanished`);
+      const inserted = await db
+        .insertInto('reports')
+        .values({
+          id: randomUUID(),
+          upload_id: input.uploadId,
+          user_id: input.userId,
+          reason: input.reason,
+          note: input.note,
+          status: 'open',
+          created_at: d.date(input.createdAt),
+        })
+        .onConflict((oc) => oc.columns(['upload_id', 'user_id']).doNothing())
+        .returning('id')
+        .execute();
+      const row = await db
+        .selectFrom('reports')
+        .selectAll()
+        .where('upload_id', '=', input.uploadId)
+        .where('user_id', '=', input.userId)
+        .executeTakeFirstOrThrow();
+      const report: ReportRecord = {
+        id: row.id,
+        uploadId: row.upload_id,
+        userId: row.user_id,
+        reason: row.reason as ReportReason,
+        note: row.note,
+        createdAt: d.readDate(row.created_at),
+      };
+      let held = false;
+      if (inserted.length && holdThreshold > 0 && upload.moderation === 'visible') {
+        const open = await db
+          .selectFrom('reports')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('upload_id', '=', input.uploadId)
+          .where('status', '=', 'open')
+          .executeTakeFirstOrThrow();
+        if (Number(open.n) >= holdThreshold) {
+          held = await holdUpload(db, d, input.uploadId, {
+            at: input.createdAt,
+            line: { action: 'auto_hold', reason: `reported by ${Number(open.n)} users`, moderator: null },
+          });
+        }
+      }
+      return { report, created: inserted.length > 0, held };
+    });
+  }
+
+  async act(
+    uploadId: string,
+    action: UploadAction,
+    opts: { moderator: Moderator; reason: string; block: BlockKind; at: Date },
+  ): Promise<ActOutcome | null> {
+    const d = this.#db.dialect;
+    const result = await this.#db.transaction(async (_em, db) => {
+      const row = await lockForRemoval(db, d, uploadId);
+      if (!row) return null;
+      if (opts.block !== 'none' && row.sha256) {
+        await addBlocklistEntries(
+          db,
+          d,
+          [{ sha256: row.sha256, phash: opts.block === 'near' ? row.phash : null, reason: opts.reason }],
+          { source: 'moderation', moderator: opts.moderator, at: opts.at },
+        );
+      }
+      // Approve and remove decide the open reports; approve also clears the person flag.
+      if (action !== 'hold') {
+        await db
+          .updateTable('reports')
+          .set({ status: 'closed', closed_at: d.date(opts.at) })
+          .where('upload_id', '=', uploadId)
+          .where('status', '=', 'open')
+          .execute();
+      }
+      await setState(db, d, uploadId, STATE_OF[action], opts.at, action === 'approve' ? { personFlag: false } : {});
+      let releasedMedia: string | null = null;
+      if (action === 'remove' && row.moderation !== 'removed') {
+        releasedMedia = await buryUpload(db, d, this.#similarity, uploadId, row.media_key, d.readDate(row.created_at));
+      }
+      await appendModlog(
+        db,
+        d,
+        [{ action, target: { type: 'upload', id: uploadId }, reason: opts.reason, moderator: opts.moderator }],
+        opts.at,
+      );
+      const [upload] = await this.#uploads.hydrate(
+        await this.#uploads.select(db).where('u.id', '=', uploadId).execute(),
+        db,
+      );
+      return { upload: upload!, releasedMedia, changed: true };
+    });
+    return result;
+  }
+
+  async queue(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemRecord[]> {
+    const db = this.#db.db();
+    const d = this.#db.dialect;
+    const trueLit = sql.raw(d.name === 'postgres' ? 'true' : '1');
+    const falseLit = sql.raw(d.falseLit);
+    const { rows } =
+      status === 'open'
+        ? await sql<{ id: string }>`
+            with open_reports as (
+              select upload_id, count(*) as n from reports where status = 'open' group by upload_id),
+            ids as (
+              select upload_id as id from open_reports
+              union select id from uploads where moderation = 'held'
+              union select id from uploads where person_flag = ${trueLit})
+            select u.id as id from ids join uploads u on u.id = ids.id
+              left join open_reports r on r.upload_id = u.id
+            where u.moderation <> 'removed'
+            order by case when u.moderation = 'held' then 0 else 1 end, coalesce(r.n, 0) desc, u.created_at, u.id
+            limit ${limit} offset ${offset}`.execute(db)
+        : await sql<{ id: string }>`
+            select u.id as id from uploads u
+            where u.moderated_at is not null
+              and (u.moderation = 'removed' or (u.moderation = 'visible' and u.person_flag = ${falseLit}
+                and not exists (select 1 from reports r where r.upload_id = u.id and r.status = 'open')))
+            order by u.moderated_at desc, u.id desc
+            limit ${limit} offset ${offset}`.execute(db);
+    if (!rows.length) return [];
+    const ids = rows.map((r) => r.id);
+    const records = new Map(
+      (await this.#uploads.hydrate(await this.#uploads.select(db).where('u.id', 'in', ids).execute(), db)).map(
+        (u) => [u.id, u] as const,
+      ),
+    );
+    const summaries = await this.#summaries(db, d, ids, status);
+    return ids.flatMap((id) => {
+      const upload = records.get(id);
+      return upload ? [{ upload, reports: summaries.get(id) ?? emptySummary() }] : [];
+    });
+  }
+
+  async openQueueDepth(): Promise<number> {
+    const trueLit = sql.raw(this.#db.dialect.name === 'postgres' ? 'true' : '1');
+    const { rows } = await sql<{ n: number | string }>`
+      select count(*) as n from (
+        select upload_id as id from reports where status = 'open'
+        union select id from uploads where moderation = 'held'
+        union select id from uploads where person_flag = ${trueLit}) ids
+      join uploads u on u.id = ids.id where u.moderation <> 'removed'`.execute(this.#db.db());
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async #summaries(
+    db: Kysely<DB>,
+    d: Dialect,
+    ids: string[],
+    status: 'open' | 'closed',
+  ): Promise<Map<string, ReportSummary>> {
+    const rows = await db
+      .selectFrom('reports')
+      .select(['upload_id', 'reason', 'note', 'created_at'])
+      .where('upload_id', 'in', ids)
+      .where('status', '=', status)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    const out = new Map<string, ReportSummary>();
+    for (const r of rows) {
+      const s = out.get(r.upload_id) ?? emptySummary();
+      const at = d.readDate(r.created_at);
+      s.count++;
+      const reason = r.reason as ReportReason;
+      s.reasons[reason] = (s.reasons[reason] ?? 0) + 1;
+      if (r.note && s.notes.length < 5) s.notes.push(r.note);
+      // Newest first: the first row seen is the last report, the last row the first.
+      s.lastAt ??= at;
+      s.firstAt = at;
+      out.set(r.upload_id, s);
+    }
+    return out;
+  }
+
+  async listUsers(prefix: string | null, offset: number, limit: number): Promise<AdminUserRecord[]> {
+    let q = userQuery(this.#db.db());
+    if (prefix) q = q.where('us.username_key', 'like', `${prefix.toLowerCase().replace(/[\\%_]/g, '')}%`);
+    return (await q.orderBy('us.username_key').limit(limit).offset(offset).execute()).map((r) => this.#user(r));
+  }
+
+  async findUser(id: string): Promise<AdminUserRecord | null> {
+    const r = await userQuery(this.#db.db()).where('us.id', '=', id).executeTakeFirst();
+    return r ? this.#user(r) : null;
+  }
+
+  #user(r: UserRow): AdminUserRecord {
+    const d = this.#db.dialect;
+    return {
+      id: r.id,
+      username: r.username,
+      email: r.email,
+      role: r.role === 'admin' ? 'admin' : 'user',
+      createdAt: d.readDate(r.created_at),
+      bannedUntil: r.banned_until === null ? null : d.readDate(r.banned_until),
+      uploads: Number(r.uploads ?? 0),
+      reportsReceived: Number(r.reports_received ?? 0),
+    };
+  }
+
+  setBan(
+    userId: string,
+    ban: { until: Date; reason: string } | null,
+    opts: { moderator: Moderator; at: Date },
+  ): Promise<boolean> {
+    const d = this.#db.dialect;
+    return this.#db.transaction(async (_em, db) => {
+      const r = await db
+        .updateTable('users')
+        .set({ banned_until: ban ? d.date(ban.until) : null, ban_reason: ban?.reason ?? null })
+        .where('id', '=', userId)
+        .executeTakeFirst();
+      if (!Number(r.numUpdatedRows)) return false;
+      await appendModlog(
+        db,
+        d,
+        [
+          {
+            action: ban ? 'ban' : 'unban',
+            target: { type: 'user', id: userId },
+            reason: ban?.reason ?? '',
+            moderator: opts.moderator,
+          },
+        ],
+        opts.at,
+      );
+      return true;
+    });
+  }
+
+  async uploadIdsOf(userId: string): Promise<string[]> {
+    const rows = await this.#db
+      .db()
+      .selectFrom('uploads')
+      .select('id')
+      .where('user_id', '=', userId)
+      .where('moderation', '<>', 'removed')
+      .orderBy('created_at')
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  modlog(offset: number, limit: number) {
+    return readModlog(this.#db.db(), this.#db.dialect, offset, limit);
+  }
+}
+
+/** Users with what the admins' list shows: uploads not removed, and reports their uploads received. */
+const userQuery = (db: Kysely<DB>) =>
+  db
+    .selectFrom('users as us')
+    .select((eb) => [
+      'us.id',
+      'us.username',
+      'us.email',
+      'us.role',
+      'us.created_at',
+      'us.banned_until',
+      eb
+        .selectFrom('uploads as u')
+        .select(eb.fn.countAll().as('n'))
+        .whereRef('u.user_id', '=', 'us.id')
+        .where('u.moderation', '<>', 'removed')
+        .as('uploads'),
+      eb
+        .selectFrom('reports as r')
+        .innerJoin('uploads as u', 'u.id', 'r.upload_id')
+        .select(eb.fn.countAll().as('n'))
+        .whereRef('u.user_id', '=', 'us.id')
+        .as('reports_received'),
+    ]);
+type UserRow = Awaited<ReturnType<ReturnType<typeof userQuery>['executeTakeFirstOrThrow']>>;
+
+function emptySummary(): ReportSummary {
+  return { count: 0, reasons: {}, notes: [], firstAt: null, lastAt: null };
+}

@@ -1,0 +1,116 @@
+/**
+ * Changes of an upload's moderation state, inside the caller's transaction and under the upload's lock: the
+ * listing counts of its tags move with it (changingListing), and the modlog line is written in the same commit.
+ */
+import type { Kysely } from 'kysely';
+import type { NewModlogEntry } from '../../domain/moderation/moderation.types.ts';
+import type { ModerationState } from '../../domain/uploads/upload.types.ts';
+import { hotRank } from '../../domain/ranking.ts';
+import type { DB } from '../database-types.ts';
+import type { Dialect } from '../dialect.ts';
+import { changingListing } from '../repositories/tag-links.ts';
+import { lockMedia, lockUpload, mediaReferenced } from '../upload-rows.ts';
+import type { SimilarityIndex } from '../similarity/similarity-index.ts';
+import { appendModlog } from './modlog.ts';
+
+/**
+ * Holds a visible upload (automatic rules: reports, the blocklist); true when it was visible and is now held,
+ * false when it was not visible (held, removed) or is gone. Exactly once under concurrency: the state is read
+ * under the row's lock.
+ */
+export async function holdUpload(
+  db: Kysely<DB>,
+  d: Dialect,
+  uploadId: string,
+  opts: { at: Date; line: Omit<NewModlogEntry, 'target'> },
+): Promise<boolean> {
+  const row = await lockUpload(db, d, uploadId, ['moderation']);
+  if (row?.moderation !== 'visible') return false;
+  await setState(db, d, uploadId, 'held', opts.at);
+  await appendModlog(db, d, [{ ...opts.line, target: { type: 'upload', id: uploadId } }], opts.at);
+  return true;
+}
+
+/** Sets the state (and the time a moderator last acted), moving the tag counts when listings gain or lose it. */
+export function setState(
+  db: Kysely<DB>,
+  d: Dialect,
+  uploadId: string,
+  state: ModerationState,
+  at: Date,
+  extra: { personFlag?: boolean } = {},
+): Promise<unknown> {
+  return changingListing(db, d, uploadId, () =>
+    db
+      .updateTable('uploads')
+      .set({
+        moderation: state,
+        moderated_at: d.date(at),
+        ...(extra.personFlag === undefined ? {} : { person_flag: d.bool(extra.personFlag) }),
+      })
+      .where('id', '=', uploadId)
+      .execute(),
+  );
+}
+
+/**
+ * Turns a (locked, already unlisted) upload into a tombstone: votes and tag links go, the counters return to
+ * zero, and the hashes and stored-files key are cleared, so that nothing matches it or shares its files any
+ * more. Returns the key of files no other row references (journalled as garbage in this transaction; the caller
+ * removes them after the commit, and the media sweep retries a failure), or null.
+ */
+export async function buryUpload(
+  db: Kysely<DB>,
+  d: Dialect,
+  similarity: SimilarityIndex,
+  uploadId: string,
+  mediaKey: string | null,
+  createdAt: Date,
+): Promise<string | null> {
+  await db.deleteFrom('votes').where('upload_id', '=', uploadId).execute();
+  await db.deleteFrom('upload_tags').where('upload_id', '=', uploadId).execute();
+  await similarity.remove(db, uploadId);
+  await db
+    .updateTable('uploads')
+    .set({
+      upvotes: 0,
+      downvote_count: 0,
+      score: 0,
+      best_rank: 0,
+      hot_rank: hotRank(0, createdAt),
+      sha256: null,
+      phash: null,
+      ph0: null,
+      ph1: null,
+      ph2: null,
+      ph3: null,
+      media_key: null,
+      person_flag: d.bool(false),
+    })
+    .where('id', '=', uploadId)
+    .execute();
+  if (!mediaKey || (await mediaReferenced(db, mediaKey))) return null;
+  await db
+    .insertInto('media_garbage')
+    .values({ media_key: mediaKey, created_at: d.date(createdAt) })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  return mediaKey;
+}
+
+/** Takes the stored files' lock (when the upload has files), then the upload row's: the order every writer uses. */
+export async function lockForRemoval(db: Kysely<DB>, d: Dialect, uploadId: string) {
+  const own = await db.selectFrom('uploads').select('media_key').where('id', '=', uploadId).executeTakeFirst();
+  if (!own) return undefined;
+  if (own.media_key) await lockMedia(db, d, own.media_key);
+  return lockUpload(db, d, uploadId, [
+    'id',
+    'moderation',
+    'media_key',
+    'sha256',
+    'phash',
+    'upload_type',
+    'created_at',
+    'person_flag',
+  ]);
+}

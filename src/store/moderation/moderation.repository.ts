@@ -225,7 +225,10 @@ export class ModerationRepository implements ModerationStore {
 
   async listUsers(prefix: string | null, offset: number, limit: number): Promise<AdminUserRecord[]> {
     let q = userQuery(this.#db.db());
-    if (prefix) q = q.where('us.username_key', 'like', `${prefix.toLowerCase().replace(/[\\%_]/g, '')}%`);
+    if (prefix) {
+      const pattern = `${prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      q = q.where(sql<boolean>`us.username_key like ${pattern} escape '\\'`);
+    }
     return (await q.orderBy('us.username_key').limit(limit).offset(offset).execute()).map((r) => this.#user(r));
   }
 

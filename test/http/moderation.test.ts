@@ -151,7 +151,7 @@ describe('held uploads', () => {
       assert.ok(list.includes(view === 'tags' ? tag : id), `back in ${view}`);
   });
 
-  test('their image is served to the owner and admins only; another user storing the same bytes is not told', async () => {
+  test('their image is served to owner and admins only; another user storing the same bytes is not told', async () => {
     const { id, bytes } = await image();
     await act(id, { action: 'hold', reason: 'r' });
     assert.equal((await app.api.get(`/api/image/${id}?size=thumb`)).status, 404);
@@ -211,7 +211,7 @@ describe('removed uploads', () => {
 });
 
 describe('reports', () => {
-  test('one per user (201, then 200 with the first), validated, counted by distinct reporters in the queue', async () => {
+  test('one per user (201, then 200 with the first), validated, counted per distinct reporter', async () => {
     const id = await link();
     const first = await app.api.post(
       `/api/upload/${id}/report`,

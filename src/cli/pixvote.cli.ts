@@ -9,6 +9,8 @@ import { ApiClient, ApiError, NetworkError } from './api.client.ts';
 import { CliError, loadConfig, normalizeUrl, parseCommandArgs as parse, resolveTarget } from './cli-config.store.ts';
 import { runAdmin } from './admin.command.ts';
 import { runLogin, runLogout } from './login.command.ts';
+import { MOD_USAGE, parseModArgs } from './mod-args.ts';
+import { runMod } from './mod.command.ts';
 import { DEFAULT_RETRY, WaitTooLongError } from './retry.policy.ts';
 import { defaultResumePath } from './resume.store.ts';
 import { runTokens } from './tokens.command.ts';
@@ -62,8 +64,12 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
         (or with --jwt the JWT) in $XDG_CONFIG_HOME/pixvote/config.json (~/.config/pixvote/config.json).
   logout [--url URL]     Revokes the saved API token and forgets it.
   tokens create <name> | list | revoke <id>
+  mod queue | approve|hold|remove ID | ban|unban USER | blocklist import|export FILE | modlog
+        Moderation, for admins: the queue of reported, held and flagged uploads, decisions, bans, the
+        blocklist as a CSV or JSON file, the moderation log. See \`pixvote mod --help\`.
 
-  upload and tokens take --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login.
+  upload, tokens and mod take --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved
+  login.
 
   admin grant USERNAME | admin revoke USERNAME
         Operator command, run on the server's machine with its environment: changes the stored role in the
@@ -210,6 +216,14 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     if (v.help) return (out.write(TOKENS_USAGE), 0);
     const { url, token } = await resolveTarget(v, { needToken: true });
     return runTokens(clientFor(url, token), positionals, out);
+  }
+
+  if (command === 'mod') {
+    const { request, target } = parseModArgs(rest);
+    if (request.kind === 'help') return (out.write(MOD_USAGE), 0);
+    const { url, token, login } = await resolveTarget(target, { needToken: request.kind !== 'modlog' });
+    const username = login && token === login.token ? login.username : undefined;
+    return runMod(clientFor(url, token), request, out, { url, username });
   }
 
   if (command === 'admin') return runAdmin(rest, out);

@@ -41,7 +41,7 @@ test(
   async () => {
     const home = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));
     try {
-      for (const command of [[], ['upload'], ['login'], ['logout'], ['tokens'], ['admin']]) {
+      for (const command of [[], ['upload'], ['login'], ['logout'], ['tokens'], ['admin'], ['mod']]) {
         const help = await pixvote([...command, '--help'], { home });
         assert.equal(help.code, 0, `pixvote ${command.join(' ')} --help: ${help.stderr}`);
         assert.match(help.stdout, new RegExp(`^usage: pixvote ${command[0] ?? '<command>'}`));

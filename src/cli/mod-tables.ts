@@ -1,0 +1,101 @@
+/** Tables for `pixvote mod queue` and `pixvote mod modlog`: pure functions from the server's JSON to text. */
+
+export interface QueueItem {
+  upload: {
+    id: string;
+    username?: string | null;
+    user_id?: string;
+    upload_type?: string;
+    created_at: string;
+    moderation?: 'visible' | 'held' | 'removed';
+  };
+  reports: {
+    count: number;
+    reasons: Record<string, number>;
+    notes?: unknown[];
+    first_at: string | null;
+    last_at: string | null;
+  };
+  person_flag: boolean;
+  human_score: number | null;
+}
+
+export interface ModlogEntry {
+  id: string;
+  at: string;
+  action: string;
+  target: { type: string; id: string };
+  reason: string | null;
+  moderator?: { id: string; username: string } | null;
+}
+
+/** Rows padded to their columns' widths; the last column is not padded. */
+export function renderTable(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ') + '\n').join('');
+}
+
+/** 45s, 12m, 3h, 5d, 7w: how long ago, in its largest whole unit. */
+export function formatAge(fromIso: string | null, now: number): string {
+  if (!fromIso) return '-';
+  const s = Math.max(0, Math.floor((now - Date.parse(fromIso)) / 1000));
+  if (Number.isNaN(s)) return '-';
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h`;
+  if (s < 86_400 * 14) return `${Math.floor(s / 86_400)}d`;
+  return `${Math.floor(s / (86_400 * 7))}w`;
+}
+
+/** The most given reasons first (ties by name), at most `max`, with their counts: `spam×3, sexual`. */
+export function topReasons(reasons: Record<string, number>, max = 3): string {
+  const sorted = Object.entries(reasons)
+    .filter(([, n]) => n > 0)
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+  const shown = sorted.slice(0, max).map(([r, n]) => (n > 1 ? `${r}×${n}` : r));
+  if (sorted.length > max) shown.push(`+${sorted.length - max}`);
+  return shown.join(', ') || '-';
+}
+
+/** `yes 0.93` when flagged, else the score, else `-` (detection off). */
+export function personCell(flag: boolean, score: number | null): string {
+  const s = score === null ? null : score.toFixed(2);
+  return flag ? `yes${s ? ` ${s}` : ''}` : (s ?? '-');
+}
+
+/** The queue in the server's order (held first, then most reported, then oldest). */
+export function renderQueue(items: QueueItem[], now: number): string {
+  const rows = [
+    ['UPLOAD', 'STATE', 'REPORTS', 'REASONS', 'PERSON', 'UPLOADER', 'AGE'],
+    ...items.map((it) => [
+      it.upload.id,
+      it.upload.moderation ?? 'visible',
+      String(it.reports.count),
+      topReasons(it.reports.reasons),
+      personCell(it.person_flag, it.human_score),
+      it.upload.username ?? it.upload.user_id ?? '-',
+      formatAge(it.reports.first_at ?? it.upload.created_at, now),
+    ]),
+  ];
+  return renderTable(rows);
+}
+
+const oneLine = (s: string | null, max: number) => {
+  const t = (s ?? '').replace(/\s+/g, ' ').trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+};
+
+export function renderModlog(entries: ModlogEntry[]): string {
+  const withModerator = entries.some((e) => e.moderator !== undefined);
+  const rows = [
+    ['AT', 'ACTION', 'TARGET', ...(withModerator ? ['MODERATOR'] : []), 'REASON'],
+    ...entries.map((e) => [
+      e.at.replace(/\.\d{3}Z$/, 'Z'),
+      e.action,
+      `${e.target.type} ${e.target.id}`,
+      ...(withModerator ? [e.moderator ? e.moderator.username : '(automatic)'] : []),
+      oneLine(e.reason, 80) || '-',
+    ]),
+  ];
+  return renderTable(rows);
+}

@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { startApp, type TestApp } from '../support/app.ts';
-import { registerUser } from '../support/users.ts';
+import { registerAdmin, registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { getPhotos, personGif } from '../support/photos.ts';
 import { photoJpeg } from '../support/fixtures.ts';
@@ -110,6 +110,70 @@ test('HUMAN_POLICY=flag: a photo of people is accepted and its score stored and 
   assert.ok(r.body.image.human_score >= 0.2);
   const again = await flag.api.get(`/api/upload/${r.body.id}`);
   assert.equal(again.body.image.human_score, r.body.image.human_score);
+});
+
+test('HUMAN_POLICY=flag queues people for review, listed meanwhile; approve clears the flag', async () => {
+  const u = await registerUser(flag.api);
+  const admin = await registerAdmin(flag);
+  const person = await uploadImage(flag.api, u.token, bytes.get(PEOPLE[1]!)!);
+  assert.equal(person.status, 201, person.text);
+  assert.equal(person.body.moderation, 'visible');
+  const landscape = await uploadImage(flag.api, u.token, bytes.get(NO_PEOPLE[0]!)!);
+  assert.equal(landscape.status, 201, landscape.text);
+  const listed = await flag.api.get('/api/uploads?limit=50');
+  assert.ok(
+    listed.body.uploads.some((x: { id: string }) => x.id === person.body.id),
+    'flag does not hide it',
+  );
+
+  const queue = await flag.api.get('/api/admin/moderation?limit=50', { token: admin.token });
+  const item = queue.body.items.find((i: { upload: { id: string } }) => i.upload.id === person.body.id);
+  assert.ok(item, 'the flagged upload is queued');
+  assert.equal(item.person_flag, true);
+  assert.equal(item.human_score, person.body.image.human_score);
+  assert.equal(item.reports.count, 0);
+  assert.ok(!queue.body.items.some((i: { upload: { id: string } }) => i.upload.id === landscape.body.id));
+
+  const ok = await flag.api.post(
+    `/api/admin/uploads/${person.body.id}/moderation`,
+    { action: 'approve', reason: 'a statue, not a person' },
+    { token: admin.token },
+  );
+  assert.equal(ok.status, 200, ok.text);
+  const after = await flag.api.get('/api/admin/moderation?limit=50', { token: admin.token });
+  assert.ok(!after.body.items.some((i: { upload: { id: string } }) => i.upload.id === person.body.id));
+});
+
+test('HUMAN_POLICY=hold: people are accepted held (modlog auto_hold) until a moderator approves', async () => {
+  const hold = await startApp({ HUMAN_POLICY: 'hold' });
+  try {
+    const u = await registerUser(hold.api);
+    const admin = await registerAdmin(hold);
+    const r = await uploadImage(hold.api, u.token, bytes.get(PEOPLE[2]!)!);
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.body.moderation, 'held');
+    const free = await uploadImage(hold.api, u.token, bytes.get(NO_PEOPLE[1]!)!);
+    assert.equal(free.body.moderation, 'visible', 'no person, no hold');
+    const ids = async () => (await hold.api.get('/api/uploads')).body.uploads.map((x: { id: string }) => x.id);
+    assert.ok(!(await ids()).includes(r.body.id));
+    assert.equal((await hold.api.get(`/api/upload/${r.body.id}`)).status, 404);
+    const log = await hold.api.get('/api/modlog');
+    const line = log.body.entries.find((e: { target: { id: string } }) => e.target.id === r.body.id);
+    assert.equal(line.action, 'auto_hold');
+    assert.match(line.reason, /person detected \(score 0\.\d+\)/);
+
+    const queue = await hold.api.get('/api/admin/moderation', { token: admin.token });
+    assert.equal(queue.body.items[0].upload.id, r.body.id);
+    assert.equal(queue.body.items[0].person_flag, true);
+    await hold.api.post(
+      `/api/admin/uploads/${r.body.id}/moderation`,
+      { action: 'approve', reason: 'ok' },
+      { token: admin.token },
+    );
+    assert.ok((await ids()).includes(r.body.id), 'listed once approved');
+  } finally {
+    await hold.close();
+  }
 });
 
 test('HUMAN_POLICY=off: no score', async () => {

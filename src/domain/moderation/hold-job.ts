@@ -40,7 +40,12 @@ export class RepeatingJob {
     return this;
   }
 
-  /** Stops the timer and waits for a run in progress. */
+  /** Resolves once no run is in progress or asked for. */
+  async idle(): Promise<void> {
+    await this.#running;
+  }
+
+  /** Stops the timer and waits for a run in progress (a rerun asked for is dropped). */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#again = false;

@@ -1,0 +1,131 @@
+/** The rules of moderation that need no database: who reaches an upload, bans, person review, the hash set, the job. */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { assertReachable } from '../../src/domain/moderation/access.ts';
+import { banEndView } from '../../src/domain/moderation/moderation.service.ts';
+import { BAN_PERMANENT } from '../../src/domain/moderation/moderation.types.ts';
+import { RepeatingJob } from '../../src/domain/moderation/hold-job.ts';
+import { personReview } from '../../src/domain/person-policy.ts';
+import { banRefusal } from '../../src/domain/users.ts';
+import { PhashSet } from '../../src/store/moderation/phash-set.ts';
+import { hammingHex } from '../../src/store/similarity/hamming.ts';
+import { seededRandom } from '../support/fixtures.ts';
+
+const owner = { userId: 'o', isAdmin: false };
+const stranger = { userId: 's', isAdmin: false };
+const admin = { userId: 'a', isAdmin: true };
+const upload = (moderation: 'visible' | 'held' | 'removed') => ({ id: 'u1', userId: 'o', moderation });
+const codeOf = (fn: () => void) => {
+  try {
+    fn();
+    return 'ok';
+  } catch (e) {
+    return (e as { code: string }).code;
+  }
+};
+
+describe('who reaches an upload', () => {
+  test('visible: everyone; held: owner and admins (others 404); removed: admins (others 410)', () => {
+    const table = [null, stranger, owner, admin].map((r) =>
+      (['visible', 'held', 'removed'] as const).map((m) => codeOf(() => assertReachable(upload(m), r))),
+    );
+    assert.deepEqual(table, [
+      ['ok', 'not_found', 'removed'],
+      ['ok', 'not_found', 'removed'],
+      ['ok', 'ok', 'removed'],
+      ['ok', 'ok', 'ok'],
+    ]);
+  });
+});
+
+describe('bans', () => {
+  const now = new Date('2026-11-25T12:00:00.000Z');
+  test('banned while the end is in the future; the message says until when, or permanently', () => {
+    assert.equal(banRefusal({ bannedUntil: null }, now), null);
+    assert.equal(banRefusal({ bannedUntil: new Date('2026-11-25T11:59:59.999Z') }, now), null);
+    assert.match(banRefusal({ bannedUntil: new Date('2026-12-01T00:00:00.000Z') }, now)!, /until 2026-12-01T00:00/);
+    assert.match(banRefusal({ bannedUntil: BAN_PERMANENT }, now)!, /permanently/);
+  });
+  test('banned_until as the API shows it', () => {
+    assert.equal(banEndView(null, now), null);
+    assert.equal(banEndView(new Date('2026-01-01T00:00:00.000Z'), now), null);
+    assert.equal(banEndView(BAN_PERMANENT, now), 'permanent');
+    assert.equal(banEndView(new Date('2026-12-01T00:00:00.000Z'), now), '2026-12-01T00:00:00.000Z');
+  });
+});
+
+describe('person review', () => {
+  test('flag and hold queue a person at or above the threshold; hold also holds; reject and off never queue', () => {
+    assert.deepEqual(personReview('flag', 0.2, 0.2), { flag: true, hold: false });
+    assert.deepEqual(personReview('hold', 0.2, 0.9), { flag: true, hold: true });
+    assert.deepEqual(personReview('hold', 0.2, 0.19), { flag: false, hold: false });
+    assert.deepEqual(personReview('hold', 0.2, null), { flag: false, hold: false });
+    assert.deepEqual(personReview('reject', 0.2, 0.9), { flag: false, hold: false });
+    assert.deepEqual(personReview('off', 0.2, 0.9), { flag: false, hold: false });
+  });
+});
+
+describe('PhashSet (in-memory multi-index hashing)', () => {
+  test('answers exactly as a brute-force scan, at several distances', () => {
+    const rand = seededRandom(42);
+    const hex = () => Array.from({ length: 16 }, () => Math.floor(rand() * 16).toString(16)).join('');
+    const flip = (h: string, bits: number) => {
+      let v = BigInt(`0x${h}`);
+      const used = new Set<number>();
+      while (used.size < bits) used.add(Math.floor(rand() * 64));
+      for (const b of used) v ^= 1n << BigInt(b);
+      return v.toString(16).padStart(16, '0');
+    };
+    const set = Array.from({ length: 300 }, hex);
+    for (const d of [0, 4, 8, 11]) {
+      const index = new PhashSet(set, d);
+      const queries = [...Array.from({ length: 200 }, hex), ...set.slice(0, 100).map((h, i) => flip(h, i % (d + 3)))];
+      for (const q of queries) {
+        const expected = set.some((h) => hammingHex(h, q) <= d);
+        assert.equal(index.matches(q), expected, `d=${d} q=${q}`);
+      }
+    }
+  });
+});
+
+describe('RepeatingJob', () => {
+  test('one run at a time; kicks during a run make exactly one more run', async () => {
+    let runs = 0;
+    let active = 0;
+    let release!: () => void;
+    const job = new RepeatingJob(
+      async () => {
+        runs++;
+        active++;
+        assert.equal(active, 1, 'never two at once');
+        if (runs === 1) await new Promise<void>((r) => (release = r));
+        active--;
+      },
+      () => assert.fail('no error expected'),
+    );
+    job.kick();
+    job.kick();
+    job.kick();
+    release();
+    await job.idle();
+    assert.equal(runs, 2);
+    await job.stop();
+  });
+
+  test('an error is reported and the job keeps working', async () => {
+    const errors: unknown[] = [];
+    let runs = 0;
+    const job = new RepeatingJob(
+      async () => {
+        if (++runs === 1) throw new Error('database down');
+      },
+      (e) => errors.push(e),
+    );
+    job.kick();
+    await job.stop();
+    job.kick();
+    await job.stop();
+    assert.equal(runs, 2);
+    assert.equal(errors.length, 1);
+  });
+});

@@ -43,7 +43,10 @@ test('defaults match API.md', () => {
     upload: { points: 20, seconds: 3600 },
     vote: { points: 20, seconds: 3600 },
     general: { points: 600, seconds: 900 },
+    report: { points: 20, seconds: 3600 },
   });
+  assert.equal(c.reportHoldThreshold, 3);
+  assert.equal(c.blocklistDistance, 8);
   assert.equal(c.trustProxy, false);
   assert.equal(c.logLevel, 'info');
   assert.ok(Object.isFrozen(c));
@@ -56,6 +59,8 @@ test('every bad variable is listed in one error', () => {
       WORKERS: 'abc',
       PORT: '70000',
       HUMAN_POLICY: 'maybe',
+      REPORT_HOLD_THRESHOLD: '-1',
+      BLOCKLIST_DISTANCE: '40',
       RATE_LIMIT_VOTE: '20 per hour',
       NEAR_DUPLICATE_DISTANCE: '-2',
       FETCH_ALLOW_PRIVATE: 'yes',
@@ -73,9 +78,12 @@ test('every bad variable is listed in one error', () => {
       'NEAR_DUPLICATE_DISTANCE',
       'FETCH_ALLOW_PRIVATE',
       'DATABASE_URL',
+      'REPORT_HOLD_THRESHOLD',
+      'BLOCKLIST_DISTANCE',
     ])
       assert.match(m, new RegExp(`${v}=`));
-    assert.equal(e.problems.length, 7);
+    assert.match(m, /HUMAN_POLICY=maybe: expected reject, flag, hold or off/);
+    assert.equal(e.problems.length, 9);
   }
   // Rules between variables join the same list.
   assert.throws(

@@ -2,8 +2,15 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type Router from '@koa/router';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { startApp, type TestApp } from '../support/app.ts';
 import { openApiDocument } from '../../src/gateway/openapi/openapi.document.ts';
+
+// ajv-formats is CommonJS with a default export; under ESM interop the function sits on `.default`.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv2020,
+) => void;
 
 let app: TestApp;
 before(async () => {
@@ -60,9 +67,10 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 16);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 19);
   const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
   assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
+  for (const code of ['blocked_content', 'banned', 'removed']) assert.ok(codes.includes(code), code);
 
   const upload = doc.paths['/api/v1/upload'].post;
   assert.deepEqual(Object.keys(upload.requestBody.content).sort(), ['application/json', 'multipart/form-data']);
@@ -84,6 +92,7 @@ test('the document names the security schemes, the error codes and the contract 
   for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id'])
     assert.ok(upload.responses['429'].headers[h], h);
   assert.deepEqual(upload.responses['400'].content['application/json'].schema.properties.error.enum.sort(), [
+    'blocked_content',
     'fetch_failed',
     'human_detected',
     'invalid_image',
@@ -218,4 +227,98 @@ test('request bodies are typed for generated clients: login alternatives, option
     const multipart = doc.paths[path].post.requestBody.content['multipart/form-data'];
     assert.deepEqual(multipart.encoding, { file: { contentType: 'image/jpeg, image/png, image/gif, image/webp' } });
   }
+});
+
+/** The error codes one documented response of an operation lists. */
+const codesAt = (op: any, status: number): string[] =>
+  op.responses[String(status)]?.content['application/json'].schema.properties.error.enum ?? [];
+
+test('every moderation route is documented with its error codes; held and removed uploads on the upload routes', () => {
+  const doc = openApiDocument() as any;
+  const moderation = Object.entries<any>(doc.paths).flatMap(([path, item]) =>
+    Object.entries<any>(item)
+      .filter(([, op]) => op.tags.includes('moderation'))
+      .map(([method, op]) => [`${method.toUpperCase()} ${path}`, op] as const),
+  );
+  assert.deepEqual(moderation.map(([where]) => where).sort(), [
+    'DELETE /api/admin/blocklist/{id}',
+    'DELETE /api/admin/users/{id}/ban',
+    'GET /api/admin/blocklist',
+    'GET /api/admin/moderation',
+    'GET /api/admin/users',
+    'GET /api/modlog',
+    'POST /api/admin/blocklist',
+    'POST /api/admin/uploads/{id}/moderation',
+    'POST /api/admin/users/{id}/ban',
+    'POST /api/upload/{id}/report',
+  ]);
+  for (const [where, op] of moderation) {
+    // Every route but the public modlog needs a user; every one of them refuses a banned one.
+    assert.ok(codesAt(op, 403).includes('banned'), `${where}: banned`);
+    if (where.includes('/admin/')) {
+      assert.ok(codesAt(op, 401).includes('unauthorized'), `${where}: 401`);
+      assert.ok(codesAt(op, 403).includes('forbidden'), `${where}: forbidden to non-admins`);
+    }
+    // Each success carries an example.
+    for (const [status, r] of Object.entries<any>(op.responses).filter(([s]) => s.startsWith('2')))
+      assert.ok(Object.keys(r.content['application/json'].examples ?? {}).length, `${where} ${status}: example`);
+  }
+  const report = doc.paths['/api/upload/{id}/report'].post;
+  assert.deepEqual(
+    Object.keys(report.responses).filter((s) => s < '300'),
+    ['200', '201'],
+  );
+  assert.deepEqual(codesAt(report, 410), ['removed']);
+  assert.ok(report.responses['429'], 'RATE_LIMIT_REPORT');
+  assert.ok(doc.paths['/api/admin/blocklist'].post.parameters.some((p: any) => p.name === 'dry_run'));
+  const modlog = doc.paths['/api/modlog'].get;
+  assert.deepEqual(modlog.security[0], {}, 'the modlog is public');
+  assert.equal(modlog.responses['401'], undefined);
+
+  // Logging in as a banned user is 403 banned; uploads matching the blocklist are 400 blocked_content.
+  assert.ok(codesAt(doc.paths['/api/auth'].post, 403).includes('banned'));
+  for (const path of ['/api/v1/upload', '/api/upload'])
+    assert.ok(codesAt(doc.paths[path].post, 400).includes('blocked_content'), path);
+  // A removed upload is 410 on every route that reaches one upload.
+  for (const [path, method] of [
+    ['/api/upload/{id}', 'get'],
+    ['/api/upload/{id}', 'delete'],
+    ['/api/upload/{id}/privacy', 'patch'],
+    ['/api/image/{id}', 'get'],
+    ['/api/vote', 'post'],
+    ['/api/uploads/{id}/tags', 'get'],
+    ['/api/uploads/{id}/tags', 'post'],
+    ['/api/uploads/{id}/tags/{slug}', 'delete'],
+  ] as const)
+    assert.deepEqual(codesAt(doc.paths[path][method], 410), ['removed'], `${method} ${path}`);
+  assert.equal(doc.paths['/api/uploads'].get.responses['410'], undefined, 'listings just leave them out');
+  assert.deepEqual(doc.components.schemas.UploadRecord.properties.moderation.enum, ['visible', 'held', 'removed']);
+});
+
+test('every response example validates against the schema of its response', () => {
+  const doc = structuredClone(openApiDocument()) as any;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(doc, 'openapi.json');
+  const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+  const invalid: string[] = [];
+  let checked = 0;
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    for (const [method, op] of Object.entries<any>(item)) {
+      for (const [status, response] of Object.entries<any>(op.responses)) {
+        for (const [type, media] of Object.entries<any>(response.content ?? {})) {
+          if (!media.examples) continue;
+          const at = pointer('paths', path, method, 'responses', status, 'content', type, 'schema');
+          const validate = ajv.compile({ $ref: `openapi.json#/${at}` });
+          for (const [name, example] of Object.entries<any>(media.examples)) {
+            checked++;
+            if (!validate(example.value))
+              invalid.push(`${method.toUpperCase()} ${path} ${status} ${name}: ${ajv.errorsText(validate.errors)}`);
+          }
+        }
+      }
+    }
+  }
+  assert.deepEqual(invalid, []);
+  assert.ok(checked >= 12, `${checked} response examples`);
 });

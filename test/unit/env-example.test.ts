@@ -13,7 +13,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const API_MD = ['../../../shared/API.md', '../../../../shared/API.md']
   .map((p) => fileURLToPath(new URL(p, import.meta.url)))
   .find((p) => existsSync(p));
-const LATER_HEADING = /^# --- Coming with moderation \/ object storage/;
+const LATER_HEADING = /^# --- Coming with object storage/;
 
 /**
  * The variables of API.md's "Configuration (environment)" table and "Rate limits" section, kept here because a

@@ -29,7 +29,8 @@ export const authOperations: Operation[] = [
       'One endpoint, three actions. Register and login answer with a JWT and set the `auth-token` cookie ' +
       '(HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS, Max-Age = JWT lifetime); logout clears it. ' +
       'Every request counts toward RATE_LIMIT_AUTH (per client IP), whatever its action or outcome. ' +
-      'A wrong email and a wrong password get the same 401. Passwords are hashed on a small pool of their own; ' +
+      'A wrong email and a wrong password get the same 401; the right password of a banned user gets 403 `banned`. ' +
+      'Passwords are hashed on a small pool of their own; ' +
       'when its queue is full, register and login answer 503 `busy` with Retry-After.',
     auth: 'none',
     limit: 'auth',
@@ -42,7 +43,7 @@ export const authOperations: Operation[] = [
       },
       201: { description: 'Registered (`register`).', json: SessionResponse, headers: ['Set-Cookie'] },
     },
-    errors: ['invalid_request', 'unauthorized', 'conflict'],
+    errors: ['invalid_request', 'unauthorized', 'banned', 'conflict'],
   },
   {
     method: 'post',

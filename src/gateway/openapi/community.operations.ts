@@ -23,6 +23,10 @@ const TagParams = IdParam.extend({
     .meta({ examples: ['cats'] }),
 });
 
+/** API.md Moderation, States: what a single-upload route answers for an upload that is not visible. */
+const HELD_OR_REMOVED =
+  'A held upload is 404 to everyone but its owner and admins; a removed one is 410 `removed` to everyone but admins.';
+
 export const communityOperations: Operation[] = [
   {
     method: 'post',
@@ -33,12 +37,13 @@ export const communityOperations: Operation[] = [
     description:
       'One vote per user per upload: voting again with another value moves it, the same value is a no-op, ' +
       '`none` retracts. Counts stay exact under any concurrency. ' +
-      'An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404.',
+      'An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404, and so is a held one ' +
+      "that is not the caller's (unless an admin); a removed one is 410 `removed`.",
     auth: 'required',
     limit: 'vote',
     body: { json: VoteBody },
     responses: { 200: { description: "The caller's vote and the upload's counts.", json: VoteResult } },
-    errors: ['invalid_request', 'not_found'],
+    errors: ['invalid_request', 'not_found', 'removed'],
   },
   {
     method: 'get',
@@ -85,11 +90,12 @@ export const communityOperations: Operation[] = [
     operationId: 'listUploadTags',
     tag: 'tags',
     summary: 'Tags of an upload',
-    auth: 'none',
+    description: HELD_OR_REMOVED,
+    auth: 'optional',
     limit: 'general',
     params: IdParam,
     responses: { 200: { description: 'The tags.', json: TagList, cacheControl: ['public, no-cache'] } },
-    errors: ['not_found'],
+    errors: ['not_found', 'removed'],
   },
   {
     method: 'post',
@@ -99,13 +105,14 @@ export const communityOperations: Operation[] = [
     summary: 'Add tags to an upload',
     description:
       'Owner or admin. Adding an existing tag is a no-op. ' +
-      'More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added.',
+      'More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added. ' +
+      HELD_OR_REMOVED,
     auth: 'required',
     limit: 'general',
     params: IdParam,
     body: { json: TagsBody },
     responses: { 200: { description: 'All tags of the upload.', json: TagsChanged } },
-    errors: ['invalid_request', 'invalid_tag', 'too_many_tags', 'not_found'],
+    errors: ['invalid_request', 'invalid_tag', 'too_many_tags', 'not_found', 'removed'],
   },
   {
     method: 'delete',
@@ -113,12 +120,12 @@ export const communityOperations: Operation[] = [
     operationId: 'removeUploadTag',
     tag: 'tags',
     summary: 'Remove a tag from an upload',
-    description: 'Owner or admin.',
+    description: `Owner or admin. ${HELD_OR_REMOVED}`,
     auth: 'required',
     limit: 'general',
     params: TagParams,
     responses: { 200: { description: 'The remaining tags of the upload.', json: TagsChanged } },
-    errors: ['not_found'],
+    errors: ['not_found', 'removed'],
   },
   {
     method: 'get',

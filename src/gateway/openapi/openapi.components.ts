@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import * as auth from '../schemas/auth.schemas.ts';
 import * as common from '../schemas/common.schemas.ts';
 import * as community from '../schemas/community.schemas.ts';
+import * as moderation from '../schemas/moderation.schemas.ts';
 import * as upload from '../schemas/upload.schemas.ts';
 
 /** Request bodies, converted as input (what a client may send). */
@@ -22,6 +23,10 @@ export const requestSchemas: Record<string, z.ZodType> = {
   PrivacyRequest: upload.PrivacyBody,
   VoteRequest: community.VoteBody,
   TagsRequest: community.TagsBody,
+  ReportRequest: moderation.ReportBody,
+  ModerationRequest: moderation.ModerationBody,
+  BlocklistRequest: moderation.BlocklistBody,
+  BanRequest: moderation.BanBody,
 };
 
 /** Response bodies, converted as output (what the server sends). */
@@ -54,6 +59,17 @@ export const responseSchemas: Record<string, z.ZodType> = {
   TagsChanged: community.TagsChanged,
   TagSuggestion: community.TagSuggestion,
   TagSuggestions: community.TagSuggestions,
+  Report: moderation.ReportSchema,
+  QueueItem: moderation.QueueItem,
+  QueuePage: moderation.QueuePage,
+  BlocklistEntry: moderation.BlocklistEntry,
+  BlocklistPage: moderation.BlocklistPage,
+  BlocklistAdded: moderation.BlocklistAdded,
+  AdminUser: moderation.AdminUser,
+  UsersPage: moderation.UsersPage,
+  BanResult: moderation.BanResult,
+  ModlogEntry: moderation.ModlogEntry,
+  ModlogPage: moderation.ModlogPage,
 };
 
 const str = { type: 'string' };
@@ -161,6 +177,11 @@ export const tagDescriptions = [
   { name: 'votes', description: '`fucks` or `does_not_fuck`, one per user per upload.' },
   { name: 'feeds', description: "Public listings and the caller's profile." },
   { name: 'tags', description: 'Tags of uploads, and suggestions.' },
+  {
+    name: 'moderation',
+    description:
+      'Reports (any user); the queue, actions, blocklist and bans (admins, the moderators); the public modlog.',
+  },
   { name: 'operations', description: 'Probes, metrics and this document.' },
 ];
 
@@ -174,8 +195,11 @@ export const documentInfo = {
     'Every non-2xx response except 304 is `{"error": "<code>", "message": "…"}`. ' +
     'Timestamps are ISO-8601 UTC; ids are UUIDs. Unknown JSON fields are ignored. ' +
     'Every response carries `X-Request-Id`.\n\n' +
+    "A banned user's every authenticated request (JWT, API token or cookie) and every login answer 403 `banned`; " +
+    'held and removed uploads (Moderation) answer 404 `not_found` and 410 `removed` to everyone but their owner ' +
+    '(held) and admins.\n\n' +
     'Rate limits: `RATE_LIMIT_AUTH` per client IP on `POST /api/auth`, ' +
-    '`RATE_LIMIT_UPLOAD` and `RATE_LIMIT_VOTE` per user, ' +
+    '`RATE_LIMIT_UPLOAD`, `RATE_LIMIT_VOTE` and `RATE_LIMIT_REPORT` (reports of uploads) per user, ' +
     '`RATE_LIMIT_GENERAL` per IP on every other route except the probes and /metrics. ' +
     'Limited responses carry `RateLimit-Limit`, ' +
     '`RateLimit-Remaining`, `RateLimit-Reset`; 429 adds `Retry-After`.',

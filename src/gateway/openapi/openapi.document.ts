@@ -9,6 +9,7 @@ import { STATUS_OF, type ErrorCode } from '../../domain/errors.ts';
 import { ERROR_WHEN, errorBodyOf } from '../schemas/common.schemas.ts';
 import { authOperations } from './auth.operations.ts';
 import { communityOperations } from './community.operations.ts';
+import { moderationOperations } from './moderation.operations.ts';
 import {
   documentInfo,
   headerComponents,
@@ -28,6 +29,7 @@ export const operations: readonly Operation[] = [
   ...authOperations,
   ...uploadOperations,
   ...communityOperations,
+  ...moderationOperations,
   ...serviceOperations,
 ];
 
@@ -142,6 +144,8 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
   codes.add('busy');
   if (op.limit) codes.add('rate_limited');
   if (op.auth === 'required') codes.add('unauthorized');
+  // A banned user's credential is refused by authentication itself, before any route (API.md Moderation, Bans).
+  if (op.auth !== 'none') codes.add('banned');
   // Any state-changing request authenticated by cookie from another site is refused, whatever the route.
   if (op.method !== 'get') codes.add('forbidden');
   if (op.method === 'post' || op.method === 'patch') {
@@ -189,6 +193,7 @@ function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output
       const list = Array.isArray(spec.json) ? spec.json : [spec.json];
       content['application/json'] = {
         schema: list.length === 1 ? ref(list[0]!, 'output') : { oneOf: list.map((s) => ref(s, 'output')) },
+        ...(spec.examples ? { examples: spec.examples } : {}),
       };
     }
     for (const [type, schema] of Object.entries(spec.other ?? {})) content[type] = { schema };

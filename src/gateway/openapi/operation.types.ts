@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../domain/errors.ts';
 
 /** The rate limit a request spends (RateLimit-* headers on every response, 429 when spent); null: never limited. */
-export type LimitName = 'auth' | 'general' | 'upload' | 'vote';
+export type LimitName = 'auth' | 'general' | 'upload' | 'vote' | 'report';
 
 /** Response headers of the document, by their component name. */
 export type HeaderName =
@@ -30,6 +30,8 @@ export interface ResponseSpec {
   optionalHeaders?: HeaderName[];
   /** The exact Cache-Control values the route sends. */
   cacheControl?: string[];
+  /** Named examples of the JSON body (the Example Objects of its media type); each must validate against `json`. */
+  examples?: Record<string, { summary: string; value: unknown }>;
 }
 
 export interface Operation {

@@ -23,6 +23,10 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
     'Files are at most 10 MiB; the image must be JPEG, PNG, GIF or WebP by its bytes. ' +
     'A duplicate (same SHA-256, or a perceptual hash within NEAR_DUPLICATE_DISTANCE) of an upload the caller may see ' +
     'answers 200 with a duplicate notice and stores nothing. ' +
+    'An image (file or `image_url`) matching the blocklist (its SHA-256, or a perceptual hash within ' +
+    '`BLOCKLIST_DISTANCE`) is 400 `blocked_content`, decided before person detection and encoding; nothing is ' +
+    'stored. `HUMAN_POLICY=flag` accepts a person and queues it for the moderators, `hold` accepts it held ' +
+    '(`moderation: held`) until approved. ' +
     'With `Idempotency-Key`, a retry from the same user within 24 h returns the first result ' +
     '(`Idempotent-Replayed: true`) and does not spend the upload limit; the same key with a different request is 409.',
   auth: 'required',
@@ -51,6 +55,7 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
     'unsupported_format',
     'invalid_image',
     'human_detected',
+    'blocked_content',
     'fetch_failed',
     'too_many_tags',
     'invalid_tag',
@@ -71,7 +76,9 @@ export const uploadOperations: Operation[] = [
     summary: 'One upload',
     description:
       'Private uploads are reachable by anyone who knows the id (private means unlisted). ' +
-      'An authenticated caller also gets `my_vote`.',
+      'An authenticated caller also gets `my_vote`. ' +
+      'A held upload is 404 to everyone but its owner and admins; a removed one is 410 `removed` to everyone but ' +
+      'admins, who get its tombstone record (`moderation: removed`).',
     auth: 'optional',
     limit: 'general',
     params: IdParam,
@@ -82,7 +89,7 @@ export const uploadOperations: Operation[] = [
         cacheControl: ['public, no-cache', 'private, no-cache'],
       },
     },
-    errors: ['not_found'],
+    errors: ['not_found', 'removed'],
   },
   {
     method: 'patch',
@@ -90,13 +97,15 @@ export const uploadOperations: Operation[] = [
     operationId: 'setUploadPrivacy',
     tag: 'uploads',
     summary: 'Make an upload private or public',
-    description: 'Owner or admin.',
+    description:
+      'Owner or admin. A held upload is 404 to everyone but its owner and admins; ' +
+      'a removed one is 410 `removed` to everyone but admins.',
     auth: 'required',
     limit: 'general',
     params: IdParam,
     body: { json: PrivacyBody },
     responses: { 200: { description: 'The updated upload record.', json: UploadRecord } },
-    errors: ['invalid_request', 'not_found'],
+    errors: ['invalid_request', 'not_found', 'removed'],
   },
   {
     method: 'delete',
@@ -106,12 +115,13 @@ export const uploadOperations: Operation[] = [
     summary: 'Delete an upload',
     description:
       'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). ' +
-      'A second delete is 404.',
+      'A second delete is 404. A held upload is 404 to everyone but its owner and admins; ' +
+      'a removed one is 410 `removed` to everyone but admins.',
     auth: 'required',
     limit: 'general',
     params: IdParam,
     responses: { 200: { description: 'Deleted.', json: UploadDeleted } },
-    errors: ['not_found'],
+    errors: ['not_found', 'removed'],
   },
   {
     method: 'get',
@@ -122,8 +132,9 @@ export const uploadOperations: Operation[] = [
     description:
       'Variants: thumb ≤ 320 px, medium ≤ 1024 px, full ≤ 2048 px on the long side; ' +
       'animation kept, EXIF/GPS stripped, orientation applied. The original bytes are never served. ' +
-      'Private uploads are served too.',
-    auth: 'none',
+      "Private uploads are served too. A held upload's image is 404 to everyone but its owner and admins " +
+      '(send the credential); a removed upload has no image files left: 410 `removed`.',
+    auth: 'optional',
     limit: 'general',
     params: IdParam,
     query: ImageQuery,
@@ -135,6 +146,6 @@ export const uploadOperations: Operation[] = [
         cacheControl: ['public, max-age=31536000, immutable'],
       },
     },
-    errors: ['invalid_request', 'not_found'],
+    errors: ['invalid_request', 'not_found', 'removed'],
   },
 ];

@@ -53,7 +53,8 @@ export const QueueItem = z.object({
   upload: UploadRecord,
   reports: z.object({
     count: z.int().nonnegative(),
-    reasons: z.record(z.enum(REPORT_REASONS), z.int().positive()),
+    // Partial: only the reasons given appear (a record over an enum would require every key).
+    reasons: z.partialRecord(z.enum(REPORT_REASONS), z.int().positive()),
     notes: z.array(z.string()).max(5).describe('The latest notes, newest first.'),
     first_at: z.iso.datetime().nullable(),
     last_at: z.iso.datetime().nullable(),
@@ -71,14 +72,17 @@ export const QueuePage = z.object({
 
 export const ModerationBody = z
   .object({
-    action: z.enum(['approve', 'hold', 'remove'], { error: 'action must be approve, hold or remove' }),
+    action: z
+      .enum(['approve', 'hold', 'remove'], { error: 'action must be approve, hold or remove' })
+      .meta({ examples: ['remove'] }),
     reason: reason(500, 'reason')
       .default('')
       .meta({ examples: ['spam ring'] }),
     block: z
       .enum(['none', 'exact', 'near'], { error: 'block must be none, exact or near' })
       .default('none')
-      .describe('`exact` blocklists the SHA-256, `near` the SHA-256 and the perceptual hash; images only.'),
+      .describe('`exact` blocklists the SHA-256, `near` the SHA-256 and the perceptual hash; images only.')
+      .meta({ examples: ['near'] }),
   })
   .meta({ examples: [{ action: 'remove', reason: 'spam ring', block: 'near' }] });
 
@@ -105,7 +109,8 @@ export const BlocklistBody = z
     entries: z
       .array(BlocklistEntryIn)
       .min(1, { error: 'entries must hold at least 1 entry' })
-      .max(10_000, { error: 'entries holds more than 10000 entries (the limit is 10000 per request)' }),
+      .max(10_000, { error: 'entries holds more than 10000 entries (the limit is 10000 per request)' })
+      .meta({ examples: [[{ phash: 'c3a1f0e2d4b69788', reason: 'known scam image' }]] }),
   })
   .meta({
     examples: [
@@ -123,7 +128,8 @@ export const BlocklistQuery = z.object({
     .enum(['true', 'false', '1', '0'], { error: 'dry_run must be true or false' })
     .optional()
     .transform((v) => v === 'true' || v === '1')
-    .describe('Count what would be added and skipped, and the stored uploads that would be held; change nothing.'),
+    .describe('Count what would be added and skipped, and the stored uploads that would be held; change nothing.')
+    .meta({ examples: ['true'] }),
 });
 
 export const BlocklistEntry = z.object({
@@ -178,12 +184,18 @@ export const UsersPage = z.object({
 
 export const BanBody = z
   .object({
-    reason: reason(500, 'reason').default(''),
+    reason: reason(500, 'reason')
+      .default('')
+      .meta({ examples: ['spam bot'] }),
     until: z.iso
       .datetime({ error: 'until must be an ISO-8601 timestamp, or null for a permanent ban' })
       .nullable()
-      .default(null),
-    remove_uploads: z.boolean({ error: 'remove_uploads must be true or false' }).default(false),
+      .default(null)
+      .meta({ examples: ['2026-12-25T00:00:00.000Z'] }),
+    remove_uploads: z
+      .boolean({ error: 'remove_uploads must be true or false' })
+      .default(false)
+      .meta({ examples: [true] }),
   })
   .meta({ examples: [{ reason: 'spam bot', until: '2026-12-25T00:00:00.000Z', remove_uploads: true }] });
 

@@ -1,0 +1,434 @@
+/**
+ * API.md Moderation: reports (any user), the queue, actions, the blocklist and bans (admins, the moderators), and
+ * the public modlog. Every admin route answers 401 without a user and 403 `forbidden` to one who is not an admin.
+ */
+import { z } from 'zod';
+import { IdParam, Success } from '../schemas/common.schemas.ts';
+import {
+  BanBody,
+  BanResult,
+  BlocklistAdded,
+  BlocklistBody,
+  BlocklistPage,
+  BlocklistQuery,
+  EXAMPLES,
+  ModerationBody,
+  ModlogPage,
+  PageQuery,
+  QueuePage,
+  QueueQuery,
+  ReportBody,
+  ReportSchema,
+  UsersPage,
+  UsersQuery,
+} from '../schemas/moderation.schemas.ts';
+import { UploadRecord } from '../schemas/upload.schemas.ts';
+import type { Operation } from './operation.types.ts';
+
+const ENTRY_ID = '5e0c7a14-2b9d-4f63-a8e1-7d4c9b2f0a36';
+const ADMIN_ID = '1b9e4c2d-7f3a-4d8e-9c5b-2a6f8e0d4c17';
+const REPORT_ID = 'b7d2e9a4-6c1f-4e8b-9a3d-5f0c2e7b1d48';
+
+const BlocklistIdParam = z.object({
+  id: z
+    .string()
+    .describe('The blocklist entry id (a UUID).')
+    .meta({ examples: [ENTRY_ID] }),
+});
+
+const UserIdParam = z.object({
+  id: z
+    .string()
+    .describe("The user's id (a UUID), as `GET /api/admin/users` lists it.")
+    .meta({ examples: [EXAMPLES.user] }),
+});
+
+/** An image upload as the queue and the moderation action show it (a removed one has lost its votes and tags). */
+const upload = (moderation: 'visible' | 'held' | 'removed') => ({
+  id: EXAMPLES.upload,
+  user_id: EXAMPLES.user,
+  username: 'deal_finder',
+  filename: `${EXAMPLES.upload}.webp`,
+  original_name: 'watches-90-percent-off.png',
+  description: 'Luxury watches 90% off, link in my profile',
+  upload_type: 'image',
+  external_url: null,
+  source_url: null,
+  upvotes: 0,
+  downvote_count: moderation === 'removed' ? 0 : 4,
+  is_private: false,
+  tags: moderation === 'removed' ? [] : [{ id: '0d4f7b2e-8a1c-4e5d-9b3f-6c2a7e1d8f50', name: 'deals', slug: 'deals' }],
+  created_at: '2026-11-24T09:12:03.000Z',
+  // The tombstone keeps its dimensions; its image URLs answer 410 `removed`.
+  image: {
+    width: 1200,
+    height: 800,
+    mime: 'image/webp',
+    animated: false,
+    url: `/api/image/${EXAMPLES.upload}`,
+    thumbnail_url: `/api/image/${EXAMPLES.upload}?size=thumb`,
+    thumbhash: '1QcSHQRnh493V4dIh4eXh1h4kJUI',
+    human_score: 0.03,
+  },
+  embed: null,
+  moderation,
+});
+
+const adminUser = (bannedUntil: string | null) => ({
+  id: EXAMPLES.user,
+  username: 'deal_finder',
+  email: 'deals@example.net',
+  role: 'user',
+  created_at: '2026-11-20T17:40:11.000Z',
+  banned_until: bannedUntil,
+  uploads: 14,
+  reports_received: 9,
+});
+
+const report = (reason: string, note: string | null) => ({
+  id: REPORT_ID,
+  upload_id: EXAMPLES.upload,
+  reason,
+  note,
+  created_at: '2026-11-25T08:03:41.000Z',
+});
+
+const modlogEntries = [
+  {
+    id: '9a3e6c1b-4d7f-4b2a-8e5c-0f1d3b6a9c24',
+    at: '2026-11-25T10:15:00.000Z',
+    action: 'remove',
+    target: { type: 'upload', id: EXAMPLES.upload },
+    reason: 'spam ring',
+  },
+  {
+    id: 'e4b8d2f6-1a9c-4e3b-b7d5-8c0f2a6e4d19',
+    at: '2026-11-25T08:04:02.000Z',
+    action: 'auto_hold',
+    target: { type: 'upload', id: EXAMPLES.upload },
+    reason: 'reported by 3 users',
+  },
+];
+
+const ADMIN_ONLY = 'Admins only.';
+
+export const moderationOperations: Operation[] = [
+  {
+    method: 'post',
+    path: '/api/upload/:id/report',
+    operationId: 'reportUpload',
+    tag: 'moderation',
+    summary: 'Report an upload to the moderators',
+    description:
+      'One report per user per upload: reporting it again answers 200 with the first report and changes nothing. ' +
+      'When `REPORT_HOLD_THRESHOLD` distinct users have open reports on an upload it is held at once ' +
+      '(modlog `auto_hold`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
+      'a removed one is 410 `removed`. Limit: `RATE_LIMIT_REPORT` per user.',
+    auth: 'required',
+    limit: 'report',
+    params: IdParam,
+    body: { json: ReportBody },
+    responses: {
+      201: {
+        description: 'Reported.',
+        json: ReportSchema,
+        examples: {
+          report: {
+            summary: 'A new report',
+            value: report('spam', 'the same advert posted every hour'),
+          },
+        },
+      },
+      200: {
+        description: 'The caller had already reported this upload: their first report, unchanged.',
+        json: ReportSchema,
+        examples: { again: { summary: 'The first report, without a note', value: report('spam', null) } },
+      },
+    },
+    errors: ['invalid_request', 'not_found', 'removed'],
+  },
+  {
+    method: 'get',
+    path: '/api/admin/moderation',
+    operationId: 'moderationQueue',
+    tag: 'moderation',
+    summary: 'The moderation queue',
+    description:
+      `${ADMIN_ONLY} \`open\`: uploads with open reports, held uploads, and uploads flagged by person detection ` +
+      '(`HUMAN_POLICY=flag` or `hold`, score at or above the threshold); held first, then most reports, then ' +
+      'oldest. `closed`: uploads acted on, with nothing open.',
+    auth: 'required',
+    limit: 'general',
+    query: QueueQuery,
+    responses: {
+      200: {
+        description: 'One page of the queue.',
+        json: QueuePage,
+        cacheControl: ['private, no-store'],
+        examples: {
+          open: {
+            summary: 'An upload held by three reports',
+            value: {
+              items: [
+                {
+                  upload: upload('held'),
+                  reports: {
+                    count: 3,
+                    reasons: { spam: 2, other: 1 },
+                    notes: ['the same advert posted every hour', 'scam shop'],
+                    first_at: '2026-11-24T21:30:12.000Z',
+                    last_at: '2026-11-25T08:03:41.000Z',
+                  },
+                  person_flag: false,
+                  human_score: 0.03,
+                },
+              ],
+              page: 1,
+              limit: 12,
+              has_more: false,
+            },
+          },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden'],
+  },
+  {
+    method: 'post',
+    path: '/api/admin/uploads/:id/moderation',
+    operationId: 'moderateUpload',
+    tag: 'moderation',
+    summary: 'Approve, hold or remove an upload',
+    description:
+      `${ADMIN_ONLY} \`approve\`: visible again, its reports and person flag closed. \`hold\`: out of every listing; ` +
+      'only its owner and admins can open it. `remove`: its image files, votes and tag links go, the row stays as ' +
+      'a tombstone (410 `removed` to everyone but admins), its reports are closed. ' +
+      '`block` (images only, else 400): `exact` blocklists its SHA-256, `near` its SHA-256 and perceptual hash; ' +
+      'new entries also hold every stored upload they match. Every action is written to the modlog.',
+    auth: 'required',
+    limit: 'general',
+    params: IdParam,
+    body: { json: ModerationBody },
+    responses: {
+      200: {
+        description: 'The upload record after the action.',
+        json: UploadRecord,
+        examples: {
+          removed: { summary: 'Removed (and blocked): the tombstone admins read', value: upload('removed') },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden', 'not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/admin/blocklist',
+    operationId: 'listBlocklist',
+    tag: 'moderation',
+    summary: 'The blocklist',
+    description: `${ADMIN_ONLY} Newest first.`,
+    auth: 'required',
+    limit: 'general',
+    query: PageQuery,
+    responses: {
+      200: {
+        description: 'One page of entries.',
+        json: BlocklistPage,
+        cacheControl: ['private, no-store'],
+        examples: {
+          page: {
+            summary: 'An entry from a removal and one imported',
+            value: {
+              entries: [
+                {
+                  id: ENTRY_ID,
+                  sha256: 'a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8',
+                  phash: 'c3a1f0e2d4b69788',
+                  reason: 'spam ring',
+                  source: 'moderation',
+                  created_at: '2026-11-25T10:15:00.000Z',
+                },
+                {
+                  id: '2c7f1e9b-5a3d-4c8e-b6f2-9d0a4e8c1b73',
+                  sha256: null,
+                  phash: 'f0e1d2c3b4a59687',
+                  reason: 'known scam image',
+                  source: 'import',
+                  created_at: '2026-11-22T12:00:00.000Z',
+                },
+              ],
+              page: 1,
+              limit: 12,
+              has_more: false,
+            },
+          },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden'],
+  },
+  {
+    method: 'post',
+    path: '/api/admin/blocklist',
+    operationId: 'addToBlocklist',
+    tag: 'moderation',
+    summary: 'Add entries to the blocklist (an import)',
+    description:
+      `${ADMIN_ONLY} 1 to 10 000 entries, each with a SHA-256, a perceptual hash or both; an entry already there is ` +
+      'skipped. An image upload whose SHA-256 is blocklisted, or whose perceptual hash is within ' +
+      '`BLOCKLIST_DISTANCE` of a blocklisted one, is then refused with 400 `blocked_content`. New entries also hold ' +
+      'every stored upload they match (modlog `auto_hold`), in the background. With `dry_run=true` nothing ' +
+      'changes: the answer counts what would be added and skipped and the stored uploads that would be held.',
+    auth: 'required',
+    limit: 'general',
+    query: BlocklistQuery,
+    body: { json: BlocklistBody },
+    responses: {
+      200: {
+        description: 'What was added and skipped (with `dry_run`: what would be, and the matches).',
+        json: BlocklistAdded,
+        examples: {
+          added: { summary: 'Added', value: { added: 2, skipped: 0 } },
+          dryRun: { summary: 'With dry_run=true', value: { added: 1, skipped: 1, matches: 3 } },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden'],
+  },
+  {
+    method: 'delete',
+    path: '/api/admin/blocklist/:id',
+    operationId: 'removeFromBlocklist',
+    tag: 'moderation',
+    summary: 'Remove a blocklist entry',
+    description:
+      `${ADMIN_ONLY} The uploads it held stay held (approve them one by one). ` + 'Written to the modlog (`unblock`).',
+    auth: 'required',
+    limit: 'general',
+    params: BlocklistIdParam,
+    responses: {
+      200: {
+        description: 'Removed.',
+        json: Success,
+        examples: { removed: { summary: 'Removed', value: { success: true } } },
+      },
+    },
+    errors: ['forbidden', 'not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/admin/users',
+    operationId: 'listUsers',
+    tag: 'moderation',
+    summary: 'Users, with their bans, uploads and reports received',
+    description: `${ADMIN_ONLY} By username prefix (\`q\`, case-insensitive), or all; in username order.`,
+    auth: 'required',
+    limit: 'general',
+    query: UsersQuery,
+    responses: {
+      200: {
+        description: 'One page of users.',
+        json: UsersPage,
+        cacheControl: ['private, no-store'],
+        examples: {
+          page: {
+            summary: 'A user banned until Christmas',
+            value: { users: [adminUser('2026-12-25T00:00:00.000Z')], page: 1, limit: 12, has_more: false },
+          },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden'],
+  },
+  {
+    method: 'post',
+    path: '/api/admin/users/:id/ban',
+    operationId: 'banUser',
+    tag: 'moderation',
+    summary: 'Ban a user',
+    description:
+      `${ADMIN_ONLY} \`until\` null: permanent. From the next request on, in every process, every request the user ` +
+      'authenticates (JWT, API token or cookie) and every login answers 403 `banned`. `remove_uploads` removes each ' +
+      'of their uploads (without blocklisting them). Admins cannot be banned, and `until` must be in the future (400).',
+    auth: 'required',
+    limit: 'general',
+    params: UserIdParam,
+    body: { json: BanBody },
+    responses: {
+      200: {
+        description: 'The user and the end of the ban.',
+        json: BanResult,
+        examples: {
+          until: {
+            summary: 'Banned until a date',
+            value: { user: adminUser('2026-12-25T00:00:00.000Z'), banned_until: '2026-12-25T00:00:00.000Z' },
+          },
+          permanent: {
+            summary: 'Banned for good',
+            value: { user: adminUser('permanent'), banned_until: 'permanent' },
+          },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden', 'not_found'],
+  },
+  {
+    method: 'delete',
+    path: '/api/admin/users/:id/ban',
+    operationId: 'unbanUser',
+    tag: 'moderation',
+    summary: 'Lift a ban',
+    description: `${ADMIN_ONLY} Uploads removed with the ban stay removed. Written to the modlog (\`unban\`).`,
+    auth: 'required',
+    limit: 'general',
+    params: UserIdParam,
+    responses: {
+      200: {
+        description: 'Lifted.',
+        json: Success,
+        examples: { lifted: { summary: 'Lifted', value: { success: true } } },
+      },
+    },
+    errors: ['forbidden', 'not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/modlog',
+    operationId: 'modlog',
+    tag: 'moderation',
+    summary: 'The public moderation log',
+    description:
+      'Every moderation action, automatic ones included, newest first. Append-only: no entry is ever changed or ' +
+      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions).',
+    auth: 'optional',
+    limit: 'general',
+    query: PageQuery,
+    responses: {
+      200: {
+        description: 'One page of the log.',
+        json: ModlogPage,
+        cacheControl: ['public, no-cache', 'private, no-cache'],
+        headers: ['Vary'],
+        examples: {
+          public: {
+            summary: 'As everyone sees it',
+            value: { entries: modlogEntries, page: 1, limit: 12, has_more: true },
+          },
+          admin: {
+            summary: 'As an admin sees it',
+            value: {
+              entries: [
+                { ...modlogEntries[0], moderator: { id: ADMIN_ID, username: 'mod_grace' } },
+                { ...modlogEntries[1], moderator: null },
+              ],
+              page: 1,
+              limit: 12,
+              has_more: true,
+            },
+          },
+        },
+      },
+    },
+    errors: ['invalid_request'],
+  },
+];

@@ -155,7 +155,9 @@ describe('held uploads', () => {
     const { id, bytes } = await image();
     await act(id, { action: 'hold', reason: 'r' });
     assert.equal((await app.api.get(`/api/image/${id}?size=thumb`)).status, 404);
-    assert.equal((await app.api.get(`/api/image/${id}?size=thumb`, { token: owner.token })).status, 200);
+    const own = await app.api.get(`/api/image/${id}?size=thumb`, { token: owner.token });
+    assert.equal(own.status, 200);
+    assert.equal(own.headers.get('cache-control'), 'private, no-store', 'no shared cache keeps a held image');
     assert.equal((await app.api.get(`/api/image/${id}?size=thumb`, { token: admin.token })).status, 200);
     // Not a duplicate notice naming the held upload: a new upload.
     const twin = await uploadImage(app.api, other.token, bytes);

@@ -215,13 +215,13 @@ export class UploadService {
    * The stored-files key behind `GET /api/image/{id}`; private uploads are served too (private means unlisted),
    * held ones to their owner and admins; a removed upload's files are gone (410).
    */
-  async imageKey(reader: Reader | null, id: string): Promise<string> {
+  async imageKey(reader: Reader | null, id: string): Promise<{ mediaKey: string; listed: boolean }> {
     const u = await this.#uploads.mediaKeyOf(id);
     if (u === undefined) throw errors.notFound(`upload ${id} does not exist`);
     assertReachable({ id, ...u }, reader);
     if (u.moderation === 'removed') throw errors.removed(`upload ${id} was removed by the moderators`);
     if (u.mediaKey === null) throw errors.notFound(`upload ${id} is a link; it has no image`);
-    return u.mediaKey;
+    return { mediaKey: u.mediaKey, listed: u.moderation === 'visible' };
   }
 
   /**

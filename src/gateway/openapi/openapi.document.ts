@@ -144,8 +144,9 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
   codes.add('busy');
   if (op.limit) codes.add('rate_limited');
   if (op.auth === 'required') codes.add('unauthorized');
-  // A banned user's credential is refused by authentication itself, before any route (API.md Moderation, Bans).
-  if (op.auth !== 'none') codes.add('banned');
+  // A banned user's credential is refused by authentication itself, before any route, public ones included:
+  // "every request the user authenticates" (API.md Moderation, Bans).
+  codes.add('banned');
   // Any state-changing request authenticated by cookie from another site is refused, whatever the route.
   if (op.method !== 'get') codes.add('forbidden');
   if (op.method === 'post' || op.method === 'patch') {

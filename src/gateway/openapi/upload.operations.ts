@@ -143,7 +143,7 @@ export const uploadOperations: Operation[] = [
         description: 'The variant.',
         other: { 'image/webp': { type: 'string', contentMediaType: 'image/webp' } },
         headers: ['ETag', 'Content-Security-Policy', 'X-Content-Type-Options'],
-        cacheControl: ['public, max-age=31536000, immutable'],
+        cacheControl: ['public, max-age=31536000, immutable', 'private, no-store'],
       },
     },
     errors: ['invalid_request', 'not_found', 'removed'],

@@ -15,12 +15,13 @@ export function imageRoutes(deps: { uploads: UploadService; media: MediaFiles })
   const router = new Router<AppState>();
   router.get('/api/image/:id', async (ctx) => {
     const { size } = parse(ImageQuery, ctx.query, 'query');
-    const key = await deps.uploads.imageKey(ctx.state.principal, ctx.params.id!);
+    const { mediaKey: key, listed } = await deps.uploads.imageKey(ctx.state.principal, ctx.params.id!);
     const file = await deps.media.open(key, size);
     if (!file) throw errors.notFound(`image ${ctx.params.id} has no ${size} variant`);
     ctx.status = 200;
     ctx.set('ETag', `"${key}.${size}"`);
-    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    // A held upload's image is for its owner and admins only: no shared cache may keep it.
+    ctx.set('Cache-Control', listed ? 'public, max-age=31536000, immutable' : 'private, no-store');
     ctx.set('Content-Security-Policy', "default-src 'none'");
     ctx.set('Cross-Origin-Resource-Policy', 'cross-origin');
     if (matchesEtag(ctx)) {

@@ -18,8 +18,7 @@ import { createBenchDatabase, postgresUnavailable, type DbKind } from './support
 import { isMain, numbers, runAlone } from './support/cli.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { TARGETS, asGoal } from './support/targets.ts';
-import { flipBits, randomHash, rng, seedUploads, seedUsers } from './support/seed.ts';
-import { analyze, withIndexesDeferred } from './support/bulk-insert.ts';
+import { flipBits, growUploads, randomHash, rng, seedUsers } from './support/seed.ts';
 import { mapLimit, quantile, ratios } from './support/stats.ts';
 
 export interface LookupOptions {
@@ -32,7 +31,6 @@ export interface LookupOptions {
 }
 
 const MAX_DISTANCE = 4;
-const CHUNK = 100_000;
 /** Probes every method must agree on. */
 const CHECKED = 40;
 /**
@@ -74,12 +72,6 @@ function methods(kind: DbKind): Record<string, Find> {
   };
 }
 
-/** Random pHash-like hashes; 2 % are edits (1–6 bits away) of an earlier one, as re-uploads are. */
-function hashAt(hashes: string[], i: number, r: () => number): string {
-  if (i > 100 && r() < 0.02) return flipBits(hashes[Math.floor(r() * i)]!, 1 + Math.floor(r() * 6), r);
-  return randomHash(r);
-}
-
 export async function lookupBench(rec: Recorder, opts: LookupOptions): Promise<void> {
   for (const kind of opts.dbs) {
     if (kind === 'postgres') {
@@ -108,25 +100,8 @@ async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupO
   const find = methods(kind);
   const names = Object.keys(find);
   for (const size of [...opts.sizes].sort((a, b) => a - b)) {
-    const seeding = performance.now();
     const from = hashes.length;
-    while (hashes.length < size) hashes.push(hashAt(hashes, hashes.length, r));
-    const load = async () => {
-      for (let at = from; at < size; at += CHUNK) {
-        const count = Math.min(CHUNK, size - at);
-        await seedUploads(db, {
-          count,
-          users,
-          r,
-          phash: (i) => hashes[at + i]!,
-          newest: new Date(Date.UTC(2026, 0, 1) + (at + count) * 60_000),
-        });
-      }
-    };
-    await (size - from >= CHUNK ? withIndexesDeferred(db, 'uploads', load) : load());
-    // What autovacuum does on a live database: statistics, and the visibility map index-only scans need.
-    if (kind === 'postgres') await analyze(db);
-    const seconds = (performance.now() - seeding) / 1000;
+    const { seconds } = await growUploads(db, { size, hashes, users, r });
     rec.add(
       figure('lookup', `${kind}: seed ${size - from} uploads (to ${size})`, 'rows/s', (size - from) / seconds, {
         note: `${seconds.toFixed(1)} s`,

@@ -8,7 +8,7 @@ import type { Database } from '../../src/store/database.ts';
 import { chunksOf } from '../../src/store/similarity/hamming.ts';
 import { hotRank, wilsonLowerBound } from '../../src/domain/ranking.ts';
 import { seededRandom } from '../../test/support/fixtures.ts';
-import { insertRows } from './bulk-insert.ts';
+import { analyze, insertRows, withIndexesDeferred } from './bulk-insert.ts';
 
 export type Rng = () => number;
 
@@ -165,4 +165,45 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     );
   }
   return ids;
+}
+
+/** Random pHash-like hashes; 2 % are edits (1–6 bits away) of an earlier one, as re-uploads are. */
+export function hashAt(hashes: readonly string[], i: number, r: Rng): string {
+  if (i > 100 && r() < 0.02) return flipBits(hashes[Math.floor(r() * i)]!, 1 + Math.floor(r() * 6), r);
+  return randomHash(r);
+}
+
+const SEED_CHUNK = 100_000;
+
+/**
+ * Grows the uploads table to `size` rows (lookup.bench, blocklist.bench): `hashes` (the perceptual hashes of the
+ * rows already seeded, in order) is extended with hashAt, the new rows are inserted a chunk at a time, one minute
+ * apart up to 2026-01-01 + size minutes, with the secondary indexes rebuilt once after a big load, then statistics
+ * and (PostgreSQL) the visibility map, as autovacuum keeps them on a live database. Returns the new rows' ids.
+ */
+export async function growUploads(
+  db: Database,
+  opts: { size: number; hashes: string[]; users: readonly SeededUser[]; r: Rng },
+): Promise<{ ids: string[]; seconds: number }> {
+  const { size, hashes, users, r } = opts;
+  const started = performance.now();
+  const from = hashes.length;
+  while (hashes.length < size) hashes.push(hashAt(hashes, hashes.length, r));
+  const ids: string[] = [];
+  const load = async () => {
+    for (let at = from; at < size; at += SEED_CHUNK) {
+      const count = Math.min(SEED_CHUNK, size - at);
+      const added = await seedUploads(db, {
+        count,
+        users,
+        r,
+        phash: (i) => hashes[at + i]!,
+        newest: new Date(Date.UTC(2026, 0, 1) + (at + count) * 60_000),
+      });
+      ids.push(...added);
+    }
+  };
+  await (size - from >= SEED_CHUNK ? withIndexesDeferred(db, 'uploads', load) : load());
+  if (db.dialect.name === 'postgres') await analyze(db);
+  return { ids, seconds: (performance.now() - started) / 1000 };
 }

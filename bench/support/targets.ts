@@ -43,6 +43,16 @@ export const TARGETS = {
   uncachedPageMs: atMost(10),
   /** Near-duplicate lookup at 1M hashes, p50 ms. */
   lookupAt1MMs: atMost(2),
+  /** The upload-time blocklist check (SHA-256, then pHash within 8) at 1M uploads and 100k entries, p50 ms. */
+  blocklistLookupMs: atMost(2),
+  /** Importing 10k entries at 1M uploads until every matching upload is held, seconds. */
+  blocklistImportSeconds: atMost(60),
+  /**
+   * The blocklist check p50 (100k entries) ÷ an upload's primary-key lookup p50, in the same rounds: 11–15 on
+   * SQLite, 6–8 on PostgreSQL (2026-11-25, bench/README.md, Blocklist). PostgreSQL's ceiling fails the plan the
+   * lookup had before its covering index and unordered existence check (24.6).
+   */
+  blocklistVsPrimaryKey: { sqlite: atMost(30, 'ci'), postgres: atMost(16, 'ci') },
 } as const;
 
 /** The same target, reported but not enforced. */

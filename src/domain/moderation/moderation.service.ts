@@ -89,6 +89,12 @@ export function banEndView(until: Date | null, now: Date): string | null {
   return until.getTime() >= BAN_PERMANENT.getTime() ? 'permanent' : until.toISOString();
 }
 
+/**
+ * Blocklist entries per step of the holding job. A step with many perceptual hashes scans every stored hash once,
+ * so an import of 10k entries is one scan (~10 s at 1M uploads), not twenty (bench/README.md, Blocklist).
+ */
+export const HOLD_BATCH = 10_000;
+
 export class ModerationService {
   readonly #store: ModerationStore;
   readonly #blocklist: BlocklistStore;
@@ -287,7 +293,7 @@ export class ModerationService {
    * One run of the background job: holds the stored uploads that new blocklist entries match, until none is
    * queued. Returns how many uploads it held.
    */
-  async holdBlocklistMatches(batch = 500): Promise<number> {
+  async holdBlocklistMatches(batch = HOLD_BATCH): Promise<number> {
     let held = 0;
     for (;;) {
       const step = await this.#blocklist.holdMatches(batch, this.#policy.blocklistDistance, this.#clock.now());

@@ -105,9 +105,10 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   async blocksPhash(phash: string, maxDistance: number): Promise<boolean> {
-    const { rows } = await nearRows(this.#db.dialect, 'blocklist', phash, maxDistance, { limit: 1 }).execute(
-      this.#db.db(),
-    );
+    const { rows } = await nearRows(this.#db.dialect, 'blocklist', phash, maxDistance, {
+      limit: 1,
+      unordered: true,
+    }).execute(this.#db.db());
     return rows.length > 0;
   }
 

@@ -9,7 +9,7 @@ export function chunksOf(hex: string): [number, number, number, number] {
 }
 
 /** Set bits of a 32-bit value (SWAR popcount). */
-function popcount32(v: number): number {
+export function popcount32(v: number): number {
   v -= (v >>> 1) & 0x55555555;
   v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
   return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;

@@ -64,14 +64,16 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
  * `maxDistance` of `phash`, closest (then oldest) first: the four chunk lookups as a UNION ALL, each an
  * index-only scan of its covering index (migrations m003, m009) with the distance and `filter` inside, so no
  * candidate row is read from the table (figures: bench/README.md, "Near-duplicate lookup"). A row matching on
- * several chunks comes once per chunk. Used for uploads (near duplicates) and the blocklist alike.
+ * several chunks comes once per chunk. Used for uploads (near duplicates) and the blocklist alike. `unordered`:
+ * any rows within the distance, as they come (an existence check stops at the first; sorting every candidate
+ * first made PostgreSQL plan a parallel append costing ~15 ms more at distance 8: bench/README.md, Blocklist).
  */
 export function nearRows(
   dialect: Dialect,
   table: 'uploads' | 'blocklist',
   phash: string,
   maxDistance: number,
-  opts: { filter?: RawBuilder<boolean>; limit?: number } = {},
+  opts: { filter?: RawBuilder<boolean>; limit?: number; unordered?: boolean } = {},
 ): RawBuilder<{ id: string; distance: number }> {
   const candidates = chunkCandidates(phash, maxDistance);
   const distance =
@@ -87,7 +89,8 @@ export function nearRows(
   return sql<{ id: string; distance: number }>`
     select id, distance from (${sql.join(parts, sql` union all `)}) m
     where distance <= ${maxDistance}
-    order by distance, created_at ${opts.limit ? sql`limit ${sql.lit(opts.limit)}` : sql``}`;
+    ${opts.unordered ? sql`` : sql`order by distance, created_at`}
+    ${opts.limit ? sql`limit ${sql.lit(opts.limit)}` : sql``}`;
 }
 
 /** Multi-index hashing over the uploads' chunk columns (nearRows), for the near-duplicate check. */

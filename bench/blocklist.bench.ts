@@ -1,0 +1,375 @@
+/**
+ * The blocklist (issue 16) at 1M uploads and 100k entries, on SQLite and PostgreSQL:
+ *
+ * - the upload-time check (blocksSha256, then blocksPhash within BLOCKLIST_DISTANCE = 8 when the bytes are not
+ *   blocked), p50 and p95, against a yardstick in the same interleaved rounds: the primary-key lookup of an
+ *   upload. A third of the probes hit an entry's SHA-256, a third lie within 1–8 bits of an entry's perceptual
+ *   hash, a third miss (both queries run: the common case). Goal p50 ≤ 2 ms; bench:ci guards the ratio.
+ * - the import: `--import` entries (`--matches` of them match stored uploads, by SHA-256 or within 1–8 bits)
+ *   added through BlocklistRepository.add, then the background job (ModerationService.holdBlocklistMatches)
+ *   until every matching upload is held, with a restart after its first step (the database closed and opened
+ *   again, the job resumed from its durable queue). Goal ≤ 60 s. The uploads held must be exactly the ones the
+ *   entries match (computed in memory), each with one `auto_hold` modlog line, and the queue must be empty.
+ *
+ *   npm run bench:blocklist [-- --uploads 1m --entries 100k --db sqlite,postgres --probes 300 --rounds 3
+ *                              --import 10k --matches 300 --batch N]
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../src/store/database.ts';
+import { chunksOf, hammingHex } from '../src/store/similarity/hamming.ts';
+import { similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
+import { BlocklistRepository } from '../src/store/moderation/blocklist.repository.ts';
+import { PhashSet } from '../src/store/moderation/phash-set.ts';
+import { ModerationRepository } from '../src/store/moderation/moderation.repository.ts';
+import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
+import { HOLD_BATCH, ModerationService } from '../src/domain/moderation/moderation.service.ts';
+import type { NewBlocklistEntry } from '../src/domain/moderation/moderation.types.ts';
+import { createBenchDatabase, postgresUnavailable, type BenchDatabase, type DbKind } from './support/bench-database.ts';
+import { analyze, insertRows, withIndexesDeferred } from './support/bulk-insert.ts';
+import { isMain, numbers, runAlone } from './support/cli.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { flipBits, growUploads, randomHash, rng, seedUsers, type Rng, type SeededUser } from './support/seed.ts';
+import { quantile, ratios } from './support/stats.ts';
+import { TARGETS, asGoal } from './support/targets.ts';
+
+export interface BlocklistOptions {
+  uploads: number;
+  entries: number;
+  dbs: DbKind[];
+  probes: number;
+  rounds: number;
+  /** Entries imported while the job is timed; 0 skips the import. */
+  imports: number;
+  /** How many of the imported entries match stored uploads. */
+  matches: number;
+  /** The job's batch; ModerationService's default when absent. */
+  batch?: number;
+  /** Tag the lookup ratio as the CI target (bench:ci asserts it). */
+  ci?: boolean;
+}
+
+/** BLOCKLIST_DISTANCE's default (src/config.ts). */
+const DISTANCE = 8;
+const AT = new Date(Date.UTC(2026, 1, 1));
+
+const randomSha = (r: Rng) => randomHash(r) + randomHash(r) + randomHash(r) + randomHash(r);
+const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
+
+/** A random entry: a third SHA-256 only, a third perceptual hash only, a third both. */
+function randomEntry(i: number, r: Rng): NewBlocklistEntry {
+  const kind = i % 3;
+  return {
+    sha256: kind === 1 ? null : randomSha(r),
+    phash: kind === 0 ? null : randomHash(r),
+    reason: 'bench',
+  };
+}
+
+export async function blocklistBench(rec: Recorder, opts: BlocklistOptions): Promise<void> {
+  for (const kind of opts.dbs) {
+    if (kind === 'postgres') {
+      const why = await postgresUnavailable();
+      if (why) {
+        rec.note(`blocklist on PostgreSQL skipped: ${why}`);
+        continue;
+      }
+    }
+    const bdb = await createBenchDatabase(kind);
+    let db = await bdb.open();
+    try {
+      const r = rng(16);
+      const users = await seedUsers(db, 100);
+      const hashes: string[] = [];
+      const { ids, seconds } = await growUploads(db, { size: opts.uploads, hashes, users, r });
+      const entries = await seedEntries(db, opts.entries, r);
+      rec.add(
+        figure('blocklist', `${kind}: seed ${label(opts.uploads)} uploads, ${label(opts.entries)} entries`, 's', [
+          seconds + entries.seconds,
+        ]),
+      );
+      await lookups(rec, db, kind, entries.rows, ids, opts, r);
+      if (opts.imports > 0) db = await importing(rec, bdb, db, { hashes, ids, users, r }, opts);
+    } finally {
+      await db.close();
+      await bdb.dispose();
+    }
+  }
+}
+
+/** The existing blocklist, inserted as the table stores it (not queued: its matches were held long ago). */
+async function seedEntries(db: Database, count: number, r: Rng) {
+  const started = performance.now();
+  const d = db.dialect;
+  const rows = Array.from({ length: count }, (_, i) => randomEntry(i, r));
+  await withIndexesDeferred(db, 'blocklist', () =>
+    insertRows(
+      db,
+      'blocklist',
+      rows.map((e, i) => {
+        const c = e.phash ? chunksOf(e.phash) : [null, null, null, null];
+        return {
+          id: randomUUID(),
+          sha256: e.sha256,
+          phash: e.phash,
+          ph0: c[0],
+          ph1: c[1],
+          ph2: c[2],
+          ph3: c[3],
+          entry_key: entryKey(e),
+          reason: e.reason,
+          source: 'import',
+          created_at: d.date(new Date(AT.getTime() - (count - i) * 1000)),
+        };
+      }),
+    ),
+  );
+  await analyze(db);
+  return { rows, seconds: (performance.now() - started) / 1000 };
+}
+
+interface Probe {
+  kind: 'sha256 hit' | 'phash hit' | 'miss';
+  sha256: string;
+  phash: string;
+}
+
+async function lookups(
+  rec: Recorder,
+  db: Database,
+  kind: DbKind,
+  entries: NewBlocklistEntry[],
+  uploadIds: string[],
+  opts: BlocklistOptions,
+  r: Rng,
+): Promise<void> {
+  const blocklist = new BlocklistRepository(db);
+  const withSha = entries.filter((e) => e.sha256);
+  const withPhash = entries.filter((e) => e.phash);
+  const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)]!;
+  const probes: Probe[] = Array.from({ length: opts.probes }, (_, i) => {
+    if (i % 3 === 0) return { kind: 'sha256 hit', sha256: pick(withSha).sha256!, phash: randomHash(r) };
+    if (i % 3 === 1)
+      return { kind: 'phash hit', sha256: randomSha(r), phash: flipBits(pick(withPhash).phash!, 1 + (i % 8), r) };
+    return { kind: 'miss', sha256: randomSha(r), phash: randomHash(r) };
+  });
+  const ids = probes.map(() => pick(uploadIds));
+  // What an upload asks (upload.service.ts): the bytes' hash first, the perceptual hash once it is known.
+  const check = async (p: Probe) =>
+    (await blocklist.blocksSha256(p.sha256)) || (await blocklist.blocksPhash(p.phash, DISTANCE));
+  const byId = (id: string) =>
+    db
+      .db()
+      .selectFrom('uploads')
+      .select(['id', 'user_id', 'phash', 'moderation'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+
+  // Warm the caches, and check the answers.
+  const wrong = [];
+  for (const p of probes) if ((await check(p)) !== (p.kind !== 'miss')) wrong.push(p.kind);
+  for (const id of ids) await byId(id);
+  if (wrong.length) rec.note(`BUG? ${kind}: the blocklist check answered wrong on ${wrong.length} probes`);
+
+  const kinds = ['sha256 hit', 'phash hit', 'miss'] as const;
+  const p50: Record<string, number[]> = { check: [], pk: [], ...Object.fromEntries(kinds.map((k) => [k, []])) };
+  const p95: Record<string, number[]> = { check: [], pk: [] };
+  for (let round = 0; round < opts.rounds; round++) {
+    const order = round % 2 ? (['pk', 'check'] as const) : (['check', 'pk'] as const);
+    for (const what of order) {
+      const ms: number[] = [];
+      for (let i = 0; i < probes.length; i++) {
+        const t = performance.now();
+        if (what === 'check') await check(probes[i]!);
+        else await byId(ids[i]!);
+        ms.push(performance.now() - t);
+      }
+      p50[what]!.push(quantile(ms, 0.5));
+      p95[what]!.push(quantile(ms, 0.95));
+      if (what === 'check')
+        for (const k of kinds)
+          p50[k]!.push(
+            quantile(
+              ms.filter((_, i) => probes[i]!.kind === k),
+              0.5,
+            ),
+          );
+    }
+  }
+  const at = `${kind} ${label(opts.uploads)} uploads, ${label(opts.entries)} entries`;
+  const note =
+    `${opts.probes} probes per round: a third SHA-256 hits, ` + `a third within 1–${DISTANCE} bits, a third misses`;
+  rec.add(figure('blocklist', `${at}: check p50`, 'ms', p50.check!, { target: TARGETS.blocklistLookupMs, note }));
+  rec.add(figure('blocklist', `${at}: check p95`, 'ms', p95.check!));
+  for (const k of kinds) rec.add(figure('blocklist', `${at}: check p50, ${k}`, 'ms', p50[k]!));
+  rec.add(figure('blocklist', `${at}: upload by primary key p50`, 'ms', p50.pk!));
+  const ratio = opts.ci ? TARGETS.blocklistVsPrimaryKey[kind] : asGoal(TARGETS.blocklistVsPrimaryKey[kind]);
+  rec.add(
+    figure('blocklist', `${kind}: blocklist check ÷ primary-key lookup (p50)`, '×', ratios(p50.check!, p50.pk!), {
+      target: ratio,
+      note: at,
+    }),
+  );
+}
+
+interface Seeded {
+  hashes: string[];
+  ids: string[];
+  users: SeededUser[];
+  r: Rng;
+}
+
+function services(db: Database) {
+  const similarity = similarityIndexFor(db.dialect, 'multi-index-hashing');
+  const uploads = new UploadRepository(db, similarity);
+  const blocklist = new BlocklistRepository(db);
+  const moderation = new ModerationService({
+    store: new ModerationRepository(db, uploads, similarity),
+    blocklist,
+    uploads,
+    clock: { now: () => new Date() },
+    policy: { reportHoldThreshold: 3, blocklistDistance: DISTANCE },
+    releaseMedia: async () => {},
+  });
+  return { blocklist, moderation };
+}
+
+/** Imports entries, runs the job with a restart after its first step, checks what it held. Returns the open db. */
+async function importing(
+  rec: Recorder,
+  bdb: BenchDatabase,
+  db: Database,
+  seeded: Seeded,
+  opts: BlocklistOptions,
+): Promise<Database> {
+  const { hashes, ids, users, r } = seeded;
+  const kind = bdb.kind;
+  // The matching entries: a third the SHA-256 of a stored upload, a third a perceptual hash 1–8 bits from one's,
+  // a third both.
+  const targets = new Set<number>();
+  while (targets.size < opts.matches) targets.add(Math.floor(r() * ids.length));
+  const targetList = [...targets];
+  const shaOf = new Map<string, string>();
+  for (let i = 0; i < targetList.length; i += 500) {
+    const rows = await db
+      .db()
+      .selectFrom('uploads')
+      .select(['id', 'sha256'])
+      .where(
+        'id',
+        'in',
+        targetList.slice(i, i + 500).map((t) => ids[t]!),
+      )
+      .execute();
+    for (const row of rows) shaOf.set(row.id, row.sha256!);
+  }
+  const entries: NewBlocklistEntry[] = targetList.map((t, k) => ({
+    sha256: k % 3 === 1 ? null : shaOf.get(ids[t]!)!,
+    phash: k % 3 === 0 ? null : flipBits(hashes[t]!, 1 + (k % DISTANCE), r),
+    reason: 'bench: matches',
+  }));
+  for (let i = entries.length; i < opts.imports; i++) entries.push(randomEntry(i, r));
+  for (let i = entries.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [entries[i], entries[j]] = [entries[j]!, entries[i]!];
+  }
+
+  // What the job must hold: every upload an entry matches (in memory; the SHA-256s of the seeded uploads are
+  // random, so only the targets' match).
+  const expected = new Set<string>();
+  const shas = new Set(entries.flatMap((e) => (e.sha256 ? [e.sha256] : [])));
+  for (const [id, sha] of shaOf) if (shas.has(sha)) expected.add(id);
+  const set = new PhashSet(
+    entries.flatMap((e) => (e.phash ? [e.phash] : [])),
+    DISTANCE,
+  );
+  hashes.forEach((h, i) => {
+    if (set.matches(h)) expected.add(ids[i]!);
+  });
+
+  const moderator = { id: users[0]!.id, username: users[0]!.username };
+  const started = performance.now();
+  const added = await services(db).blocklist.add(entries, { source: 'import', moderator, at: new Date() });
+  const addSeconds = (performance.now() - started) / 1000;
+  // The job's first step, then a restart: the queue is all that carries over.
+  const first = await services(db).blocklist.holdMatches(opts.batch ?? HOLD_BATCH, DISTANCE, new Date());
+  const firstSeconds = (performance.now() - started) / 1000 - addSeconds;
+  await db.close();
+  db = await bdb.open();
+  const resumed = performance.now();
+  const rest = await services(db).moderation.holdBlocklistMatches(...(opts.batch ? [opts.batch] : []));
+  const total = (performance.now() - started) / 1000;
+  const restSeconds = (performance.now() - resumed) / 1000;
+
+  const held = await db.db().selectFrom('uploads').select('id').where('moderation', '=', 'held').execute();
+  const heldIds = new Set(held.map((h) => h.id));
+  const missing = [...expected].filter((id) => !heldIds.has(id)).length;
+  const extra = [...heldIds].filter((id) => !expected.has(id)).length;
+  const lines = await db
+    .db()
+    .selectFrom('modlog')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('action', '=', 'auto_hold')
+    .executeTakeFirstOrThrow();
+  const pending = await db
+    .db()
+    .selectFrom('blocklist_pending')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  // Independent of the index: every held upload lies within the distance of an entry, or shares its SHA-256.
+  const entryPhashes = entries.flatMap((e) => (e.phash ? [e.phash] : []));
+  const indexOf = new Map(ids.map((id, i) => [id, i]));
+  const unjustified = [...heldIds].filter((id) => {
+    const h = hashes[indexOf.get(id)!]!;
+    return !(shaOf.has(id) && shas.has(shaOf.get(id)!)) && !entryPhashes.some((p) => hammingHex(p, h) <= DISTANCE);
+  }).length;
+  if (missing || extra || unjustified || Number(lines.n) !== heldIds.size || Number(pending.n) !== 0)
+    rec.note(
+      `BUG? ${kind} import: ${missing} matching uploads not held, ${extra} held that match nothing ` +
+        `(${unjustified} not within the distance), ${Number(lines.n)} auto_hold lines for ${heldIds.size} held, ` +
+        `${Number(pending.n)} entries still queued`,
+    );
+
+  const at = `${kind} ${label(opts.uploads)} uploads`;
+  const note =
+    `${added.added} entries (${opts.matches} made to match), ${expected.size} uploads matched and ` +
+    `${first.held + rest} held (${first.held} in the first step of ${first.entries} entries, then a restart), ` +
+    `batch ${opts.batch ?? 'default'}`;
+  const goal = TARGETS.blocklistImportSeconds;
+  rec.add(
+    figure('blocklist', `${at}: import ${label(opts.imports)} entries until every match is held`, 's', total, {
+      target: goal,
+      note,
+    }),
+  );
+  rec.add(figure('blocklist', `${at}: of which adding the entries`, 's', addSeconds));
+  rec.add(figure('blocklist', `${at}: of which the job's first step`, 's', firstSeconds));
+  rec.add(figure('blocklist', `${at}: of which the job after the restart`, 's', restSeconds));
+  return db;
+}
+
+const label = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+
+if (isMain(import.meta.url)) {
+  const options = {
+    uploads: { type: 'string', default: '1m' },
+    entries: { type: 'string', default: '100k' },
+    db: { type: 'string', default: 'sqlite,postgres' },
+    probes: { type: 'string', default: '300' },
+    rounds: { type: 'string', default: '3' },
+    import: { type: 'string', default: '10k' },
+    matches: { type: 'string', default: '300' },
+    batch: { type: 'string' },
+  } as const;
+  await runAlone('blocklist', options, (rec, v) =>
+    blocklistBench(rec, {
+      uploads: numbers(String(v.uploads))[0]!,
+      entries: numbers(String(v.entries))[0]!,
+      dbs: String(v.db).split(',') as DbKind[],
+      probes: Number(v.probes),
+      rounds: Number(v.rounds),
+      imports: numbers(String(v.import))[0]!,
+      matches: Number(v.matches),
+      ...(v.batch ? { batch: numbers(String(v.batch))[0]! } : {}),
+    }),
+  );
+}

@@ -13,6 +13,11 @@ export default defineConfig(
     languageOptions: { globals: globals.node },
   },
   {
+    // The web pages' module runs in the browser (src/gateway/routes/web.routes.ts serves it).
+    files: ['web/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'module' },
+  },
+  {
     // Prettier wraps code at 120 columns but cannot break a string, a template literal or a comment: those are
     // wrapped by hand. A URL or a regular expression on a line of its own may run longer.
     rules: { 'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }] },

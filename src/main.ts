@@ -54,6 +54,7 @@ import { metricsRoutes, registryText } from './gateway/routes/metrics.routes.ts'
 import { uploadRoutes } from './gateway/routes/uploads.routes.ts';
 import { CreateUpload, type UploadOutcomes } from './domain/uploads/create-upload.ts';
 import { docsRoutes } from './gateway/routes/docs.routes.ts';
+import { webRoutes } from './gateway/routes/web.routes.ts';
 import { imageRoutes } from './gateway/routes/images.routes.ts';
 import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
 import { ModerationService } from './domain/moderation/moderation.service.ts';
@@ -391,6 +392,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
         token: config.metricsToken,
       }),
       docsRoutes(),
+      webRoutes(),
     ],
   });
 

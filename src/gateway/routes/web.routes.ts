@@ -1,0 +1,198 @@
+/**
+ * The web front end (issue 20): the pages people use in a browser, served by the same process.
+ *
+ * Each page is one small HTML document (this file) that names its page, the signed-in visitor (from the
+ * auth-token cookie the authenticate middleware already resolved) and three static assets; `web/app.js`, a
+ * vanilla ES module, then renders the page from the public API (`/api/*`) and does every write through it with
+ * the cookie, so the pages use nothing the API does not offer anyone. User text only ever reaches the DOM as
+ * text nodes or attribute values (never as markup); the few server-rendered strings go through `escapeHtml`.
+ *
+ * Assets are served from memory under content-hashed names with one-year immutable caching, precompressed
+ * (Brotli, gzip). Pages get their own Content-Security-Policy: scripts, styles, fetches from this origin only,
+ * no inline script or style; images from here plus data:/blob: (ThumbHash placeholders, the upload preview);
+ * frames only from the embed providers, and only once the visitor asks for an embed.
+ */
+import Router from '@koa/router';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
+import { errors } from '../../domain/errors.ts';
+import type { AppContext, AppState } from '../context.ts';
+import { DOCUMENT_HEADERS } from '../security-headers.ts';
+
+const require = createRequire(import.meta.url);
+const WEB_DIR = new URL('../../../web/', import.meta.url);
+
+/** The hosts an upload's `embed.embed_url` can name (src/domain/embeds.ts builds them from the URL alone). */
+export const EMBED_FRAME_HOSTS = [
+  'https://www.youtube-nocookie.com',
+  'https://open.spotify.com',
+  'https://embed.bsky.app',
+  'https://www.instagram.com',
+  'https://www.threads.com',
+];
+
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  `frame-src ${EMBED_FRAME_HOSTS.join(' ')}`,
+  "manifest-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const ASSET_CACHE = 'public, max-age=31536000, immutable';
+
+interface Asset {
+  /** Public path, with the content hash: /assets/app.3f2a9c1b0d.js */
+  path: string;
+  type: string;
+  raw: Buffer;
+  br: Buffer;
+  gzip: Buffer;
+  etag: string;
+}
+
+function makeAsset(name: string, type: string, raw: Buffer): Asset {
+  const hash = createHash('sha256').update(raw).digest('hex').slice(0, 12);
+  const dot = name.lastIndexOf('.');
+  return {
+    path: `/assets/${name.slice(0, dot)}.${hash}${name.slice(dot)}`,
+    type,
+    raw,
+    br: brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }),
+    gzip: gzipSync(raw, { level: 9 }),
+    etag: `"${hash}"`,
+  };
+}
+
+/** Loads and hashes the assets once: app.js names the hashed thumbhash module it imports. */
+export function loadAssets(): { thumbhash: Asset; js: Asset; css: Asset; icon: Asset } {
+  const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
+  const thumbhash = makeAsset(
+    'thumbhash.js',
+    'text/javascript; charset=utf-8',
+    readFileSync(require.resolve('thumbhash/thumbhash.js')),
+  );
+  const source = read('app.js').toString('utf8');
+  if (!source.includes("'./thumbhash.js'")) throw new Error("web/app.js must import './thumbhash.js'");
+  const js = makeAsset(
+    'app.js',
+    'text/javascript; charset=utf-8',
+    Buffer.from(source.replace("'./thumbhash.js'", `'${thumbhash.path}'`)),
+  );
+  const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));
+  const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'));
+  return { thumbhash, js, css, icon };
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+/** Text for HTML content or a quoted attribute value. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+/** The pages: path → [page name, title]. A page's own data (an upload's id) is in its path. */
+const PAGES: ReadonlyArray<readonly [string, string, string]> = [
+  ['/', 'feed', 'pixvote'],
+  ['/new', 'new', 'Upload · pixvote'],
+  ['/uploads/:id', 'upload', 'Upload · pixvote'],
+  ['/signin', 'signin', 'Sign in · pixvote'],
+  ['/signup', 'signup', 'Sign up · pixvote'],
+  ['/profile', 'profile', 'Your profile · pixvote'],
+  ['/moderation', 'moderation', 'Moderation · pixvote'],
+  ['/modlog', 'modlog', 'Moderation log · pixvote'],
+];
+
+function renderPage(assets: ReturnType<typeof loadAssets>, page: string, title: string, ctx: AppContext): string {
+  const me = ctx.state.principal;
+  const nav = [
+    `<a href="/">Feed</a>`,
+    `<a href="/new">Upload</a>`,
+    `<a href="/modlog">Modlog</a>`,
+    ...(me?.isAdmin ? [`<a href="/moderation">Moderation</a>`] : []),
+    ...(me
+      ? [
+          `<a href="/profile">${escapeHtml(me.username)}</a>`,
+          `<button type="button" id="signout" class="linklike">Sign out</button>`,
+        ]
+      : [`<a href="/signin">Sign in</a>`, `<a href="/signup">Sign up</a>`]),
+  ];
+  const user = me
+    ? ` data-user="${escapeHtml(me.username)}" data-user-id="${escapeHtml(me.userId)}" data-role="${
+        me.isAdmin ? 'admin' : 'user'
+      }"`
+    : '';
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
+<link rel="stylesheet" href="${assets.css.path}">
+<link rel="modulepreload" href="${assets.thumbhash.path}">
+<script type="module" src="${assets.js.path}"></script>
+</head>
+<body data-page="${page}"${user}>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>
+<main id="main" tabindex="-1"><noscript><p>pixvote's pages need JavaScript; the API reference is at
+<a href="/docs">/docs</a>.</p></noscript></main>
+</body>
+</html>
+`;
+}
+
+function sendAsset(ctx: AppContext, asset: Asset): void {
+  const accept = ctx.get('accept-encoding');
+  const res = ctx.res;
+  res.setHeader('Cache-Control', ASSET_CACHE);
+  res.setHeader('Vary', 'Accept-Encoding');
+  res.setHeader('ETag', asset.etag);
+  ctx.type = asset.type;
+  if (/\bbr\b/.test(accept)) {
+    res.setHeader('Content-Encoding', 'br');
+    ctx.body = asset.br;
+  } else if (/\bgzip\b/.test(accept)) {
+    res.setHeader('Content-Encoding', 'gzip');
+    ctx.body = asset.gzip;
+  } else {
+    ctx.body = asset.raw;
+  }
+}
+
+export function webRoutes(): Router<AppState> {
+  const router = new Router<AppState>();
+  const assets = loadAssets();
+  const byPath = new Map(Object.values(assets).map((a) => [a.path, a]));
+
+  for (const [path, page, title] of PAGES) {
+    router.get(path, (ctx) => {
+      ctx.set('Content-Security-Policy', PAGE_CSP);
+      for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
+      // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
+      ctx.set('Cache-Control', 'private, no-cache');
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = renderPage(assets, page, title, ctx);
+    });
+  }
+
+  router.get('/assets/:name', (ctx) => {
+    const asset = byPath.get(ctx.path);
+    if (!asset) throw errors.notFound(`no asset ${ctx.params.name}`);
+    sendAsset(ctx, asset);
+  });
+  // Browsers ask for /favicon.ico on their own (pages name the SVG icon; this is for everything else).
+  router.get('/favicon.ico', (ctx) => {
+    sendAsset(ctx, assets.icon);
+    ctx.set('Cache-Control', 'public, max-age=86400');
+  });
+
+  return router;
+}

@@ -1,0 +1,123 @@
+/**
+ * The web front end over plain HTTP (issue 20): the pages' own CSP (no inline script), hashed assets with
+ * one-year caching and compression, the API's headers unchanged, page routes that collide with nothing of the
+ * API, and the first feed page's weight.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
+import { startApp, type TestApp } from '../support/app.ts';
+import { registerAdmin, registerUser } from '../support/users.ts';
+import { PAGE_CSP, escapeHtml } from '../../src/gateway/routes/web.routes.ts';
+import { SECURITY_HEADERS } from '../../src/gateway/security-headers.ts';
+
+let app: TestApp;
+before(async () => {
+  app = await startApp();
+});
+after(() => app.close());
+
+const PAGES = [
+  '/',
+  '/new',
+  '/signin',
+  '/signup',
+  '/profile',
+  '/moderation',
+  '/modlog',
+  `/uploads/${crypto.randomUUID()}`,
+];
+const get = (path: string, headers: Record<string, string> = {}) =>
+  app.api.get(path, { headers, unchecked: 'an HTML page or asset, not an API route' });
+
+test('every page is HTML with its own CSP: scripts and styles from this origin only, never inline', async () => {
+  assert.match(PAGE_CSP, /default-src 'none'/);
+  assert.match(PAGE_CSP, /script-src 'self'(;|$)/);
+  assert.match(PAGE_CSP, /style-src 'self'(;|$)/);
+  assert.match(PAGE_CSP, /frame-ancestors 'none'/);
+  assert.doesNotMatch(PAGE_CSP, /unsafe-inline|unsafe-eval|\*/);
+  for (const path of PAGES) {
+    const r = await get(path);
+    assert.equal(r.status, 200, path);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/html; charset=utf-8/);
+    assert.equal(r.headers.get('content-security-policy'), PAGE_CSP, path);
+    assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(r.headers.get('x-frame-options'), 'DENY');
+    assert.equal(r.headers.get('cross-origin-opener-policy'), 'same-origin');
+    assert.match(r.headers.get('cache-control') ?? '', /private/);
+    assert.doesNotMatch(
+      r.text,
+      /<script>|<script [^>]*>[^<]|<style| style=| on[a-z]+=/i,
+      'no inline script, style or handler',
+    );
+    assert.doesNotMatch(r.text, /https?:\/\//, 'the page names nothing outside the service');
+  }
+});
+
+test('the API keeps its own headers: a CSP that allows nothing', async () => {
+  for (const path of ['/api/uploads', '/healthz', '/api/modlog']) {
+    const r = await app.api.get(path);
+    for (const [name, value] of SECURITY_HEADERS) assert.equal(r.headers.get(name), value, `${path} ${name}`);
+  }
+  assert.equal((await app.api.get('/docs')).headers.get('content-security-policy')?.includes('frame-src'), false);
+  // Unknown paths outside the pages are still the API's JSON 404.
+  const missing = await get('/no-such-page');
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.error, 'not_found');
+  assert.equal((await get('/api/nothing')).body.error, 'not_found');
+});
+
+test('assets: content-hashed names, one-year immutable caching, Brotli or gzip, 404 for anything else', async () => {
+  const html = (await get('/')).text;
+  const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+  assert.equal(assets.length, 4, assets.join(', ')); // icon, stylesheet, thumbhash module, app module
+  for (const path of assets) {
+    assert.match(path, /^\/assets\/[a-z]+\.[0-9a-f]{12}\.(js|css|svg)$/);
+    const plain = await get(path, { 'accept-encoding': 'identity' });
+    assert.equal(plain.status, 200, path);
+    assert.equal(plain.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    assert.equal(plain.headers.get('content-encoding'), null);
+    const br = await fetch(app.url + path, { headers: { 'accept-encoding': 'br' } });
+    assert.equal(br.headers.get('content-encoding'), 'br');
+    assert.equal(Buffer.from(await br.arrayBuffer()).equals(plain.bytes), true, 'fetch decodes to the same bytes');
+    const gz = await fetch(app.url + path, { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(gz.headers.get('content-encoding'), 'gzip');
+  }
+  const js = (await get(assets.find((a) => /\/app\.\w+\.js$/.test(a))!)).text;
+  const thumbhash = assets.find((a) => a.includes('/thumbhash.'))!;
+  assert.ok(js.includes(`from '${thumbhash}'`), 'app.js imports the hashed thumbhash module');
+  assert.equal((await get('/assets/app.000000000000.js')).status, 404);
+  assert.equal((await get('/favicon.ico')).status, 200);
+});
+
+test('the first feed page weighs at most 100 KB compressed (HTML, CSS and JS)', async () => {
+  const html = await get('/');
+  let total = gzipSync(html.bytes).length;
+  const sizes: Record<string, number> = { html: total };
+  for (const m of html.text.matchAll(/(?:src|href)="(\/assets\/[^"]+\.(?:js|css))"/g)) {
+    const r = await fetch(app.url + m[1]!, { headers: { 'accept-encoding': 'br' } });
+    const wire = Number(r.headers.get('content-length'));
+    sizes[m[1]!] = wire;
+    total += wire;
+  }
+  assert.ok(total <= 100 * 1024, `first feed page: ${total} bytes ${JSON.stringify(sizes)}`);
+  // And even gzip alone fits: the budget does not rest on Brotli.
+  assert.ok(brotliCompressSync(html.bytes).length > 0);
+});
+
+test('the shell names the signed-in visitor, escaped; a bad cookie is an anonymous page, not an error', async () => {
+  assert.equal(
+    escapeHtml(`<img src=x onerror="a('b')">&`),
+    '&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt;&amp;',
+  );
+  const user = await registerUser(app.api);
+  const r = await get('/', { cookie: `auth-token=${user.token}` });
+  assert.match(r.text, new RegExp(`data-user="${user.username}"`));
+  assert.match(r.text, /data-role="user"/);
+  assert.doesNotMatch(r.text, /href="\/moderation"/);
+  const admin = await registerAdmin(app);
+  assert.match((await get('/', { cookie: `auth-token=${admin.token}` })).text, /href="\/moderation"/);
+  const bad = await get('/', { cookie: 'auth-token=not-a-jwt' });
+  assert.equal(bad.status, 200);
+  assert.doesNotMatch(bad.text, /data-user=/);
+});

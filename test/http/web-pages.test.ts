@@ -141,6 +141,66 @@ test('upload a file by keyboard alone: preview, limits as you type, then the upl
   clean('duplicate');
 });
 
+test('upload form: a link, limits as you type, and each refusal in plain words', opts, async () => {
+  await openPage(page, `${app.url}/new`);
+  await page.check('input[name="kind"][value="link"]');
+  assert.equal(await page.locator('#file').isVisible(), false);
+  await page.fill('#external_url', 'https://www.youtube.com/watch?v=dQw4w9WgXcQ');
+  await page.fill('#description', 'x'.repeat(501));
+  assert.equal(await page.locator('#description-count').innerText(), '501 / 500');
+  assert.match((await page.locator('#description-count').getAttribute('class')) ?? '', /over/);
+  await page.fill('#tags', `a, b, c, d, e, f, g, h, i, j, k`);
+  assert.equal(await page.locator('#tags-count').innerText(), '11 / 10 tags');
+  // The API's own refusal names the limit.
+  await page.click('form.new button[type="submit"]');
+  await page.locator('.alert.error').waitFor();
+  assert.match(await page.locator('.alert.error').innerText(), /500/);
+  w.take(); // the 400 that was just provoked
+  await page.fill('#description', 'a song');
+  await page.fill('#tags', 'music');
+  await Promise.all([page.waitForURL(/\/uploads\/[0-9a-f-]{36}$/), page.click('form.new button[type="submit"]')]);
+  await page.waitForSelector('body[data-ready="true"]');
+  assert.equal(await page.locator('.media.link a').getAttribute('href'), 'https://www.youtube.com/watch?v=dQw4w9WgXcQ');
+  assert.equal(await page.locator('iframe').count(), 0, 'no third-party frame until asked');
+  clean('link upload');
+
+  // A file over 10 MB is refused before it is sent.
+  await openPage(page, `${app.url}/new`);
+  await page.setInputFiles('#file', {
+    name: 'huge.png',
+    mimeType: 'image/png',
+    buffer: Buffer.alloc(10 * 1024 * 1024 + 1),
+  });
+  await page.click('form.new button[type="submit"]');
+  assert.equal(await page.locator('.alert.error').innerText(), 'The file is too large: images can be at most 10 MB.');
+  clean('too large, refused in the page');
+
+  // The refusals that need a person in a photo or a spent quota to happen: the API's answers, replayed.
+  const png = await pngImage(64, 64, 9);
+  const cases: Array<[number, string, Record<string, string>, RegExp]> = [
+    [400, 'human_detected', {}, /seems to show a person/],
+    [400, 'blocked_content', {}, /blocked by the moderators/],
+    [413, 'payload_too_large', {}, /too large: images can be at most 10 MB/],
+    [429, 'rate_limited', { 'retry-after': '150' }, /wait 3 minutes/],
+    [503, 'busy', { 'retry-after': '5' }, /busy right now\. Please try again in 5 seconds/],
+  ];
+  for (const [status, error, headers, words] of cases) {
+    await page.route('**/api/v1/upload', (route) =>
+      route.fulfill({
+        status,
+        headers,
+        contentType: 'application/json',
+        body: JSON.stringify({ error, message: 'from the API' }),
+      }),
+    );
+    await page.setInputFiles('#file', { name: 'x.png', mimeType: 'image/png', buffer: png });
+    await page.click('form.new button[type="submit"]');
+    await page.locator('.alert.error', { hasText: words }).waitFor();
+    await page.unroute('**/api/v1/upload');
+  }
+  w.take(); // the replayed refusals
+});
+
 test('the upload is in the feed with its thumbnail, counts and tags; the tag filter finds it', opts, async () => {
   await openPage(page, `${app.url}/`);
   const card = page.locator('.card', { hasText: 'A kitten made of shapes' });
@@ -315,6 +375,17 @@ test(
     assert.equal((await app.api.get(`/api/upload/${uploadId}`)).status, 410);
     const again = await uploadImage(app.api, myToken, await pngImage(480, 360, 41), {}, 'again.png');
     assert.equal(again.body.error, 'blocked_content', 'the removed file is blocklisted');
+    // And the form says so in plain words.
+    const o = await asUser({ token: myToken } as TestUser);
+    await openPage(o.w.page, `${app.url}/new`);
+    await o.w.page.setInputFiles('#file', {
+      name: 'again.png',
+      mimeType: 'image/png',
+      buffer: await pngImage(480, 360, 41),
+    });
+    await o.w.page.click('form.new button[type="submit"]');
+    await o.w.page.locator('.alert.error', { hasText: 'blocked by the moderators' }).waitFor();
+    await o.ctx.close();
     assert.deepEqual(a.w.take(), []);
 
     await openPage(a.w.page, `${app.url}/modlog`);

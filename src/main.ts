@@ -392,7 +392,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
         token: config.metricsToken,
       }),
       docsRoutes(),
-      webRoutes(),
+      webRoutes({ feeds }),
     ],
   });
 

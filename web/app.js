@@ -61,9 +61,11 @@ function signinLink(text) {
   return h('a', { href: `/signin?next=${encodeURIComponent(location.pathname + location.search)}` }, text);
 }
 
-const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+let dateFormat = null;
 function when(iso) {
   const d = new Date(iso);
+  // Made on first use: building a formatter costs more than the feed's first paint can spare.
+  dateFormat ??= new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
   return h('time', { datetime: iso }, Number.isNaN(d.getTime()) ? iso : dateFormat.format(d));
 }
 
@@ -148,9 +150,16 @@ function setTitle(text) {
   document.title = `${text} · pixvote`;
 }
 
-/** The ThumbHash placeholder as the image's background until its bytes arrive. */
+/**
+ * The ThumbHash placeholder as the image's background until its bytes arrive. Decoded after the images are in
+ * the document (their requests go first), and only for those still loading.
+ */
 function placeholder(img, hash) {
   if (!hash) return;
+  setTimeout(() => paintPlaceholder(img, hash), 0);
+}
+function paintPlaceholder(img, hash) {
+  if (img.complete && img.naturalWidth > 0) return;
   try {
     const bytes = Uint8Array.from(atob(hash), (c) => c.charCodeAt(0));
     img.style.backgroundImage = `url("${thumbHashToDataURL(bytes)}")`;
@@ -315,7 +324,12 @@ async function feedPage() {
     status.textContent = 'Loading…';
     const q = new URLSearchParams({ page: String(next), limit: String(PAGE_SIZE), sort });
     if (tag) q.set('tag', tag);
-    const r = await api('GET', `/api/uploads?${q}`);
+    // The first page may come with the document: the same bytes GET /api/uploads answers for this query.
+    const embedded = document.getElementById('first-page');
+    const r =
+      next === first && embedded?.dataset.query === q.toString()
+        ? { ok: true, status: 200, data: JSON.parse(embedded.textContent) }
+        : await api('GET', `/api/uploads?${q}`);
     loading = false;
     if (!r.ok) {
       status.textContent = explain(r);

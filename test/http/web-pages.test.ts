@@ -128,7 +128,7 @@ test('upload a file by keyboard alone: preview, limits as you type, then the upl
   const img = page.locator('figure.media img');
   assert.equal(await img.getAttribute('src'), `/api/image/${uploadId}?size=medium`);
   // The medium variant arrives (any failure would be recorded as a failed request).
-  await page.waitForFunction(`document.querySelector('figure.media img').naturalWidth > 0`);
+  await page.waitForFunction(() => (globalThis as any).document.querySelector('figure.media img').naturalWidth > 0);
   clean('upload');
 
   // The same file again: the duplicate notice links to the existing upload.
@@ -207,8 +207,8 @@ test('the upload is in the feed with its thumbnail, counts and tags; the tag fil
   await card.waitFor();
   const thumb = card.locator('img');
   assert.equal(await thumb.getAttribute('src'), `/api/image/${uploadId}?size=thumb`);
-  await page.waitForFunction(
-    `[...document.querySelectorAll('.card img')].every((i) => i.complete && i.naturalWidth > 0)`,
+  await page.waitForFunction(() =>
+    [...(globalThis as any).document.querySelectorAll('.card img')].every((i: any) => i.complete && i.naturalWidth > 0),
   );
   assert.match(await card.locator('.meta').innerText(), /▲ 0/);
   assert.deepEqual((await card.locator('.tags a').allInnerTexts()).sort(), ['kitten', 'shapes']);

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser } from '../support/users.ts';
+import { uploadImage } from '../support/uploads.ts';
+import { pngImage } from '../support/fixtures.ts';
 import { PAGE_CSP, escapeHtml } from '../../src/gateway/routes/web.routes.ts';
 import { SECURITY_HEADERS } from '../../src/gateway/security-headers.ts';
 
@@ -45,8 +47,10 @@ test('every page is HTML with its own CSP: scripts and styles from this origin o
     assert.equal(r.headers.get('x-frame-options'), 'DENY');
     assert.equal(r.headers.get('cross-origin-opener-policy'), 'same-origin');
     assert.match(r.headers.get('cache-control') ?? '', /private/);
+    // The feed's first page rides along as data (type="application/json": never executed); nothing else inline.
+    const markup = r.text.replace(/<script type="application\/json" id="first-page"[^>]*>[^<]*<\/script>/, '');
     assert.doesNotMatch(
-      r.text,
+      markup,
       /<script>|<script [^>]*>[^<]|<style| style=| on[a-z]+=/i,
       'no inline script, style or handler',
     );
@@ -120,4 +124,31 @@ test('the shell names the signed-in visitor, escaped; a bad cookie is an anonymo
   const bad = await get('/', { cookie: 'auth-token=not-a-jwt' });
   assert.equal(bad.status, 200);
   assert.doesNotMatch(bad.text, /data-user=/);
+});
+
+test('the feed page carries its first page as /api/uploads answers it and preloads the first thumbnails', async () => {
+  const user = await registerUser(app.api);
+  const hostile = '</script><script>window.__pwned=1</script><!-- & \u2028';
+  const r = await uploadImage(app.api, user.token, await pngImage(200, 150, 321), {
+    description: hostile,
+    tags: 'web',
+  });
+  assert.equal(r.status, 201, r.text);
+  for (const [page, query] of [
+    ['/', 'page=1&limit=24&sort=new'],
+    ['/?sort=top&tag=Web', 'page=1&limit=24&sort=top&tag=web'],
+  ] as const) {
+    const html = (await get(page)).text;
+    const block = /<script type="application\/json" id="first-page" data-query="([^"]*)">([^<]*)<\/script>/.exec(html);
+    assert.ok(block, `${page}: the first page is embedded`);
+    assert.equal(block[1]!.replace(/&amp;/g, '&'), query);
+    const api = await app.api.get(`/api/uploads?${query}`);
+    assert.deepEqual(JSON.parse(block[2]!), api.body, 'the same page the API answers');
+    assert.equal(html.match(/<script/g)?.length, 2, 'the hostile description closes nothing');
+    assert.ok(html.includes(`<link rel="preload" as="image" href="/api/image/${r.body.id}?size=thumb"`));
+  }
+  // A query the API refuses embeds nothing; the page still answers (app.js then shows the API's refusal).
+  const bad = await get('/?sort=sideways');
+  assert.equal(bad.status, 200);
+  assert.ok(!bad.text.includes('first-page'));
 });

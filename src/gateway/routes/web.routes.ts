@@ -11,6 +11,10 @@
  * (Brotli, gzip). Pages get their own Content-Security-Policy: scripts, styles, fetches from this origin only,
  * no inline script or style; images from here plus data:/blob: (ThumbHash placeholders, the upload preview);
  * frames only from the embed providers, and only once the visitor asks for an embed.
+ *
+ * The feed's first page is what makes its Largest Contentful Paint: `/` carries the very bytes
+ * `GET /api/uploads` answers for it (the same cached page, as a non-executable JSON block the module reads
+ * instead of fetching it) and preloads its first thumbnails, so they load while the module does.
  */
 import Router from '@koa/router';
 import { createHash } from 'node:crypto';
@@ -18,7 +22,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { errors } from '../../domain/errors.ts';
+import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import type { AppContext, AppState } from '../context.ts';
+import { FeedQuery } from '../schemas/community.schemas.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
 
 const require = createRequire(import.meta.url);
@@ -109,7 +115,55 @@ const PAGES: ReadonlyArray<readonly [string, string, string]> = [
   ['/modlog', 'modlog', 'Moderation log · pixvote'],
 ];
 
-function renderPage(assets: ReturnType<typeof loadAssets>, page: string, title: string, ctx: AppContext): string {
+/** The feed page size app.js asks for. */
+export const FEED_PAGE_SIZE = 24;
+const EAGER_THUMBNAILS = 6;
+
+interface FirstPage {
+  /** The API query string app.js would send for this page. */
+  query: string;
+  json: string;
+  thumbnails: string[];
+}
+
+/** The first feed page as GET /api/uploads answers it, or null when the page's query is not one it takes. */
+async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<FirstPage | null> {
+  const one = (v: unknown) => (typeof v === 'string' ? v : '');
+  const sort = one(ctx.query.sort) || 'new';
+  const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
+  const page = Math.max(1, Number.parseInt(one(ctx.query.page) || '1', 10) || 1);
+  // The same parameters, in the same order, as app.js's request.
+  const params = new URLSearchParams({ page: String(page), limit: String(FEED_PAGE_SIZE), sort });
+  if (tag) params.set('tag', tag);
+  const parsed = FeedQuery.safeParse(Object.fromEntries(params));
+  if (!parsed.success) return null;
+  const json = (await feeds.list(parsed.data)).body.toString('utf8');
+  const body = JSON.parse(json) as { uploads: Array<{ image: { thumbnail_url: string } | null }> };
+  const thumbnails = body.uploads.slice(0, EAGER_THUMBNAILS).flatMap((u) => (u.image ? [u.image.thumbnail_url] : []));
+  return { query: params.toString(), json, thumbnails };
+}
+
+/** JSON inside a <script type="application/json"> block: nothing in it can close the element or open a comment. */
+function scriptJson(json: string): string {
+  return json.replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
+}
+
+/** The feed's first page in the head: its first thumbnails preloaded, its JSON as a data block. */
+function firstPageHead(feed: FirstPage): string {
+  const preloads = feed.thumbnails.map(
+    (src) => `<link rel="preload" as="image" href="${escapeHtml(src)}" fetchpriority="high">\n`,
+  );
+  const data = `<script type="application/json" id="first-page" data-query="${escapeHtml(feed.query)}">`;
+  return `${preloads.join('')}${data}${scriptJson(feed.json)}</script>\n`;
+}
+
+function renderPage(
+  assets: ReturnType<typeof loadAssets>,
+  page: string,
+  title: string,
+  ctx: AppContext,
+  feed: FirstPage | null,
+): string {
   const me = ctx.state.principal;
   const nav = [
     `<a href="/">Feed</a>`,
@@ -138,7 +192,7 @@ function renderPage(assets: ReturnType<typeof loadAssets>, page: string, title: 
 <link rel="stylesheet" href="${assets.css.path}">
 <link rel="modulepreload" href="${assets.thumbhash.path}">
 <script type="module" src="${assets.js.path}"></script>
-</head>
+${feed ? firstPageHead(feed) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>
@@ -167,19 +221,20 @@ function sendAsset(ctx: AppContext, asset: Asset): void {
   }
 }
 
-export function webRoutes(): Router<AppState> {
+export function webRoutes(deps: { feeds?: FeedService } = {}): Router<AppState> {
   const router = new Router<AppState>();
   const assets = loadAssets();
   const byPath = new Map(Object.values(assets).map((a) => [a.path, a]));
 
   for (const [path, page, title] of PAGES) {
-    router.get(path, (ctx) => {
+    router.get(path, async (ctx) => {
+      const feed = page === 'feed' && deps.feeds ? await firstFeedPage(deps.feeds, ctx) : null;
       ctx.set('Content-Security-Policy', PAGE_CSP);
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');
       ctx.type = 'text/html; charset=utf-8';
-      ctx.body = renderPage(assets, page, title, ctx);
+      ctx.body = renderPage(assets, page, title, ctx, feed);
     });
   }
 

@@ -133,7 +133,10 @@ try {
       const page = await context.newPage();
       await page.goto(server.url + path, { waitUntil: 'load' });
       await page.waitForSelector('body[data-ready="true"]');
-      await page.waitForFunction(() => [...(globalThis as any).document.images].every((i: any) => i.complete));
+      // Lazy images below the fold never load here; the rest must have arrived.
+      await page.waitForFunction(() =>
+        [...(globalThis as any).document.querySelectorAll('img:not([loading="lazy"])')].every((i: any) => i.complete),
+      );
       const png = await page.screenshot();
       const small = await sharp(png)
         .resize({ width: Math.min(width, 960) })

@@ -203,6 +203,9 @@ ${feed ? firstPageHead(feed) : ''}</head>
 `;
 }
 
+/** Every path the web front end serves (GET only), as Koa routes: none is part of the API. */
+export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), '/assets/:name', '/favicon.ico'];
+
 function sendAsset(ctx: AppContext, asset: Asset): void {
   const accept = ctx.get('accept-encoding');
   const res = ctx.res;

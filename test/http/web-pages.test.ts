@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
 import { pngImage } from '../support/fixtures.ts';
-import { uploadImage } from '../support/uploads.ts';
+import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 
 let app: TestApp;
@@ -410,5 +410,57 @@ test(
     assert.ok(!text.includes(admin.username));
     assert.deepEqual(v.take(), []);
     await anon.close();
+  },
+);
+
+test(
+  'the feed loads its next page as you scroll, each page with its own URL; approve and ban from the admin pages',
+  opts,
+  async () => {
+    const poster = await registerUser(app.api);
+    for (let i = 0; i < 30; i++) {
+      const r = await uploadFields(app.api, poster.token, {
+        upload_type: 'link',
+        external_url: `https://example.com/post/${i}`,
+        description: `scroll item ${i}`,
+        tags: 'scrolling',
+      });
+      assert.equal(r.status, 201, r.text);
+    }
+    await openPage(page, `${app.url}/?tag=scrolling`);
+    assert.equal(await page.locator('.card').count(), 24);
+    await page.locator('a.more').scrollIntoViewIfNeeded();
+    await page.waitForURL(`${app.url}/?tag=scrolling&page=2`);
+    await page.locator('.card', { hasText: 'scroll item 0' }).waitFor();
+    assert.equal(await page.locator('.card').count(), 30);
+    assert.equal(await page.locator('a.more').isHidden(), true, 'no more pages');
+    // The second page's own URL shows that page, with a way back to the first.
+    await openPage(page, `${app.url}/?tag=scrolling&page=2`);
+    assert.equal(await page.locator('.card').count(), 6);
+    assert.equal(await page.locator('a', { hasText: 'Newer page' }).getAttribute('href'), '/?tag=scrolling');
+    clean('scrolling');
+
+    const reporter = await registerUser(app.api);
+    const item = (await app.api.get('/api/uploads?tag=scrolling&limit=1')).body.uploads[0];
+    await app.api.post(`/api/upload/${item.id}/report`, { reason: 'spam' }, { token: reporter.token });
+    const admin = await registerAdmin(app);
+    const a = await asUser(admin);
+    await openPage(a.w.page, `${app.url}/moderation`);
+    const row = a.w.page.locator('.qitem', { hasText: poster.username });
+    await row.locator('button', { hasText: 'Approve' }).click();
+    await row.locator('.alert.ok', { hasText: 'Approved' }).waitFor();
+    assert.equal((await app.api.get(`/api/upload/${item.id}`)).body.moderation, 'visible');
+    await a.w.page.fill('#user-q', poster.username);
+    await a.w.page.press('#user-q', 'Enter');
+    const user = a.w.page.locator('table.users tr', { hasText: poster.username });
+    await user.locator(`[aria-label="Reason to ban ${poster.username}"]`).fill('spam links');
+    await user.locator('button', { hasText: 'Ban' }).click();
+    await user.locator('button', { hasText: 'Unban' }).waitFor();
+    assert.equal((await app.api.get('/api/me', { token: poster.token })).body.error, 'banned');
+    await user.locator('button', { hasText: 'Unban' }).click();
+    await user.locator('button', { hasText: 'Ban' }).waitFor();
+    assert.equal((await app.api.get('/api/me', { token: poster.token })).status, 200);
+    assert.deepEqual(a.w.take(), []);
+    await a.ctx.close();
   },
 );

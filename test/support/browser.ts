@@ -48,7 +48,12 @@ export async function watchedPage(context: BrowserContext, origin: string): Prom
     if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  page.on('requestfailed', (r) => {
+    const error = r.failure()?.errorText ?? '';
+    // ERR_ABORTED: cancelled by the browser because the page was left (a test moving on while the favicon,
+    // fetched after load, is still on its way), not refused or broken: every other failure counts.
+    if (error !== 'net::ERR_ABORTED') problems.push(`request failed: ${r.url()} ${error}`);
+  });
   page.on('response', (r) => {
     if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`);
   });

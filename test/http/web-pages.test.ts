@@ -133,7 +133,19 @@ test('upload a file by keyboard alone: preview, limits as you type, then the upl
 
   // The same file again: the duplicate notice links to the existing upload.
   await openPage(page, `${app.url}/new`);
-  await page.setInputFiles('#file', { name: 'again.png', mimeType: 'image/png', buffer: png });
+  // Dropped on the drop zone this time (drag and drop), then sent.
+  const dropped = await page.evaluateHandle(
+    (bytes: number[]) => {
+      const g = globalThis as any;
+      const transfer = new g.DataTransfer();
+      transfer.items.add(new g.File([new Uint8Array(bytes)], 'again.png', { type: 'image/png' }));
+      return transfer;
+    },
+    [...png],
+  );
+  await page.dispatchEvent('.drop', 'drop', { dataTransfer: dropped });
+  await page.locator('.drop .hint', { hasText: 'again.png' }).waitFor();
+  assert.equal(await page.locator('img.preview').isVisible(), true, 'the dropped file is previewed');
   await page.click('form.new button[type="submit"]');
   const link = page.locator('.alert.info a');
   await link.waitFor();

@@ -285,7 +285,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * `s3://BUCKET[/PREFIX]` → the bucket, a key prefix ending in `/` (or empty), and what the AWS SDK's own
  * variables say of the endpoint, region and credentials (read here, from the environment given).
  */
-function mediaStoreOf(value: string, env: NodeJS.ProcessEnv): S3Settings {
+export function mediaStoreOf(value: string, env: NodeJS.ProcessEnv): S3Settings {
   const rest = value.slice('s3://'.length);
   const slash = rest.indexOf('/');
   const trimmed = slash < 0 ? '' : rest.slice(slash + 1).replace(/^\/+|\/+$/g, '');

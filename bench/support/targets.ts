@@ -7,6 +7,8 @@ import { atLeast, atMost, type Target } from './report.ts';
 export const TARGETS = {
   /** HTTP upload throughput ÷ the direct pipeline: CI floor 0.8, goal 0.85. */
   httpVsDirect: atLeast(0.8, 'ci', 0.85),
+  /** HTTP upload throughput with the object store ÷ with local disk (2 MP, 2 workers): issue 19. */
+  s3UploadsVsDisk: atLeast(0.9, 'goal'),
   /** MediaPool of one worker ÷ processImage in-process: pool overhead ≤ 10 %. */
   poolOverhead: atLeast(0.9, 'ci'),
   /** Near-duplicate lookup p50 at 100k hashes on PostgreSQL ÷ a full scan. */

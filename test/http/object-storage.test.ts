@@ -6,7 +6,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { startApp, type TestApp } from '../support/app.ts';
 import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
@@ -14,6 +18,7 @@ import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
 import { loadConfig } from '../../src/config.ts';
 import { compose } from '../../src/main.ts';
+import { S3MediaStore } from '../../src/store/s3-media-store.ts';
 
 const skip = await s3Skip();
 const VARIANT_NAMES = ['full', 'medium', 'thumb'];
@@ -200,6 +205,24 @@ describe('media on object storage', { skip }, () => {
       LOG_LEVEL: 'silent',
     });
     await assert.rejects(compose(denied), /access to bucket .* is denied/);
+  });
+
+  test('an object above 16 MiB goes up in parts (lib-storage multipart) and reads back whole', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pixvote-s3-big-'));
+    const store = new S3MediaStore(dir, { ...bucket.settings, prefix: 'big/' });
+    try {
+      const bytes = randomBytes(18 * 1024 * 1024);
+      await writeFile(join(dir, 'big.bin'), bytes);
+      await store.putFile('big/0b/big.bin', join(dir, 'big.bin'), 'application/octet-stream');
+      const got = await bucket.client.send(new GetObjectCommand({ Bucket: bucket.name, Key: 'big/0b/big.bin' }));
+      const back = Buffer.from(await got.Body!.transformToByteArray());
+      assert.equal(back.length, bytes.length);
+      assert.ok(back.equals(bytes));
+      await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.name, Key: 'big/0b/big.bin' }));
+    } finally {
+      store.client.destroy();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('/readyz reports the store', async () => {

@@ -47,6 +47,7 @@ const FIRST_LOOKS: Look[] = [
   { name: 'square 384 (today)', prepare: 384, square: true, inputSize: 384, secondLook: null },
   { name: 'fit 384', prepare: 384, inputSize: 384, secondLook: null },
   { name: 'fit 320', prepare: 320, inputSize: 320, secondLook: null },
+  { name: 'fit 288', prepare: 288, inputSize: 288, secondLook: null },
   { name: 'fit 256', prepare: 256, inputSize: 256, secondLook: null },
   { name: 'fit 192', prepare: 192, inputSize: 192, secondLook: null },
 ];
@@ -228,7 +229,7 @@ async function main(): Promise<void> {
     candidates.push(tune(options, tuning, maxFp));
   }
   const cascades: Array<{ name: string; first: Measured; second: Measured; secondIncludesFirst: boolean }> = [];
-  for (const f of ['fit 192', 'fit 256', 'fit 320']) {
+  for (const f of ['fit 192', 'fit 256', 'fit 288', 'fit 320']) {
     cascades.push({
       name: `${f} + fit 384`,
       first: first.get(f)!,

@@ -87,6 +87,7 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
     const token = await register(client, 'bench_uploader');
     const tokenOff = await register(clientOff, 'bench_uploader_off');
     const rounds: Round[] = [];
+    const roundsOff: Round[] = [];
     const directCpu: number[] = [];
     const subjects = {
       http: async () => {
@@ -94,7 +95,11 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
         rounds.push(r);
         return r.rate;
       },
-      httpOff: async () => (await httpRound(appOff, clientOff, tokenOff, images)).rate,
+      httpOff: async () => {
+        const r = await httpRound(appOff, clientOff, tokenOff, images);
+        roundsOff.push(r);
+        return r.rate;
+      },
       direct: async () => {
         const { value, cpuMs } = await cpuAndWall(() => poolRate(pool, images, staging, POLICY));
         directCpu.push(cpuMs / images.length);
@@ -103,6 +108,7 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
     };
     await interleave(1, subjects); // warm-up: connections, JIT, the database's first pages
     rounds.length = 0;
+    roundsOff.length = 0;
     directCpu.length = 0;
     const s = await interleave(opts.rounds, subjects);
     const label = `2 MP, ${where}, ${opts.clients} clients`;
@@ -127,6 +133,16 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
         target: TARGETS.detectionOnVsOff,
         note: `HUMAN_POLICY=${POLICY} ÷ off, same server build, same images`,
       }),
+      figure(
+        'http-uploads',
+        `${label}: app CPU per image, detection off ÷ on`,
+        '×',
+        ratios(
+          roundsOff.map((r) => r.cpuMsPerImage),
+          rounds.map((r) => r.cpuMsPerImage),
+        ),
+        { note: 'the throughput ratio measured in CPU, which a busy shared machine disturbs less' },
+      ),
       figure('http-uploads', `${label}: direct pipeline (MediaPool, same images)`, 'images/s', s.direct),
       figure('http-uploads', `${label}: HTTP ÷ direct pipeline`, '×', ratios(s.http, s.direct), {
         target: TARGETS.httpVsDirect,

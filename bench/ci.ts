@@ -4,6 +4,7 @@
  * times, so a slower or busier CI machine does not fail it; a regression does:
  *
  *   HTTP upload throughput ÷ the direct pipeline (same images, same 2 workers)   ≥ 0.8
+ *   HTTP upload throughput, person detection on ÷ off (2 MP, 2 workers)        ≥ 0.65 (goal 0.7)
  *   MediaPool of 1 worker ÷ processImage in-process (pool overhead ≤ 10 %)       ≥ 0.9
  *   near-duplicate lookup at 100k hashes on PostgreSQL ÷ a full scan (p50)       ≤ 0.1
  *   blocklist check (100k entries) ÷ an upload's primary-key lookup (p50)         ≤ 30 SQLite, ≤ 16 PostgreSQL
@@ -40,7 +41,7 @@ const CHECKS: Check[] = [
     run: (rec) => gatewayBenchIsolated(rec, { rounds: 15, requests: 2000 }),
   },
   {
-    name: 'HTTP uploads vs direct pipeline',
+    name: 'HTTP uploads vs direct pipeline and detection on vs off',
     run: (rec) =>
       httpUploadsBench(rec, { db: 'sqlite', rounds: 3, images: 12, clients: 4, workers: 2, latency12: false }),
   },

@@ -7,6 +7,13 @@ import { atLeast, atMost, type Target } from './report.ts';
 export const TARGETS = {
   /** HTTP upload throughput ÷ the direct pipeline: CI floor 0.8, goal 0.85. */
   httpVsDirect: atLeast(0.8, 'ci', 0.85),
+  /**
+   * HTTP upload throughput with person detection on (HUMAN_POLICY=flag: the detector runs on every image) ÷
+   * with it off, 2 MP, 2 workers (issue 17): CI floor 0.65, goal 0.7 (0.54 with the 384 px square detector).
+   */
+  detectionOnVsOff: atLeast(0.65, 'ci', 0.7),
+  /** Detect-stage CPU ÷ encode CPU per image, 2 MP and 12 MP (issue 17; 0.9× with the 384 px square detector). */
+  detectVsEncode: atMost(0.5),
   /** MediaPool of one worker ÷ processImage in-process: pool overhead ≤ 10 %. */
   poolOverhead: atLeast(0.9, 'ci'),
   /** Near-duplicate lookup p50 at 100k hashes on PostgreSQL ÷ a full scan. */

@@ -10,7 +10,7 @@ import { encodeVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.
 import { PHASH_INPUT_SIZE, phash } from '../../src/workers/pipeline/phash.stage.ts';
 import { detectPeople } from '../../src/workers/pipeline/detect-frames.ts';
 import { sniff } from '../../src/workers/pipeline/sniff.stage.ts';
-import { THUMBHASH_MAX_SIDE, thumbhash } from '../../src/workers/pipeline/thumbhash.stage.ts';
+import { thumbhashOf } from '../../src/workers/pipeline/thumbhash.stage.ts';
 import type { PersonDetector } from '../../src/workers/pipeline/types.ts';
 import { jpegs, type BenchImage } from './images.ts';
 import { setupLikeTheApp } from './pipeline-subjects.ts';
@@ -45,12 +45,10 @@ export async function stageCosts(
       phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
     );
     await stage('detect', () => detectPeople(image, detector));
-    await stage('encode', () => encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }));
-    await stage('thumbhash', async () =>
-      thumbhash(
-        await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 }),
-      ),
+    const { thumbPixels } = await stage('encode', () =>
+      encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }),
     );
+    await stage('thumbhash', () => thumbhashOf(thumbPixels));
     if (i === 0) for (const k of Object.keys(cpu)) cpu[k]!.length = wall[k]!.length = 0; // the first pass only warms up
   }
   const total = cpu.sniff!.map((_, i) => Object.values(cpu).reduce((s, xs) => s + xs[i]!, 0));
@@ -84,7 +82,7 @@ export async function webpEfforts(rec: Recorder): Promise<void> {
         encodeVariants(decoded.image, { stagingDir: dir, baseName: `e${effort}`, webp: { ...WEBP_OPTIONS, effort } }),
       );
       if (i > 0) ms.push(cpuMs);
-      kib = value.reduce((s, v) => s + v.bytes, 0) / 1024;
+      kib = value.variants.reduce((s, v) => s + v.bytes, 0) / 1024;
     }
     rec.add(
       figure('webp-effort', `effort ${effort}: encode CPU (3 variants)`, 'ms', ms, { note: `${kib.toFixed(0)} KiB` }),

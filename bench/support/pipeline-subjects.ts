@@ -53,22 +53,56 @@ export async function freshDir(dir: string): Promise<string> {
 
 const rate = (count: number, started: number) => (count * 1000) / (performance.now() - started);
 
+export interface PoolRun {
+  /** Images per second over the whole run. */
+  rate: number;
+  /** CPU time of this process (every thread: workers, libvips' and libuv's threads, the main thread). */
+  cpuMs: number;
+  wallMs: number;
+  /**
+   * CPU and wall time while the pool was saturated: from the submission until the (images − workers)-th
+   * task settled, the moment the queue ran dry and a worker could first go idle.
+   */
+  saturated: { cpuMs: number; wallMs: number };
+}
+
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
 /** All images submitted at once: the pool's queue keeps every worker busy, as under load. */
+export async function poolRun(
+  pool: MediaPool,
+  images: readonly BenchImage[],
+  stagingDir: string,
+  policy: HumanPolicy,
+  workers: number,
+): Promise<PoolRun> {
+  await freshDir(stagingDir);
+  const buffers = images.map((i) => ownBuffer(i.bytes));
+  const saturatedUntil = Math.max(1, images.length - workers);
+  let settled = 0;
+  let saturated = { cpuMs: Number.NaN, wallMs: Number.NaN };
+  const cpu = cpuNow();
+  const started = performance.now();
+  await Promise.all(
+    buffers.map(async (bytes, i) => {
+      await pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 });
+      if (++settled === saturatedUntil) saturated = { cpuMs: cpuNow() - cpu, wallMs: performance.now() - started };
+    }),
+  );
+  const wallMs = performance.now() - started;
+  return { rate: (images.length * 1000) / wallMs, cpuMs: cpuNow() - cpu, wallMs, saturated };
+}
+
 export async function poolRate(
   pool: MediaPool,
   images: readonly BenchImage[],
   stagingDir: string,
   policy: HumanPolicy,
 ): Promise<number> {
-  await freshDir(stagingDir);
-  const buffers = images.map((i) => ownBuffer(i.bytes));
-  const started = performance.now();
-  await Promise.all(
-    buffers.map((bytes, i) =>
-      pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 }),
-    ),
-  );
-  return rate(images.length, started);
+  return (await poolRun(pool, images, stagingDir, policy, 1)).rate;
 }
 
 /** processImage in this process, one image after another (what one worker thread does). */

@@ -10,13 +10,13 @@ import { encodeVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.
 import { PHASH_INPUT_SIZE, phash } from '../../src/workers/pipeline/phash.stage.ts';
 import { detectPeople } from '../../src/workers/pipeline/detect-frames.ts';
 import { sniff } from '../../src/workers/pipeline/sniff.stage.ts';
-import { thumbhashOf } from '../../src/workers/pipeline/thumbhash.stage.ts';
+import { THUMBHASH_MAX_SIDE, thumbhash, thumbhashOf } from '../../src/workers/pipeline/thumbhash.stage.ts';
 import type { PersonDetector } from '../../src/workers/pipeline/types.ts';
 import { jpegs, type BenchImage } from './images.ts';
 import { setupLikeTheApp } from './pipeline-subjects.ts';
 import { figure, type Recorder } from './report.ts';
 import { TARGETS } from './targets.ts';
-import { cpuAndWall, quantile } from './stats.ts';
+import { cpuAndWall, quantile, ratios } from './stats.ts';
 
 /** The stages in processImage's order, each timed alone; the first image is a warm-up. */
 export async function stageCosts(
@@ -63,6 +63,70 @@ export async function stageCosts(
   rec.add(
     figure('pipeline', `${label}: detection wall (${detector.backend})`, 'ms', wall.detect!, {
       target: TARGETS.detectionMs,
+    }),
+  );
+}
+
+/**
+ * What the ThumbHash costs, against the encoding that produced its input (the yardstick, same images, same
+ * rounds): CPU ms of `thumbhashOf` on the thumb variant's pixels (the mean of 20 warm runs per image, as in a
+ * worker that has seen a few images), of the way it was made before (sharp resizing the whole working buffer
+ * to ≤ 100 px, then the same hash), and of `encodeVariants`. bench:ci guards thumbhash ÷ encode.
+ */
+export async function thumbhashCost(rec: Recorder, opts: { megapixels: number; images: number; rounds: number }) {
+  await setupLikeTheApp();
+  const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-thumbhash-'));
+  const label = `${opts.megapixels} MP`;
+  const images = await Promise.all(
+    (await jpegs(opts.megapixels, opts.images)).map(async (img) => {
+      const decoded = await decode(new Uint8Array(img.bytes), { format: 'jpeg' });
+      if (!decoded.ok) throw new Error(decoded.message);
+      return decoded.image;
+    }),
+  );
+  const REPEAT = 20;
+  const ms = { thumbhash: [] as number[], before: [] as number[], encode: [] as number[] };
+  try {
+    for (let round = -1; round < opts.rounds; round++) {
+      const sum = { thumbhash: 0, before: 0, encode: 0 };
+      for (const [i, image] of images.entries()) {
+        const encoded = await cpuAndWall(() => encodeVariants(image, { stagingDir: dir, baseName: `t${i}` }));
+        sum.encode += encoded.cpuMs;
+        const { thumbPixels } = encoded.value;
+        sum.thumbhash +=
+          (
+            await cpuAndWall(() => {
+              for (let k = 0; k < REPEAT; k++) thumbhashOf(thumbPixels);
+            })
+          ).cpuMs / REPEAT;
+        sum.before += (
+          await cpuAndWall(async () =>
+            thumbhash(
+              await derive(image, {
+                width: THUMBHASH_MAX_SIDE,
+                height: THUMBHASH_MAX_SIDE,
+                fit: 'inside',
+                channels: 4,
+              }),
+            ),
+          )
+        ).cpuMs;
+      }
+      if (round < 0) continue; // warm-up
+      for (const k of ['thumbhash', 'before', 'encode'] as const) ms[k].push(sum[k] / images.length);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  rec.add(
+    figure('pipeline', `${label}: thumbhash CPU, from the thumb variant`, 'ms', ms.thumbhash, {
+      target: TARGETS.thumbhashMs,
+      note: `mean of ${opts.images} images × ${REPEAT} runs per round`,
+    }),
+    figure('pipeline', `${label}: thumbhash CPU, the way before (resize of the working buffer)`, 'ms', ms.before),
+    figure('pipeline', `${label}: encode CPU (the yardstick)`, 'ms', ms.encode),
+    figure('pipeline', `${label}: thumbhash CPU ÷ encode CPU`, '×', ratios(ms.thumbhash, ms.encode), {
+      target: TARGETS.thumbhashVsEncode,
     }),
   );
 }

@@ -95,11 +95,12 @@ describe('thumbhash stage', () => {
       const { width, channels, data } = image.raw;
       const exact = thumbhash(shrinkToRgba({ data, width, height: image.pageHeight, channels }, THUMBHASH_MAX_SIDE));
       const vsExact = rendered(hash, exact);
-      // Measured: mean ≤ 2.8 and largest ≤ 25 of 255 (a dithered GIF's edge); another photo's differs by tens.
-      assert.ok(vsExact.mean <= 3 && vsExact.max <= 32, `${name}: ${JSON.stringify(vsExact)}`);
+      // Measured from the 32 px input: photos identical; mean ≤ 2.2 of 255 and at most 34 at a nearly
+      // transparent edge (PNG, GIF) or on an 80×60 image; another photo's placeholder differs by tens.
+      assert.ok(vsExact.mean <= 3 && vsExact.max <= 40, `${name}: ${JSON.stringify(vsExact)}`);
       // And, on opaque images, from what the stage did before: sharp resizing the whole working buffer
-      // (measured ≤ 2.4 / 11). Not where the image is nearly transparent: there sharp's 8-bit premultiplied
-      // resize strays from the exact mean (5.9 on the PNG, where the thumb's placeholder is 0.4 from it).
+      // (measured ≤ 2.1 / 14). Not where the image is nearly transparent: there sharp's 8-bit premultiplied
+      // resize strays from the exact mean (5.9 on the PNG, where the thumb's placeholder is 2.1 from it).
       if (image.raw.channels === 3) {
         const before = rendered(hash, await fromWorkingBuffer(image));
         assert.ok(before.mean <= 3 && before.max <= 16, `${name} vs before: ${JSON.stringify(before)}`);

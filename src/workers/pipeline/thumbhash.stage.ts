@@ -1,7 +1,7 @@
 /**
  * ThumbHash stage: a ~25-byte placeholder the client renders while the thumbnail loads. It is computed from
  * the pixels of the smallest variant, which the encode stage has already resampled (≤ 320 px), so it costs
- * a box filter over ~70k pixels and the ThumbHash DCT: no resize of the working buffer of its own.
+ * a box filter over ~70k pixels and the ThumbHash DCT of ≤ 32×32: no resize of the working buffer of its own.
  */
 import { rgbaToThumbHash } from 'thumbhash';
 import { fitInside } from './encode.stage.ts';
@@ -9,6 +9,13 @@ import type { RawImage } from './types.ts';
 
 /** ThumbHash reads at most 100×100 pixels. */
 export const THUMBHASH_MAX_SIDE = 100;
+/**
+ * What it is given: 32 px on the long side. Its DCT keeps at most 7 frequencies per axis, which 32 samples
+ * carry (the placeholder renders within ~2/255 of one from 100 px, test/unit/thumbhash.stage.test.ts), and the
+ * reference encoder's loops, which V8 often runs unoptimized once per image, do a tenth of the work: 0.6–1 ms a
+ * hash with the box filter, against 1.1–1.4 (spikes to 10–15 ms) from 100 px (bench/README.md).
+ */
+export const THUMBHASH_INPUT_SIDE = 32;
 
 /** Encodes a ≤ 100×100 RGBA image (not premultiplied) as a base64 ThumbHash. */
 export function thumbhash(rgba: RawImage): string {
@@ -27,15 +34,15 @@ export function thumbhash(rgba: RawImage): string {
   return Buffer.from(rgbaToThumbHash(width, height, data)).toString('base64');
 }
 
-/** The ThumbHash of an RGB or RGBA image of any size (in practice the thumb variant's first frame). */
+/** The ThumbHash of an RGB or RGBA image of any size (in practice the thumb variant's first frame), from ≤ 32 px. */
 export function thumbhashOf(pixels: RawImage): string {
-  return thumbhash(shrinkToRgba(pixels, THUMBHASH_MAX_SIDE));
+  return thumbhash(shrinkToRgba(pixels, THUMBHASH_INPUT_SIDE));
 }
 
 /**
  * Fits an RGB or RGBA image inside max×max as RGBA (never enlarging), each output pixel the mean of the
- * source pixels its area covers (a box filter: what ThumbHash's own low-pass DCT needs, and ~0.3 ms on a
- * 320 px thumb where a sharp resize round trip costs more). Colours are averaged weighted by alpha, so fully
+ * source pixels its area covers (a box filter: what ThumbHash's own low-pass DCT needs; ~0.4–0.7 ms on a
+ * 320 px thumb, no libuv round trip). Colours are averaged weighted by alpha, so fully
  * transparent pixels do not bleed their (meaningless) colour into their neighbours.
  */
 export function shrinkToRgba(pixels: RawImage, max: number): RawImage {

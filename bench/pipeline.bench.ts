@@ -180,12 +180,6 @@ async function throughput(rec: Recorder, mp: number, images: BenchImage[], round
     figure('pipeline', `${label}: machine now, 2 threads ÷ 1 (CPU-bound JS)`, '×', s.machine, {
       note: '2.0 on an idle 2-core machine',
     }),
-    figure(
-      'pipeline',
-      `${label}: cores busy at saturation, 2 workers ÷ machine scaling`,
-      '×',
-      ratios(busy.pool2, s.machine),
-    ),
     figure('pipeline', `${label}: pool 1 worker ÷ in-process`, '×', ratios(s.pool1, s.inProcess), {
       target: mp === 2 ? TARGETS.poolOverhead : asGoal(TARGETS.poolOverhead),
     }),

@@ -5,7 +5,7 @@
  *
  *   HTTP upload throughput ÷ the direct pipeline (same images, same 2 workers)   ≥ 0.8
  *   MediaPool of 1 worker ÷ processImage in-process (pool overhead ≤ 10 %)       ≥ 0.9
- *   ThumbHash CPU ÷ encoding the three variants of the same 2 MP images           ≤ 0.02
+ *   ThumbHash CPU ÷ encoding the three variants of the same 2 MP images           ≤ 0.015
  *   near-duplicate lookup at 100k hashes on PostgreSQL ÷ a full scan (p50)       ≤ 0.1
  *   cached feed page ÷ a Koa hello-world (requests/s), SQLite and PostgreSQL+Redis ≥ 0.35 (goal 0.5)
  *   Koa sending the same bytes ÷ a cached feed read, CPU in process (no sockets)  ≥ 0.3

@@ -14,11 +14,10 @@
  *   npm run bench:blocklist [-- --uploads 1m --entries 100k --db sqlite,postgres --probes 300 --rounds 3
  *                              --import 10k --matches 300 --batch N]
  */
-import { randomUUID } from 'node:crypto';
 import type { Database } from '../src/store/database.ts';
-import { chunksOf, hammingHex } from '../src/store/similarity/hamming.ts';
+import { hammingHex } from '../src/store/similarity/hamming.ts';
 import { similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
-import { BlocklistRepository } from '../src/store/moderation/blocklist.repository.ts';
+import { BlocklistRepository, blocklistRow } from '../src/store/moderation/blocklist.repository.ts';
 import { PhashSet } from '../src/store/moderation/phash-set.ts';
 import { ModerationRepository } from '../src/store/moderation/moderation.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
@@ -53,7 +52,6 @@ const DISTANCE = 8;
 const AT = new Date(Date.UTC(2026, 1, 1));
 
 const randomSha = (r: Rng) => randomHash(r) + randomHash(r) + randomHash(r) + randomHash(r);
-const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
 
 /** A random entry: a third SHA-256 only, a third perceptual hash only, a third both. */
 function randomEntry(i: number, r: Rng): NewBlocklistEntry {
@@ -105,22 +103,7 @@ async function seedEntries(db: Database, count: number, r: Rng) {
     insertRows(
       db,
       'blocklist',
-      rows.map((e, i) => {
-        const c = e.phash ? chunksOf(e.phash) : [null, null, null, null];
-        return {
-          id: randomUUID(),
-          sha256: e.sha256,
-          phash: e.phash,
-          ph0: c[0],
-          ph1: c[1],
-          ph2: c[2],
-          ph3: c[3],
-          entry_key: entryKey(e),
-          reason: e.reason,
-          source: 'import',
-          created_at: d.date(new Date(AT.getTime() - (count - i) * 1000)),
-        };
-      }),
+      rows.map((e, i) => blocklistRow(d, e, 'import', new Date(AT.getTime() - (count - i) * 1000))),
     ),
   );
   await analyze(db);

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
+import { currentMetrics, stageRuns, startApp, type TestApp } from '../support/app.ts';
 import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
@@ -317,16 +317,7 @@ describe('reports are rate limited', () => {
 });
 
 describe('blocklist', () => {
-  const stages = async () => {
-    const text = await currentMetrics(app);
-    const count = (stage: string) =>
-      Number(
-        new RegExp(`^pixvote_pipeline_stage_duration_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(
-          text,
-        )?.[1] ?? 0,
-      );
-    return { decode: count('decode'), phash: count('phash'), encode: count('encode') };
-  };
+  const stages = () => stageRuns(app);
 
   test('remove + block exact: the same bytes are refused before any decoding; nothing is stored', async () => {
     const { id, bytes } = await image();

@@ -87,3 +87,14 @@ export async function startApp(
 export function currentMetrics(app: TestApp): Promise<string> {
   return app.composed.metrics.registry.metrics();
 }
+
+/** How many times each pipeline stage has run (its duration histogram's count): what an upload cost the workers. */
+export async function stageRuns(app: TestApp): Promise<{ decode: number; phash: number; encode: number }> {
+  const text = await currentMetrics(app);
+  const count = (stage: string) =>
+    Number(
+      new RegExp(`^pixvote_pipeline_stage_duration_seconds_count\\{stage="${stage}"\\} (\\d+)$`, 'm').exec(text)?.[1] ??
+        0,
+    );
+  return { decode: count('decode'), phash: count('phash'), encode: count('encode') };
+}

@@ -25,6 +25,24 @@ import { PhashSet } from './phash-set.ts';
 
 const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
 
+/** A blocklist row for an entry: a fresh id, the perceptual hash's chunks, and the key that makes it unique. */
+export function blocklistRow(d: Dialect, e: NewBlocklistEntry, source: 'moderation' | 'import', at: Date) {
+  const c = e.phash ? chunksOf(e.phash) : [null, null, null, null];
+  return {
+    id: randomUUID(),
+    sha256: e.sha256,
+    phash: e.phash,
+    ph0: c[0],
+    ph1: c[1],
+    ph2: c[2],
+    ph3: c[3],
+    entry_key: entryKey(e),
+    reason: e.reason,
+    source,
+    created_at: d.date(at),
+  };
+}
+
 /** Rows per multi-row insert: well under both databases' limits of bound parameters. */
 const INSERT_CHUNK = 500;
 
@@ -45,24 +63,7 @@ export async function addBlocklistEntries(
     const part = unique.slice(i, i + INSERT_CHUNK);
     const rows = await db
       .insertInto('blocklist')
-      .values(
-        part.map((e) => {
-          const c = e.phash ? chunksOf(e.phash) : [null, null, null, null];
-          return {
-            id: randomUUID(),
-            sha256: e.sha256,
-            phash: e.phash,
-            ph0: c[0],
-            ph1: c[1],
-            ph2: c[2],
-            ph3: c[3],
-            entry_key: entryKey(e),
-            reason: e.reason,
-            source: opts.source,
-            created_at: d.date(opts.at),
-          };
-        }),
-      )
+      .values(part.map((e) => blocklistRow(d, e, opts.source, opts.at)))
       .onConflict((oc) => oc.column('entry_key').doNothing())
       .returning(['id', 'reason'])
       .execute();

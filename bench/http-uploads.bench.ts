@@ -1,7 +1,8 @@
 /**
  * Image uploads end to end: multipart POSTs of distinct 2 MP JPEGs from concurrent keep-alive clients to the
  * app running as `npm start` runs it (its own process, WORKERS=2, person detection on), beside the same
- * images through a MediaPool of the same size in this process, in interleaved rounds. Each round's uploads
+ * images through a MediaPool of the same size in this process, and beside the same app with HUMAN_POLICY=off
+ * (the yardstick of detection's cost), in interleaved rounds. Each round's uploads
  * are deleted afterwards (outside the timing), so the next round uploads the same bytes as new images.
  * Then a 12 MP JPEG upload, one at a time, for its latency.
  *
@@ -73,17 +74,30 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
     env: appEnv({ ...bdb.env, WORKERS: String(opts.workers), HUMAN_POLICY: POLICY }),
     logFile: path.join(bdb.dataDir, 'server.log'),
   });
+  const bdbOff = await createBenchDatabase(opts.db);
+  const appOff = await startServer({
+    env: appEnv({ ...bdbOff.env, WORKERS: String(opts.workers), HUMAN_POLICY: 'off' }),
+    logFile: path.join(bdbOff.dataDir, 'server.log'),
+  });
   const client = new LoadClient(app.url, opts.clients);
+  const clientOff = new LoadClient(appOff.url, opts.clients);
   const pool = await startPool(opts.workers, POLICY);
   const where = `${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}, ${opts.workers} workers`;
   try {
     const token = await register(client, 'bench_uploader');
+    const tokenOff = await register(clientOff, 'bench_uploader_off');
     const rounds: Round[] = [];
+    const roundsOff: Round[] = [];
     const directCpu: number[] = [];
     const subjects = {
       http: async () => {
         const r = await httpRound(app, client, token, images);
         rounds.push(r);
+        return r.rate;
+      },
+      httpOff: async () => {
+        const r = await httpRound(appOff, clientOff, tokenOff, images);
+        roundsOff.push(r);
         return r.rate;
       },
       direct: async () => {
@@ -94,6 +108,7 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
     };
     await interleave(1, subjects); // warm-up: connections, JIT, the database's first pages
     rounds.length = 0;
+    roundsOff.length = 0;
     directCpu.length = 0;
     const s = await interleave(opts.rounds, subjects);
     const label = `2 MP, ${where}, ${opts.clients} clients`;
@@ -112,6 +127,21 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
         `${label}: HTTP upload latency p95`,
         'ms',
         rounds.map((r) => r.p95),
+      ),
+      figure('http-uploads', `${label}: HTTP uploads, detection off`, 'images/s', s.httpOff),
+      figure('http-uploads', `${label}: HTTP uploads, detection on ÷ off`, '×', ratios(s.http, s.httpOff), {
+        target: TARGETS.detectionOnVsOff,
+        note: `HUMAN_POLICY=${POLICY} ÷ off, same server build, same images`,
+      }),
+      figure(
+        'http-uploads',
+        `${label}: app CPU per image, detection off ÷ on`,
+        '×',
+        ratios(
+          roundsOff.map((r) => r.cpuMsPerImage),
+          rounds.map((r) => r.cpuMsPerImage),
+        ),
+        { note: 'the throughput ratio measured in CPU, which a busy shared machine disturbs less' },
       ),
       figure('http-uploads', `${label}: direct pipeline (MediaPool, same images)`, 'images/s', s.direct),
       figure('http-uploads', `${label}: HTTP ÷ direct pipeline`, '×', ratios(s.http, s.direct), {
@@ -133,8 +163,11 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
     if (opts.latency12) await latency12(rec, app, client, token, where);
   } finally {
     await client.close();
+    await clientOff.close();
     await pool.close();
     await app.stop();
+    await appOff.stop();
+    await bdbOff.dispose();
     await bdb.dispose();
     await rm(staging, { recursive: true, force: true });
   }

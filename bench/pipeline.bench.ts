@@ -8,6 +8,7 @@
  *
  *   npm run bench:pipeline [-- --sizes 2,12 --rounds 5 --no-rss]
  *   npm run bench:pipeline -- --webp-efforts      size and ms of the three variants at WebP effort 0..6
+ *   npm run bench:pipeline -- --thumbhash         ThumbHash CPU ÷ encode CPU only (what bench:ci guards)
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,17 +29,18 @@ import {
   freshDir,
   inProcessRate,
   poolRate,
+  poolRun,
   setupLikeTheApp,
   sharpRate,
   startPool,
-  vipsRate,
+  vipsRun,
   vipsVersion,
   writeImages,
 } from './support/pipeline-subjects.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { TARGETS, asGoal } from './support/targets.ts';
 import { NODE_TS } from './support/server-process.ts';
-import { stageCosts, webpEfforts } from './support/stage-costs.ts';
+import { stageCosts, thumbhashCost, webpEfforts } from './support/stage-costs.ts';
 import { cpuAndWall, interleave, ratios, summarize } from './support/stats.ts';
 import { CpuYardstick } from './support/cpu-yardstick.ts';
 
@@ -62,6 +64,7 @@ export async function pipelineBench(rec: Recorder, opts: PipelineOptions): Promi
     for (const mp of opts.sizes) sets.set(mp, await jpegs(mp, COUNT[mp] ?? 4));
     for (const [mp, images] of sets)
       await stageCosts(rec, `${mp} MP`, images, detector, await freshDir(path.join(dir, 'stages')));
+    await thumbhashCost(rec, { megapixels: 2, images: 4, rounds: opts.rounds });
 
     const pools = {
       one: await startPool(1, POLICY),
@@ -99,35 +102,48 @@ async function throughput(rec: Recorder, mp: number, images: BenchImage[], round
   const label = `${mp} MP`;
   const files = await writeImages(images, path.join(x.dir, `files-${mp}`));
   const staging = path.join(x.dir, 'staging');
-  const cores: Record<string, number[]> = {};
-  // Cores busy while it ran (CPU time of this process ÷ wall time): a single worker already uses more than one.
-  const busy = (name: string, fn: () => Promise<number>) => async () => {
-    const { value, cpuMs, wallMs } = await cpuAndWall(fn);
-    (cores[name] ??= []).push(cpuMs / wallMs);
-    return value;
+  // Per round, of each pool: cores busy while it was saturated (CPU time of this process ÷ wall time, up to the
+  // moment the queue ran dry) and images per busy core-second over the whole run (images ÷ CPU seconds).
+  const busy: Record<'pool1' | 'pool2', number[]> = { pool1: [], pool2: [] };
+  const perCoreSecond: Record<'pool1' | 'pool2', number[]> = { pool1: [], pool2: [] };
+  const vipsPerCoreSecond: number[] = [];
+  const measured = (name: 'pool1' | 'pool2', pool: MediaPool, workers: number) => async () => {
+    const r = await poolRun(pool, images, staging, POLICY, workers);
+    busy[name].push(r.saturated.cpuMs / r.saturated.wallMs);
+    perCoreSecond[name].push((images.length * 1000) / r.cpuMs);
+    return r.rate;
   };
   const subjects: Record<string, () => Promise<number>> = {
-    pool1: busy('pool1', () => poolRate(x.one, images, staging, POLICY)),
-    pool2: busy('pool2', () => poolRate(x.two, images, staging, POLICY)),
+    pool1: measured('pool1', x.one, 1),
+    pool2: measured('pool2', x.two, 2),
     pool2off: () => poolRate(x.twoOff, images, staging, 'off'),
     inProcess: () => inProcessRate(images, x.detector, staging, POLICY),
     sharp: () => sharpRate(images, 2),
     machine: () => x.machine.scaling(),
-    ...(x.vips ? { vips: () => vipsRate(files, 2, path.join(x.dir, 'vips')) } : {}),
+    machineCores: () => x.machine.cores(),
+    ...(x.vips
+      ? {
+          vips: async () => {
+            const r = await vipsRun(files, 2, path.join(x.dir, 'vips'));
+            vipsPerCoreSecond.push((images.length * 1000) / r.cpuMs);
+            return r.rate;
+          },
+        }
+      : {}),
   };
   await interleave(1, subjects); // warm-up
+  for (const xs of [...Object.values(busy), ...Object.values(perCoreSecond), vipsPerCoreSecond]) xs.length = 0;
   const s = (await interleave(rounds, subjects)) as Record<
-    'pool1' | 'pool2' | 'pool2off' | 'inProcess' | 'sharp' | 'machine',
+    'pool1' | 'pool2' | 'pool2off' | 'inProcess' | 'sharp' | 'machine' | 'machineCores',
     number[]
   > & { vips?: number[] };
   const scaling = ratios(s.pool2, s.pool1);
+  const note = (xs: number[]) => `${summarize(xs).median.toFixed(2)} cores busy at saturation`;
   rec.add(
     figure('pipeline', `${label}: pool, 1 worker`, 'images/s', s.pool1, {
-      note: `${images.length} distinct images per run; ${summarize(cores.pool1!).median.toFixed(2)} cores busy`,
+      note: `${images.length} distinct images per run; ${note(busy.pool1)}`,
     }),
-    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, {
-      note: `${summarize(cores.pool2!).median.toFixed(2)} cores busy`,
-    }),
+    figure('pipeline', `${label}: pool, 2 workers`, 'images/s', s.pool2, { note: note(busy.pool2) }),
     figure('pipeline', `${label}: pool, 2 workers, detection off`, 'images/s', s.pool2off),
     figure('pipeline', `${label}: processImage in-process (1 at a time)`, 'images/s', s.inProcess),
     figure('pipeline', `${label}: sharp direct, 3 sizes (2 at a time)`, 'images/s', s.sharp),
@@ -135,11 +151,35 @@ async function throughput(rec: Recorder, mp: number, images: BenchImage[], round
   if (s.vips)
     rec.add(figure('pipeline', `${label}: vips CLI, 3 sizes (2 at a time)`, 'images/s', s.vips, { note: x.vips! }));
   rec.add(
-    figure('pipeline', `${label}: 2 workers ÷ 1 worker`, '×', scaling, { target: TARGETS.workerScaling }),
+    figure('pipeline', `${label}: images per busy core-second, 1 worker`, 'images/s', perCoreSecond.pool1),
+    figure('pipeline', `${label}: images per busy core-second, 2 workers`, 'images/s', perCoreSecond.pool2),
+    figure(
+      'pipeline',
+      `${label}: images per busy core-second, 2 workers ÷ 1 worker`,
+      '×',
+      ratios(perCoreSecond.pool2, perCoreSecond.pool1),
+      { target: TARGETS.coreSecondScaling, note: 'the CPU a second worker wastes (contention, idling threads)' },
+    ),
+    figure('pipeline', `${label}: cores busy at saturation, 1 worker`, 'cores', busy.pool1, {
+      note: "libvips' and libuv's threads beside the worker's own",
+    }),
+    figure('pipeline', `${label}: cores busy at saturation, 2 workers`, 'cores', busy.pool2, {
+      target: TARGETS.coresBusy,
+      note: `of 2; two CPU-bound threads got ${summarize(s.machineCores).median.toFixed(2)} in the same rounds`,
+    }),
+    figure(
+      'pipeline',
+      `${label}: cores busy at saturation, 2 workers ÷ what 2 CPU-bound threads got`,
+      '×',
+      ratios(busy.pool2, s.machineCores),
+      { target: TARGETS.coresBusyVsMachine, note: 'the same goal on a machine shared with other work' },
+    ),
+    figure('pipeline', `${label}: 2 workers ÷ 1 worker`, '×', scaling, {
+      note: 'throughput; no target: one worker already keeps more than one core busy',
+    }),
     figure('pipeline', `${label}: machine now, 2 threads ÷ 1 (CPU-bound JS)`, '×', s.machine, {
       note: '2.0 on an idle 2-core machine',
     }),
-    figure('pipeline', `${label}: 2 workers ÷ 1 worker, ÷ machine scaling`, '×', ratios(scaling, s.machine)),
     figure('pipeline', `${label}: pool 1 worker ÷ in-process`, '×', ratios(s.pool1, s.inProcess), {
       target: mp === 2 ? TARGETS.poolOverhead : asGoal(TARGETS.poolOverhead),
     }),
@@ -153,6 +193,16 @@ async function throughput(rec: Recorder, mp: number, images: BenchImage[], round
       figure('pipeline', `${label}: whole pipeline ÷ vips CLI`, '×', ratios(s.pool2, s.vips), {
         target: TARGETS.pipelineVsVips,
       }),
+      figure('pipeline', `${label}: vips CLI, images per busy core-second`, 'images/s', vipsPerCoreSecond, {
+        note: "the vips processes' user + system time",
+      }),
+      figure(
+        'pipeline',
+        `${label}: whole pipeline ÷ vips CLI, images per busy core-second`,
+        '×',
+        ratios(perCoreSecond.pool2, vipsPerCoreSecond),
+        { note: 'CPU, not wall time: what a machine shared with other work cannot skew' },
+      ),
     );
 }
 
@@ -331,10 +381,13 @@ if (isMain(import.meta.url)) {
       rounds: { type: 'string', default: '5' },
       'no-rss': { type: 'boolean' },
       'webp-efforts': { type: 'boolean' },
+      thumbhash: { type: 'boolean' },
     },
     (rec, v) =>
       v['webp-efforts']
         ? webpEfforts(rec)
-        : pipelineBench(rec, { sizes: numbers(String(v.sizes)), rounds: Number(v.rounds), rss: !v['no-rss'] }),
+        : v.thumbhash
+          ? thumbhashCost(rec, { megapixels: 2, images: 4, rounds: Number(v.rounds) })
+          : pipelineBench(rec, { sizes: numbers(String(v.sizes)), rounds: Number(v.rounds), rss: !v['no-rss'] }),
   );
 }

@@ -4,7 +4,9 @@
  * mostly 2–4 MP JPEGs, some 12 MP JPEGs, PNG screenshots and animated GIFs — from the same number of
  * concurrent clients to each, in interleaved rounds. Prints throughput, p50/p95 latency and memory per
  * count, and recommends the smallest count within 5 % of the best throughput: more threads than that only
- * add memory and latency.
+ * add memory and latency. Beside each count, from the server process's CPU time: the cores it kept busy
+ * (≥ 0.95 of the machine's at saturation) and images per busy core-second against WORKERS=1 (≥ 0.95×: a
+ * thread more wastes no CPU).
  *
  *   npm run tune-workers [-- --max 4 --rounds 3 --clients 8 --images 20]
  */
@@ -18,7 +20,9 @@ import { imageMix, type BenchImage } from './support/images.ts';
 import { POLICY } from './support/pipeline-subjects.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { appEnv, startServer, type ServerProcess } from './support/server-process.ts';
-import { interleave, median } from './support/stats.ts';
+import { CpuYardstick } from './support/cpu-yardstick.ts';
+import { interleave, median, ratios } from './support/stats.ts';
+import { TARGETS } from './support/targets.ts';
 
 interface Instance {
   workers: number;
@@ -28,16 +32,24 @@ interface Instance {
   token: string;
   p50: number[];
   p95: number[];
+  /** Per round: cores the server process kept busy (its CPU time ÷ wall time) and images per busy core-second. */
+  cores: number[];
+  perCoreSecond: number[];
 }
 
 async function round(x: Instance, images: readonly BenchImage[]): Promise<number> {
   const requests = images.map((img) => uploadRequest(img, x.token));
   const ids: string[] = [];
+  const cpu = x.app.cpuMs();
+  const started = performance.now();
   const res = await x.client.run({
     next: (i) => requests[i] ?? null,
     keepBodies: true,
     onResponse: (r) => ids.push(createdId(r.status, r.body)),
   });
+  const cpuMs = x.app.cpuMs() - cpu;
+  x.cores.push(cpuMs / (performance.now() - started));
+  x.perCoreSecond.push((images.length * 1000) / cpuMs);
   await deleteUploads(x.client, x.token, ids);
   x.p50.push(res.p50);
   x.p95.push(res.p95);
@@ -60,6 +72,7 @@ export async function tuneWorkers(
       `HUMAN_POLICY=${POLICY} (detection runs as under reject)`,
   );
   const instances: Instance[] = [];
+  const machine = new CpuYardstick();
   try {
     for (let workers = 1; workers <= opts.max; workers++) {
       const db = await createBenchDatabase('sqlite');
@@ -71,11 +84,23 @@ export async function tuneWorkers(
       });
       const app = await startServer({ env, logFile: path.join(db.dataDir, 'server.log') });
       const client = new LoadClient(app.url, opts.clients);
-      instances.push({ workers, db, app, client, token: await register(client, `tuner_${workers}`), p50: [], p95: [] });
+      instances.push({
+        workers,
+        db,
+        app,
+        client,
+        token: await register(client, `tuner_${workers}`),
+        p50: [],
+        p95: [],
+        cores: [],
+        perCoreSecond: [],
+      });
     }
     const subjects = Object.fromEntries(instances.map((x) => [String(x.workers), () => round(x, images)]));
+    // What the machine gives right now (shared with other work?): cores two CPU-bound threads get, same rounds.
+    subjects.machine = () => machine.cores();
     await interleave(1, subjects); // warm-up: every thread has seen every kind of image
-    for (const x of instances) x.p50.length = x.p95.length = 0;
+    for (const x of instances) x.p50.length = x.p95.length = x.cores.length = x.perCoreSecond.length = 0;
     const s = await interleave(opts.rounds, subjects);
 
     const best = Math.max(...instances.map((x) => median(s[String(x.workers)]!)));
@@ -86,6 +111,17 @@ export async function tuneWorkers(
         figure('tune-workers', `WORKERS=${x.workers}: throughput`, 'images/s', rate, {
           note: `${((100 * median(rate)) / best).toFixed(0)} % of the best`,
         }),
+        figure('tune-workers', `WORKERS=${x.workers}: cores busy`, 'cores', x.cores, {
+          note: `of ${availableParallelism()}; the server process's CPU time ÷ wall time over a round`,
+        }),
+        figure('tune-workers', `WORKERS=${x.workers}: images per busy core-second`, 'images/s', x.perCoreSecond),
+        figure(
+          'tune-workers',
+          `WORKERS=${x.workers}: images per busy core-second ÷ WORKERS=1`,
+          '×',
+          ratios(x.perCoreSecond, instances[0]!.perCoreSecond),
+          x.workers === 2 ? { target: TARGETS.coreSecondScaling } : {},
+        ),
         figure('tune-workers', `WORKERS=${x.workers}: latency p50`, 'ms', x.p50),
         figure('tune-workers', `WORKERS=${x.workers}: latency p95`, 'ms', x.p95),
         figure('tune-workers', `WORKERS=${x.workers}: peak RSS of the process`, 'MB', mem?.peakMb ?? Number.NaN, {
@@ -95,19 +131,46 @@ export async function tuneWorkers(
     }
     const pick = instances.find((x) => median(s[String(x.workers)]!) >= 0.95 * best)!;
     const top = instances.find((x) => median(s[String(x.workers)]!) === best)!;
+    const cores = availableParallelism();
+    const efficiency = (x: Instance) => median(ratios(x.perCoreSecond, instances[0]!.perCoreSecond));
     rec.note(
-      `recommended WORKERS=${pick.workers} on this ${availableParallelism()}-core machine: ` +
+      `recommended WORKERS=${pick.workers} on this ${cores}-core machine: ` +
         `${median(s[String(pick.workers)]!).toFixed(2)} images/s, ` +
         (pick === top
           ? `the best throughput measured`
           : `${((100 * median(s[String(pick.workers)]!)) / best).toFixed(0)} % of the best ` +
             `(WORKERS=${top.workers}, ${best.toFixed(2)} images/s)`) +
-        `, p95 ${median(pick.p95).toFixed(0)} ms. ` +
+        `, p95 ${median(pick.p95).toFixed(0)} ms; ` +
+        `${median(pick.cores).toFixed(2)} of ${cores} cores busy ` +
+        `(goal ≥ ${(0.95 * cores).toFixed(1)} at saturation), ` +
+        `images per busy core-second ${efficiency(pick).toFixed(2)}× WORKERS=1's (goal ≥ 0.95: no CPU wasted). ` +
         'More workers than this add memory (each thread holds a detector and image buffers) ' +
         'and latency without adding throughput: ' +
         "the cores are already busy, and the gateway's own thread needs some of them.",
     );
+    const got = median(s.machine!);
+    rec.add(
+      figure('tune-workers', 'two CPU-bound threads got', 'cores', s.machine!, {
+        note: `of ${cores}, in the same rounds: less when other work shares the machine`,
+      }),
+    );
+    const idle = instances.find((x) => x.workers >= pick.workers && median(x.cores) >= 0.95 * cores);
+    if (!idle)
+      rec.note(
+        `no WORKERS up to ${opts.max} kept ${(0.95 * cores).toFixed(1)} cores busy; two CPU-bound threads got ` +
+          `${got.toFixed(2)} in the same rounds` +
+          (got < 0.95 * Math.min(2, cores)
+            ? ': the machine is shared with other work right now, so that goal cannot be judged here.'
+            : ': the clients do not saturate the server (raise --clients).'),
+      );
+    const wasteful = instances.filter((x) => x.workers > 1 && efficiency(x) < 0.95);
+    if (wasteful.length)
+      rec.note(
+        "images per busy core-second fell below 0.95× WORKERS=1's at " +
+          `WORKERS=${wasteful.map((x) => x.workers).join(', ')}: those threads spend CPU on contention, not images.`,
+      );
   } finally {
+    await machine.close();
     for (const x of instances) {
       await x.client.close();
       await x.app.stop();

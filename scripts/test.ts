@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
 import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
+import { s3Unreachable, TEST_S3_ENDPOINT } from '../test/support/s3.ts';
 
 const args = process.argv.slice(2);
 const dbArg = args.find((a) => a.startsWith('--db='))?.slice(5);
@@ -93,6 +94,11 @@ if (dbArg !== 'sqlite') {
     ok &&= passed;
   }
 }
+
+// The object-storage tests (test/http/object-storage*.test.ts, media-migrate) need the S3 server of
+// scripts/s3-server.sh; without it they skip (they fail under PIXVOTE_REQUIRE_SERVICES=1, as in CI).
+const s3Why = await s3Unreachable();
+results.push(`object storage: ${s3Why ? `tests SKIPPED — ${s3Why}` : `S3 server at ${TEST_S3_ENDPOINT}`}`);
 
 console.log('\n=== summary');
 for (const r of results) console.log(`- ${r}`);

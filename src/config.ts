@@ -19,6 +19,17 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
+  /**
+   * Where image variants live: null for `$DATA_DIR/media` on local disk, else an S3 bucket and key prefix
+   * (`MEDIA_STORE=s3://BUCKET[/PREFIX]`; endpoint, region and credentials are the AWS SDK's own variables).
+   */
+  readonly mediaStore: Readonly<S3Settings> | null;
+  /** With object storage: image GETs answer 302 to a short-lived presigned URL. */
+  readonly mediaRedirect: boolean;
+  /** With object storage: objects no row references are swept once older than this (upload in flight before). */
+  readonly mediaSweepGraceSeconds: number;
+  /** With object storage: how long a request may wait on the store (to connect, or in silence) before it fails. */
+  readonly mediaStoreTimeoutMs: number;
   readonly databaseUrl: string | null;
   readonly redisUrl: string | null;
   /** Prefix for every Redis key, so several deployments (or test runs) can share one Redis. */
@@ -49,6 +60,18 @@ export interface Config {
   readonly modelsDir: string;
   /** Gateway processes started by `npm start` (1 = no cluster). */
   readonly processes: number;
+}
+
+/** Object storage as MEDIA_STORE and the AWS SDK's variables name it (null: what the SDK finds by itself). */
+export interface S3Settings {
+  bucket: string;
+  /** Key prefix, empty or ending in `/`. */
+  prefix: string;
+  /** AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL: an S3-compatible server, addressed path-style. */
+  endpoint: string | null;
+  region: string | null;
+  /** AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN); null: the SDK's default chain. */
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | null;
 }
 
 export class ConfigError extends Error {
@@ -98,6 +121,23 @@ const schema = z.object({
   PORT: port.prefault('3000'),
   HOST: z.string().min(1).default('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./data'),
+  MEDIA_STORE: z
+    .string()
+    .regex(
+      /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[\w!.*'()/-]*)?$/,
+      'expected s3://BUCKET or s3://BUCKET/PREFIX (or unset for local disk)',
+    )
+    .optional(),
+  MEDIA_REDIRECT: bool.prefault('false'),
+  MEDIA_STORE_TIMEOUT: duration.prefault('15s'),
+  MEDIA_SWEEP_GRACE: z
+    .string()
+    .transform((v, ctx) => {
+      const s = /^0+[smhd]?$/.test(v) ? 0 : parseDuration(v);
+      if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 0s, 90s, 15m or 1h' });
+      return s ?? 0;
+    })
+    .prefault('1h'),
   DATABASE_URL: url(['postgres', 'postgresql']).optional(),
   REDIS_URL: url(['redis', 'rediss']).optional(),
   REDIS_PREFIX: z
@@ -186,6 +226,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (input.NEAR_DUPLICATE_INDEX === 'sqlite-vec' && input.DATABASE_URL) {
     problems.push('NEAR_DUPLICATE_INDEX=sqlite-vec: only available on SQLite (DATABASE_URL selects PostgreSQL)');
   }
+  if (input.MEDIA_REDIRECT && bool.safeParse(input.MEDIA_REDIRECT).data && !input.MEDIA_STORE) {
+    problems.push('MEDIA_REDIRECT=true: needs object storage (MEDIA_STORE=s3://BUCKET[/PREFIX])');
+  }
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const nodeEnv = e.NODE_ENV;
@@ -197,6 +240,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     dataDir,
+    mediaStore: e.MEDIA_STORE ? mediaStoreOf(e.MEDIA_STORE, env) : null,
+    mediaRedirect: e.MEDIA_REDIRECT,
+    mediaSweepGraceSeconds: e.MEDIA_SWEEP_GRACE,
+    mediaStoreTimeoutMs: e.MEDIA_STORE_TIMEOUT * 1000,
     databaseUrl: e.DATABASE_URL ?? null,
     redisUrl: e.REDIS_URL ?? null,
     redisPrefix: e.REDIS_PREFIX,
@@ -231,6 +278,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseWaitMs: e.DATABASE_WAIT_MS,
     modelsDir: e.MODELS_DIR ? resolve(e.MODELS_DIR) : DEFAULT_MODELS_DIR,
     processes: e.PROCESSES,
+  });
+}
+
+/**
+ * `s3://BUCKET[/PREFIX]` → the bucket, a key prefix ending in `/` (or empty), and what the AWS SDK's own
+ * variables say of the endpoint, region and credentials (read here, from the environment given).
+ */
+export function mediaStoreOf(value: string, env: NodeJS.ProcessEnv): S3Settings {
+  const rest = value.slice('s3://'.length);
+  const slash = rest.indexOf('/');
+  const trimmed = slash < 0 ? '' : rest.slice(slash + 1).replace(/^\/+|\/+$/g, '');
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  return Object.freeze({
+    bucket: slash < 0 ? rest : rest.slice(0, slash),
+    prefix: trimmed ? `${trimmed}/` : '',
+    endpoint: env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || null,
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || null,
+    credentials:
+      accessKeyId && secretAccessKey
+        ? { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) }
+        : null,
   });
 }
 

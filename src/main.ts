@@ -25,6 +25,7 @@ import { createLimiter } from './store/rate-limiter.ts';
 import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
 import { FileMediaStore } from './store/media-store.ts';
+import { S3MediaStore } from './store/s3-media-store.ts';
 import { UploadRepository } from './store/repositories/upload.repository.ts';
 import { VoteRepository } from './store/repositories/vote.repository.ts';
 import { similarityIndexFor } from './store/similarity/similarity-index.ts';
@@ -96,7 +97,7 @@ interface Resources {
   log: Logger;
   db: Database;
   redis: Redis | null;
-  media: FileMediaStore;
+  media: FileMediaStore | S3MediaStore;
   metrics: Metrics;
   passwordHashes: PasswordHashPool;
   pool: MediaPool;
@@ -178,9 +179,16 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
 
   let pool: MediaPool | null = null;
   const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
-  const media = new FileMediaStore(config.dataDir);
+  // MEDIA_STORE=s3://…: object storage (a missing bucket or refused credentials fail the start here).
+  const media = config.mediaStore
+    ? new S3MediaStore(config.dataDir, config.mediaStore, {
+        connectTimeoutMs: Math.min(3000, config.mediaStoreTimeoutMs),
+        requestTimeoutMs: config.mediaStoreTimeoutMs,
+      })
+    : new FileMediaStore(config.dataDir);
   releases.add(() => media.close());
   await media.init();
+  if (media instanceof S3MediaStore) log.info({ store: media.description }, 'media on object storage');
   const passwordHashes = new PasswordHashPool();
   releases.add(() => passwordHashes.close());
 
@@ -259,11 +267,15 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
   // Stored files are removed only under their lock, and only while no row references them.
   const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
+  // Object storage: objects no row references are removed once older than MEDIA_SWEEP_GRACE (in flight before).
   const sweep = async () => {
-    const staged = await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
+    const staged =
+      media instanceof S3MediaStore
+        ? await media.sweep((keys) => uploadsRepo.referencedAmong(keys), release, config.mediaSweepGraceSeconds)
+        : await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
     const garbage = await uploadsRepo.pendingGarbage();
     for (const key of garbage) await release(key);
-    if (staged.committed || staged.discarded || garbage.length)
+    if (staged.committed || staged.discarded || ('orphans' in staged && staged.orphans) || garbage.length)
       log.info({ ...staged, removed: garbage.length }, 'media recovered');
   };
   const feedCache = redis
@@ -350,11 +362,16 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
     { name: 'workers', check: async () => pool.ping() },
-    // Uploads are staged, then moved into the media directory: both must be there and writable.
+    // Uploads are staged, then moved into the media directory (or written to the object store): both must
+    // be there and writable (the bucket must answer).
     {
       name: 'media',
       check: async () => {
         const usable = (dir: string) => access(dir, fsConstants.R_OK | fsConstants.W_OK);
+        if (media instanceof S3MediaStore) {
+          await usable(media.local.stagingRoot);
+          return { store: 's3', ...(await media.check()) };
+        }
         await Promise.all([usable(media.root), usable(media.stagingRoot)]);
       },
     },
@@ -383,7 +400,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
         outcomes: uploadOutcomes,
         onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
       }),
-      imageRoutes({ uploads, media }),
+      imageRoutes({ uploads, media, redirect: config.mediaRedirect }),
       voteRoutes({ votes, voteLimiter: limiters.vote }),
       tagRoutes({ tags }),
       moderationRoutes({ moderation, reportLimiter: limiters.report }),

@@ -15,6 +15,7 @@ import { VARIANT_MAX_SIDE, type HumanPolicy, type PersonDetector } from '../../s
 import { MediaPool } from '../../src/workers/pool.ts';
 import { setupSharp, setupSharpProcess } from '../../src/workers/sharp-setup.ts';
 import { ownBuffer, type BenchImage } from './images.ts';
+import { clockTicks } from './server-process.ts';
 import { mapLimit } from './stats.ts';
 
 const run = promisify(execFile);
@@ -53,22 +54,56 @@ export async function freshDir(dir: string): Promise<string> {
 
 const rate = (count: number, started: number) => (count * 1000) / (performance.now() - started);
 
+export interface PoolRun {
+  /** Images per second over the whole run. */
+  rate: number;
+  /** CPU time of this process (every thread: workers, libvips' and libuv's threads, the main thread). */
+  cpuMs: number;
+  wallMs: number;
+  /**
+   * CPU and wall time while the pool was saturated: from the submission until the (images − workers)-th
+   * task settled, the moment the queue ran dry and a worker could first go idle.
+   */
+  saturated: { cpuMs: number; wallMs: number };
+}
+
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
 /** All images submitted at once: the pool's queue keeps every worker busy, as under load. */
+export async function poolRun(
+  pool: MediaPool,
+  images: readonly BenchImage[],
+  stagingDir: string,
+  policy: HumanPolicy,
+  workers: number,
+): Promise<PoolRun> {
+  await freshDir(stagingDir);
+  const buffers = images.map((i) => ownBuffer(i.bytes));
+  const saturatedUntil = Math.max(1, images.length - workers);
+  let settled = 0;
+  let saturated = { cpuMs: Number.NaN, wallMs: Number.NaN };
+  const cpu = cpuNow();
+  const started = performance.now();
+  await Promise.all(
+    buffers.map(async (bytes, i) => {
+      await pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 });
+      if (++settled === saturatedUntil) saturated = { cpuMs: cpuNow() - cpu, wallMs: performance.now() - started };
+    }),
+  );
+  const wallMs = performance.now() - started;
+  return { rate: (images.length * 1000) / wallMs, cpuMs: cpuNow() - cpu, wallMs, saturated };
+}
+
 export async function poolRate(
   pool: MediaPool,
   images: readonly BenchImage[],
   stagingDir: string,
   policy: HumanPolicy,
 ): Promise<number> {
-  await freshDir(stagingDir);
-  const buffers = images.map((i) => ownBuffer(i.bytes));
-  const started = performance.now();
-  await Promise.all(
-    buffers.map((bytes, i) =>
-      pool.process({ bytes, stagingDir, baseName: `p${i}`, humanPolicy: policy, humanThreshold: 1 }),
-    ),
-  );
-  return rate(images.length, started);
+  return (await poolRun(pool, images, stagingDir, policy, 1)).rate;
 }
 
 /** processImage in this process, one image after another (what one worker thread does). */
@@ -135,17 +170,31 @@ export async function writeImages(images: readonly BenchImage[], dir: string): P
 
 /** `vips thumbnail` once per size (auto-rotates, shrinks on load, strips metadata), one libvips thread each. */
 export async function vipsRate(files: readonly string[], concurrency: number, outDir: string): Promise<number> {
+  return (await vipsRun(files, concurrency, outDir)).rate;
+}
+
+/**
+ * The same, with the CPU time the vips processes used (user + system of the children a shell waited for, from
+ * its /proc/self/stat, in clock ticks), so it can be set against the pool's images per busy core-second.
+ */
+export async function vipsRun(
+  files: readonly string[],
+  concurrency: number,
+  outDir: string,
+): Promise<{ rate: number; cpuMs: number }> {
   await freshDir(outDir);
   const opts = `[Q=${WEBP_OPTIONS.quality},effort=${WEBP_OPTIONS.effort},strip]`;
   const env = { ...process.env, VIPS_CONCURRENCY: '1' };
+  let cpuMs = 0;
   const started = performance.now();
   await mapLimit(files, concurrency, async (file, i) => {
-    for (const side of SIDES)
-      await run(
-        'vips',
-        ['thumbnail', file, `${path.join(outDir, `v${i}-${side}.webp`)}${opts}`, String(side), '--size', 'down'],
-        { env },
-      );
+    const commands = SIDES.map((side, k) => `vips thumbnail "$1" "$${k + 2}" ${side} --size down`);
+    const outs = SIDES.map((side) => `${path.join(outDir, `v${i}-${side}.webp`)}${opts}`);
+    // Fields after the command name: cutime and cstime are the 14th and 15th.
+    const script = `${commands.join(' && ')} && cat /proc/$$/stat`;
+    const { stdout } = await run('sh', ['-c', script, 'sh', file, ...outs], { env });
+    const fields = stdout.slice(stdout.lastIndexOf(')') + 2).split(' ');
+    cpuMs += ((Number(fields[13]) + Number(fields[14])) * 1000) / clockTicks();
   });
-  return rate(files.length, started);
+  return { rate: (files.length * 1000) / (performance.now() - started), cpuMs };
 }

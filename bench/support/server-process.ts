@@ -48,7 +48,7 @@ export async function freePort(): Promise<number> {
 }
 
 let ticks: number | undefined;
-const clockTicks = () => {
+export const clockTicks = (): number => {
   if (ticks === undefined) {
     try {
       ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

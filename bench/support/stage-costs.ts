@@ -10,13 +10,13 @@ import { encodeVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.
 import { PHASH_INPUT_SIZE, phash } from '../../src/workers/pipeline/phash.stage.ts';
 import { detectPeople } from '../../src/workers/pipeline/detect-frames.ts';
 import { sniff } from '../../src/workers/pipeline/sniff.stage.ts';
-import { THUMBHASH_MAX_SIDE, thumbhash } from '../../src/workers/pipeline/thumbhash.stage.ts';
+import { THUMBHASH_MAX_SIDE, thumbhash, thumbhashOf } from '../../src/workers/pipeline/thumbhash.stage.ts';
 import type { PersonDetector } from '../../src/workers/pipeline/types.ts';
 import { jpegs, type BenchImage } from './images.ts';
 import { setupLikeTheApp } from './pipeline-subjects.ts';
 import { figure, type Recorder } from './report.ts';
 import { TARGETS } from './targets.ts';
-import { cpuAndWall, quantile } from './stats.ts';
+import { cpuAndWall, quantile, ratios } from './stats.ts';
 
 /** The stages in processImage's order, each timed alone; the first image is a warm-up. */
 export async function stageCosts(
@@ -45,12 +45,10 @@ export async function stageCosts(
       phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
     );
     await stage('detect', () => detectPeople(image, detector));
-    await stage('encode', () => encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }));
-    await stage('thumbhash', async () =>
-      thumbhash(
-        await derive(image, { width: THUMBHASH_MAX_SIDE, height: THUMBHASH_MAX_SIDE, fit: 'inside', channels: 4 }),
-      ),
+    const { thumbPixels } = await stage('encode', () =>
+      encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }),
     );
+    await stage('thumbhash', () => thumbhashOf(thumbPixels));
     if (i === 0) for (const k of Object.keys(cpu)) cpu[k]!.length = wall[k]!.length = 0; // the first pass only warms up
   }
   const total = cpu.sniff!.map((_, i) => Object.values(cpu).reduce((s, xs) => s + xs[i]!, 0));
@@ -65,6 +63,70 @@ export async function stageCosts(
   rec.add(
     figure('pipeline', `${label}: detection wall (${detector.backend})`, 'ms', wall.detect!, {
       target: TARGETS.detectionMs,
+    }),
+  );
+}
+
+/**
+ * What the ThumbHash costs, against the encoding that produced its input (the yardstick, same images, same
+ * rounds): CPU ms of `thumbhashOf` on the thumb variant's pixels (the mean of 20 warm runs per image, as in a
+ * worker that has seen a few images), of the way it was made before (sharp resizing the whole working buffer
+ * to ≤ 100 px, then the same hash), and of `encodeVariants`. bench:ci guards thumbhash ÷ encode.
+ */
+export async function thumbhashCost(rec: Recorder, opts: { megapixels: number; images: number; rounds: number }) {
+  await setupLikeTheApp();
+  const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-thumbhash-'));
+  const label = `${opts.megapixels} MP`;
+  const images = await Promise.all(
+    (await jpegs(opts.megapixels, opts.images)).map(async (img) => {
+      const decoded = await decode(new Uint8Array(img.bytes), { format: 'jpeg' });
+      if (!decoded.ok) throw new Error(decoded.message);
+      return decoded.image;
+    }),
+  );
+  const REPEAT = 20;
+  const ms = { thumbhash: [] as number[], before: [] as number[], encode: [] as number[] };
+  try {
+    for (let round = -1; round < opts.rounds; round++) {
+      const sum = { thumbhash: 0, before: 0, encode: 0 };
+      for (const [i, image] of images.entries()) {
+        const encoded = await cpuAndWall(() => encodeVariants(image, { stagingDir: dir, baseName: `t${i}` }));
+        sum.encode += encoded.cpuMs;
+        const { thumbPixels } = encoded.value;
+        sum.thumbhash +=
+          (
+            await cpuAndWall(() => {
+              for (let k = 0; k < REPEAT; k++) thumbhashOf(thumbPixels);
+            })
+          ).cpuMs / REPEAT;
+        sum.before += (
+          await cpuAndWall(async () =>
+            thumbhash(
+              await derive(image, {
+                width: THUMBHASH_MAX_SIDE,
+                height: THUMBHASH_MAX_SIDE,
+                fit: 'inside',
+                channels: 4,
+              }),
+            ),
+          )
+        ).cpuMs;
+      }
+      if (round < 0) continue; // warm-up
+      for (const k of ['thumbhash', 'before', 'encode'] as const) ms[k].push(sum[k] / images.length);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  rec.add(
+    figure('pipeline', `${label}: thumbhash CPU, from the thumb variant`, 'ms', ms.thumbhash, {
+      target: TARGETS.thumbhashMs,
+      note: `mean of ${opts.images} images × ${REPEAT} runs per round`,
+    }),
+    figure('pipeline', `${label}: thumbhash CPU, the way before (resize of the working buffer)`, 'ms', ms.before),
+    figure('pipeline', `${label}: encode CPU (the yardstick)`, 'ms', ms.encode),
+    figure('pipeline', `${label}: thumbhash CPU ÷ encode CPU`, '×', ratios(ms.thumbhash, ms.encode), {
+      target: TARGETS.thumbhashVsEncode,
     }),
   );
 }
@@ -84,7 +146,7 @@ export async function webpEfforts(rec: Recorder): Promise<void> {
         encodeVariants(decoded.image, { stagingDir: dir, baseName: `e${effort}`, webp: { ...WEBP_OPTIONS, effort } }),
       );
       if (i > 0) ms.push(cpuMs);
-      kib = value.reduce((s, v) => s + v.bytes, 0) / 1024;
+      kib = value.variants.reduce((s, v) => s + v.bytes, 0) / 1024;
     }
     rec.add(
       figure('webp-effort', `effort ${effort}: encode CPU (3 variants)`, 'ms', ms, { note: `${kib.toFixed(0)} KiB` }),

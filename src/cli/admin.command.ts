@@ -18,7 +18,7 @@ export const ADMIN_USAGE = `usage: pixvote admin grant USERNAME | pixvote admin 
 `;
 
 /** Where the server keeps its data, as src/config.ts reads it (without the variables this command does not need). */
-function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null; sqlitePath: string } {
+export function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null; sqlitePath: string } {
   const databaseUrl = env.DATABASE_URL || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
     throw new CliError(`DATABASE_URL=${databaseUrl}: expected a postgres or postgresql URL`);

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiClient, ApiError, NetworkError } from './api.client.ts';
 import { CliError, loadConfig, normalizeUrl, parseCommandArgs as parse, resolveTarget } from './cli-config.store.ts';
 import { runAdmin } from './admin.command.ts';
+import { runMedia } from './media.command.ts';
 import { runLogin, runLogout } from './login.command.ts';
 import { MOD_USAGE, parseModArgs } from './mod-args.ts';
 import { runMod } from './mod.command.ts';
@@ -74,6 +75,10 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
   admin grant USERNAME | admin revoke USERNAME
         Operator command, run on the server's machine with its environment: changes the stored role in the
         server's database directly (DATABASE_URL, or $DATA_DIR/app.db). See \`pixvote admin --help\`.
+
+  media migrate --to s3|disk
+        Operator command: copies every stored image variant to object storage or to local disk, verified by
+        SHA-256, resumable, while the service serves. See \`pixvote media --help\`.
 
   tune-workers [options] | bench [options] | fetch-models [DIR]
         Operator scripts of the checkout (also \`npm run <name>\`): the worker-count tuner, the benchmarks,
@@ -227,6 +232,7 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
   }
 
   if (command === 'admin') return runAdmin(rest, out);
+  if (command === 'media') return runMedia(rest, out);
 
   if (Object.hasOwn(SCRIPTS, command)) return runScript(command, rest);
   throw new CliError(`unknown command "${command}" (see \`pixvote --help\`)`);

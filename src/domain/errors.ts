@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'rate_limited'
   | 'busy'
+  | 'storage_unavailable'
   | 'method_not_allowed'
   | 'internal';
 
@@ -41,6 +42,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   payload_too_large: 413,
   rate_limited: 429,
   busy: 503,
+  storage_unavailable: 503,
   method_not_allowed: 405,
   internal: 500,
 });
@@ -83,6 +85,11 @@ export const errors = {
     new AppError('rate_limited', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
   busy: (message: string, retryAfterSeconds = 1) =>
     new AppError('busy', message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
+  /** The media store (disk or object storage) cannot be written or read now; nothing was stored. */
+  storageUnavailable: (message: string, retryAfterSeconds = 5) =>
+    new AppError('storage_unavailable', message, {
+      'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
+    }),
   /** `allow`: the methods the path serves, as the `Allow` header lists them. */
   methodNotAllowed: (message: string, allow: string) => new AppError('method_not_allowed', message, { Allow: allow }),
 } as const;

@@ -13,7 +13,7 @@
 import { hostname } from 'node:os';
 import { mkdir, open, readdir, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { MediaFiles, MediaStore } from '../domain/uploads/ports.ts';
+import type { ByteRange, MediaFiles, MediaStore, VariantRead } from '../domain/uploads/ports.ts';
 import { VARIANT_MAX_SIDE, type VariantName } from '../domain/uploads/processed-image.ts';
 
 export const VARIANTS = Object.keys(VARIANT_MAX_SIDE) as VariantName[];
@@ -77,6 +77,11 @@ export class FileMediaStore implements MediaStore, MediaFiles {
     const dir = this.stagingDir(key);
     await mkdir(dir, { recursive: true });
     return dir;
+  }
+
+  /** Nothing to do before the row: the files move into place after it (commit). */
+  async persist(): Promise<boolean> {
+    return false;
   }
 
   async commit(key: string, instance = this.instance): Promise<void> {
@@ -175,11 +180,29 @@ export class FileMediaStore implements MediaStore, MediaFiles {
     }
   }
 
+  async stat(key: string, variant: VariantName): Promise<{ size: number } | null> {
+    const st = await stat(this.variantPath(key, variant)).catch(() => null);
+    return st ? { size: st.size } : null;
+  }
+
   /**
-   * A stored variant, opened, with its size; null when missing. Sizing what is open (not a path stat'ed
-   * before opening it) means a file removed meanwhile is a clean miss, never a response cut off mid-way.
-   * The caller closes the handle (a stream made from it closes it when done).
+   * A stored variant, opened, then sized: sizing what is open (not a path stat'ed before opening it) means a
+   * file removed meanwhile is a clean miss, never a response cut off mid-way. The stream closes the file.
    */
+  async read(key: string, variant: VariantName, range?: ByteRange): Promise<VariantRead | null> {
+    const file = await this.open(key, variant);
+    if (!file) return null;
+    const { handle, size } = file;
+    if (!range) return { size, body: handle.createReadStream(), range: null };
+    const r = resolveRange(range, size);
+    if (!r) {
+      await handle.close();
+      return { size, unsatisfiable: true };
+    }
+    return { size, body: handle.createReadStream({ start: r.start, end: r.end }), range: r };
+  }
+
+  /** A stored variant, opened, with its size; null when missing. The caller closes the handle. */
   async open(key: string, variant: VariantName): Promise<{ handle: FileHandle; size: number } | null> {
     let handle: FileHandle;
     try {
@@ -194,4 +217,14 @@ export class FileMediaStore implements MediaStore, MediaFiles {
       throw e;
     }
   }
+}
+
+/** The inclusive byte span a range names within `size` bytes; null when it lies outside them (416). */
+export function resolveRange(range: ByteRange, size: number): { start: number; end: number } | null {
+  if ('suffix' in range) {
+    if (range.suffix <= 0 || size === 0) return null;
+    return { start: Math.max(0, size - range.suffix), end: size - 1 };
+  }
+  if (range.start >= size) return null;
+  return { start: range.start, end: Math.min(range.end ?? size - 1, size - 1) };
 }

@@ -71,10 +71,11 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 19);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 20);
   const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
   assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
-  for (const code of ['blocked_content', 'banned', 'removed']) assert.ok(codes.includes(code), code);
+  for (const code of ['blocked_content', 'banned', 'removed', 'storage_unavailable'])
+    assert.ok(codes.includes(code), code);
 
   const upload = doc.paths['/api/v1/upload'].post;
   assert.deepEqual(Object.keys(upload.requestBody.content).sort(), ['application/json', 'multipart/form-data']);

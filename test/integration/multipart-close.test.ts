@@ -34,7 +34,11 @@ test(
         settled.push({ status: (e as { status: number }).status, error: (e as Error).message });
       }
     });
-    const media = { tempDir: async (name: string) => await mkdtemp(join(root, `${name}-`)), open: async () => null };
+    const media = {
+      tempDir: async (name: string) => await mkdtemp(join(root, `${name}-`)),
+      stat: async () => null,
+      read: async () => null,
+    };
     app.use(multipartUpload({ media }));
     app.use((ctx) => void (ctx.body = 'parsed'));
     const server = createHttpServer(app.callback());

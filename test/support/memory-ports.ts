@@ -172,6 +172,9 @@ export class MemoryMedia implements MediaStore {
     this.staged.add(mediaKey);
     return `/staging/${mediaKey}`;
   }
+  async persist() {
+    return false;
+  }
   async commit(mediaKey: string) {
     if (!this.staged.delete(mediaKey)) throw new Error(`nothing staged under ${mediaKey}`);
     this.stored.add(mediaKey);

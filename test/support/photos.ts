@@ -4,7 +4,7 @@
  * Labels (`people`) come from looking at each picture; ambiguous ones (a hand only, a painting, CGI
  * people) are left out on purpose.
  */
-import { access, mkdir } from 'node:fs/promises';
+import { access, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
@@ -20,6 +20,24 @@ export interface Photo {
   /** Package, version and file it came from (and the crop, if any). */
   source: string;
 }
+
+/** A photo of the detector evaluation set, with its label from photo-labels.json. */
+export interface LabelledPhoto extends Photo {
+  category: PhotoCategory;
+  split: 'tune' | 'held-out';
+}
+
+export const PEOPLE_CATEGORIES = ['large-frontal', 'small', 'partly-hidden', 'turned-away', 'crowd'] as const;
+export const PEOPLE_FREE_CATEGORIES = [
+  'landscape',
+  'plant',
+  'animal',
+  'drawing',
+  'object',
+  'screenshot',
+  'microscopy',
+] as const;
+export type PhotoCategory = (typeof PEOPLE_CATEGORIES)[number] | (typeof PEOPLE_FREE_CATEGORIES)[number];
 
 interface Region {
   left: number;
@@ -109,6 +127,9 @@ interface PhotoSpec {
 }
 
 const FACE_API = { from: 'face-api', file: 'package/demo/' } as const;
+const SHOT_MENU = '82fc3b2bf1bd4c5aaa2de356314ab31d1b7ab6e34252fb06c7be58757ff301fb';
+const SHOT_RESULTS = '816092fdcb25c2b7dc2afc6902a34cf6fddafc7388c394a66f38f9b1ee40e85f';
+const SHOT_TYPEDOC = 'e1c2d4852673a6e60f70e092c165fe3c801c73664e6f9b6d7b36fbd896e328a4';
 const SAMPLE_SHEET = {
   from: 'human',
   file: 'package/assets/samples.jpg',
@@ -318,6 +339,172 @@ const SPECS: readonly PhotoSpec[] = [
   },
 ];
 
+/** Screenshots of the @vladmandic/human demo (no person in them). */
+const HUMAN_ASSET = { from: 'human', file: 'package/assets/' } as const;
+
+/**
+ * Extra photos for the detector evaluation set only (bench/detector-eval.ts): harder people (turned away,
+ * partly hidden) cut from the same sources, and screenshots. Not in getPhotos(): the unit tests' fixed
+ * expectations and the pHash test (which wants pictures that differ) keep to the original set.
+ */
+const EVAL_SPECS: readonly PhotoSpec[] = [
+  {
+    name: 'woman-blonde-black-dress',
+    people: true,
+    ...at(FACE_API, 'sample4.jpg', '729efa5923061d40eb4ed5f267a18cc7b8ba6f852bb2757b16d8b7e4937476fc'),
+    crop: { left: 1240, top: 60, width: 680, height: 1388 },
+  },
+  {
+    name: 'woman-red-top',
+    people: true,
+    ...at(FACE_API, 'sample6.jpg', '9baad80f9d5e306fb9b8c0913d44445f1e95848df317530efb03d0934c57ba87'),
+    crop: { left: 590, top: 180, width: 480, height: 1357 },
+  },
+  {
+    name: 'woman-at-bar-frontal',
+    people: true,
+    ...at(FACE_API, 'sample3.jpg', '8eb081c9efb14370fa94d9feab9e5fbeafd19a627491853a80c2bf67f7ffa936'),
+    crop: { left: 860, top: 130, width: 560, height: 1220 },
+  },
+  {
+    name: 'woman-over-shoulder',
+    people: true,
+    ...at(FACE_API, 'sample4.jpg', '729efa5923061d40eb4ed5f267a18cc7b8ba6f852bb2757b16d8b7e4937476fc'),
+    crop: { left: 0, top: 40, width: 620, height: 1408 },
+  },
+  {
+    name: 'woman-in-profile',
+    people: true,
+    ...at(FACE_API, 'sample2.jpg', '7d2b60ae6f13bf30f422e04df87451081a02c83de469056f25afb44b7000c691'),
+    crop: { left: 0, top: 0, width: 660, height: 1367 },
+  },
+  {
+    name: 'woman-seated-sideways',
+    people: true,
+    ...at(FACE_API, 'sample3.jpg', '8eb081c9efb14370fa94d9feab9e5fbeafd19a627491853a80c2bf67f7ffa936'),
+    crop: { left: 1330, top: 200, width: 590, height: 1150 },
+  },
+  {
+    name: 'head-at-bottom-edge',
+    people: true,
+    ...at(FACE_API, 'sample5.jpg', '6d45095ebb182d8f975c0790e0e4eefd86fbb40609cf4b271776d92e12662938'),
+    crop: { left: 0, top: 900, width: 800, height: 498 },
+  },
+  {
+    name: 'half-woman-at-edge',
+    people: true,
+    ...at(FACE_API, 'sample6.jpg', '9baad80f9d5e306fb9b8c0913d44445f1e95848df317530efb03d0934c57ba87'),
+    crop: { left: 280, top: 150, width: 280, height: 1387 },
+  },
+  { name: 'screenshot-menu', people: false, ...at(HUMAN_ASSET, 'screenshot-menu.png', SHOT_MENU) },
+  { name: 'screenshot-results', people: false, ...at(HUMAN_ASSET, 'screenshot-results.png', SHOT_RESULTS) },
+  { name: 'screenshot-api-docs', people: false, ...at(HUMAN_ASSET, 'screenshot-typedoc.png', SHOT_TYPEDOC) },
+  {
+    name: 'sheep-detail',
+    people: false,
+    ...stdlibImage('march-pastoral', 'fcb52e52393e0e729ca016f8d917cadc376a30436314df17e980dd8646ec4027'),
+    crop: { left: 512, top: 0, width: 512, height: 498 },
+  },
+];
+
+/**
+ * Small and partly hidden people made from the photos above: `person` (a photo name) scaled to `height`
+ * (a fraction of the result's height) and placed at (`x`, `y`) (fractions) on `background` scaled to
+ * 1600 px wide; or, with `cover`, the person photo with a rectangle of `background` laid over it.
+ */
+interface CompositeSpec {
+  name: string;
+  background: string;
+  person: string;
+  /** Person's height ÷ frame height. */
+  height?: number;
+  x?: number;
+  y?: number;
+  /** Cover this part of the person photo (fractions of its size) with the background instead. */
+  cover?: { left: number; top: number; width: number; height: number };
+}
+
+const COMPOSITES: readonly CompositeSpec[] = [
+  {
+    name: 'small-on-alpine',
+    background: 'alpine-landscape',
+    person: 'woman-green-dress',
+    height: 0.25,
+    x: 0.6,
+    y: 0.6,
+  },
+  { name: 'small-on-pasture', background: 'sheep-pasture', person: 'woman-red-top', height: 0.25, x: 0.2, y: 0.5 },
+  {
+    name: 'small-by-shack',
+    background: 'dust-bowl-shack',
+    person: 'woman-blonde-black-dress',
+    height: 0.25,
+    x: 0.7,
+    y: 0.55,
+  },
+  {
+    name: 'small-in-flowers',
+    background: 'acanthus-flower',
+    person: 'woman-at-bar-frontal',
+    height: 0.25,
+    x: 0.3,
+    y: 0.4,
+  },
+  {
+    name: 'small-in-leaves',
+    background: 'kitten-in-leaves',
+    person: 'small-woman-red-skirt',
+    height: 0.25,
+    x: 0.75,
+    y: 0.3,
+  },
+  {
+    name: 'small-by-allium',
+    background: 'allium-flower',
+    person: 'small-woman-by-wall',
+    height: 0.25,
+    x: 0.1,
+    y: 0.65,
+  },
+  {
+    name: 'small-under-biplane',
+    background: 'biplane-from-above',
+    person: 'woman-over-shoulder',
+    height: 0.25,
+    x: 0.45,
+    y: 0.7,
+  },
+  {
+    name: 'small-in-grey-room',
+    background: 'grey-room-prints',
+    person: 'woman-in-profile',
+    height: 0.25,
+    x: 0.2,
+    y: 0.35,
+  },
+  {
+    name: 'small-on-canyon',
+    background: 'alpine-landscape',
+    person: 'small-woman-on-stool',
+    height: 0.25,
+    x: 0.05,
+    y: 0.15,
+  },
+  { name: 'tiny-on-pasture', background: 'sheep-pasture', person: 'woman-green-dress', height: 0.18, x: 0.8, y: 0.4 },
+  {
+    name: 'woman-behind-plants',
+    background: 'acanthus-flower',
+    person: 'woman-red-top',
+    cover: { left: 0, top: 0.45, width: 1, height: 0.55 },
+  },
+  {
+    name: 'woman-behind-wall',
+    background: 'dust-bowl-shack',
+    person: 'woman-blonde-black-dress',
+    cover: { left: 0.45, top: 0, width: 0.55, height: 1 },
+  },
+];
+
 const DEFAULT_CACHE = fileURLToPath(new URL('../../node_modules/.cache/pixvote-photos/', import.meta.url));
 
 let cached: Promise<Photo[]> | undefined;
@@ -327,17 +514,84 @@ let cached: Promise<Photo[]> | undefined;
  * `PIXVOTE_PHOTOS_DIR` overrides the cache directory.
  */
 export function getPhotos(): Promise<Photo[]> {
-  cached ??= loadPhotos(process.env.PIXVOTE_PHOTOS_DIR ?? DEFAULT_CACHE);
+  cached ??= loadPhotos(cacheDir(), SPECS);
   return cached;
 }
 
-async function loadPhotos(cacheDir: string): Promise<Photo[]> {
-  const sourceDir = path.join(cacheDir, 'sources');
+const cacheDir = () => process.env.PIXVOTE_PHOTOS_DIR ?? DEFAULT_CACHE;
+
+/**
+ * The detector evaluation set: getPhotos() plus EVAL_SPECS and COMPOSITES, each with its category and
+ * split from photo-labels.json (every photo must have a label, every label a photo).
+ */
+export async function getLabelledPhotos(): Promise<LabelledPhoto[]> {
+  const labels = JSON.parse(await readFile(LABELS_FILE, 'utf8')) as Record<
+    string,
+    { category: PhotoCategory; split: LabelledPhoto['split'] }
+  >;
+  const dir = cacheDir();
+  const photos = [...(await getPhotos()), ...(await loadPhotos(dir, EVAL_SPECS))];
+  const byName = new Map(photos.map((p) => [p.name, p]));
+  for (const spec of COMPOSITES) byName.set(spec.name, await composite(dir, spec, byName));
+  const unlabelled = [...byName.keys()].filter((name) => !labels[name]);
+  const unknown = Object.keys(labels).filter((name) => !byName.has(name));
+  if (unlabelled.length || unknown.length)
+    throw new Error(`photo-labels.json: no label for ${unlabelled.join(', ')}; no photo for ${unknown.join(', ')}`);
+  return [...byName.values()].map((photo) => {
+    const { category, split } = labels[photo.name]!;
+    const people = (PEOPLE_CATEGORIES as readonly string[]).includes(category);
+    if (people !== photo.people) throw new Error(`${photo.name}: category ${category} but people=${photo.people}`);
+    return { ...photo, category, split };
+  });
+}
+
+const LABELS_FILE = fileURLToPath(new URL('./photo-labels.json', import.meta.url));
+
+async function composite(dir: string, spec: CompositeSpec, photos: Map<string, Photo>): Promise<Photo> {
+  const background = photos.get(spec.background);
+  const person = photos.get(spec.person);
+  if (!background || !person) throw new Error(`${spec.name}: no photo ${spec.background} or ${spec.person}`);
+  const file = path.join(dir, `composite-${spec.name}.png`);
+  const source = `composite of ${person.name} and ${background.name}`;
+  if (await exists(file)) return { name: spec.name, path: file, people: true, source };
+  if (spec.cover) {
+    const meta = await sharp(person.path).metadata();
+    const c = spec.cover;
+    const width = Math.round(c.width * meta.width);
+    const height = Math.round(c.height * meta.height);
+    const patch = await sharp(background.path).resize(width, height, { fit: 'cover' }).png().toBuffer();
+    const out = await sharp(person.path)
+      .composite([{ input: patch, left: Math.round(c.left * meta.width), top: Math.round(c.top * meta.height) }])
+      .png()
+      .toBuffer();
+    await writeFileAtomically(file, out);
+  } else {
+    const base = await sharp(background.path).resize({ width: 1600 }).png().toBuffer({ resolveWithObject: true });
+    const { width, height } = base.info;
+    const figure = await sharp(person.path)
+      .resize({ height: Math.round((spec.height ?? 0.25) * height) })
+      .png()
+      .toBuffer({ resolveWithObject: true });
+    const left = Math.min(width - figure.info.width, Math.round((spec.x ?? 0.5) * width));
+    const top = Math.min(height - figure.info.height, Math.round((spec.y ?? 0.5) * height));
+    await writeFileAtomically(
+      file,
+      await sharp(base.data)
+        .composite([{ input: figure.data, left, top }])
+        .png()
+        .toBuffer(),
+    );
+  }
+  return { name: spec.name, path: file, people: true, source };
+}
+
+async function loadPhotos(dir: string, specs: readonly PhotoSpec[]): Promise<Photo[]> {
+  const sourceDir = path.join(dir, 'sources');
   await mkdir(sourceDir, { recursive: true });
   const sourcePath = (spec: PhotoSpec) => path.join(sourceDir, `${spec.sha256.slice(0, 16)}${path.extname(spec.file)}`);
 
   const missing = new Map<PackageKey, Map<string, PhotoSpec>>();
-  for (const spec of SPECS) {
+  for (const spec of specs) {
     if (await hasSha256(sourcePath(spec), spec.sha256)) continue;
     const files = missing.get(spec.from) ?? new Map<string, PhotoSpec>();
     files.set(spec.file, spec);
@@ -357,11 +611,11 @@ async function loadPhotos(cacheDir: string): Promise<Photo[]> {
   );
 
   return Promise.all(
-    SPECS.map(async (spec): Promise<Photo> => {
+    specs.map(async (spec): Promise<Photo> => {
       const source = `${PACKAGES[spec.from].id} ${spec.file}`;
       if (!spec.crop) return { name: spec.name, path: sourcePath(spec), people: spec.people, source };
       const { left, top, width, height } = spec.crop;
-      const cropPath = path.join(cacheDir, `${spec.name}-${left}-${top}-${width}x${height}.png`);
+      const cropPath = path.join(dir, `${spec.name}-${left}-${top}-${width}x${height}.png`);
       if (!(await exists(cropPath))) {
         await writeFileAtomically(cropPath, await sharp(sourcePath(spec)).extract(spec.crop).png().toBuffer());
       }

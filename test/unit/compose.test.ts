@@ -29,8 +29,10 @@ const app = compose.services.pixvote!;
 const postgres = compose.services.postgres!;
 const redis = compose.services.redis!;
 
-test('three services: pixvote built from the Dockerfile here, PostgreSQL 16, Redis 7', () => {
-  assert.deepEqual(Object.keys(compose.services).sort(), ['pixvote', 'postgres', 'redis']);
+test('three services: pixvote built from the Dockerfile here, PostgreSQL 16, Redis 7 (+ an optional store)', () => {
+  assert.deepEqual(Object.keys(compose.services).sort(), ['objectstore', 'pixvote', 'postgres', 'redis']);
+  // The object store starts only with its profile (docker compose --profile s3 up).
+  assert.deepEqual((compose.services.objectstore as { profiles?: string[] }).profiles, ['s3']);
   assert.equal(typeof app.build === 'string' ? app.build : app.build?.context, '.');
   assert.match(postgres.image ?? '', /^postgres:16(\b|-)/);
   assert.match(redis.image ?? '', /^redis:7(\b|-)/);
@@ -57,7 +59,7 @@ test("pixvote's environment: both services, NODE_ENV=production, JWT_SECRET requ
   assert.equal(postgres.environment!.POSTGRES_PASSWORD, '${POSTGRES_PASSWORD:-pixvote}');
   assert.equal(new URL(env.REDIS_URL!).hostname, 'redis');
   // The environment the server gets is one it accepts.
-  const config = loadConfig({ ...env, JWT_SECRET: 'z'.repeat(40), DATABASE_URL: db.toString() });
+  const config = loadConfig({ ...defaultsOf(env), JWT_SECRET: 'z'.repeat(40), DATABASE_URL: db.toString() });
   assert.equal(config.nodeEnv, 'production');
 
   const dataDir = env.DATA_DIR ?? envOf(dockerfile(), 1).DATA_DIR;
@@ -66,8 +68,15 @@ test("pixvote's environment: both services, NODE_ENV=production, JWT_SECRET requ
   assert.ok(mount.split(':')[0]! in compose.volumes, 'a named volume, declared at the top level');
   // Compose's stop waits longer than the server's own drain (SHUTDOWN_GRACE_MS) before it kills.
   const grace = Number(/^(\d+)s$/.exec(app.stop_grace_period ?? '10s')![1]) * 1000;
-  assert.ok(grace > loadConfig({ ...env, JWT_SECRET: 'z'.repeat(40), DATABASE_URL: db.toString() }).shutdownGraceMs);
+  assert.ok(
+    grace > loadConfig({ ...defaultsOf(env), JWT_SECRET: 'z'.repeat(40), DATABASE_URL: db.toString() }).shutdownGraceMs,
+  );
 });
+
+/** The environment as compose fills it in with nothing set: `${VAR:-default}` → default. */
+function defaultsOf(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v.replace(/^\$\{\w+:-([^}]*)\}$/, '$1')]));
+}
 
 const dockerCompose = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' });
 const noCompose =

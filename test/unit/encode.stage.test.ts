@@ -31,7 +31,15 @@ describe('encode stage', () => {
       const input = await sharp(jpeg).metadata();
       assert.ok(input.exif && input.xmp && input.icc, 'the fixture carries EXIF (with GPS), XMP and ICC');
 
-      const variants = await encodeVariants(await decoded(jpeg, 'jpeg'), { stagingDir: dir, baseName: 'photo' });
+      const { variants, thumbPixels } = await encodeVariants(await decoded(jpeg, 'jpeg'), {
+        stagingDir: dir,
+        baseName: 'photo',
+      });
+      // The pixels the thumb was encoded from come back too (for the ThumbHash), as the working buffer's RGB.
+      assert.deepEqual([thumbPixels.width, thumbPixels.height, thumbPixels.channels], [213, 320, 3]);
+      const thumb = await sharp(variants[0]!.path).raw().toBuffer();
+      const diff = thumb.reduce((sum, v, i) => sum + Math.abs(v - thumbPixels.data[i]!), 0) / thumb.length;
+      assert.ok(diff < 8, `the staged thumb is those pixels, WebP-encoded (mean difference ${diff.toFixed(2)})`);
       assert.deepEqual(
         variants.map((v) => [v.name, v.width, v.height, path.basename(v.path)]),
         [
@@ -53,7 +61,7 @@ describe('encode stage', () => {
   );
 
   it('never enlarges: a 200×150 PNG gives three 200×150 variants, encoded once', async () => {
-    const variants = await encodeVariants(await decoded(await fx.pngImage(200, 150), 'png'), {
+    const { variants } = await encodeVariants(await decoded(await fx.pngImage(200, 150), 'png'), {
       stagingDir: dir,
       baseName: 'small',
     });
@@ -70,7 +78,9 @@ describe('encode stage', () => {
   });
 
   it('keeps alpha', async () => {
-    const [thumb] = await encodeVariants(await decoded(await fx.pngWithAlpha(400, 300), 'png'), {
+    const {
+      variants: [thumb],
+    } = await encodeVariants(await decoded(await fx.pngWithAlpha(400, 300), 'png'), {
       stagingDir: dir,
       baseName: 'alpha',
     });
@@ -80,7 +90,10 @@ describe('encode stage', () => {
 
   it('keeps an animated GIF animated at every size, with its frame delays and loop', async () => {
     const image = await decoded(await fx.animatedGif({ width: 1200, height: 800, frames: 3 }), 'gif');
-    const variants = await encodeVariants(image, { stagingDir: dir, baseName: 'anim' });
+    const { variants, thumbPixels } = await encodeVariants(image, { stagingDir: dir, baseName: 'anim' });
+    // The thumb's pixels come back for the ThumbHash: its first frame only.
+    assert.deepEqual([thumbPixels.width, thumbPixels.height, thumbPixels.channels], [320, 213, 4]);
+    assert.equal(thumbPixels.data.length, 320 * 213 * 4);
     assert.deepEqual(
       variants.map((v) => [v.width, v.height]),
       [

@@ -3,7 +3,7 @@
  * here and implemented in src/store (database, media files) and src/workers (the image processor); faked
  * in unit tests. The domain imports nothing from those layers (the rule is .dependency-cruiser.cjs's).
  */
-import type { FileHandle } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import type { ImageTask, ProcessedImage, VariantName } from './processed-image.ts';
 import type { ModerationState, UploadRecord, Viewer } from './upload.types.ts';
 
@@ -53,10 +53,21 @@ export interface UploadStore {
   releaseMedia(mediaKey: string, remove: () => Promise<void>): Promise<boolean>;
 }
 
+/**
+ * Where variants are kept: local disk (moved into place after the row commits) or object storage (written to
+ * the store before the row commits). Either way the worker writes them into a local staging directory first.
+ */
 export interface MediaStore {
   /** Creates and returns a fresh staging directory for a media key. */
   stage(mediaKey: string): Promise<string>;
-  /** Moves staged variants into place (after the database commit). */
+  /**
+   * Before the row is inserted: makes the staged variants durable where they will be read (object storage
+   * uploads them; the disk store does nothing, its commit moves them after the row). Resolves true when
+   * something was written that no row references yet (then an upload that ends up not using its own key
+   * releases it); rejects with 503 `storage_unavailable` when the store cannot take them.
+   */
+  persist(mediaKey: string): Promise<boolean>;
+  /** After the database commit: moves staged variants into place (disk), or drops the local staging copy. */
   commit(mediaKey: string): Promise<void>;
   /** Removes a staging directory and everything in it. */
   discard(mediaKey: string): Promise<void>;
@@ -66,13 +77,25 @@ export interface MediaStore {
   has(mediaKey: string): Promise<boolean>;
 }
 
+/** A byte range as a `Range: bytes=…` header asks it: from `start` (to `end`, inclusive), or the last `suffix`. */
+export type ByteRange = { start: number; end?: number } | { suffix: number };
+
+/** A stored variant being read: the whole size, and the bytes asked for as a stream (or why there are none). */
+export type VariantRead =
+  | { size: number; body: Readable; range: { start: number; end: number } | null }
+  | { size: number; unsatisfiable: true };
+
 /** Stored files as the gateway reads and receives them. */
 export interface MediaFiles {
+  /** A stored variant's size; null when missing. Rejects with 503 `storage_unavailable` when the store is down. */
+  stat(mediaKey: string, variant: VariantName): Promise<{ size: number } | null>;
   /**
-   * A stored variant, opened, with its size; null when missing. The caller closes the handle (a stream made
-   * from it closes it when done).
+   * A stored variant (or the range of it), streaming; null when missing. The caller consumes or destroys the body.
+   * Rejects with 503 `storage_unavailable` when the store is down.
    */
-  open(mediaKey: string, variant: VariantName): Promise<{ handle: FileHandle; size: number } | null>;
+  read(mediaKey: string, variant: VariantName, range?: ByteRange): Promise<VariantRead | null>;
+  /** Object storage only: a presigned GET URL of the variant, valid for `seconds`. */
+  presign?(mediaKey: string, variant: VariantName, seconds: number): Promise<string>;
   /** A fresh directory for one request's multipart temp file; removed by the caller in a finally. */
   tempDir(name: string): Promise<string>;
 }

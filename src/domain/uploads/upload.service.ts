@@ -108,6 +108,10 @@ export class UploadService {
     const mediaKey = randomUUID();
     const stagingDir = await this.#media.stage(mediaKey);
     let committed = false;
+    // Object storage: the variants are written to the store before the row; an upload that ends up not using
+    // them (a twin's files shared, a duplicate, a failed insert) releases them, and a crash leaves them to the
+    // sweep of objects no row references.
+    let persisted = false;
     try {
       // A blocklisted perceptual hash, or a near duplicate, stops the task as soon as the hash is known, before
       // detection and encoding: nothing is written to media.
@@ -152,6 +156,7 @@ export class UploadService {
           processed.variants.map((v) => [v.name, { width: v.width, height: v.height, bytes: v.bytes }]),
         ),
       };
+      persisted = await this.#media.persist(mediaKey);
       const inserted = await this.#uploads.insert(row, input.tags, {
         shareMedia: await this.#shareableMedia(input.sha256, { mediaKey, variants: row.variants }),
       });
@@ -164,6 +169,8 @@ export class UploadService {
     } finally {
       // Best effort: a failed cleanup must not replace the answer (a dead process's leftovers are swept).
       if (!committed) await this.#media.discard(mediaKey).catch(() => {});
+      // Released under the files' lock, only while no row references the key: never a committed upload's files.
+      if (!committed && persisted) void this.#releaseMedia(mediaKey).catch(() => {});
     }
   }
 

@@ -107,6 +107,10 @@ export const headerComponents = {
     description: '`/api/upload/{id}` of the new upload.',
     schema: { type: 'string', pattern: '^/api/upload/' },
   },
+  'Presigned-Location': {
+    description: 'A presigned GET URL of the object in the store, valid for 300 seconds.',
+    schema: { type: 'string', format: 'uri' },
+  },
   'Idempotent-Replayed': {
     description:
       'Present when the response is the stored result of an earlier request with the same `Idempotency-Key`.',

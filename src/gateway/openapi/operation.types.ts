@@ -12,6 +12,7 @@ export type LimitName = 'auth' | 'general' | 'upload' | 'vote' | 'report';
 export type HeaderName =
   | 'ETag'
   | 'Location'
+  | 'Presigned-Location'
   | 'Idempotent-Replayed'
   | 'Set-Cookie'
   | 'Vary'

@@ -62,6 +62,7 @@ const createUpload = (path: string, operationId: string, alias: boolean): Operat
     'conflict',
     'payload_too_large',
     'busy',
+    'storage_unavailable',
   ],
 });
 
@@ -145,7 +146,19 @@ export const uploadOperations: Operation[] = [
         headers: ['ETag', 'Content-Security-Policy', 'X-Content-Type-Options'],
         cacheControl: ['public, max-age=31536000, immutable', 'private, no-store'],
       },
+      206: {
+        description: 'One range of the variant (`Range: bytes=…`; a range outside it is ignored: 200).',
+        other: { 'image/webp': { type: 'string', contentMediaType: 'image/webp' } },
+        headers: ['ETag', 'Content-Security-Policy', 'X-Content-Type-Options'],
+        cacheControl: ['public, max-age=31536000, immutable', 'private, no-store'],
+      },
+      302: {
+        description:
+          'With object storage and `MEDIA_REDIRECT=true`: a short-lived presigned URL of the variant in the store.',
+        headers: ['Presigned-Location'],
+        cacheControl: ['private, no-store'],
+      },
     },
-    errors: ['invalid_request', 'not_found', 'removed'],
+    errors: ['invalid_request', 'not_found', 'removed', 'storage_unavailable'],
   },
 ];

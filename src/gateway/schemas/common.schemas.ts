@@ -28,6 +28,9 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   busy:
     'the media worker queue is full, the database does not answer, or the service is shutting down; ' +
     'retry after `Retry-After` seconds',
+  storage_unavailable:
+    'the media store (disk or object storage) cannot be written or read now; nothing was stored; ' +
+    'retry after `Retry-After` seconds',
   method_not_allowed: 'a known path called with a method it does not serve; `Allow` lists those it does',
   internal: 'anything else; logged with the request id',
 };

@@ -138,6 +138,14 @@ export class UploadRepository implements UploadStore {
     return isUuid(mediaKey) && mediaReferenced(this.#db.db(), mediaKey);
   }
 
+  /** Which of these media keys a row references (one query for a page of a store's listing). */
+  async referencedAmong(mediaKeys: string[]): Promise<Set<string>> {
+    const keys = mediaKeys.filter(isUuid);
+    if (!keys.length) return new Set();
+    const rows = await this.#db.db().selectFrom('uploads').select('media_key').where('media_key', 'in', keys).execute();
+    return new Set(rows.map((r) => r.media_key).filter((k): k is string => k !== null));
+  }
+
   async findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null> {
     const q = this.select().where('u.sha256', '=', sha256).where(visibleTo(this.#db.dialect, viewer));
     return this.#first(await q.orderBy('u.created_at').limit(1).executeTakeFirst());

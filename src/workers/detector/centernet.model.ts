@@ -1,11 +1,11 @@
 /**
- * The CenterNet graph model of models/manifest.json, loaded for a chosen square input size and run
+ * The CenterNet graph model of models/manifest.json, loaded once for inputs of any shape and run
  * for its two raw outputs: the person channel of the class heatmap and the box-edge distances.
  */
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { GraphModel } from '@tensorflow/tfjs-converter';
-import type { io, Tensor4D } from '@tensorflow/tfjs-core';
+import type { io, Tensor, Tensor4D } from '@tensorflow/tfjs-core';
 import type { Tf } from './tfjs-backend.loader.ts';
 
 const CENTERNET_FILE = 'centernet.json';
@@ -22,9 +22,10 @@ const EDGES = 'tower_0/wh';
 // UpSampling2D exported as ResizeBilinear with a constant output size (32, 64, 128 at 512 px).
 const UPSAMPLE_SIZE = /\/up_sampling2d(_\d+)?\/mul$/;
 
-/** Raw outputs for one image, on a `gridSize`×`gridSize` grid (input size / 4), row-major. */
+/** Raw outputs for one image, on a `gridWidth`×`gridHeight` grid (input size / 4), row-major. */
 export interface CenterNetOutput {
-  gridSize: number;
+  gridWidth: number;
+  gridHeight: number;
   /** Person probability per cell. */
   heatmap: Float32Array;
   /** Per cell: distances from (4x, 4y) to the box's left, top, right, bottom edges, input pixels. */
@@ -32,20 +33,21 @@ export interface CenterNetOutput {
 }
 
 export interface CenterNet {
-  readonly inputSize: number;
   /**
-   * `input`: [N, inputSize, inputSize, 3] RGB floats in 0–255, a batch of N images run as one (the graph's
-   * batch dimension is free); one output per image, in order. Does not dispose `input`.
+   * `input`: [N, H, W, 3] RGB floats in 0–255, H and W multiples of 32 (any shape: the graph is made
+   * shape-free at load), a batch of N images of one shape run as one; one output per image, in order.
+   * Does not dispose `input`.
    */
   run(input: Tensor4D): Promise<CenterNetOutput[]>;
   dispose(): void;
 }
 
-/** Loads the model from `modelDir` (or its `centernet/` subdirectory) for `inputSize`×`inputSize` inputs. */
-export async function loadCenterNet(tf: Tf, modelDir: string, inputSize: number): Promise<CenterNet> {
-  if (!Number.isInteger(inputSize) || inputSize % 32 !== 0 || inputSize < 128 || inputSize > 1024) {
-    throw new Error(`Expected a multiple of 32 between 128 and 1024 for inputSize but received ${inputSize}`);
-  }
+/** Smallest and largest input side accepted. */
+export const CENTERNET_MIN_SIDE = 64;
+export const CENTERNET_MAX_SIDE = 1024;
+
+/** Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. */
+export async function loadCenterNet(tf: Tf, modelDir: string): Promise<CenterNet> {
   const dir = await findModelDir(modelDir);
   const json = JSON.parse(await readFile(path.join(dir, CENTERNET_FILE), 'utf8')) as io.ModelJSON;
   const artifacts = await tf.io.getModelArtifactsForJSON(json, async (manifest) => {
@@ -56,22 +58,46 @@ export async function loadCenterNet(tf: Tf, modelDir: string, inputSize: number)
       weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
     ];
   });
-  resizeGraph(artifacts, inputSize);
+  const upsampleDivisors = freeInputShape(artifacts);
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
+  /** The upsampling output sizes per input shape "HxW": one int32 [2] tensor per upsampling step. */
+  const sizesByShape = new Map<string, Record<string, Tensor>>();
+  const upsampleSizes = (height: number, width: number): Record<string, Tensor> => {
+    const key = `${height}x${width}`;
+    let sizes = sizesByShape.get(key);
+    if (!sizes) {
+      sizes = Object.fromEntries(
+        [...upsampleDivisors].map(([name, d]) => [name, tf.tensor1d([height / d, width / d], 'int32')]),
+      );
+      sizesByShape.set(key, sizes);
+    }
+    return sizes;
+  };
 
   return {
-    inputSize,
     async run(input) {
+      const [, height, width] = input.shape;
+      for (const side of [height, width]) {
+        if (side % 32 !== 0 || side < CENTERNET_MIN_SIDE || side > CENTERNET_MAX_SIDE) {
+          throw new Error(
+            `Expected input sides that are multiples of 32 between ${CENTERNET_MIN_SIDE} and ` +
+              `${CENTERNET_MAX_SIDE} but received ${height}×${width}`,
+          );
+        }
+      }
+      // The executor copies its weight map on every execute: these constants hold for this call only.
+      for (const [name, size] of Object.entries(upsampleSizes(height, width))) model.weights[name] = [size];
       const [heat, edges] = tf.tidy(() => {
         const [keypoints, wh] = model.execute(input, [HEATMAP, EDGES]) as Tensor4D[];
         return [tf.slice(keypoints!, [0, 0, 0, PERSON_CLASS], [-1, -1, -1, 1]), wh!];
       });
       try {
         const [heatmap, distances] = await Promise.all([heat.data<'float32'>(), edges.data<'float32'>()]);
-        const [images, gridSize] = heat.shape;
-        const cells = gridSize * gridSize;
+        const [images, gridHeight, gridWidth] = heat.shape;
+        const cells = gridHeight * gridWidth;
         return Array.from({ length: images }, (_, i) => ({
-          gridSize,
+          gridWidth,
+          gridHeight,
           heatmap: heatmap.subarray(i * cells, (i + 1) * cells),
           edges: distances.subarray(i * cells * 4, (i + 1) * cells * 4),
         }));
@@ -79,7 +105,10 @@ export async function loadCenterNet(tf: Tf, modelDir: string, inputSize: number)
         tf.dispose([heat, edges]);
       }
     },
-    dispose: () => model.dispose(),
+    dispose: () => {
+      model.dispose();
+      for (const sizes of sizesByShape.values()) tf.dispose(Object.values(sizes));
+    },
   };
 }
 
@@ -102,14 +131,15 @@ async function findModelDir(dir: string): Promise<string> {
 
 /**
  * The graph is fully convolutional except for two things fixed at export: the input placeholder's
- * shape and the output sizes of three upsampling steps. Both are rewritten for `size`, and the batch
- * dimension is freed (-1) so that the frames of an animation run as one batch.
+ * shape and the output sizes of three upsampling steps (constants sized for 512×512). The placeholder is
+ * made [-1, -1, -1, 3] (free batch, height and width); the upsampling sizes are given per call (see run),
+ * each as the input's height and width divided by the returned divisor (16, 8, 4).
  */
-function resizeGraph(artifacts: io.ModelArtifacts, size: number): void {
+function freeInputShape(artifacts: io.ModelArtifacts): Map<string, number> {
   const topology = artifacts.modelTopology as {
     node: Array<{ name: string; op: string; attr?: { shape?: { shape: { dim: unknown } } } }>;
   };
-  const dims = [-1, size, size, 3].map((n) => ({ size: String(n) }));
+  const dims = [-1, -1, -1, 3].map((n) => ({ size: String(n) }));
   const placeholder = topology.node.find((node) => node.op === 'Placeholder' && node.name === INPUT);
   if (!placeholder?.attr?.shape) throw new Error(`${CENTERNET_FILE} has no placeholder ${INPUT}`);
   placeholder.attr.shape.shape.dim = dims;
@@ -123,18 +153,17 @@ function resizeGraph(artifacts: io.ModelArtifacts, size: number): void {
   const data = new DataView(artifacts.weightData as ArrayBuffer);
   const bytesPer: Record<string, number> = { float16: 2, float32: 4, int32: 4, uint8: 1, uint16: 2, bool: 1 };
   let offset = 0;
-  let patched = 0;
+  const divisors = new Map<string, number>();
   for (const spec of specs) {
     const count = spec.shape.reduce((a, b) => a * b, 1);
     if (UPSAMPLE_SIZE.test(spec.name)) {
       if (spec.dtype !== 'int32' || count !== 2)
         throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
-      for (const at of [offset, offset + 4]) {
-        data.setInt32(at, (data.getInt32(at, true) * size) / CENTERNET_TRAINED_SIZE, true);
-      }
-      patched++;
+      divisors.set(spec.name, CENTERNET_TRAINED_SIZE / data.getInt32(offset, true));
     }
     offset += count * bytesPer[spec.quantization?.dtype ?? spec.dtype]!;
   }
-  if (patched !== 3) throw new Error(`${CENTERNET_FILE}: expected 3 upsampling size constants, found ${patched}`);
+  if (divisors.size !== 3 || [...divisors.values()].some((d) => !Number.isInteger(d)))
+    throw new Error(`${CENTERNET_FILE}: expected 3 upsampling size constants, found ${[...divisors.values()]}`);
+  return divisors;
 }

@@ -13,42 +13,57 @@ export interface ScoredBox {
 }
 
 /**
- * Cells of a `size`×`size` heatmap that are the maximum of their 3×3 neighbourhood (CenterNet's
- * max-pool suppression: one peak per object) and score at least `minScore`, best first, at most `limit`.
+ * Cells of a heatmap of `grid` cells (a number: square) that are the maximum of their 3×3 neighbourhood
+ * (CenterNet's max-pool suppression: one peak per object) and score at least `minScore`, best first, at
+ * most `limit`.
  */
 export function heatmapPeaks(
   heatmap: ArrayLike<number>,
-  size: number,
+  grid: number | { width: number; height: number },
   minScore: number,
   limit: number,
 ): Array<{ cell: number; score: number }> {
+  const { width, height } = typeof grid === 'number' ? { width: grid, height: grid } : grid;
   const peaks: Array<{ cell: number; score: number }> = [];
-  for (let y = 0; y < size; y++) {
-    for (let x = 0; x < size; x++) {
-      const score = heatmap[y * size + x]!;
-      if (score < minScore || !isLocalMax(heatmap, size, x, y, score)) continue;
-      peaks.push({ cell: y * size + x, score });
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const score = heatmap[y * width + x]!;
+      if (score < minScore || !isLocalMax(heatmap, width, height, x, y, score)) continue;
+      peaks.push({ cell: y * width + x, score });
     }
   }
   return peaks.sort((a, b) => b.score - a.score).slice(0, limit);
 }
 
-function isLocalMax(heatmap: ArrayLike<number>, size: number, x: number, y: number, score: number): boolean {
-  for (let ny = Math.max(0, y - 1); ny <= Math.min(size - 1, y + 1); ny++) {
-    for (let nx = Math.max(0, x - 1); nx <= Math.min(size - 1, x + 1); nx++) {
-      if (heatmap[ny * size + nx]! > score) return false;
+function isLocalMax(
+  heatmap: ArrayLike<number>,
+  width: number,
+  height: number,
+  x: number,
+  y: number,
+  score: number,
+): boolean {
+  for (let ny = Math.max(0, y - 1); ny <= Math.min(height - 1, y + 1); ny++) {
+    for (let nx = Math.max(0, x - 1); nx <= Math.min(width - 1, x + 1); nx++) {
+      if (heatmap[ny * width + nx]! > score) return false;
     }
   }
   return true;
 }
 
 /**
- * The box of heatmap cell `cell`: `edges` holds, per cell, the distances from (stride·x, stride·y)
- * to the left, top, right and bottom edges.
+ * The box of heatmap cell `cell` on a grid `gridWidth` cells wide: `edges` holds, per cell, the distances
+ * from (stride·x, stride·y) to the left, top, right and bottom edges.
  */
-export function boxAt(cell: number, score: number, edges: ArrayLike<number>, size: number, stride: number): ScoredBox {
-  const cx = (cell % size) * stride;
-  const cy = Math.floor(cell / size) * stride;
+export function boxAt(
+  cell: number,
+  score: number,
+  edges: ArrayLike<number>,
+  gridWidth: number,
+  stride: number,
+): ScoredBox {
+  const cx = (cell % gridWidth) * stride;
+  const cy = Math.floor(cell / gridWidth) * stride;
   const at = cell * 4;
   return { x1: cx - edges[at]!, y1: cy - edges[at + 1]!, x2: cx + edges[at + 2]!, y2: cy + edges[at + 3]!, score };
 }

@@ -5,7 +5,7 @@
 import type { Rank, Tensor4D } from '@tensorflow/tfjs-core';
 import { CENTERNET_STRIDE, loadCenterNet, type CenterNetOutput } from '../detector/centernet.model.ts';
 import { DEFAULT_MODELS_DIR } from '../detector/model-files.fetch.ts';
-import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox } from '../detector/person-boxes.decode.ts';
+import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox, type ScoredBox } from '../detector/person-boxes.decode.ts';
 import { loadTfRuntime, type Tf } from '../detector/tfjs-backend.loader.ts';
 import type { PersonDetection, PersonDetector, RawImage } from './types.ts';
 
@@ -15,8 +15,13 @@ export interface PersonDetectorOptions {
    * defaults to `<repo>/models`.
    */
   modelDir?: string;
-  /** Square model input, a multiple of 32. 384 is the calibrated speed/recall balance (bench/calibrate-detector.ts). */
+  /**
+   * Long side of the first look: the whole image, aspect ratio kept, padded to multiples of 32 (calibrated:
+   * bench/detector-eval.ts).
+   */
   inputSize?: number;
+  /** The second look, where the first one is unsure; default none. */
+  secondLook?: SecondLook | null;
   /** Heatmap peaks below this are not boxes at all; scores under it read as 0. */
   minScore?: number;
   /** Boxes overlapping a better one by more than this IoU are dropped. */
@@ -24,7 +29,27 @@ export interface PersonDetectorOptions {
   maxBoxes?: number;
 }
 
-export const DEFAULT_INPUT_SIZE = 384;
+/**
+ * A second, closer look at an image whose first-look score is in [from, to): the image at `size` px on its
+ * long side, cut into `tile`×`tile` tiles overlapping by at least `overlap` of a tile (one tile, the whole
+ * image, when `size` ≤ `tile`), the tiles run as one batch. Small people (a quarter of the frame) are
+ * 40 px tall in a 256 px first look and 80–130 px in a tile: big enough for the model.
+ */
+export interface SecondLook {
+  from: number;
+  to: number;
+  size: number;
+  tile: number;
+  overlap?: number;
+}
+
+/** bench/detector-eval.md: 0.39× today's 384 px square letterbox's model time, the same held-out recall. */
+export const DEFAULT_INPUT_SIZE = 320;
+/**
+ * A second look evaluated in bench/detector-eval.md; off by default: on the evaluation set the score bands of
+ * small people and of people-free photos overlap, so the second look ran on too many images to fit the budget.
+ */
+export const TILED_SECOND_LOOK: SecondLook = { from: 0.1, to: 0.45, size: 640, tile: 384, overlap: 0.2 };
 /** Peaks decoded per image; more than any photo has people, fewer than would cost time. */
 const MAX_PEAKS = 100;
 /**
@@ -37,52 +62,99 @@ export const MAX_BATCH = 4;
 export async function createPersonDetector(options: PersonDetectorOptions = {}): Promise<PersonDetector> {
   const { minScore = 0.05, iouThreshold = 0.5, maxBoxes = 20 } = options;
   const modelDir = options.modelDir || DEFAULT_MODELS_DIR;
+  const firstSize = options.inputSize ?? DEFAULT_INPUT_SIZE;
+  const second = options.secondLook ?? null;
+  for (const side of [firstSize, ...(second ? [second.size, second.tile] : [])]) {
+    if (!Number.isInteger(side) || side % 32 !== 0 || side < 128 || side > 1024) {
+      throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
+    }
+  }
   const { tf, backend } = await loadTfRuntime();
-  const net = await loadCenterNet(tf, modelDir, options.inputSize ?? DEFAULT_INPUT_SIZE);
-  const size = net.inputSize;
+  const net = await loadCenterNet(tf, modelDir);
   // The first run on a backend sets up its kernels (a few times slower); pay that at start-up, not on an upload.
-  const blank = tf.zeros<Rank.R4>([1, size, size, 3]);
-  await net.run(blank).finally(() => blank.dispose());
+  const warmUp = async (height: number, width: number) => {
+    const blank = tf.zeros<Rank.R4>([1, height, width, 3]);
+    await net.run(blank).finally(() => blank.dispose());
+  };
+  await warmUp(firstSize, firstSize);
+  if (second) await warmUp(second.tile, second.tile);
+  const preparedSize = Math.max(firstSize, second?.size ?? 0);
 
-  /** One model call on up to MAX_BATCH images: each letterboxed into the square input, stacked as a batch. */
-  async function runBatch(images: readonly RawImage[]): Promise<PersonDetection[]> {
-    const frames = images.map((rgb) => letterbox(rgb, size));
-    const input = tf.tidy(() => {
-      const each = images.map((rgb, i) => toModelInput(tf, rgb, frames[i]!));
+  /** Runs the model on same-shape inputs in one call and decodes each into boxes in its image's pixels. */
+  async function runSameShape(inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>): Promise<ScoredBox[][]> {
+    const batch = tf.tidy(() => {
+      const each = inputs.map(({ rgb, frame }) => toModelInput(tf, rgb, frame));
       return each.length === 1 ? each[0]! : tf.concat<Tensor4D>(each, 0);
     });
     let outputs: CenterNetOutput[];
     try {
-      outputs = await net.run(input);
+      outputs = await net.run(batch);
     } finally {
-      input.dispose();
+      batch.dispose();
     }
     return outputs.map((output, i) => {
-      const candidates = heatmapPeaks(output.heatmap, output.gridSize, minScore, MAX_PEAKS).map(({ cell, score }) =>
-        toImageBox(boxAt(cell, score, output.edges, output.gridSize, CENTERNET_STRIDE), frames[i]!),
+      const grid = { width: output.gridWidth, height: output.gridHeight };
+      return heatmapPeaks(output.heatmap, grid, minScore, MAX_PEAKS).map(({ cell, score }) =>
+        toImageBox(boxAt(cell, score, output.edges, grid.width, CENTERNET_STRIDE), inputs[i]!.frame),
       );
-      const boxes = nonMaxSuppression(candidates, iouThreshold, maxBoxes);
-      return {
-        score: boxes[0]?.score ?? 0,
-        boxes: boxes.map(({ x1, y1, x2, y2, score }) => ({ x: x1, y: y1, width: x2 - x1, height: y2 - y1, score })),
-      };
     });
+  }
+
+  const finish = (candidates: ScoredBox[]): PersonDetection => {
+    const boxes = nonMaxSuppression(candidates, iouThreshold, maxBoxes);
+    return {
+      score: boxes[0]?.score ?? 0,
+      boxes: boxes.map(({ x1, y1, x2, y2, score }) => ({ x: x1, y: y1, width: x2 - x1, height: y2 - y1, score })),
+    };
+  };
+
+  /** The second look at one image: its tiles (crops of it at `second.size`), as one batch. */
+  async function secondLook(rgb: RawImage, look: SecondLook): Promise<ScoredBox[]> {
+    const scale = Math.min(1, look.size / Math.max(rgb.width, rgb.height));
+    const tiles = tileGrid(
+      Math.max(1, Math.round(rgb.width * scale)),
+      Math.max(1, Math.round(rgb.height * scale)),
+      look.tile,
+      look.overlap ?? 0.2,
+    );
+    const found: ScoredBox[] = [];
+    for (let at = 0; at < tiles.length; at += MAX_BATCH) {
+      const chunk = tiles.slice(at, at + MAX_BATCH).map((tile) => ({ rgb, frame: tileFrame(rgb, scale, tile) }));
+      for (const boxes of await runSameShape(chunk)) found.push(...boxes);
+    }
+    return found;
+  }
+
+  /** First look at every image (batched), then a second look at each one the first look is unsure of. */
+  async function detectAll(images: readonly RawImage[]): Promise<PersonDetection[]> {
+    for (const rgb of images) checkPixels(rgb);
+    const firsts: ScoredBox[][] = [];
+    // Frames of one animation share a shape: batch runs of equal shapes.
+    for (let at = 0; at < images.length;) {
+      const frame = fitFrame(images[at]!, firstSize);
+      let end = at + 1;
+      while (end < images.length && end - at < MAX_BATCH && sameSize(images[end]!, images[at]!)) end++;
+      firsts.push(...(await runSameShape(images.slice(at, end).map((rgb) => ({ rgb, frame })))));
+      at = end;
+    }
+    const results: PersonDetection[] = [];
+    for (const [i, rgb] of images.entries()) {
+      const first = firsts[i]!;
+      const score = first.reduce((best, box) => Math.max(best, box.score), 0);
+      results.push(finish(needsSecondLook(score, second) ? [...first, ...(await secondLook(rgb, second!))] : first));
+    }
+    return results;
   }
 
   return {
     backend,
-    model: 'centernet',
-    inputSpec: { size, fit: 'contain' },
+    model: second ? `centernet-${firstSize}+tiles-${second.size}/${second.tile}` : `centernet-${firstSize}`,
+    inputSpec: { size: preparedSize, fit: 'contain' },
     maxBatch: MAX_BATCH,
     async detect(rgb) {
-      return (await runBatch([rgb]))[0]!;
+      return (await detectAll([rgb]))[0]!;
     },
-    async detectMany(images) {
-      const results: PersonDetection[] = [];
-      for (let at = 0; at < images.length; at += MAX_BATCH)
-        results.push(...(await runBatch(images.slice(at, at + MAX_BATCH))));
-      return results;
-    },
+    detectMany: detectAll,
     dispose: () => net.dispose(),
   };
 }
@@ -95,13 +167,27 @@ export async function detectStage(detector: PersonDetector, rgb: RawImage): Prom
   return detector.detect(rgb);
 }
 
-/** Where the image lands in the square input: scaled to fit, centred on black, as the model was trained. */
-interface Frame {
-  size: number;
+/** Whether a first-look `score` is unsure enough for `look` (in [from, to)). */
+export function needsSecondLook(score: number, look: SecondLook | null): boolean {
+  return look !== null && score >= look.from && score < look.to;
+}
+
+/**
+ * Where a region of the image lands in the model input: scaled by `scale`, then cut at (`left`, `top`) (in
+ * scaled pixels) to `width`×`height`, padded with black (centred) to `inputWidth`×`inputHeight`.
+ */
+export interface Frame {
   scale: number;
-  /** The image's size once scaled into the input. */
+  /** Scaled image size. */
   scaledWidth: number;
   scaledHeight: number;
+  /** The region of the scaled image the input shows. */
+  left: number;
+  top: number;
+  regionWidth: number;
+  regionHeight: number;
+  inputWidth: number;
+  inputHeight: number;
   padX: number;
   padY: number;
   /** The image's own size. */
@@ -109,7 +195,7 @@ interface Frame {
   height: number;
 }
 
-function letterbox(rgb: RawImage, size: number): Frame {
+function checkPixels(rgb: RawImage): void {
   const { width, height, channels, data } = rgb;
   if (!(width > 0 && height > 0) || data.length !== width * height * channels) {
     throw new Error(
@@ -117,16 +203,84 @@ function letterbox(rgb: RawImage, size: number): Frame {
         `but received ${data.length}`,
     );
   }
+}
+
+const sameSize = (a: RawImage, b: RawImage) => a.width === b.width && a.height === b.height;
+const up32 = (n: number) => Math.max(64, Math.ceil(n / 32) * 32);
+
+/** The whole image fitted inside `size`×`size`, aspect kept, padded only up to multiples of 32. */
+export function fitFrame(image: { width: number; height: number }, size: number): Frame {
+  const { width, height } = image;
   const scale = size / Math.max(width, height);
   const scaledWidth = Math.max(1, Math.round(width * scale));
   const scaledHeight = Math.max(1, Math.round(height * scale));
-  const padX = Math.floor((size - scaledWidth) / 2);
-  const padY = Math.floor((size - scaledHeight) / 2);
-  return { size, scale, scaledWidth, scaledHeight, padX, padY, width, height };
+  const inputWidth = up32(scaledWidth);
+  const inputHeight = up32(scaledHeight);
+  return {
+    scale,
+    scaledWidth,
+    scaledHeight,
+    left: 0,
+    top: 0,
+    regionWidth: scaledWidth,
+    regionHeight: scaledHeight,
+    inputWidth,
+    inputHeight,
+    padX: Math.floor((inputWidth - scaledWidth) / 2),
+    padY: Math.floor((inputHeight - scaledHeight) / 2),
+    width,
+    height,
+  };
+}
+
+export interface Tile {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * Tiles of at most `tile`×`tile` covering a `width`×`height` image, all of one size (so they run as one
+ * batch), spread evenly with neighbours overlapping by at least `overlap` of a tile (a person cut by one
+ * tile's edge is whole in the next, up to that size). A side no longer than `tile` is one tile.
+ */
+export function tileGrid(width: number, height: number, tile: number, overlap: number): Tile[] {
+  const along = (length: number): { size: number; starts: number[] } => {
+    if (length <= tile) return { size: length, starts: [0] };
+    const step = tile * (1 - overlap);
+    const count = Math.ceil((length - tile) / step) + 1;
+    const starts = Array.from({ length: count }, (_, i) => Math.round((i * (length - tile)) / (count - 1)));
+    return { size: tile, starts };
+  };
+  const xs = along(width);
+  const ys = along(height);
+  return ys.starts.flatMap((top) => xs.starts.map((left) => ({ left, top, width: xs.size, height: ys.size })));
+}
+
+/** `tile` of the image scaled by `scale`, as a model input (its sides padded up to multiples of 32). */
+export function tileFrame(image: { width: number; height: number }, scale: number, tile: Tile): Frame {
+  const inputWidth = up32(tile.width);
+  const inputHeight = up32(tile.height);
+  return {
+    scale,
+    scaledWidth: Math.max(1, Math.round(image.width * scale)),
+    scaledHeight: Math.max(1, Math.round(image.height * scale)),
+    left: tile.left,
+    top: tile.top,
+    regionWidth: tile.width,
+    regionHeight: tile.height,
+    inputWidth,
+    inputHeight,
+    padX: Math.floor((inputWidth - tile.width) / 2) - tile.left,
+    padY: Math.floor((inputHeight - tile.height) / 2) - tile.top,
+    width: image.width,
+    height: image.height,
+  };
 }
 
 function toModelInput(tf: Tf, rgb: RawImage, frame: Frame): Tensor4D {
-  const { size, scaledWidth, scaledHeight, padX, padY } = frame;
+  const { scaledWidth, scaledHeight, left, top, regionWidth, regionHeight, inputWidth, inputHeight } = frame;
   return tf.tidy(() => {
     let pixels = tf.tensor3d(rgb.data, [rgb.height, rgb.width, rgb.channels], 'float32');
     if (rgb.channels === 4) pixels = tf.slice(pixels, [0, 0, 0], [-1, -1, 3]);
@@ -134,9 +288,14 @@ function toModelInput(tf: Tf, rgb: RawImage, frame: Frame): Tensor4D {
     if (scaledWidth !== rgb.width || scaledHeight !== rgb.height) {
       pixels = tf.image.resizeBilinear(pixels, [scaledHeight, scaledWidth], false, true);
     }
+    if (left !== 0 || top !== 0 || regionWidth !== scaledWidth || regionHeight !== scaledHeight) {
+      pixels = tf.slice(pixels, [top, left, 0], [regionHeight, regionWidth, 3]);
+    }
+    const padX = Math.floor((inputWidth - regionWidth) / 2);
+    const padY = Math.floor((inputHeight - regionHeight) / 2);
     const padded = tf.pad(pixels, [
-      [padY, size - scaledHeight - padY],
-      [padX, size - scaledWidth - padX],
+      [padY, inputHeight - regionHeight - padY],
+      [padX, inputWidth - regionWidth - padX],
       [0, 0],
     ]);
     return tf.expandDims<Tensor4D>(padded, 0);

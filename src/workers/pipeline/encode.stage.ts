@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import type { WebpOptions } from 'sharp';
 import type { DecodedImage } from './decode.stage.ts';
 import { VARIANT_MAX_SIDE } from './types.ts';
-import type { EncodedVariant, VariantName } from './types.ts';
+import type { EncodedVariant, RawImage, VariantName } from './types.ts';
 
 /**
  * Effort 2: the best trade of encoding time against bytes among efforts 0–6 (sharp's default is 4); the
@@ -42,6 +42,16 @@ interface Pixels {
   pageHeight: number;
 }
 
+export interface EncodedVariants {
+  /** thumb, medium, full. */
+  variants: EncodedVariant[];
+  /**
+   * The raw pixels the thumb variant was encoded from (its first frame for an animation), in the working
+   * buffer's channels: what the ThumbHash stage reads, so that it needs no resize of its own.
+   */
+  thumbPixels: RawImage;
+}
+
 /**
  * Encodes thumb (≤ 320), medium (≤ 1024) and full (≤ 2048) WebP variants from the decoded working buffer:
  * full is the working buffer itself, medium is resampled from it and thumb from medium. The input is raw
@@ -49,7 +59,7 @@ interface Pixels {
  * sRGB, which is what a WebP without a profile means. An animation stays animated at every size, with its
  * frame delays and loop count. Variants of equal size are encoded once.
  */
-export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): Promise<EncodedVariant[]> {
+export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): Promise<EncodedVariants> {
   const { channels } = image.raw;
   const frames = image.animated ? image.frames : 1;
   const animation = image.animated ? { delay: image.delay, loop: image.loop ?? 0 } : {};
@@ -98,5 +108,15 @@ export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): P
   const settled = await Promise.allSettled(jobs);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
-  return settled.map((s) => (s as PromiseFulfilledResult<EncodedVariant>).value).reverse();
+  const thumb = await pixels[ORDER.indexOf('thumb')]!;
+  const frameBytes = thumb.width * thumb.pageHeight * channels;
+  return {
+    variants: settled.map((s) => (s as PromiseFulfilledResult<EncodedVariant>).value).reverse(),
+    thumbPixels: {
+      data: thumb.data.subarray(0, frameBytes),
+      width: thumb.width,
+      height: thumb.pageHeight,
+      channels,
+    },
+  };
 }

@@ -10,13 +10,14 @@ import { detectPeople } from './detect-frames.ts';
 import { encodeVariants, variantPath } from './encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
-import { THUMBHASH_MAX_SIDE, thumbhash } from './thumbhash.stage.ts';
+import { thumbhashOf } from './thumbhash.stage.ts';
 import { personRefusal } from '../../domain/person-policy.ts';
 import type { ImageFormat } from '../../domain/image-format.ts';
 import type {
   DetectionInfo,
   EncodedVariant,
   PersonDetector,
+  RawImage,
   ProcessedImage,
   ProcessImageResult,
   ProcessImageTask,
@@ -42,6 +43,8 @@ interface Draft {
   humanScore: number | null;
   detection?: DetectionInfo;
   variants?: EncodedVariant[];
+  /** The thumb variant's pixels (first frame), kept by encode for the ThumbHash. */
+  thumbPixels?: RawImage;
   thumbhash?: string;
 }
 
@@ -104,23 +107,10 @@ const STAGES: readonly Stage[] = [
   {
     name: 'encode',
     costly: true,
-    run: async ({ draft, task }) => ({
-      variants: await encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }),
-    }),
+    run: ({ draft, task }) => encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }),
   },
-  {
-    name: 'thumbhash',
-    run: async ({ draft }) => ({
-      thumbhash: thumbhash(
-        await derive(draft.image!, {
-          width: THUMBHASH_MAX_SIDE,
-          height: THUMBHASH_MAX_SIDE,
-          fit: 'inside',
-          channels: 4,
-        }),
-      ),
-    }),
-  },
+  // From the thumb's pixels (≤ 320 px, already resampled by encode): no resize of the working buffer.
+  { name: 'thumbhash', run: ({ draft }) => ({ thumbhash: thumbhashOf(draft.thumbPixels!) }) },
 ];
 
 async function timed<T>(timings: Timings, stage: StageName, fn: () => T | Promise<T>): Promise<T> {

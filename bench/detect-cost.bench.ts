@@ -1,0 +1,115 @@
+/**
+ * What person detection costs beside encoding, per image, in this process (one thread, as a worker runs it):
+ * CPU ms of the detect stage as the pipeline runs it (detectPeople: the libvips resize and the model) with the
+ * shipped detector and with the previous one (384 px square letterbox), against CPU ms of encoding the three
+ * variants of the same decoded images, in interleaved rounds, at 2 MP and 12 MP (issue 17: detection ≤ 0.5×
+ * encode; it was 0.9×).
+ *
+ *   npm run bench:detect-cost [-- --rounds 5]
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { decode, type DecodedImage } from '../src/workers/pipeline/decode.stage.ts';
+import { detectPeople } from '../src/workers/pipeline/detect-frames.ts';
+import { createPersonDetector } from '../src/workers/pipeline/detect.stage.ts';
+import { encodeVariants } from '../src/workers/pipeline/encode.stage.ts';
+import type { PersonDetector, RawImage } from '../src/workers/pipeline/types.ts';
+import { isMain, runAlone } from './support/cli.ts';
+import { jpegs } from './support/images.ts';
+import { detectorModelDir, setupLikeTheApp } from './support/pipeline-subjects.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { TARGETS } from './support/targets.ts';
+import { cpuAndWall, interleave, ratios } from './support/stats.ts';
+
+const PREVIOUS_SIZE = 384;
+
+/**
+ * The detector as it was before issue 17: the image prepared inside 384×384 and letterboxed into the square
+ * (black padding, centred), the model run on 384×384. Same model and decoder; only the framing differs.
+ */
+function previousDetector(fitted: PersonDetector): PersonDetector {
+  const square = (rgb: RawImage): RawImage => {
+    const size = PREVIOUS_SIZE;
+    const c = rgb.channels;
+    const data = new Uint8Array(size * size * c);
+    const left = (size - rgb.width) >> 1;
+    const top = (size - rgb.height) >> 1;
+    for (let y = 0; y < rgb.height; y++) {
+      data.set(rgb.data.subarray(y * rgb.width * c, (y + 1) * rgb.width * c), ((top + y) * size + left) * c);
+    }
+    return { data, width: size, height: size, channels: c };
+  };
+  return {
+    ...fitted,
+    model: 'centernet-384-square',
+    inputSpec: { size: PREVIOUS_SIZE, fit: 'contain' },
+    detect: (rgb) => fitted.detect(square(rgb)),
+    detectMany: (frames) => fitted.detectMany!(frames.map(square)),
+  };
+}
+
+export async function detectCostBench(rec: Recorder, opts: { rounds: number; sizes: number[] }): Promise<void> {
+  await setupLikeTheApp();
+  const modelDir = await detectorModelDir();
+  const shipped = await createPersonDetector({ modelDir });
+  const fitted384 = await createPersonDetector({ modelDir, inputSize: PREVIOUS_SIZE, secondLook: null });
+  const previous = previousDetector(fitted384);
+  // A cheaper candidate (bench/README.md, "Detector evaluation": not shipped, precision on the test photos).
+  const fitted288 = await createPersonDetector({ modelDir, inputSize: 288, secondLook: null });
+  const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-detect-cost-'));
+  try {
+    for (const mp of opts.sizes) {
+      const images: DecodedImage[] = [];
+      for (const img of await jpegs(mp, mp >= 12 ? 3 : 6)) {
+        const decoded = await decode(new Uint8Array(img.bytes), { format: 'jpeg' });
+        if (!decoded.ok) throw new Error(decoded.message);
+        images.push(decoded.image);
+      }
+      const perImage = (fn: (image: DecodedImage, i: number) => Promise<unknown>) => async () => {
+        const { cpuMs } = await cpuAndWall(async () => {
+          for (const [i, image] of images.entries()) await fn(image, i);
+        });
+        return cpuMs / images.length;
+      };
+      const subjects = {
+        shipped: perImage((image) => detectPeople(image, shipped)),
+        previous: perImage((image) => detectPeople(image, previous)),
+        fit288: perImage((image) => detectPeople(image, fitted288)),
+        encode: perImage((image, i) => encodeVariants(image, { stagingDir: dir, baseName: `cost-${mp}-${i}` })),
+      };
+      await interleave(1, subjects); // warm-up
+      const s = await interleave(opts.rounds, subjects);
+      const label = `${mp} MP JPEG`;
+      rec.add(
+        figure('detect-cost', `${label}: detect CPU, ${shipped.model}`, 'ms', s.shipped),
+        figure('detect-cost', `${label}: detect CPU, centernet-384-square (before)`, 'ms', s.previous),
+        figure('detect-cost', `${label}: encode CPU (3 variants)`, 'ms', s.encode),
+        figure('detect-cost', `${label}: detect ÷ encode CPU, ${shipped.model}`, '×', ratios(s.shipped, s.encode), {
+          target: TARGETS.detectVsEncode,
+        }),
+        figure('detect-cost', `${label}: detect ÷ encode CPU, before`, '×', ratios(s.previous, s.encode)),
+        figure(
+          'detect-cost',
+          `${label}: detect ÷ encode CPU, centernet-288 (candidate)`,
+          '×',
+          ratios(s.fit288, s.encode),
+        ),
+        figure('detect-cost', `${label}: detect CPU, shipped ÷ before`, '×', ratios(s.shipped, s.previous)),
+      );
+    }
+  } finally {
+    shipped.dispose();
+    fitted384.dispose();
+    fitted288.dispose();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (isMain(import.meta.url)) {
+  await runAlone(
+    'detect-cost',
+    { rounds: { type: 'string', default: '5' }, sizes: { type: 'string', default: '2,12' } },
+    (rec, v) => detectCostBench(rec, { rounds: Number(v.rounds), sizes: String(v.sizes).split(',').map(Number) }),
+  );
+}

@@ -1,0 +1,327 @@
+/**
+ * Image variants on S3-compatible object storage (MEDIA_STORE=s3://BUCKET[/PREFIX]), for gateways on several
+ * machines with no directory in common:
+ *
+ *   PREFIX ab/<key>.<variant>.webp     stored variants, the same layout as on disk
+ *   DATA_DIR/staging/<instance>/<key>/ written by a worker, local to the process
+ *   DATA_DIR/tmp/<instance>/<request>/ multipart uploads while they stream in
+ *
+ * Unlike the disk store, variants go to the store before the row commits (persist), so that a committed row
+ * always has its objects whichever machine reads it; the local staging copy is dropped after the commit. A
+ * crash between the two leaves objects no row references: the sweep removes them once older than the grace
+ * period (an upload in flight is younger). Deletes go through the media_garbage journal, as on disk.
+ *
+ * Endpoint, region and credentials are read the way the AWS SDK reads them (AWS_ENDPOINT_URL_S3 or
+ * AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); path-style addressing when an
+ * endpoint is set. Checksums only when required: S3-compatible servers (Swift's s3api among them) refuse the
+ * `aws-chunked` bodies the SDK would otherwise send.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { S3Settings } from '../config.ts';
+import { errors } from '../domain/errors.ts';
+import type { ByteRange, MediaFiles, MediaStore, VariantRead } from '../domain/uploads/ports.ts';
+import type { VariantName } from '../domain/uploads/processed-image.ts';
+import { FileMediaStore, VARIANTS } from './media-store.ts';
+
+/** Objects up to this size go in one PUT; larger ones (never a variant today: migrations of big files) multipart. */
+const SINGLE_PUT_MAX = 16 * 1024 * 1024;
+const PART_SIZE = 8 * 1024 * 1024;
+export const CACHE_CONTROL = 'public, max-age=31536000, immutable';
+const KEY_RE = /^[0-9a-f-]{36}$/;
+
+export interface S3Options {
+  /** Milliseconds to connect, and of silence on a request, before it counts as failed (the store is slow). */
+  connectTimeoutMs?: number;
+  requestTimeoutMs?: number;
+}
+
+/** The client for these settings, with what S3-compatible servers need (see the header). */
+export function s3Client(settings: S3Settings, opts: S3Options = {}): S3Client {
+  return new S3Client({
+    region: settings.region ?? 'us-east-1',
+    ...(settings.endpoint ? { endpoint: settings.endpoint, forcePathStyle: true } : {}),
+    ...(settings.credentials ? { credentials: settings.credentials } : {}),
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    // A store that is down or slow fails the request quickly (503 storage_unavailable), and is asked again
+    // by the next one: no long retry chains holding an upload.
+    maxAttempts: 2,
+    requestHandler: {
+      connectionTimeout: opts.connectTimeoutMs ?? 3000,
+      requestTimeout: opts.requestTimeoutMs ?? 15_000,
+      throwOnRequestTimeout: true,
+      socketTimeout: opts.requestTimeoutMs ?? 15_000,
+      httpAgent: { keepAlive: true, maxSockets: 256 },
+      httpsAgent: { keepAlive: true, maxSockets: 256 },
+    },
+  });
+}
+
+const statusOf = (e: unknown): number | undefined =>
+  (e as { $metadata?: { httpStatusCode?: number } } | null)?.$metadata?.httpStatusCode;
+
+/** A 404 from the store: the object (or bucket) is not there. */
+export function isMissing(e: unknown): boolean {
+  const name = (e as Error | null)?.name;
+  return name === 'NoSuchKey' || name === 'NotFound' || statusOf(e) === 404;
+}
+
+/** The store answered 416: the range lies outside the object. */
+const isBadRange = (e: unknown) => (e as Error | null)?.name === 'InvalidRange' || statusOf(e) === 416;
+
+export class S3MediaStore implements MediaStore, MediaFiles {
+  readonly client: S3Client;
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly endpoint: string | null;
+  /** Local staging and temp directories (per process, with heartbeats), as the disk store keeps them. */
+  readonly local: FileMediaStore;
+
+  constructor(dataDir: string, location: S3Settings, opts: S3Options = {}) {
+    this.client = s3Client(location, opts);
+    this.endpoint = location.endpoint;
+    this.bucket = location.bucket;
+    this.prefix = location.prefix;
+    this.local = new FileMediaStore(dataDir);
+  }
+
+  /** Where this store is, for messages: `s3://bucket/prefix at endpoint`. */
+  get description(): string {
+    return `s3://${this.bucket}/${this.prefix}${this.endpoint ? ` at ${this.endpoint}` : ''}`;
+  }
+
+  /**
+   * Checks the bucket answers with these credentials; a missing bucket, refused credentials or an unreachable
+   * store fail the start with one line saying which.
+   */
+  async init(): Promise<void> {
+    await this.check('start');
+    await this.local.init();
+  }
+
+  /** HeadBucket: what /readyz asks, and the start-up check. */
+  async check(when: 'start' | 'ready' = 'ready'): Promise<{ bucket: string }> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      return { bucket: this.bucket };
+    } catch (e) {
+      const status = statusOf(e);
+      const what =
+        status === 404
+          ? `bucket ${this.bucket} does not exist`
+          : status === 403 || status === 401
+            ? `access to bucket ${this.bucket} is denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`
+            : `the object store does not answer (${(e as Error).name}: ${(e as Error).message})`;
+      throw new Error(
+        `MEDIA_STORE=s3://${this.bucket}/${this.prefix}: ${what}${when === 'start' && this.endpoint ? ` at ${this.endpoint}` : ''}`,
+        {
+          cause: e,
+        },
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.local.close();
+    this.client.destroy();
+  }
+
+  objectKey(key: string, variant: VariantName): string {
+    return `${this.prefix}${key.slice(0, 2)}/${key}.${variant}.webp`;
+  }
+
+  stage(key: string): Promise<string> {
+    return this.local.stage(key);
+  }
+
+  /** Uploads the staged variants (in parallel) before the row is inserted. */
+  async persist(key: string): Promise<boolean> {
+    const dir = this.local.stagingDir(key);
+    try {
+      await Promise.all(VARIANTS.map((v) => this.putFile(this.objectKey(key, v), join(dir, `${key}.${v}.webp`))));
+    } catch (e) {
+      // Whatever was written has no row: released by the caller, or swept.
+      throw this.#unavailable('cannot be written', e);
+    }
+    return true;
+  }
+
+  /** Streams a local file to an object, with its type and cache metadata: one PUT, or multipart when large. */
+  async putFile(objectKey: string, path: string, contentType = 'image/webp'): Promise<void> {
+    const { size } = await stat(path);
+    const params = { Bucket: this.bucket, Key: objectKey, ContentType: contentType, CacheControl: CACHE_CONTROL };
+    if (size <= SINGLE_PUT_MAX) {
+      await this.client.send(new PutObjectCommand({ ...params, Body: createReadStream(path), ContentLength: size }));
+      return;
+    }
+    await new Upload({
+      client: this.client,
+      params: { ...params, Body: createReadStream(path) },
+      partSize: PART_SIZE,
+    }).done();
+  }
+
+  /** After the row commits: the objects are in place already, only the local copy goes. */
+  async commit(key: string): Promise<void> {
+    await this.local.discard(key);
+  }
+
+  discard(key: string): Promise<void> {
+    return this.local.discard(key);
+  }
+
+  /** Deletes the variants' objects one at a time (a batch DeleteObjects needs Content-MD5, which some servers want). */
+  async remove(key: string): Promise<void> {
+    await Promise.all(
+      VARIANTS.map((v) =>
+        this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key, v) })),
+      ),
+    );
+  }
+
+  async has(key: string): Promise<boolean> {
+    const found = await Promise.all(VARIANTS.map((v) => this.stat(key, v)));
+    return found.every(Boolean);
+  }
+
+  async stat(key: string, variant: VariantName): Promise<{ size: number } | null> {
+    try {
+      const head = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key, variant) }),
+      );
+      return { size: head.ContentLength ?? 0 };
+    } catch (e) {
+      if (isMissing(e)) return null;
+      throw this.#unavailable('cannot be read', e);
+    }
+  }
+
+  /** A GET of the object (or of the range), its body streamed through, never buffered whole. */
+  async read(key: string, variant: VariantName, range?: ByteRange): Promise<VariantRead | null> {
+    const header = range
+      ? 'suffix' in range
+        ? `bytes=-${range.suffix}`
+        : `bytes=${range.start}-${range.end ?? ''}`
+      : undefined;
+    try {
+      const got = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.objectKey(key, variant),
+          ...(header ? { Range: header } : {}),
+        }),
+      );
+      const body = got.Body as Readable;
+      const span = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(got.ContentRange ?? '');
+      if (header && span)
+        return { size: Number(span[3]), body, range: { start: Number(span[1]), end: Number(span[2]) } };
+      // No range asked, or the store answered the whole object (a range covering all of it).
+      return { size: got.ContentLength ?? 0, body, range: null };
+    } catch (e) {
+      if (isMissing(e)) return null;
+      if (header && isBadRange(e)) {
+        const found = await this.stat(key, variant);
+        return found ? { size: found.size, unsatisfiable: true } : null;
+      }
+      throw this.#unavailable('cannot be read', e);
+    }
+  }
+
+  presign(key: string, variant: VariantName, seconds: number): Promise<string> {
+    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key, variant) }), {
+      expiresIn: seconds,
+    });
+  }
+
+  tempDir(name: string): Promise<string> {
+    return this.local.tempDir(name);
+  }
+
+  /**
+   * Recovery. Local: staging and temp directories of dead processes go (their uploads' objects, if any, were
+   * written before their rows: nothing there is needed). Store: the media keys of objects older than
+   * `graceSeconds` that no row references are released (`release` rechecks under the files' lock).
+   */
+  async sweep(
+    referencedAmong: (keys: string[]) => Promise<Set<string>>,
+    release: (key: string) => Promise<unknown>,
+    graceSeconds: number,
+  ): Promise<{ committed: number; discarded: number; orphans: number }> {
+    const { discarded } = await this.local.sweep(async () => false);
+    let orphans = 0;
+    // No grace: every unreferenced object (stores round LastModified, some of them up to the next second).
+    const cutoff = graceSeconds > 0 ? Date.now() - graceSeconds * 1000 : Infinity;
+    for await (const keys of this.#oldKeys(cutoff)) {
+      const referenced = await referencedAmong(keys);
+      for (const key of keys) {
+        if (referenced.has(key)) continue;
+        if (await release(key)) orphans++;
+      }
+    }
+    return { committed: 0, discarded, orphans };
+  }
+
+  /** Media keys whose objects were all written before `cutoff`, a page of the listing at a time. */
+  async *#oldKeys(cutoff: number): AsyncGenerator<string[]> {
+    let token: string | undefined;
+    // A key's variants may straddle two pages: a young one on either side keeps the key out (it is in flight).
+    const young = new Set<string>();
+    let carried = new Map<string, boolean>();
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token, MaxKeys: 1000 }),
+      );
+      const keys = new Map<string, boolean>(carried);
+      for (const o of page.Contents ?? []) {
+        const name = (o.Key ?? '').slice(this.prefix.length).split('/').pop() ?? '';
+        const key = name.split('.')[0] ?? '';
+        if (!KEY_RE.test(key)) continue;
+        const old = (o.LastModified?.getTime() ?? Date.now()) < cutoff;
+        if (!old) young.add(key);
+        keys.set(key, (keys.get(key) ?? true) && old);
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      // The last key of a page may continue on the next: carried over.
+      const last = [...keys.keys()].pop();
+      carried = new Map();
+      if (token && last !== undefined) {
+        carried.set(last, keys.get(last)!);
+        keys.delete(last);
+      }
+      const ready = [...keys].filter(([k, old]) => old && !young.has(k)).map(([k]) => k);
+      if (ready.length) yield ready;
+    } while (token);
+  }
+
+  /** Every object under the prefix, listed page by page (the migration walks them). */
+  async *list(): AsyncGenerator<{ key: string; size: number }> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, ContinuationToken: token, MaxKeys: 1000 }),
+      );
+      for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, size: o.Size ?? 0 };
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  #unavailable(what: string, cause: unknown) {
+    const err = errors.storageUnavailable(`the object store ${what} now; retry shortly`);
+    (err as Error & { cause?: unknown }).cause = cause;
+    return err;
+  }
+}

@@ -140,6 +140,7 @@ export class ModerationService {
       },
       this.#policy.reportHoldThreshold,
     );
+    if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (outcome.created) this.#events.reportReceived?.();
     if (outcome.held) {
       this.#events.action?.('auto_hold');
@@ -198,10 +199,9 @@ export class ModerationService {
       at: this.#clock.now(),
     });
     if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
-    if (outcome.changed) {
-      this.#events.action?.(input.action);
-      await this.#events.onChanged?.();
-    }
+    // Every action is a write feeds must see (a state, the reports, the person flag).
+    this.#events.action?.(input.action);
+    await this.#events.onChanged?.();
     if (input.block !== 'none') {
       this.#events.action?.('block');
       this.#events.blocklistGrew?.();

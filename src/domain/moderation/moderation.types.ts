@@ -1,5 +1,6 @@
 /** API.md Moderation: reports, the queue, the blocklist, bans and the modlog, as the domain sees them. */
 import type { UploadRecord } from '../uploads/upload.types.ts';
+import type { UserRecord } from '../users.ts';
 
 export const REPORT_REASONS = ['spam', 'harassment', 'sexual', 'violence', 'illegal', 'copyright', 'other'] as const;
 export type ReportReason = (typeof REPORT_REASONS)[number];
@@ -80,13 +81,8 @@ export type NewModlogEntry = Omit<ModlogEntry, 'id' | 'at'>;
 /** A permanent ban is stored as this instant: every comparison with "now" treats it like any other end. */
 export const BAN_PERMANENT = new Date('9999-12-31T00:00:00.000Z');
 
-export interface AdminUserRecord {
-  id: string;
-  username: string;
-  email: string;
-  role: 'user' | 'admin';
-  createdAt: Date;
-  bannedUntil: Date | null;
+/** A user as the admins' list shows it: the stored user, with what they uploaded and the reports it received. */
+export interface AdminUserRecord extends UserRecord {
   uploads: number;
   reportsReceived: number;
 }

@@ -27,17 +27,15 @@ export interface ActOutcome {
   upload: UploadRecord;
   /** Stored files the upload released (remove) and no other row references: to be removed after the commit. */
   releasedMedia: string | null;
-  /** Whether anything changed (state, flags or reports), so that feeds are invalidated. */
-  changed: boolean;
 }
 
 export interface ModerationStore {
   /**
    * Files the report (at most one per user and upload) and, when `holdThreshold` > 0 distinct users have open
    * reports on a visible upload, holds it with a modlog `auto_hold` line: in one transaction under the upload's
-   * lock, so that concurrent reports hold it exactly once.
+   * lock, so that concurrent reports hold it exactly once. Null when the upload is gone (deleted meanwhile).
    */
-  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome>;
+  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome | null>;
   /**
    * A moderator's action on an upload, its modlog line(s) and blocklist entries, in one transaction. `remove`
    * deletes votes and tag links, clears the hashes and releases the stored files (journalled as garbage when no

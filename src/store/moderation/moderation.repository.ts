@@ -44,11 +44,11 @@ export class ModerationRepository implements ModerationStore {
     this.#similarity = similarity;
   }
 
-  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome> {
+  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome | null> {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
       const upload = await lockUpload(db, d, input.uploadId, ['moderation']);
-      if (!upload) throw new Error(`upload ${input.uploadId} vanished`);
+      if (!upload) return null;
       const inserted = await db
         .insertInto('reports')
         .values({
@@ -137,7 +137,7 @@ export class ModerationRepository implements ModerationStore {
         await this.#uploads.select(db).where('u.id', '=', uploadId).execute(),
         db,
       );
-      return { upload: upload!, releasedMedia, changed: true };
+      return { upload: upload!, releasedMedia };
     });
     return result;
   }

@@ -185,18 +185,19 @@ export class ModerationService {
     input: { action: UploadAction; reason: string; block: BlockKind },
   ): Promise<UploadView> {
     if (!isUuid(uploadId)) throw errors.notFound('no such upload: the id is not a UUID');
-    if (input.block !== 'none') {
-      const u = await this.#uploads.findById(uploadId);
-      if (!u) throw errors.notFound(`upload ${uploadId} does not exist`);
-      if (u.uploadType !== 'image')
-        throw errors.invalid(`block applies to image uploads only; upload ${uploadId} is a link`);
-      if (!u.sha256) throw errors.invalid(`upload ${uploadId} has no stored hashes to block (it was removed before)`);
-    }
     const outcome = await this.#store.act(uploadId, input.action, {
       moderator: moderatorOf(principal),
       reason: input.reason,
       block: input.block,
       at: this.#clock.now(),
+      // Checked on the locked row, before anything is written: a refusal changes nothing.
+      guard: (u) => {
+        if (input.block === 'none') return;
+        if (u.uploadType !== 'image')
+          throw errors.invalid(`block applies to image uploads only; upload ${uploadId} is a link`);
+        if (!u.hasHashes)
+          throw errors.invalid(`upload ${uploadId} has no stored hashes to block (it was removed before)`);
+      },
     });
     if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
     // Every action is a write feeds must see (a state, the reports, the person flag).

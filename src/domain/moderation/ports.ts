@@ -2,7 +2,7 @@
  * What moderation needs from the database, implemented in src/store (moderation.repository.ts,
  * blocklist.repository.ts). Every state change of an upload, with its modlog line, is one transaction.
  */
-import type { UploadRecord } from '../uploads/upload.types.ts';
+import type { UploadRecord, UploadType } from '../uploads/upload.types.ts';
 import type {
   AdminUserRecord,
   BlockKind,
@@ -44,7 +44,14 @@ export interface ModerationStore {
   act(
     uploadId: string,
     action: UploadAction,
-    opts: { moderator: Moderator; reason: string; block: BlockKind; at: Date },
+    opts: {
+      moderator: Moderator;
+      reason: string;
+      block: BlockKind;
+      at: Date;
+      /** Checks the locked upload before anything is written; throws to refuse the action (nothing changes). */
+      guard?: (upload: { uploadType: UploadType; hasHashes: boolean }) => void;
+    },
   ): Promise<ActOutcome | null>;
   /** The queue's items: open (held, reported, person-flagged) or closed (acted on, nothing open). */
   queue(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemRecord[]>;

@@ -9,7 +9,6 @@ import { sql, type Kysely } from 'kysely';
 import type { ActOutcome, ModerationStore, ReportOutcome } from '../../domain/moderation/ports.ts';
 import type {
   AdminUserRecord,
-  BlockKind,
   Moderator,
   QueueItemRecord,
   ReportReason,
@@ -99,12 +98,13 @@ export class ModerationRepository implements ModerationStore {
   async act(
     uploadId: string,
     action: UploadAction,
-    opts: { moderator: Moderator; reason: string; block: BlockKind; at: Date },
+    opts: Parameters<ModerationStore['act']>[2],
   ): Promise<ActOutcome | null> {
     const d = this.#db.dialect;
     const result = await this.#db.transaction(async (_em, db) => {
       const row = await lockForRemoval(db, d, uploadId);
       if (!row) return null;
+      opts.guard?.({ uploadType: row.upload_type, hasHashes: row.sha256 !== null });
       if (opts.block !== 'none' && row.sha256) {
         await addBlocklistEntries(
           db,

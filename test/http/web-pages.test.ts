@@ -466,11 +466,12 @@ test(
     await a.w.page.press('#user-q', 'Enter');
     const user = a.w.page.locator('table.users tr', { hasText: poster.username });
     await user.locator(`[aria-label="Reason to ban ${poster.username}"]`).fill('spam links');
-    await user.locator('button', { hasText: 'Ban' }).click();
-    await user.locator('button', { hasText: 'Unban' }).waitFor();
+    // Exact names: a string hasText is a case-insensitive substring, so 'Ban' would also match 'Unban'.
+    await user.getByRole('button', { name: `Ban ${poster.username}`, exact: true }).click();
+    await user.getByRole('button', { name: `Unban ${poster.username}`, exact: true }).waitFor();
     assert.equal((await app.api.get('/api/me', { token: poster.token })).body.error, 'banned');
-    await user.locator('button', { hasText: 'Unban' }).click();
-    await user.locator('button', { hasText: 'Ban' }).waitFor();
+    await user.getByRole('button', { name: `Unban ${poster.username}`, exact: true }).click();
+    await user.getByRole('button', { name: `Ban ${poster.username}`, exact: true }).waitFor();
     assert.equal((await app.api.get('/api/me', { token: poster.token })).status, 200);
     assert.deepEqual(a.w.take(), []);
     await a.ctx.close();

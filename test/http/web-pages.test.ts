@@ -56,6 +56,9 @@ before(async () => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
   w = await watchedPage(context, app.url);
   page = w.page;
+  // A listener turns file-chooser interception on, but without a reply: one added together with the key press
+  // can lose the race, and Chromium then opens (and headless, drops) its own dialog. Turn it on now, for good.
+  page.on('filechooser', () => {});
 });
 after(async () => {
   await browser?.close();

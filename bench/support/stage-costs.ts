@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { decode, derive } from '../../src/workers/pipeline/decode.stage.ts';
-import { encodeVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
+import { encodeVariants, resampleVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from '../../src/workers/pipeline/phash.stage.ts';
 import { detectPeople } from '../../src/workers/pipeline/detect-frames.ts';
 import { sniff } from '../../src/workers/pipeline/sniff.stage.ts';
@@ -44,9 +44,10 @@ export async function stageCosts(
     await stage('phash', async () =>
       phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
     );
-    await stage('detect', () => detectPeople(image, detector));
+    const resampled = await stage('resample', () => resampleVariants(image));
+    await stage('detect', () => detectPeople(image, detector, { small: resampled.thumb }));
     const { thumbPixels } = await stage('encode', () =>
-      encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }),
+      encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }, resampled),
     );
     await stage('thumbhash', () => thumbhashOf(thumbPixels));
     if (i === 0) for (const k of Object.keys(cpu)) cpu[k]!.length = wall[k]!.length = 0; // the first pass only warms up

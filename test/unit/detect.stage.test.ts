@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
+import { loadCenterNet } from '../../src/workers/detector/centernet.model.ts';
 import {
   boxAt,
   heatmapPeaks,
@@ -275,6 +276,33 @@ describe('person detector on real photos', () => {
     );
   });
 
+  test("the class head cut to the person channel gives the full head's person scores and boxes", async () => {
+    const { tf } = await loadTfRuntime();
+    const dir = (await ensureModels()).dir;
+    const [cut, full] = await Promise.all([loadCenterNet(tf, dir), loadCenterNet(tf, dir, { allClasses: true })]);
+    try {
+      const rgb = await prepare(photos.find((p) => p.name === 'small-trio')!.path);
+      const input = tf.tidy(() =>
+        tf.pad(tf.tensor4d(rgb.data, [1, rgb.height, rgb.width, 3], 'float32'), [
+          [0, 0],
+          [0, 32 * Math.ceil(rgb.height / 32) - rgb.height],
+          [0, 32 * Math.ceil(rgb.width / 32) - rgb.width],
+          [0, 0],
+        ]),
+      );
+      const [a, b] = [(await cut.run(input))[0]!, (await full.run(input))[0]!];
+      input.dispose();
+      assert.deepEqual([a.gridWidth, a.gridHeight, a.heatmap.length], [b.gridWidth, b.gridHeight, b.heatmap.length]);
+      const maxDiff = (x: Float32Array, y: Float32Array) => x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i]!)), 0);
+      assert.ok(maxDiff(a.heatmap, b.heatmap) < 1e-5, `heatmap differs by ${maxDiff(a.heatmap, b.heatmap)}`);
+      assert.ok(Math.max(...a.heatmap) > 0.3, 'the photo has people: the compared scores are not all near 0');
+      assert.equal(maxDiff(a.edges, b.edges), 0);
+    } finally {
+      cut.dispose();
+      full.dispose();
+    }
+  });
+
   test('no tensors leak across 50 detections', async () => {
     const { tf } = await loadTfRuntime();
     const rgb = await prepare(photos.find((p) => p.name === 'small-trio')!.path);
@@ -420,6 +448,26 @@ describe('which frames of an animation are checked', () => {
     );
     assert.deepEqual([found.info.inferences, found.info.modelCalls, found.info.bestFrame], [4, 1, 1]);
     assert.equal(found.score, 200 / 255);
+  });
+
+  test('frames of the given smaller pixels are read and compared when they have the input size', async () => {
+    // The working buffer: four frames alike. The 32 px pixels (as the encoder's thumb): frames 0 and 2 differ.
+    const image = animation([frame(W, H, 9), frame(W, H, 9), frame(W, H, 9), frame(W, H, 9)], W, H);
+    const w = 32;
+    const h = 24;
+    const levels = [40, 40, 120, 40];
+    const rgba = new Uint8Array(levels.length * w * h * 4);
+    levels.forEach((level, f) => {
+      for (let i = 0; i < w * h; i++) rgba.set([level, level, level, 255], (f * w * h + i) * 4);
+    });
+    const small = { data: rgba, width: w, height: h, channels: 4 as const, frames: levels.length };
+    const { counted, count } = counting(scriptedDetector(4));
+    const found = await detectPeople(image, counted, { small });
+    assert.deepEqual([found.info.distinctFrames, count.frames, found.info.bestFrame], [2, 2, 2]);
+    assert.equal(found.score, 120 / 255);
+    // Pixels of another size than the input are not used: the working buffer is resized as before.
+    const other = await detectPeople(image, scriptedDetector(4), { small: { ...small, width: 16, height: 48 } });
+    assert.deepEqual([other.info.distinctFrames, other.score], [1, 9 / 255]);
   });
 
   test('a still image is checked once', async () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import sharp from 'sharp';
 import { processImage } from '../../src/workers/pipeline/process-image.ts';
 import type {
   DetectorInputSpec,
@@ -11,6 +12,7 @@ import type {
   ProcessImageTask,
   RawImage,
 } from '../../src/workers/pipeline/types.ts';
+import { VARIANT_MAX_SIDE } from '../../src/workers/pipeline/types.ts';
 import { setupSharp } from '../../src/workers/sharp-setup.ts';
 import * as fx from '../support/fixtures.ts';
 
@@ -92,7 +94,15 @@ describe('processImage', () => {
       `${t.baseName}.medium.webp`,
       `${t.baseName}.thumb.webp`,
     ]);
-    assert.deepEqual(Object.keys(result.timings).sort(), ['decode', 'detect', 'encode', 'phash', 'sniff', 'thumbhash']);
+    assert.deepEqual(Object.keys(result.timings).sort(), [
+      'decode',
+      'detect',
+      'encode',
+      'phash',
+      'resample',
+      'sniff',
+      'thumbhash',
+    ]);
     assert.ok(Object.values(result.timings).every((ms) => typeof ms === 'number' && ms >= 0));
   });
 
@@ -109,6 +119,26 @@ describe('processImage', () => {
     assert.deepEqual(
       fill.inputs.map((i) => [i.width, i.height, i.channels]),
       [[64, 64, 3]],
+    );
+  });
+
+  it("reads the thumb's pixels when the detector's input is the thumb's size, alpha flattened on white", async () => {
+    const png = await sharp({
+      create: { width: 800, height: 400, channels: 4, background: { r: 200, g: 10, b: 10, alpha: 0.5 } },
+    })
+      .png()
+      .toBuffer();
+    const detector = fakeDetector(0, { inputSpec: { size: VARIANT_MAX_SIDE.thumb, fit: 'contain' } });
+    const result = await processImage(task(new Uint8Array(png), 'flag'), { detector });
+    assert.ok(result.ok);
+    const thumb = result.variants.find((v) => v.name === 'thumb')!;
+    const [input] = detector.inputs;
+    assert.deepEqual([input!.width, input!.height, input!.channels], [thumb.width, thumb.height, 3]);
+    // Half-transparent red over white: (200 + 255) / 2, (10 + 255) / 2.
+    const pixel = [...input!.data.subarray(0, 3)];
+    assert.ok(
+      pixel.every((v, i) => Math.abs(v - [228, 133, 133][i]!) <= 1),
+      `${pixel}`,
     );
   });
 

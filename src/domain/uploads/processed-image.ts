@@ -70,5 +70,5 @@ export interface ProcessedImage {
   detection?: DetectionInfo;
   variants: EncodedVariant[];
   /** Milliseconds spent per stage, for metrics. */
-  timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'detect' | 'encode' | 'thumbhash', number>>;
+  timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'resample' | 'detect' | 'encode' | 'thumbhash', number>>;
 }

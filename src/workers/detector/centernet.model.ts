@@ -13,14 +13,66 @@ const CENTERNET_FILE = 'centernet.json';
 const CENTERNET_TRAINED_SIZE = 512;
 /** Output grid cell in input pixels. */
 export const CENTERNET_STRIDE = 4;
-/** COCO class 'person'. */
+/** COCO class 'person', of 80. */
 const PERSON_CLASS = 0;
+const COCO_CLASSES = 80;
+const BYTES_PER: Record<string, number> = { float16: 2, float32: 4, int32: 4, uint8: 1, uint16: 2, bool: 1 };
 
 const INPUT = 'tower_0/images';
 const HEATMAP = 'tower_0/keypoints';
 const EDGES = 'tower_0/wh';
 // UpSampling2D exported as ResizeBilinear with a constant output size (32, 64, 128 at 512 px).
 const UPSAMPLE_SIZE = /\/up_sampling2d(_\d+)?\/mul$/;
+/** The class head's last (pointwise) convolution: one output channel per COCO class, and its biases. */
+const CLASS_HEAD = {
+  weights: 'CenternetHead/centernet_cls_output/pointwise_weights',
+  biases: 'CenternetHead/centernet_cls_output/biases',
+};
+
+/**
+ * The class head's last convolution cut down to the person channel: its pointwise weights [1, 1, C, 80] become
+ * [1, 1, C, 1] and its 80 biases one, in the weight buffer, so the graph computes (and the sigmoid and the read
+ * back touch) one heatmap channel instead of 80. The person scores are the same numbers: each output channel
+ * of a pointwise convolution is computed from its own weights alone.
+ */
+function keepPersonClassOnly(artifacts: io.ModelArtifacts): void {
+  const specs = artifacts.weightSpecs ?? [];
+  const data = new Uint8Array(artifacts.weightData as ArrayBuffer);
+  const kept: Uint8Array[] = [];
+  let offset = 0;
+  let cut = 0;
+  for (const spec of specs) {
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    const size = BYTES_PER[spec.quantization?.dtype ?? spec.dtype]!;
+    const bytes = data.subarray(offset, offset + count * size);
+    offset += count * size;
+    if (spec.name !== CLASS_HEAD.weights && spec.name !== CLASS_HEAD.biases) {
+      kept.push(bytes);
+      continue;
+    }
+    const classes = spec.shape[spec.shape.length - 1]!;
+    if (classes !== COCO_CLASSES || spec.quantization?.scale !== undefined)
+      throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
+    const person = new Uint8Array((count / classes) * size);
+    for (let i = 0; i < count / classes; i++) {
+      person.set(
+        bytes.subarray((i * classes + PERSON_CLASS) * size, (i * classes + PERSON_CLASS + 1) * size),
+        i * size,
+      );
+    }
+    kept.push(person);
+    spec.shape = [...spec.shape.slice(0, -1), 1];
+    cut++;
+  }
+  if (cut !== 2) throw new Error(`${CENTERNET_FILE}: expected the class head's weights and biases, found ${cut} of 2`);
+  const out = new Uint8Array(kept.reduce((n, b) => n + b.length, 0));
+  let at = 0;
+  for (const b of kept) {
+    out.set(b, at);
+    at += b.length;
+  }
+  artifacts.weightData = out.buffer;
+}
 
 /** Raw outputs for one image, on a `gridWidth`×`gridHeight` grid (input size / 4), row-major. */
 export interface CenterNetOutput {
@@ -47,7 +99,11 @@ export const CENTERNET_MIN_SIDE = 64;
 export const CENTERNET_MAX_SIDE = 1024;
 
 /** Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. */
-export async function loadCenterNet(tf: Tf, modelDir: string): Promise<CenterNet> {
+export async function loadCenterNet(
+  tf: Tf,
+  modelDir: string,
+  opts: { /** Keep all 80 class channels (tests compare the cut-down head against them). */ allClasses?: boolean } = {},
+): Promise<CenterNet> {
   const dir = await findModelDir(modelDir);
   const json = JSON.parse(await readFile(path.join(dir, CENTERNET_FILE), 'utf8')) as io.ModelJSON;
   const artifacts = await tf.io.getModelArtifactsForJSON(json, async (manifest) => {
@@ -59,6 +115,7 @@ export async function loadCenterNet(tf: Tf, modelDir: string): Promise<CenterNet
     ];
   });
   const upsampleDivisors = freeInputShape(artifacts);
+  if (!opts.allClasses) keepPersonClassOnly(artifacts);
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
   /** The upsampling output sizes per input shape "HxW": one int32 [2] tensor per upsampling step. */
   const sizesByShape = new Map<string, Record<string, Tensor>>();
@@ -87,9 +144,11 @@ export async function loadCenterNet(tf: Tf, modelDir: string): Promise<CenterNet
       }
       // The executor copies its weight map on every execute: these constants hold for this call only.
       for (const [name, size] of Object.entries(upsampleSizes(height, width))) model.weights[name] = [size];
+      // The class head computes the person channel only (keepPersonClassOnly): the heatmap is [N, H/4, W/4, 1].
       const [heat, edges] = tf.tidy(() => {
-        const [keypoints, wh] = model.execute(input, [HEATMAP, EDGES]) as Tensor4D[];
-        return [tf.slice(keypoints!, [0, 0, 0, PERSON_CLASS], [-1, -1, -1, 1]), wh!];
+        const [keypoints, wh] = model.execute(input, [HEATMAP, EDGES]) as [Tensor4D, Tensor4D];
+        if (keypoints.shape[3] === 1) return [keypoints, wh];
+        return [tf.slice(keypoints, [0, 0, 0, PERSON_CLASS], [-1, -1, -1, 1]), wh];
       });
       try {
         const [heatmap, distances] = await Promise.all([heat.data<'float32'>(), edges.data<'float32'>()]);
@@ -151,7 +210,6 @@ function freeInputShape(artifacts: io.ModelArtifacts): Map<string, number> {
 
   const specs = artifacts.weightSpecs ?? [];
   const data = new DataView(artifacts.weightData as ArrayBuffer);
-  const bytesPer: Record<string, number> = { float16: 2, float32: 4, int32: 4, uint8: 1, uint16: 2, bool: 1 };
   let offset = 0;
   const divisors = new Map<string, number>();
   for (const spec of specs) {
@@ -161,7 +219,7 @@ function freeInputShape(artifacts: io.ModelArtifacts): Map<string, number> {
         throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
       divisors.set(spec.name, CENTERNET_TRAINED_SIZE / data.getInt32(offset, true));
     }
-    offset += count * bytesPer[spec.quantization?.dtype ?? spec.dtype]!;
+    offset += count * BYTES_PER[spec.quantization?.dtype ?? spec.dtype]!;
   }
   if (divisors.size !== 3 || [...divisors.values()].some((d) => !Number.isInteger(d)))
     throw new Error(`${CENTERNET_FILE}: expected 3 upsampling size constants, found ${[...divisors.values()]}`);

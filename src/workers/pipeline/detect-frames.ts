@@ -4,7 +4,8 @@
  * checked again. The distinct frames go through the model in batches where the detector takes them.
  */
 import { derive, type DecodedImage } from './decode.stage.ts';
-import type { DetectionInfo, PersonDetection, PersonDetector, RawImage } from './types.ts';
+import type { StackedPixels } from './encode.stage.ts';
+import type { DetectionInfo, DetectorInputSpec, PersonDetection, PersonDetector, RawImage } from './types.ts';
 
 /** Cells per side of a frame's signature (fewer when the frame is smaller). */
 export const SIGNATURE_GRID = 32;
@@ -89,6 +90,35 @@ export function distinctFrames(signatures: readonly FrameSignature[], tolerance 
 export interface DetectPeopleOptions {
   /** Stop once a frame scores at least this (the rest cannot change a refusal); default: check every frame. */
   stopAt?: number;
+  /**
+   * The image already resampled smaller, every frame stacked (the encoder's thumb variant). Where it has the
+   * detector's input size, frames are read and compared on it, and the working buffer is not resized again
+   * for each frame.
+   */
+  small?: StackedPixels;
+}
+
+/** Whether `small` is what the detector asks for (contained in its input size, long side equal): used as it is. */
+function smallEnough(image: DecodedImage, small: StackedPixels | undefined, spec: DetectorInputSpec): boolean {
+  if (!small || spec.fit !== 'contain') return false;
+  return Math.max(small.width, small.height) === spec.size && small.frames === image.frames;
+}
+
+/** One frame of stacked pixels as RGB, alpha flattened on white (as `derive` does). */
+export function frameRgb(stack: StackedPixels, frame: number): RawImage {
+  const { width, height, channels, data } = stack;
+  const at = frame * width * height * channels;
+  const pixels = data.subarray(at, at + width * height * channels);
+  if (channels === 3) return { data: pixels, width, height, channels: 3 };
+  const rgb = new Uint8Array(width * height * 3);
+  for (let i = 0, j = 0; j < rgb.length; i += 4, j += 3) {
+    const a = pixels[i + 3]! / 255;
+    const white = 255 * (1 - a);
+    rgb[j] = Math.round(pixels[i]! * a + white);
+    rgb[j + 1] = Math.round(pixels[i + 1]! * a + white);
+    rgb[j + 2] = Math.round(pixels[i + 2]! * a + white);
+  }
+  return { data: rgb, width, height, channels: 3 };
 }
 
 export type PeopleInImage = PersonDetection & { info: DetectionInfo };
@@ -103,17 +133,26 @@ export async function detectPeople(
   opts: DetectPeopleOptions = {},
 ): Promise<PeopleInImage> {
   const { size, fit } = detector.inputSpec;
-  const frames = image.animated ? distinctFrames(frameSignatures(image)) : [0];
+  const small = smallEnough(image, opts.small, detector.inputSpec) ? opts.small! : null;
+  const frames = image.animated
+    ? distinctFrames(
+        frameSignatures(
+          small ? { raw: { ...small, height: small.height * small.frames }, pageHeight: small.height } : image,
+        ),
+      )
+    : [0];
   const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
-  const prepare = (frame: number): Promise<RawImage> =>
-    derive(image, {
-      width: size,
-      height: size,
-      fit: fit === 'fill' ? 'fill' : 'inside',
-      channels: 3,
-      frame,
-      enlarge: true,
-    });
+  const prepare = async (frame: number): Promise<RawImage> =>
+    small
+      ? frameRgb(small, frame)
+      : derive(image, {
+          width: size,
+          height: size,
+          fit: fit === 'fill' ? 'fill' : 'inside',
+          channels: 3,
+          frame,
+          enlarge: true,
+        });
   let best: PersonDetection = { score: 0, boxes: [] };
   const info: DetectionInfo = {
     frames: image.frames,

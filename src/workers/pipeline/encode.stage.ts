@@ -53,69 +53,101 @@ export interface EncodedVariants {
 }
 
 /**
- * Encodes thumb (≤ 320), medium (≤ 1024) and full (≤ 2048) WebP variants from the decoded working buffer:
- * full is the working buffer itself, medium is resampled from it and thumb from medium. The input is raw
- * pixels, so no EXIF, GPS, XMP or ICC can reach the output; the pixels are already auto-oriented and in
- * sRGB, which is what a WebP without a profile means. An animation stays animated at every size, with its
- * frame delays and loop count. Variants of equal size are encoded once.
+ * The pixels of each variant, all frames stacked, in the working buffer's channels: full is the working buffer
+ * itself, medium is resampled from it and thumb from medium. Made before detection so that the detector reads
+ * the thumb (≤ 320 px, its input size) instead of resizing the working buffer again, and the WebP encoding,
+ * the costly part, runs only for images detection lets through.
  */
-export async function encodeVariants(image: DecodedImage, ctx: EncodeContext): Promise<EncodedVariants> {
+export interface VariantPixels {
+  /** thumb, medium, full; an animation's frames stacked vertically, `height` being one frame's. */
+  readonly thumb: StackedPixels;
+  readonly medium: StackedPixels;
+  readonly full: StackedPixels;
+}
+
+/** Raw pixels of every frame, stacked vertically; `height` is one frame's. */
+export interface StackedPixels extends RawImage {
+  channels: 3 | 4;
+  frames: number;
+}
+
+const sourceOf = (image: DecodedImage) => {
   const { channels } = image.raw;
   const frames = image.animated ? image.frames : 1;
-  const animation = image.animated ? { delay: image.delay, loop: image.loop ?? 0 } : {};
-  const source = (p: Pixels) =>
+  return (p: Pixels) =>
     image.animated
       ? sharp(p.data, {
           raw: { width: p.width, height: p.pageHeight * frames, channels, pageHeight: p.pageHeight },
           pages: -1,
         })
       : sharp(p.data, { raw: { width: p.width, height: p.pageHeight, channels } });
-  const resample = async (p: Pixels, size: { width: number; height: number }): Promise<Pixels> => {
-    if (p.width === size.width && p.pageHeight === size.height) return p;
-    const { data, info } = await source(p)
-      .resize(size.width, size.height, { fit: 'fill' })
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    return { data, width: info.width, pageHeight: info.pageHeight ?? info.height };
-  };
+};
 
-  const full: Pixels = { data: image.raw.data, width: image.raw.width, pageHeight: image.pageHeight };
-  const sizes = ORDER.map((name) => fitInside(full.width, full.pageHeight, VARIANT_MAX_SIDE[name]));
-  const pixels: Array<Promise<Pixels>> = [];
-  sizes.forEach((size, i) =>
-    pixels.push(i === 0 ? Promise.resolve(full) : pixels[i - 1]!.then((p) => resample(p, size))),
-  );
+/** Resamples the working buffer into each variant's size, largest first (each from the one before it). */
+export async function resampleVariants(image: DecodedImage): Promise<VariantPixels> {
+  const source = sourceOf(image);
+  const { channels } = image.raw;
+  const frames = image.animated ? image.frames : 1;
+  let p: Pixels = { data: image.raw.data, width: image.raw.width, pageHeight: image.pageHeight };
+  const out: Partial<Record<VariantName, StackedPixels>> = {};
+  for (const name of ORDER) {
+    const size = fitInside(image.raw.width, image.pageHeight, VARIANT_MAX_SIDE[name]);
+    if (p.width !== size.width || p.pageHeight !== size.height) {
+      const { data, info } = await source(p)
+        .resize(size.width, size.height, { fit: 'fill' })
+        .raw()
+        .toBuffer({ resolveWithObject: true });
+      p = { data, width: info.width, pageHeight: info.pageHeight ?? info.height };
+    }
+    out[name] = { data: p.data, width: p.width, height: p.pageHeight, channels, frames };
+  }
+  return out as VariantPixels;
+}
+
+/**
+ * Encodes thumb (≤ 320), medium (≤ 1024) and full (≤ 2048) WebP variants from their pixels (`resampleVariants`,
+ * made here when not given). The input is raw pixels, so no EXIF, GPS, XMP or ICC can reach the output; the
+ * pixels are already auto-oriented and in sRGB, which is what a WebP without a profile means. An animation
+ * stays animated at every size, with its frame delays and loop count. Variants of equal size are encoded once.
+ */
+export async function encodeVariants(
+  image: DecodedImage,
+  ctx: EncodeContext,
+  resampled?: VariantPixels,
+): Promise<EncodedVariants> {
+  const { channels } = image.raw;
+  const animation = image.animated ? { delay: image.delay, loop: image.loop ?? 0 } : {};
+  const source = sourceOf(image);
+  const pixels = resampled ?? (await resampleVariants(image));
 
   const encoded = new Map<string, Promise<Buffer>>();
-  const jobs = ORDER.map(async (name, i): Promise<EncodedVariant> => {
-    const { width, height } = sizes[i]!;
+  const jobs = ORDER.map(async (name): Promise<EncodedVariant> => {
+    const { data, width, height } = pixels[name];
     const key = `${width}x${height}`;
     let webp = encoded.get(key);
     if (!webp) {
-      webp = pixels[i]!.then((p) =>
-        source(p)
-          .webp({ ...(ctx.webp ?? WEBP_OPTIONS), ...animation })
-          .toBuffer(),
-      );
+      webp = source({ data, width, pageHeight: height })
+        .webp({ ...(ctx.webp ?? WEBP_OPTIONS), ...animation })
+        .toBuffer();
       encoded.set(key, webp);
     }
-    const data = await webp;
+    const bytes = await webp;
     const file = variantPath(ctx, name);
-    await writeFile(file, data);
-    return { name, width, height, bytes: data.length, path: file };
+    await writeFile(file, bytes);
+    return { name, width, height, bytes: bytes.length, path: file };
   });
   // Wait for every job, failed or not, so no write lands after the caller has cleaned the staging dir.
   const settled = await Promise.allSettled(jobs);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
-  const thumb = await pixels[ORDER.indexOf('thumb')]!;
-  const frameBytes = thumb.width * thumb.pageHeight * channels;
+  const thumb = pixels.thumb;
+  const frameBytes = thumb.width * thumb.height * channels;
   return {
     variants: settled.map((s) => (s as PromiseFulfilledResult<EncodedVariant>).value).reverse(),
     thumbPixels: {
       data: thumb.data.subarray(0, frameBytes),
       width: thumb.width,
-      height: thumb.pageHeight,
+      height: thumb.height,
       channels,
     },
   };

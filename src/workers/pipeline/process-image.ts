@@ -1,13 +1,13 @@
 /**
- * The worker's processImage task: sniff → decode → phash → detect → encode → thumbhash, run from one table of
- * stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one runner.
+ * The worker's processImage task: sniff → decode → phash → resample → detect → encode → thumbhash, run from one
+ * table of stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one runner.
  * Expected rejections are returned as `{ok: false, code, message}`; only bugs throw.
  */
 import { rm } from 'node:fs/promises';
 import type { MessagePort } from 'node:worker_threads';
 import { decode, derive, type DecodedImage } from './decode.stage.ts';
 import { detectPeople } from './detect-frames.ts';
-import { encodeVariants, variantPath } from './encode.stage.ts';
+import { encodeVariants, resampleVariants, variantPath, type VariantPixels } from './encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
@@ -42,6 +42,8 @@ interface Draft {
   phash?: string;
   humanScore: number | null;
   detection?: DetectionInfo;
+  /** Every variant's pixels, resampled before detection (which reads the thumb) and encoding. */
+  resampled?: VariantPixels;
   variants?: EncodedVariant[];
   /** The thumb variant's pixels (first frame), kept by encode for the ThumbHash. */
   thumbPixels?: RawImage;
@@ -89,6 +91,7 @@ const STAGES: readonly Stage[] = [
       ),
     }),
   },
+  { name: 'resample', run: async ({ draft }) => ({ resampled: await resampleVariants(draft.image!) }) },
   {
     name: 'detect',
     costly: true,
@@ -98,7 +101,7 @@ const STAGES: readonly Stage[] = [
       if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
       // Under 'reject' the first frame at the threshold decides; 'flag' stores the highest score of all frames.
       const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
-      const found = await detectPeople(draft.image!, detector, { stopAt });
+      const found = await detectPeople(draft.image!, detector, { stopAt, small: draft.resampled!.thumb });
       const refusal = personRefusal(task.humanPolicy, task.humanThreshold, found.score);
       if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection: found.info };
       return { humanScore: found.score, detection: found.info };
@@ -107,9 +110,10 @@ const STAGES: readonly Stage[] = [
   {
     name: 'encode',
     costly: true,
-    run: ({ draft, task }) => encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }),
+    run: ({ draft, task }) =>
+      encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }, draft.resampled),
   },
-  // From the thumb's pixels (≤ 320 px, already resampled by encode): no resize of the working buffer.
+  // From the thumb's pixels (≤ 320 px, already resampled): no resize of the working buffer.
   { name: 'thumbhash', run: ({ draft }) => ({ thumbhash: thumbhashOf(draft.thumbPixels!) }) },
 ];
 

@@ -3,6 +3,7 @@
  * worker (transferList), never copied; a full queue or a pool that is shutting down answers 503 busy;
  * a request whose client went away cancels its task between pipeline stages.
  */
+import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
 import { setupSharpProcess } from './sharp-setup.ts';
 import { AppError, errors } from '../domain/errors.ts';
@@ -113,6 +114,14 @@ export class BusyMeter {
   }
 }
 
+/**
+ * A worker that runs the person detector (TensorFlow.js on wasm) made V8 start an incremental mark-compact from
+ * its marking task about once per image, with the heap at 19 of 43 MB: ~20 ms of GC threads' CPU per image, a
+ * quarter of what detection costs (bench/README.md, "Media pipeline"). Without the task, marking still starts
+ * when an allocation limit is reached, as it does for every other heap.
+ */
+export const NO_MARKING_TASK = '--no-incremental-marking-task';
+
 const isStopped = (r: ProcessImageResult): r is StoppedAfterHash => !r.ok && 'stopped' in r;
 
 // `.ts` when run from src/, `.js` when run from the compiled dist/.
@@ -138,6 +147,8 @@ export class MediaPool implements ImageProcessor {
   private constructor(opts: PoolOptions) {
     this.#opts = opts;
     this.#busy = new BusyMeter(opts.workers);
+    // V8 flags are per process and must be set before the workers' isolates exist: see NO_MARKING_TASK.
+    if (opts.preloadDetector) setFlagsFromString(NO_MARKING_TASK);
     this.#piscina = new Piscina({
       filename: WORKER_FILE.href,
       minThreads: opts.workers,

@@ -276,6 +276,35 @@ describe('person detector on real photos', () => {
     );
   });
 
+  test('a mean over the spatial axes (an average pool on wasm) equals the sum divided by the count', async () => {
+    const { tf, backend } = await loadTfRuntime();
+    if (backend === 'wasm') assert.equal((tf.getKernel(tf.Mean, 'wasm') as { pixvote?: boolean }).pixvote, true);
+    const x = tf.randomUniform([2, 7, 9, 5], -3, 3, 'float32', 17);
+    try {
+      for (const [axis, keepDims] of [
+        [[1, 2], false],
+        [[2, 1], true],
+        [[-3, -2], false],
+      ] as const) {
+        const got = tf.mean(x, [...axis], keepDims);
+        const want = tf.div(tf.sum(x, [1, 2], keepDims), 63);
+        assert.deepEqual(got.shape, want.shape);
+        const [a, b] = [await got.data(), await want.data()];
+        assert.ok(
+          a.every((v, i) => Math.abs(v - b[i]!) < 1e-5),
+          `mean over ${axis} differs`,
+        );
+        tf.dispose([got, want]);
+      }
+      // Other axes take the backend's own kernel.
+      const channels = tf.mean(x, 3);
+      assert.deepEqual(channels.shape, [2, 7, 9]);
+      channels.dispose();
+    } finally {
+      x.dispose();
+    }
+  });
+
   test("the class head cut to the person channel gives the full head's person scores and boxes", async () => {
     const { tf } = await loadTfRuntime();
     const dir = (await ensureModels()).dir;

@@ -71,8 +71,36 @@ async function loadWasm(): Promise<TfRuntime> {
   // threads under Node anyway, but the intent belongs here.)
   wasm.setThreadsCount(1);
   if (!(await core.setBackend('wasm'))) throw new Error("setBackend('wasm') returned false");
+  meanOverSpaceAsAvgPool(core);
   const simd = (await core.env().getAsync('WASM_HAS_SIMD_SUPPORT')) === true;
   return { tf: { ...core, loadGraphModel: converter.loadGraphModel }, backend: 'wasm', simd };
+}
+
+/**
+ * The wasm backend's Mean over the spatial axes of an NHWC tensor (the squeeze-and-excite blocks' global
+ * pooling, nine per CenterNet run) transposes the feature map to NCHW first and then averages it; AvgPool over
+ * the whole map (XNNPACK) gives the same numbers without the transpose. Other Means are left as they are.
+ */
+function meanOverSpaceAsAvgPool(core: typeof TfCore): void {
+  const mean = core.getKernel(core.Mean, 'wasm');
+  const avgPool = core.getKernel(core.AvgPool, 'wasm');
+  if (!mean || !avgPool || (mean as { pixvote?: boolean }).pixvote) return;
+  const kernelFunc: TfCore.KernelFunc = (args) => {
+    const x = args.inputs.x as TfCore.TensorInfo;
+    const { axis, keepDims } = args.attrs as unknown as { axis: number | number[]; keepDims: boolean };
+    const axes = (Array.isArray(axis) ? axis : [axis]).map((a) => (a < 0 ? a + x.shape.length : a)).sort();
+    if (x.shape.length !== 4 || x.dtype !== 'float32' || axes.join() !== '1,2') return mean.kernelFunc(args);
+    const [n, height, width, channels] = x.shape as [number, number, number, number];
+    const out = avgPool.kernelFunc({
+      inputs: { x },
+      backend: args.backend,
+      attrs: { filterSize: [height, width], strides: [1, 1], pad: 'valid' },
+    }) as TfCore.TensorInfo;
+    if (!keepDims) (out as { shape: number[] }).shape = [n, channels];
+    return out;
+  };
+  core.unregisterKernel(core.Mean, 'wasm');
+  core.registerKernel({ ...mean, kernelFunc, pixvote: true } as TfCore.KernelConfig);
 }
 
 function reason(err: unknown): string {

@@ -57,8 +57,6 @@ export async function detectCostBench(rec: Recorder, opts: { rounds: number; siz
   const shipped = await createPersonDetector({ modelDir });
   const fitted384 = await createPersonDetector({ modelDir, inputSize: PREVIOUS_SIZE, secondLook: null });
   const previous = previousDetector(fitted384);
-  // A cheaper candidate (bench/README.md, "Detector evaluation": not shipped, precision on the test photos).
-  const fitted288 = await createPersonDetector({ modelDir, inputSize: 288, secondLook: null });
   const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-detect-cost-'));
   try {
     for (const mp of opts.sizes) {
@@ -80,7 +78,6 @@ export async function detectCostBench(rec: Recorder, opts: { rounds: number; siz
         shipped: perImage((image, i) => detectPeople(image, shipped, { small: resampled[i]!.thumb })),
         ownResize: perImage((image) => detectPeople(image, shipped)),
         previous: perImage((image) => detectPeople(image, previous)),
-        fit288: perImage((image, i) => detectPeople(image, fitted288, { small: resampled[i]!.thumb })),
         encode: perImage((image, i) => encodeVariants(image, { stagingDir: dir, baseName: `cost-${mp}-${i}` })),
       };
       await interleave(1, subjects); // warm-up
@@ -95,19 +92,12 @@ export async function detectCostBench(rec: Recorder, opts: { rounds: number; siz
           target: TARGETS.detectVsEncode,
         }),
         figure('detect-cost', `${label}: detect ÷ encode CPU, before`, '×', ratios(s.previous, s.encode)),
-        figure(
-          'detect-cost',
-          `${label}: detect ÷ encode CPU, centernet-288 (candidate)`,
-          '×',
-          ratios(s.fit288, s.encode),
-        ),
         figure('detect-cost', `${label}: detect CPU, shipped ÷ before`, '×', ratios(s.shipped, s.previous)),
       );
     }
   } finally {
     shipped.dispose();
     fitted384.dispose();
-    fitted288.dispose();
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -36,6 +36,8 @@ interface Look {
   name: string;
   /** Long side the pipeline prepares the image at. */
   prepare: number;
+  /** Then resampled again to this long side (as from the thumb variant). */
+  then?: number;
   /** Pad the prepared image to a square (today's letterbox). */
   square?: boolean;
   inputSize: number;
@@ -48,6 +50,9 @@ const FIRST_LOOKS: Look[] = [
   { name: 'fit 384', prepare: 384, inputSize: 384, secondLook: null },
   { name: 'fit 320', prepare: 320, inputSize: 320, secondLook: null },
   { name: 'fit 288', prepare: 288, inputSize: 288, secondLook: null },
+  // From the thumb variant (320 px): fitted to 288 by the detector (bilinear, on its backend), or by libvips.
+  { name: 'thumb 320 → 288', prepare: 320, inputSize: 288, secondLook: null },
+  { name: 'thumb 320 → 288 (libvips)', prepare: 320, then: 288, inputSize: 288, secondLook: null },
   { name: 'fit 256', prepare: 256, inputSize: 256, secondLook: null },
   { name: 'fit 192', prepare: 192, inputSize: 192, secondLook: null },
 ];
@@ -76,6 +81,12 @@ async function prepare(photo: LabelledPhoto, look: Look): Promise<RawImage> {
     image = sharp(await image.raw().toBuffer(), { raw: { width: info.width, height: info.height, channels: 3 } })
       .extend({ left: x >> 1, right: x - (x >> 1), top: y >> 1, bottom: y - (y >> 1), background: '#000' })
       .removeAlpha();
+  }
+  if (look.then) {
+    const { data, info } = await image.raw().toBuffer({ resolveWithObject: true });
+    image = sharp(data, { raw: { width: info.width, height: info.height, channels: 3 } }).resize(look.then, look.then, {
+      fit: 'inside',
+    });
   }
   const { data, info } = await image.raw().toBuffer({ resolveWithObject: true });
   return { data, width: info.width, height: info.height, channels: 3 };
@@ -190,7 +201,7 @@ async function main(): Promise<void> {
       })
     : null;
   for (const look of FIRST_LOOKS) {
-    if (previous) {
+    if (previous?.first[look.name]) {
       first.set(look.name, previous.first[look.name]!);
       continue;
     }
@@ -234,6 +245,15 @@ async function main(): Promise<void> {
       name: `${f} + fit 384`,
       first: first.get(f)!,
       second: first.get('fit 384')!,
+      secondIncludesFirst: false,
+    });
+  }
+  // A cheap first look, then the shipped 320 px look (the thumb variant) only where it is unsure.
+  for (const f of ['fit 192', 'fit 256']) {
+    cascades.push({
+      name: `${f} + fit 320`,
+      first: first.get(f)!,
+      second: first.get('fit 320')!,
       secondIncludesFirst: false,
     });
   }

@@ -141,7 +141,10 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
           roundsOff.map((r) => r.cpuMsPerImage),
           rounds.map((r) => r.cpuMsPerImage),
         ),
-        { note: 'the throughput ratio measured in CPU, which a busy shared machine disturbs less' },
+        {
+          target: TARGETS.detectionCpuOffVsOn,
+          note: 'the throughput ratio measured in CPU, which a busy shared machine disturbs less',
+        },
       ),
       figure('http-uploads', `${label}: direct pipeline (MediaPool, same images)`, 'images/s', s.direct),
       figure('http-uploads', `${label}: HTTP ÷ direct pipeline`, '×', ratios(s.http, s.direct), {

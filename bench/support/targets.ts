@@ -11,11 +11,16 @@ export const TARGETS = {
   s3UploadsVsDisk: atLeast(0.9, 'goal'),
   /**
    * HTTP upload throughput with person detection on (HUMAN_POLICY=flag: the detector runs on every image) ÷
-   * with it off, 2 MP, 2 workers (issue 17): goal 0.7 (0.54 with the 384 px square detector; 0.64–0.69 measured
-   * alone on 2026-11-25, 0.41–0.53 at load 10). The issue asks CI to fail below 0.65, which today's detector does
-   * not clear reliably: until it does, the floor guards against regressions (0.45) and the goal stays open.
+   * with it off, 2 MP, 2 workers (issue 17): goal 0.7 (0.54 with the 384 px square detector). Measured on
+   * 2026-11-25 after the detector read the thumb, computed one class and ran without the per-image full GC:
+   * medians 0.69–0.70 of 5 rounds, single rounds 0.64–0.78. The issue asks CI to fail below 0.65; a median of
+   * CI's 3 rounds falls under that often enough on this shared machine to fail good builds, so CI fails below
+   * 0.55 on throughput and below 0.6 on the same ratio in CPU (detectionCpuOffVsOn), which scheduling noise
+   * disturbs less.
    */
-  detectionOnVsOff: atLeast(0.45, 'ci', 0.7),
+  detectionOnVsOff: atLeast(0.55, 'ci', 0.7),
+  /** The same ratio in the app's CPU per image (off ÷ on): medians 0.69–0.71, single rounds 0.66–0.78. */
+  detectionCpuOffVsOn: atLeast(0.6, 'ci', 0.7),
   /** Detect-stage CPU ÷ encode CPU per image, 2 MP and 12 MP (issue 17; 0.9× with the 384 px square detector). */
   detectVsEncode: atMost(0.5),
   /** MediaPool of one worker ÷ processImage in-process: pool overhead ≤ 10 %. */

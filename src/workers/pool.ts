@@ -115,12 +115,15 @@ export class BusyMeter {
 }
 
 /**
- * A worker that runs the person detector (TensorFlow.js on wasm) made V8 start an incremental mark-compact from
- * its marking task about once per image, with the heap at 19 of 43 MB: ~20 ms of GC threads' CPU per image, a
- * quarter of what detection costs (bench/README.md, "Media pipeline"). Without the task, marking still starts
- * when an allocation limit is reached, as it does for every other heap.
+ * V8 flags for a process whose workers run the person detector (TensorFlow.js on wasm: many short-lived objects
+ * per model run). V8 started a full mark-compact from its incremental-marking task about once per image, with
+ * the heap at 19 of 43 MB: ~20 ms of GC threads' CPU per image, a quarter of what detection costs. Without the
+ * task, marking starts when an allocation limit is reached, as for any heap; an initial old space of 128 MB
+ * sets that limit above what a worker keeps (~20 MB), so a worker collects its old space a few times per
+ * hundred images instead of every image. Resident memory did not grow in the same runs (bench/README.md,
+ * "Media pipeline").
  */
-export const NO_MARKING_TASK = '--no-incremental-marking-task';
+export const WORKER_GC_FLAGS = '--no-incremental-marking-task --initial-old-space-size=128';
 
 const isStopped = (r: ProcessImageResult): r is StoppedAfterHash => !r.ok && 'stopped' in r;
 
@@ -147,8 +150,8 @@ export class MediaPool implements ImageProcessor {
   private constructor(opts: PoolOptions) {
     this.#opts = opts;
     this.#busy = new BusyMeter(opts.workers);
-    // V8 flags are per process and must be set before the workers' isolates exist: see NO_MARKING_TASK.
-    if (opts.preloadDetector) setFlagsFromString(NO_MARKING_TASK);
+    // V8 flags are per process and must be set before the workers' isolates exist: see WORKER_GC_FLAGS.
+    if (opts.preloadDetector) setFlagsFromString(WORKER_GC_FLAGS);
     this.#piscina = new Piscina({
       filename: WORKER_FILE.href,
       minThreads: opts.workers,

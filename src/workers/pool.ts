@@ -115,15 +115,15 @@ export class BusyMeter {
 }
 
 /**
- * V8 flags for a process whose workers run the person detector (TensorFlow.js on wasm: many short-lived objects
- * per model run). V8 started a full mark-compact from its incremental-marking task about once per image, with
- * the heap at 19 of 43 MB: ~20 ms of GC threads' CPU per image, a quarter of what detection costs. Without the
- * task, marking starts when an allocation limit is reached, as for any heap; an initial old space of 128 MB
- * sets that limit above what a worker keeps (~20 MB), so a worker collects its old space a few times per
- * hundred images instead of every image. Resident memory did not grow in the same runs (bench/README.md,
- * "Media pipeline").
+ * V8 flags for the workers of a pool that runs the person detector (TensorFlow.js on wasm: many short-lived
+ * objects per model run). With V8's default initial old space, a detector worker ran a full mark-compact about
+ * once per image (started by V8's incremental-marking task with the heap at 19 of 43 MB): ~20 ms of GC threads'
+ * CPU per image, a quarter of what detection costs. An initial old space of 128 MB puts the limits above what a
+ * worker keeps (~20 MB): two mark-compacts per worker in 96 images, and resident memory did not grow in the same
+ * runs (bench/README.md, "The cost that was not in the detect stage"). The flag sizes heaps made after it is set,
+ * so it reaches the workers and leaves the gateway's own heap as it is.
  */
-export const WORKER_GC_FLAGS = '--no-incremental-marking-task --initial-old-space-size=128';
+export const WORKER_GC_FLAGS = '--initial-old-space-size=128';
 
 const isStopped = (r: ProcessImageResult): r is StoppedAfterHash => !r.ok && 'stopped' in r;
 

@@ -12,14 +12,15 @@ export const TARGETS = {
   /**
    * HTTP upload throughput with person detection on (HUMAN_POLICY=flag: the detector runs on every image) ÷
    * with it off, 2 MP, 2 workers (issue 17): goal 0.7 (0.54 with the 384 px square detector). Measured on
-   * 2026-11-25 after the detector read the thumb, computed one class and ran without the per-image full GC:
-   * medians 0.69–0.70 of 5 rounds, single rounds 0.64–0.78. The issue asks CI to fail below 0.65; a median of
-   * CI's 3 rounds falls under that often enough on this shared machine to fail good builds, so CI fails below
-   * 0.55 on throughput and below 0.6 on the same ratio in CPU (detectionCpuOffVsOn), which scheduling noise
-   * disturbs less.
+   * 2026-11-25 after the detector read the thumb, computed one class and its workers stopped collecting their old
+   * space every image: medians 0.69–0.76 over six runs, 0.72–0.74 in three runs of CI's 3 rounds × 12 images,
+   * whose single rounds were ≥ 0.70. CI fails below 0.65, as the issue asks.
    */
-  detectionOnVsOff: atLeast(0.55, 'ci', 0.7),
-  /** The same ratio in the app's CPU per image (off ÷ on): medians 0.69–0.71, single rounds 0.66–0.78. */
+  detectionOnVsOff: atLeast(0.65, 'ci', 0.7),
+  /**
+   * The same ratio in the app's CPU per image (off ÷ on), which scheduling noise disturbs less: medians
+   * 0.71–0.76. A second, looser guard (0.6) that fails only if detection's CPU cost itself regressed.
+   */
   detectionCpuOffVsOn: atLeast(0.6, 'ci', 0.7),
   /** Detect-stage CPU ÷ encode CPU per image, 2 MP and 12 MP (issue 17; 0.9× with the 384 px square detector). */
   detectVsEncode: atMost(0.5),

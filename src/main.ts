@@ -98,6 +98,8 @@ interface Resources {
   db: Database;
   redis: Redis | null;
   media: FileMediaStore | S3MediaStore;
+  /** Where MEDIA_REDIRECT=true sends image GETs (the object store's origin), for the pages' CSP; else null. */
+  mediaOrigin: string | null;
   metrics: Metrics;
   passwordHashes: PasswordHashPool;
   pool: MediaPool;
@@ -189,6 +191,11 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
   releases.add(() => media.close());
   await media.init();
   if (media instanceof S3MediaStore) log.info({ store: media.description }, 'media on object storage');
+  // A presigned URL is signed locally, with no request: one tells where redirected image GETs will go.
+  const mediaOrigin =
+    config.mediaRedirect && media instanceof S3MediaStore
+      ? new URL(await media.presign('csp-origin', 'thumb', 60)).origin
+      : null;
   const passwordHashes = new PasswordHashPool();
   releases.add(() => passwordHashes.close());
 
@@ -220,7 +227,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     },
     'media workers ready',
   );
-  return { log, db, redis, media, metrics, passwordHashes, pool };
+  return { log, db, redis, media, mediaOrigin, metrics, passwordHashes, pool };
 }
 
 /**
@@ -228,7 +235,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
  * cache opens its subscription as it is built: src/store/cache).
  */
 function wire(config: Config, opts: ComposeOptions, resources: Resources) {
-  const { log, db, redis, media, metrics, passwordHashes, pool } = resources;
+  const { log, db, redis, media, mediaOrigin, metrics, passwordHashes, pool } = resources;
   const clock = opts.clock ?? systemClock;
   const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
     createLimiter({
@@ -409,7 +416,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
         token: config.metricsToken,
       }),
       docsRoutes(),
-      webRoutes({ feeds }),
+      webRoutes({ feeds, mediaOrigin }),
     ],
   });
 

@@ -152,6 +152,13 @@ describe('media on object storage', { skip }, () => {
       const location = res.headers.get('location')!;
       assert.match(location, /X-Amz-Signature=/);
       assert.match(location, /X-Amz-Expires=300/);
+      // The pages let the browser follow that redirect: the store's origin is in their img-src.
+      const page = await redirecting.api.get('/', { unchecked: 'an HTML page, not an API route' });
+      const imgSrc = page.headers
+        .get('content-security-policy')!
+        .split('; ')
+        .find((d) => d.startsWith('img-src'));
+      assert.equal(imgSrc, `img-src 'self' data: blob: ${new URL(location).origin}`);
       const got = await fetch(location);
       assert.equal(got.status, 200);
       assert.equal(

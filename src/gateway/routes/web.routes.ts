@@ -39,18 +39,27 @@ export const EMBED_FRAME_HOSTS = [
   'https://www.threads.com',
 ];
 
-export const PAGE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "connect-src 'self'",
-  `frame-src ${EMBED_FRAME_HOSTS.join(' ')}`,
-  "manifest-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+/**
+ * The pages' Content-Security-Policy. `imageOrigins`: where else images may come from — the object store's
+ * origin when image GETs answer with a presigned redirect (MEDIA_REDIRECT=true), which `img-src 'self'` would
+ * otherwise block after the redirect.
+ */
+export function pageCsp(imageOrigins: readonly string[] = []): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    ["img-src 'self' data: blob:", ...imageOrigins].join(' '),
+    "connect-src 'self'",
+    `frame-src ${EMBED_FRAME_HOSTS.join(' ')}`,
+    "manifest-src 'self'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+export const PAGE_CSP = pageCsp();
 
 const ASSET_CACHE = 'public, max-age=31536000, immutable';
 
@@ -224,15 +233,22 @@ function sendAsset(ctx: AppContext, asset: Asset): void {
   }
 }
 
-export function webRoutes(deps: { feeds?: FeedService } = {}): Router<AppState> {
+export function webRoutes(
+  deps: {
+    feeds?: FeedService;
+    /** The object store's origin, when image GETs redirect there (MEDIA_REDIRECT=true). */
+    mediaOrigin?: string | null;
+  } = {},
+): Router<AppState> {
   const router = new Router<AppState>();
+  const csp = deps.mediaOrigin ? pageCsp([deps.mediaOrigin]) : PAGE_CSP;
   const assets = loadAssets();
   const byPath = new Map(Object.values(assets).map((a) => [a.path, a]));
 
   for (const [path, page, title] of PAGES) {
     router.get(path, async (ctx) => {
       const feed = page === 'feed' && deps.feeds ? await firstFeedPage(deps.feeds, ctx) : null;
-      ctx.set('Content-Security-Policy', PAGE_CSP);
+      ctx.set('Content-Security-Policy', csp);
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');

@@ -48,6 +48,7 @@ const ALWAYS = { from: -1, to: 2 };
 const FIRST_LOOKS: Look[] = [
   { name: 'square 384 (today)', prepare: 384, square: true, inputSize: 384, secondLook: null },
   { name: 'fit 384', prepare: 384, inputSize: 384, secondLook: null },
+  { name: 'fit 352', prepare: 352, inputSize: 352, secondLook: null },
   { name: 'fit 320', prepare: 320, inputSize: 320, secondLook: null },
   { name: 'fit 288', prepare: 288, inputSize: 288, secondLook: null },
   // From the thumb variant (320 px): fitted to 288 by the detector (bilinear, on its backend), or by libvips.

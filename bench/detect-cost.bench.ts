@@ -77,6 +77,9 @@ export async function detectCostBench(rec: Recorder, opts: { rounds: number; siz
       const subjects = {
         shipped: perImage((image, i) => detectPeople(image, shipped, { small: resampled[i]!.thumb })),
         ownResize: perImage((image) => detectPeople(image, shipped)),
+        fit384: perImage((image, i) =>
+          detectPeople(image, fitted384, { small: resampled[i]!.thumb, larger: resampled[i]!.medium }),
+        ),
         previous: perImage((image) => detectPeople(image, previous)),
         encode: perImage((image, i) => encodeVariants(image, { stagingDir: dir, baseName: `cost-${mp}-${i}` })),
       };
@@ -92,6 +95,12 @@ export async function detectCostBench(rec: Recorder, opts: { rounds: number; siz
           target: TARGETS.detectVsEncode,
         }),
         figure('detect-cost', `${label}: detect ÷ encode CPU, before`, '×', ratios(s.previous, s.encode)),
+        figure(
+          'detect-cost',
+          `${label}: detect ÷ encode CPU, HUMAN_INPUT_SIZE=384 (from the medium variant)`,
+          '×',
+          ratios(s.fit384, s.encode),
+        ),
         figure('detect-cost', `${label}: detect CPU, shipped ÷ before`, '×', ratios(s.shipped, s.previous)),
       );
     }

@@ -40,6 +40,8 @@ export interface Config {
   readonly workerQueue: number;
   readonly humanPolicy: HumanPolicy;
   readonly humanThreshold: number;
+  /** Long side of the person detector's input: 320 (the thumb, no resize) or larger for more accuracy. */
+  readonly humanInputSize: number;
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
   /** Distinct reporters that hold an upload automatically; 0 turns it off. */
@@ -154,6 +156,12 @@ const schema = z.object({
     .transform(Number)
     .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, 'expected a number in (0, 1]')
     .optional(),
+  HUMAN_INPUT_SIZE: z
+    .string()
+    .regex(/^\d+$/, 'expected a multiple of 32 from 128 to 1024')
+    .transform(Number)
+    .refine((n) => n % 32 === 0 && n >= 128 && n <= 1024, 'expected a multiple of 32 from 128 to 1024')
+    .prefault('320'),
   NEAR_DUPLICATE_DISTANCE: z
     .string()
     .regex(/^-?\d+$/, 'expected an integer from -1 to 32')
@@ -253,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
     humanThreshold: e.HUMAN_THRESHOLD ?? CALIBRATED_HUMAN_THRESHOLD,
+    humanInputSize: e.HUMAN_INPUT_SIZE,
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,

@@ -209,6 +209,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     maxQueue: config.workerQueue,
     modelDir,
     preloadDetector: config.humanPolicy !== 'off',
+    detectorInputSize: config.humanInputSize,
     onTaskDone: ({ waitMs, stages }) => {
       metrics.poolQueueWait.observe(waitMs / 1000);
       for (const [stage, ms] of Object.entries(stages)) metrics.stageDuration.observe({ stage }, ms / 1000);
@@ -224,6 +225,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
       queue: config.workerQueue,
       humanPolicy: config.humanPolicy,
       detectorBackend: probe.detectorBackend,
+      detectorModel: probe.detectorModel,
     },
     'media workers ready',
   );

@@ -12,16 +12,19 @@ export interface MediaWorkerData {
   modelDir?: string;
   /** Load the detector when the thread starts (HUMAN_POLICY ≠ off), so no upload waits for it. */
   preloadDetector?: boolean;
+  /** The detector's input size (HUMAN_INPUT_SIZE); the detector's default when absent. */
+  detectorInputSize?: number;
 }
 
 const ready = setupSharp();
 let detector: Promise<PersonDetector> | undefined;
 let backend: string | null = null;
+let model: string | null = null;
 
 /** Loads the detector on first need, once per thread; a failed load is retried by the next task. */
 function loadDetector(): Promise<PersonDetector> {
   detector ??= (async () => {
-    const { modelDir } = (workerData ?? {}) as MediaWorkerData;
+    const { modelDir, detectorInputSize } = (workerData ?? {}) as MediaWorkerData;
     // Imported by URL so that this file loads, and 'off' tasks run, without the detector module.
     const url = new URL(
       `./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
@@ -38,8 +41,12 @@ function loadDetector(): Promise<PersonDetector> {
     if (typeof create !== 'function')
       throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
     try {
-      const loaded = await (create as (opts: { modelDir?: string }) => Promise<PersonDetector>)({ modelDir });
+      const loaded = await (create as (opts: { modelDir?: string; inputSize?: number }) => Promise<PersonDetector>)({
+        modelDir,
+        ...(detectorInputSize ? { inputSize: detectorInputSize } : {}),
+      });
       backend = loaded.backend;
+      model = loaded.model;
       return loaded;
     } catch (err) {
       throw new Error(
@@ -64,11 +71,11 @@ export async function processImage(task: ProcessImageTask): Promise<ProcessImage
 
 if ((workerData as MediaWorkerData | undefined)?.preloadDetector) loadDetector().catch(() => {});
 
-/** Readiness probe: answers once sharp (and a preloaded detector) is ready; names the detector backend. */
-export async function ping(): Promise<{ detectorBackend: string | null }> {
+/** Readiness probe: answers once sharp (and a preloaded detector) is ready; names the detector and its backend. */
+export async function ping(): Promise<{ detectorBackend: string | null; detectorModel: string | null }> {
   await ready;
   if ((workerData as MediaWorkerData | undefined)?.preloadDetector) await loadDetector();
-  return { detectorBackend: backend };
+  return { detectorBackend: backend, detectorModel: model };
 }
 
 export default processImage;

@@ -19,6 +19,8 @@ export interface PoolOptions {
   modelDir: string;
   /** Load the person detector in every thread at start (HUMAN_POLICY ≠ off). */
   preloadDetector: boolean;
+  /** The detector's input size (HUMAN_INPUT_SIZE); its default when absent. */
+  detectorInputSize?: number;
   /** Called with the queue wait and run time (ms) and stage timings of each finished task. */
   onTaskDone?: (t: { waitMs: number; runMs: number; stages: ProcessedImage['timings']; outcome: string }) => void;
 }
@@ -140,6 +142,7 @@ export class MediaPool implements ImageProcessor {
   #closing = false;
   /** What the last ping said; undefined before the first. */
   #backend: string | null | undefined = undefined;
+  #model: string | null = null;
 
   /** Locks libvips down to the four accepted loaders for the whole process, then starts the threads. */
   static async start(opts: PoolOptions): Promise<MediaPool> {
@@ -158,7 +161,11 @@ export class MediaPool implements ImageProcessor {
       maxThreads: opts.workers,
       maxQueue: opts.maxQueue,
       idleTimeout: 2 ** 31 - 1,
-      workerData: { modelDir: opts.modelDir, preloadDetector: opts.preloadDetector },
+      workerData: {
+        modelDir: opts.modelDir,
+        preloadDetector: opts.preloadDetector,
+        detectorInputSize: opts.detectorInputSize,
+      },
       // Native memory (libvips, wasm) is outside V8's heap; this only bounds the JS side of a runaway task.
       resourceLimits: { maxOldGenerationSizeMb: 512 },
     });
@@ -253,16 +260,21 @@ export class MediaPool implements ImageProcessor {
    * Answers when a worker thread can run a task (readiness). With tasks queued, the threads are evidently
    * running them: the ping would only wait behind (and take a queue slot from) uploads, so it is skipped.
    */
-  async ping(): Promise<{ threads: number; detectorBackend: string | null }> {
+  async ping(): Promise<{ threads: number; detectorBackend: string | null; detectorModel: string | null }> {
     if (this.#closing) throw new Error('shutting down');
     const threads = this.#piscina.threads.length;
     if (this.#piscina.queueSize > 0 && threads > 0 && this.#backend !== undefined)
-      return { threads, detectorBackend: this.#backend };
+      return { threads, detectorBackend: this.#backend, detectorModel: this.#model };
     this.#busy.taskStarted();
     const pinged = this.#piscina.run({}, { name: 'ping' }).finally(() => this.#busy.taskSettled());
-    const r = (await pinged) as { detectorBackend: string | null };
+    const r = (await pinged) as { detectorBackend: string | null; detectorModel: string | null };
     this.#backend = r.detectorBackend;
-    return { threads: this.#piscina.threads.length, detectorBackend: r.detectorBackend };
+    this.#model = r.detectorModel;
+    return {
+      threads: this.#piscina.threads.length,
+      detectorBackend: r.detectorBackend,
+      detectorModel: r.detectorModel,
+    };
   }
 
   /** Stops accepting tasks; waits for running and queued ones to finish. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { MediaPool } from '../../src/workers/pool.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import * as fx from '../support/fixtures.ts';
+import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 
 test(
   'MediaPool: a request aborted while its worker waits on the afterHash hook ends at once as 503 busy, ' +
@@ -68,3 +69,35 @@ test(
     }
   },
 );
+
+test('MediaPool: HUMAN_INPUT_SIZE reaches the workers: they load and run a 384 px detector', async () => {
+  const stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-pool-'));
+  const { dir: modelDir } = await ensureModels();
+  const sized = await MediaPool.start({
+    workers: 1,
+    maxQueue: 4,
+    modelDir,
+    preloadDetector: true,
+    detectorInputSize: 384,
+  });
+  const plain = await MediaPool.start({ workers: 1, maxQueue: 4, modelDir, preloadDetector: true });
+  try {
+    assert.equal((await sized.ping()).detectorModel, 'centernet-384');
+    assert.equal((await plain.ping()).detectorModel, 'centernet-320');
+    const jpeg = await fx.photoJpeg({ width: 900, height: 600 });
+    const task = (baseName: string) => ({
+      bytes: fx.toArrayBuffer(jpeg),
+      stagingDir,
+      baseName,
+      humanPolicy: 'flag' as const,
+      humanThreshold: 0.5,
+    });
+    const [a, b] = [await sized.process(task('sized')), await plain.process(task('plain'))];
+    assert.ok(a && b);
+    assert.ok(a.humanScore !== null && b.humanScore !== null);
+    assert.equal(a.detection?.inferences, 1);
+  } finally {
+    await Promise.all([sized.close(), plain.close()]);
+    await rm(stagingDir, { recursive: true, force: true });
+  }
+});

@@ -47,6 +47,7 @@ test('defaults match API.md', () => {
   });
   assert.equal(c.reportHoldThreshold, 3);
   assert.equal(c.blocklistDistance, 8);
+  assert.equal(c.humanInputSize, 320);
   assert.equal(c.trustProxy, false);
   assert.equal(c.logLevel, 'info');
   assert.ok(Object.isFrozen(c));
@@ -65,6 +66,7 @@ test('every bad variable is listed in one error', () => {
       NEAR_DUPLICATE_DISTANCE: '-2',
       FETCH_ALLOW_PRIVATE: 'yes',
       DATABASE_URL: 'mysql://x',
+      HUMAN_INPUT_SIZE: '300',
     });
     assert.fail('should throw');
   } catch (e) {
@@ -83,7 +85,8 @@ test('every bad variable is listed in one error', () => {
     ])
       assert.match(m, new RegExp(`${v}=`));
     assert.match(m, /HUMAN_POLICY=maybe: expected reject, flag, hold or off/);
-    assert.equal(e.problems.length, 9);
+    assert.match(m, /HUMAN_INPUT_SIZE=300: expected a multiple of 32 from 128 to 1024/);
+    assert.equal(e.problems.length, 10);
   }
   // Rules between variables join the same list.
   assert.throws(

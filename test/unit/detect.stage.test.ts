@@ -497,6 +497,15 @@ describe('which frames of an animation are checked', () => {
     // Pixels of another size than the input are not used: the working buffer is resized as before.
     const other = await detectPeople(image, scriptedDetector(4), { small: { ...small, width: 16, height: 48 } });
     assert.deepEqual([other.info.distinctFrames, other.score], [1, 9 / 255]);
+    // Then the input is resampled from larger pixels when they are at least the input size (the medium variant).
+    const larger = { data: new Uint8Array(4 * 64 * 48 * 3).fill(200), width: 64, height: 48, channels: 3 as const };
+    const fromLarger = await detectPeople(image, scriptedDetector(4), {
+      small: { ...small, width: 16, height: 48 },
+      larger: { ...larger, frames: 4 },
+    });
+    assert.equal(fromLarger.score, 200 / 255);
+    const tooSmall = { ...larger, data: new Uint8Array(4 * 24 * 18 * 3).fill(200), width: 24, height: 18, frames: 4 };
+    assert.equal((await detectPeople(image, scriptedDetector(4), { larger: tooSmall })).score, 9 / 255);
   });
 
   test('a still image is checked once', async () => {

@@ -96,6 +96,11 @@ export interface DetectPeopleOptions {
    * for each frame.
    */
   small?: StackedPixels;
+  /**
+   * Larger resampled pixels (the medium variant): where `small` is not the input size, the input is resampled
+   * from these when they are at least that large, instead of from the working buffer.
+   */
+  larger?: StackedPixels;
 }
 
 /** Whether `small` is what the detector asks for (contained in its input size, long side equal): used as it is. */
@@ -142,10 +147,15 @@ export async function detectPeople(
       )
     : [0];
   const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
+  const large = opts.larger;
+  const from =
+    large && large.frames === image.frames && Math.max(large.width, large.height) >= size
+      ? { ...image, raw: { ...large, height: large.height * large.frames }, pageHeight: large.height }
+      : image;
   const prepare = async (frame: number): Promise<RawImage> =>
     small
       ? frameRgb(small, frame)
-      : derive(image, {
+      : derive(from, {
           width: size,
           height: size,
           fit: fit === 'fill' ? 'fill' : 'inside',

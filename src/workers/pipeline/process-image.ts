@@ -101,7 +101,8 @@ const STAGES: readonly Stage[] = [
       if (!detector) throw new Error(`humanPolicy is '${task.humanPolicy}' but no person detector was provided`);
       // Under 'reject' the first frame at the threshold decides; 'flag' stores the highest score of all frames.
       const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
-      const found = await detectPeople(draft.image!, detector, { stopAt, small: draft.resampled!.thumb });
+      const { thumb, medium } = draft.resampled!;
+      const found = await detectPeople(draft.image!, detector, { stopAt, small: thumb, larger: medium });
       const refusal = personRefusal(task.humanPolicy, task.humanThreshold, found.score);
       if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection: found.info };
       return { humanScore: found.score, detection: found.info };

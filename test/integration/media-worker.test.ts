@@ -161,7 +161,7 @@ describe('media worker in a Piscina pool', () => {
   });
 
   it('answers the readiness ping without loading the detector', async () => {
-    assert.deepEqual(await pool.run({}, { name: 'ping' }), { detectorBackend: null });
+    assert.deepEqual(await pool.run({}, { name: 'ping' }), { detectorBackend: null, detectorModel: null });
   });
 
   it('fails a task that needs detection with a clear error when the detector cannot load', async () => {

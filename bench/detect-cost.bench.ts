@@ -75,10 +75,10 @@ export async function detectCostBench(rec: Recorder, opts: { rounds: number; siz
         return cpuMs / images.length;
       };
       const subjects = {
-        shipped: perImage((image, i) => detectPeople(image, shipped, { small: resampled[i]!.thumb })),
+        shipped: perImage((image, i) => detectPeople(image, shipped, { resampled: [resampled[i]!.thumb] })),
         ownResize: perImage((image) => detectPeople(image, shipped)),
         fit384: perImage((image, i) =>
-          detectPeople(image, fitted384, { small: resampled[i]!.thumb, larger: resampled[i]!.medium }),
+          detectPeople(image, fitted384, { resampled: [resampled[i]!.thumb, resampled[i]!.medium] }),
         ),
         previous: perImage((image) => detectPeople(image, previous)),
         encode: perImage((image, i) => encodeVariants(image, { stagingDir: dir, baseName: `cost-${mp}-${i}` })),

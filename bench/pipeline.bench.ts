@@ -259,7 +259,7 @@ async function animationCosts(rec: Recorder, rounds: number, x: Subjects): Promi
   const detectCpu = (name: string, set: readonly DecodedImage[]) => async () => {
     const before = { ...count };
     const { cpuMs } = await cpuAndWall(async () => {
-      for (const image of set) await detectPeople(image, counted, { small: thumbs.get(image) });
+      for (const image of set) await detectPeople(image, counted, { resampled: [thumbs.get(image)!] });
     });
     seen[name] = {
       frames: (count.frames - before.frames) / set.length,

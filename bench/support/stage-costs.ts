@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { decode, derive } from '../../src/workers/pipeline/decode.stage.ts';
-import { encodeVariants, resampleVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
+import { encodeVariants, firstFrame, resampleVariants, WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from '../../src/workers/pipeline/phash.stage.ts';
 import { detectPeople } from '../../src/workers/pipeline/detect-frames.ts';
 import { sniff } from '../../src/workers/pipeline/sniff.stage.ts';
@@ -45,11 +45,9 @@ export async function stageCosts(
       phash(await derive(image, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 })),
     );
     const resampled = await stage('resample', () => resampleVariants(image));
-    await stage('detect', () => detectPeople(image, detector, { small: resampled.thumb }));
-    const { thumbPixels } = await stage('encode', () =>
-      encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }, resampled),
-    );
-    await stage('thumbhash', () => thumbhashOf(thumbPixels));
+    await stage('detect', () => detectPeople(image, detector, { resampled: [resampled.thumb, resampled.medium] }));
+    await stage('encode', () => encodeVariants(image, { stagingDir: dir, baseName: `stage-${i}` }, resampled));
+    await stage('thumbhash', () => thumbhashOf(firstFrame(resampled.thumb)));
     if (i === 0) for (const k of Object.keys(cpu)) cpu[k]!.length = wall[k]!.length = 0; // the first pass only warms up
   }
   const total = cpu.sniff!.map((_, i) => Object.values(cpu).reduce((s, xs) => s + xs[i]!, 0));
@@ -91,9 +89,13 @@ export async function thumbhashCost(rec: Recorder, opts: { megapixels: number; i
     for (let round = -1; round < opts.rounds; round++) {
       const sum = { thumbhash: 0, before: 0, encode: 0 };
       for (const [i, image] of images.entries()) {
-        const encoded = await cpuAndWall(() => encodeVariants(image, { stagingDir: dir, baseName: `t${i}` }));
+        const encoded = await cpuAndWall(async () => {
+          const resampled = await resampleVariants(image);
+          await encodeVariants(image, { stagingDir: dir, baseName: `t${i}` }, resampled);
+          return resampled;
+        });
         sum.encode += encoded.cpuMs;
-        const { thumbPixels } = encoded.value;
+        const thumbPixels = firstFrame(encoded.value.thumb);
         sum.thumbhash +=
           (
             await cpuAndWall(() => {

@@ -479,7 +479,7 @@ describe('which frames of an animation are checked', () => {
     assert.equal(found.score, 200 / 255);
   });
 
-  test('frames of the given smaller pixels are read and compared when they have the input size', async () => {
+  test('resampled pixels of the input size are read as they are; else the smallest larger ones', async () => {
     // The working buffer: four frames alike. The 32 px pixels (as the encoder's thumb): frames 0 and 2 differ.
     const image = animation([frame(W, H, 9), frame(W, H, 9), frame(W, H, 9), frame(W, H, 9)], W, H);
     const w = 32;
@@ -491,21 +491,23 @@ describe('which frames of an animation are checked', () => {
     });
     const small = { data: rgba, width: w, height: h, channels: 4 as const, frames: levels.length };
     const { counted, count } = counting(scriptedDetector(4));
-    const found = await detectPeople(image, counted, { small });
+    const found = await detectPeople(image, counted, { resampled: [small] });
     assert.deepEqual([found.info.distinctFrames, count.frames, found.info.bestFrame], [2, 2, 2]);
     assert.equal(found.score, 120 / 255);
-    // Pixels of another size than the input are not used: the working buffer is resized as before.
-    const other = await detectPeople(image, scriptedDetector(4), { small: { ...small, width: 16, height: 48 } });
-    assert.deepEqual([other.info.distinctFrames, other.score], [1, 9 / 255]);
-    // Then the input is resampled from larger pixels when they are at least the input size (the medium variant).
-    const larger = { data: new Uint8Array(4 * 64 * 48 * 3).fill(200), width: 64, height: 48, channels: 3 as const };
-    const fromLarger = await detectPeople(image, scriptedDetector(4), {
-      small: { ...small, width: 16, height: 48 },
-      larger: { ...larger, frames: 4 },
+    // Of others, the input is resampled from the smallest at least the input size; smaller ones, and ones with
+    // another number of frames, are not used (then the working buffer is, as before).
+    const flat = (width: number, height: number, level: number, frames = 4) => ({
+      data: new Uint8Array(frames * width * height * 3).fill(level),
+      width,
+      height,
+      channels: 3 as const,
+      frames,
     });
-    assert.equal(fromLarger.score, 200 / 255);
-    const tooSmall = { ...larger, data: new Uint8Array(4 * 24 * 18 * 3).fill(200), width: 24, height: 18, frames: 4 };
-    assert.equal((await detectPeople(image, scriptedDetector(4), { larger: tooSmall })).score, 9 / 255);
+    const score = async (resampled: ReturnType<typeof flat>[]) =>
+      (await detectPeople(image, scriptedDetector(4), { resampled })).score * 255;
+    assert.equal(await score([flat(64, 48, 200), flat(48, 36, 150), flat(24, 18, 90)]), 150);
+    assert.equal(await score([flat(24, 18, 90)]), 9);
+    assert.equal(await score([flat(48, 36, 150, 3)]), 9);
   });
 
   test('a still image is checked once', async () => {

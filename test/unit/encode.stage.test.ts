@@ -6,7 +6,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { decode } from '../../src/workers/pipeline/decode.stage.ts';
 import type { DecodedImage } from '../../src/workers/pipeline/decode.stage.ts';
-import { encodeVariants, fitInside } from '../../src/workers/pipeline/encode.stage.ts';
+import { encodeVariants, firstFrame, fitInside, resampleVariants } from '../../src/workers/pipeline/encode.stage.ts';
 import { setupSharp } from '../../src/workers/sharp-setup.ts';
 import * as fx from '../support/fixtures.ts';
 
@@ -31,11 +31,11 @@ describe('encode stage', () => {
       const input = await sharp(jpeg).metadata();
       assert.ok(input.exif && input.xmp && input.icc, 'the fixture carries EXIF (with GPS), XMP and ICC');
 
-      const { variants, thumbPixels } = await encodeVariants(await decoded(jpeg, 'jpeg'), {
-        stagingDir: dir,
-        baseName: 'photo',
-      });
-      // The pixels the thumb was encoded from come back too (for the ThumbHash), as the working buffer's RGB.
+      const image = await decoded(jpeg, 'jpeg');
+      const resampled = await resampleVariants(image);
+      const { variants } = await encodeVariants(image, { stagingDir: dir, baseName: 'photo' }, resampled);
+      // The thumb's resampled pixels (what the ThumbHash reads) are the working buffer's RGB.
+      const thumbPixels = firstFrame(resampled.thumb);
       assert.deepEqual([thumbPixels.width, thumbPixels.height, thumbPixels.channels], [213, 320, 3]);
       const thumb = await sharp(variants[0]!.path).raw().toBuffer();
       const diff = thumb.reduce((sum, v, i) => sum + Math.abs(v - thumbPixels.data[i]!), 0) / thumb.length;
@@ -90,8 +90,10 @@ describe('encode stage', () => {
 
   it('keeps an animated GIF animated at every size, with its frame delays and loop', async () => {
     const image = await decoded(await fx.animatedGif({ width: 1200, height: 800, frames: 3 }), 'gif');
-    const { variants, thumbPixels } = await encodeVariants(image, { stagingDir: dir, baseName: 'anim' });
-    // The thumb's pixels come back for the ThumbHash: its first frame only.
+    const resampled = await resampleVariants(image);
+    const { variants } = await encodeVariants(image, { stagingDir: dir, baseName: 'anim' }, resampled);
+    // The ThumbHash reads the thumb's first frame only.
+    const thumbPixels = firstFrame(resampled.thumb);
     assert.deepEqual([thumbPixels.width, thumbPixels.height, thumbPixels.channels], [320, 213, 4]);
     assert.equal(thumbPixels.data.length, 320 * 213 * 4);
     assert.deepEqual(

@@ -91,22 +91,29 @@ export interface DetectPeopleOptions {
   /** Stop once a frame scores at least this (the rest cannot change a refusal); default: check every frame. */
   stopAt?: number;
   /**
-   * The image already resampled smaller, every frame stacked (the encoder's thumb variant). Where it has the
-   * detector's input size, frames are read and compared on it, and the working buffer is not resized again
-   * for each frame.
+   * The image already resampled from the working buffer (the variants' pixels), every frame stacked. One whose
+   * long side is the detector's input size is read as it is; otherwise the input is resampled from the smallest
+   * one at least that large (the working buffer when none is), and frames are compared on the pixels read.
    */
-  small?: StackedPixels;
-  /**
-   * Larger resampled pixels (the medium variant): where `small` is not the input size, the input is resampled
-   * from these when they are at least that large, instead of from the working buffer.
-   */
-  larger?: StackedPixels;
+  resampled?: readonly StackedPixels[];
 }
 
-/** Whether `small` is what the detector asks for (contained in its input size, long side equal): used as it is. */
-function smallEnough(image: DecodedImage, small: StackedPixels | undefined, spec: DetectorInputSpec): boolean {
-  if (!small || spec.fit !== 'contain') return false;
-  return Math.max(small.width, small.height) === spec.size && small.frames === image.frames;
+/** Stacked pixels as the working buffer is shaped (`raw.height` all frames, `pageHeight` one). */
+function asDecoded(image: DecodedImage, stack: StackedPixels): DecodedImage {
+  return { ...image, raw: { ...stack, height: stack.height * stack.frames }, pageHeight: stack.height };
+}
+
+/** The pixels the detector's input comes from: as they are (`exact`), or resampled from `from`. */
+function inputSource(
+  image: DecodedImage,
+  resampled: readonly StackedPixels[],
+  spec: DetectorInputSpec,
+): { exact: StackedPixels | null; from: DecodedImage } {
+  const side = (p: StackedPixels) => Math.max(p.width, p.height);
+  const usable = resampled.filter((p) => p.frames === image.frames).sort((a, b) => side(a) - side(b));
+  const exact = spec.fit === 'contain' ? (usable.find((p) => side(p) === spec.size) ?? null) : null;
+  const larger = usable.find((p) => side(p) >= spec.size);
+  return { exact, from: exact ? asDecoded(image, exact) : larger ? asDecoded(image, larger) : image };
 }
 
 /** One frame of stacked pixels as RGB, alpha flattened on white (as `derive` does). */
@@ -138,23 +145,12 @@ export async function detectPeople(
   opts: DetectPeopleOptions = {},
 ): Promise<PeopleInImage> {
   const { size, fit } = detector.inputSpec;
-  const small = smallEnough(image, opts.small, detector.inputSpec) ? opts.small! : null;
-  const frames = image.animated
-    ? distinctFrames(
-        frameSignatures(
-          small ? { raw: { ...small, height: small.height * small.frames }, pageHeight: small.height } : image,
-        ),
-      )
-    : [0];
+  const { exact, from } = inputSource(image, opts.resampled ?? [], detector.inputSpec);
+  const frames = image.animated ? distinctFrames(frameSignatures(from)) : [0];
   const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
-  const large = opts.larger;
-  const from =
-    large && large.frames === image.frames && Math.max(large.width, large.height) >= size
-      ? { ...image, raw: { ...large, height: large.height * large.frames }, pageHeight: large.height }
-      : image;
   const prepare = async (frame: number): Promise<RawImage> =>
-    small
-      ? frameRgb(small, frame)
+    exact
+      ? frameRgb(exact, frame)
       : derive(from, {
           width: size,
           height: size,

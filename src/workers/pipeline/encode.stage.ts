@@ -45,11 +45,6 @@ interface Pixels {
 export interface EncodedVariants {
   /** thumb, medium, full. */
   variants: EncodedVariant[];
-  /**
-   * The raw pixels the thumb variant was encoded from (its first frame for an animation), in the working
-   * buffer's channels: what the ThumbHash stage reads, so that it needs no resize of its own.
-   */
-  thumbPixels: RawImage;
 }
 
 /**
@@ -83,6 +78,12 @@ const sourceOf = (image: DecodedImage) => {
       : sharp(p.data, { raw: { width: p.width, height: p.pageHeight, channels } });
 };
 
+/** The first frame of stacked pixels, as a view (the ThumbHash reads the thumb's). */
+export function firstFrame(stack: StackedPixels): RawImage {
+  const { data, width, height, channels } = stack;
+  return { data: data.subarray(0, width * height * channels), width, height, channels };
+}
+
 /** Resamples the working buffer into each variant's size, largest first (each from the one before it). */
 export async function resampleVariants(image: DecodedImage): Promise<VariantPixels> {
   const source = sourceOf(image);
@@ -115,7 +116,6 @@ export async function encodeVariants(
   ctx: EncodeContext,
   resampled?: VariantPixels,
 ): Promise<EncodedVariants> {
-  const { channels } = image.raw;
   const animation = image.animated ? { delay: image.delay, loop: image.loop ?? 0 } : {};
   const source = sourceOf(image);
   const pixels = resampled ?? (await resampleVariants(image));
@@ -140,15 +140,5 @@ export async function encodeVariants(
   const settled = await Promise.allSettled(jobs);
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw failed.reason;
-  const thumb = pixels.thumb;
-  const frameBytes = thumb.width * thumb.height * channels;
-  return {
-    variants: settled.map((s) => (s as PromiseFulfilledResult<EncodedVariant>).value).reverse(),
-    thumbPixels: {
-      data: thumb.data.subarray(0, frameBytes),
-      width: thumb.width,
-      height: thumb.height,
-      channels,
-    },
-  };
+  return { variants: settled.map((s) => (s as PromiseFulfilledResult<EncodedVariant>).value).reverse() };
 }

@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import type { MessagePort } from 'node:worker_threads';
 import { decode, derive, type DecodedImage } from './decode.stage.ts';
 import { detectPeople } from './detect-frames.ts';
-import { encodeVariants, resampleVariants, variantPath, type VariantPixels } from './encode.stage.ts';
+import { encodeVariants, firstFrame, resampleVariants, variantPath, type VariantPixels } from './encode.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
@@ -17,7 +17,6 @@ import type {
   DetectionInfo,
   EncodedVariant,
   PersonDetector,
-  RawImage,
   ProcessedImage,
   ProcessImageResult,
   ProcessImageTask,
@@ -45,8 +44,6 @@ interface Draft {
   /** Every variant's pixels, resampled before detection (which reads the thumb) and encoding. */
   resampled?: VariantPixels;
   variants?: EncodedVariant[];
-  /** The thumb variant's pixels (first frame), kept by encode for the ThumbHash. */
-  thumbPixels?: RawImage;
   thumbhash?: string;
 }
 
@@ -102,7 +99,7 @@ const STAGES: readonly Stage[] = [
       // Under 'reject' the first frame at the threshold decides; 'flag' stores the highest score of all frames.
       const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
       const { thumb, medium } = draft.resampled!;
-      const found = await detectPeople(draft.image!, detector, { stopAt, small: thumb, larger: medium });
+      const found = await detectPeople(draft.image!, detector, { stopAt, resampled: [thumb, medium] });
       const refusal = personRefusal(task.humanPolicy, task.humanThreshold, found.score);
       if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection: found.info };
       return { humanScore: found.score, detection: found.info };
@@ -115,7 +112,7 @@ const STAGES: readonly Stage[] = [
       encodeVariants(draft.image!, { stagingDir: task.stagingDir, baseName: task.baseName }, draft.resampled),
   },
   // From the thumb's pixels (≤ 320 px, already resampled): no resize of the working buffer.
-  { name: 'thumbhash', run: ({ draft }) => ({ thumbhash: thumbhashOf(draft.thumbPixels!) }) },
+  { name: 'thumbhash', run: ({ draft }) => ({ thumbhash: thumbhashOf(firstFrame(draft.resampled!.thumb)) }) },
 ];
 
 async function timed<T>(timings: Timings, stage: StageName, fn: () => T | Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 /**
  * ThumbHash stage: a ~25-byte placeholder the client renders while the thumbnail loads. It is computed from
- * the pixels of the smallest variant, which the encode stage has already resampled (≤ 320 px), so it costs
+ * the pixels of the smallest variant, which the resample stage has already made (≤ 320 px), so it costs
  * a box filter over ~70k pixels and the ThumbHash DCT of ≤ 32×32: no resize of the working buffer of its own.
  */
 import { rgbaToThumbHash } from 'thumbhash';

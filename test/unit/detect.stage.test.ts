@@ -12,6 +12,8 @@ import {
 } from '../../src/workers/detector/person-boxes.decode.ts';
 import { loadTfRuntime } from '../../src/workers/detector/tfjs-backend.loader.ts';
 import {
+  BOX_CLOSER_LOOK,
+  closeUpRegion,
   createPersonDetector,
   DEFAULT_INPUT_SIZE,
   TILED_SECOND_LOOK,
@@ -29,9 +31,9 @@ import {
   frameSignatures,
   SAME_FRAME_TOLERANCE,
 } from '../../src/workers/pipeline/detect-frames.ts';
-import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
+import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
 import type { PersonDetection, PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
-import { getPhotos, personGif, type Photo } from '../support/photos.ts';
+import { getLabelledPhotos, getPhotos, personGif, type Photo } from '../support/photos.ts';
 
 const box = (x1: number, y1: number, x2: number, y2: number, score = 1) => ({ x1, y1, x2, y2, score });
 
@@ -135,6 +137,120 @@ describe('first look, second look and tiles', () => {
     const frame = tileFrame({ width: 1280, height: 854 }, 0.5, { left: 256, top: 43, width: 384, height: 384 });
     assert.deepEqual([frame.inputWidth, frame.inputHeight], [384, 384]);
     assert.deepEqual(toImageBox(box(10, 20, 110, 220, 0.7), frame), box(532, 126, 732, 526, 0.7));
+  });
+});
+
+describe('closer look at the boxes of an unsure first look', () => {
+  const look = { size: 320, context: 1.5, minShare: 0.125 };
+  // A 320×213 first look of a 1024×683 source (f = 3.2).
+  const region = (x1: number, y1: number, x2: number, y2: number) =>
+    closeUpRegion({ x1, y1, x2, y2 }, { width: 320, height: 213 }, { width: 1024, height: 683 }, look);
+
+  test('a box becomes a square crop of the larger source, context × its longer side, kept inside the image', () => {
+    // A 20×40 box at (100, 50).
+    const r = region(100, 50, 120, 90);
+    assert.equal(r.side, Math.round(40 * 3.2 * 1.5));
+    assert.deepEqual([r.left, r.top], [Math.round(110 * 3.2 - r.side / 2), Math.round(70 * 3.2 - r.side / 2)]);
+    // A tiny box gets at least minShare of the long side; one at the corner is shifted inside.
+    const tiny = region(0, 0, 4, 4);
+    assert.deepEqual([tiny.left, tiny.top, tiny.side], [0, 0, 128]);
+    // A box larger than the image's short side gets the short side, centred on the box.
+    const big = region(0, 0, 320, 213);
+    assert.deepEqual([big.left, big.top, big.side], [Math.round(512 - 683 / 2), 0, 683]);
+  });
+
+  test("a box the model finds in the crop maps back to the first look's pixels", () => {
+    const r = region(100, 50, 120, 90);
+    // The crop's whole input maps onto the crop's region in first-look pixels.
+    const whole = toImageBox(box(0, 0, look.size, look.size, 0.5), r.frame);
+    const f = 1024 / 320;
+    for (const [got, want] of [
+      [whole.x1, r.left / f],
+      [whole.y1, r.top / f],
+      [whole.x2, (r.left + r.side) / f],
+      [whole.y2, (r.top + r.side) / f],
+    ])
+      assert.ok(Math.abs(got! - want!) < 1e-6, `${got} ≈ ${want}`);
+  });
+
+  describe('on real photos', () => {
+    let plain: PersonDetector;
+    let closer: PersonDetector;
+    const photos = new Map<string, { thumb: RawImage; source: RawImage }>();
+    const pixels = async (file: string, size: number): Promise<RawImage> => {
+      const { data, info } = await sharp(file)
+        .rotate()
+        .removeAlpha()
+        .resize(size, size, { fit: 'inside', withoutEnlargement: size > 320 })
+        .raw()
+        .toBuffer({ resolveWithObject: true });
+      return { data, width: info.width, height: info.height, channels: 3 };
+    };
+    /** Runs `detector` on a photo, counting how often it reads the larger source. */
+    const run = async (detector: PersonDetector, name: string) => {
+      const { thumb, source } = photos.get(name)!;
+      let reads = 0;
+      const found = await detector.detect(thumb, async () => (reads++, source));
+      return { ...found, reads };
+    };
+
+    before(async () => {
+      const { dir } = await ensureModels();
+      plain = await createPersonDetector({ modelDir: dir });
+      closer = await createPersonDetector({ modelDir: dir, closerLook: BOX_CLOSER_LOOK });
+      const wanted = ['small-in-flowers', 'tiny-on-pasture', 'sheep-detail', 'mandrill', 'woman-green-dress'];
+      for (const p of (await getLabelledPhotos()).filter((x) => wanted.includes(x.name))) {
+        photos.set(p.name, { thumb: await pixels(p.path, 320), source: await pixels(p.path, 1024) });
+      }
+      assert.equal(photos.size, wanted.length);
+    });
+    after(() => {
+      plain?.dispose();
+      closer?.dispose();
+    });
+
+    test('it names itself and asks for the medium variant', () => {
+      assert.equal(closer.model, 'centernet-320+boxes-320');
+      assert.deepEqual(closer.inputSpec, { size: 320, fit: 'contain', closerSize: 1024 });
+    });
+
+    test('small people the first look scores low are found closer (held-out photos)', async () => {
+      for (const name of ['small-in-flowers', 'tiny-on-pasture']) {
+        const first = await run(plain, name);
+        const second = await run(closer, name);
+        assert.ok(first.score < BOX_CLOSER_LOOK.sure, `${name}: first look ${first.score}`);
+        assert.equal(second.reads, 1);
+        assert.ok(second.score >= CALIBRATED_BOXES_THRESHOLD, `${name}: closer look ${second.score}`);
+        for (const b of second.boxes) {
+          assert.ok(b.x >= 0 && b.y >= 0 && b.width > 0 && b.height > 0, JSON.stringify(b));
+          assert.ok(b.x + b.width <= 320.001 && b.y + b.height <= 320.001, JSON.stringify(b));
+        }
+      }
+    });
+
+    test('animals the first look takes for people score low closer (held-out photos)', async () => {
+      for (const name of ['sheep-detail', 'mandrill']) {
+        const first = await run(plain, name);
+        const second = await run(closer, name);
+        assert.ok(first.score >= CALIBRATED_HUMAN_THRESHOLD * 0.8, `${name}: first look ${first.score}`);
+        assert.ok(second.score < CALIBRATED_BOXES_THRESHOLD, `${name}: closer look ${second.score}`);
+      }
+    });
+
+    test('a sure first look decides alone, and an image without boxes is not looked at again', async () => {
+      const sure = await run(closer, 'woman-green-dress');
+      assert.equal(sure.reads, 0);
+      assert.equal(sure.score, (await run(plain, 'woman-green-dress')).score);
+      let reads = 0;
+      const grey = await closer.detect(
+        { data: new Uint8Array(320 * 213 * 3).fill(128), width: 320, height: 213, channels: 3 },
+        async () => {
+          reads++;
+          return photos.get('mandrill')!.source;
+        },
+      );
+      assert.deepEqual([grey.score, reads], [0, 0]);
+    });
   });
 });
 
@@ -508,6 +624,50 @@ describe('which frames of an animation are checked', () => {
     assert.equal(await score([flat(64, 48, 200), flat(48, 36, 150), flat(24, 18, 90)]), 150);
     assert.equal(await score([flat(24, 18, 90)]), 9);
     assert.equal(await score([flat(48, 36, 150, 3)]), 9);
+  });
+
+  test("the closer look's source is the resampled frame of closerSize as it is, read only on demand", async () => {
+    const image = animation([frame(W, H, 9), frame(W, H, 200)], W, H);
+    const flat = (width: number, height: number, levels: number[]) => ({
+      data: Uint8Array.from(levels.flatMap((l) => Array<number>(width * height * 3).fill(l))),
+      width,
+      height,
+      channels: 3 as const,
+      frames: levels.length,
+    });
+    const thumb = flat(32, 24, [40, 120]);
+    const medium = flat(64, 48, [50, 150]);
+    const read: Array<[number, number, number]> = [];
+    // A detector whose closer look reads the source of frames scoring under 0.3 only.
+    const looking = (closerSize: number): PersonDetector => {
+      const one = async (rgb: RawImage, source?: () => Promise<RawImage>) => {
+        if (rgb.data[0]! / 255 < 0.3 && source) {
+          const s = await source();
+          read.push([s.width, s.height, s.data[0]!]);
+        }
+        return { score: rgb.data[0]! / 255, boxes: [] };
+      };
+      return {
+        backend: 'fake',
+        model: 'fake',
+        inputSpec: { size: 32, fit: 'contain', closerSize },
+        detect: one,
+        maxBatch: 4,
+        detectMany: (frames, sources) => Promise.all(frames.map((f, i) => one(f, sources?.[i]))),
+        dispose() {},
+      };
+    };
+    await detectPeople(image, looking(64), { resampled: [thumb, medium] });
+    // Frame 0 (40/255) is unsure and reads the medium frame 0 as it is; frame 1 (120/255) does not read at all.
+    assert.deepEqual(read, [[64, 48, 50]]);
+    // No resampled pixels that large: the largest ones as they are (the image is smaller than closerSize).
+    read.length = 0;
+    await detectPeople(image, looking(96), { resampled: [thumb, medium] });
+    assert.deepEqual(read, [[64, 48, 50]]);
+    // Only larger ones: resampled from them to closerSize.
+    read.length = 0;
+    await detectPeople(image, looking(40), { resampled: [thumb, medium] });
+    assert.deepEqual(read, [[40, 30, 50]]);
   });
 
   test('a still image is checked once', async () => {

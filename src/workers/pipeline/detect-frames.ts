@@ -116,6 +116,25 @@ function inputSource(
   return { exact, from: exact ? asDecoded(image, exact) : larger ? asDecoded(image, larger) : image };
 }
 
+/**
+ * Where the detector's closer look reads a frame at `size` px: the resampled pixels whose long side is `size`,
+ * or the largest ones when all are smaller (the image is), as they are; else resampled from the smallest larger
+ * one (the working buffer when none is).
+ */
+function closerSource(
+  image: DecodedImage,
+  resampled: readonly StackedPixels[],
+  size: number,
+): (frame: number) => Promise<RawImage> {
+  const side = (p: StackedPixels) => Math.max(p.width, p.height);
+  const usable = resampled.filter((p) => p.frames === image.frames).sort((a, b) => side(a) - side(b));
+  const larger = usable.find((p) => side(p) >= size);
+  const asIs = larger && side(larger) === size ? larger : !larger && usable.length ? usable.at(-1)! : null;
+  if (asIs) return async (frame) => frameRgb(asIs, frame);
+  const from = larger ? asDecoded(image, larger) : image;
+  return (frame) => derive(from, { width: size, height: size, fit: 'inside', channels: 3, frame });
+}
+
 /** One frame of stacked pixels as RGB, alpha flattened on white (as `derive` does). */
 export function frameRgb(stack: StackedPixels, frame: number): RawImage {
   const { width, height, channels, data } = stack;
@@ -148,6 +167,8 @@ export async function detectPeople(
   const { exact, from } = inputSource(image, opts.resampled ?? [], detector.inputSpec);
   const frames = image.animated ? distinctFrames(frameSignatures(from)) : [0];
   const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
+  const { closerSize } = detector.inputSpec;
+  const closer = closerSize ? closerSource(image, opts.resampled ?? [], closerSize) : null;
   const prepare = async (frame: number): Promise<RawImage> =>
     exact
       ? frameRgb(exact, frame)
@@ -172,10 +193,11 @@ export async function detectPeople(
     const inputs: RawImage[] = [];
     // One libvips call at a time: a worker keeps to its core.
     for (const frame of chunk) inputs.push(await prepare(frame));
+    const sources = closer ? chunk.map((frame) => () => closer(frame)) : undefined;
     const found =
       detector.detectMany && inputs.length > 1
-        ? await detector.detectMany(inputs)
-        : [await detector.detect(inputs[0]!)];
+        ? await detector.detectMany(inputs, sources)
+        : [await detector.detect(inputs[0]!, sources?.[0])];
     info.inferences += inputs.length;
     info.modelCalls++;
     for (const [i, result] of found.entries()) {

@@ -2,7 +2,7 @@
  * Person detection stage: a COCO CenterNet (models/manifest.json) on TensorFlow.js, loaded once per
  * worker thread, answering "is there a person in this picture, and where".
  */
-import type { Rank, Tensor4D } from '@tensorflow/tfjs-core';
+import type { Rank, Tensor3D, Tensor4D } from '@tensorflow/tfjs-core';
 import { CENTERNET_STRIDE, loadCenterNet, type CenterNetOutput } from '../detector/centernet.model.ts';
 import { DEFAULT_MODELS_DIR } from '../detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox, type ScoredBox } from '../detector/person-boxes.decode.ts';
@@ -22,6 +22,8 @@ export interface PersonDetectorOptions {
   inputSize?: number;
   /** The second look, where the first one is unsure; default none. */
   secondLook?: SecondLook | null;
+  /** A closer look at each box the first look found, where it is unsure; default none. */
+  closerLook?: CloserLook | null;
   /** Heatmap peaks below this are not boxes at all; scores under it read as 0. */
   minScore?: number;
   /** Boxes overlapping a better one by more than this IoU are dropped. */
@@ -42,6 +44,33 @@ export interface SecondLook {
   tile: number;
   overlap?: number;
 }
+
+/**
+ * A closer look at the boxes of an image whose first-look score is under `sure`: each of the first look's best
+ * `maxBoxes` boxes is cut from the image at `sourceSize` px (the medium variant), as a square of `context` times
+ * the box's longer side (at least `minShare` of the source's long side), and run through the model at
+ * `size`×`size`, the crops as one batch. The crops' best box then decides instead of the first look: a small
+ * person fills a crop and scores high, while what only looked like one at 320 px (sheep, statues, a mandrill)
+ * scores low once seen closer (bench/detector-eval.md). The image's score is the crops' best score.
+ */
+export interface CloserLook {
+  sure: number;
+  sourceSize: number;
+  size: number;
+  context: number;
+  minShare: number;
+  maxBoxes: number;
+}
+
+/** The closer look HUMAN_SECOND_LOOK=boxes turns on (calibrated: bench/detector-eval.md). */
+export const BOX_CLOSER_LOOK: CloserLook = {
+  sure: 0.35,
+  sourceSize: 1024,
+  size: 320,
+  context: 1.5,
+  minShare: 0.125,
+  maxBoxes: 3,
+};
 
 /** bench/detector-eval.md: 0.39× today's 384 px square letterbox's model time, the same held-out recall. */
 export const DEFAULT_INPUT_SIZE = 320;
@@ -64,7 +93,8 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
   const modelDir = options.modelDir || DEFAULT_MODELS_DIR;
   const firstSize = options.inputSize ?? DEFAULT_INPUT_SIZE;
   const second = options.secondLook ?? null;
-  for (const side of [firstSize, ...(second ? [second.size, second.tile] : [])]) {
+  const closer = options.closerLook ?? null;
+  for (const side of [firstSize, ...(second ? [second.size, second.tile] : []), ...(closer ? [closer.size] : [])]) {
     if (!Number.isInteger(side) || side % 32 !== 0 || side < 128 || side > 1024) {
       throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
     }
@@ -78,14 +108,11 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
   };
   await warmUp(firstSize, firstSize);
   if (second) await warmUp(second.tile, second.tile);
+  if (closer) await warmUp(closer.size, closer.size);
   const preparedSize = Math.max(firstSize, second?.size ?? 0);
 
-  /** Runs the model on same-shape inputs in one call and decodes each into boxes in its image's pixels. */
-  async function runSameShape(inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>): Promise<ScoredBox[][]> {
-    const batch = tf.tidy(() => {
-      const each = inputs.map(({ rgb, frame }) => toModelInput(tf, rgb, frame));
-      return each.length === 1 ? each[0]! : tf.concat<Tensor4D>(each, 0);
-    });
+  /** Runs the model on `batch` (disposed after) and decodes each input into boxes in its image's pixels. */
+  async function runBatch(batch: Tensor4D, frames: readonly Frame[]): Promise<ScoredBox[][]> {
     let outputs: CenterNetOutput[];
     try {
       outputs = await net.run(batch);
@@ -95,9 +122,21 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     return outputs.map((output, i) => {
       const grid = { width: output.gridWidth, height: output.gridHeight };
       return heatmapPeaks(output.heatmap, grid, minScore, MAX_PEAKS).map(({ cell, score }) =>
-        toImageBox(boxAt(cell, score, output.edges, grid.width, CENTERNET_STRIDE), inputs[i]!.frame),
+        toImageBox(boxAt(cell, score, output.edges, grid.width, CENTERNET_STRIDE), frames[i]!),
       );
     });
+  }
+
+  /** Runs the model on same-shape inputs in one call. */
+  function runSameShape(inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>): Promise<ScoredBox[][]> {
+    const batch = tf.tidy(() => {
+      const each = inputs.map(({ rgb, frame }) => toModelInput(tf, rgb, frame));
+      return each.length === 1 ? each[0]! : tf.concat<Tensor4D>(each, 0);
+    });
+    return runBatch(
+      batch,
+      inputs.map((input) => input.frame),
+    );
   }
 
   const finish = (candidates: ScoredBox[]): PersonDetection => {
@@ -125,8 +164,38 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     return found;
   }
 
+  /**
+   * The closer look at `boxes` (in `rgb`'s pixels, best first) of one image, cut from `source` (the same image,
+   * larger), as one batch; their boxes come back in `rgb`'s pixels.
+   */
+  async function closerLook(rgb: RawImage, source: RawImage, boxes: ScoredBox[], look: CloserLook) {
+    checkPixels(source);
+    const crops = boxes.slice(0, look.maxBoxes).map((box) => closeUpRegion(box, rgb, source, look));
+    const batch = tf.tidy(() => {
+      const { height, width } = source;
+      const normalised = crops.map(({ left, top, side }) => [
+        top / (height - 1 || 1),
+        left / (width - 1 || 1),
+        (top + side - 1) / (height - 1 || 1),
+        (left + side - 1) / (width - 1 || 1),
+      ]);
+      return tf.image.cropAndResize(
+        tf.expandDims<Tensor4D>(rgbTensor(tf, source), 0),
+        tf.tensor2d(normalised, [crops.length, 4], 'float32'),
+        tf.zeros([crops.length], 'int32'),
+        [look.size, look.size],
+      );
+    });
+    return (
+      await runBatch(
+        batch,
+        crops.map((crop) => crop.frame),
+      )
+    ).flat();
+  }
+
   /** First look at every image (batched), then a second look at each one the first look is unsure of. */
-  async function detectAll(images: readonly RawImage[]): Promise<PersonDetection[]> {
+  async function detectAll(images: readonly RawImage[], sources?: readonly CloserSource[]): Promise<PersonDetection[]> {
     for (const rgb of images) checkPixels(rgb);
     const firsts: ScoredBox[][] = [];
     // Frames of one animation share a shape: batch runs of equal shapes.
@@ -141,6 +210,12 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     for (const [i, rgb] of images.entries()) {
       const first = firsts[i]!;
       const score = first.reduce((best, box) => Math.max(best, box.score), 0);
+      const source = sources?.[i];
+      if (closer && source && first.length > 0 && score < closer.sure) {
+        const boxes = nonMaxSuppression(first, iouThreshold, closer.maxBoxes);
+        results.push(finish(await closerLook(rgb, await source(), boxes, closer)));
+        continue;
+      }
       results.push(finish(needsSecondLook(score, second) ? [...first, ...(await secondLook(rgb, second!))] : first));
     }
     return results;
@@ -148,11 +223,14 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
 
   return {
     backend,
-    model: second ? `centernet-${firstSize}+tiles-${second.size}/${second.tile}` : `centernet-${firstSize}`,
-    inputSpec: { size: preparedSize, fit: 'contain' },
+    model:
+      `centernet-${firstSize}` +
+      (second ? `+tiles-${second.size}/${second.tile}` : '') +
+      (closer ? `+boxes-${closer.size}` : ''),
+    inputSpec: { size: preparedSize, fit: 'contain', ...(closer ? { closerSize: closer.sourceSize } : {}) },
     maxBatch: MAX_BATCH,
-    async detect(rgb) {
-      return (await detectAll([rgb]))[0]!;
+    async detect(rgb, source) {
+      return (await detectAll([rgb], source ? [source] : undefined))[0]!;
     },
     detectMany: detectAll,
     dispose: () => net.dispose(),
@@ -165,6 +243,53 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
  */
 export async function detectStage(detector: PersonDetector, rgb: RawImage): Promise<PersonDetection> {
   return detector.detect(rgb);
+}
+
+/** The same image as the first look's, at `inputSpec.closerSize` px on its long side; read only when needed. */
+export type CloserSource = () => Promise<RawImage>;
+
+/**
+ * The square region of `source` a closer look at `box` (in `rgb`'s pixels) reads, and the frame that maps the
+ * model's boxes in that crop back to `rgb`'s pixels.
+ */
+export function closeUpRegion(
+  box: { x1: number; y1: number; x2: number; y2: number },
+  rgb: { width: number; height: number },
+  source: { width: number; height: number },
+  look: Pick<CloserLook, 'size' | 'context' | 'minShare'>,
+): { left: number; top: number; side: number; frame: Frame } {
+  const f = source.width / rgb.width;
+  const wanted = Math.max(
+    Math.max(box.x2 - box.x1, box.y2 - box.y1) * f * look.context,
+    Math.max(source.width, source.height) * look.minShare,
+  );
+  const side = Math.max(1, Math.round(Math.min(wanted, source.width, source.height)));
+  const cx = ((box.x1 + box.x2) / 2) * f;
+  const cy = ((box.y1 + box.y2) / 2) * f;
+  const left = Math.round(Math.min(Math.max(0, cx - side / 2), source.width - side));
+  const top = Math.round(Math.min(Math.max(0, cy - side / 2), source.height - side));
+  // In rgb's pixels: the crop starts at (left, top) / f and is side / f across; the model sees it at look.size.
+  const scale = (look.size * f) / side;
+  return {
+    left,
+    top,
+    side,
+    frame: {
+      scale,
+      scaledWidth: Math.max(1, Math.round(rgb.width * scale)),
+      scaledHeight: Math.max(1, Math.round(rgb.height * scale)),
+      left: Math.round((left / f) * scale),
+      top: Math.round((top / f) * scale),
+      regionWidth: look.size,
+      regionHeight: look.size,
+      inputWidth: look.size,
+      inputHeight: look.size,
+      padX: -(left / f) * scale,
+      padY: -(top / f) * scale,
+      width: rgb.width,
+      height: rgb.height,
+    },
+  };
 }
 
 /** Whether a first-look `score` is unsure enough for `look` (in [from, to)). */
@@ -279,12 +404,18 @@ export function tileFrame(image: { width: number; height: number }, scale: numbe
   };
 }
 
+/** The pixels as a float32 [height, width, 3] tensor (alpha dropped, grey repeated). */
+function rgbTensor(tf: Tf, rgb: RawImage): Tensor3D {
+  const pixels = tf.tensor3d(rgb.data, [rgb.height, rgb.width, rgb.channels], 'float32');
+  if (rgb.channels === 4) return tf.slice(pixels, [0, 0, 0], [-1, -1, 3]);
+  if (rgb.channels === 1) return tf.tile(pixels, [1, 1, 3]);
+  return pixels;
+}
+
 function toModelInput(tf: Tf, rgb: RawImage, frame: Frame): Tensor4D {
   const { scaledWidth, scaledHeight, left, top, regionWidth, regionHeight, inputWidth, inputHeight } = frame;
   return tf.tidy(() => {
-    let pixels = tf.tensor3d(rgb.data, [rgb.height, rgb.width, rgb.channels], 'float32');
-    if (rgb.channels === 4) pixels = tf.slice(pixels, [0, 0, 0], [-1, -1, 3]);
-    if (rgb.channels === 1) pixels = tf.tile(pixels, [1, 1, 3]);
+    let pixels = rgbTensor(tf, rgb);
     if (scaledWidth !== rgb.width || scaledHeight !== rgb.height) {
       pixels = tf.image.resizeBilinear(pixels, [scaledHeight, scaledWidth], false, true);
     }

@@ -34,6 +34,11 @@ export interface DetectorInputSpec {
   size: number;
   /** 'fill' = stretch to size×size; 'contain' = keep aspect, fit inside size×size (the detector pads). */
   fit: 'fill' | 'contain';
+  /**
+   * Long side of the larger copy of the image the detector may want for a closer look (the `source` argument of
+   * `detect`); absent when it never looks closer.
+   */
+  closerSize?: number;
 }
 
 export interface PersonDetection {
@@ -49,13 +54,19 @@ export interface PersonDetector {
   readonly backend: string;
   readonly model: string;
   readonly inputSpec: DetectorInputSpec;
-  /** Runs the model on RGB pixels prepared per `inputSpec`. */
-  detect(rgb: RawImage): Promise<PersonDetection>;
+  /**
+   * Runs the model on RGB pixels prepared per `inputSpec`; `source`, when given, yields the same image at
+   * `inputSpec.closerSize` px, read only if the detector looks closer.
+   */
+  detect(rgb: RawImage, source?: () => Promise<RawImage>): Promise<PersonDetection>;
   /**
    * Where the model takes a batch: runs it once on up to `maxBatch` frames (more are split), one result per
    * frame, in order. Cheaper per frame than `detect` one by one.
    */
-  detectMany?(frames: readonly RawImage[]): Promise<PersonDetection[]>;
+  detectMany?(
+    frames: readonly RawImage[],
+    sources?: ReadonlyArray<() => Promise<RawImage>>,
+  ): Promise<PersonDetection[]>;
   /** Frames per `detectMany` call. */
   readonly maxBatch?: number;
   dispose(): void;

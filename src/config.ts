@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
 export type { Rate };
-import { CALIBRATED_HUMAN_THRESHOLD, type HumanPolicy } from './domain/person-policy.ts';
+import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD, type HumanPolicy } from './domain/person-policy.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
@@ -42,6 +42,8 @@ export interface Config {
   readonly humanThreshold: number;
   /** Long side of the person detector's input: 320 (the thumb, no resize) or larger for more accuracy. */
   readonly humanInputSize: number;
+  /** HUMAN_SECOND_LOOK: `boxes` looks closer at each box of an unsure first look. */
+  readonly humanSecondLook: 'off' | 'boxes';
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
   /** Distinct reporters that hold an upload automatically; 0 turns it off. */
@@ -162,6 +164,7 @@ const schema = z.object({
     .transform(Number)
     .refine((n) => n % 32 === 0 && n >= 128 && n <= 1024, 'expected a multiple of 32 from 128 to 1024')
     .prefault('320'),
+  HUMAN_SECOND_LOOK: z.enum(['off', 'boxes'], 'expected off or boxes').prefault('off'),
   NEAR_DUPLICATE_DISTANCE: z
     .string()
     .regex(/^-?\d+$/, 'expected an integer from -1 to 32')
@@ -260,8 +263,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers,
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
-    humanThreshold: e.HUMAN_THRESHOLD ?? CALIBRATED_HUMAN_THRESHOLD,
+    humanThreshold:
+      e.HUMAN_THRESHOLD ?? (e.HUMAN_SECOND_LOOK === 'boxes' ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_HUMAN_THRESHOLD),
     humanInputSize: e.HUMAN_INPUT_SIZE,
+    humanSecondLook: e.HUMAN_SECOND_LOOK,
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,

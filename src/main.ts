@@ -210,6 +210,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     modelDir,
     preloadDetector: config.humanPolicy !== 'off',
     detectorInputSize: config.humanInputSize,
+    detectorCloserLook: config.humanSecondLook === 'boxes',
     onTaskDone: ({ waitMs, stages }) => {
       metrics.poolQueueWait.observe(waitMs / 1000);
       for (const [stage, ms] of Object.entries(stages)) metrics.stageDuration.observe({ stage }, ms / 1000);

@@ -3,6 +3,11 @@
  * the evaluation set by bench/detector-eval.ts (figures on the held-out part: bench/detector-eval.md).
  */
 export const CALIBRATED_HUMAN_THRESHOLD = 0.15;
+/**
+ * The default HUMAN_THRESHOLD with HUMAN_SECOND_LOOK=boxes (the closer look's score decides where the first look
+ * is unsure), tuned the same way.
+ */
+export const CALIBRATED_BOXES_THRESHOLD = 0.3;
 
 /** What happens to an image in which the detector finds a person (HUMAN_POLICY). */
 export type HumanPolicy = 'reject' | 'flag' | 'hold' | 'off';

@@ -14,6 +14,8 @@ export interface MediaWorkerData {
   preloadDetector?: boolean;
   /** The detector's input size (HUMAN_INPUT_SIZE); the detector's default when absent. */
   detectorInputSize?: number;
+  /** HUMAN_SECOND_LOOK=boxes: the detector's closer look (BOX_CLOSER_LOOK) at the boxes of an unsure first look. */
+  detectorCloserLook?: boolean;
 }
 
 const ready = setupSharp();
@@ -24,15 +26,19 @@ let model: string | null = null;
 /** Loads the detector on first need, once per thread; a failed load is retried by the next task. */
 function loadDetector(): Promise<PersonDetector> {
   detector ??= (async () => {
-    const { modelDir, detectorInputSize } = (workerData ?? {}) as MediaWorkerData;
+    const { modelDir, detectorInputSize, detectorCloserLook } = (workerData ?? {}) as MediaWorkerData;
     // Imported by URL so that this file loads, and 'off' tasks run, without the detector module.
     const url = new URL(
       `./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
       import.meta.url,
     ).href;
     let create: unknown;
+    let boxLook: unknown;
     try {
-      ({ createPersonDetector: create } = (await import(url)) as { createPersonDetector?: unknown });
+      ({ createPersonDetector: create, BOX_CLOSER_LOOK: boxLook } = (await import(url)) as {
+        createPersonDetector?: unknown;
+        BOX_CLOSER_LOOK?: unknown;
+      });
     } catch (err) {
       throw new Error(`person detection is needed but ${url} could not be loaded: ${(err as Error).message}`, {
         cause: err,
@@ -41,9 +47,12 @@ function loadDetector(): Promise<PersonDetector> {
     if (typeof create !== 'function')
       throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
     try {
-      const loaded = await (create as (opts: { modelDir?: string; inputSize?: number }) => Promise<PersonDetector>)({
+      const loaded = await (
+        create as (opts: { modelDir?: string; inputSize?: number; closerLook?: unknown }) => Promise<PersonDetector>
+      )({
         modelDir,
         ...(detectorInputSize ? { inputSize: detectorInputSize } : {}),
+        ...(detectorCloserLook ? { closerLook: boxLook } : {}),
       });
       backend = loaded.backend;
       model = loaded.model;

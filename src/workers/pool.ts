@@ -21,6 +21,8 @@ export interface PoolOptions {
   preloadDetector: boolean;
   /** The detector's input size (HUMAN_INPUT_SIZE); its default when absent. */
   detectorInputSize?: number;
+  /** HUMAN_SECOND_LOOK=boxes: the detector looks closer at each box of an unsure first look. */
+  detectorCloserLook?: boolean;
   /** Called with the queue wait and run time (ms) and stage timings of each finished task. */
   onTaskDone?: (t: { waitMs: number; runMs: number; stages: ProcessedImage['timings']; outcome: string }) => void;
 }
@@ -165,6 +167,7 @@ export class MediaPool implements ImageProcessor {
         modelDir: opts.modelDir,
         preloadDetector: opts.preloadDetector,
         detectorInputSize: opts.detectorInputSize,
+        detectorCloserLook: opts.detectorCloserLook,
       },
       // Native memory (libvips, wasm) is outside V8's heap; this only bounds the JS side of a runaway task.
       resourceLimits: { maxOldGenerationSizeMb: 512 },

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
+import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'pixvote-cfg-'));
 
@@ -48,9 +49,22 @@ test('defaults match API.md', () => {
   assert.equal(c.reportHoldThreshold, 3);
   assert.equal(c.blocklistDistance, 8);
   assert.equal(c.humanInputSize, 320);
+  assert.equal(c.humanSecondLook, 'off');
+  assert.equal(c.humanThreshold, CALIBRATED_HUMAN_THRESHOLD);
   assert.equal(c.trustProxy, false);
   assert.equal(c.logLevel, 'info');
   assert.ok(Object.isFrozen(c));
+});
+
+test('HUMAN_SECOND_LOOK=boxes has its own calibrated threshold default; HUMAN_THRESHOLD still wins', () => {
+  const boxes = loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'boxes' });
+  assert.equal(boxes.humanSecondLook, 'boxes');
+  assert.equal(boxes.humanThreshold, CALIBRATED_BOXES_THRESHOLD);
+  assert.notEqual(CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD);
+  assert.equal(
+    loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'boxes', HUMAN_THRESHOLD: '0.5' }).humanThreshold,
+    0.5,
+  );
 });
 
 test('every bad variable is listed in one error', () => {
@@ -67,6 +81,7 @@ test('every bad variable is listed in one error', () => {
       FETCH_ALLOW_PRIVATE: 'yes',
       DATABASE_URL: 'mysql://x',
       HUMAN_INPUT_SIZE: '300',
+      HUMAN_SECOND_LOOK: 'tiles',
     });
     assert.fail('should throw');
   } catch (e) {
@@ -86,7 +101,8 @@ test('every bad variable is listed in one error', () => {
       assert.match(m, new RegExp(`${v}=`));
     assert.match(m, /HUMAN_POLICY=maybe: expected reject, flag, hold or off/);
     assert.match(m, /HUMAN_INPUT_SIZE=300: expected a multiple of 32 from 128 to 1024/);
-    assert.equal(e.problems.length, 10);
+    assert.match(m, /HUMAN_SECOND_LOOK=tiles: expected off or boxes/);
+    assert.equal(e.problems.length, 11);
   }
   // Rules between variables join the same list.
   assert.throws(

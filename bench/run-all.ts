@@ -24,7 +24,7 @@ const rounds = Number(values.rounds);
 const rec = new Recorder('all');
 const steps: Array<[string, () => Promise<void>]> = [
   ['pipeline', () => pipelineBench(rec, { sizes: [2, 12], rounds, rss: true })],
-  ['detect cost', () => detectCostBench(rec, { sizes: [2, 12], rounds })],
+  ['detect cost', () => detectCostBench(rec, { sizes: [2, 12], rounds, photos: true })],
   [
     'http-uploads, SQLite',
     () => httpUploadsBench(rec, { db: 'sqlite', rounds, images: 16, clients: 4, workers: 2, latency12: true }),

@@ -34,12 +34,19 @@ export async function setupLikeTheApp(): Promise<void> {
   await setupSharp();
 }
 
+/**
+ * A pool as the app starts one, with its detector chosen by HUMAN_INPUT_SIZE and HUMAN_SECOND_LOOK when they are
+ * set (as for the app under comparison; src/config.ts validates them there).
+ */
 export async function startPool(workers: number, policy: HumanPolicy): Promise<MediaPool> {
+  const { HUMAN_INPUT_SIZE: size, HUMAN_SECOND_LOOK: look } = process.env;
   const pool = await MediaPool.start({
     workers,
     maxQueue: 10_000,
     modelDir: await detectorModelDir(),
     preloadDetector: policy !== 'off',
+    ...(size ? { detectorInputSize: Number(size) } : {}),
+    detectorCloserLook: look === 'boxes',
   });
   await pool.ping();
   return pool;

@@ -237,6 +237,16 @@ describe('closer look at the boxes of an unsure first look', () => {
       }
     });
 
+    test('no tensors leak across 20 closer looks', async () => {
+      const { tf } = await loadTfRuntime();
+      await run(closer, 'tiny-on-pasture');
+      const before = tf.memory();
+      for (let i = 0; i < 20; i++) assert.equal((await run(closer, 'tiny-on-pasture')).reads, 1);
+      const after = tf.memory();
+      assert.equal(after.numTensors, before.numTensors);
+      assert.equal(after.numBytes, before.numBytes);
+    });
+
     test('a sure first look decides alone, and an image without boxes is not looked at again', async () => {
       const sure = await run(closer, 'woman-green-dress');
       assert.equal(sure.reads, 0);

@@ -74,9 +74,11 @@ const SECOND_LOOKS: Array<{ name: string; look: Omit<SecondLook, 'from' | 'to'> 
  * Closer looks at the boxes of the 320 px first look, measured for every photo with a box (`sure` above any
  * score); `sure` and the threshold are chosen afterwards.
  */
-const CLOSER_LOOKS: Array<{ name: string; look: CloserLook }> = [
-  { name: 'boxes at 320', look: { ...BOX_CLOSER_LOOK, sure: 2 } },
-  { name: 'boxes at 256', look: { ...BOX_CLOSER_LOOK, size: 256, sure: 2 } },
+const CLOSER_LOOKS: Array<{ name: string; first: 320 | 256; look: CloserLook }> = [
+  { name: 'boxes at 320', first: 320, look: { ...BOX_CLOSER_LOOK, sure: 2 } },
+  { name: 'boxes at 256', first: 320, look: { ...BOX_CLOSER_LOOK, size: 256, sure: 2 } },
+  // A cheaper first look only proposing the boxes.
+  { name: 'boxes at 320 after fit 256', first: 256, look: { ...BOX_CLOSER_LOOK, sure: 2 } },
 ];
 const CLOSER_SURE_OPTIONS = [0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 2];
 
@@ -256,7 +258,7 @@ async function main(): Promise<void> {
   }
 
   const closer = new Map<string, Measured>();
-  for (const { name, look } of CLOSER_LOOKS) {
+  for (const { name, first: size, look } of CLOSER_LOOKS) {
     if (previous?.closer?.[name]) {
       closer.set(name, previous.closer[name]);
       continue;
@@ -264,11 +266,11 @@ async function main(): Promise<void> {
     const m = await measure(
       photos,
       modelDir,
-      { name, prepare: 320, inputSize: 320, secondLook: null, closerLook: look },
+      { name, prepare: size, inputSize: size, secondLook: null, closerLook: look },
       runs,
     );
     closer.set(name, m);
-    console.log(`fit 320 + closer look, ${name} (always): ${mean(Object.values(m.ms)).toFixed(1)} ms/image`);
+    console.log(`fit ${size} + closer look, ${name} (always): ${mean(Object.values(m.ms)).toFixed(1)} ms/image`);
   }
 
   const baselineLook = first.get(FIRST_LOOKS[0]!.name)!;
@@ -341,20 +343,20 @@ async function main(): Promise<void> {
   }
 
   // The closer look replaces the first look's score wherever that is under `sure` (and found a box at all).
-  const fit320 = first.get('fit 320')!;
-  for (const { name } of CLOSER_LOOKS) {
+  for (const { name, first: size } of CLOSER_LOOKS) {
     const m = closer.get(name)!;
+    const look1 = first.get(`fit ${size}`)!;
     const options: Candidate[] = [];
     for (const threshold of thresholds) {
       for (const sure of CLOSER_SURE_OPTIONS.filter((t) => t > threshold)) {
-        const closerRan = (n: string) => fit320.scores[n]! < sure && fit320.scores[n]! > 0;
+        const closerRan = (n: string) => look1.scores[n]! < sure && look1.scores[n]! > 0;
         options.push({
-          name: `fit 320 + closer look (${name}) for first-look scores in [from, to)`,
+          name: `fit ${size} + closer look (${name}) for first-look scores in [from, to)`,
           threshold,
           from: 0,
           to: sure,
-          score: (n) => (closerRan(n) ? m.scores[n]! : fit320.scores[n]!),
-          ms: (n) => (closerRan(n) ? m.ms[n]! : fit320.ms[n]!),
+          score: (n) => (closerRan(n) ? m.scores[n]! : look1.scores[n]!),
+          ms: (n) => (closerRan(n) ? m.ms[n]! : look1.ms[n]!),
           second: closerRan,
         });
       }
@@ -429,7 +431,7 @@ async function main(): Promise<void> {
     '',
     `| photo | category | split | ${FIRST_LOOKS.map((l) => l.name).join(' | ')} | ` +
       `${SECOND_LOOKS.map((s) => `256 + ${s.name}`).join(' | ')} | ` +
-      `${CLOSER_LOOKS.map((c) => `320 + closer look, ${c.name}`).join(' | ')} |`,
+      `${CLOSER_LOOKS.map((c) => `${c.first} + closer look, ${c.name}`).join(' | ')} |`,
     `|---|---|---|${[...FIRST_LOOKS, ...SECOND_LOOKS, ...CLOSER_LOOKS].map(() => '---').join('|')}|`,
     ...photos.map(
       (p) =>

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
-import { getLabelledPhotos } from '../support/photos.ts';
+import { getLabelledPhotos, personGif } from '../support/photos.ts';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
 
 // HUMAN_SECOND_LOOK=boxes, end to end: held-out photos of the evaluation set (bench/detector-eval.md) that the
@@ -57,4 +57,28 @@ test('HUMAN_SECOND_LOOK=boxes: an animal the first look takes for a person is st
   const r = await uploadImage(boxes.api, (await registerUser(boxes.api)).token, bytes.get(ANIMAL)!, {}, 'sheep.jpg');
   assert.equal(r.status, 201, r.text);
   assert.ok(r.body.image.human_score < CALIBRATED_BOXES_THRESHOLD, `closer look ${r.body.image.human_score}`);
+});
+
+test('HUMAN_SECOND_LOOK=boxes: every distinct frame of a GIF is checked, the closer look on those that need it', async () => {
+  // The distinct frames go through the detector as one batch, each with its own medium frame for a closer look:
+  // the person's frame is sure at the first look, the background's is decided by whichever look it needs.
+  const u = await registerUser(boxes.api);
+  const withPerson = await uploadImage(
+    boxes.api,
+    u.token,
+    await personGif({ frames: 5, personAt: 1, background: 'dust-bowl-shack' }),
+    {},
+    'person.gif',
+  );
+  assert.equal(withPerson.status, 400, withPerson.text);
+  assert.equal(withPerson.body.error, 'human_detected');
+  const without = await uploadImage(
+    boxes.api,
+    u.token,
+    await personGif({ frames: 5, personAt: null, background: 'dust-bowl-shack' }),
+    {},
+    'shack.gif',
+  );
+  assert.equal(without.status, 201, without.text);
+  assert.ok(without.body.image.human_score < CALIBRATED_BOXES_THRESHOLD, `scored ${without.body.image.human_score}`);
 });

@@ -59,7 +59,7 @@ test('HUMAN_SECOND_LOOK=boxes: an animal the first look takes for a person is st
   assert.ok(r.body.image.human_score < CALIBRATED_BOXES_THRESHOLD, `closer look ${r.body.image.human_score}`);
 });
 
-test('HUMAN_SECOND_LOOK=boxes: every distinct frame of a GIF is checked, the closer look on those that need it', async () => {
+test('HUMAN_SECOND_LOOK=boxes: each distinct GIF frame is checked, closer where it needs', async () => {
   // The distinct frames go through the detector as one batch, each with its own medium frame for a closer look:
   // the person's frame is sure at the first look, the background's is decided by whichever look it needs.
   const u = await registerUser(boxes.api);

@@ -4,6 +4,7 @@
  * `open()` (side effects: database, Redis, media pool…), `wire()` (builds the graph), `start()` (timers, sweeps).
  */
 import cluster from 'node:cluster';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { access, constants as fsConstants } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
@@ -26,6 +27,7 @@ import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
 import { FileMediaStore } from './store/media-store.ts';
 import { S3MediaStore } from './store/s3-media-store.ts';
+import { RedisLease } from './store/redis-lease.ts';
 import { UploadRepository } from './store/repositories/upload.repository.ts';
 import { VoteRepository } from './store/repositories/vote.repository.ts';
 import { similarityIndexFor } from './store/similarity/similarity-index.ts';
@@ -64,6 +66,14 @@ import { ModerationRepository } from './store/moderation/moderation.repository.t
 import { BlocklistRepository } from './store/moderation/blocklist.repository.ts';
 import { moderationRoutes } from './gateway/routes/moderation.routes.ts';
 
+/** Housekeeping's period: idempotency keys purged, media swept. */
+const SWEEP_INTERVAL_MS = 10 * 60_000;
+/**
+ * The media sweep lease: renewed by its holder at each of its sweeps (every SWEEP_INTERVAL_MS), so it outlasts one
+ * interval; a dead holder's lease passes on within this long.
+ */
+const SWEEP_LEASE_MS = 15 * 60_000;
+
 export interface ComposeOptions {
   log?: Logger;
   clock?: Clock;
@@ -86,6 +96,11 @@ export interface Composed {
   metrics: Metrics;
   app: ReturnType<typeof createApp>;
   pool: MediaPool;
+  /**
+   * The media sweep, as start-up (`periodic` false: every gateway lists the object store) or housekeeping every 10
+   * minutes (`periodic`: only the holder of the sweep lease does, where gateways share a Redis) runs it.
+   */
+  sweepMedia(opts?: { periodic?: boolean }): Promise<void>;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   drain(): void;
   /** Releases every resource (waits for running media tasks). Idempotent. */
@@ -140,6 +155,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     metrics,
     app: wired.app,
     pool,
+    sweepMedia: wired.sweep,
     drain: wired.drain,
     close() {
       wired.drain();
@@ -278,10 +294,21 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   // Stored files are removed only under their lock, and only while no row references them.
   const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
   // Object storage: objects no row references are removed once older than MEDIA_SWEEP_GRACE (in flight before).
-  const sweep = async () => {
+  // The listing of the bucket is shared: at start-up every gateway lists it, but of the periodic sweeps of
+  // gateways sharing a Redis only the holder of the sweep lease does (it renews the lease at each of its sweeps;
+  // when it dies, the next gateway to sweep after the lease ran out takes over).
+  const sweepLease =
+    redis && media instanceof S3MediaStore
+      ? new RedisLease(redis, `${config.redisPrefix}media-sweep`, randomUUID(), SWEEP_LEASE_MS)
+      : null;
+  const sweep = async (opts: { periodic?: boolean } = {}) => {
+    // Redis down: every gateway lists, as without Redis (a repeated sweep is only wasted work).
+    const listStore = !opts.periodic || !sweepLease || (await sweepLease.tryAcquire().catch(() => true));
     const staged =
       media instanceof S3MediaStore
-        ? await media.sweep((keys) => uploadsRepo.referencedAmong(keys), release, config.mediaSweepGraceSeconds)
+        ? await media.sweep((keys) => uploadsRepo.referencedAmong(keys), release, config.mediaSweepGraceSeconds, {
+            listStore,
+          })
         : await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
     const garbage = await uploadsRepo.pendingGarbage();
     for (const key of garbage) await release(key);
@@ -453,8 +480,8 @@ async function start(
   // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
   const housekeeping = setInterval(() => {
     void wired.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
-    void wired.sweep().catch((err) => log.warn({ err }, 'media sweep failed'));
-  }, 10 * 60_000).unref();
+    void wired.sweep({ periodic: true }).catch((err) => log.warn({ err }, 'media sweep failed'));
+  }, SWEEP_INTERVAL_MS).unref();
   return async () => {
     clearInterval(housekeeping);
     await wired.holdJob.stop();

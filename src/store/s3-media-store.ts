@@ -253,16 +253,19 @@ export class S3MediaStore implements MediaStore, MediaFiles {
 
   /**
    * Recovery. Local: staging and temp directories of dead processes go (their uploads' objects, if any, were
-   * written before their rows: nothing there is needed). Store: the media keys of objects older than
-   * `graceSeconds` that no row references are released (`release` rechecks under the files' lock).
+   * written before their rows: nothing there is needed). Store (unless `listStore` is false): the media keys of
+   * objects older than `graceSeconds` that no row references are released (`release` rechecks under the files'
+   * lock).
    */
   async sweep(
     referencedAmong: (keys: string[]) => Promise<Set<string>>,
     release: (key: string) => Promise<unknown>,
     graceSeconds: number,
+    opts: { /** false: the local part only (another process lists the bucket this time). */ listStore?: boolean } = {},
   ): Promise<{ committed: number; discarded: number; orphans: number }> {
     const { discarded } = await this.local.sweep(async () => false);
     let orphans = 0;
+    if (opts.listStore === false) return { committed: 0, discarded, orphans };
     // No grace: every unreferenced object (stores round LastModified, some of them up to the next second).
     const cutoff = graceSeconds > 0 ? Date.now() - graceSeconds * 1000 : Infinity;
     for await (const keys of this.#oldKeys(cutoff)) {

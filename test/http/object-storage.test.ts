@@ -16,6 +16,7 @@ import { apiToken, registerAdmin, registerUser, type TestUser } from '../support
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
+import { onPostgres } from '../support/env.ts';
 import { loadConfig } from '../../src/config.ts';
 import { compose } from '../../src/main.ts';
 import { S3MediaStore } from '../../src/store/s3-media-store.ts';
@@ -193,6 +194,44 @@ describe('media on object storage', { skip }, () => {
     assert.equal((await objectsOf(kept)).length, 3, 'referenced objects stay');
     assert.equal(await countUploads(app), rows);
   });
+
+  test(
+    'periodic sweeps of gateways sharing a Redis: only the lease holder lists the bucket; start-up sweeps always do',
+    { skip: !onPostgres && 'gateways share a Redis (PostgreSQL + Redis pass)' },
+    async () => {
+      const shared = {
+        ...bucket.env(undefined, 'media'),
+        MEDIA_SWEEP_GRACE: '0s',
+        REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+      };
+      const db = { databaseUrl: app.config.databaseUrl! };
+      const orphan = async (n: number) => {
+        const key = `0e0e0e0e-0000-4000-8000-0000000001${String(n).padStart(2, '0')}`;
+        for (const v of VARIANT_NAMES)
+          await bucket.client.send(
+            new PutObjectCommand({ Bucket: bucket.name, Key: `media/0e/${key}.${v}.webp`, Body: 'x' }),
+          );
+        return key;
+      };
+      const a = await startApp(shared, db);
+      const b = await startApp(shared, db);
+      try {
+        const first = await orphan(1);
+        await a.composed.sweepMedia({ periodic: true }); // takes the lease
+        assert.deepEqual(await objectsOf(first), [], "the lease holder's periodic sweep lists and removes");
+        const second = await orphan(2);
+        await b.composed.sweepMedia({ periodic: true });
+        assert.equal((await objectsOf(second)).length, 3, 'another gateway leaves the listing to the holder');
+        await b.composed.sweepMedia(); // as at start-up
+        assert.deepEqual(await objectsOf(second), [], 'a start-up sweep lists whatever the lease');
+        const third = await orphan(3);
+        await a.composed.sweepMedia({ periodic: true }); // renews it
+        assert.deepEqual(await objectsOf(third), []);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    },
+  );
 
   test('start-up fails with one clear line on a missing bucket or refused credentials', async () => {
     const missing = loadConfig({

@@ -1,0 +1,35 @@
+/**
+ * A named lease in Redis, held by one process at a time: `tryAcquire` takes it when it is free or expired, and
+ * renews it when the caller already holds it. A holder that dies stops renewing, and the lease passes to the
+ * next caller once `ttlMs` has run out. Used so that of many gateways sharing one Redis only one runs a periodic
+ * job that would otherwise be repeated by each (the object store's sweep lists the whole bucket).
+ */
+import type { Redis } from 'ioredis';
+
+/** Renew when held by ARGV[1], else take it when free: 1 when the caller holds it afterwards. */
+const ACQUIRE = `
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 1
+end
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0`;
+
+export class RedisLease {
+  readonly #redis: Redis;
+  readonly key: string;
+  readonly holder: string;
+  readonly ttlMs: number;
+
+  constructor(redis: Redis, key: string, holder: string, ttlMs: number) {
+    this.#redis = redis;
+    this.key = key;
+    this.holder = holder;
+    this.ttlMs = ttlMs;
+  }
+
+  /** Whether this holder has the lease now (taken or renewed for another `ttlMs`). */
+  async tryAcquire(): Promise<boolean> {
+    return (await this.#redis.eval(ACQUIRE, 1, this.key, this.holder, String(this.ttlMs))) === 1;
+  }
+}

@@ -139,16 +139,19 @@ function moderationService(db: Database, blocklist: BlocklistRepository): Modera
   });
 }
 
-for (const [path, scanFrom] of [
-  ['one lookup per entry', undefined],
-  ['one scan of the stored hashes', 1],
+for (const [path, scanFrom, scanPage] of [
+  ['one lookup per entry', undefined, undefined],
+  ['one scan of the stored hashes', 1, undefined],
+  // Pages of 4 uploads: matches fall on either side of many page boundaries.
+  ['one scan in pages of 4', 1, 4],
 ] as const) {
+  const options = { ...(scanFrom ? { scanFrom } : {}), ...(scanPage ? { scanPage } : {}) };
   test(
     `the blocklist job (${path}) holds the visible uploads an entry matches by SHA-256 or within ` +
       `${DISTANCE} bits, not farther ones nor removed or held ones, with one auto_hold line each`,
     async () => {
       await withDatabase(async (db, userId) => {
-        const r = rng(scanFrom ?? 16);
+        const r = rng((scanFrom ?? 16) + (scanPage ?? 0));
         const blocked = randomHash(r);
         const blockedSha = randomSha(r);
         const up = (u: Parameters<typeof insertUpload>[2]) => insertUpload(db, userId, u);
@@ -184,7 +187,7 @@ for (const [path, scanFrom] of [
             'fillers match nothing',
           );
 
-        const blocklist = new BlocklistRepository(db, scanFrom ? { scanFrom } : {});
+        const blocklist = new BlocklistRepository(db, options);
         const moderator = { id: userId, username: 'owner' };
         assert.deepEqual(await blocklist.add(entries, { source: 'import', moderator, at: AT }), {
           added: entries.length,
@@ -236,20 +239,20 @@ for (const [path, scanFrom] of [
         );
       }
       const moderator = { id: userId, username: 'owner' };
-      await new BlocklistRepository(db, scanFrom ? { scanFrom } : {}).add(entries, {
+      await new BlocklistRepository(db, options).add(entries, {
         source: 'import',
         moderator,
         at: AT,
       });
       // The first step of two entries, then the process stops.
-      const first = await new BlocklistRepository(db, scanFrom ? { scanFrom } : {}).holdMatches(2, DISTANCE, AT);
+      const first = await new BlocklistRepository(db, options).holdMatches(2, DISTANCE, AT);
       assert.equal(first.entries, 2);
       assert.equal(await pendingCount(db), entries.length - 2);
       const heldFirst = [...(await states(db)).values()].filter((s) => s === 'held').length;
       assert.equal(first.held, heldFirst);
 
       // A new process: its own repository and service, the queue from the database.
-      const blocklist = new BlocklistRepository(db, scanFrom ? { scanFrom } : {});
+      const blocklist = new BlocklistRepository(db, options);
       const rest = await moderationService(db, blocklist).holdBlocklistMatches(2);
       assert.equal(first.held + rest, targets.length);
       const after = await states(db);
@@ -259,3 +262,29 @@ for (const [path, scanFrom] of [
     });
   });
 }
+
+test('the scan of the stored hashes gives the event loop a turn after each page', async () => {
+  await withDatabase(async (db, userId) => {
+    const r = rng(77);
+    for (let i = 0; i < 40; i++) await insertUpload(db, userId, { sha256: randomSha(r), phash: randomHash(r) });
+    const blocklist = new BlocklistRepository(db, { scanFrom: 1, scanPage: 4 });
+    await blocklist.add([{ sha256: null, phash: randomHash(r), reason: 'near' }], {
+      source: 'import',
+      moderator: { id: userId, username: 'owner' },
+      at: AT,
+    });
+    // A request arriving meanwhile is a macrotask: count how often one gets to run during the scan.
+    let turns = 0;
+    let scanning = true;
+    const tick = () => {
+      turns++;
+      if (scanning) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await blocklist.holdMatches(10, DISTANCE, AT);
+    scanning = false;
+    // 40 uploads in pages of 4: at least 10 turns (SQLite reads each page synchronously: without the turns the
+    // whole scan would run in one).
+    assert.ok(turns >= 10, `${turns} turns`);
+  });
+});

@@ -207,11 +207,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
   releases.add(() => media.close());
   await media.init();
   if (media instanceof S3MediaStore) log.info({ store: media.description }, 'media on object storage');
-  // A presigned URL is signed locally, with no request: one tells where redirected image GETs will go.
-  const mediaOrigin =
-    config.mediaRedirect && media instanceof S3MediaStore
-      ? new URL(await media.presign('csp-origin', 'thumb', 60)).origin
-      : null;
+  const mediaOrigin = config.mediaRedirect && media instanceof S3MediaStore ? await media.redirectOrigin() : null;
   const passwordHashes = new PasswordHashPool();
   releases.add(() => passwordHashes.close());
 

@@ -241,7 +241,7 @@ export function webRoutes(
   } = {},
 ): Router<AppState> {
   const router = new Router<AppState>();
-  const csp = deps.mediaOrigin ? pageCsp([deps.mediaOrigin]) : PAGE_CSP;
+  const csp = pageCsp(deps.mediaOrigin ? [deps.mediaOrigin] : []);
   const assets = loadAssets();
   const byPath = new Map(Object.values(assets).map((a) => [a.path, a]));
 

@@ -40,7 +40,7 @@ interface SizeResult {
 }
 
 async function measureSize(photos: Photo[], modelDir: string, size: number, runs: number): Promise<SizeResult> {
-  const detector = await createPersonDetector({ modelDir, inputSize: size, secondLook: null });
+  const detector = await createPersonDetector({ modelDir, inputSize: size, tiledLook: null });
   const perPhotoMs: number[] = [];
   const scores: Record<string, number> = {};
   await detector.detect(await preparePhoto(photos[0]!.path, size)); // warm-up: first run compiles kernels
@@ -119,7 +119,7 @@ async function measureWorkerRss(modelDir: string, size: number): Promise<{ empty
 async function workerMain(): Promise<void> {
   const { modelDir, size, loadDetector } = workerData as { modelDir: string; size: number; loadDetector: boolean };
   if (loadDetector) {
-    const detector = await createPersonDetector({ modelDir, inputSize: size, secondLook: null });
+    const detector = await createPersonDetector({ modelDir, inputSize: size, tiledLook: null });
     const grey = new Uint8Array(size * size * 3).fill(128);
     for (let i = 0; i < 5; i++) await detector.detect({ data: grey, width: size, height: size, channels: 3 });
   }

@@ -61,7 +61,7 @@ export async function detectCostBench(
   await setupLikeTheApp();
   const modelDir = await detectorModelDir();
   const shipped = await createPersonDetector({ modelDir });
-  const fitted384 = await createPersonDetector({ modelDir, inputSize: PREVIOUS_SIZE, secondLook: null });
+  const fitted384 = await createPersonDetector({ modelDir, inputSize: PREVIOUS_SIZE, tiledLook: null });
   const boxes = await createPersonDetector({ modelDir, closerLook: BOX_CLOSER_LOOK });
   const previous = previousDetector(fitted384);
   const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-detect-cost-'));

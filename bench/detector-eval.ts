@@ -20,7 +20,7 @@ import {
   BOX_CLOSER_LOOK,
   createPersonDetector,
   type CloserLook,
-  type SecondLook,
+  type TiledLook,
 } from '../src/workers/pipeline/detect.stage.ts';
 import type { RawImage } from '../src/workers/pipeline/types.ts';
 import {
@@ -46,25 +46,25 @@ interface Look {
   /** Pad the prepared image to a square (today's letterbox). */
   square?: boolean;
   inputSize: number;
-  secondLook: SecondLook | null;
+  tiledLook: TiledLook | null;
   closerLook?: CloserLook;
 }
 
 const ALWAYS = { from: -1, to: 2 };
 const FIRST_LOOKS: Look[] = [
-  { name: 'square 384 (today)', prepare: 384, square: true, inputSize: 384, secondLook: null },
-  { name: 'fit 384', prepare: 384, inputSize: 384, secondLook: null },
-  { name: 'fit 352', prepare: 352, inputSize: 352, secondLook: null },
-  { name: 'fit 320', prepare: 320, inputSize: 320, secondLook: null },
-  { name: 'fit 288', prepare: 288, inputSize: 288, secondLook: null },
+  { name: 'square 384 (today)', prepare: 384, square: true, inputSize: 384, tiledLook: null },
+  { name: 'fit 384', prepare: 384, inputSize: 384, tiledLook: null },
+  { name: 'fit 352', prepare: 352, inputSize: 352, tiledLook: null },
+  { name: 'fit 320', prepare: 320, inputSize: 320, tiledLook: null },
+  { name: 'fit 288', prepare: 288, inputSize: 288, tiledLook: null },
   // From the thumb variant (320 px): fitted to 288 by the detector (bilinear, on its backend), or by libvips.
-  { name: 'thumb 320 → 288', prepare: 320, inputSize: 288, secondLook: null },
-  { name: 'thumb 320 → 288 (libvips)', prepare: 320, then: 288, inputSize: 288, secondLook: null },
-  { name: 'fit 256', prepare: 256, inputSize: 256, secondLook: null },
-  { name: 'fit 192', prepare: 192, inputSize: 192, secondLook: null },
+  { name: 'thumb 320 → 288', prepare: 320, inputSize: 288, tiledLook: null },
+  { name: 'thumb 320 → 288 (libvips)', prepare: 320, then: 288, inputSize: 288, tiledLook: null },
+  { name: 'fit 256', prepare: 256, inputSize: 256, tiledLook: null },
+  { name: 'fit 192', prepare: 192, inputSize: 192, tiledLook: null },
 ];
 /** Second looks, measured after a 256 px first look (always run here; the band is chosen afterwards). */
-const SECOND_LOOKS: Array<{ name: string; look: Omit<SecondLook, 'from' | 'to'> }> = [
+const SECOND_LOOKS: Array<{ name: string; look: Omit<TiledLook, 'from' | 'to'> }> = [
   { name: 'whole 512', look: { size: 512, tile: 512 } },
   { name: 'tiles 640/384', look: { size: 640, tile: 384, overlap: 0.2 } },
   { name: 'tiles 768/384', look: { size: 768, tile: 384, overlap: 0.2 } },
@@ -127,7 +127,7 @@ async function measure(photos: LabelledPhoto[], modelDir: string, look: Look, ru
   const detector = await createPersonDetector({
     modelDir,
     inputSize: look.inputSize,
-    secondLook: look.secondLook,
+    tiledLook: look.tiledLook,
     closerLook: look.closerLook ?? null,
   });
   const scores: Record<string, number> = {};
@@ -174,7 +174,7 @@ interface PartStats {
   missed: string[];
   flagged: string[];
   msMean: number;
-  secondLookShare?: number;
+  tiledLookShare?: number;
 }
 
 function stats(c: Candidate, photos: LabelledPhoto[]): PartStats {
@@ -197,7 +197,7 @@ function stats(c: Candidate, photos: LabelledPhoto[]): PartStats {
     missed,
     flagged,
     msMean: mean(photos.map((p) => c.ms(p.name))),
-    secondLookShare: c.second ? photos.filter((p) => c.second!(p.name)).length / photos.length : undefined,
+    tiledLookShare: c.second ? photos.filter((p) => c.second!(p.name)).length / photos.length : undefined,
   };
 }
 
@@ -251,8 +251,8 @@ async function main(): Promise<void> {
       both.set(name, previous.both[name]!);
       continue;
     }
-    const secondLook = { ...look, ...ALWAYS };
-    const m = await measure(photos, modelDir, { name, prepare: look.size, inputSize: 256, secondLook }, runs);
+    const tiledLook = { ...look, ...ALWAYS };
+    const m = await measure(photos, modelDir, { name, prepare: look.size, inputSize: 256, tiledLook }, runs);
     both.set(name, m);
     console.log(`fit 256 + ${name} (always): ${mean(Object.values(m.ms)).toFixed(1)} ms/image`);
   }
@@ -266,7 +266,7 @@ async function main(): Promise<void> {
     const m = await measure(
       photos,
       modelDir,
-      { name, prepare: size, inputSize: size, secondLook: null, closerLook: look },
+      { name, prepare: size, inputSize: size, tiledLook: null, closerLook: look },
       runs,
     );
     closer.set(name, m);
@@ -393,7 +393,7 @@ async function main(): Promise<void> {
       ({ c, tune: t, held: h, all: a }) =>
         `| ${c.name}${c.overBudget ? ' (over budget)' : ''} | ${c.threshold.toFixed(2)} | ${band(c)} | ` +
         `${a.msMean.toFixed(1)} | ` +
-        `${(a.msMean / baseMs).toFixed(2)} | ${a.secondLookShare === undefined ? '–' : pct(a.secondLookShare)} | ` +
+        `${(a.msMean / baseMs).toFixed(2)} | ${a.tiledLookShare === undefined ? '–' : pct(a.tiledLookShare)} | ` +
         `${t.recall.toFixed(3)} | ${h.recall.toFixed(3)} | ${t.falsePositives} (${pct(t.fpRate)}) | ` +
         `${h.falsePositives} (${pct(h.fpRate)}) |`,
     ),

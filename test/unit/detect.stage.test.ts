@@ -16,11 +16,11 @@ import {
   closeUpRegion,
   createPersonDetector,
   DEFAULT_INPUT_SIZE,
-  TILED_SECOND_LOOK,
+  TILED_LOOK,
   detectStage,
   fitFrame,
   MAX_BATCH,
-  needsSecondLook,
+  needsTiledLook,
   tileFrame,
   tileGrid,
 } from '../../src/workers/pipeline/detect.stage.ts';
@@ -109,10 +109,10 @@ describe('first look, second look and tiles', () => {
   test('a second look runs for first-look scores in [from, to) only', () => {
     const look = { from: 0.1, to: 0.45, size: 640, tile: 384 };
     assert.deepEqual(
-      [0, 0.09, 0.1, 0.3, 0.449, 0.45, 0.9].map((s) => needsSecondLook(s, look)),
+      [0, 0.09, 0.1, 0.3, 0.449, 0.45, 0.9].map((s) => needsTiledLook(s, look)),
       [false, false, true, true, true, false, false],
     );
-    assert.equal(needsSecondLook(0.3, null), false);
+    assert.equal(needsTiledLook(0.3, null), false);
   });
 
   test('tiles cover the image, all of one size, overlapping by at least the asked share', () => {
@@ -375,10 +375,10 @@ describe('person detector on real photos', () => {
 
   test('a second look in tiles finds the small boatman the first look misses, boxes inside the image', async () => {
     const photo = photos.find((p) => p.name === 'canyon-boatman')!;
-    const tiled = await createPersonDetector({ secondLook: { ...TILED_SECOND_LOOK, from: 0, to: 1 } });
+    const tiled = await createPersonDetector({ tiledLook: { ...TILED_LOOK, from: 0, to: 1 } });
     try {
       const size = tiled.inputSpec.size;
-      assert.equal(size, TILED_SECOND_LOOK.size);
+      assert.equal(size, TILED_LOOK.size);
       const { data, info } = await sharp(photo.path)
         .resize(size, size, { fit: 'inside' })
         .removeAlpha()
@@ -636,7 +636,7 @@ describe('which frames of an animation are checked', () => {
     assert.equal(await score([flat(48, 36, 150, 3)]), 9);
   });
 
-  test("the closer look's source is the resampled frame of closerSize as it is, read only on demand", async () => {
+  test("the closer look's source: closerSize pixels as they are, else resampled; read on demand", async () => {
     const image = animation([frame(W, H, 9), frame(W, H, 200)], W, H);
     const flat = (width: number, height: number, levels: number[]) => ({
       data: Uint8Array.from(levels.flatMap((l) => Array<number>(width * height * 3).fill(l))),
@@ -670,10 +670,13 @@ describe('which frames of an animation are checked', () => {
     await detectPeople(image, looking(64), { resampled: [thumb, medium] });
     // Frame 0 (40/255) is unsure and reads the medium frame 0 as it is; frame 1 (120/255) does not read at all.
     assert.deepEqual(read, [[64, 48, 50]]);
-    // No resampled pixels that large: the largest ones as they are (the image is smaller than closerSize).
+    // No resampled pixels that large: from the working buffer (120×90 here), never enlarged.
     read.length = 0;
     await detectPeople(image, looking(96), { resampled: [thumb, medium] });
-    assert.deepEqual(read, [[64, 48, 50]]);
+    assert.deepEqual(read, [[96, 72, 9]]);
+    read.length = 0;
+    await detectPeople(image, looking(200), { resampled: [thumb, medium] });
+    assert.deepEqual(read, [[120, 90, 9]]);
     // Only larger ones: resampled from them to closerSize.
     read.length = 0;
     await detectPeople(image, looking(40), { resampled: [thumb, medium] });

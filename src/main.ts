@@ -221,8 +221,11 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     maxQueue: config.workerQueue,
     modelDir,
     preloadDetector: config.humanPolicy !== 'off',
-    detectorInputSize: config.humanInputSize,
-    detectorCloserLook: config.humanSecondLook === 'boxes',
+    detector: {
+      inputSize: config.humanInputSize,
+      closerLook: config.humanSecondLook === 'boxes',
+      runtime: config.humanRuntime,
+    },
     onTaskDone: ({ waitMs, stages }) => {
       metrics.poolQueueWait.observe(waitMs / 1000);
       for (const [stage, ms] of Object.entries(stages)) metrics.stageDuration.observe({ stage }, ms / 1000);

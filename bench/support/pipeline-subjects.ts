@@ -11,7 +11,12 @@ import sharp from 'sharp';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import { WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
 import { processImage } from '../../src/workers/pipeline/process-image.ts';
-import { VARIANT_MAX_SIDE, type HumanPolicy, type PersonDetector } from '../../src/workers/pipeline/types.ts';
+import {
+  VARIANT_MAX_SIDE,
+  type DetectorRuntime,
+  type HumanPolicy,
+  type PersonDetector,
+} from '../../src/workers/pipeline/types.ts';
 import { MediaPool } from '../../src/workers/pool.ts';
 import { setupSharp, setupSharpProcess } from '../../src/workers/sharp-setup.ts';
 import { ownBuffer, type BenchImage } from './images.ts';
@@ -35,18 +40,21 @@ export async function setupLikeTheApp(): Promise<void> {
 }
 
 /**
- * A pool as the app starts one, with its detector chosen by HUMAN_INPUT_SIZE and HUMAN_SECOND_LOOK when they are
- * set (as for the app under comparison; src/config.ts validates them there).
+ * A pool as the app starts one, with its detector chosen by HUMAN_INPUT_SIZE, HUMAN_SECOND_LOOK and HUMAN_RUNTIME
+ * when they are set (as for the app under comparison; src/config.ts validates them there).
  */
 export async function startPool(workers: number, policy: HumanPolicy): Promise<MediaPool> {
-  const { HUMAN_INPUT_SIZE: size, HUMAN_SECOND_LOOK: look } = process.env;
+  const { HUMAN_INPUT_SIZE: size, HUMAN_SECOND_LOOK: look, HUMAN_RUNTIME: runtime } = process.env;
   const pool = await MediaPool.start({
     workers,
     maxQueue: 10_000,
     modelDir: await detectorModelDir(),
     preloadDetector: policy !== 'off',
-    ...(size ? { detectorInputSize: Number(size) } : {}),
-    detectorCloserLook: look === 'boxes',
+    detector: {
+      ...(size ? { inputSize: Number(size) } : {}),
+      closerLook: look === 'boxes',
+      ...(runtime ? { runtime: runtime as DetectorRuntime } : {}),
+    },
   });
   await pool.ping();
   return pool;

@@ -5,17 +5,21 @@
 import { workerData } from 'node:worker_threads';
 import { setupSharp } from './sharp-setup.ts';
 import { processImage as runPipeline } from './pipeline/process-image.ts';
-import type { PersonDetector, ProcessImageResult, ProcessImageTask } from './pipeline/types.ts';
+import type {
+  DetectorRuntime,
+  DetectorSettings,
+  PersonDetector,
+  ProcessImageResult,
+  ProcessImageTask,
+} from './pipeline/types.ts';
 
 export interface MediaWorkerData {
   /** Directory of the person-detector model; read only when a task needs detection. */
   modelDir?: string;
   /** Load the detector when the thread starts (HUMAN_POLICY ≠ off), so no upload waits for it. */
   preloadDetector?: boolean;
-  /** The detector's input size (HUMAN_INPUT_SIZE); the detector's default when absent. */
-  detectorInputSize?: number;
-  /** HUMAN_SECOND_LOOK=boxes: the detector's closer look (BOX_CLOSER_LOOK) at the boxes of an unsure first look. */
-  detectorCloserLook?: boolean;
+  /** The detector's input size, closer look and runtime; its defaults when absent. */
+  detector?: DetectorSettings;
 }
 
 const ready = setupSharp();
@@ -26,7 +30,7 @@ let model: string | null = null;
 /** Loads the detector on first need, once per thread; a failed load is retried by the next task. */
 function loadDetector(): Promise<PersonDetector> {
   detector ??= (async () => {
-    const { modelDir, detectorInputSize, detectorCloserLook } = (workerData ?? {}) as MediaWorkerData;
+    const { modelDir, detector: settings = {} } = (workerData ?? {}) as MediaWorkerData;
     // Imported by URL so that this file loads, and 'off' tasks run, without the detector module.
     const url = new URL(
       `./pipeline/detect.stage${import.meta.url.slice(import.meta.url.lastIndexOf('.'))}`,
@@ -48,11 +52,17 @@ function loadDetector(): Promise<PersonDetector> {
       throw new Error(`person detection is needed but ${url} exports no createPersonDetector`);
     try {
       const loaded = await (
-        create as (opts: { modelDir?: string; inputSize?: number; closerLook?: unknown }) => Promise<PersonDetector>
+        create as (opts: {
+          modelDir?: string;
+          inputSize?: number;
+          closerLook?: unknown;
+          runtime?: DetectorRuntime;
+        }) => Promise<PersonDetector>
       )({
         modelDir,
-        ...(detectorInputSize ? { inputSize: detectorInputSize } : {}),
-        ...(detectorCloserLook ? { closerLook: boxLook } : {}),
+        ...(settings.inputSize ? { inputSize: settings.inputSize } : {}),
+        ...(settings.closerLook ? { closerLook: boxLook } : {}),
+        ...(settings.runtime ? { runtime: settings.runtime } : {}),
       });
       backend = loaded.backend;
       model = loaded.model;

@@ -10,7 +10,7 @@ import { AppError, errors } from '../domain/errors.ts';
 import { MessageChannel } from 'node:worker_threads';
 import type { ImageProcessor, ProcessHooks } from '../domain/uploads/ports.ts';
 import type { ImageTask, ProcessedImage } from '../domain/uploads/processed-image.ts';
-import type { ProcessImageResult, StoppedAfterHash } from './pipeline/types.ts';
+import type { DetectorSettings, ProcessImageResult, StoppedAfterHash } from './pipeline/types.ts';
 
 export interface PoolOptions {
   workers: number;
@@ -19,10 +19,8 @@ export interface PoolOptions {
   modelDir: string;
   /** Load the person detector in every thread at start (HUMAN_POLICY ≠ off). */
   preloadDetector: boolean;
-  /** The detector's input size (HUMAN_INPUT_SIZE); its default when absent. */
-  detectorInputSize?: number;
-  /** HUMAN_SECOND_LOOK=boxes: the detector looks closer at each box of an unsure first look. */
-  detectorCloserLook?: boolean;
+  /** The detector's input size, closer look and runtime; its defaults when absent. */
+  detector?: DetectorSettings;
   /** Called with the queue wait and run time (ms) and stage timings of each finished task. */
   onTaskDone?: (t: { waitMs: number; runMs: number; stages: ProcessedImage['timings']; outcome: string }) => void;
 }
@@ -166,8 +164,7 @@ export class MediaPool implements ImageProcessor {
       workerData: {
         modelDir: opts.modelDir,
         preloadDetector: opts.preloadDetector,
-        detectorInputSize: opts.detectorInputSize,
-        detectorCloserLook: opts.detectorCloserLook,
+        detector: opts.detector,
       },
       // Native memory (libvips, wasm) is outside V8's heap; this only bounds the JS side of a runaway task.
       resourceLimits: { maxOldGenerationSizeMb: 512 },

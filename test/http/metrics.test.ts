@@ -50,7 +50,7 @@ test(
     assert.match(t, /^pixvote_pool_queue_depth 0$/m);
     assert.match(t, /^pixvote_pool_utilization [\d.e-]+$/m);
     assert.match(t, /^pixvote_pool_queue_wait_seconds_count [1-9]/m);
-    assert.match(t, /^pixvote_detector_backend_info\{backend="(wasm|tensorflow)"\} 1$/m);
+    assert.match(t, /^pixvote_detector_backend_info\{backend="onnxruntime"\} 1$/m);
     assert.match(t, /^nodejs_eventloop_lag_p99_seconds /m);
   },
 );

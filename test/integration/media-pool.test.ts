@@ -70,7 +70,7 @@ test(
   },
 );
 
-test('MediaPool: HUMAN_INPUT_SIZE reaches the workers: they load and run a 384 px detector', async () => {
+test('MediaPool: HUMAN_INPUT_SIZE and HUMAN_RUNTIME reach the workers: a 384 px detector on TF.js', async () => {
   const stagingDir = await mkdtemp(path.join(tmpdir(), 'pixvote-pool-'));
   const { dir: modelDir } = await ensureModels();
   const sized = await MediaPool.start({
@@ -78,12 +78,15 @@ test('MediaPool: HUMAN_INPUT_SIZE reaches the workers: they load and run a 384 p
     maxQueue: 4,
     modelDir,
     preloadDetector: true,
-    detectorInputSize: 384,
+    detector: { inputSize: 384, runtime: 'tfjs' },
   });
   const plain = await MediaPool.start({ workers: 1, maxQueue: 4, modelDir, preloadDetector: true });
   try {
     assert.equal((await sized.ping()).detectorModel, 'centernet-384');
     assert.equal((await plain.ping()).detectorModel, 'centernet-320');
+    // The default, auto, runs the model on onnxruntime-node inside the worker threads; 'tfjs' on wasm.
+    assert.equal((await plain.ping()).detectorBackend, 'onnxruntime');
+    assert.equal((await sized.ping()).detectorBackend, 'wasm');
     const jpeg = await fx.photoJpeg({ width: 900, height: 600 });
     const task = (baseName: string) => ({
       bytes: fx.toArrayBuffer(jpeg),

@@ -14,7 +14,7 @@ import type {
   StageRejection,
   StoppedAfterHash,
 } from '../../src/workers/pipeline/types.ts';
-import { CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
+import { CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import * as fx from '../support/fixtures.ts';
 import { personGif } from '../support/photos.ts';
@@ -181,7 +181,7 @@ describe('media worker with the person detector', () => {
       stagingDir,
       baseName: `det-${++n}`,
       humanPolicy,
-      humanThreshold: CALIBRATED_HUMAN_THRESHOLD,
+      humanThreshold: CALIBRATED_FIRST_LOOK_THRESHOLD,
     };
     const result = (await pool.run(task, { name: 'processImage', transferList: [task.bytes] })) as
       ProcessedImage | StageRejection;
@@ -206,7 +206,7 @@ describe('media worker with the person detector', () => {
   it('finds a person on frame 2 of 5 of a GIF, running the model on the 2 distinct frames in one batch', async () => {
     const { result } = await run(await personGif({ frames: 5, personAt: 1 }), 'flag');
     const image = result.ok ? result : assert.fail(`${result.code}: ${result.message}`);
-    assert.ok(image.humanScore! >= CALIBRATED_HUMAN_THRESHOLD, `score ${image.humanScore}`);
+    assert.ok(image.humanScore! >= CALIBRATED_FIRST_LOOK_THRESHOLD, `score ${image.humanScore}`);
     assert.deepEqual(image.detection, { frames: 5, distinctFrames: 2, inferences: 2, modelCalls: 1, bestFrame: 1 });
   });
 

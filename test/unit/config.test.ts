@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
-import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
+import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'pixvote-cfg-'));
 
@@ -49,22 +49,25 @@ test('defaults match API.md', () => {
   assert.equal(c.reportHoldThreshold, 3);
   assert.equal(c.blocklistDistance, 8);
   assert.equal(c.humanInputSize, 320);
-  assert.equal(c.humanSecondLook, 'off');
-  assert.equal(c.humanThreshold, CALIBRATED_HUMAN_THRESHOLD);
+  assert.equal(c.humanSecondLook, 'boxes');
+  assert.equal(c.humanThreshold, CALIBRATED_BOXES_THRESHOLD);
+  assert.equal(c.humanRuntime, 'auto');
   assert.equal(c.trustProxy, false);
   assert.equal(c.logLevel, 'info');
   assert.ok(Object.isFrozen(c));
 });
 
-test('HUMAN_SECOND_LOOK=boxes has its own calibrated threshold default; HUMAN_THRESHOLD still wins', () => {
-  const boxes = loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'boxes' });
-  assert.equal(boxes.humanSecondLook, 'boxes');
-  assert.equal(boxes.humanThreshold, CALIBRATED_BOXES_THRESHOLD);
-  assert.notEqual(CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD);
+test('HUMAN_SECOND_LOOK=off has its own calibrated threshold default; HUMAN_THRESHOLD still wins', () => {
+  const off = loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'off' });
+  assert.equal(off.humanSecondLook, 'off');
+  assert.equal(off.humanThreshold, CALIBRATED_FIRST_LOOK_THRESHOLD);
+  assert.notEqual(CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD);
   assert.equal(
-    loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'boxes', HUMAN_THRESHOLD: '0.5' }).humanThreshold,
+    loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'off', HUMAN_THRESHOLD: '0.5' }).humanThreshold,
     0.5,
   );
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HUMAN_THRESHOLD: '0.5' }).humanThreshold, 0.5);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HUMAN_RUNTIME: 'tfjs' }).humanRuntime, 'tfjs');
 });
 
 test('every bad variable is listed in one error', () => {
@@ -82,6 +85,7 @@ test('every bad variable is listed in one error', () => {
       DATABASE_URL: 'mysql://x',
       HUMAN_INPUT_SIZE: '300',
       HUMAN_SECOND_LOOK: 'tiles',
+      HUMAN_RUNTIME: 'gpu',
     });
     assert.fail('should throw');
   } catch (e) {
@@ -102,7 +106,8 @@ test('every bad variable is listed in one error', () => {
     assert.match(m, /HUMAN_POLICY=maybe: expected reject, flag, hold or off/);
     assert.match(m, /HUMAN_INPUT_SIZE=300: expected a multiple of 32 from 128 to 1024/);
     assert.match(m, /HUMAN_SECOND_LOOK=tiles: expected off or boxes/);
-    assert.equal(e.problems.length, 11);
+    assert.match(m, /HUMAN_RUNTIME=gpu: expected auto, onnx or tfjs/);
+    assert.equal(e.problems.length, 12);
   }
   // Rules between variables join the same list.
   assert.throws(

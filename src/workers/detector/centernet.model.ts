@@ -6,6 +6,8 @@ import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { GraphModel } from '@tensorflow/tfjs-converter';
 import type { io, Tensor, Tensor4D } from '@tensorflow/tfjs-core';
+import { tfGraphToOnnx } from './centernet.onnx.ts';
+import type { OnnxRuntime as Ort } from './onnx-runtime.loader.ts';
 import type { Tf } from './tfjs-backend.loader.ts';
 
 const CENTERNET_FILE = 'centernet.json';
@@ -98,6 +100,7 @@ export interface CenterNet {
    * Does not dispose `input`.
    */
   run(input: Tensor4D): Promise<CenterNetOutput[]>;
+  runtime: CenterNetRuntime;
   dispose(): void;
 }
 
@@ -105,12 +108,22 @@ export interface CenterNet {
 export const CENTERNET_MIN_SIDE = 64;
 export const CENTERNET_MAX_SIDE = 1024;
 
-/** Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. */
-export async function loadCenterNet(
-  tf: Tf,
-  modelDir: string,
-  opts: { /** Keep all 80 class channels (tests compare the cut-down head against them). */ allClasses?: boolean } = {},
-): Promise<CenterNet> {
+/** Where the model runs: TF.js on its backend, or onnxruntime-node (the graph converted at load). */
+export type CenterNetRuntime = 'tfjs' | 'onnx';
+
+interface LoadOptions {
+  /** Keep all 80 class channels (tests compare the cut-down head against them). */
+  allClasses?: boolean;
+  /** Default 'tfjs'. */
+  runtime?: CenterNetRuntime;
+}
+
+/**
+ * Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. With
+ * `runtime: 'onnx'`, `ort` is onnxruntime-node and the graph is converted to ONNX in memory (centernet.onnx.ts);
+ * TF.js still prepares the input tensors.
+ */
+export async function loadCenterNet(tf: Tf, modelDir: string, opts: LoadOptions = {}, ort?: Ort): Promise<CenterNet> {
   const dir = await findModelDir(modelDir);
   const json = JSON.parse(await readFile(path.join(dir, CENTERNET_FILE), 'utf8')) as io.ModelJSON;
   const artifacts = await tf.io.getModelArtifactsForJSON(json, async (manifest) => {
@@ -123,6 +136,10 @@ export async function loadCenterNet(
   });
   const upsampleDivisors = freeInputShape(artifacts);
   if (!opts.allClasses) keepPersonClassOnly(artifacts);
+  if (opts.runtime === 'onnx') {
+    if (!ort) throw new Error("runtime 'onnx' needs onnxruntime-node");
+    return onnxCenterNet(ort, tfGraphToOnnx(tf, artifacts, { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors }));
+  }
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
   /** The upsampling output sizes per input shape "HxW": one int32 [2] tensor per upsampling step. */
   const sizesByShape = new Map<string, Record<string, Tensor>>();
@@ -139,16 +156,10 @@ export async function loadCenterNet(
   };
 
   return {
+    runtime: 'tfjs',
     async run(input) {
       const [, height, width] = input.shape;
-      for (const side of [height, width]) {
-        if (side % 32 !== 0 || side < CENTERNET_MIN_SIDE || side > CENTERNET_MAX_SIDE) {
-          throw new Error(
-            `Expected input sides that are multiples of 32 between ${CENTERNET_MIN_SIDE} and ` +
-              `${CENTERNET_MAX_SIDE} but received ${height}×${width}`,
-          );
-        }
-      }
+      checkInputShape(height, width);
       // The executor copies its weight map on every execute: these constants hold for this call only.
       for (const [name, size] of Object.entries(upsampleSizes(height, width))) model.weights[name] = [size];
       // The class head computes the person channel only (keepPersonClassOnly): the heatmap is [N, H/4, W/4, 1].
@@ -159,14 +170,7 @@ export async function loadCenterNet(
       });
       try {
         const [heatmap, distances] = await Promise.all([heat.data<'float32'>(), edges.data<'float32'>()]);
-        const [images, gridHeight, gridWidth] = heat.shape;
-        const cells = gridHeight * gridWidth;
-        return Array.from({ length: images }, (_, i) => ({
-          gridWidth,
-          gridHeight,
-          heatmap: heatmap.subarray(i * cells, (i + 1) * cells),
-          edges: distances.subarray(i * cells * 4, (i + 1) * cells * 4),
-        }));
+        return perImage(heatmap, distances, heat.shape);
       } finally {
         tf.dispose([heat, edges]);
       }
@@ -176,6 +180,61 @@ export async function loadCenterNet(
       for (const sizes of sizesByShape.values()) tf.dispose(Object.values(sizes));
     },
   };
+}
+
+/** The converted graph on onnxruntime-node: one thread per session, as the pool runs one worker per core. */
+async function onnxCenterNet(ort: Ort, model: Uint8Array): Promise<CenterNet> {
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+  });
+  return {
+    runtime: 'onnx',
+    async run(input) {
+      const [images, height, width, channels] = input.shape;
+      checkInputShape(height, width);
+      const data = await input.data<'float32'>();
+      const feed = new ort.Tensor('float32', data, [images, height, width, channels]);
+      const results = await session.run({ images: feed }, [HEATMAP, EDGES]);
+      const heat = results[HEATMAP]!;
+      const edges = results[EDGES]!;
+      try {
+        let heatmap = heat.data as Float32Array;
+        if (heat.dims[3] !== 1) heatmap = heatmap.filter((_, i) => i % heat.dims[3]! === PERSON_CLASS);
+        return perImage(heatmap, edges.data as Float32Array, heat.dims);
+      } finally {
+        feed.dispose();
+        heat.dispose();
+        edges.dispose();
+      }
+    },
+    dispose: () => void session.release(),
+  };
+}
+
+function checkInputShape(height: number, width: number): void {
+  for (const side of [height, width]) {
+    if (side % 32 !== 0 || side < CENTERNET_MIN_SIDE || side > CENTERNET_MAX_SIDE) {
+      throw new Error(
+        `Expected input sides that are multiples of 32 between ${CENTERNET_MIN_SIDE} and ` +
+          `${CENTERNET_MAX_SIDE} but received ${height}×${width}`,
+      );
+    }
+  }
+}
+
+/** The batch's outputs cut per image: `shape` is the heatmap's [N, H/4, W/4, …]. */
+function perImage(heatmap: Float32Array, distances: Float32Array, shape: readonly number[]): CenterNetOutput[] {
+  const [images, gridHeight, gridWidth] = shape as [number, number, number];
+  const cells = gridHeight * gridWidth;
+  return Array.from({ length: images }, (_, i) => ({
+    gridWidth,
+    gridHeight,
+    heatmap: heatmap.slice(i * cells, (i + 1) * cells),
+    edges: distances.slice(i * cells * 4, (i + 1) * cells * 4),
+  }));
 }
 
 /** `dir` itself, or its `centernet/` subdirectory when given the models root (MODELS_DIR). */

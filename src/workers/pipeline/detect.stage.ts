@@ -1,13 +1,15 @@
 /**
- * Person detection stage: a COCO CenterNet (models/manifest.json) on TensorFlow.js, loaded once per
- * worker thread, answering "is there a person in this picture, and where".
+ * Person detection stage: a COCO CenterNet (models/manifest.json) on onnxruntime-node where it loads, else on
+ * TensorFlow.js, loaded once per worker thread, answering "is there a person in this picture, and where".
+ * TensorFlow.js prepares the model's input tensors either way.
  */
 import type { Rank, Tensor3D, Tensor4D } from '@tensorflow/tfjs-core';
 import { CENTERNET_STRIDE, loadCenterNet, type CenterNetOutput } from '../detector/centernet.model.ts';
 import { DEFAULT_MODELS_DIR } from '../detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox, type ScoredBox } from '../detector/person-boxes.decode.ts';
+import { loadOnnxRuntime, type OnnxRuntime } from '../detector/onnx-runtime.loader.ts';
 import { loadTfRuntime, type Tf } from '../detector/tfjs-backend.loader.ts';
-import type { CloserSource, PersonDetection, PersonDetector, RawImage } from './types.ts';
+import type { CloserSource, DetectorRuntime, PersonDetection, PersonDetector, RawImage } from './types.ts';
 
 export interface PersonDetectorOptions {
   /**
@@ -24,6 +26,11 @@ export interface PersonDetectorOptions {
   tiledLook?: TiledLook | null;
   /** A closer look at each box the first look found, where it is unsure; default none. */
   closerLook?: CloserLook | null;
+  /**
+   * Where the model runs: `onnx` (onnxruntime-node, 3–4× less CPU than TF.js on wasm: bench/README.md), `tfjs`,
+   * or `auto` (default): onnx where onnxruntime-node loads, else tfjs.
+   */
+  runtime?: DetectorRuntime;
   /** Heatmap peaks below this are not boxes at all; scores under it read as 0. */
   minScore?: number;
   /** Boxes overlapping a better one by more than this IoU are dropped. */
@@ -99,8 +106,10 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
       throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
     }
   }
-  const { tf, backend } = await loadTfRuntime();
-  const net = await loadCenterNet(tf, modelDir);
+  const { tf, backend: tfBackend } = await loadTfRuntime();
+  const ort = await pickOnnxRuntime(options.runtime ?? 'auto');
+  const net = await loadCenterNet(tf, modelDir, { runtime: ort ? 'onnx' : 'tfjs' }, ort);
+  const backend = ort ? 'onnxruntime' : tfBackend;
   // The first run on a backend sets up its kernels (a few times slower); pay that at start-up, not on an upload.
   const warmUp = async (height: number, width: number) => {
     const blank = tf.zeros<Rank.R4>([1, height, width, 3]);
@@ -238,6 +247,21 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     detectMany: detectAll,
     dispose: () => net.dispose(),
   };
+}
+
+/** onnxruntime-node for `onnx` (or throws why not), for `auto` where it loads; none for `tfjs`. */
+async function pickOnnxRuntime(runtime: DetectorRuntime): Promise<OnnxRuntime | undefined> {
+  if (runtime === 'tfjs') return undefined;
+  try {
+    return await loadOnnxRuntime();
+  } catch (err) {
+    if (runtime === 'onnx') {
+      throw new Error(`HUMAN_RUNTIME=onnx but onnxruntime-node could not be loaded: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    return undefined;
+  }
 }
 
 /**

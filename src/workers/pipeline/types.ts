@@ -51,9 +51,25 @@ export interface PersonDetection {
   boxes: Array<{ x: number; y: number; width: number; height: number; score: number }>;
 }
 
+/** Where the detector's model runs (HUMAN_RUNTIME): `auto` is onnxruntime-node where it loads, else TF.js. */
+export type DetectorRuntime = 'auto' | 'onnx' | 'tfjs';
+
+/** How a worker thread's detector is set up (HUMAN_INPUT_SIZE, HUMAN_SECOND_LOOK, HUMAN_RUNTIME). */
+export interface DetectorSettings {
+  /** Long side of the first look; the detector's default when absent. */
+  inputSize?: number;
+  /** HUMAN_SECOND_LOOK=boxes: a closer look (BOX_CLOSER_LOOK) at the boxes of an unsure first look. */
+  closerLook?: boolean;
+  /** Default `auto`. */
+  runtime?: DetectorRuntime;
+}
+
 /** A person detector loaded once per worker thread. */
 export interface PersonDetector {
-  /** 'tensorflow' (tfjs-node) or 'wasm' (tfjs-backend-wasm). Never the pure-JS cpu backend. */
+  /**
+   * Where the model runs: 'onnxruntime' (onnxruntime-node), 'tensorflow' (tfjs-node) or 'wasm' (tfjs-backend-wasm).
+   * Never the pure-JS cpu backend.
+   */
   readonly backend: string;
   readonly model: string;
   readonly inputSpec: DetectorInputSpec;

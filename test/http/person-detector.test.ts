@@ -5,10 +5,11 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { getLabelledPhotos, personGif } from '../support/photos.ts';
-import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_HUMAN_THRESHOLD } from '../../src/domain/person-policy.ts';
+import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 
-// HUMAN_SECOND_LOOK=boxes, end to end: held-out photos of the evaluation set (bench/detector-eval.md) that the
-// 320 px first look alone gets wrong, one each way.
+// The default detector (HUMAN_SECOND_LOOK=boxes on onnxruntime-node), end to end: held-out photos of the evaluation
+// set (bench/detector-eval.md) that the 320 px first look alone gets wrong, one each way. The first look alone runs
+// on TF.js (HUMAN_RUNTIME=tfjs), so the fallback runtime is exercised end to end too.
 const SMALL_PERSON = 'small-in-flowers'; // first look ≈ 0.07: passes without the closer look
 const ANIMAL = 'sheep-detail'; // first look ≈ 0.35: refused without it
 
@@ -19,25 +20,32 @@ const bytes = new Map<string, Buffer>();
 before(async () => {
   const photos = await getLabelledPhotos();
   for (const name of [SMALL_PERSON, ANIMAL]) bytes.set(name, await readFile(photos.find((p) => p.name === name)!.path));
-  boxes = await startApp({ HUMAN_POLICY: 'reject', HUMAN_SECOND_LOOK: 'boxes' });
-  plain = await startApp({ HUMAN_POLICY: 'flag' });
+  boxes = await startApp({ HUMAN_POLICY: 'reject' });
+  plain = await startApp({ HUMAN_POLICY: 'flag', HUMAN_SECOND_LOOK: 'off', HUMAN_RUNTIME: 'tfjs' });
 });
 after(async () => {
   await boxes.close();
   await plain.close();
 });
 
-test('HUMAN_SECOND_LOOK=boxes: /readyz names the detector with its closer look', async () => {
+test('default detector: /readyz names its closer look and onnxruntime; HUMAN_RUNTIME=tfjs runs on wasm', async () => {
   const r = await boxes.api.get('/readyz');
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.checks.workers.detectorModel, 'centernet-320+boxes-320', r.text);
+  assert.equal(r.body.checks.workers.detectorBackend, 'onnxruntime', r.text);
+  const p = await plain.api.get('/readyz');
+  assert.deepEqual(
+    [p.body.checks.workers.detectorModel, p.body.checks.workers.detectorBackend],
+    ['centernet-320', 'wasm'],
+    p.text,
+  );
 });
 
-test('HUMAN_SECOND_LOOK=boxes: a small person the first look misses → 400 human_detected, nothing left', async () => {
+test('default detector: a small person the first look misses → 400 human_detected, nothing left', async () => {
   const u = await registerUser(boxes.api);
   const first = await uploadImage(plain.api, (await registerUser(plain.api)).token, bytes.get(SMALL_PERSON)!);
   assert.equal(first.status, 201, first.text);
-  assert.ok(first.body.image.human_score < CALIBRATED_HUMAN_THRESHOLD, `first look ${first.body.image.human_score}`);
+  assert.ok(first.body.image.human_score < CALIBRATED_FIRST_LOOK_THRESHOLD, `first look ${first.body.image.human_score}`);
 
   const rows = await countUploads(boxes);
   const r = await uploadImage(boxes.api, u.token, bytes.get(SMALL_PERSON)!, {}, 'flowers.png');
@@ -49,17 +57,17 @@ test('HUMAN_SECOND_LOOK=boxes: a small person the first look misses → 400 huma
   assert.deepEqual([disk.media, disk.staging, disk.tmp], [[], [], []]);
 });
 
-test('HUMAN_SECOND_LOOK=boxes: an animal the first look takes for a person is stored with its low score', async () => {
+test('default detector: an animal the first look takes for a person is stored with its low score', async () => {
   const first = await uploadImage(plain.api, (await registerUser(plain.api)).token, bytes.get(ANIMAL)!);
   assert.equal(first.status, 201, first.text);
-  assert.ok(first.body.image.human_score >= CALIBRATED_HUMAN_THRESHOLD, `first look ${first.body.image.human_score}`);
+  assert.ok(first.body.image.human_score >= CALIBRATED_FIRST_LOOK_THRESHOLD, `first look ${first.body.image.human_score}`);
 
   const r = await uploadImage(boxes.api, (await registerUser(boxes.api)).token, bytes.get(ANIMAL)!, {}, 'sheep.jpg');
   assert.equal(r.status, 201, r.text);
   assert.ok(r.body.image.human_score < CALIBRATED_BOXES_THRESHOLD, `closer look ${r.body.image.human_score}`);
 });
 
-test('HUMAN_SECOND_LOOK=boxes: each distinct GIF frame is checked, closer where it needs', async () => {
+test('default detector: each distinct GIF frame is checked, closer where it needs', async () => {
   // The distinct frames go through the detector as one batch, each with its own medium frame for a closer look:
   // the person's frame is sure at the first look, the background's is decided by whichever look it needs.
   const u = await registerUser(boxes.api);

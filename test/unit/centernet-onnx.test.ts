@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
+import type { io, Tensor4D } from '@tensorflow/tfjs-core';
+import { loadCenterNet, type CenterNet } from '../../src/workers/detector/centernet.model.ts';
+import { tfGraphToOnnx } from '../../src/workers/detector/centernet.onnx.ts';
+import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
+import { writeOnnxModel } from '../../src/workers/detector/onnx-proto.write.ts';
+import { loadOnnxRuntime, type OnnxRuntime } from '../../src/workers/detector/onnx-runtime.loader.ts';
+import { loadTfRuntime, type Tf } from '../../src/workers/detector/tfjs-backend.loader.ts';
+import { BOX_CLOSER_LOOK, createPersonDetector } from '../../src/workers/pipeline/detect.stage.ts';
+import type { PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
+import { getLabelledPhotos, type LabelledPhoto } from '../support/photos.ts';
+
+const maxDiff = (x: Float32Array, y: Float32Array) => x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i]!)), 0);
+
+async function rgbOf(file: string, size: number): Promise<RawImage> {
+  const { data, info } = await sharp(file)
+    .rotate()
+    .removeAlpha()
+    .resize(size, size, { fit: 'inside', withoutEnlargement: true })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height, channels: 3 };
+}
+
+describe('ONNX protobuf writer', () => {
+  test('a small graph written by hand runs on onnxruntime with the expected numbers', async () => {
+    const ort = await loadOnnxRuntime();
+    // y = Clip(Transpose(x) * [1, 2, 3] per channel, 0, 6): int lists, float initializers, two inputs per node.
+    const model = writeOnnxModel({
+      name: 'tiny',
+      producer: 'test',
+      opset: 13,
+      nodes: [
+        { op: 'Transpose', inputs: ['x'], outputs: ['t'], attributes: { perm: [0, 3, 1, 2] } },
+        { op: 'Mul', inputs: ['t', 'k'], outputs: ['m'] },
+        { op: 'Clip', inputs: ['m', 'lo', 'hi'], outputs: ['y'], name: 'clip' },
+      ],
+      initializers: [
+        { name: 'k', dims: [1, 3, 1, 1], data: Float32Array.of(1, 2, 3) },
+        { name: 'lo', dims: [], data: Float32Array.of(0) },
+        { name: 'hi', dims: [], data: Float32Array.of(6) },
+      ],
+      inputs: [{ name: 'x', shape: ['N', 1, 2, 3] }],
+      outputs: [{ name: 'y' }],
+    });
+    const session = await ort.InferenceSession.create(model);
+    try {
+      const x = new ort.Tensor('float32', Float32Array.of(1, 1, 1, -1, 2, 3), [1, 1, 2, 3]);
+      const { y } = await session.run({ x });
+      assert.deepEqual(y!.dims, [1, 3, 1, 2]);
+      // Channel c of pixel p is x[p][c] × (c + 1), clipped: pixel 0 = (1, 1, 1), pixel 1 = (-1, 2, 3).
+      assert.deepEqual([...(y!.data as Float32Array)], [1, 0, 2, 4, 3, 6]);
+    } finally {
+      await session.release();
+    }
+  });
+});
+
+describe('CenterNet converted to ONNX', () => {
+  let tf: Tf;
+  let ort: OnnxRuntime;
+  let dir: string;
+  let onTfjs: CenterNet;
+  let onOnnx: CenterNet;
+  let photos: LabelledPhoto[];
+
+  before(async () => {
+    [{ tf }, ort, { dir }, photos] = await Promise.all([
+      loadTfRuntime(),
+      loadOnnxRuntime(),
+      ensureModels(),
+      getLabelledPhotos(),
+    ]);
+    onTfjs = await loadCenterNet(tf, dir);
+    onOnnx = await loadCenterNet(tf, dir, { runtime: 'onnx' }, ort);
+  });
+  after(() => {
+    onTfjs?.dispose();
+    onOnnx?.dispose();
+  });
+
+  /** Photos padded to `height`×`width` (multiples of 32) as one batch. */
+  async function batchOf(names: string[], height: number, width: number): Promise<Tensor4D> {
+    const images = await Promise.all(
+      names.map((name) => rgbOf(photos.find((p) => p.name === name)!.path, Math.min(height, width))),
+    );
+    return tf.tidy(() =>
+      tf.concat(
+        images.map((rgb) =>
+          tf.pad(tf.tensor4d(rgb.data, [1, rgb.height, rgb.width, 3], 'float32'), [
+            [0, 0],
+            [0, height - rgb.height],
+            [0, width - rgb.width],
+            [0, 0],
+          ]),
+        ),
+        0,
+      ),
+    );
+  }
+
+  test('gives the TF.js graph’s heatmap and box edges, in batches and at several shapes', async () => {
+    assert.equal(onOnnx.runtime, 'onnx');
+    assert.equal(onTfjs.runtime, 'tfjs');
+    for (const [height, width] of [
+      [224, 320],
+      [320, 224],
+      [320, 320],
+      [672, 1024],
+    ] as const) {
+      const input = await batchOf(['small-trio', 'sheep-detail'], height, width);
+      try {
+        const [a, b] = [await onTfjs.run(input), await onOnnx.run(input)];
+        assert.equal(b.length, 2);
+        for (const [i, out] of b.entries()) {
+          const ref = a[i]!;
+          assert.deepEqual([out.gridHeight, out.gridWidth], [height / 4, width / 4]);
+          assert.deepEqual([out.heatmap.length, out.edges.length], [ref.heatmap.length, ref.edges.length]);
+          assert.ok(maxDiff(out.heatmap, ref.heatmap) < 1e-4, `heatmap ±${maxDiff(out.heatmap, ref.heatmap)}`);
+          // Edges are distances in input pixels (up to hundreds): float32 sums in another order differ in the
+          // last bits.
+          assert.ok(maxDiff(out.edges, ref.edges) < 0.05, `edges ±${maxDiff(out.edges, ref.edges)}`);
+        }
+        assert.ok(Math.max(...a[0]!.heatmap) > 0.3, 'the first photo has people: scores are not all near 0');
+      } finally {
+        input.dispose();
+      }
+    }
+  });
+
+  test('the full 80-class head converts too, its person channel the cut head’s', async () => {
+    const full = await loadCenterNet(tf, dir, { runtime: 'onnx', allClasses: true }, ort);
+    const input = await batchOf(['small-trio'], 224, 320);
+    try {
+      const [cut, all] = [(await onOnnx.run(input))[0]!, (await full.run(input))[0]!];
+      assert.equal(all.heatmap.length, cut.heatmap.length);
+      assert.ok(maxDiff(all.heatmap, cut.heatmap) < 1e-5);
+    } finally {
+      input.dispose();
+      full.dispose();
+    }
+  });
+
+  test('refuses input shapes the graph cannot take, as on TF.js', async () => {
+    const input = tf.zeros([1, 100, 128, 3]) as Tensor4D;
+    try {
+      await assert.rejects(onOnnx.run(input), /multiples of 32 between 64 and 1024 but received 100×128/);
+    } finally {
+      input.dispose();
+    }
+  });
+
+  test('a graph op it does not know fails the conversion, naming the op', () => {
+    const artifacts: io.ModelArtifacts = {
+      modelTopology: {
+        node: [
+          { name: 'in', op: 'Placeholder', attr: {} },
+          { name: 'out', op: 'Softplus', input: ['in'], attr: {} },
+        ],
+      },
+      weightSpecs: [],
+      weightData: new ArrayBuffer(0),
+    };
+    assert.throws(
+      () => tfGraphToOnnx(tf, artifacts, { input: 'in', outputs: ['out'], upsampleDivisors: new Map() }),
+      /out: TF op Softplus is not converted to ONNX/,
+    );
+  });
+});
+
+describe('person detector on either runtime', () => {
+  let onOnnx: PersonDetector;
+  let onTfjs: PersonDetector;
+  let photos: LabelledPhoto[];
+
+  before(async () => {
+    const [{ dir: modelDir }, labelled] = await Promise.all([ensureModels(), getLabelledPhotos()]);
+    photos = labelled;
+    onOnnx = await createPersonDetector({ modelDir, closerLook: BOX_CLOSER_LOOK });
+    onTfjs = await createPersonDetector({ modelDir, closerLook: BOX_CLOSER_LOOK, runtime: 'tfjs' });
+  });
+  after(() => {
+    onOnnx?.dispose();
+    onTfjs?.dispose();
+  });
+
+  test('auto picks onnxruntime where it loads; tfjs runs on wasm', () => {
+    assert.equal(onOnnx.backend, 'onnxruntime');
+    assert.equal(onTfjs.backend, 'wasm');
+    assert.equal(onOnnx.model, onTfjs.model);
+  });
+
+  test('both score every held-out photo alike, closer looks included', async () => {
+    const heldOut = photos.filter((p) => p.split === 'held-out');
+    assert.ok(heldOut.length >= 30);
+    for (const photo of heldOut) {
+      const [rgb, medium] = await Promise.all([rgbOf(photo.path, 320), rgbOf(photo.path, 1024)]);
+      const [a, b] = [await onOnnx.detect(rgb, async () => medium), await onTfjs.detect(rgb, async () => medium)];
+      assert.ok(Math.abs(a.score - b.score) < 1e-3, `${photo.name}: onnx ${a.score}, tfjs ${b.score}`);
+      assert.equal(a.boxes.length, b.boxes.length, photo.name);
+    }
+  });
+});

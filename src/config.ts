@@ -10,7 +10,11 @@ import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
 export type { Rate };
-import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD, type HumanPolicy } from './domain/person-policy.ts';
+import {
+  CALIBRATED_BOXES_THRESHOLD,
+  CALIBRATED_FIRST_LOOK_THRESHOLD,
+  type HumanPolicy,
+} from './domain/person-policy.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
@@ -267,7 +271,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
     humanThreshold:
-      e.HUMAN_THRESHOLD ?? (e.HUMAN_SECOND_LOOK === 'boxes' ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_FIRST_LOOK_THRESHOLD),
+      e.HUMAN_THRESHOLD ??
+      (e.HUMAN_SECOND_LOOK === 'boxes' ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_FIRST_LOOK_THRESHOLD),
     humanInputSize: e.HUMAN_INPUT_SIZE,
     humanSecondLook: e.HUMAN_SECOND_LOOK,
     humanRuntime: e.HUMAN_RUNTIME,

@@ -45,7 +45,10 @@ test('default detector: a small person the first look misses → 400 human_detec
   const u = await registerUser(boxes.api);
   const first = await uploadImage(plain.api, (await registerUser(plain.api)).token, bytes.get(SMALL_PERSON)!);
   assert.equal(first.status, 201, first.text);
-  assert.ok(first.body.image.human_score < CALIBRATED_FIRST_LOOK_THRESHOLD, `first look ${first.body.image.human_score}`);
+  assert.ok(
+    first.body.image.human_score < CALIBRATED_FIRST_LOOK_THRESHOLD,
+    `first look ${first.body.image.human_score}`,
+  );
 
   const rows = await countUploads(boxes);
   const r = await uploadImage(boxes.api, u.token, bytes.get(SMALL_PERSON)!, {}, 'flowers.png');
@@ -60,7 +63,10 @@ test('default detector: a small person the first look misses → 400 human_detec
 test('default detector: an animal the first look takes for a person is stored with its low score', async () => {
   const first = await uploadImage(plain.api, (await registerUser(plain.api)).token, bytes.get(ANIMAL)!);
   assert.equal(first.status, 201, first.text);
-  assert.ok(first.body.image.human_score >= CALIBRATED_FIRST_LOOK_THRESHOLD, `first look ${first.body.image.human_score}`);
+  assert.ok(
+    first.body.image.human_score >= CALIBRATED_FIRST_LOOK_THRESHOLD,
+    `first look ${first.body.image.human_score}`,
+  );
 
   const r = await uploadImage(boxes.api, (await registerUser(boxes.api)).token, bytes.get(ANIMAL)!, {}, 'sheep.jpg');
   assert.equal(r.status, 201, r.text);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import type { io, Tensor4D } from '@tensorflow/tfjs-core';
+import type { io, Rank, Tensor4D } from '@tensorflow/tfjs-core';
 import { loadCenterNet, type CenterNet } from '../../src/workers/detector/centernet.model.ts';
 import { tfGraphToOnnx } from '../../src/workers/detector/centernet.onnx.ts';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
@@ -144,7 +144,7 @@ describe('CenterNet converted to ONNX', () => {
   });
 
   test('refuses input shapes the graph cannot take, as on TF.js', async () => {
-    const input = tf.zeros([1, 100, 128, 3]) as Tensor4D;
+    const input = tf.zeros<Rank.R4>([1, 100, 128, 3]);
     try {
       await assert.rejects(onOnnx.run(input), /multiples of 32 between 64 and 1024 but received 100×128/);
     } finally {

@@ -352,7 +352,10 @@ describe('person detector on real photos', () => {
     const photo = photos.find((p) => p.name === 'group-window')!;
     const rgb = await prepare(photo.path);
     const found = await detector.detect(rgb);
-    assert.ok(found.boxes.filter((b) => b.score >= CALIBRATED_FIRST_LOOK_THRESHOLD).length >= 4, 'four women side by side');
+    assert.ok(
+      found.boxes.filter((b) => b.score >= CALIBRATED_FIRST_LOOK_THRESHOLD).length >= 4,
+      'four women side by side',
+    );
     assert.equal(found.score, found.boxes[0]!.score);
     for (const [i, b] of found.boxes.entries()) {
       assert.ok(b.x >= 0 && b.y >= 0 && b.width > 0 && b.height > 0, JSON.stringify(b));

@@ -138,7 +138,10 @@ export async function loadCenterNet(tf: Tf, modelDir: string, opts: LoadOptions 
   if (!opts.allClasses) keepPersonClassOnly(artifacts);
   if (opts.runtime === 'onnx') {
     if (!ort) throw new Error("runtime 'onnx' needs onnxruntime-node");
-    return onnxCenterNet(ort, tfGraphToOnnx(tf, artifacts, { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors }));
+    return onnxCenterNet(
+      ort,
+      tfGraphToOnnx(tf, artifacts, { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors }),
+    );
   }
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
   /** The upsampling output sizes per input shape "HxW": one int32 [2] tensor per upsampling step. */

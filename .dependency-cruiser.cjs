@@ -27,6 +27,7 @@ const STORAGE_PACKAGES = [
   'ioredis',
   'sharp',
   '@tensorflow/[^/]+',
+  'onnxruntime-[^/]+',
   'piscina',
 ];
 

@@ -4,7 +4,7 @@
  * times, so a slower or busier CI machine does not fail it; a regression does:
  *
  *   HTTP upload throughput ÷ the direct pipeline (same images, same 2 workers)   ≥ 0.8
- *   HTTP upload throughput, person detection on ÷ off (2 MP, 2 workers)        ≥ 0.45 (issue 17: 0.65; goal 0.7)
+ *   HTTP upload throughput, person detection on ÷ off (2 MP, 2 workers)        ≥ 0.65 (issue 17; goal 0.7)
  *   MediaPool of 1 worker ÷ processImage in-process (pool overhead ≤ 10 %)       ≥ 0.9
  *   ThumbHash CPU ÷ encoding the three variants of the same 2 MP images           ≤ 0.015
  *   near-duplicate lookup at 100k hashes on PostgreSQL ÷ a full scan (p50)       ≤ 0.1

@@ -17,7 +17,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { decode, type DecodedImage } from '../src/workers/pipeline/decode.stage.ts';
-import { createPersonDetector } from '../src/workers/pipeline/detect.stage.ts';
 import { detectPeople } from '../src/workers/pipeline/detect-frames.ts';
 import { resampleVariants, type StackedPixels } from '../src/workers/pipeline/encode.stage.ts';
 import type { PersonDetector } from '../src/workers/pipeline/types.ts';
@@ -26,6 +25,7 @@ import { isMain, numbers, runAlone } from './support/cli.ts';
 import { animations, jpegs, type BenchImage } from './support/images.ts';
 import {
   POLICY,
+  appDetector,
   detectorModelDir,
   freshDir,
   inProcessRate,
@@ -60,7 +60,7 @@ export async function pipelineBench(rec: Recorder, opts: PipelineOptions): Promi
   const vips = await vipsVersion();
   if (!vips) rec.note('vips CLI yardstick skipped: vips not installed (Debian: apt-get install -y libvips-tools)');
   try {
-    const detector = await createPersonDetector({ modelDir: await detectorModelDir() });
+    const detector = await appDetector();
     const sets = new Map<number, BenchImage[]>();
     for (const mp of opts.sizes) sets.set(mp, await jpegs(mp, COUNT[mp] ?? 4));
     for (const [mp, images] of sets)
@@ -251,15 +251,19 @@ async function animationCosts(rec: Recorder, rounds: number, x: Subjects): Promi
   const held = await decodeAll(gifs.held);
   const frames = distinct[0]!.frames;
   const { counted, count } = countingDetector(x.detector);
-  // The pipeline's detector reads the encoder's thumb pixels, resampled before it runs.
-  const thumbs = new Map<DecodedImage, StackedPixels>();
-  for (const image of [...stills, ...distinct, ...held]) thumbs.set(image, (await resampleVariants(image)).thumb);
+  // The pipeline's detector reads the encoder's thumb pixels (and the medium ones for its closer look), resampled
+  // before it runs.
+  const variants = new Map<DecodedImage, StackedPixels[]>();
+  for (const image of [...stills, ...distinct, ...held]) {
+    const { thumb, medium } = await resampleVariants(image);
+    variants.set(image, [thumb, medium]);
+  }
   const seen: Record<string, { frames: number; calls: number }> = {};
   /** CPU ms of detection per image of `set`, noting what went through the model per image. */
   const detectCpu = (name: string, set: readonly DecodedImage[]) => async () => {
     const before = { ...count };
     const { cpuMs } = await cpuAndWall(async () => {
-      for (const image of set) await detectPeople(image, counted, { resampled: [thumbs.get(image)!] });
+      for (const image of set) await detectPeople(image, counted, { resampled: variants.get(image)! });
     });
     seen[name] = {
       frames: (count.frames - before.frames) / set.length,
@@ -318,7 +322,7 @@ export async function poolOverhead(rec: Recorder, opts: { images: number; rounds
   await setupLikeTheApp();
   const dir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-overhead-'));
   const images = await jpegs(2, opts.images);
-  const detector = await createPersonDetector({ modelDir: await detectorModelDir() });
+  const detector = await appDetector();
   const pool = await startPool(1, POLICY);
   try {
     const subjects = {

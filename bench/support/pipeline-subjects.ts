@@ -9,11 +9,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
+import { BOX_CLOSER_LOOK, createPersonDetector } from '../../src/workers/pipeline/detect.stage.ts';
 import { WEBP_OPTIONS } from '../../src/workers/pipeline/encode.stage.ts';
 import { processImage } from '../../src/workers/pipeline/process-image.ts';
 import {
   VARIANT_MAX_SIDE,
   type DetectorRuntime,
+  type DetectorSettings,
   type HumanPolicy,
   type PersonDetector,
 } from '../../src/workers/pipeline/types.ts';
@@ -40,21 +42,37 @@ export async function setupLikeTheApp(): Promise<void> {
 }
 
 /**
- * A pool as the app starts one, with its detector chosen by HUMAN_INPUT_SIZE, HUMAN_SECOND_LOOK and HUMAN_RUNTIME
- * when they are set (as for the app under comparison; src/config.ts validates them there).
+ * The detector settings the app takes from HUMAN_INPUT_SIZE, HUMAN_SECOND_LOOK and HUMAN_RUNTIME, with its
+ * defaults (the closer look on unless HUMAN_SECOND_LOOK=off), as for the app under comparison (src/config.ts
+ * validates them there).
  */
-export async function startPool(workers: number, policy: HumanPolicy): Promise<MediaPool> {
+export function appDetectorSettings(): DetectorSettings {
   const { HUMAN_INPUT_SIZE: size, HUMAN_SECOND_LOOK: look, HUMAN_RUNTIME: runtime } = process.env;
+  return {
+    ...(size ? { inputSize: Number(size) } : {}),
+    closerLook: look !== 'off',
+    ...(runtime ? { runtime: runtime as DetectorRuntime } : {}),
+  };
+}
+
+/** An in-process detector as the app's workers load it (appDetectorSettings). */
+export async function appDetector(): Promise<PersonDetector> {
+  const { closerLook, ...rest } = appDetectorSettings();
+  return createPersonDetector({
+    modelDir: await detectorModelDir(),
+    ...rest,
+    ...(closerLook ? { closerLook: BOX_CLOSER_LOOK } : {}),
+  });
+}
+
+/** A pool as the app starts one, its detector as appDetectorSettings says. */
+export async function startPool(workers: number, policy: HumanPolicy): Promise<MediaPool> {
   const pool = await MediaPool.start({
     workers,
     maxQueue: 10_000,
     modelDir: await detectorModelDir(),
     preloadDetector: policy !== 'off',
-    detector: {
-      ...(size ? { inputSize: Number(size) } : {}),
-      closerLook: look === 'boxes',
-      ...(runtime ? { runtime: runtime as DetectorRuntime } : {}),
-    },
+    detector: appDetectorSettings(),
   });
   await pool.ping();
   return pool;

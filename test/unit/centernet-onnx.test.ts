@@ -1,14 +1,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import type { io, Rank, Tensor4D } from '@tensorflow/tfjs-core';
-import { loadCenterNet, type CenterNet } from '../../src/workers/detector/centernet.model.ts';
+import type { io, Tensor3D, Tensor4D } from '@tensorflow/tfjs-core';
+import { loadCenterNet, type CenterNet, type ModelBatch } from '../../src/workers/detector/centernet.model.ts';
 import { tfGraphToOnnx } from '../../src/workers/detector/centernet.onnx.ts';
 import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
 import { writeOnnxModel } from '../../src/workers/detector/onnx-proto.write.ts';
 import { loadOnnxRuntime, type OnnxRuntime } from '../../src/workers/detector/onnx-runtime.loader.ts';
 import { loadTfRuntime, type Tf } from '../../src/workers/detector/tfjs-backend.loader.ts';
-import { BOX_CLOSER_LOOK, createPersonDetector } from '../../src/workers/pipeline/detect.stage.ts';
+import {
+  BOX_CLOSER_LOOK,
+  createPersonDetector,
+  fitFrame,
+  writeCrop,
+  writeModelInput,
+} from '../../src/workers/pipeline/detect.stage.ts';
+import { paddedBatch } from '../support/model-batch.ts';
 import type { PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
 import { getLabelledPhotos, type LabelledPhoto } from '../support/photos.ts';
 
@@ -73,32 +80,20 @@ describe('CenterNet converted to ONNX', () => {
       ensureModels(),
       getLabelledPhotos(),
     ]);
-    onTfjs = await loadCenterNet(tf, dir);
-    onOnnx = await loadCenterNet(tf, dir, { runtime: 'onnx' }, ort);
+    onTfjs = await loadCenterNet({ runtime: 'tfjs', tf }, dir);
+    onOnnx = await loadCenterNet({ runtime: 'onnx', ort }, dir);
   });
   after(() => {
     onTfjs?.dispose();
     onOnnx?.dispose();
   });
 
-  /** Photos padded to `height`×`width` (multiples of 32) as one batch. */
-  async function batchOf(names: string[], height: number, width: number): Promise<Tensor4D> {
+  /** Photos fitted inside `height`×`width` (multiples of 32), padded to it, as one batch. */
+  async function batchOf(names: string[], height: number, width: number): Promise<ModelBatch> {
     const images = await Promise.all(
       names.map((name) => rgbOf(photos.find((p) => p.name === name)!.path, Math.min(height, width))),
     );
-    return tf.tidy(() =>
-      tf.concat(
-        images.map((rgb) =>
-          tf.pad(tf.tensor4d(rgb.data, [1, rgb.height, rgb.width, 3], 'float32'), [
-            [0, 0],
-            [0, height - rgb.height],
-            [0, width - rgb.width],
-            [0, 0],
-          ]),
-        ),
-        0,
-      ),
-    );
+    return paddedBatch(images, { height, width });
   }
 
   test('gives the TF.js graph’s heatmap and box edges, in batches and at several shapes', async () => {
@@ -111,45 +106,36 @@ describe('CenterNet converted to ONNX', () => {
       [672, 1024],
     ] as const) {
       const input = await batchOf(['small-trio', 'sheep-detail'], height, width);
-      try {
-        const [a, b] = [await onTfjs.run(input), await onOnnx.run(input)];
-        assert.equal(b.length, 2);
-        for (const [i, out] of b.entries()) {
-          const ref = a[i]!;
-          assert.deepEqual([out.gridHeight, out.gridWidth], [height / 4, width / 4]);
-          assert.deepEqual([out.heatmap.length, out.edges.length], [ref.heatmap.length, ref.edges.length]);
-          assert.ok(maxDiff(out.heatmap, ref.heatmap) < 1e-4, `heatmap ±${maxDiff(out.heatmap, ref.heatmap)}`);
-          // Edges are distances in input pixels (up to hundreds): float32 sums in another order differ in the
-          // last bits.
-          assert.ok(maxDiff(out.edges, ref.edges) < 0.05, `edges ±${maxDiff(out.edges, ref.edges)}`);
-        }
-        assert.ok(Math.max(...a[0]!.heatmap) > 0.3, 'the first photo has people: scores are not all near 0');
-      } finally {
-        input.dispose();
+      const [a, b] = [await onTfjs.run(input), await onOnnx.run(input)];
+      assert.equal(b.length, 2);
+      for (const [i, out] of b.entries()) {
+        const ref = a[i]!;
+        assert.deepEqual([out.gridHeight, out.gridWidth], [height / 4, width / 4]);
+        assert.deepEqual([out.heatmap.length, out.edges.length], [ref.heatmap.length, ref.edges.length]);
+        assert.ok(maxDiff(out.heatmap, ref.heatmap) < 1e-4, `heatmap ±${maxDiff(out.heatmap, ref.heatmap)}`);
+        // Edges are distances in input pixels (up to hundreds): float32 sums in another order differ in the
+        // last bits.
+        assert.ok(maxDiff(out.edges, ref.edges) < 0.05, `edges ±${maxDiff(out.edges, ref.edges)}`);
       }
+      assert.ok(Math.max(...a[0]!.heatmap) > 0.3, 'the first photo has people: scores are not all near 0');
     }
   });
 
   test('the full 80-class head converts too, its person channel the cut head’s', async () => {
-    const full = await loadCenterNet(tf, dir, { runtime: 'onnx', allClasses: true }, ort);
+    const full = await loadCenterNet({ runtime: 'onnx', ort }, dir, { allClasses: true });
     const input = await batchOf(['small-trio'], 224, 320);
     try {
       const [cut, all] = [(await onOnnx.run(input))[0]!, (await full.run(input))[0]!];
       assert.equal(all.heatmap.length, cut.heatmap.length);
       assert.ok(maxDiff(all.heatmap, cut.heatmap) < 1e-5);
     } finally {
-      input.dispose();
       full.dispose();
     }
   });
 
   test('refuses input shapes the graph cannot take, as on TF.js', async () => {
-    const input = tf.zeros<Rank.R4>([1, 100, 128, 3]);
-    try {
-      await assert.rejects(onOnnx.run(input), /multiples of 32 between 64 and 1024 but received 100×128/);
-    } finally {
-      input.dispose();
-    }
+    const input = { data: new Float32Array(100 * 128 * 3), images: 1, height: 100, width: 128 };
+    await assert.rejects(onOnnx.run(input), /multiples of 32 between 64 and 1024 but received 100×128/);
   });
 
   test('a graph op it does not know fails the conversion, naming the op', () => {
@@ -164,9 +150,83 @@ describe('CenterNet converted to ONNX', () => {
       weightData: new ArrayBuffer(0),
     };
     assert.throws(
-      () => tfGraphToOnnx(tf, artifacts, { input: 'in', outputs: ['out'], upsampleDivisors: new Map() }),
+      () => tfGraphToOnnx(artifacts, { input: 'in', outputs: ['out'], upsampleDivisors: new Map() }),
       /out: TF op Softplus is not converted to ONNX/,
     );
+  });
+});
+
+describe('model input prepared in JS, as TF.js prepares it', () => {
+  /** A random `width`×`height` image with `channels` channels. */
+  const randomImage = (width: number, height: number, channels: 1 | 3 | 4): RawImage => ({
+    data: Uint8Array.from({ length: width * height * channels }, () => Math.floor(Math.random() * 256)),
+    width,
+    height,
+    channels,
+  });
+  const tfRgb = (tf: Tf, rgb: RawImage): Tensor3D => {
+    const t = tf.tensor3d(rgb.data, [rgb.height, rgb.width, rgb.channels], 'float32');
+    return rgb.channels === 3 ? t : rgb.channels === 1 ? tf.tile(t, [1, 1, 3]) : tf.slice(t, [0, 0, 0], [-1, -1, 3]);
+  };
+
+  test('writeModelInput: resized (half-pixel bilinear), cut and padded like resizeBilinear + pad', async () => {
+    const { tf } = await loadTfRuntime();
+    for (const channels of [1, 3, 4] as const) {
+      const rgb = randomImage(517, 389, channels);
+      const frame = fitFrame(rgb, 320); // 320×241 in a 320×256 input: a resize and a vertical padding
+      const batch = {
+        data: new Float32Array(2 * frame.inputHeight * frame.inputWidth * 3),
+        images: 2,
+        height: 256,
+        width: 320,
+      };
+      writeModelInput(rgb, frame, batch, 1);
+      const expected = tf.tidy(() => {
+        const resized = tf.image.resizeBilinear(tfRgb(tf, rgb), [frame.scaledHeight, frame.scaledWidth], false, true);
+        const padY = Math.floor((frame.inputHeight - frame.scaledHeight) / 2);
+        return tf.pad(resized, [
+          [padY, frame.inputHeight - frame.scaledHeight - padY],
+          [0, frame.inputWidth - frame.scaledWidth],
+          [0, 0],
+        ]);
+      });
+      const want = expected.dataSync() as Float32Array;
+      expected.dispose();
+      const got = batch.data.subarray(want.length);
+      // wasm's kernels round in float32 differently: hundredths of a level of 255.
+      assert.ok(maxDiff(got, want) < 0.05, `${channels} channels: ±${maxDiff(got, want)}`);
+      assert.ok(
+        batch.data.subarray(0, want.length).every((v) => v === 0),
+        'image 0 of the batch untouched',
+      );
+    }
+  });
+
+  test('writeCrop: a square crop resampled like cropAndResize', async () => {
+    const { tf } = await loadTfRuntime();
+    const source = randomImage(1024, 683, 3);
+    for (const crop of [
+      { left: 100, top: 50, side: 200 },
+      { left: 0, top: 0, side: 683 },
+      { left: 900, top: 600, side: 83 },
+    ]) {
+      const batch = { data: new Float32Array(64 * 64 * 3), images: 1, height: 64, width: 64 };
+      writeCrop(source, crop, batch, 0);
+      const expected = tf.tidy(() =>
+        tf.image.cropAndResize(
+          tf.expandDims<Tensor4D>(tfRgb(tf, source), 0),
+          tf.tensor2d(
+            [[crop.top / 682, crop.left / 1023, (crop.top + crop.side - 1) / 682, (crop.left + crop.side - 1) / 1023]],
+            [1, 4],
+          ),
+          tf.zeros([1], 'int32'),
+          [64, 64],
+        ),
+      );
+      const want = expected.dataSync() as Float32Array;
+      expected.dispose();
+      assert.ok(maxDiff(batch.data, want) < 0.05, `crop ${JSON.stringify(crop)}: ±${maxDiff(batch.data, want)}`);
+    }
   });
 });
 

@@ -21,6 +21,7 @@ import {
   fitFrame,
   MAX_BATCH,
   needsTiledLook,
+  ONNX_MAX_BATCH,
   tileFrame,
   tileGrid,
 } from '../../src/workers/pipeline/detect.stage.ts';
@@ -33,6 +34,7 @@ import {
 } from '../../src/workers/pipeline/detect-frames.ts';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 import type { PersonDetection, PersonDetector, RawImage } from '../../src/workers/pipeline/types.ts';
+import { paddedBatch } from '../support/model-batch.ts';
 import { getLabelledPhotos, getPhotos, personGif, type Photo } from '../support/photos.ts';
 
 const box = (x1: number, y1: number, x2: number, y2: number, score = 1) => ({ x1, y1, x2, y2, score });
@@ -261,6 +263,41 @@ describe('closer look at the boxes of an unsure first look', () => {
       );
       assert.deepEqual([grey.score, reads], [0, 0]);
     });
+
+    test("an image's frames share one budget of crops: the best 3 boxes among them all", async () => {
+      const { thumb, source } = photos.get('small-in-flowers')!;
+      const reads: number[] = [];
+      // Five frames, each with two unsure boxes; frame k's score 0.05 + 0.05k: the best three boxes are frame 4's
+      // two and frame 3's better one.
+      const frames = [0, 1, 2, 3, 4].map((k) => ({
+        width: thumb.width,
+        height: thumb.height,
+        first: {
+          score: 0.05 + 0.05 * k,
+          boxes: [
+            { x: 20 + 10 * k, y: 20, width: 30, height: 60, score: 0.05 + 0.05 * k },
+            { x: 200, y: 100, width: 40, height: 80, score: 0.04 + 0.05 * k },
+          ],
+        },
+        source: async () => (reads.push(k), source),
+      }));
+      const decided = await closer.lookCloser!(frames);
+      assert.ok(decided);
+      assert.deepEqual(reads.sort(), [3, 4], 'only the frames holding the best three boxes are read');
+      assert.deepEqual(
+        decided.map((d) => d !== null),
+        [false, false, false, true, true],
+      );
+      // A sure frame anywhere decides alone: no closer look at all.
+      reads.length = 0;
+      const withSure = frames.map((f, k) =>
+        k === 2 ? { ...f, first: { score: 0.6, boxes: [{ ...f.first.boxes[0]!, score: 0.6 }] } } : f,
+      );
+      assert.equal(await closer.lookCloser!(withSure), null);
+      assert.deepEqual(reads, []);
+      assert.equal(closer.sureAt, BOX_CLOSER_LOOK.sure);
+      assert.equal(plain.lookCloser, undefined);
+    });
   });
 });
 
@@ -437,19 +474,15 @@ describe('person detector on real photos', () => {
   test("the class head cut to the person channel gives the full head's person scores and boxes", async () => {
     const { tf } = await loadTfRuntime();
     const dir = (await ensureModels()).dir;
-    const [cut, full] = await Promise.all([loadCenterNet(tf, dir), loadCenterNet(tf, dir, { allClasses: true })]);
+    const engine = { runtime: 'tfjs', tf } as const;
+    const [cut, full] = await Promise.all([
+      loadCenterNet(engine, dir),
+      loadCenterNet(engine, dir, { allClasses: true }),
+    ]);
     try {
       const rgb = await prepare(photos.find((p) => p.name === 'small-trio')!.path);
-      const input = tf.tidy(() =>
-        tf.pad(tf.tensor4d(rgb.data, [1, rgb.height, rgb.width, 3], 'float32'), [
-          [0, 0],
-          [0, 32 * Math.ceil(rgb.height / 32) - rgb.height],
-          [0, 32 * Math.ceil(rgb.width / 32) - rgb.width],
-          [0, 0],
-        ]),
-      );
+      const input = paddedBatch([rgb]);
       const [a, b] = [(await cut.run(input))[0]!, (await full.run(input))[0]!];
-      input.dispose();
       assert.deepEqual([a.gridWidth, a.gridHeight, a.heatmap.length], [b.gridWidth, b.gridHeight, b.heatmap.length]);
       const maxDiff = (x: Float32Array, y: Float32Array) => x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i]!)), 0);
       assert.ok(maxDiff(a.heatmap, b.heatmap) < 1e-5, `heatmap differs by ${maxDiff(a.heatmap, b.heatmap)}`);
@@ -692,6 +725,7 @@ describe('which frames of an animation are checked', () => {
   });
 });
 
+// On TF.js, which batches frames (MAX_BATCH); onnxruntime runs them one per call (ONNX_MAX_BATCH, tested below).
 describe('person detector on every distinct frame of a GIF', () => {
   let detector: PersonDetector;
   const decodeGif = async (bytes: Uint8Array): Promise<DecodedImage> => {
@@ -700,9 +734,23 @@ describe('person detector on every distinct frame of a GIF', () => {
   };
 
   before(async () => {
-    detector = await createPersonDetector({ modelDir: (await ensureModels()).dir });
+    detector = await createPersonDetector({ modelDir: (await ensureModels()).dir, runtime: 'tfjs' });
   });
   after(() => detector?.dispose());
+
+  test(`on onnxruntime, one frame per model call (${ONNX_MAX_BATCH}), the same scores as TF.js's batches`, async () => {
+    const onnx = await createPersonDetector({ modelDir: (await ensureModels()).dir });
+    try {
+      assert.equal(onnx.maxBatch, ONNX_MAX_BATCH);
+      const image = await decodeGif(await personGif({ frames: 5, personAt: 1 }));
+      const { counted, count } = counting(onnx);
+      const [found, batched] = [await detectPeople(image, counted), await detectPeople(image, detector)];
+      assert.deepEqual(count, { frames: 2, calls: 2 });
+      assert.ok(Math.abs(found.score - batched.score) < 1e-3, `${found.score} vs ${batched.score}`);
+    } finally {
+      onnx.dispose();
+    }
+  });
 
   test(`batches up to ${MAX_BATCH} frames per model call, with the same scores as one by one`, async () => {
     assert.equal(detector.maxBatch, MAX_BATCH);

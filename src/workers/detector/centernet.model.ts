@@ -2,10 +2,11 @@
  * The CenterNet graph model of models/manifest.json, loaded once for inputs of any shape and run
  * for its two raw outputs: the person channel of the class heatmap and the box-edge distances.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { GraphModel } from '@tensorflow/tfjs-converter';
 import type { io, Tensor, Tensor4D } from '@tensorflow/tfjs-core';
+import { readArtifacts, weights } from './graph-artifacts.ts';
 import { tfGraphToOnnx } from './centernet.onnx.ts';
 import type { OnnxRuntime as Ort } from './onnx-runtime.loader.ts';
 import type { Tf } from './tfjs-backend.loader.ts';
@@ -18,7 +19,6 @@ export const CENTERNET_STRIDE = 4;
 /** COCO class 'person', of 80. */
 const PERSON_CLASS = 0;
 const COCO_CLASSES = 80;
-const BYTES_PER: Record<string, number> = { float16: 2, float32: 4, int32: 4, uint8: 1, uint16: 2, bool: 1 };
 
 const INPUT = 'tower_0/images';
 const HEATMAP = 'tower_0/keypoints';
@@ -69,20 +69,6 @@ function keepPersonClassOnly(artifacts: io.ModelArtifacts): void {
   artifacts.weightData = out.buffer;
 }
 
-/** Each weight of the model with its element count, bytes per element and bytes in the weight buffer. */
-function* weights(
-  artifacts: io.ModelArtifacts,
-): Generator<{ spec: io.WeightsManifestEntry; count: number; size: number; bytes: Uint8Array }> {
-  const data = new Uint8Array(artifacts.weightData as ArrayBuffer);
-  let offset = 0;
-  for (const spec of artifacts.weightSpecs ?? []) {
-    const count = spec.shape.reduce((a, b) => a * b, 1);
-    const size = BYTES_PER[spec.quantization?.dtype ?? spec.dtype]!;
-    yield { spec, count, size, bytes: data.subarray(offset, offset + count * size) };
-    offset += count * size;
-  }
-}
-
 /** Raw outputs for one image, on a `gridWidth`×`gridHeight` grid (input size / 4), row-major. */
 export interface CenterNetOutput {
   gridWidth: number;
@@ -93,13 +79,20 @@ export interface CenterNetOutput {
   edges: Float32Array;
 }
 
+/** A batch of `images` RGB images of one shape, NHWC floats in 0–255 (`images`×`height`×`width`×3 values). */
+export interface ModelBatch {
+  data: Float32Array;
+  images: number;
+  height: number;
+  width: number;
+}
+
 export interface CenterNet {
   /**
-   * `input`: [N, H, W, 3] RGB floats in 0–255, H and W multiples of 32 (any shape: the graph is made
-   * shape-free at load), a batch of N images of one shape run as one; one output per image, in order.
-   * Does not dispose `input`.
+   * `input`: H and W multiples of 32 (any shape: the graph is made shape-free at load), a batch of N images of one
+   * shape run as one; one output per image, in order.
    */
-  run(input: Tensor4D): Promise<CenterNetOutput[]>;
+  run(input: ModelBatch): Promise<CenterNetOutput[]>;
   runtime: CenterNetRuntime;
   dispose(): void;
 }
@@ -109,40 +102,28 @@ export const CENTERNET_MIN_SIDE = 64;
 export const CENTERNET_MAX_SIDE = 1024;
 
 /** Where the model runs: TF.js on its backend, or onnxruntime-node (the graph converted at load). */
-export type CenterNetRuntime = 'tfjs' | 'onnx';
+export type CenterNetRuntime = CenterNetEngine['runtime'];
 
-interface LoadOptions {
-  /** Keep all 80 class channels (tests compare the cut-down head against them). */
-  allClasses?: boolean;
-  /** Default 'tfjs'. */
-  runtime?: CenterNetRuntime;
-}
+/** The model on its runtime: TF.js (`tf`, any backend) or onnxruntime-node (`ort`, the graph converted to ONNX). */
+export type CenterNetEngine = { runtime: 'tfjs'; tf: Tf } | { runtime: 'onnx'; ort: Ort };
 
 /**
- * Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. With
- * `runtime: 'onnx'`, `ort` is onnxruntime-node and the graph is converted to ONNX in memory (centernet.onnx.ts);
- * TF.js still prepares the input tensors.
+ * Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. On
+ * onnxruntime-node the graph is converted to ONNX in memory (centernet.onnx.ts) and TF.js is not loaded at all.
  */
-export async function loadCenterNet(tf: Tf, modelDir: string, opts: LoadOptions = {}, ort?: Ort): Promise<CenterNet> {
-  const dir = await findModelDir(modelDir);
-  const json = JSON.parse(await readFile(path.join(dir, CENTERNET_FILE), 'utf8')) as io.ModelJSON;
-  const artifacts = await tf.io.getModelArtifactsForJSON(json, async (manifest) => {
-    const buffers = await Promise.all(manifest.flatMap((group) => group.paths.map((p) => readFile(path.join(dir, p)))));
-    const weights = Buffer.concat(buffers);
-    return [
-      manifest.flatMap((group) => group.weights),
-      weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
-    ];
-  });
+export async function loadCenterNet(
+  engine: CenterNetEngine,
+  modelDir: string,
+  opts: { /** Keep all 80 class channels (tests compare the cut-down head against them). */ allClasses?: boolean } = {},
+): Promise<CenterNet> {
+  const artifacts = await readArtifacts(await findModelDir(modelDir), CENTERNET_FILE);
   const upsampleDivisors = freeInputShape(artifacts);
   if (!opts.allClasses) keepPersonClassOnly(artifacts);
-  if (opts.runtime === 'onnx') {
-    if (!ort) throw new Error("runtime 'onnx' needs onnxruntime-node");
-    return onnxCenterNet(
-      ort,
-      tfGraphToOnnx(tf, artifacts, { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors }),
-    );
+  if (engine.runtime === 'onnx') {
+    const conversion = { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors };
+    return onnxCenterNet(engine.ort, tfGraphToOnnx(artifacts, conversion));
   }
+  const { tf } = engine;
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
   /** The upsampling output sizes per input shape "HxW": one int32 [2] tensor per upsampling step. */
   const sizesByShape = new Map<string, Record<string, Tensor>>();
@@ -160,13 +141,13 @@ export async function loadCenterNet(tf: Tf, modelDir: string, opts: LoadOptions 
 
   return {
     runtime: 'tfjs',
-    async run(input) {
-      const [, height, width] = input.shape;
+    async run({ data, images, height, width }) {
       checkInputShape(height, width);
       // The executor copies its weight map on every execute: these constants hold for this call only.
       for (const [name, size] of Object.entries(upsampleSizes(height, width))) model.weights[name] = [size];
       // The class head computes the person channel only (keepPersonClassOnly): the heatmap is [N, H/4, W/4, 1].
       const [heat, edges] = tf.tidy(() => {
+        const input = tf.tensor4d(data, [images, height, width, 3], 'float32');
         const [keypoints, wh] = model.execute(input, [HEATMAP, EDGES]) as [Tensor4D, Tensor4D];
         if (keypoints.shape[3] === 1) return [keypoints, wh];
         return [tf.slice(keypoints, [0, 0, 0, PERSON_CLASS], [-1, -1, -1, 1]), wh];
@@ -185,21 +166,24 @@ export async function loadCenterNet(tf: Tf, modelDir: string, opts: LoadOptions 
   };
 }
 
-/** The converted graph on onnxruntime-node: one thread per session, as the pool runs one worker per core. */
+/**
+ * The converted graph on onnxruntime-node: one thread per session, as the pool runs one worker per core. Its arena
+ * keeps the largest activations so far for the next run; the memory-pattern planner is off (it keeps buffers
+ * planned per input shape: more memory for no measured gain).
+ */
 async function onnxCenterNet(ort: Ort, model: Uint8Array): Promise<CenterNet> {
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: 1,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    enableMemPattern: false,
   });
   return {
     runtime: 'onnx',
-    async run(input) {
-      const [images, height, width, channels] = input.shape;
+    async run({ data, images, height, width }) {
       checkInputShape(height, width);
-      const data = await input.data<'float32'>();
-      const feed = new ort.Tensor('float32', data, [images, height, width, channels]);
+      const feed = new ort.Tensor('float32', data, [images, height, width, 3]);
       const results = await session.run({ images: feed }, [HEATMAP, EDGES]);
       const heat = results[HEATMAP]!;
       const edges = results[EDGES]!;

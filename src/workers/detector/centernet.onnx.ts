@@ -8,9 +8,9 @@
  * (weights transposed here, per-channel constants reshaped to [C, 1, 1]) and transposes each output back, so
  * it takes and gives exactly the tensors the TF.js graph does.
  */
-import type { io, Tensor } from '@tensorflow/tfjs-core';
+import type { io } from '@tensorflow/tfjs-core';
+import { decodeWeights } from './graph-artifacts.ts';
 import { writeOnnxModel, type OnnxInitializer, type OnnxNode } from './onnx-proto.write.ts';
-import type { Tf } from './tfjs-backend.loader.ts';
 
 interface TfAttr {
   s?: string;
@@ -44,22 +44,10 @@ const text = (attr?: TfAttr) => (attr?.s === undefined ? undefined : Buffer.from
 const list = (attr?: TfAttr) => (attr?.list?.i ?? []).map(Number);
 
 /** The ONNX model (serialized) computing `conversion.outputs` of the TF.js graph in `artifacts`. */
-export function tfGraphToOnnx(tf: Tf, artifacts: io.ModelArtifacts, conversion: OnnxConversion): Uint8Array {
+export function tfGraphToOnnx(artifacts: io.ModelArtifacts, conversion: OnnxConversion): Uint8Array {
   const topology = artifacts.modelTopology as { node: TfNode[] };
   const byName = new Map(topology.node.map((n) => [n.name, n]));
-  const constants = tf.io.decodeWeights(artifacts.weightData!, artifacts.weightSpecs ?? []);
-  try {
-    return convert(byName, constants, conversion);
-  } finally {
-    tf.dispose(Object.values(constants));
-  }
-}
-
-function convert(
-  byName: ReadonlyMap<string, TfNode>,
-  constants: Record<string, Tensor>,
-  conversion: OnnxConversion,
-): Uint8Array {
+  const constants = decodeWeights(artifacts);
   const nodes: OnnxNode[] = [];
   const initializers: OnnxInitializer[] = [];
   /** Per emitted value: its resolution as the input's size divided by this (for the upsampling scales). */
@@ -67,9 +55,9 @@ function convert(
   const shared = new Map<string, string>();
 
   const constant = (name: string): { data: Float32Array; shape: number[] } => {
-    const t = constants[name];
-    if (!t) throw new Error(`no constant ${name}`);
-    return { data: Float32Array.from(t.dataSync() as Float32Array | Int32Array), shape: t.shape };
+    const c = constants.get(name);
+    if (!c) throw new Error(`no constant ${name}`);
+    return c;
   };
   const addInit = (name: string, dims: number[], data: Float32Array | { int64: number[] }) => {
     initializers.push({ name, dims, data });

@@ -147,8 +147,10 @@ export function frameRgb(stack: StackedPixels, frame: number): RawImage {
 export type PeopleInImage = PersonDetection & { info: DetectionInfo };
 
 /**
- * Runs the detector on every distinct frame, prepared per its inputSpec, in batches of its maxBatch (one
- * frame at a time for a detector without detectMany); the highest score wins.
+ * Runs the detector's first look on every distinct frame, prepared per its inputSpec, in batches of its maxBatch
+ * (one frame at a time for a detector without detectMany); then, where it has one, its closer look over all the
+ * frames' first looks at once (one budget of crops per image: bench/README.md, "Media pipeline"). The highest
+ * score wins.
  */
 export async function detectPeople(
   image: DecodedImage,
@@ -170,25 +172,46 @@ export async function detectPeople(
     modelCalls: 0,
     bestFrame: frames[0]!,
   };
-  for (let at = 0; at < frames.length; at += batch) {
+  const looks: Array<{ frame: number; width: number; height: number; result: PersonDetection }> = [];
+  // A score decides early only where no closer look could lower it.
+  const stopAt = opts.stopAt === undefined ? undefined : Math.max(opts.stopAt, detector.sureAt ?? 0);
+  let stopped = false;
+  for (let at = 0; at < frames.length && !stopped; at += batch) {
     const chunk = frames.slice(at, at + batch);
     const inputs: RawImage[] = [];
     // One libvips call at a time: a worker keeps to its core.
     for (const frame of chunk) inputs.push(await input.read(frame));
-    const sources = closer ? chunk.map((frame) => () => closer.read(frame)) : undefined;
+    // With a closer look, the first looks come first (no sources), and the closer look sees them all after.
+    const sources = closer && !detector.lookCloser ? chunk.map((frame) => () => closer.read(frame)) : undefined;
     const found =
       detector.detectMany && inputs.length > 1
         ? await detector.detectMany(inputs, sources)
         : [await detector.detect(inputs[0]!, sources?.[0])];
     info.inferences += inputs.length;
     info.modelCalls++;
-    for (const [i, result] of found.entries()) {
-      if (result.score > best.score) {
-        best = result;
-        info.bestFrame = chunk[i]!;
-      }
+    found.forEach((result, i) => {
+      looks.push({ frame: chunk[i]!, width: inputs[i]!.width, height: inputs[i]!.height, result });
+      if (stopAt !== undefined && result.score >= stopAt) stopped = true;
+    });
+  }
+  if (closer && detector.lookCloser && !stopped) {
+    const decided = await detector.lookCloser(
+      looks.map(({ frame, width, height, result }) => ({
+        width,
+        height,
+        first: result,
+        source: () => closer.read(frame),
+      })),
+    );
+    decided?.forEach((result, i) => {
+      if (result) looks[i]!.result = result;
+    });
+  }
+  for (const { frame, result } of looks) {
+    if (result.score > best.score) {
+      best = result;
+      info.bestFrame = frame;
     }
-    if (opts.stopAt !== undefined && best.score >= opts.stopAt) break;
   }
   return { ...best, info };
 }

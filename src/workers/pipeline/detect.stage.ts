@@ -1,15 +1,20 @@
 /**
  * Person detection stage: a COCO CenterNet (models/manifest.json) on onnxruntime-node where it loads, else on
- * TensorFlow.js, loaded once per worker thread, answering "is there a person in this picture, and where".
- * TensorFlow.js prepares the model's input tensors either way.
+ * TensorFlow.js, loaded once per worker thread, answering "is there a person in this picture, and where". The
+ * model's inputs are prepared here, in plain JS, for either runtime.
  */
-import type { Rank, Tensor3D, Tensor4D } from '@tensorflow/tfjs-core';
-import { CENTERNET_STRIDE, loadCenterNet, type CenterNetOutput } from '../detector/centernet.model.ts';
+import {
+  CENTERNET_STRIDE,
+  loadCenterNet,
+  type CenterNetEngine,
+  type CenterNetOutput,
+  type ModelBatch,
+} from '../detector/centernet.model.ts';
 import { DEFAULT_MODELS_DIR } from '../detector/model-files.fetch.ts';
 import { boxAt, heatmapPeaks, nonMaxSuppression, toImageBox, type ScoredBox } from '../detector/person-boxes.decode.ts';
 import { loadOnnxRuntime, type OnnxRuntime } from '../detector/onnx-runtime.loader.ts';
-import { loadTfRuntime, type Tf } from '../detector/tfjs-backend.loader.ts';
-import type { CloserSource, DetectorRuntime, PersonDetection, PersonDetector, RawImage } from './types.ts';
+import { loadTfRuntime } from '../detector/tfjs-backend.loader.ts';
+import type { CloserSource, DetectorRuntime, FirstLook, PersonDetection, PersonDetector, RawImage } from './types.ts';
 
 export interface PersonDetectorOptions {
   /**
@@ -89,10 +94,15 @@ export const TILED_LOOK: TiledLook = { from: 0.1, to: 0.45, size: 640, tile: 384
 /** Peaks decoded per image; more than any photo has people, fewer than would cost time. */
 const MAX_PEAKS = 100;
 /**
- * Frames per model call. On wasm a batch costs less CPU per frame than single frames, but the wasm heap
+ * Frames per model call on TF.js. On wasm a batch costs less CPU per frame than single frames, but the wasm heap
  * grows with the batch and never shrinks, so 4 (figures: bench/README.md, "Media pipeline").
  */
 export const MAX_BATCH = 4;
+/**
+ * Frames per model call on onnxruntime: one. Batches cost the same CPU per frame there, and its arena keeps the
+ * largest batch's activations (4 frames: ~40 MB more per worker; bench/README.md, "Detector runtime").
+ */
+export const ONNX_MAX_BATCH = 1;
 
 /** Loads the backend (tfjs-node or wasm, never cpu) and the model; call once per thread. */
 export async function createPersonDetector(options: PersonDetectorOptions = {}): Promise<PersonDetector> {
@@ -106,28 +116,29 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
       throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
     }
   }
-  const { tf, backend: tfBackend } = await loadTfRuntime();
   const ort = await pickOnnxRuntime(options.runtime ?? 'auto');
-  const net = await loadCenterNet(tf, modelDir, { runtime: ort ? 'onnx' : 'tfjs' }, ort);
-  const backend = ort ? 'onnxruntime' : tfBackend;
+  let engine: CenterNetEngine;
+  let backend: string;
+  if (ort) {
+    engine = { runtime: 'onnx', ort };
+    backend = 'onnxruntime';
+  } else {
+    const tfjs = await loadTfRuntime();
+    engine = { runtime: 'tfjs', tf: tfjs.tf };
+    backend = tfjs.backend;
+  }
+  const net = await loadCenterNet(engine, modelDir);
+  const maxBatch = ort ? ONNX_MAX_BATCH : MAX_BATCH;
   // The first run on a backend sets up its kernels (a few times slower); pay that at start-up, not on an upload.
-  const warmUp = async (height: number, width: number) => {
-    const blank = tf.zeros<Rank.R4>([1, height, width, 3]);
-    await net.run(blank).finally(() => blank.dispose());
-  };
+  const warmUp = (height: number, width: number) => net.run(emptyBatch(1, height, width));
   await warmUp(firstSize, firstSize);
   if (tiled) await warmUp(tiled.tile, tiled.tile);
   if (closer) await warmUp(closer.size, closer.size);
   const preparedSize = Math.max(firstSize, tiled?.size ?? 0);
 
-  /** Runs the model on `batch` (disposed after) and decodes each input into boxes in its image's pixels. */
-  async function runBatch(batch: Tensor4D, frames: readonly BoxMapping[]): Promise<ScoredBox[][]> {
-    let outputs: CenterNetOutput[];
-    try {
-      outputs = await net.run(batch);
-    } finally {
-      batch.dispose();
-    }
+  /** Runs the model on `batch` and decodes each input into boxes in its image's pixels. */
+  async function runBatch(batch: ModelBatch, frames: readonly BoxMapping[]): Promise<ScoredBox[][]> {
+    const outputs: CenterNetOutput[] = await net.run(batch);
     return outputs.map((output, i) => {
       const grid = { width: output.gridWidth, height: output.gridHeight };
       return heatmapPeaks(output.heatmap, grid, minScore, MAX_PEAKS).map(({ cell, score }) =>
@@ -138,10 +149,9 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
 
   /** Runs the model on same-shape inputs in one call. */
   function runSameShape(inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>): Promise<ScoredBox[][]> {
-    const batch = tf.tidy(() => {
-      const each = inputs.map(({ rgb, frame }) => toModelInput(tf, rgb, frame));
-      return each.length === 1 ? each[0]! : tf.concat<Tensor4D>(each, 0);
-    });
+    const { inputHeight, inputWidth } = inputs[0]!.frame;
+    const batch = emptyBatch(inputs.length, inputHeight, inputWidth);
+    inputs.forEach(({ rgb, frame }, i) => writeModelInput(rgb, frame, batch, i));
     return runBatch(
       batch,
       inputs.map((input) => input.frame),
@@ -166,41 +176,48 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
       look.overlap ?? 0.2,
     );
     const found: ScoredBox[] = [];
-    for (let at = 0; at < tiles.length; at += MAX_BATCH) {
-      const chunk = tiles.slice(at, at + MAX_BATCH).map((tile) => ({ rgb, frame: tileFrame(rgb, scale, tile) }));
+    for (let at = 0; at < tiles.length; at += maxBatch) {
+      const chunk = tiles.slice(at, at + maxBatch).map((tile) => ({ rgb, frame: tileFrame(rgb, scale, tile) }));
       for (const boxes of await runSameShape(chunk)) found.push(...boxes);
     }
     return found;
   }
 
   /**
-   * The closer look at `boxes` (in `rgb`'s pixels, best first) of one image, cut from `source` (the same image,
-   * larger), as one batch; their boxes come back in `rgb`'s pixels.
+   * The closer look over the first looks of one image's frames (one frame for a still), or null where none applies
+   * (no closer look configured, a first look is sure, or none found a box): the best `maxBoxes` boxes among all the
+   * frames, each cut from its own frame's source, in batches of `maxBatch`. One budget of crops per image. Per
+   * frame: the boxes its crops found (in its pixels), or null where no crop was cut from it.
    */
-  async function closerLook(rgb: RawImage, source: RawImage, boxes: ScoredBox[], look: CloserLook) {
-    checkPixels(source);
-    const crops = boxes.slice(0, look.maxBoxes).map((box) => closeUpRegion(box, rgb, source, look));
-    const batch = tf.tidy(() => {
-      const { height, width } = source;
-      const normalised = crops.map(({ left, top, side }) => [
-        top / (height - 1 || 1),
-        left / (width - 1 || 1),
-        (top + side - 1) / (height - 1 || 1),
-        (left + side - 1) / (width - 1 || 1),
-      ]);
-      return tf.image.cropAndResize(
-        tf.expandDims<Tensor4D>(rgbTensor(tf, source), 0),
-        tf.tensor2d(normalised, [crops.length, 4], 'float32'),
-        tf.zeros([crops.length], 'int32'),
-        [look.size, look.size],
-      );
-    });
-    return (
-      await runBatch(
+  async function closerLooks(
+    frames: ReadonlyArray<{ width: number; height: number; boxes: ScoredBox[]; source: CloserSource }>,
+  ): Promise<Array<ScoredBox[] | null> | null> {
+    if (!closer || frames.every((f) => f.boxes.length === 0)) return null;
+    if (frames.some((f) => f.boxes.some((box) => box.score >= closer.sure))) return null;
+    const picked = frames
+      .flatMap((f, i) => nonMaxSuppression(f.boxes, iouThreshold, closer.maxBoxes).map((box) => ({ i, box })))
+      .sort((a, b) => b.box.score - a.box.score || a.i - b.i)
+      .slice(0, closer.maxBoxes);
+    const sources = new Map<number, RawImage>();
+    for (const { i } of picked) {
+      if (sources.has(i)) continue;
+      const source = await frames[i]!.source();
+      checkPixels(source);
+      sources.set(i, source);
+    }
+    const crops = picked.map(({ i, box }) => ({ i, ...closeUpRegion(box, frames[i]!, sources.get(i)!, closer) }));
+    const found: Array<ScoredBox[] | null> = frames.map(() => null);
+    for (let at = 0; at < crops.length; at += maxBatch) {
+      const chunk = crops.slice(at, at + maxBatch);
+      const batch = emptyBatch(chunk.length, closer.size, closer.size);
+      chunk.forEach((crop, k) => writeCrop(sources.get(crop.i)!, crop, batch, k));
+      const results = await runBatch(
         batch,
-        crops.map((crop) => crop.frame),
-      )
-    ).flat();
+        chunk.map((crop) => crop.frame),
+      );
+      results.forEach((boxes, k) => (found[chunk[k]!.i] ??= []).push(...boxes));
+    }
+    return found;
   }
 
   /**
@@ -214,23 +231,42 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     for (let at = 0; at < images.length;) {
       const frame = fitFrame(images[at]!, firstSize);
       let end = at + 1;
-      while (end < images.length && end - at < MAX_BATCH && sameSize(images[end]!, images[at]!)) end++;
+      while (end < images.length && end - at < maxBatch && sameSize(images[end]!, images[at]!)) end++;
       firsts.push(...(await runSameShape(images.slice(at, end).map((rgb) => ({ rgb, frame })))));
       at = end;
     }
+    const closerFound = sources
+      ? await closerLooks(
+          images.map((rgb, i) => ({ width: rgb.width, height: rgb.height, boxes: firsts[i]!, source: sources[i]! })),
+        )
+      : null;
+    if (closerFound) return firsts.map((first, i) => finish(closerFound[i] ?? first));
     const results: PersonDetection[] = [];
     for (const [i, rgb] of images.entries()) {
       const first = firsts[i]!;
       const score = first.reduce((best, box) => Math.max(best, box.score), 0);
-      const source = sources?.[i];
-      if (closer && source && first.length > 0 && score < closer.sure) {
-        const boxes = nonMaxSuppression(first, iouThreshold, closer.maxBoxes);
-        results.push(finish(await closerLook(rgb, await source(), boxes, closer)));
-        continue;
-      }
       results.push(finish(needsTiledLook(score, tiled) ? [...first, ...(await tiledLook(rgb, tiled!))] : first));
     }
     return results;
+  }
+
+  /** PersonDetector.lookCloser: the closer look over frames' first looks (their boxes back as corner boxes). */
+  async function lookCloser(frames: ReadonlyArray<FirstLook>): Promise<Array<PersonDetection | null> | null> {
+    const found = await closerLooks(
+      frames.map(({ width, height, first, source }) => ({
+        width,
+        height,
+        source,
+        boxes: first.boxes.map(({ x, y, width: w, height: h, score }) => ({
+          x1: x,
+          y1: y,
+          x2: x + w,
+          y2: y + h,
+          score,
+        })),
+      })),
+    );
+    return found && found.map((boxes) => (boxes ? finish(boxes) : null));
   }
 
   return {
@@ -240,7 +276,8 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
       (tiled ? `+tiles-${tiled.size}/${tiled.tile}` : '') +
       (closer ? `+boxes-${closer.size}` : ''),
     inputSpec: { size: preparedSize, fit: 'contain', ...(closer ? { closerSize: closer.sourceSize } : {}) },
-    maxBatch: MAX_BATCH,
+    maxBatch,
+    ...(closer ? { lookCloser, sureAt: closer.sure } : {}),
     async detect(rgb, source) {
       return (await detectAll([rgb], source ? [source] : undefined))[0]!;
     },
@@ -417,31 +454,76 @@ export function tileFrame(image: { width: number; height: number }, scale: numbe
   };
 }
 
-/** The pixels as a float32 [height, width, 3] tensor (alpha dropped, grey repeated). */
-function rgbTensor(tf: Tf, rgb: RawImage): Tensor3D {
-  const pixels = tf.tensor3d(rgb.data, [rgb.height, rgb.width, rgb.channels], 'float32');
-  if (rgb.channels === 4) return tf.slice(pixels, [0, 0, 0], [-1, -1, 3]);
-  if (rgb.channels === 1) return tf.tile(pixels, [1, 1, 3]);
-  return pixels;
+/** An all-black batch (the padding) of `images` inputs of `height`×`width`. */
+function emptyBatch(images: number, height: number, width: number): ModelBatch {
+  return { data: new Float32Array(images * height * width * 3), images, height, width };
 }
 
-function toModelInput(tf: Tf, rgb: RawImage, frame: Frame): Tensor4D {
+/** Channel `c` (0–2) of `rgb`'s pixel at (x, y): alpha dropped, grey repeated. */
+const sample = (rgb: RawImage, x: number, y: number, c: number) =>
+  rgb.data[(y * rgb.width + x) * rgb.channels + (rgb.channels === 1 ? 0 : c)]!;
+
+/**
+ * Bilinear sample of channel `c` at (`fx`, `fy`), TF.js's arithmetic (resizeBilinear and cropAndResize): the four
+ * neighbours clamped to the image, blended across x, then across y.
+ */
+function bilinear(rgb: RawImage, fx: number, fy: number, c: number): number {
+  const x0 = Math.max(0, Math.floor(fx));
+  const y0 = Math.max(0, Math.floor(fy));
+  const x1 = Math.min(rgb.width - 1, Math.ceil(fx));
+  const y1 = Math.min(rgb.height - 1, Math.ceil(fy));
+  const dx = fx - x0;
+  const dy = fy - y0;
+  const top = sample(rgb, x0, y0, c) + (sample(rgb, x1, y0, c) - sample(rgb, x0, y0, c)) * dx;
+  const bottom = sample(rgb, x0, y1, c) + (sample(rgb, x1, y1, c) - sample(rgb, x0, y1, c)) * dx;
+  return top + (bottom - top) * dy;
+}
+
+/**
+ * Writes image `index` of `batch`: `rgb` scaled per `frame` (bilinear with half-pixel centres, as TF.js's
+ * resizeBilinear, only when the pixels are not already at the frame's scale), cut to the frame's region and
+ * placed at its padding offset; the rest stays black.
+ */
+export function writeModelInput(rgb: RawImage, frame: Frame, batch: ModelBatch, index: number): void {
   const { scaledWidth, scaledHeight, left, top, regionWidth, regionHeight, inputWidth, inputHeight } = frame;
-  return tf.tidy(() => {
-    let pixels = rgbTensor(tf, rgb);
-    if (scaledWidth !== rgb.width || scaledHeight !== rgb.height) {
-      pixels = tf.image.resizeBilinear(pixels, [scaledHeight, scaledWidth], false, true);
+  if (inputWidth !== batch.width || inputHeight !== batch.height) throw new Error('frame and batch shapes differ');
+  const padX = Math.floor((inputWidth - regionWidth) / 2);
+  const padY = Math.floor((inputHeight - regionHeight) / 2);
+  const resized = scaledWidth !== rgb.width || scaledHeight !== rgb.height;
+  const rx = rgb.width / scaledWidth;
+  const ry = rgb.height / scaledHeight;
+  const out = batch.data;
+  for (let y = 0; y < regionHeight; y++) {
+    const sy = top + y;
+    let at = ((index * inputHeight + padY + y) * inputWidth + padX) * 3;
+    for (let x = 0; x < regionWidth; x++) {
+      const sx = left + x;
+      for (let c = 0; c < 3; c++) {
+        out[at++] = resized ? bilinear(rgb, (sx + 0.5) * rx - 0.5, (sy + 0.5) * ry - 0.5, c) : sample(rgb, sx, sy, c);
+      }
     }
-    if (left !== 0 || top !== 0 || regionWidth !== scaledWidth || regionHeight !== scaledHeight) {
-      pixels = tf.slice(pixels, [top, left, 0], [regionHeight, regionWidth, 3]);
+  }
+}
+
+/**
+ * Writes image `index` of `batch` (its sides the crop's output size): the square `crop` of `source` resampled
+ * bilinearly, its first and last output pixels on its first and last source pixels, as TF.js's cropAndResize.
+ */
+export function writeCrop(
+  source: RawImage,
+  crop: { left: number; top: number; side: number },
+  batch: ModelBatch,
+  index: number,
+): void {
+  const size = batch.width;
+  const step = size > 1 ? (crop.side - 1) / (size - 1) : 0;
+  const out = batch.data;
+  let at = index * size * size * 3;
+  for (let y = 0; y < size; y++) {
+    const fy = crop.top + y * step;
+    for (let x = 0; x < size; x++) {
+      const fx = crop.left + x * step;
+      for (let c = 0; c < 3; c++) out[at++] = bilinear(source, fx, fy, c);
     }
-    const padX = Math.floor((inputWidth - regionWidth) / 2);
-    const padY = Math.floor((inputHeight - regionHeight) / 2);
-    const padded = tf.pad(pixels, [
-      [padY, inputHeight - regionHeight - padY],
-      [padX, inputWidth - regionWidth - padX],
-      [0, 0],
-    ]);
-    return tf.expandDims<Tensor4D>(padded, 0);
-  });
+  }
 }

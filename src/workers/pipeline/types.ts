@@ -85,7 +85,25 @@ export interface PersonDetector {
   detectMany?(frames: readonly RawImage[], sources?: readonly CloserSource[]): Promise<PersonDetection[]>;
   /** Frames per `detectMany` call. */
   readonly maxBatch?: number;
+  /**
+   * The closer look, where the detector has one: given the first looks of an image's frames (each detected without
+   * a source), it looks closer at the best boxes among them all — one budget of crops per image, so an animation
+   * costs no more closer looks than a still — and returns each frame's decided detection, or null for a frame it
+   * cut no crop from (its first look stands). Null overall when no closer look applies: a first look is sure
+   * (scored `sureAt` or more) or none found a box.
+   */
+  lookCloser?(frames: ReadonlyArray<FirstLook>): Promise<Array<PersonDetection | null> | null>;
+  /** With `lookCloser`: the first-look score from which the first look decides alone. */
+  readonly sureAt?: number;
   dispose(): void;
+}
+
+/** A frame's first look, for `PersonDetector.lookCloser`: its size, what the first look found, and its source. */
+export interface FirstLook {
+  width: number;
+  height: number;
+  first: PersonDetection;
+  source: CloserSource;
 }
 
 /** Input of the worker's processImage task: the domain's ImageTask, and how the pool steers it. */

@@ -1,10 +1,11 @@
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import sharp from 'sharp';
-import { processImage } from '../../src/workers/pipeline/process-image.ts';
+import { processImage, verdict } from '../../src/workers/pipeline/process-image.ts';
 import type {
   DetectorInputSpec,
   HumanPolicy,
@@ -226,4 +227,21 @@ describe('processImage', () => {
     assert.equal(!late.ok && late.message, 'processing was cancelled before encode: the request was aborted');
     assert.deepEqual(await staged(t), []);
   });
+});
+
+test('after-hash question: an abort that closed the port before it was asked does not hold the worker', async () => {
+  // The pool sets the cancel flag, then closes its end; the close reaches this end while nobody listens (an earlier
+  // stage was running), so the 'close' event is lost and a question posted to the closed port is never answered.
+  const { port1, port2 } = new MessageChannel();
+  const cancel = new Int32Array(new SharedArrayBuffer(4));
+  Atomics.store(cancel, 0, 1);
+  port1.close();
+  await new Promise((r) => setTimeout(r, 50));
+  const hung = new Promise<'hung'>((r) => setTimeout(() => r('hung'), 2000));
+  assert.deepEqual(await Promise.race([verdict(port2, 'f00d', cancel), hung]), { stop: false });
+  // Without the flag the port still answers as before.
+  const live = new MessageChannel();
+  live.port1.on('message', () => live.port1.postMessage({ stop: true }));
+  assert.deepEqual(await verdict(live.port2, 'f00d', new Int32Array(new SharedArrayBuffer(4))), { stop: true });
+  live.port1.close();
 });

@@ -124,8 +124,13 @@ async function timed<T>(timings: Timings, stage: StageName, fn: () => T | Promis
   }
 }
 
-/** Asks the caller whether to go on now that the hash is known; a closed port means go on. */
-function verdict(port: MessagePort, hash: string): Promise<{ stop: boolean }> {
+/**
+ * Asks the caller whether to go on now that the hash is known; a closed port means go on (to the cancel check).
+ * The pool closes its end when the request is aborted, after setting `cancel`. That close can reach this thread
+ * before anyone listens for it, while an earlier stage ran: the event is then lost, and a question posted to a
+ * closed port is never answered, which held the worker forever. So the flag is read once the listeners are on.
+ */
+export function verdict(port: MessagePort, hash: string, cancel?: Int32Array): Promise<{ stop: boolean }> {
   return new Promise((resolve) => {
     const onMessage = (m: { stop?: boolean }) => done({ stop: m?.stop === true });
     const onClose = () => done({ stop: false });
@@ -134,6 +139,7 @@ function verdict(port: MessagePort, hash: string): Promise<{ stop: boolean }> {
       resolve(v);
     };
     port.on('message', onMessage).on('close', onClose);
+    if (cancel && Atomics.load(cancel, 0) !== 0) return done({ stop: false });
     port.postMessage({ phash: hash });
   });
 }
@@ -159,7 +165,7 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     if ('ok' in out && out.ok === false) return out;
     Object.assign(draft, out);
     // Once the hash is known the caller may stop the task (a near duplicate), before detection and encoding.
-    if (stage.name === 'phash' && task.afterHash && (await verdict(task.afterHash, draft.phash!)).stop) {
+    if (stage.name === 'phash' && task.afterHash && (await verdict(task.afterHash, draft.phash!, task.cancel)).stop) {
       const stopped: StoppedAfterHash = {
         ok: false,
         code: 'conflict',

@@ -22,7 +22,6 @@ const STORAGE_PACKAGES = [
   '@mikro-orm/[^/]+',
   'kysely',
   'pg',
-  'better-sqlite3',
   'sqlite-vec',
   'ioredis',
   'sharp',
@@ -79,7 +78,8 @@ module.exports = {
       comment: "Database, Redis and image libraries are the adapters' business, not the HTTP layer's.",
       severity: 'error',
       from: { path: LAYER('gateway') },
-      to: { path: `^node_modules/(${STORAGE_PACKAGES.join('|')})/` },
+      // node:sqlite is Node's own (core) module: named as depcruise reports it.
+      to: { path: [`^node_modules/(${STORAGE_PACKAGES.join('|')})/`, '^(node:)?sqlite$'] },
     },
     {
       name: 'adapters-implement-domain-ports',

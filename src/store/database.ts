@@ -13,7 +13,7 @@ import type { DB } from './database-types.ts';
 import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { isDatabaseUnavailable, postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
-import { hammingHex } from './similarity/hamming.ts';
+import { nodeSqliteDialect } from './node-sqlite.ts';
 
 export interface DatabaseOptions {
   /** `postgres://…`, or null for SQLite at `sqlitePath`. */
@@ -73,9 +73,15 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     dialect = postgresDialect;
   } else {
     mkdirSync(join(opts.sqlitePath, '..'), { recursive: true });
-    const { MikroORM: SqliteORM } = await import('@mikro-orm/sqlite');
-    orm = await SqliteORM.init({ ...common, dbName: opts.sqlitePath, driverOptions: { timeout: 10_000 } });
-    await setUpSqlite(orm);
+    const { MikroORM: SqliteORM } = await import('@mikro-orm/core');
+    const { SqliteDriver } = await import('@mikro-orm/sql');
+    orm = await SqliteORM.init({
+      ...common,
+      driver: SqliteDriver,
+      dbName: opts.sqlitePath,
+      // node:sqlite (see node-sqlite.ts): each connection MikroORM opens is set up before it is used.
+      driverOptions: () => nodeSqliteDialect(opts.sqlitePath),
+    });
     dialect = sqliteDialect;
   }
   try {
@@ -155,26 +161,3 @@ async function migrate(orm: MikroORM, databaseUrl: string | null): Promise<void>
 
 /** Arbitrary, fixed: identifies pixvote's migration lock among other advisory locks. */
 const MIGRATION_LOCK_KEY = 7_202_611;
-
-/** better-sqlite3 holds one connection: set it up once (WAL, sqlite-vec) before migrations need it. */
-async function setUpSqlite(orm: MikroORM): Promise<void> {
-  const native = await (
-    orm.em.getConnection() as unknown as { getNativeClient(): Promise<NativeSqlite> }
-  ).getNativeClient();
-  const { load } = await import('sqlite-vec');
-  load(native as never);
-  native.pragma('journal_mode = WAL');
-  // WAL + NORMAL is durable across process crashes (only a power loss can drop the last commits).
-  native.pragma('synchronous = NORMAL');
-  native.pragma('foreign_keys = ON');
-  native.pragma('busy_timeout = 10000');
-  // Hamming distance of two 16-hex-digit hashes, for multi-index hashing on SQLite (PostgreSQL has bit_count).
-  native.function('hamming64', { deterministic: true }, (a: unknown, b: unknown) =>
-    typeof a === 'string' && typeof b === 'string' ? hammingHex(a, b) : null,
-  );
-}
-
-interface NativeSqlite {
-  pragma(sql: string): unknown;
-  function(name: string, opts: { deterministic: boolean }, fn: (...args: unknown[]) => unknown): unknown;
-}

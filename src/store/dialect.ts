@@ -31,10 +31,34 @@ async function retry<T>(fn: () => Promise<T>, transient: (e: unknown) => boolean
   }
 }
 
+type CodedError = { code?: unknown; errcode?: unknown };
+
+/** The error's code: a driver's own (`40001`, `ECONNREFUSED`), or the SQLite result code's name. */
 const codeOf = (e: unknown): string | undefined => {
-  const err = e as { code?: unknown; cause?: { code?: unknown } };
-  const c = err?.code ?? err?.cause?.code;
-  return typeof c === 'string' ? c : undefined;
+  const err = e as CodedError & { cause?: CodedError };
+  for (const x of [err, err?.cause]) {
+    const c = x?.code === 'ERR_SQLITE_ERROR' ? sqliteCodeName(x.errcode) : x?.code;
+    if (typeof c === 'string') return c;
+  }
+  return undefined;
+};
+
+/**
+ * node:sqlite reports every failure as `ERR_SQLITE_ERROR` with SQLite's extended result code in `errcode`;
+ * the names are SQLite's own (https://sqlite.org/rescode.html), the ones better-sqlite3 put in `code`.
+ */
+function sqliteCodeName(errcode: unknown): string | undefined {
+  if (typeof errcode !== 'number') return undefined;
+  return SQLITE_CODES[errcode] ?? ((errcode & 0xff) === 5 ? 'SQLITE_BUSY' : `SQLITE_${errcode}`);
+}
+
+const SQLITE_CODES: Record<number, string> = {
+  5: 'SQLITE_BUSY',
+  261: 'SQLITE_BUSY_RECOVERY',
+  517: 'SQLITE_BUSY_SNAPSHOT',
+  773: 'SQLITE_BUSY_TIMEOUT',
+  1555: 'SQLITE_CONSTRAINT_PRIMARYKEY',
+  2067: 'SQLITE_CONSTRAINT_UNIQUE',
 };
 
 export const sqliteDialect: Dialect = {

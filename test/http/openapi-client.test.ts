@@ -15,8 +15,8 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { pngImage } from '../support/fixtures.ts';
 import { generateTypes } from '../support/openapi-typegen/index.ts';
 
-// The compiler `npm run typecheck` runs (`tsc` of `@typescript/native`, TypeScript 7; `typescript` is TS 6 for ESLint).
-const TSC = fileURLToPath(new URL('../../node_modules/@typescript/native/bin/tsc', import.meta.url));
+// The compiler `npm run typecheck` runs (`typescript7`, an alias of TypeScript 7; `typescript` is TS 6 for ESLint).
+const TSC = fileURLToPath(new URL('../../node_modules/typescript7/bin/tsc', import.meta.url));
 
 const TSCONFIG = {
   compilerOptions: {

@@ -1,0 +1,91 @@
+/**
+ * SQLite through Node's own `node:sqlite` (no native addon to install: nothing to compile, no binary to
+ * download, whatever npm and whichever install scripts it runs). A Kysely dialect MikroORM's generic
+ * `SqliteDriver` takes as `driverOptions`; each connection it opens is set up here, before anything runs on it
+ * (WAL, durability, foreign keys, the busy wait, sqlite-vec, the `hamming64` function), so a reconnect gets
+ * the same connection as the first.
+ */
+import { createRequire } from 'node:module';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { hammingHex } from './similarity/hamming.ts';
+
+type NodeSqlite = typeof import('node:sqlite');
+
+let loaded: NodeSqlite | undefined;
+
+/**
+ * `node:sqlite`, loaded once. Node 22 announces it with an ExperimentalWarning on every first load (it is a
+ * release candidate there, unflagged since 22.13); that one line is dropped, every other warning still shows.
+ */
+export function nodeSqlite(): NodeSqlite {
+  if (loaded) return loaded;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- put back below; always called on process
+  const emit = process.emitWarning;
+  process.emitWarning = (warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === 'string' ? warning : warning.message;
+    if (/^SQLite is an experimental feature/.test(text)) return;
+    Reflect.apply(emit, process, [warning, ...rest]);
+  };
+  try {
+    loaded = createRequire(import.meta.url)('node:sqlite') as NodeSqlite;
+  } finally {
+    process.emitWarning = emit;
+  }
+  return loaded;
+}
+
+/** Opens `path` and sets the connection up (see the module comment). */
+export async function openSqlite(path: string): Promise<DatabaseSync> {
+  const { DatabaseSync } = nodeSqlite();
+  const db = new DatabaseSync(path, { allowExtension: true, timeout: BUSY_TIMEOUT_MS });
+  try {
+    const { load } = await import('sqlite-vec');
+    load(db);
+    db.enableLoadExtension(false);
+    db.exec('pragma journal_mode = WAL');
+    // WAL + NORMAL is durable across process crashes (only a power loss can drop the last commits).
+    db.exec('pragma synchronous = NORMAL');
+    db.exec('pragma foreign_keys = ON');
+    db.exec(`pragma busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Hamming distance of two 16-hex-digit hashes, for multi-index hashing on SQLite (PostgreSQL has bit_count).
+    db.function('hamming64', { deterministic: true }, (a, b) =>
+      typeof a === 'string' && typeof b === 'string' ? hammingHex(a, b) : null,
+    );
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return db;
+}
+
+const BUSY_TIMEOUT_MS = 10_000;
+
+/** The Kysely dialect for the database file at `path`; each connection is opened by `openSqlite`. */
+export function nodeSqliteDialect(path: string): SqliteDialect {
+  return new SqliteDialect({ database: async () => asKyselyDatabase(await openSqlite(path)) });
+}
+
+/** node:sqlite's DatabaseSync in the shape Kysely's SQLite driver speaks (better-sqlite3's). */
+function asKyselyDatabase(db: DatabaseSync): SqliteDatabase {
+  return {
+    prepare: (sql) => asKyselyStatement(db.prepare(sql)),
+    close: () => db.close(),
+  };
+}
+
+function asKyselyStatement(stmt: StatementSync): SqliteStatement {
+  type Params = Parameters<StatementSync['all']>;
+  return {
+    // A statement that returns rows (a select, a pragma, an insert … returning), as better-sqlite3 decides it.
+    reader: stmt.columns().length > 0,
+    all: (params) => stmt.all(...(params as Params)).map(plainRow),
+    run: (params) => stmt.run(...(params as Params)),
+    iterate: function* (params) {
+      for (const row of stmt.iterate(...(params as Params))) yield plainRow(row);
+    },
+  };
+}
+
+/** Rows come with a null prototype; callers (and deepEqual in tests) expect plain objects. */
+const plainRow = (row: unknown): unknown => ({ ...(row as object) });

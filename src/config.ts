@@ -16,6 +16,7 @@ import {
   CALIBRATED_FIRST_LOOK_THRESHOLD,
   type HumanPolicy,
 } from './domain/person-policy.ts';
+import { pathProblem, reasonOf } from './path-problem.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
@@ -370,18 +371,33 @@ function embeddedJwtSecret(dataDir: string): string {
   } catch {
     // first start: fall through and create it
   }
-  mkdirSync(dataDir, { recursive: true });
+  // A DATA_DIR this user cannot write is said here, naming it, rather than as an fs error later.
+  const cannot = (e: unknown, what = 'create') =>
+    new ConfigError([
+      `DATA_DIR=${dataDir}: cannot ${what} ${file}: ${pathProblem(file) ?? reasonOf(e)}; ` +
+        'make DATA_DIR writable by the user the server runs as, or set JWT_SECRET',
+    ]);
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (e) {
+    throw cannot(e);
+  }
   const secret = randomBytes(48).toString('base64url');
   try {
     // 'wx' fails if another process won the race (or a short file is there); then read what it wrote.
     writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
     return secret;
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw cannot(e);
     // The winner may be between creating and writing it: a moment's patience, then a file cut short (a
     // crash while it was written) or edited by hand must not become a weak secret.
     let theirs = '';
-    for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++)
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    try {
+      for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++)
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    } catch (e) {
+      throw cannot(e, 'read');
+    }
     if (theirs.length < 32)
       throw new ConfigError([
         `JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; ` +

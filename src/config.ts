@@ -17,6 +17,7 @@ import {
   type HumanPolicy,
 } from './domain/person-policy.ts';
 import { pathProblem, reasonOf } from './path-problem.ts';
+import { resolveDataDir } from './data-dir.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
@@ -24,6 +25,7 @@ export interface Config {
   readonly nodeEnv: string;
   readonly port: number;
   readonly host: string;
+  /** Absolute: a relative DATA_DIR (default `./data`) is taken from the checkout's folder, not the cwd. */
   readonly dataDir: string;
   /**
    * Where image variants live: null for `$DATA_DIR/media` on local disk, else an S3 bucket and key prefix
@@ -286,7 +288,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const nodeEnv = e.NODE_ENV;
-  const dataDir = resolve(e.DATA_DIR);
+  // Relative to the checkout, not the current directory (as `npm start` runs): see src/data-dir.ts.
+  const dataDir = resolveDataDir(e.DATA_DIR);
   // "Available cores": those of the machine, shared by the PROCESSES gateways on it (each has its own pool).
   const workers = e.WORKERS ?? Math.max(1, Math.floor(availableParallelism() / e.PROCESSES));
   return Object.freeze({

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/data-dir.ts';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, isListenHost, loadConfig, maskPassword } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
@@ -196,6 +197,20 @@ test('JWT_SECRET is generated once into DATA_DIR and reused; required in product
     loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }).jwtSecret,
     's'.repeat(32),
   );
+});
+
+test('a relative DATA_DIR (the default ./data too) is taken from the checkout, not the current directory', () => {
+  const dir = dataDir();
+  const cwd = process.cwd();
+  process.chdir(tmpdir());
+  try {
+    assert.equal(loadConfig({ DATA_DIR: relative(PACKAGE_ROOT, dir) }).dataDir, dir);
+    assert.equal(loadConfig({ DATA_DIR: dir }).dataDir, dir);
+    // (a JWT_SECRET, so that nothing is written into the checkout's data/)
+    assert.equal(loadConfig({ JWT_SECRET: 's'.repeat(32) }).dataDir, join(PACKAGE_ROOT, 'data'));
+  } finally {
+    process.chdir(cwd);
+  }
 });
 
 test('durations and rates parse the documented forms', () => {

@@ -8,13 +8,13 @@
  * (≥ 0.95 of the machine's at saturation) and images per busy core-second against WORKERS=1 (≥ 0.95×: a
  * thread more wastes no CPU).
  *
- *   npm run tune-workers [-- --max 4 --rounds 3 --clients 8 --images 20]
+ *   npm run tune-workers [-- --max 4 --rounds 3 --clients 8 --images 20]   (--help explains each option)
  */
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { createBenchDatabase, type BenchDatabase } from './support/bench-database.ts';
 import { createdId, deleteUploads, register, uploadRequest } from './support/app-api.ts';
-import { isMain, runAlone } from './support/cli.ts';
+import { isMain, runAlone, type Help } from './support/cli.ts';
 import { LoadClient } from './support/http-load.ts';
 import { imageMix, type BenchImage } from './support/images.ts';
 import { POLICY } from './support/pipeline-subjects.ts';
@@ -179,23 +179,59 @@ export async function tuneWorkers(
   }
 }
 
+/** What `npm run tune-workers -- --help` (and `pixvote tune-workers --help`) explains. */
+const CORES = availableParallelism();
+const HELP: Help = {
+  summary: [
+    'Which WORKERS suits this machine. Starts the app once per worker count, 1 … --max, all at once (each as',
+    `\`npm start\` runs it: SQLite in a temporary DATA_DIR, person detection on, HUMAN_POLICY=${POLICY}), and`,
+    'uploads the same realistic mix to each from --clients concurrent clients: mostly 2-4 MP JPEGs, some 12 MP',
+    'JPEGs, PNG screenshots and animated GIFs. One warm-up round, then --rounds measured rounds, interleaved',
+    'across the counts.',
+    '\n\nPrints, per count: throughput, p50/p95 latency, peak memory, the cores the server kept busy and images per',
+    'busy core-second against WORKERS=1; then recommends the smallest count within 5 % of the best throughput.',
+    'The figures are also written as JSON under bench/results/. Run it on an otherwise quiet machine: it says',
+    'when other work took CPU from it.',
+  ].join(' '),
+  options: {
+    max: `the largest WORKERS tried; all counts run at once, ~160 MB each (default 2 × cores: ${CORES * 2})`,
+    rounds: 'measured rounds, each uploading --images images to every count; medians reported',
+    clients: `concurrent uploads to each server (default 4 × cores: ${CORES * 4})`,
+    images: 'images per round, in the mix above; at least 4, one of each kind',
+  },
+  footer:
+    'e.g. npm run tune-workers -- --max 4 --rounds 3 --clients 8 --images 20 (also: pixvote tune-workers …)' +
+    '\n\nExit 0: done; 1: a run failed (the message says why); 2: a bad option.',
+};
+
+/** A whole number from `min`, or one line naming the option and exit 2 (as an unknown option gets). */
+function count(name: string, value: unknown, min: number): number {
+  if (typeof value === 'string' && /^\d+$/.test(value) && Number(value) >= min && Number(value) <= 10_000)
+    return Number(value);
+  console.error(
+    `npm run tune-workers: --${name} must be a whole number from ${min} (got "${String(value)}") ` +
+      '(see npm run tune-workers -- --help)',
+  );
+  process.exit(2);
+}
+
 if (isMain(import.meta.url)) {
-  const cores = availableParallelism();
   await runAlone(
     'tune-workers',
     {
-      max: { type: 'string', default: String(cores * 2) },
+      max: { type: 'string', default: String(CORES * 2) },
       rounds: { type: 'string', default: '3' },
-      clients: { type: 'string', default: String(cores * 4) },
+      clients: { type: 'string', default: String(CORES * 4) },
       images: { type: 'string', default: '20' },
     },
     (rec, v) =>
       tuneWorkers(rec, {
-        max: Number(v.max),
-        rounds: Number(v.rounds),
-        clients: Number(v.clients),
-        images: Number(v.images),
+        max: count('max', v.max, 1),
+        rounds: count('rounds', v.rounds, 1),
+        clients: count('clients', v.clients, 1),
+        images: count('images', v.images, 4),
       }),
     'tune-workers',
+    HELP,
   );
 }

@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 
@@ -15,6 +16,8 @@ import {
   CALIBRATED_FIRST_LOOK_THRESHOLD,
   type HumanPolicy,
 } from './domain/person-policy.ts';
+import { pathProblem, reasonOf } from './path-problem.ts';
+import { resolveDataDir } from './data-dir.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
 export type { HumanPolicy };
 
@@ -22,6 +25,7 @@ export interface Config {
   readonly nodeEnv: string;
   readonly port: number;
   readonly host: string;
+  /** Absolute: a relative DATA_DIR (default `./data`) is taken from the checkout's folder, not the cwd. */
   readonly dataDir: string;
   /**
    * Where image variants live: null for `$DATA_DIR/media` on local disk, else an S3 bucket and key prefix
@@ -126,10 +130,43 @@ const url = (schemes: string[]) =>
     `expected a ${schemes.join(' or ')} URL`,
   );
 
+/**
+ * A listen address: an IPv4 address in its four-part decimal form, an IPv6 address (without brackets; a zone such
+ * as `%eth0` allowed), or a host name by RFC 1123 (labels of letters, digits and inner hyphens, at most 63
+ * characters each and 253 in all; the last label not all digits, so `127.1` or `999.1.1.1` is no host name).
+ */
+export function isListenHost(v: string): boolean {
+  if (ipaddr.IPv4.isValidFourPartDecimal(v) || ipaddr.IPv6.isValid(v)) return true;
+  const name = v.endsWith('.') ? v.slice(0, -1) : v;
+  if (name.length < 1 || name.length > 253) return false;
+  const labels = name.split('.');
+  return (
+    labels.every((l) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!)
+  );
+}
+
+/** A URL as it may be printed: its password (if any) replaced by `***`. Anything unparsable is left as it is. */
+export function maskPassword(value: string): string {
+  try {
+    const u = new URL(value);
+    if (!u.password) return value;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return value.replace(/(\/\/[^/:@]*:)[^@/]*@/, '$1***@');
+  }
+}
+
+/** Variables whose values may hold a password: never echoed back as they are. */
+const SECRET_URLS = new Set(['DATABASE_URL', 'REDIS_URL']);
+
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
   PORT: port.prefault('3000'),
-  HOST: z.string().min(1).default('0.0.0.0'),
+  HOST: z
+    .string()
+    .refine(isListenHost, 'expected an IP address (e.g. 0.0.0.0, 127.0.0.1, ::) or a host name (e.g. localhost)')
+    .prefault('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./data'),
   MEDIA_STORE: z
     .string()
@@ -235,7 +272,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ? []
     : parsed.error.issues.map((i) => {
         const key = String(i.path[0]);
-        return `${key}=${input[key] ?? ''}: ${i.message}`;
+        const value = input[key] ?? '';
+        return `${key}=${SECRET_URLS.has(key) ? maskPassword(value) : value}: ${i.message}`;
       });
   // Rules between variables, in the same one message as the rest.
   if (input.NODE_ENV === 'production' && !input.JWT_SECRET && !problems.some((p) => p.startsWith('JWT_SECRET='))) {
@@ -250,7 +288,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const nodeEnv = e.NODE_ENV;
-  const dataDir = resolve(e.DATA_DIR);
+  // Relative to the checkout, not the current directory (as `npm start` runs): see src/data-dir.ts.
+  const dataDir = resolveDataDir(e.DATA_DIR);
   // "Available cores": those of the machine, shared by the PROCESSES gateways on it (each has its own pool).
   const workers = e.WORKERS ?? Math.max(1, Math.floor(availableParallelism() / e.PROCESSES));
   return Object.freeze({
@@ -335,18 +374,33 @@ function embeddedJwtSecret(dataDir: string): string {
   } catch {
     // first start: fall through and create it
   }
-  mkdirSync(dataDir, { recursive: true });
+  // A DATA_DIR this user cannot write is said here, naming it, rather than as an fs error later.
+  const cannot = (e: unknown, what = 'create') =>
+    new ConfigError([
+      `DATA_DIR=${dataDir}: cannot ${what} ${file}: ${pathProblem(file) ?? reasonOf(e)}; ` +
+        'make DATA_DIR writable by the user the server runs as, or set JWT_SECRET',
+    ]);
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (e) {
+    throw cannot(e);
+  }
   const secret = randomBytes(48).toString('base64url');
   try {
     // 'wx' fails if another process won the race (or a short file is there); then read what it wrote.
     writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
     return secret;
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw cannot(e);
     // The winner may be between creating and writing it: a moment's patience, then a file cut short (a
     // crash while it was written) or edited by hand must not become a weak secret.
     let theirs = '';
-    for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++)
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    try {
+      for (let i = 0; i < 20 && (theirs = readFileSync(file, 'utf8').trim()).length < 32; i++)
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    } catch (e) {
+      throw cannot(e, 'read');
+    }
     if (theirs.length < 32)
       throw new ConfigError([
         `JWT_SECRET=: ${file} holds ${theirs.length} characters, fewer than 32; ` +

@@ -18,7 +18,7 @@ import type { ScryptParams } from './domain/auth/passwords.ts';
 import { promoteListedAdmins } from './domain/auth/admin-roles.ts';
 import { PasswordHashPool } from './workers/password-hash.pool.ts';
 import type { Database } from './store/database.ts';
-import { openConfiguredDatabase } from './open-database.ts';
+import { describeDataDirFailure, openConfiguredDatabase, StartupError } from './open-database.ts';
 import { isDatabaseUnavailable } from './store/dialect.ts';
 import { errors } from './domain/errors.ts';
 import { connectRedis, redisReady } from './store/redis.ts';
@@ -205,7 +205,10 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
       })
     : new FileMediaStore(config.dataDir);
   releases.add(() => media.close());
-  await media.init();
+  await media.init().catch((e: unknown) => {
+    const said = describeDataDirFailure(e, config.dataDir);
+    throw said ? new StartupError(said, { cause: e }) : e;
+  });
   if (media instanceof S3MediaStore) log.info({ store: media.description }, 'media on object storage');
   const mediaOrigin = config.mediaRedirect && media instanceof S3MediaStore ? await media.redirectOrigin() : null;
   const passwordHashes = new PasswordHashPool();
@@ -507,7 +510,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       console.error(`pixvote: ${e.message}`);
       process.exit(2);
     }
-    console.error('pixvote: failed to start:', (e as Error).message);
+    // One line for the operator, no stack: a StartupError names the variable to fix (DATABASE_URL, DATA_DIR) and why.
+    const text = e instanceof Error ? e.message : String(e);
+    console.error(`pixvote: failed to start: ${text.replace(/\s*\n\s*/g, ' ')}`);
     process.exit(1);
   }
 }

@@ -27,6 +27,64 @@ export function usageOf(command: string, options: Options, positionals = ''): st
   return `usage: ${command}${positionals ? ` ${positionals}` : ''} ${[...flags, '[--help]'].join(' ')}`;
 }
 
+/** What `--help` says beyond the usage line: what the command does, and each option's meaning. */
+export interface Help {
+  /** What the command does and prints: paragraphs (blank-line separated), reflowed to 110 columns. */
+  summary: string;
+  /** Each option's meaning, by name; its default is added from the option itself unless it says `(default …)`. */
+  options: Record<string, string>;
+  /** Paragraphs after the options: examples, exit statuses. */
+  footer?: string;
+}
+
+/**
+ * The usage line, then the summary and one entry per option (`--name VALUE  meaning (default d)`), as the pixvote
+ * commands print their help.
+ */
+export function helpOf(command: string, options: Options, help: Help, positionals = ''): string {
+  const all: Options = { ...options, help: { type: 'boolean', short: 'h' } };
+  const meanings: Record<string, string> = { ...help.options, help: 'this help' };
+  const flag = (name: string) => {
+    const o = all[name]!;
+    const value = o.type === 'string' ? ` ${name.toUpperCase().replace(/-/g, '_')}` : '';
+    return `${o.short ? `-${o.short}, ` : ''}--${name}${value}`;
+  };
+  const width = Math.max(...Object.keys(all).map((n) => flag(n).length)) + 2;
+  const entries = Object.entries(all).map(([name, o]) => {
+    const meaning = meanings[name];
+    if (!meaning) throw new Error(`${command}: no help for --${name}`);
+    const dflt =
+      o.default !== undefined && o.type === 'string' && !meaning.includes('(default')
+        ? ` (default ${String(o.default)})`
+        : '';
+    return `  ${flag(name).padEnd(width)}${meaning}${dflt}`;
+  });
+  // Paragraphs (split on blank lines) reflowed to 110 columns, indented by two.
+  const indent = (text: string) =>
+    text
+      .trim()
+      .split(/\n\s*\n/)
+      .map((paragraph) => {
+        const lines: string[] = [];
+        // Words: whitespace outside backticks splits them (a `quoted command` stays on one line).
+        for (const word of paragraph.trim().split(/\s+(?=(?:[^`]*`[^`]*`)*[^`]*$)/)) {
+          const last = lines.length - 1;
+          if (last >= 0 && lines[last]!.length + 1 + word.length <= 108) lines[last] += ` ${word}`;
+          else lines.push(word);
+        }
+        return lines.map((l) => `  ${l}`).join('\n');
+      })
+      .join('\n\n');
+  return [
+    usageOf(command, options, positionals),
+    '',
+    indent(help.summary),
+    '',
+    ...entries,
+    ...(help.footer ? ['', indent(help.footer)] : []),
+  ].join('\n');
+}
+
 /**
  * parseArgs for a script: `--help`/`-h` prints the usage and exits 0; an unknown or malformed flag prints one
  * line naming it and exits 2 (instead of parseArgs' stack trace).
@@ -34,9 +92,11 @@ export function usageOf(command: string, options: Options, positionals = ''): st
 export function parseCommandLine<O extends Options>(
   command: string,
   options: O,
-  opts: { positionals?: string; args?: string[] } = {},
+  opts: { positionals?: string; args?: string[]; help?: Help } = {},
 ): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
-  const usage = usageOf(command, options, opts.positionals);
+  const usage = opts.help
+    ? helpOf(command, options, opts.help, opts.positionals)
+    : usageOf(command, options, opts.positionals);
   try {
     const r = parseArgs({
       args: opts.args ?? process.argv.slice(2),
@@ -64,9 +124,16 @@ export async function runAlone<O extends Options>(
   options: O,
   bench: (rec: Recorder, values: Record<string, string | boolean | undefined>) => Promise<void>,
   script = `bench:${name}`,
+  help?: Help,
 ): Promise<void> {
   const command = `npm run ${script} --`;
-  const { values } = parseCommandLine(command, { ...options, markdown: { type: 'boolean' } });
+  const { values } = parseCommandLine(
+    command,
+    { ...options, markdown: { type: 'boolean' } },
+    help
+      ? { help: { ...help, options: { markdown: 'also print the results as a Markdown table', ...help.options } } }
+      : {},
+  );
   const rec = new Recorder(name);
   try {
     await bench(rec, values);

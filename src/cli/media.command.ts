@@ -12,11 +12,12 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CliError, parseCommandArgs } from './cli-config.store.ts';
 import { databaseOf } from './admin.command.ts';
+import { resolveDataDir } from '../data-dir.ts';
 
 export const MEDIA_USAGE = `usage: pixvote media migrate --to s3|disk [--batch N]
 
@@ -62,7 +63,7 @@ export async function runMedia(
   const { openDatabase } = await import('../store/database.ts');
   const { FileMediaStore, VARIANTS } = await import('../store/media-store.ts');
   const { S3MediaStore } = await import('../store/s3-media-store.ts');
-  const dataDir = resolve(env.DATA_DIR || './data');
+  const dataDir = resolveDataDir(env.DATA_DIR);
   const disk = new FileMediaStore(dataDir);
   const s3 = new S3MediaStore(dataDir, mediaStoreOf(env.MEDIA_STORE, env));
   try {
@@ -74,7 +75,7 @@ export async function runMedia(
   const where = databaseOf(env);
   const db = await openDatabase({ ...where, poolSize: 2 }).catch((e: Error) => {
     s3.client.destroy();
-    throw new CliError(`cannot open the database: ${e.message}`, 1);
+    throw new CliError(`cannot open the database ${where.label}: ${e.message}`, 1);
   });
   const cursorFile = join(dataDir, `media-migrate-${to}.json`);
   let cursor: Cursor | null = await readFile(cursorFile, 'utf8')

@@ -109,7 +109,7 @@ const UNAVAILABLE_CODES = new Set([
   '53300',
 ]);
 const UNAVAILABLE_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|terminating connection|the database system is (starting up|shutting down)|Connection refused/i;
+  /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|not queryable|terminating connection|the database system is (starting up|shutting down)|Connection refused/i;
 
 /**
  * True when `e` says the database cannot be reached (refused, dropped, timed out, shutting down) rather

@@ -18,6 +18,8 @@ export interface CliOptions {
   home: string;
   stdin?: string;
   env?: Record<string, string>;
+  /** The directory it runs in (default: this process's). */
+  cwd?: string;
   /** Called with each chunk of stdout as it arrives, and the process (to signal it). */
   onStdout?: (chunk: string, child: ChildProcess) => void;
 }
@@ -26,7 +28,11 @@ export function pixvote(args: string[], opts: CliOptions): Promise<CliRun> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('PIXVOTE_')) env[k] = v;
   Object.assign(env, { HOME: opts.home, XDG_CONFIG_HOME: opts.home, NO_COLOR: '1' }, opts.env);
-  const child = spawn(process.execPath, [PIXVOTE_BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [PIXVOTE_BIN, ...args], {
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => {

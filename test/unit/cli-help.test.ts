@@ -105,3 +105,35 @@ test(
     assert.match(tune.stdout, /^usage: npm run tune-workers -- \[--max MAX \(default \d+\)\] .*\[--help\]$/m);
   },
 );
+
+test('tune-workers --help explains what it does and every option with its meaning and default', async () => {
+  const help = await script('bench/tune-workers.ts', ['--help']);
+  assert.equal(help.code, 0, help.stderr);
+  assert.equal(help.stderr, '');
+  assert.match(help.stdout, /Which WORKERS suits this machine/);
+  assert.match(help.stdout, /recommends the smallest count within 5 % of the best throughput/);
+  const entry = (flag: string) => help.stdout.split('\n').find((l) => l.trimStart().startsWith(flag)) ?? '';
+  // Each option on its own line: the flag, what it means, its default.
+  assert.match(entry('--max MAX'), /the largest WORKERS tried.*\(default 2 × cores: \d+\)$/);
+  assert.match(entry('--rounds ROUNDS'), /measured rounds.*\(default 3\)$/);
+  assert.match(entry('--clients CLIENTS'), /concurrent uploads to each server \(default 4 × cores: \d+\)$/);
+  assert.match(entry('--images IMAGES'), /images per round.*\(default 20\)$/);
+  assert.match(entry('--markdown'), /Markdown/);
+  assert.match(entry('-h, --help'), /this help/);
+  assert.match(help.stdout, /Exit 0: done; 1: .*; 2: a bad option/);
+
+  for (const args of [
+    ['--max', 'abc'],
+    ['--images', '2'],
+    ['--rounds', '0'],
+  ]) {
+    const bad = await script('bench/tune-workers.ts', args);
+    assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.stdout}${bad.stderr}`);
+    assert.ok(oneLine(bad.stderr), bad.stderr);
+    assert.match(
+      bad.stderr,
+      new RegExp(`^npm run tune-workers: ${args[0]} must be a whole number from \\d+ \\(got "${args[1]}"\\)`),
+    );
+    assert.equal(bad.stdout, '', 'nothing started');
+  }
+});

@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/data-dir.ts';
 import { spawnSync } from 'node:child_process';
-import { ConfigError, loadConfig } from '../../src/config.ts';
+import { ConfigError, isListenHost, loadConfig, maskPassword } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 
@@ -128,6 +129,61 @@ test('every bad variable is listed in one error', () => {
   );
 });
 
+test('HOST is checked with the rest: an IP address (v4 or v6) or a host name, else listed as bad', () => {
+  for (const host of [
+    '0.0.0.0',
+    '127.0.0.1',
+    '::',
+    '::1',
+    'fe80::1%eth0',
+    '::ffff:10.0.0.1',
+    'localhost',
+    'db-1.internal',
+    'example.org.',
+  ])
+    assert.ok(isListenHost(host), host);
+  for (const host of [
+    'not a host',
+    '[::1]',
+    '127.1',
+    '999.1.1.1',
+    '1.2.3.4.5',
+    '-lead.example',
+    'under_score',
+    'a..b',
+    'x'.repeat(64),
+    `${'a.'.repeat(127)}a`,
+    'http://localhost',
+  ])
+    assert.ok(!isListenHost(host), host);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HOST: '::1' }).host, '::1');
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HOST: 'localhost' }).host, 'localhost');
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), HOST: 'not a host', WORKERS: 'abc' }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      e.problems.length === 2 &&
+      e.problems.includes(
+        'HOST=not a host: expected an IP address (e.g. 0.0.0.0, 127.0.0.1, ::) or a host name (e.g. localhost)',
+      ) &&
+      e.problems.includes('WORKERS=abc: expected a positive integer'),
+  );
+});
+
+test('a bad DATABASE_URL or REDIS_URL is listed with its password masked', () => {
+  assert.equal(maskPassword('postgres://app:s3cret@db:5432/pixvote'), 'postgres://app:***@db:5432/pixvote');
+  assert.equal(maskPassword('postgres://db/pixvote'), 'postgres://db/pixvote');
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), DATABASE_URL: 'mysql://app:s3cret@db/x', REDIS_URL: 'http://:pw@r' }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      !e.message.includes('s3cret') &&
+      !e.message.includes(':pw@') &&
+      /DATABASE_URL=mysql:\/\/app:\*\*\*@db\/x: expected a postgres or postgresql URL/.test(e.message) &&
+      /REDIS_URL=http:\/\/:\*\*\*@r\/?: expected a redis or rediss URL/.test(e.message),
+  );
+});
+
 test('JWT_SECRET is generated once into DATA_DIR and reused; required in production', () => {
   const dir = dataDir();
   const a = loadConfig({ DATA_DIR: dir });
@@ -141,6 +197,20 @@ test('JWT_SECRET is generated once into DATA_DIR and reused; required in product
     loadConfig({ DATA_DIR: dir, NODE_ENV: 'production', JWT_SECRET: 's'.repeat(32) }).jwtSecret,
     's'.repeat(32),
   );
+});
+
+test('a relative DATA_DIR (the default ./data too) is taken from the checkout, not the current directory', () => {
+  const dir = dataDir();
+  const cwd = process.cwd();
+  process.chdir(tmpdir());
+  try {
+    assert.equal(loadConfig({ DATA_DIR: relative(PACKAGE_ROOT, dir) }).dataDir, dir);
+    assert.equal(loadConfig({ DATA_DIR: dir }).dataDir, dir);
+    // (a JWT_SECRET, so that nothing is written into the checkout's data/)
+    assert.equal(loadConfig({ JWT_SECRET: 's'.repeat(32) }).dataDir, join(PACKAGE_ROOT, 'data'));
+  } finally {
+    process.chdir(cwd);
+  }
 });
 
 test('durations and rates parse the documented forms', () => {

@@ -51,10 +51,16 @@ function hostOf(url) {
   }
 }
 
-/** A same-site path to go back to after signing in (never another origin). */
+/**
+ * A same-origin path to go back to after signing in, judged as the browser will read it: resolved by the URL
+ * parser itself (which drops tabs and newlines and reads a backslash as `/`, so `/<tab>/evil.example` is another host),
+ * and kept only when it stays on this origin.
+ */
 function nextPath() {
   const next = new URLSearchParams(location.search).get('next') ?? '/';
-  return next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/';
+  if (!next.startsWith('/')) return '/';
+  const url = new URL(next, location.origin);
+  return url.origin === location.origin ? url.pathname + url.search + url.hash : '/';
 }
 
 function signinLink(text) {

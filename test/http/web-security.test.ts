@@ -224,3 +224,36 @@ test('a page on another origin cannot vote, upload, delete or create a token wit
     'no token',
   );
 });
+
+test(
+  'signing in goes back only to a path of this origin, as the browser parses `next` (no open redirect)',
+  opts,
+  async () => {
+    const user = await registerUser(app.api);
+    const host = new URL(app.url).host;
+    // As an attacker writes them (the query string's own encoding). The URL parser drops tab, LF and CR and reads
+    // a backslash as a slash: each of the first six is another host.
+    const cases: Array<[string, string]> = [
+      ['/%09/evil.example/phish', '/'],
+      ['/%0a/evil.example/phish', '/'],
+      ['/%0d/evil.example/phish', '/'],
+      ['/%5C/evil.example/phish', '/'],
+      ['//evil.example/phish', '/'],
+      ['https://evil.example/phish', '/'],
+      [`/%09/${host}/new`, '/new'], // read as //<this host>/new: this origin, so it is kept
+      [encodeURIComponent('/new?tab=1#top'), '/new?tab=1#top'],
+    ];
+    const context = await browser.newContext();
+    const w = await watchedPage(context, app.url);
+    for (const [next, landing] of cases) {
+      await context.clearCookies();
+      await openPage(w.page, `${app.url}/signin?next=${next}`);
+      await w.page.fill('#login', user.username);
+      await w.page.fill('#password', user.password);
+      await Promise.all([w.page.waitForURL(`${app.url}${landing}`), w.page.press('#password', 'Enter')]);
+      assert.equal(new URL(w.page.url()).host, host, `next=${next}`);
+    }
+    assert.deepEqual(w.take(), [], 'no request left this origin');
+    await context.close();
+  },
+);

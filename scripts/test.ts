@@ -13,16 +13,33 @@
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass into a failure.
  */
 import { spawnSync } from 'node:child_process';
-import { globSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { globSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
 import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
 import { s3Unreachable, TEST_S3_ENDPOINT } from '../test/support/s3.ts';
+import { keysWithoutExpiry } from '../test/support/redis.ts';
 
 const args = process.argv.slice(2);
 const dbArg = args.find((a) => a.startsWith('--db='))?.slice(5);
 const files = args.filter((a) => !a.startsWith('--'));
 const required = process.env.PIXVOTE_REQUIRE_SERVICES === '1';
 const lint = !files.length && !args.includes('--no-lint') && process.env.PIXVOTE_SKIP_LINT !== '1';
+
+// What a run leaves behind is checked after it (see the end): every Redis key a test writes is under
+// pvtest:<run>: (test/support/redis.ts), and every temp file under a directory of the run's own (TMPDIR, which
+// os.tmpdir() and mkdtemp in the tests and the processes they start follow).
+const runId = randomBytes(4).toString('hex');
+const runTmp = mkdtempSync(join(tmpdir(), 'pixvote-test-run-'));
+const runEnv = {
+  PIXVOTE_TEST_RUN: runId,
+  TMPDIR: runTmp,
+  // Every process the run starts (test files, servers, the CLI) compiles the same modules: cached once.
+  NODE_COMPILE_CACHE:
+    process.env.NODE_COMPILE_CACHE ?? join(import.meta.dirname, '../node_modules/.cache/node-compile'),
+};
 
 function run(label: string, patterns: string[], env: Record<string, string>): boolean {
   const selected = files.length
@@ -40,11 +57,11 @@ function run(label: string, patterns: string[], env: Record<string, string>): bo
       '--experimental-async-context-frame',
       '--test',
       '--test-reporter=spec',
-      '--test-concurrency=2',
+      `--test-concurrency=${concurrency}`,
       '--test-timeout=300000',
       ...selected,
     ],
-    { stdio: 'inherit', env: { ...process.env, ...env } },
+    { stdio: 'inherit', env: { ...process.env, ...runEnv, ...env } },
   );
   return r.status === 0;
 }
@@ -63,8 +80,13 @@ if (unknown.length) {
   process.exit(2);
 }
 
+// Test files run side by side: many of them wait (for a lease, a restart backoff, a browser, a child process)
+// rather than compute, so more files than cores keep the cores busy. PIXVOTE_TEST_CONCURRENCY overrides.
+const concurrency = Number(process.env.PIXVOTE_TEST_CONCURRENCY ?? 2);
+
 const results: string[] = [];
 let ok = true;
+let redisChecked = false;
 
 if (lint) {
   // The same steps as `npm run lint`, each run even when one before it failed, so one run shows every finding.
@@ -92,13 +114,42 @@ if (dbArg !== 'sqlite') {
     const passed = run('PostgreSQL + Redis', DB_FACING, { PIXVOTE_TEST_DB: 'postgres' });
     results.push(`PostgreSQL + Redis pass: ${passed ? 'passed' : 'FAILED'}`);
     ok &&= passed;
+    redisChecked = true;
   }
 }
 
 // The object-storage tests (test/http/object-storage*.test.ts, media-migrate) need the S3 server of
 // scripts/s3-server.sh; without it they skip (they fail under PIXVOTE_REQUIRE_SERVICES=1, as in CI).
 const s3Why = await s3Unreachable();
-results.push(`object storage: ${s3Why ? `tests SKIPPED — ${s3Why}` : `S3 server at ${TEST_S3_ENDPOINT}`}`);
+const s3Outcome = required ? 'FAILED' : 'SKIPPED';
+results.push(`object storage: ${s3Why ? `tests ${s3Outcome} — ${s3Why}` : `S3 server at ${TEST_S3_ENDPOINT}`}`);
+if (s3Why && required) ok = false;
+
+// Nothing may outlive the run: a Redis key with no expiry (a test must delete its keys: dropRedisKeys) ...
+if (redisChecked) {
+  const forever = await keysWithoutExpiry(runId);
+  if (forever.length) {
+    ok = false;
+    results.push(
+      `Redis keys: FAILED — the run left ${forever.length} without expiry: ${forever.slice(0, 10).join(', ')}` +
+        `${forever.length > 10 ? ', …' : ''} (a test must delete its keys; see test/support/redis.ts)`,
+    );
+  } else {
+    results.push('Redis keys: none left without expiry');
+  }
+}
+// ... nor a temp file (a test removes what it creates, also when it fails).
+const leftovers = readdirSync(runTmp);
+if (leftovers.length) {
+  ok = false;
+  results.push(
+    `temp files: FAILED — the run left ${leftovers.length} in its TMPDIR: ${leftovers.slice(0, 10).join(', ')}` +
+      `${leftovers.length > 10 ? ', …' : ''}`,
+  );
+} else {
+  results.push('temp files: none left');
+}
+rmSync(runTmp, { recursive: true, force: true });
 
 console.log('\n=== summary');
 for (const r of results) console.log(`- ${r}`);

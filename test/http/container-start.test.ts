@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { spawnServer } from '../support/process.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 import { dockerfile, envOf, execForm, ROOT, startArgv } from '../support/start-command.ts';
 
 const instructions = dockerfile();
@@ -33,14 +34,13 @@ test("the Dockerfile's CMD (npm start's node command line) serves /healthz; the 
 
   const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-container-'));
   const database = onPostgres ? await createTestDatabase() : null;
+  const redisPrefix = testRedisPrefix();
   const env: Record<string, string> = {
     ...envOf(instructions, runtime), // NODE_ENV=production, MALLOC_ARENA_MAX=2, …
     DATA_DIR: dataDir,
     PORT: '0',
     JWT_SECRET: 'container-start-test-secret-0123456789abcdef',
-    ...(database
-      ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${process.pid}:${Date.now()}:` }
-      : {}),
+    ...(database ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redisPrefix } : {}),
   };
   assert.equal(env.NODE_ENV, 'production');
   const server = await spawnServer(env, { argv: cmd });
@@ -61,7 +61,9 @@ test("the Dockerfile's CMD (npm start's node command line) serves /healthz; the 
     assert.equal(probe(healthcheck, port), 1, 'HEALTHCHECK fails once nothing serves');
   } finally {
     server.kill('SIGKILL');
+    await server.exited;
     await database?.drop();
+    if (database) await dropRedisKeys(redisPrefix);
     await rm(dataDir, { recursive: true, force: true });
   }
 });

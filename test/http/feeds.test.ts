@@ -6,6 +6,7 @@ import { registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { testRedisPrefix } from '../support/redis.ts';
 import { wilsonLowerBound } from '../../src/domain/ranking.ts';
 
 let app: TestApp;
@@ -149,7 +150,7 @@ describe('server-side cache invalidation', () => {
     'with Redis, a write through one process shows on the next read through another',
     { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' },
     async () => {
-      const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+      const prefix = testRedisPrefix();
       const a = await startApp({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
       const b = await startApp(
         { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },

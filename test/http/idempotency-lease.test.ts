@@ -9,13 +9,13 @@ import { createServer, type ServerResponse } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnServer, type ServerProcess } from '../support/process.ts';
 import { registerUser } from '../support/users.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 import type { Client } from '../support/http.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import { IDEMPOTENCY_LEASE_MS } from '../../src/domain/idempotency.ts';
@@ -78,7 +78,7 @@ async function scenario(seed: number, fn: (t: Scenario) => Promise<void>) {
       ? {
           DATABASE_URL: database.url,
           REDIS_URL: TEST_REDIS_URL,
-          REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+          REDIS_PREFIX: testRedisPrefix(),
         }
       : {}),
   };
@@ -107,6 +107,7 @@ async function scenario(seed: number, fn: (t: Scenario) => Promise<void>) {
     await last?.exited;
     images.close();
     await database?.drop();
+    if (env.REDIS_PREFIX) await dropRedisKeys(env.REDIS_PREFIX);
     await rm(dataDir, { recursive: true, force: true });
   }
 }

@@ -15,6 +15,7 @@ import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 import { setAdmin } from '../../src/domain/auth/admin-roles.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import { UserRepository } from '../../src/store/repositories/user.repository.ts';
@@ -33,7 +34,7 @@ before(async () => {
     DATA_DIR: dataDir,
     DATABASE_URL: database.url,
     REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+    REDIS_PREFIX: testRedisPrefix(),
     WORKERS: '1',
     HUMAN_POLICY: 'off',
     NEAR_DUPLICATE_DISTANCE: '-1',
@@ -48,6 +49,7 @@ before(async () => {
     for (const s of servers) s.kill('SIGTERM');
     await Promise.all(servers.map((s) => s.exited));
     await database.drop();
+    await dropRedisKeys(env.REDIS_PREFIX);
     await rm(dataDir, { recursive: true, force: true });
   };
   // The moderator: made admin as an operator does (`pixvote admin grant`), on the shared database.

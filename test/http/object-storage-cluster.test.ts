@@ -17,6 +17,7 @@ import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
 
 const skip =
@@ -45,7 +46,7 @@ before(async () => {
     ...bucket.env(undefined, 'media'),
     DATABASE_URL: database.url,
     REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+    REDIS_PREFIX: testRedisPrefix(),
     // Machines with no directory in common share the secret by configuration, not through DATA_DIR.
     JWT_SECRET: randomBytes(32).toString('hex'),
     WORKERS: '1',
@@ -61,6 +62,7 @@ after(async () => {
   for (const s of running) s.kill('SIGKILL');
   await Promise.all(running.map((s) => s.exited));
   await database.drop();
+  await dropRedisKeys(env.REDIS_PREFIX!);
   await bucket.drop();
   for (const d of dataDirs) await rm(d, { recursive: true, force: true });
 });

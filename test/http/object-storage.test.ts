@@ -17,6 +17,7 @@ import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
 import { onPostgres } from '../support/env.ts';
+import { testRedisPrefix } from '../support/redis.ts';
 import { loadConfig } from '../../src/config.ts';
 import { compose } from '../../src/main.ts';
 import { S3MediaStore } from '../../src/store/s3-media-store.ts';
@@ -202,7 +203,7 @@ describe('media on object storage', { skip }, () => {
       const shared = {
         ...bucket.env(undefined, 'media'),
         MEDIA_SWEEP_GRACE: '0s',
-        REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+        REDIS_PREFIX: testRedisPrefix(),
       };
       const db = { databaseUrl: app.config.databaseUrl! };
       const orphan = async (n: number) => {
@@ -233,11 +234,13 @@ describe('media on object storage', { skip }, () => {
     },
   );
 
-  test('start-up fails with one clear line on a missing bucket or refused credentials', async () => {
+  test('start-up fails with one clear line on a missing bucket or refused credentials', async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pv-s3-x-'));
+    t.after(() => rm(dataDir, { recursive: true, force: true }));
     const missing = loadConfig({
       ...bucket.env(),
       MEDIA_STORE: 's3://pvtest-no-such-bucket',
-      DATA_DIR: '/tmp/pv-s3-x',
+      DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
     });
     await assert.rejects(
@@ -247,7 +250,7 @@ describe('media on object storage', { skip }, () => {
     const denied = loadConfig({
       ...bucket.env(),
       AWS_SECRET_ACCESS_KEY: 'wrong',
-      DATA_DIR: '/tmp/pv-s3-x',
+      DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
     });
     await assert.rejects(compose(denied), /access to bucket .* is denied/);

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { startApp } from '../support/app.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { testRedisPrefix } from '../support/redis.ts';
 import type { Reply } from '../support/http.ts';
 
 function assertLimitHeaders(r: Reply, limit: number) {
@@ -169,7 +169,7 @@ test(
   'with REDIS_URL, processes sharing one Redis share one budget',
   { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' },
   async () => {
-    const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+    const prefix = testRedisPrefix();
     const a = await startApp({ RATE_LIMIT_AUTH: '2/15m', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
     const b = await startApp({ RATE_LIMIT_AUTH: '2/15m', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix });
     try {

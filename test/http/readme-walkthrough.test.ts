@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { spawnServer } from '../support/process.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { ROOT } from '../support/start-command.ts';
 
@@ -58,13 +59,12 @@ test('the README walkthrough runs as written against a fresh server with the def
   await writeFile(join(work, 'shots', 'more', 'two.png'), await pngImage(640, 480, 4444));
 
   const database = onPostgres ? await createTestDatabase() : null;
+  const redisPrefix = testRedisPrefix();
   const server = await spawnServer({
     DATA_DIR: join(work, 'data'),
     // The one non-default: the walkthrough's image_url is the server's own copy of the cat (a loopback address).
     FETCH_ALLOW_PRIVATE: 'true',
-    ...(database
-      ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${process.pid}:${Date.now()}:` }
-      : {}),
+    ...(database ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redisPrefix } : {}),
   });
   try {
     const run = await runInOneShell(blocks, work, {
@@ -111,6 +111,7 @@ test('the README walkthrough runs as written against a fresh server with the def
     server.kill('SIGTERM');
     await server.exited;
     await database?.drop();
+    if (database) await dropRedisKeys(redisPrefix);
     await rm(work, { recursive: true, force: true });
   }
 });

@@ -3,13 +3,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { spawnServer, type ServerProcess } from '../support/process.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 
 const skip =
   !onPostgres && 'several gateways share state through PostgreSQL + Redis (runs in the PostgreSQL + Redis pass)';
@@ -24,7 +24,7 @@ before(async () => {
     DATA_DIR: dataDir,
     DATABASE_URL: database.url,
     REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:`,
+    REDIS_PREFIX: testRedisPrefix(),
     WORKERS: '1',
     HUMAN_POLICY: 'off',
     RATE_LIMIT_AUTH: '1000/15m',
@@ -37,6 +37,7 @@ before(async () => {
     for (const s of servers) s.kill('SIGTERM');
     await Promise.all(servers.map((s) => s.exited));
     await database.drop();
+    await dropRedisKeys(env.REDIS_PREFIX);
     await rm(dataDir, { recursive: true, force: true });
   };
 });

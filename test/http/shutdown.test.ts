@@ -13,10 +13,12 @@ import { diskStateOf, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 
 async function serverEnv() {
   const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-proc-'));
   const database = onPostgres ? await createTestDatabase() : null;
+  const redisPrefix = testRedisPrefix();
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     WORKERS: '1',
@@ -24,15 +26,14 @@ async function serverEnv() {
     HUMAN_POLICY: 'off',
     RATE_LIMIT_AUTH: '1000/15m',
     RATE_LIMIT_UPLOAD: '1000/1h',
-    ...(database
-      ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${process.pid}:${Date.now()}:` }
-      : {}),
+    ...(database ? { DATABASE_URL: database.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: redisPrefix } : {}),
   };
   return {
     env,
     dataDir,
     async cleanup() {
       await database?.drop();
+      if (database) await dropRedisKeys(redisPrefix);
       await rm(dataDir, { recursive: true, force: true });
     },
   };

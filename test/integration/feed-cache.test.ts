@@ -10,6 +10,7 @@ import { redisFeedCache as cacheOver, type RedisFeedCache } from '../../src/stor
 const redisFeedCache = (redis: Redis, prefix: string, opts: { subscriber?: Redis } = {}) =>
   cacheOver(redis, prefix, new RedisGenerations(redis, prefix, opts));
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { testRedisPrefix } from '../support/redis.ts';
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(JSON.stringify({ text })) });
 const skip = !onPostgres && 'needs Redis (PostgreSQL + Redis pass)';
@@ -29,7 +30,7 @@ async function until(what: string, ok: () => boolean): Promise<void> {
 async function twoProcesses(
   run: (a: RedisFeedCache, b: RedisFeedCache, ctx: { prefix: string; ra: Redis; rb: Redis }) => Promise<void>,
 ): Promise<void> {
-  const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+  const prefix = testRedisPrefix();
   const [ra, rb] = await Promise.all([connected(), connected()]);
   const a = redisFeedCache(ra, prefix);
   const b = redisFeedCache(rb, prefix);
@@ -100,7 +101,7 @@ test(
   'Redis feed cache: a process whose subscription drops asks Redis on every read until it is back',
   { skip },
   async () => {
-    const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+    const prefix = testRedisPrefix();
     const [ra, rb] = await Promise.all([connected(), connected()]);
     const name = `pvtest-sub-${randomBytes(4).toString('hex')}`;
     const sub = new Redis(TEST_REDIS_URL, {

@@ -1,15 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { createLimiter, exactMargin, type LimitDecision } from '../../src/store/rate-limiter.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
+import { testRedisPrefix } from '../support/redis.ts';
 
 const skip = !onPostgres && 'needs Redis (PostgreSQL + Redis pass)';
 
 async function withRedis(run: (ctx: { a: Redis; b: Redis; prefix: string }) => Promise<void>): Promise<void> {
-  const prefix = `pvtest:${randomBytes(4).toString('hex')}:`;
+  const prefix = testRedisPrefix();
   const [a, b] = [new Redis(TEST_REDIS_URL), new Redis(TEST_REDIS_URL)];
   try {
     await Promise.all([a, b].filter((r) => r.status !== 'ready').map((r) => once(r, 'ready')));

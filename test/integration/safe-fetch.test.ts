@@ -3,7 +3,7 @@ import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
@@ -587,8 +587,8 @@ describe('fetchImage: compressed bodies', () => {
 describe('fetchImage: https', () => {
   let cert: { key: Buffer; cert: Buffer } | null = null;
   before(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'safe-fetch-'));
     try {
-      const dir = mkdtempSync(join(tmpdir(), 'safe-fetch-'));
       execFileSync(
         'openssl',
         [
@@ -611,6 +611,8 @@ describe('fetchImage: https', () => {
       cert = { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
     } catch {
       cert = null;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -7,12 +7,12 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { compose, type Composed } from '../../src/main.ts';
 import { createHttpServer, type HttpServerOptions } from '../../src/server.ts';
 import { createTestDatabase } from './pg.ts';
 import { TEST_REDIS_URL, onPostgres } from './env.ts';
+import { dropRedisKeys, testRedisPrefix } from './redis.ts';
 import { client, type Client } from './http.ts';
 
 export interface TestApp {
@@ -50,7 +50,7 @@ export async function startApp(
     RATE_LIMIT_UPLOAD: '1000/1h',
     RATE_LIMIT_VOTE: '100000/1h',
     ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : database ? { DATABASE_URL: database.url } : {}),
-    ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: `pvtest:${randomBytes(4).toString('hex')}:` } : {}),
+    ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() } : {}),
     ...env,
   });
   // `log`: a test that reads the log lines passes its own logger.
@@ -74,6 +74,9 @@ export async function startApp(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await composed.close();
       await database?.drop();
+      // The app keeps some keys for good (the feed generation): a test's keys go with it.
+      const { redisUrl, redisPrefix } = config;
+      if (redisUrl && redisPrefix.startsWith('pvtest:')) await dropRedisKeys(redisPrefix, redisUrl);
       if (!opts.sharedDataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };

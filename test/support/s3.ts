@@ -51,7 +51,10 @@ export async function s3Unreachable(): Promise<string | null> {
     });
     return null;
   } catch (e) {
-    return `no S3 server at ${TEST_S3_ENDPOINT} (${(e as Error).message}); start one with scripts/s3-server.sh start`;
+    return (
+      `needs the S3 test server, and none answers at ${TEST_S3_ENDPOINT} (${(e as Error).message}); ` +
+      'start it with `bash scripts/s3-server.sh start` (PIXVOTE_REQUIRE_SERVICES=1 turns this skip into a failure)'
+    );
   } finally {
     client.destroy();
   }
@@ -63,7 +66,7 @@ export async function s3Unreachable(): Promise<string | null> {
  */
 export async function s3Skip(): Promise<string | false> {
   const why = await s3Unreachable();
-  if (why && process.env.PIXVOTE_REQUIRE_SERVICES === '1') throw new Error(why);
+  if (why && process.env.PIXVOTE_REQUIRE_SERVICES === '1') throw new Error(`PIXVOTE_REQUIRE_SERVICES=1: ${why}`);
   return why ?? false;
 }
 

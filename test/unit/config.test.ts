@@ -1,6 +1,6 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/data-dir.ts';
@@ -9,7 +9,15 @@ import { ConfigError, isListenHost, loadConfig, maskPassword } from '../../src/c
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 
-const dataDir = () => mkdtempSync(join(tmpdir(), 'pixvote-cfg-'));
+const made: string[] = [];
+const dataDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pixvote-cfg-'));
+  made.push(dir);
+  return dir;
+};
+after(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 
 test('WORKERS defaults to the cores each of the PROCESSES gateways has: they share the machine', () => {
   const cores = availableParallelism();

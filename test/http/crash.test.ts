@@ -36,6 +36,17 @@ function trickle(url: string, token: string, jpeg: Buffer): void {
   req.write(jpeg.subarray(0, Math.floor(jpeg.length / 2)));
 }
 
+/** Resolves once `cond` holds: what the test waits for happened (the test's own timeout bounds the wait). */
+async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await cond())) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** How many images the server's pipeline has decoded so far (its /metrics). */
+async function decoded(s: ServerProcess): Promise<number> {
+  const text = (await s.api.get('/metrics')).text;
+  return Number(/^pixvote_pipeline_stage_duration_seconds_count\{stage="decode"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
 async function consistency(dataDir: string, databaseUrl: string | null, accepted: string[]) {
   const db = await openDatabase({ databaseUrl, sqlitePath: join(dataDir, 'app.db') });
   try {
@@ -98,7 +109,8 @@ test(
 
       // 1. While uploads stream in: bodies half sent.
       for (const img of images.slice(0, 3)) trickle(s.url, user.token, img);
-      await new Promise((r) => setTimeout(r, 300));
+      // Killed once the server is writing all three bodies to its temp files.
+      await until(async () => (await diskStateOf(dataDir)).tmp.length >= 3);
       await crash();
       s = await restart();
       await consistency(dataDir, database?.url ?? null, accepted);
@@ -112,7 +124,8 @@ test(
           () => {},
         );
       const inPipeline = images.map((img) => track(uploadImage(s.api, user.token, img)));
-      await new Promise((r) => setTimeout(r, 900));
+      // Killed once the first image is through its decode: the thread is busy and the others wait behind it.
+      await until(async () => (await decoded(s)) >= 1);
       await crash();
       await Promise.all(inPipeline);
       s = await restart();
@@ -146,8 +159,7 @@ test(
       const lanes = Array.from({ length: 8 }, lane);
       // Kill it while commits are flowing: once a few have been accepted (however slow the machine),
       // not at a fixed time.
-      for (let i = 0; i < 300 && accepted.length < before + 4; i++) await new Promise((r) => setTimeout(r, 100));
-      await new Promise((r) => setTimeout(r, 150));
+      await until(() => accepted.length >= before + 4);
       await crash();
       running = false;
       await Promise.all(lanes);

@@ -14,6 +14,11 @@ const sample = (text: string, name: string, label: string) =>
       .at(-1) ?? 0,
   );
 
+/** Resolves once `cond` holds (the test's own timeout bounds the wait). */
+async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await cond())) await new Promise((r) => setTimeout(r, 20));
+}
+
 test('an upload whose client goes away is dropped before it is decoded, and leaves nothing behind', async () => {
   const app = await startApp({ WORKERS: '1', WORKER_QUEUE: '10' });
   try {
@@ -26,8 +31,16 @@ test('an upload whose client goes away is dropped before it is decoded, and leav
     );
     // Five uploads keep the only worker busy for a while; three more queue behind them and are abandoned
     // by their clients while they wait.
+    // How many uploads have reached the one thread's pool: those done, those waiting, and the one running
+    // (what the pool completed before, its start-up probe, not counted).
+    const before = app.composed.pool.stats().completed;
+    const arrived = () => {
+      const { completed, queueSize } = app.composed.pool.stats();
+      return completed - before + queueSize + (queueSize > 0 ? 1 : 0);
+    };
     const first = Promise.all(busy.map((bytes) => uploadImage(app.api, u.token, bytes)));
-    await new Promise((r) => setTimeout(r, 200));
+    await until(() => arrived() >= busy.length);
+    const abandon: Array<() => void> = [];
     const aborted = queued.map(async (bytes) => {
       const controller = new AbortController();
       const form = new FormData();
@@ -39,19 +52,19 @@ test('an upload whose client goes away is dropped before it is decoded, and leav
         headers: { authorization: `Bearer ${u.token}` },
         signal: controller.signal,
       });
-      // Long enough for the body to arrive and the task to be queued, well before the first one finishes.
-      setTimeout(() => controller.abort(), 150);
+      abandon.push(() => controller.abort());
       await sent.catch(() => {});
     });
+    // Abandoned once their tasks wait in the queue (their bodies arrived), behind the busy ones.
+    await until(() => arrived() >= busy.length + queued.length);
+    for (const abort of abandon) abort();
     await Promise.all(aborted);
     assert.deepEqual(
       (await first).map((r) => r.status),
       [201, 201, 201, 201, 201],
     );
-    // Let the pool drain the cancelled tasks.
-    for (let i = 0; i < 50 && app.composed.pool.stats().queueSize > 0; i++)
-      await new Promise((r) => setTimeout(r, 100));
-    await new Promise((r) => setTimeout(r, 300));
+    // The pool drains the cancelled tasks: each is taken by the thread, which sees it cancelled and drops it.
+    await until(() => app.composed.pool.stats().completed - before >= busy.length + queued.length);
     const metrics = await currentMetrics(app);
     assert.equal(
       sample(metrics, 'pixvote_pipeline_stage_duration_seconds_count', 'stage="decode"'),

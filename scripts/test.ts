@@ -10,7 +10,10 @@
  *
  * A run of the whole suite starts with the lint (ESLint, the layer rules, the format check) and fails on any
  * finding; a run of named files skips it, to stay quick.
- * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass into a failure.
+ * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
+ * PIXVOTE_TEST_CONCURRENCY: test files run side by side (default 3).
+ * After the run, the summary fails on any Redis key of the run left without expiry and any temp file left in the
+ * run's TMPDIR.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -83,7 +86,7 @@ if (unknown.length) {
 
 // Test files run side by side: many of them wait (for a lease, a restart backoff, a browser, a child process)
 // rather than compute, so more files than cores keep the cores busy. PIXVOTE_TEST_CONCURRENCY overrides.
-const concurrency = Number(process.env.PIXVOTE_TEST_CONCURRENCY ?? 2);
+const concurrency = Number(process.env.PIXVOTE_TEST_CONCURRENCY ?? 3);
 
 const results: string[] = [];
 let ok = true;

@@ -22,7 +22,15 @@ async function withRedis(run: (ctx: { a: Redis; b: Redis; prefix: string }) => P
   }
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 50));
+/**
+ * Waits until Redis holds at least `n` for `key`: the batch a limiter sends on its own (after FLUSH_MS) has
+ * arrived. Waiting for the count, not for a fixed time: a loaded machine only makes it slower.
+ */
+async function counted(redis: Redis, key: string, n: number): Promise<number> {
+  let v: number;
+  while ((v = Number(await redis.get(key))) < n) await new Promise((r) => setTimeout(r, 10));
+  return v;
+}
 
 test(
   'shared limit far from its end: requests answered without waiting for Redis, their count reaches Redis in batches',
@@ -43,11 +51,9 @@ test(
         decisions.every((d) => d.allowed && d.limit === 100_000 && d.resetSeconds >= 59 && d.resetSeconds <= 60),
       );
       assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), before, 'not yet sent: admitted here');
-      await settle();
-      assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), 11, 'every admitted request counted in Redis');
+      assert.equal(await counted(a, `${prefix}rl:general:ip`, 11), 11, 'every admitted request counted in Redis');
       for (let i = 0; i < 100; i++) await limiter.consume('ip');
-      await settle();
-      assert.equal(Number(await a.get(`${prefix}rl:general:ip`)), 111);
+      assert.equal(await counted(a, `${prefix}rl:general:ip`, 111), 111);
     }),
 );
 
@@ -71,8 +77,7 @@ test('shared limit: two processes hammering one key admit exactly the limit, nev
     }
     assert.equal(allowed, points);
     assert.equal(refused, 800 - points);
-    await settle();
-    assert.ok(Number(await a.get(`${prefix}rl:general:1.2.3.4`)) >= points);
+    assert.ok((await counted(a, `${prefix}rl:general:1.2.3.4`, points)) >= points);
     // Refused everywhere until the window ends, with the time left.
     const late = await processes[1]!.consume('1.2.3.4');
     assert.equal(late.allowed, false);
@@ -94,7 +99,7 @@ test('shared limit: near the end every request is counted in Redis first', { ski
     ];
     // Another process spent all but the margin: this one learns it on its next exact request.
     for (let i = 0; i < points - margin; i++) await q.consume('user');
-    await settle();
+    await counted(a, `${prefix}rl:vote:user`, points - margin);
     const d = await p.consume('user');
     assert.equal(d.remaining, margin - 1);
     for (let i = 1; i < margin; i++) {
@@ -116,7 +121,7 @@ test('shared limit: a window that ends starts a fresh budget', { skip }, () =>
     const d = await limiter.consume('k');
     assert.equal(d.allowed, true);
     assert.equal(d.remaining, 999);
-    await settle();
-    assert.equal(Number(await a.get(`${prefix}rl:general:k`)), 1, 'nothing of the old window leaked into the new one');
+    const key = `${prefix}rl:general:k`;
+    assert.equal(await counted(a, key, 1), 1, 'nothing of the old window leaked into the new one');
   }),
 );

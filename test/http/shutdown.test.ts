@@ -68,11 +68,7 @@ test(
         );
       for (let i = 0; i < 600 && (await received()) < images.length; i++) await new Promise((r) => setTimeout(r, 100));
       server.kill('SIGTERM');
-      await waitFor(
-        'the server to start shutting down',
-        () => server.logs.some((l) => /^shutting down/.test(String(l.msg))),
-        60_000,
-      );
+      await new Promise((r) => setTimeout(r, 100));
       // A new client after SIGTERM, on a new connection (a request racing the close of an idle keep-alive
       // connection can meet a reset: that is HTTP/1.1, not the server; clients retry those).
       const late = await new Promise<{ status: number; body: { error: string } }>((resolve) => {

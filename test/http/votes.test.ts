@@ -34,8 +34,8 @@ async function voteAsClient(user: TestUser, uploadId: string, value: string) {
   for (let attempt = 1; ; attempt++) {
     const r = await vote(user, uploadId, value);
     if (r.status !== 503 || attempt === 5) return r;
-    const wait = Number(r.headers['retry-after']);
-    assert.ok(wait >= 1, `503 with Retry-After (${r.headers['retry-after']})`);
+    const wait = Number(r.headers.get('retry-after'));
+    assert.ok(wait >= 1, `503 with Retry-After (${r.headers.get('retry-after')})`);
     await new Promise((resolve) => setTimeout(resolve, wait * 1000));
   }
 }

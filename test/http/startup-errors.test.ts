@@ -6,12 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ROOT, startArgv } from '../support/start-command.ts';
 
 interface Exit {
@@ -162,9 +162,22 @@ const uid = process.getuid?.() ?? 0;
 const asUser = uid === 0 ? 65534 : undefined;
 const canDropRoot = uid !== 0 || existsSync('/usr/bin/setpriv') || existsSync('/bin/setpriv');
 
+/** Whether another user may reach `path`: every folder above it lets others through (a mktemp -d clone does not). */
+function othersReach(path: string): boolean {
+  for (let dir = realpathSync(path); ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return false;
+    if (dir === dirname(dir)) return true;
+  }
+}
+const otherUserSkip = !canDropRoot
+  ? 'running as root without setpriv to run as another user'
+  : asUser !== undefined && !othersReach(ROOT)
+    ? `uid ${asUser} cannot reach this checkout (${ROOT}: a folder above it is private)`
+    : false;
+
 test(
   'SQLite with a DATA_DIR this user may not write: one line naming DATA_DIR and the permission',
-  { skip: !canDropRoot && 'running as root without setpriv to run as another user' },
+  { skip: otherUserSkip },
   async () => {
     const base = await mkdtemp(join(tmpdir(), 'pixvote-startup-'));
     try {

@@ -18,7 +18,7 @@ import type { ScryptParams } from './domain/auth/passwords.ts';
 import { promoteListedAdmins } from './domain/auth/admin-roles.ts';
 import { PasswordHashPool } from './workers/password-hash.pool.ts';
 import type { Database } from './store/database.ts';
-import { describeDataDirFailure, openConfiguredDatabase, StartupError } from './open-database.ts';
+import { describeDataDirFailure, oneLine, openConfiguredDatabase, StartupError } from './open-database.ts';
 import { isDatabaseUnavailable } from './store/dialect.ts';
 import { errors } from './domain/errors.ts';
 import { connectRedis, redisReady } from './store/redis.ts';
@@ -512,7 +512,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     }
     // One line for the operator, no stack: a StartupError names the variable to fix (DATABASE_URL, DATA_DIR) and why.
     const text = e instanceof Error ? e.message : String(e);
-    console.error(`pixvote: failed to start: ${text.replace(/\s*\n\s*/g, ' ')}`);
+    console.error(`pixvote: failed to start: ${oneLine(text)}`);
     process.exit(1);
   }
 }

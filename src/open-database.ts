@@ -122,5 +122,6 @@ export function describeDataDirFailure(e: unknown, dataDir: string): string | nu
   return `DATA_DIR=${dataDir}: cannot create ${path}: ${oneLine(pathProblem(join(path, 'x')) ?? reasonOf(e))}`;
 }
 
-const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ');
+/** A message on one line: a start-up failure is one line of the log, whatever a driver's message holds. */
+export const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ');
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { setAdmin } from '../domain/auth/admin-roles.ts';
 import { AppError } from '../domain/errors.ts';
+import { maskPassword } from '../config.ts';
 import { PACKAGE_ROOT, resolveDataDir } from '../data-dir.ts';
 import { CliError, parseCommandArgs } from './cli-config.store.ts';
 
@@ -26,7 +27,7 @@ export const ADMIN_USAGE = `usage: pixvote admin grant USERNAME | pixvote admin 
 export function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null; sqlitePath: string; label: string } {
   const databaseUrl = env.DATABASE_URL || null;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
-    throw new CliError(`DATABASE_URL=${masked(databaseUrl)}: expected a postgres or postgresql URL`);
+    throw new CliError(`DATABASE_URL=${maskPassword(databaseUrl)}: expected a postgres or postgresql URL`);
   const dataDir = resolveDataDir(env.DATA_DIR);
   const sqlitePath = join(dataDir, 'app.db');
   // Never create an empty database by running with the wrong DATA_DIR.
@@ -37,24 +38,13 @@ export function databaseOf(env: NodeJS.ProcessEnv): { databaseUrl: string | null
       1,
     );
   }
-  return { databaseUrl, sqlitePath, label: databaseUrl ? `DATABASE_URL=${masked(databaseUrl)}` : sqlitePath };
+  return { databaseUrl, sqlitePath, label: databaseUrl ? `DATABASE_URL=${maskPassword(databaseUrl)}` : sqlitePath };
 }
 
 /** How DATA_DIR was read: as given, and where a relative one was taken from. */
 function dataDirSaid(value: string | undefined): string {
   if (!value) return `DATA_DIR unset: the checkout's ./data`;
   return isAbsolute(value) ? `DATA_DIR=${value}` : `DATA_DIR=${value}, from the checkout's folder ${PACKAGE_ROOT}`;
-}
-
-/** A URL with its password (if any) replaced by `***`, to be printed. */
-function masked(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url.replace(/(\/\/[^/:@]*:)[^@/]*@/, '$1***@');
-  }
 }
 
 export async function runAdmin(

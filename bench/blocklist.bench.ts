@@ -20,6 +20,7 @@ import { similarityIndexFor } from '../src/store/similarity/similarity-index.ts'
 import { BlocklistRepository, blocklistRow } from '../src/store/moderation/blocklist.repository.ts';
 import { PhashSet } from '../src/store/moderation/phash-set.ts';
 import { ModerationRepository } from '../src/store/moderation/moderation.repository.ts';
+import { JobRepository } from '../src/store/moderation/job.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
 import { HOLD_BATCH, ModerationService } from '../src/domain/moderation/moderation.service.ts';
 import type { NewBlocklistEntry } from '../src/domain/moderation/moderation.types.ts';
@@ -208,6 +209,7 @@ function services(db: Database) {
   const moderation = new ModerationService({
     store: new ModerationRepository(db, uploads, similarity),
     blocklist,
+    jobs: new JobRepository(db, similarity),
     uploads,
     clock: { now: () => new Date() },
     policy: { reportHoldThreshold: 3, blocklistDistance: DISTANCE },

@@ -62,12 +62,15 @@ import { imageRoutes } from './gateway/routes/images.routes.ts';
 import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
 import { ModerationService } from './domain/moderation/moderation.service.ts';
 import { RepeatingJob } from './domain/moderation/hold-job.ts';
+import { JobRepository } from './store/moderation/job.repository.ts';
 import { ModerationRepository } from './store/moderation/moderation.repository.ts';
 import { BlocklistRepository } from './store/moderation/blocklist.repository.ts';
 import { moderationRoutes } from './gateway/routes/moderation.routes.ts';
 
 /** Housekeeping's period: idempotency keys purged, media swept. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
+/** How often every process looks for moderation jobs to run (a job queued here is run at once). */
+const JOB_POLL_MS = 5_000;
 /**
  * The media sweep lease: renewed by its holder at each of its sweeps (every SWEEP_INTERVAL_MS), so it outlasts one
  * interval; a dead holder's lease passes on within this long.
@@ -359,9 +362,11 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
 
   const moderationStore = new ModerationRepository(db, uploadsRepo, similarity);
   let holdJob: RepeatingJob | null = null;
+  let jobRunner: RepeatingJob | null = null;
   const moderation = new ModerationService({
     store: moderationStore,
     blocklist: blocklistRepo,
+    jobs: new JobRepository(db, similarity),
     uploads: uploadsRepo,
     clock,
     policy: { reportHoldThreshold: config.reportHoldThreshold, blocklistDistance: config.blocklistDistance },
@@ -371,11 +376,17 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       reportReceived: () => metrics.reportsReceived.inc(),
       action: (kind, n = 1) => metrics.moderationActions.inc({ action: kind }, n),
       blocklistGrew: () => holdJob?.kick(),
+      jobQueued: () => jobRunner?.kick(),
     },
   });
   holdJob = new RepeatingJob(
     () => moderation.holdBlocklistMatches(),
     (err) => log.warn({ err }, 'holding the uploads new blocklist entries match failed; retried'),
+  );
+  // Durable moderation jobs (a ban's removal of uploads): any process runs them, a job killed mid-way resumes.
+  jobRunner = new RepeatingJob(
+    (signal) => moderation.runJobs(signal),
+    (err) => log.warn({ err }, 'a moderation job failed; retried'),
   );
   metrics.moderationGauges = {
     queueDepth: () => moderationStore.openQueueDepth(),
@@ -461,6 +472,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     idempotency,
     sweep,
     holdJob,
+    jobRunner,
     /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
     drain: () => void (shuttingDown = true),
   };
@@ -479,6 +491,8 @@ async function start(
   await wired.sweep();
   // Blocklist entries queued before a restart (or by another process) hold their matches.
   wired.holdJob.every(30_000).kick();
+  // Moderation jobs queued before a restart, by another process, or left by one that died (its lease expired).
+  wired.jobRunner.every(JOB_POLL_MS).kick();
   // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
   const housekeeping = setInterval(() => {
     void wired.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
@@ -486,7 +500,7 @@ async function start(
   }, SWEEP_INTERVAL_MS).unref();
   return async () => {
     clearInterval(housekeeping);
-    await wired.holdJob.stop();
+    await Promise.all([wired.holdJob.stop(), wired.jobRunner.stop()]);
   };
 }
 

@@ -174,6 +174,30 @@ export interface BlocklistTable {
 export interface BlocklistPendingTable {
   entry_id: string;
   created_at: Timestamp;
+  /** The `blocklist_hold` job whose progress counts this entry (null: queued before m010). */
+  job_id: string | null;
+}
+
+/** Durable moderation jobs (ban removals, blocklist holds): claimed with a lease, with their progress. */
+export interface ModerationJobsTable {
+  id: string;
+  kind: 'ban_removal' | 'blocklist_hold';
+  status: Generated<'queued' | 'running' | 'done' | 'failed'>;
+  target_type: 'user' | 'blocklist';
+  /** The banned user; null for a blocklist hold (its entries are in blocklist_pending). */
+  target_id: string | null;
+  reason: Generated<string>;
+  moderator_id: string | null;
+  moderator_name: string | null;
+  done: Generated<number>;
+  total: Generated<number>;
+  /** Runs that failed (an error, not a crash); the job fails for good after a few. */
+  attempts: Generated<number>;
+  error: string | null;
+  lease_owner: string | null;
+  lease_until: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 /** The public modlog: append-only (triggers refuse updates and deletes). */
@@ -209,6 +233,7 @@ export interface DB {
   reports: ReportsTable;
   blocklist: BlocklistTable;
   blocklist_pending: BlocklistPendingTable;
+  moderation_jobs: ModerationJobsTable;
   modlog: ModlogTable;
   schema_migrations: SchemaMigrationsTable;
 }
@@ -309,7 +334,25 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
     source: true,
     created_at: true,
   }),
-  blocklist_pending: columns<BlocklistPendingTable>({ entry_id: true, created_at: true }),
+  blocklist_pending: columns<BlocklistPendingTable>({ entry_id: true, created_at: true, job_id: true }),
+  moderation_jobs: columns<ModerationJobsTable>({
+    id: true,
+    kind: true,
+    status: true,
+    target_type: true,
+    target_id: true,
+    reason: true,
+    moderator_id: true,
+    moderator_name: true,
+    done: true,
+    total: true,
+    attempts: true,
+    error: true,
+    lease_owner: true,
+    lease_until: true,
+    created_at: true,
+    updated_at: true,
+  }),
   modlog: columns<ModlogTable>({
     id: true,
     at: true,

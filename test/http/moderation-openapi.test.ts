@@ -124,6 +124,17 @@ test('every moderation route and every upload state answers as the OpenAPI docum
   assert.equal((await api.del(`/api/admin/blocklist/${list.body.entries[0].id}`, { token: admin.token })).status, 200);
   assert.equal((await api.del(`/api/admin/blocklist/${missing}`, { token: admin.token })).status, 404);
 
+  // Jobs: the blocklist addition's hold job, listed, by status, one by id.
+  const jobs = await api.get('/api/admin/jobs', { token: admin.token });
+  assert.equal(jobs.status, 200);
+  const hold = jobs.body.jobs.find((j: { kind: string }) => j.kind === 'blocklist_hold');
+  assert.ok(hold);
+  assert.equal((await api.get(`/api/admin/jobs?status=${hold.status}`, { token: admin.token })).status, 200);
+  assert.equal((await api.get('/api/admin/jobs?status=later', { token: admin.token })).status, 400);
+  assert.equal((await api.get('/api/admin/jobs', { token: alice.token })).status, 403);
+  assert.equal((await api.get(`/api/admin/jobs/${hold.id}`, { token: admin.token })).status, 200);
+  assert.equal((await api.get(`/api/admin/jobs/${missing}`, { token: admin.token })).status, 404);
+
   // Bans: the user list, a ban (403 banned from the next request, login too), an unban.
   // (A prefix holding `_` finds nothing: listUsers strips LIKE wildcards instead of escaping them; reported.)
   const users = await api.get('/api/admin/users?q=U', { token: admin.token });

@@ -249,6 +249,8 @@ test('every moderation route is documented with its error codes; held and remove
     'DELETE /api/admin/blocklist/{id}',
     'DELETE /api/admin/users/{id}/ban',
     'GET /api/admin/blocklist',
+    'GET /api/admin/jobs',
+    'GET /api/admin/jobs/{id}',
     'GET /api/admin/moderation',
     'GET /api/admin/users',
     'GET /api/modlog',

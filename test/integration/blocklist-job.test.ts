@@ -9,6 +9,7 @@ import { chunksOf, hammingHex } from '../../src/store/similarity/hamming.ts';
 import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 import { BlocklistRepository } from '../../src/store/moderation/blocklist.repository.ts';
 import { ModerationRepository } from '../../src/store/moderation/moderation.repository.ts';
+import { JobRepository } from '../../src/store/moderation/job.repository.ts';
 import { UploadRepository } from '../../src/store/repositories/upload.repository.ts';
 import { ModerationService } from '../../src/domain/moderation/moderation.service.ts';
 import type { NewBlocklistEntry } from '../../src/domain/moderation/moderation.types.ts';
@@ -132,6 +133,7 @@ function moderationService(db: Database, blocklist: BlocklistRepository): Modera
   return new ModerationService({
     store: new ModerationRepository(db, uploads, similarity),
     blocklist,
+    jobs: new JobRepository(db, similarity),
     uploads,
     clock: { now: () => AT },
     policy: { reportHoldThreshold: 3, blocklistDistance: DISTANCE },

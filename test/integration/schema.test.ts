@@ -41,6 +41,7 @@ test(
           'm007-listed-tag-counts',
           'm008-fold-tag-names',
           'm009-moderation',
+          'm010-moderation-jobs',
         ],
       );
       await again.close();

@@ -1,22 +1,24 @@
 /**
- * The background job that holds stored uploads matching new blocklist entries: runs at once when kicked (one run
- * at a time per process; a kick during a run makes it run again after), and on a timer, so that entries queued
- * before a crash or by another process are taken up. Its to-do list is durable (the store's), so a restart loses
- * nothing: it resumes where it stopped.
+ * A background job over a durable to-do list (the blocklist holds, the moderation jobs' runner): runs at once when
+ * kicked (one run at a time per process; a kick during a run makes it run again after), and on a timer, so that
+ * work queued before a crash or by another process is taken up. The to-do list is the store's, so a restart loses
+ * nothing: it resumes where it stopped. A run gets a signal that `stop()` aborts, to end between two steps.
  */
 export class RepeatingJob {
-  readonly #run: () => Promise<unknown>;
+  readonly #run: (signal: AbortSignal) => Promise<unknown>;
+  readonly #stopping = new AbortController();
   readonly #onError: (err: unknown) => void;
   #running: Promise<void> | null = null;
   #again = false;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(run: () => Promise<unknown>, onError: (err: unknown) => void) {
+  constructor(run: (signal: AbortSignal) => Promise<unknown>, onError: (err: unknown) => void) {
     this.#run = run;
     this.#onError = onError;
   }
 
   kick(): void {
+    if (this.#stopping.signal.aborted) return;
     if (this.#running) {
       this.#again = true;
       return;
@@ -25,11 +27,11 @@ export class RepeatingJob {
       do {
         this.#again = false;
         try {
-          await this.#run();
+          await this.#run(this.#stopping.signal);
         } catch (err) {
           this.#onError(err);
         }
-      } while (this.#again);
+      } while (this.#again && !this.#stopping.signal.aborted);
       this.#running = null;
     })();
   }
@@ -45,10 +47,11 @@ export class RepeatingJob {
     await this.#running;
   }
 
-  /** Stops the timer and waits for a run in progress (a rerun asked for is dropped). */
+  /** Stops the timer, aborts a run in progress at its next step and waits for it (a rerun asked for is dropped). */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#again = false;
+    this.#stopping.abort();
     await this.#running;
   }
 }

@@ -4,6 +4,7 @@
  * caches like any other write; stored files a removal released go after the commit (journalled: the media sweep
  * retries a failure).
  */
+import { randomUUID } from 'node:crypto';
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import { isUuid } from '../ids.ts';
@@ -12,13 +13,15 @@ import type { UploadStore } from '../uploads/ports.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
 import { assertReachable } from './access.ts';
-import type { BlocklistStore, ModerationStore } from './ports.ts';
+import type { BlocklistStore, JobStore, ModerationStore } from './ports.ts';
 import {
   BAN_PERMANENT,
   type AdminUserRecord,
   type BlockKind,
   type BlocklistEntry,
   type BlocklistEntryView,
+  type JobRecord,
+  type JobStatus,
   type ModAction,
   type ModlogEntry,
   type Moderator,
@@ -41,7 +44,30 @@ export interface ModerationEvents {
   action?(kind: ModAction, n?: number): void;
   /** The blocklist has new entries: the job that holds their matches should run now. */
   blocklistGrew?(): void;
+  /** A durable job was queued here (a ban's removal): the job runner should look now. */
+  jobQueued?(): void;
 }
+
+/** `GET /api/admin/jobs`: a durable moderation job and its progress. */
+export interface JobView {
+  id: string;
+  kind: JobRecord['kind'];
+  status: JobStatus;
+  progress: { done: number; total: number };
+  target: { type: 'user' | 'blocklist'; id: string | null };
+  reason: string;
+  moderator: { id: string; username: string } | null;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Uploads a ban's removal job removes per step (each its own transaction), between renewals of its lease. */
+export const JOB_BATCH = 20;
+/** A claimed job's lease: renewed at every step; a process killed mid-job leaves it to others once it expires. */
+export const JOB_LEASE_MS = 10_000;
+/** Failed runs (errors, not crashes) after which a job is `failed`. */
+export const JOB_MAX_ATTEMPTS = 5;
 
 export interface QueueItemView {
   upload: UploadView;
@@ -103,10 +129,14 @@ export class ModerationService {
   readonly #policy: ModerationPolicy;
   readonly #events: ModerationEvents;
   readonly #releaseMedia: (mediaKey: string) => Promise<unknown>;
+  readonly #jobs: JobStore;
+  /** This process's name on the leases it takes. */
+  readonly #runner = `runner-${randomUUID()}`;
 
   constructor(deps: {
     store: ModerationStore;
     blocklist: BlocklistStore;
+    jobs: JobStore;
     uploads: UploadStore;
     clock: Clock;
     policy: ModerationPolicy;
@@ -121,6 +151,7 @@ export class ModerationService {
     this.#policy = deps.policy;
     this.#events = deps.events ?? {};
     this.#releaseMedia = deps.releaseMedia;
+    this.#jobs = deps.jobs;
   }
 
   /** `POST /api/upload/{id}/report`: 201 with a new report, 200 with the user's first one. */
@@ -228,17 +259,17 @@ export class ModerationService {
     if (input.until && input.until.getTime() <= now.getTime())
       throw errors.invalid('until must be in the future (or null for a permanent ban)');
     const until = input.until ?? BAN_PERMANENT;
+    // The removal is a durable job queued in the ban's transaction (API.md Bans): the answer does not wait for it.
+    const removal = input.removeUploads
+      ? { jobId: randomUUID(), reason: `account banned: ${input.reason}` }
+      : undefined;
     await this.#store.setBan(
       target.id,
       { until, reason: input.reason },
-      { moderator: moderatorOf(principal), at: now },
+      { moderator: moderatorOf(principal), at: now, ...(removal ? { removal } : {}) },
     );
     this.#events.action?.('ban');
-    if (input.removeUploads) {
-      for (const id of await this.#store.uploadIdsOf(target.id)) {
-        await this.act(principal, id, { action: 'remove', reason: `account banned: ${input.reason}`, block: 'none' });
-      }
-    }
+    if (removal) this.#events.jobQueued?.();
     const user = await this.#user(target.id);
     return { user: adminUserView(user, now), banned_until: banEndView(until, now) ?? until.toISOString() };
   }
@@ -307,6 +338,59 @@ export class ModerationService {
     }
   }
 
+  /** `GET /api/admin/jobs`: newest first, of one status or all. */
+  async jobs(status: JobStatus | null, page: Page): Promise<{ jobs: JobView[]; has_more: boolean }> {
+    const rows = await this.#jobs.list(status, (page.page - 1) * page.limit, page.limit + 1);
+    return { jobs: rows.slice(0, page.limit).map(jobView), has_more: rows.length > page.limit };
+  }
+
+  /** `GET /api/admin/jobs/{id}`. */
+  async job(id: string): Promise<JobView> {
+    const job = isUuid(id) ? await this.#jobs.find(id) : null;
+    if (!job) throw errors.notFound(`job ${id} does not exist`);
+    return jobView(job);
+  }
+
+  /**
+   * One run of the job runner (every process runs it on a timer, and when a job is queued here): claims unfinished
+   * ban removals one at a time and runs each to its end in short steps, until none is left or `signal` aborts (the
+   * job in hand is then given up for another process). Returns how many uploads it removed.
+   */
+  async runJobs(signal?: AbortSignal): Promise<number> {
+    let removed = 0;
+    while (!signal?.aborted) {
+      const job = await this.#jobs.claim(this.#runner, JOB_LEASE_MS, this.#clock.now());
+      if (!job) break;
+      removed += await this.#runRemoval(job.id, signal);
+    }
+    return removed;
+  }
+
+  async #runRemoval(jobId: string, signal?: AbortSignal): Promise<number> {
+    let removed = 0;
+    try {
+      for (;;) {
+        if (signal?.aborted) {
+          await this.#jobs.release(jobId, this.#runner);
+          return removed;
+        }
+        const step = await this.#jobs.removalStep(jobId, this.#runner, JOB_BATCH, JOB_LEASE_MS, this.#clock.now());
+        removed += step.removed;
+        if (step.removed) {
+          this.#events.action?.('remove', step.removed);
+          await this.#events.onChanged?.();
+        }
+        // After the commits, as an action's removal does (journalled: the media sweep retries a failure).
+        for (const key of step.releasedMedia) await this.#releaseMedia(key).catch(() => {});
+        if (step.finished || step.leaseLost) return removed;
+      }
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      await this.#jobs.fail(jobId, this.#runner, message, this.#clock.now(), JOB_MAX_ATTEMPTS).catch(() => {});
+      throw err;
+    }
+  }
+
   async #reachable(principal: Principal, uploadId: string): Promise<UploadRecord> {
     const u = isUuid(uploadId) ? await this.#uploads.findById(uploadId) : null;
     if (!u) throw errors.notFound(`upload ${uploadId} does not exist`);
@@ -331,6 +415,21 @@ function adminUserView(u: AdminUserRecord, now: Date): AdminUserView {
     banned_until: banEndView(u.bannedUntil, now),
     uploads: u.uploads,
     reports_received: u.reportsReceived,
+  };
+}
+
+function jobView(j: JobRecord): JobView {
+  return {
+    id: j.id,
+    kind: j.kind,
+    status: j.status,
+    progress: { done: j.done, total: j.total },
+    target: j.target,
+    reason: j.reason,
+    moderator: j.moderator,
+    error: j.error,
+    created_at: j.createdAt.toISOString(),
+    updated_at: j.updatedAt.toISOString(),
   };
 }
 

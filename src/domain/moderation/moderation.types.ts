@@ -86,3 +86,26 @@ export interface AdminUserRecord extends UserRecord {
   uploads: number;
   reportsReceived: number;
 }
+
+/** Durable moderation jobs (API.md Bans; `GET /api/admin/jobs`). */
+export const JOB_KINDS = ['ban_removal', 'blocklist_hold'] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+export const JOB_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface JobRecord {
+  id: string;
+  kind: JobKind;
+  status: JobStatus;
+  /** `ban_removal`: uploads removed of done + still to remove; `blocklist_hold`: entries handled of those added. */
+  done: number;
+  total: number;
+  /** The banned user (`ban_removal`), or the blocklist (`blocklist_hold`, id null). */
+  target: { type: 'user' | 'blocklist'; id: string | null };
+  reason: string;
+  moderator: Moderator;
+  /** The last failure's message, if a run failed. */
+  error: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}

@@ -7,6 +7,8 @@ import type {
   AdminUserRecord,
   BlockKind,
   BlocklistEntry,
+  JobRecord,
+  JobStatus,
   ModlogEntry,
   Moderator,
   NewBlocklistEntry,
@@ -58,14 +60,15 @@ export interface ModerationStore {
   openQueueDepth(): Promise<number>;
   listUsers(prefix: string | null, offset: number, limit: number): Promise<AdminUserRecord[]>;
   findUser(id: string): Promise<AdminUserRecord | null>;
-  /** Sets (or with null clears) the ban, with its modlog line. False when there is no such user. */
+  /**
+   * Sets (or with null clears) the ban, with its modlog line, and with `removal` queues the durable job that removes
+   * the user's uploads, all in one transaction. False when there is no such user.
+   */
   setBan(
     userId: string,
     ban: { until: Date; reason: string } | null,
-    opts: { moderator: Moderator; at: Date },
+    opts: { moderator: Moderator; at: Date; removal?: { jobId: string; reason: string } },
   ): Promise<boolean>;
-  /** Ids of the user's uploads that are not removed yet. */
-  uploadIdsOf(userId: string): Promise<string[]>;
   modlog(offset: number, limit: number): Promise<ModlogEntry[]>;
 }
 
@@ -96,4 +99,35 @@ export interface BlocklistStore {
    * nothing is queued). Safe to run in several processes at once.
    */
   holdMatches(batch: number, maxDistance: number, at: Date): Promise<{ entries: number; held: number }>;
+}
+
+/** One step of a `ban_removal` job (JobStore.removalStep). */
+export interface RemovalStep {
+  /** Uploads this step removed (each in its own transaction, with its modlog `remove` line). */
+  removed: number;
+  /** Stored files those removals released, to be removed after their commits. */
+  releasedMedia: string[];
+  /** Nothing of the user's is left to remove: the job is done. */
+  finished: boolean;
+  /** Another process holds the job now (this one's lease expired): stop. */
+  leaseLost: boolean;
+}
+
+/**
+ * The durable moderation jobs (src/store/moderation/job.repository.ts). A runner claims an unfinished job with a
+ * lease that expires (a process killed mid-job leaves it to be claimed again) and renews it at every step. Each
+ * removal is its own transaction that removes a not-yet-removed upload and writes its modlog line then, so no
+ * upload is removed twice whoever runs the job, and however often.
+ */
+export interface JobStore {
+  list(status: JobStatus | null, offset: number, limit: number): Promise<JobRecord[]>;
+  find(id: string): Promise<JobRecord | null>;
+  /** Claims the oldest unfinished `ban_removal` job no live lease holds, for `leaseMs`; null when there is none. */
+  claim(owner: string, leaseMs: number, at: Date): Promise<JobRecord | null>;
+  /** Renews the lease, then removes up to `batch` of the user's uploads that are not removed yet. */
+  removalStep(jobId: string, owner: string, batch: number, leaseMs: number, at: Date): Promise<RemovalStep>;
+  /** Gives the job up (shutdown): another process may claim it at once. */
+  release(jobId: string, owner: string): Promise<void>;
+  /** Records a failed run; after `maxAttempts` of them the job is `failed`, else it is claimed again later. */
+  fail(jobId: string, owner: string, error: string, at: Date, maxAttempts: number): Promise<void>;
 }

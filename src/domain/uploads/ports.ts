@@ -13,6 +13,13 @@ export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCou
 /** What an upload sharing another's stored files takes from it: the key and the stored variants' sizes. */
 export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };
 
+/**
+ * An insert refused inside its transaction, nothing written: the owner is banned (a ban committed while the upload
+ * was in flight), or the bytes are blocklisted (SHA-256, or perceptual hash within the `blocklistDistance` given)
+ * by an entry added while it was in flight. Checked under locks that a ban and a blocklist addition take too.
+ */
+export type InsertRefusal = { ok: false; refused: 'banned'; until: Date } | { ok: false; refused: 'blocked' };
+
 export interface UploadStore {
   findById(id: string): Promise<UploadRecord | null>;
   /**
@@ -35,8 +42,8 @@ export interface UploadStore {
   insert(
     upload: NewUpload,
     tagNames: string[],
-    opts?: { shareMedia?: SharedMedia },
-  ): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string }>;
+    opts?: { shareMedia?: SharedMedia; blocklistDistance?: number },
+  ): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string } | InsertRefusal>;
   /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */
   findAnyBySha256(sha256: string): Promise<UploadRecord | null>;
   setPrivacy(id: string, isPrivate: boolean): Promise<void>;

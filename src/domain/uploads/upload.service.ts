@@ -5,11 +5,19 @@
 import { randomUUID } from 'node:crypto';
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
-import type { Principal } from '../users.ts';
+import { banRefusal, type Principal } from '../users.ts';
 import { validateExternalUrl } from '../embeds.ts';
 import { personReview, type HumanPolicy } from '../person-policy.ts';
 import { assertReachable, type Reader } from '../moderation/access.ts';
-import type { ImageFetcher, ImageProcessor, MediaStore, NewUpload, SharedMedia, UploadStore } from './ports.ts';
+import type {
+  ImageFetcher,
+  ImageProcessor,
+  InsertRefusal,
+  MediaStore,
+  NewUpload,
+  SharedMedia,
+  UploadStore,
+} from './ports.ts';
 import type { CreateResult, DuplicateNotice, UploadRecord, Viewer } from './upload.types.ts';
 import { toUploadView } from './upload-view.ts';
 import { originalNameOf } from './original-name.ts';
@@ -55,6 +63,15 @@ export interface LinkInput {
 export interface UploadEvents {
   /** After every write that changes what feeds show. */
   onChanged?(): Promise<void>;
+}
+
+/**
+ * The answer to an insert refused in its transaction (a ban or a blocklist entry that came while the upload was in
+ * flight): the same as the early checks give, 403 `banned` or 400 `blocked_content`; nothing was stored.
+ */
+function refusal(r: InsertRefusal, now: Date) {
+  if (r.refused === 'blocked') return errors.blockedContent();
+  return errors.banned(banRefusal({ bannedUntil: r.until }, now) ?? 'this account is banned');
 }
 
 const viewerOf = (p: Principal): Viewer => ({ userId: p.userId, isAdmin: p.isAdmin });
@@ -159,8 +176,12 @@ export class UploadService {
       persisted = await this.#media.persist(mediaKey);
       const inserted = await this.#uploads.insert(row, input.tags, {
         shareMedia: await this.#shareableMedia(input.sha256, { mediaKey, variants: row.variants }),
+        blocklistDistance: this.#policy.blocklistDistance,
       });
-      if (!inserted.ok) return this.#duplicate(inserted.duplicateOf, 'exact', 0);
+      if (!inserted.ok) {
+        if ('refused' in inserted) throw refusal(inserted, row.createdAt);
+        return this.#duplicate(inserted.duplicateOf, 'exact', 0);
+      }
       // Shared: the staged copy is discarded below. Own: moved in after the commit (a crash before this rename
       // leaves the files staged, and the sweep moves them in).
       committed = !inserted.sharedMedia;
@@ -203,7 +224,8 @@ export class UploadService {
       uploadType: 'link',
       externalUrl: url.toString(),
     };
-    await this.#uploads.insert(row, input.tags);
+    const inserted = await this.#uploads.insert(row, input.tags);
+    if (!inserted.ok && 'refused' in inserted) throw refusal(inserted, row.createdAt);
     return this.#created(id);
   }
 

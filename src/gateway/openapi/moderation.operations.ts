@@ -12,6 +12,9 @@ import {
   BlocklistPage,
   BlocklistQuery,
   EXAMPLES,
+  Job,
+  JobsPage,
+  JobsQuery,
   ModerationBody,
   ModlogPage,
   PageQuery,
@@ -111,6 +114,28 @@ const modlogEntries = [
 ];
 
 const ADMIN_ONLY = 'Admins only.';
+
+const JOB_ID = '9c3e5a71-4d2b-4f86-b1e0-6a8d2c4f7e19';
+
+const JobIdParam = z.object({
+  id: z
+    .string()
+    .describe('The job id (a UUID), as `GET /api/admin/jobs` lists it.')
+    .meta({ examples: [JOB_ID] }),
+});
+
+const banRemovalJob = (status: 'running' | 'done', done: number) => ({
+  id: JOB_ID,
+  kind: 'ban_removal',
+  status,
+  progress: { done, total: 14 },
+  target: { type: 'user', id: EXAMPLES.user },
+  reason: 'account banned: spam bot',
+  moderator: { id: ADMIN_ID, username: 'mod_ada' },
+  error: null,
+  created_at: '2026-11-26T09:14:02.000Z',
+  updated_at: status === 'done' ? '2026-11-26T09:14:03.000Z' : '2026-11-26T09:14:02.600Z',
+});
 
 export const moderationOperations: Operation[] = [
   {
@@ -349,7 +374,9 @@ export const moderationOperations: Operation[] = [
     description:
       `${ADMIN_ONLY} \`until\` null: permanent. From the next request on, in every process, every request the user ` +
       'authenticates (JWT, API token or cookie) and every login answers 403 `banned`. `remove_uploads` removes each ' +
-      'of their uploads (without blocklisting them). Admins cannot be banned, and `until` must be in the future (400).',
+      'of their uploads (without blocklisting them), including any still in flight when the ban is made: that is a ' +
+      'durable job (`ban_removal`, see `GET /api/admin/jobs`) queued with the ban, which survives restarts; the ' +
+      'answer does not wait for it. Admins cannot be banned, and `until` must be in the future (400).',
     auth: 'required',
     limit: 'general',
     params: UserIdParam,
@@ -387,6 +414,54 @@ export const moderationOperations: Operation[] = [
         description: 'Lifted.',
         json: Success,
         examples: { lifted: { summary: 'Lifted', value: { success: true } } },
+      },
+    },
+    errors: ['forbidden', 'not_found'],
+  },
+  {
+    method: 'get',
+    path: '/api/admin/jobs',
+    operationId: 'listJobs',
+    tag: 'moderation',
+    summary: 'Durable moderation jobs and their progress',
+    description:
+      `${ADMIN_ONLY} Newest first. A ban with \`remove_uploads\` queues a \`ban_removal\` job; every blocklist ` +
+      'addition a `blocklist_hold` job. Any process runs them; one killed mid-job leaves it to be claimed again, and ' +
+      'no upload is removed twice.',
+    auth: 'required',
+    limit: 'general',
+    query: JobsQuery,
+    responses: {
+      200: {
+        description: 'One page of jobs.',
+        json: JobsPage,
+        cacheControl: ['private, no-store'],
+        examples: {
+          running: {
+            summary: "A ban's removal under way",
+            value: { jobs: [banRemovalJob('running', 6)], page: 1, limit: 12, has_more: false },
+          },
+        },
+      },
+    },
+    errors: ['invalid_request', 'forbidden'],
+  },
+  {
+    method: 'get',
+    path: '/api/admin/jobs/:id',
+    operationId: 'getJob',
+    tag: 'moderation',
+    summary: 'One moderation job',
+    description: `${ADMIN_ONLY} Its state and progress, as \`GET /api/admin/jobs\` lists it.`,
+    auth: 'required',
+    limit: 'general',
+    params: JobIdParam,
+    responses: {
+      200: {
+        description: 'The job.',
+        json: Job,
+        cacheControl: ['private, no-store'],
+        examples: { done: { summary: 'A finished removal', value: banRemovalJob('done', 14) } },
       },
     },
     errors: ['forbidden', 'not_found'],

@@ -70,6 +70,8 @@ export const responseSchemas: Record<string, z.ZodType> = {
   BanResult: moderation.BanResult,
   ModlogEntry: moderation.ModlogEntry,
   ModlogPage: moderation.ModlogPage,
+  Job: moderation.Job,
+  JobsPage: moderation.JobsPage,
 };
 
 const str = { type: 'string' };

@@ -15,6 +15,7 @@ import {
   BanBody,
   BlocklistBody,
   BlocklistQuery,
+  JobsQuery,
   ModerationBody,
   PageQuery,
   QueueQuery,
@@ -99,6 +100,20 @@ export function moderationRoutes(deps: { moderation: ModerationService; reportLi
 
   router.delete('/api/admin/users/:id/ban', async (ctx) => {
     ctx.body = await moderation.unban(requireAdmin(ctx), ctx.params.id!);
+  });
+
+  router.get('/api/admin/jobs', async (ctx) => {
+    requireAdmin(ctx);
+    const q = parse(JobsQuery, ctx.query, 'query');
+    const page = await moderation.jobs(q.status ?? null, q);
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.body = { jobs: page.jobs, page: q.page, limit: q.limit, has_more: page.has_more };
+  });
+
+  router.get('/api/admin/jobs/:id', async (ctx) => {
+    requireAdmin(ctx);
+    ctx.set('Cache-Control', 'private, no-store');
+    ctx.body = await moderation.job(ctx.params.id!);
   });
 
   router.get('/api/modlog', async (ctx) => {

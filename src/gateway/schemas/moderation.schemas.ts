@@ -1,6 +1,6 @@
 /** Requests and responses of API.md's Moderation section (the routes parse with these; the document shows them). */
 import { z } from 'zod';
-import { MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.types.ts';
+import { JOB_KINDS, JOB_STATUSES, MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.types.ts';
 import { UserSchema } from './auth.schemas.ts';
 import { FeedQuery } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
@@ -219,6 +219,43 @@ export const ModlogEntry = z.object({
 
 export const ModlogPage = z.object({
   entries: z.array(ModlogEntry),
+  page: z.int().positive(),
+  limit: z.int().positive(),
+  has_more: z.boolean(),
+});
+
+export const JobsQuery = PageQuery.extend({
+  status: z
+    .enum(JOB_STATUSES, { error: 'status must be queued, running, done or failed' })
+    .optional()
+    .describe('Only jobs in this state; all of them without it.')
+    .meta({ examples: ['running'] }),
+});
+
+export const Job = z.object({
+  id: z.uuid(),
+  kind: z
+    .enum(JOB_KINDS)
+    .describe('`ban_removal`: a ban with `remove_uploads`; `blocklist_hold`: holding the uploads new entries match.'),
+  status: z
+    .enum(JOB_STATUSES)
+    .describe('`queued` until a process first claims it; `running` until it ends (claimed again after a crash).'),
+  progress: z
+    .object({ done: z.int().nonnegative(), total: z.int().nonnegative() })
+    .describe('`ban_removal`: uploads removed of those to remove; `blocklist_hold`: entries handled of those added.'),
+  target: z.object({
+    type: z.enum(['user', 'blocklist']),
+    id: z.uuid().nullable().describe('The banned user; null for a blocklist hold.'),
+  }),
+  reason: z.string(),
+  moderator: z.object({ id: z.uuid(), username: z.string() }).nullable(),
+  error: z.string().nullable().describe("The last failed run's message (the job is retried, `failed` after five)."),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+
+export const JobsPage = z.object({
+  jobs: z.array(Job),
   page: z.int().positive(),
   limit: z.int().positive(),
   has_more: z.boolean(),

@@ -23,6 +23,7 @@ import { nearRows } from '../similarity/similarity-index.ts';
 import { appendModlog } from './modlog.ts';
 import { holdUpload } from './upload-states.ts';
 import { PhashSet } from './phash-set.ts';
+import { lockBlocklistForAdd } from './insert-guard.ts';
 
 const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
 
@@ -57,7 +58,11 @@ export async function addBlocklistEntries(
   entries: NewBlocklistEntry[],
   opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date },
 ): Promise<string[]> {
+  // Exclusive: waits for the uploads being inserted (the hold job then finds them), and later inserts wait for
+  // these entries and are refused by them (insert-guard.ts).
+  await lockBlocklistForAdd(db, d);
   const added: string[] = [];
+  const jobId = randomUUID();
   const seen = new Set<string>();
   const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
   for (let i = 0; i < unique.length; i += INSERT_CHUNK) {
@@ -72,7 +77,7 @@ export async function addBlocklistEntries(
     added.push(...rows.map((r) => r.id));
     await db
       .insertInto('blocklist_pending')
-      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at) })))
+      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at), job_id: jobId })))
       .execute();
     const lines: NewModlogEntry[] = rows.map((r) => ({
       action: 'block',
@@ -82,6 +87,24 @@ export async function addBlocklistEntries(
     }));
     await appendModlog(db, d, lines, opts.at);
   }
+  // Visible among the moderation jobs (GET /api/admin/jobs): its progress counts the entries the hold job handled.
+  if (added.length)
+    await db
+      .insertInto('moderation_jobs')
+      .values({
+        id: jobId,
+        kind: 'blocklist_hold',
+        status: 'queued',
+        target_type: 'blocklist',
+        target_id: null,
+        reason: added.length === 1 ? (entries.find((e) => e.reason)?.reason ?? '') : `${added.length} entries`,
+        moderator_id: opts.moderator?.id ?? null,
+        moderator_name: opts.moderator?.username ?? null,
+        total: added.length,
+        created_at: d.date(opts.at),
+        updated_at: d.date(opts.at),
+      })
+      .execute();
   return added;
 }
 
@@ -211,12 +234,29 @@ export class BlocklistRepository implements BlocklistStore {
       if (done) held++;
     }
     // Dequeued only once their matches are held: a crash before this line runs them again (holding is idempotent).
+    // Each job's progress counts the entries this run dequeued (not another process running the same entries).
     const done = pending.map((p) => p.entry_id);
-    for (let i = 0; i < done.length; i += INSERT_CHUNK)
-      await this.#db
+    const perJob = new Map<string, number>();
+    for (let i = 0; i < done.length; i += INSERT_CHUNK) {
+      const gone = await this.#db
         .db()
         .deleteFrom('blocklist_pending')
         .where('entry_id', 'in', done.slice(i, i + INSERT_CHUNK))
+        .returning('job_id')
+        .execute();
+      for (const g of gone) if (g.job_id) perJob.set(g.job_id, (perJob.get(g.job_id) ?? 0) + 1);
+    }
+    const d = this.#db.dialect;
+    for (const [jobId, n] of perJob)
+      await this.#db
+        .db()
+        .updateTable('moderation_jobs')
+        .set((eb) => ({
+          done: sql`${eb.ref('done')} + ${n}`,
+          status: sql`case when ${eb.ref('done')} + ${n} >= ${eb.ref('total')} then 'done' else 'running' end`,
+          updated_at: d.date(at),
+        }))
+        .where('id', '=', jobId)
         .execute();
     return { entries: pending.length, held };
   }

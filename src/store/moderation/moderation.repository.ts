@@ -24,6 +24,7 @@ import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { lockUpload } from '../upload-rows.ts';
 import { addBlocklistEntries } from './blocklist.repository.ts';
 import { appendModlog, readModlog } from './modlog.ts';
+import { queueBanRemoval } from './job.repository.ts';
 import { buryUpload, holdUpload, lockForRemoval, setState } from './upload-states.ts';
 
 const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> = {
@@ -254,7 +255,7 @@ export class ModerationRepository implements ModerationStore {
   setBan(
     userId: string,
     ban: { until: Date; reason: string } | null,
-    opts: { moderator: Moderator; at: Date },
+    opts: { moderator: Moderator; at: Date; removal?: { jobId: string; reason: string } },
   ): Promise<boolean> {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
@@ -277,20 +278,18 @@ export class ModerationRepository implements ModerationStore {
         ],
         opts.at,
       );
+      // Queued with the ban: the job starts after this commit, and finds every upload of theirs committed before it
+      // (an insert checks the ban under this row's lock, so none commits after: insert-guard.ts).
+      if (ban && opts.removal)
+        await queueBanRemoval(db, d, {
+          id: opts.removal.jobId,
+          userId,
+          reason: opts.removal.reason,
+          moderator: opts.moderator,
+          at: opts.at,
+        });
       return true;
     });
-  }
-
-  async uploadIdsOf(userId: string): Promise<string[]> {
-    const rows = await this.#db
-      .db()
-      .selectFrom('uploads')
-      .select('id')
-      .where('user_id', '=', userId)
-      .where('moderation', '<>', 'removed')
-      .orderBy('created_at')
-      .execute();
-    return rows.map((r) => r.id);
   }
 
   modlog(offset: number, limit: number) {

@@ -4,7 +4,7 @@
  * which index they use.
  */
 import type { Kysely } from 'kysely';
-import type { NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
+import type { InsertRefusal, NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
 import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
 import type { TagView } from '../../domain/tags.ts';
 import { isUuid } from '../../domain/ids.ts';
@@ -17,6 +17,16 @@ import { changingListing, leaveTagCounts, linkTags, tagsOf } from './tag-links.t
 import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
 import { appendModlog } from '../moderation/modlog.ts';
+import { blocklisted, lockBlocklistForInsert, ownerBannedUntil } from '../moderation/insert-guard.ts';
+
+/** Thrown inside an insert's transaction to roll it back: the owner is banned, or the bytes were blocklisted. */
+class InsertRefused extends Error {
+  readonly refusal: InsertRefusal;
+  constructor(refusal: InsertRefusal) {
+    super(refusal.refused);
+    this.refusal = refusal;
+  }
+}
 
 /** Columns of an upload record, with the owner's name. */
 export const UPLOAD_COLUMNS = [
@@ -166,7 +176,7 @@ export class UploadRepository implements UploadStore {
     return this.#similarity.findNear(this.#db.db(), phash, maxDistance, viewer);
   }
 
-  async insert(u: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia } = {}) {
+  async insert(u: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia; blocklistDistance?: number } = {}) {
     const d = this.#db.dialect;
     const chunks = u.phash ? chunksOf(u.phash) : [null, null, null, null];
     try {
@@ -180,6 +190,8 @@ export class UploadRepository implements UploadStore {
           sharedMedia = await mediaReferenced(db, share.mediaKey);
         }
         const media = sharedMedia ? share! : u;
+        // Lock order: the stored files' lock (above), the blocklist's, then the new row and its owner's.
+        await lockBlocklistForInsert(db, d);
         await db
           .insertInto('uploads')
           .values({
@@ -213,6 +225,13 @@ export class UploadRepository implements UploadStore {
             moderated_at: u.moderatedAt ? d.date(u.moderatedAt) : null,
           })
           .execute();
+        // After that first write (SQLite: under the write lock; PostgreSQL: under the blocklist's lock and the
+        // owner's row lock): a ban or blocklist entries committed since the upload's early checks refuse it here,
+        // and a later ban's removal job or blocklist hold finds the row (insert-guard.ts).
+        const bannedUntil = await ownerBannedUntil(db, d, u.userId, u.createdAt);
+        if (bannedUntil) throw new InsertRefused({ ok: false, refused: 'banned', until: bannedUntil });
+        if (u.sha256 && (await blocklisted(db, d, u.sha256, u.phash, opts.blocklistDistance ?? -1)))
+          throw new InsertRefused({ ok: false, refused: 'blocked' });
         if (u.phash) await this.#similarity.add(db, u.id, u.phash);
         await linkTags(db, d, u.id, tagNames, u.createdAt);
         // Held from the start (HUMAN_POLICY=hold): an automatic action, in the modlog with the upload's commit.
@@ -235,6 +254,7 @@ export class UploadRepository implements UploadStore {
         return { ok: true as const, sharedMedia };
       });
     } catch (e) {
+      if (e instanceof InsertRefused) return e.refusal;
       if (u.sha256 && isUniqueViolation(e)) {
         const first = await this.#db
           .db()

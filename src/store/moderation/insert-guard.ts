@@ -1,0 +1,56 @@
+/**
+ * What an upload's insert re-checks inside its own transaction, so that neither a blocklist addition nor a ban
+ * can slip between the upload's early checks and its commit (issue 27, bugs 1 and 2):
+ *
+ *   - PostgreSQL: the insert holds the blocklist's advisory lock shared and its owner's row FOR SHARE; a blocklist
+ *     addition takes that advisory lock exclusively (`lockBlocklistForAdd`) and a ban updates the row, so each
+ *     waits for the inserts in flight (which the hold job or the ban's removal job, starting after the commit, then
+ *     finds) and every insert that comes later waits for it and sees its entries or its ban.
+ *   - SQLite: one writer at a time. The insert re-checks after its first write, holding the write lock, so an
+ *     addition or a ban has committed before it (and is seen) or commits after it (and its job finds the row).
+ */
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../database-types.ts';
+import type { Dialect } from '../dialect.ts';
+import { nearRows } from '../similarity/similarity-index.ts';
+
+/** Arbitrary, fixed: the blocklist's advisory lock among pixvote's others (the migration lock is 7_202_611). */
+const BLOCKLIST_LOCK_KEY = 7_202_612;
+
+/** Taken by every insert of an upload (shared: inserts never wait for each other). */
+export async function lockBlocklistForInsert(db: Kysely<DB>, d: Dialect): Promise<void> {
+  if (d.name === 'postgres') await sql`select pg_advisory_xact_lock_shared(${BLOCKLIST_LOCK_KEY})`.execute(db);
+}
+
+/** Taken by every addition to the blocklist (exclusive: waits for the inserts in flight, and they for it). */
+export async function lockBlocklistForAdd(db: Kysely<DB>, d: Dialect): Promise<void> {
+  if (d.name === 'postgres') await sql`select pg_advisory_xact_lock(${BLOCKLIST_LOCK_KEY})`.execute(db);
+}
+
+/** The owner's ban end when the owner is banned at `at` (the row read FOR SHARE on PostgreSQL), else null. */
+export async function ownerBannedUntil(db: Kysely<DB>, d: Dialect, userId: string, at: Date): Promise<Date | null> {
+  let q = db.selectFrom('users').select('banned_until').where('id', '=', userId);
+  if (d.name === 'postgres') q = q.forShare();
+  const row = await q.executeTakeFirst();
+  if (!row || row.banned_until === null) return null;
+  const until = d.readDate(row.banned_until);
+  return until.getTime() > at.getTime() ? until : null;
+}
+
+/**
+ * Whether these bytes are blocklisted: their SHA-256 exactly, or a perceptual hash within `maxDistance` (negative:
+ * not checked). The same two indexed lookups as the upload's early checks.
+ */
+export async function blocklisted(
+  db: Kysely<DB>,
+  d: Dialect,
+  sha256: string,
+  phash: string | null,
+  maxDistance: number,
+): Promise<boolean> {
+  const exact = await db.selectFrom('blocklist').select('id').where('sha256', '=', sha256).limit(1).executeTakeFirst();
+  if (exact) return true;
+  if (!phash || maxDistance < 0) return false;
+  const { rows } = await nearRows(d, 'blocklist', phash, maxDistance, { limit: 1, unordered: true }).execute(db);
+  return rows.length > 0;
+}

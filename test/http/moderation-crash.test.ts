@@ -12,10 +12,12 @@ import { basename, join } from 'node:path';
 import { spawnServer, type ServerProcess } from '../support/process.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { startApp } from '../support/app.ts';
-import { diskStateOf, uploadImage } from '../support/uploads.ts';
+import { diskStateOf, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { banRemovalJob, type JobBody } from '../support/jobs.ts';
+import type { Client } from '../support/http.ts';
 import { setAdmin } from '../../src/domain/auth/admin-roles.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import { UserRepository } from '../../src/store/repositories/user.repository.ts';
@@ -24,6 +26,19 @@ import { UploadRepository } from '../../src/store/repositories/upload.repository
 import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 
 const VARIANTS = ['thumb', 'medium', 'full'];
+
+/** Waits until no moderation job is queued or running (a crashed process's lease expires first). */
+async function jobsSettled(api: Client, token: string, timeoutMs = 40_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await api.get('/api/admin/jobs?limit=100', { token });
+    assert.equal(r.status, 200, r.text);
+    const open = (r.body.jobs as JobBody[]).filter((j) => j.status === 'queued' || j.status === 'running');
+    if (!open.length) return;
+    assert.ok(Date.now() < deadline, `moderation jobs ended in time: ${JSON.stringify(open)}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
 
 /** What the test knows the server answered before it died. */
 interface Known {
@@ -221,12 +236,18 @@ test(
             { token: admin.token },
           )
           .then(
-            (r) => {
-              assert.equal(r.status, 200, r.text);
-              for (const id of carols) known.removed.add(id);
-            },
+            (r) => assert.equal(r.status, 200, r.text),
             () => {},
           );
+        // The ban's removal is a durable job that the answer does not wait for: once no job is left unfinished
+        // (after a restart too: the job is claimed again), Carol's uploads are all removed.
+        const banRemoved = async () => {
+          await jobsSettled(s.api, admin.token);
+          const job = (await s.api.get('/api/admin/jobs?limit=100', { token: admin.token })).body.jobs.find(
+            (j: JobBody) => j.kind === 'ban_removal' && j.target.id === carol.id,
+          );
+          if (job) for (const id of carols) known.removed.add(id);
+        };
         const lanes = [remover(), remover(), remover(), remover(), uploader(), uploader()];
         const removers = Promise.all(lanes.slice(0, 4));
         if (!crash) {
@@ -234,6 +255,7 @@ test(
           running = false;
           await Promise.all(lanes);
           t.diagnostic(`round ${round}: ${uploads} uploads ran alongside the removals`);
+          await banRemoved();
           await consistency(dataDir, databaseUrl, known);
           continue;
         }
@@ -247,6 +269,7 @@ test(
         s = server = await spawnServer(env);
         const recovered = s.logs.find((l) => l.msg === 'media recovered');
         t.diagnostic(`round ${round}: restart recovered ${JSON.stringify(recovered ?? {})}`);
+        await banRemoved();
         await consistency(dataDir, databaseUrl, known);
       }
 
@@ -340,6 +363,125 @@ test(
         await second.close();
       }
     } finally {
+      await database?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  },
+);
+
+test(
+  "SIGKILL in the middle of a ban's removal of many uploads: the ban answered first, the job resumes after the " +
+    'restart, every upload is removed with exactly one modlog line',
+  async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-ban-crash-'));
+    const database = onPostgres ? await createTestDatabase() : null;
+    const databaseUrl = database?.url ?? null;
+    const env = {
+      DATA_DIR: dataDir,
+      HUMAN_POLICY: 'off',
+      NEAR_DUPLICATE_DISTANCE: '-1',
+      RATE_LIMIT_AUTH: '1000/15m',
+      RATE_LIMIT_UPLOAD: '10000/1h',
+      RATE_LIMIT_GENERAL: '100000/15m',
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    };
+    let server: ServerProcess | null = null;
+    try {
+      let s = (server = await spawnServer(env));
+      const [victim, admin] = [await registerUser(s.api), await registerUser(s.api)];
+      await withDb(dataDir, databaseUrl, (db) => setAdmin(new UserRepository(db), admin.username, true));
+      // Many uploads (links are cheap to make), and some images whose stored files must go too.
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await uploadImage(s.api, victim.token, await photoJpeg({ width: 96, height: 72, seed: 70_000 + i }));
+        assert.equal(r.status, 201, r.text);
+        ids.push(r.body.id);
+      }
+      const links = await Promise.all(
+        Array.from({ length: 4 }, async (_, lane) => {
+          const mine: string[] = [];
+          for (let i = 0; i < 60; i++) {
+            const r = await uploadFields(s.api, victim.token, {
+              upload_type: 'link',
+              external_url: `https://example.com/ban-crash/${lane}/${i}`,
+            });
+            assert.equal(r.status, 201, r.text);
+            mine.push(r.body.id);
+          }
+          return mine;
+        }),
+      );
+      ids.push(...links.flat());
+      const keys = await withDb(dataDir, databaseUrl, async (db) =>
+        (await db.db().selectFrom('uploads').select('media_key').where('id', 'in', ids).execute()).flatMap((r) =>
+          r.media_key ? [r.media_key] : [],
+        ),
+      );
+      assert.equal(keys.length, 6);
+
+      const ban = await s.api.post(
+        `/api/admin/users/${victim.id}/ban`,
+        { reason: 'crash', until: null, remove_uploads: true },
+        { token: admin.token },
+      );
+      assert.equal(ban.status, 200, ban.text);
+      const first = await banRemovalJob(s.api, admin.token, victim.id);
+      assert.ok(first.progress.done < ids.length, `the ban answered before its removal finished: ${first.status}`);
+      assert.equal(first.progress.total, ids.length);
+      // Killed once a step or more has committed, before the last.
+      for (;;) {
+        const job = await banRemovalJob(s.api, admin.token, victim.id);
+        assert.notEqual(job.status, 'done', 'the kill came before the job ended');
+        if (job.progress.done > 0) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      s.kill('SIGKILL');
+      await s.exited;
+      const removedAtKill = await withDb(dataDir, databaseUrl, async (db) =>
+        Number(
+          (
+            await db
+              .db()
+              .selectFrom('uploads')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('user_id', '=', victim.id)
+              .where('moderation', '=', 'removed')
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+      );
+      t.diagnostic(`${removedAtKill} of ${ids.length} removed when the process died`);
+      assert.ok(removedAtKill > 0 && removedAtKill < ids.length, 'killed in the middle of the removal');
+
+      // The restarted process claims the job once the dead one's lease has expired, and finishes it.
+      s = server = await spawnServer(env);
+      await jobsSettled(s.api, admin.token);
+      const job = await banRemovalJob(s.api, admin.token, victim.id);
+      assert.equal(job.status, 'done');
+      assert.deepEqual(job.progress, { done: ids.length, total: ids.length });
+      await withDb(dataDir, databaseUrl, async (database) => {
+        const db = database.db();
+        const rows = await db.selectFrom('uploads').select(['id', 'moderation']).where('id', 'in', ids).execute();
+        assert.equal(rows.length, ids.length);
+        for (const r of rows) assert.equal(r.moderation, 'removed', `upload ${r.id} is removed`);
+        const lines = await db
+          .selectFrom('modlog')
+          .select('target_id')
+          .where('action', '=', 'remove')
+          .where('target_id', 'in', ids)
+          .execute();
+        const perUpload = new Map<string, number>();
+        for (const l of lines) perUpload.set(l.target_id, (perUpload.get(l.target_id) ?? 0) + 1);
+        for (const id of ids) assert.equal(perUpload.get(id), 1, `exactly one remove line for ${id}`);
+      });
+      const disk = await diskStateOf(dataDir);
+      for (const key of keys)
+        assert.ok(!disk.media.some((f) => basename(f).startsWith(key)), `the files of ${key} are gone`);
+      for (const id of ids.slice(0, 8)) assert.equal((await s.api.get(`/api/upload/${id}`)).status, 410);
+      s.kill('SIGTERM');
+      assert.equal((await s.exited).code, 0);
+    } finally {
+      if (server && server.proc.exitCode === null) server.kill('SIGKILL');
       await database?.drop();
       await rm(dataDir, { recursive: true, force: true });
     }

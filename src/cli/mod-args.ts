@@ -14,7 +14,7 @@ export const MOD_USAGE = `usage: pixvote mod <subcommand> [options]     (admins 
         --block exact adds the image's SHA-256 to the blocklist, near its perceptual hash too.
   ban USER --reason TEXT [--until ISO-TIME | --days N] [--remove-uploads]
         USER is a username (any case) or a user id; without --until or --days the ban is permanent.
-        --remove-uploads removes every upload of theirs.
+        --remove-uploads removes every upload of theirs (a background job, after the answer).
   unban USER
   blocklist import FILE [--dry-run] [--reason TEXT] [--format csv|json]
         CSV with the header sha256,phash,reason, or JSON (an array of {"sha256","phash","reason"}, or

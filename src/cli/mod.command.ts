@@ -84,7 +84,8 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
       };
       const until = r.banned_until ?? req.until;
       const when = !until || until === 'permanent' ? 'permanently' : `until ${until}`;
-      const removed = req.removeUploads ? '; their uploads are removed' : '';
+      // A durable job removes them after the answer (GET /api/admin/jobs shows its progress).
+      const removed = req.removeUploads ? '; their uploads are being removed (a background job)' : '';
       out.write(`banned ${r.user?.username ?? user.username} ${when}${removed}\n`);
       return 0;
     }

@@ -128,7 +128,7 @@ function openTransaction(db: Database, write: Parameters<Database['transaction']
   return { ready, commit, done };
 }
 
-test('an insert arriving while a blocklist addition commits waits for it, then is refused (sha256, phash)', async () => {
+test('an insert arriving while a blocklist addition commits waits, then is refused (sha256, phash)', async () => {
   await withDatabase(async (db, { uploads }) => {
     const userId = await addUser(db);
     for (const by of ['sha256', 'phash'] as const) {

@@ -178,6 +178,13 @@ export interface BlocklistPendingTable {
   job_id: string | null;
 }
 
+/** One row (id 1): bumped by every blocklist addition, read by an upload before its checks and in its insert. */
+export interface BlocklistVersionTable {
+  id: number;
+  /** bigint: a string on PostgreSQL. */
+  version: ColumnType<number | string, number | undefined, number>;
+}
+
 /** Durable moderation jobs (ban removals, blocklist holds): claimed with a lease, with their progress. */
 export interface ModerationJobsTable {
   id: string;
@@ -234,6 +241,7 @@ export interface DB {
   blocklist: BlocklistTable;
   blocklist_pending: BlocklistPendingTable;
   moderation_jobs: ModerationJobsTable;
+  blocklist_version: BlocklistVersionTable;
   modlog: ModlogTable;
   schema_migrations: SchemaMigrationsTable;
 }
@@ -335,6 +343,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
     created_at: true,
   }),
   blocklist_pending: columns<BlocklistPendingTable>({ entry_id: true, created_at: true, job_id: true }),
+  blocklist_version: columns<BlocklistVersionTable>({ id: true, version: true }),
   moderation_jobs: columns<ModerationJobsTable>({
     id: true,
     kind: true,

@@ -134,12 +134,13 @@ test('an insert arriving while a blocklist addition commits waits, then is refus
     for (const by of ['sha256', 'phash'] as const) {
       const hashes = { sha256: hex(64), phash: hex(16) };
       const entry = by === 'sha256' ? { sha256: hashes.sha256, phash: null } : { sha256: null, phash: hashes.phash };
+      const version = await new BlocklistRepository(db).version();
       const add = openTransaction(db, (_em, tx) =>
         addBlocklistEntries(tx, db.dialect, [{ ...entry, reason: 'x' }], { source: 'import', moderator: MOD, at: AT }),
       );
       await add.ready;
       const upload = row(userId, hashes);
-      const insert = uploads.insert(upload, [], { blocklistDistance: 4 });
+      const insert = uploads.insert(upload, [], { blocklist: { version, distance: 4 } });
       const waited = await pendingAfter(insert, 300);
       add.commit();
       await add.done;
@@ -147,6 +148,28 @@ test('an insert arriving while a blocklist addition commits waits, then is refus
       assert.deepEqual(await insert, { ok: false, refused: 'blocked' }, by);
       assert.equal(await uploads.findById(upload.id), null, `${by}: nothing stored`);
     }
+  });
+});
+
+test("the insert repeats the blocklist's lookups only when its version moved since the upload read it", async () => {
+  await withDatabase(async (db, { uploads, blocklist }) => {
+    const userId = await addUser(db);
+    const hashes = { sha256: hex(64), phash: hex(16) };
+    const before = await blocklist.version();
+    await blocklist.add([{ ...hashes, reason: 'x' }], { source: 'import', moderator: MOD, at: AT });
+    const after = await blocklist.version();
+    assert.equal(after, before + 1, 'an addition bumps the version');
+    await blocklist.add([{ ...hashes, reason: 'again' }], { source: 'import', moderator: MOD, at: AT });
+    assert.equal(await blocklist.version(), after, 'one that adds nothing does not');
+    // Read before the entry came: checked again, refused.
+    const seenBefore = { version: before, distance: 4 };
+    assert.deepEqual(await uploads.insert(row(userId, hashes), [], { blocklist: seenBefore }), {
+      ok: false,
+      refused: 'blocked',
+    });
+    // Read after it: the upload's early checks saw it (and refused the upload), so the insert does not look again.
+    const seenAfter = { version: after, distance: 4 };
+    assert.equal((await uploads.insert(row(userId, hashes), [], { blocklist: seenAfter })).ok, true);
   });
 });
 

@@ -73,6 +73,8 @@ export interface ModerationStore {
 }
 
 export interface BlocklistStore {
+  /** Bumped by every addition: an upload reads it before its checks, its insert re-checks only if it moved. */
+  version(): Promise<number>;
   /** Whether these bytes are blocklisted (exact SHA-256): one indexed lookup. */
   blocksSha256(sha256: string): Promise<boolean>;
   /** Whether a blocklisted perceptual hash lies within `maxDistance` (multi-index hashing over its chunks). */

@@ -14,9 +14,15 @@ export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCou
 export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };
 
 /**
+ * What an image upload's early blocklist checks saw: the blocklist's version read before them, and the distance
+ * its perceptual hash is matched within. The insert re-checks the blocklist if the version moved meanwhile.
+ */
+export type BlocklistSeen = { version: number; distance: number };
+
+/**
  * An insert refused inside its transaction, nothing written: the owner is banned (a ban committed while the upload
- * was in flight), or the bytes are blocklisted (SHA-256, or perceptual hash within the `blocklistDistance` given)
- * by an entry added while it was in flight. Checked under locks that a ban and a blocklist addition take too.
+ * was in flight), or the bytes are blocklisted (SHA-256, or perceptual hash within the distance given) by an entry
+ * added while it was in flight. Checked under locks that a ban and a blocklist addition take too.
  */
 export type InsertRefusal = { ok: false; refused: 'banned'; until: Date } | { ok: false; refused: 'blocked' };
 
@@ -42,7 +48,7 @@ export interface UploadStore {
   insert(
     upload: NewUpload,
     tagNames: string[],
-    opts?: { shareMedia?: SharedMedia; blocklistDistance?: number },
+    opts?: { shareMedia?: SharedMedia; blocklist?: BlocklistSeen },
   ): Promise<{ ok: true; sharedMedia: boolean } | { ok: false; duplicateOf: string } | InsertRefusal>;
   /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */
   findAnyBySha256(sha256: string): Promise<UploadRecord | null>;

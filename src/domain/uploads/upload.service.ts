@@ -35,6 +35,8 @@ export interface UploadPolicy {
 
 /** The moderators' blocklist, as an upload consults it: before any decoding, and once the perceptual hash is known. */
 export interface BlocklistCheck {
+  /** Read before the checks: the insert re-checks only if an addition moved it since (insert-guard.ts). */
+  version(): Promise<number>;
   blocksSha256(sha256: string): Promise<boolean>;
   blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
 }
@@ -103,12 +105,18 @@ export class UploadService {
     this.#clock = deps.clock;
     this.#policy = deps.policy;
     this.#events = deps.events ?? {};
-    this.#blocklist = deps.blocklist ?? { blocksSha256: async () => false, blocksPhash: async () => false };
+    this.#blocklist = deps.blocklist ?? {
+      version: async () => 0,
+      blocksSha256: async () => false,
+      blocksPhash: async () => false,
+    };
   }
 
   async createImage(principal: Principal, input: ImageInput, signal?: AbortSignal): Promise<CreateResult> {
     const viewer = viewerOf(principal);
     // The blocklist decides first, on the hash of the bytes as they arrived: a blocked upload costs one lookup.
+    // Its version, read before, tells the insert whether entries came since (then it checks again).
+    const blocklistSeen = { version: await this.#blocklist.version(), distance: this.#policy.blocklistDistance };
     if (await this.#blocklist.blocksSha256(input.sha256)) throw errors.blockedContent();
     const exact = await this.#uploads.findVisibleBySha256(input.sha256, viewer);
     if (exact) return this.#duplicate(exact.id, 'exact', 0);
@@ -176,7 +184,7 @@ export class UploadService {
       persisted = await this.#media.persist(mediaKey);
       const inserted = await this.#uploads.insert(row, input.tags, {
         shareMedia: await this.#shareableMedia(input.sha256, { mediaKey, variants: row.variants }),
-        blocklistDistance: this.#policy.blocklistDistance,
+        blocklist: blocklistSeen,
       });
       if (!inserted.ok) {
         if ('refused' in inserted) throw refusal(inserted, row.createdAt);

@@ -6,6 +6,7 @@ import { isPostgres } from './dialect-of.ts';
  * `ban_removal` job in the ban's transaction, and every blocklist addition a `blocklist_hold` job whose progress
  * counts its entries (blocklist_pending.job_id). Any process claims a job with a lease that expires, so a process
  * killed mid-job leaves it to another (or to itself once restarted); `done` and `total` are its progress.
+ * blocklist_version counts blocklist additions (insert-guard.ts).
  */
 export class M010ModerationJobs extends Migration {
   override name = 'm010-moderation-jobs';
@@ -38,5 +39,9 @@ export class M010ModerationJobs extends Migration {
     );
     this.addSql('create index moderation_jobs_listing_index on moderation_jobs (created_at desc, id desc)');
     this.addSql(`alter table blocklist_pending add column job_id ${uuid} null`);
+    // Bumped by every blocklist addition: an upload's insert re-checks the blocklist only when it moved since the
+    // upload's early checks (one primary-key read instead of the two lookups, inside the insert's transaction).
+    this.addSql('create table blocklist_version (id integer not null primary key, version bigint not null default 0)');
+    this.addSql('insert into blocklist_version (id, version) values (1, 0)');
   }
 }

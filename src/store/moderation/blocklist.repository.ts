@@ -23,7 +23,7 @@ import { nearRows } from '../similarity/similarity-index.ts';
 import { appendModlog } from './modlog.ts';
 import { holdUpload } from './upload-states.ts';
 import { PhashSet } from './phash-set.ts';
-import { lockBlocklistForAdd } from './insert-guard.ts';
+import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './insert-guard.ts';
 
 const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
 
@@ -88,6 +88,7 @@ export async function addBlocklistEntries(
     await appendModlog(db, d, lines, opts.at);
   }
   // Visible among the moderation jobs (GET /api/admin/jobs): its progress counts the entries the hold job handled.
+  if (added.length) await bumpBlocklistVersion(db);
   if (added.length)
     await db
       .insertInto('moderation_jobs')
@@ -119,6 +120,10 @@ export class BlocklistRepository implements BlocklistStore {
     this.#db = db;
     this.#scanFrom = opts.scanFrom ?? 100;
     this.#scanPage = opts.scanPage ?? SCAN_PAGE;
+  }
+
+  version(): Promise<number> {
+    return blocklistVersion(this.#db.db());
   }
 
   async blocksSha256(sha256: string): Promise<boolean> {

@@ -8,6 +8,10 @@
  *     finds) and every insert that comes later waits for it and sees its entries or its ban.
  *   - SQLite: one writer at a time. The insert re-checks after its first write, holding the write lock, so an
  *     addition or a ban has committed before it (and is seen) or commits after it (and its job finds the row).
+ *
+ * The blocklist's two lookups run again only when its version moved since the upload read it (before its early
+ * checks): an addition bumps it in its own transaction, so an unchanged version means the early checks saw every
+ * entry there is. Most inserts pay one primary-key read, not the lookups, while they hold the write lock.
  */
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';
@@ -25,6 +29,21 @@ export async function lockBlocklistForInsert(db: Kysely<DB>, d: Dialect): Promis
 /** Taken by every addition to the blocklist (exclusive: waits for the inserts in flight, and they for it). */
 export async function lockBlocklistForAdd(db: Kysely<DB>, d: Dialect): Promise<void> {
   if (d.name === 'postgres') await sql`select pg_advisory_xact_lock(${BLOCKLIST_LOCK_KEY})`.execute(db);
+}
+
+/** The blocklist's version: bumped by every addition (in its transaction, under the exclusive lock). */
+export async function blocklistVersion(db: Kysely<DB>): Promise<number> {
+  const row = await db.selectFrom('blocklist_version').select('version').where('id', '=', 1).executeTakeFirst();
+  return Number(row?.version ?? 0);
+}
+
+/** Called by every addition that added entries, inside its transaction. */
+export async function bumpBlocklistVersion(db: Kysely<DB>): Promise<void> {
+  await db
+    .updateTable('blocklist_version')
+    .set((eb) => ({ version: sql<number>`${eb.ref('version')} + 1` }))
+    .where('id', '=', 1)
+    .execute();
 }
 
 /** The owner's ban end when the owner is banned at `at` (the row read FOR SHARE on PostgreSQL), else null. */

@@ -4,7 +4,7 @@
  * which index they use.
  */
 import type { Kysely } from 'kysely';
-import type { InsertRefusal, NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
+import type { BlocklistSeen, InsertRefusal, NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
 import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
 import type { TagView } from '../../domain/tags.ts';
 import { isUuid } from '../../domain/ids.ts';
@@ -17,7 +17,7 @@ import { changingListing, leaveTagCounts, linkTags, tagsOf } from './tag-links.t
 import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
 import { appendModlog } from '../moderation/modlog.ts';
-import { blocklisted, lockBlocklistForInsert, ownerBannedUntil } from '../moderation/insert-guard.ts';
+import { blocklisted, blocklistVersion, lockBlocklistForInsert, ownerBannedUntil } from '../moderation/insert-guard.ts';
 
 /** Thrown inside an insert's transaction to roll it back: the owner is banned, or the bytes were blocklisted. */
 class InsertRefused extends Error {
@@ -176,7 +176,7 @@ export class UploadRepository implements UploadStore {
     return this.#similarity.findNear(this.#db.db(), phash, maxDistance, viewer);
   }
 
-  async insert(u: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia; blocklistDistance?: number } = {}) {
+  async insert(u: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia; blocklist?: BlocklistSeen } = {}) {
     const d = this.#db.dialect;
     const chunks = u.phash ? chunksOf(u.phash) : [null, null, null, null];
     try {
@@ -230,7 +230,13 @@ export class UploadRepository implements UploadStore {
         // and a later ban's removal job or blocklist hold finds the row (insert-guard.ts).
         const bannedUntil = await ownerBannedUntil(db, d, u.userId, u.createdAt);
         if (bannedUntil) throw new InsertRefused({ ok: false, refused: 'banned', until: bannedUntil });
-        if (u.sha256 && (await blocklisted(db, d, u.sha256, u.phash, opts.blocklistDistance ?? -1)))
+        const seen = opts.blocklist;
+        if (
+          u.sha256 &&
+          seen &&
+          (await blocklistVersion(db)) !== seen.version &&
+          (await blocklisted(db, d, u.sha256, u.phash, seen.distance))
+        )
           throw new InsertRefused({ ok: false, refused: 'blocked' });
         if (u.phash) await this.#similarity.add(db, u.id, u.phash);
         await linkTags(db, d, u.id, tagNames, u.createdAt);

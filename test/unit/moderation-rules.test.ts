@@ -112,6 +112,24 @@ describe('RepeatingJob', () => {
     await job.stop();
   });
 
+  test("stop() aborts the run's signal and waits for the run to end", async () => {
+    const seen: boolean[] = [];
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const job = new RepeatingJob(
+      async (signal) => {
+        started();
+        while (!signal.aborted) await new Promise((r) => setTimeout(r, 1));
+        seen.push(signal.aborted);
+      },
+      () => assert.fail('no error expected'),
+    );
+    job.kick();
+    await running;
+    await job.stop();
+    assert.deepEqual(seen, [true], 'the run saw the abort and ended before stop() resolved');
+  });
+
   test('an error is reported and the job keeps working', async () => {
     const errors: unknown[] = [];
     let runs = 0;

@@ -6,7 +6,7 @@
  */
 export class RepeatingJob {
   readonly #run: (signal: AbortSignal) => Promise<unknown>;
-  readonly #stopping = new AbortController();
+  #stopping = new AbortController();
   readonly #onError: (err: unknown) => void;
   #running: Promise<void> | null = null;
   #again = false;
@@ -18,20 +18,20 @@ export class RepeatingJob {
   }
 
   kick(): void {
-    if (this.#stopping.signal.aborted) return;
     if (this.#running) {
       this.#again = true;
       return;
     }
+    const { signal } = this.#stopping;
     this.#running = (async () => {
       do {
         this.#again = false;
         try {
-          await this.#run(this.#stopping.signal);
+          await this.#run(signal);
         } catch (err) {
           this.#onError(err);
         }
-      } while (this.#again && !this.#stopping.signal.aborted);
+      } while (this.#again && !signal.aborted);
       this.#running = null;
     })();
   }
@@ -47,11 +47,15 @@ export class RepeatingJob {
     await this.#running;
   }
 
-  /** Stops the timer, aborts a run in progress at its next step and waits for it (a rerun asked for is dropped). */
+  /**
+   * Stops the timer, aborts a run in progress (its signal: it ends at its next step) and waits for it; a rerun asked
+   * for is dropped. A later kick runs it again, with a fresh signal.
+   */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#again = false;
     this.#stopping.abort();
     await this.#running;
+    this.#stopping = new AbortController();
   }
 }

@@ -21,6 +21,7 @@ import { ModerationRepository } from '../../src/store/moderation/moderation.repo
 import { JobRepository } from '../../src/store/moderation/job.repository.ts';
 import { UploadRepository } from '../../src/store/repositories/upload.repository.ts';
 import type { NewUpload } from '../../src/domain/uploads/ports.ts';
+import { JOB_BATCH, ModerationService } from '../../src/domain/moderation/moderation.service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 
@@ -308,5 +309,45 @@ test('a blocklist addition is a blocklist_hold job; its progress counts the entr
     while ((await blocklist.holdMatches(2, 4, AT)).entries);
     const done = await jobs.find(job.id);
     assert.deepEqual([done?.status, done?.done, done?.total], ['done', 5, 5]);
+  });
+});
+
+test("the runner's signal (shutdown) stops a job between two steps and gives its lease back", async () => {
+  await withDatabase(async (db, repos) => {
+    const userId = await addUser(db);
+    for (let i = 0; i < JOB_BATCH * 3; i++) assert.equal((await repos.uploads.insert(row(userId), [])).ok, true);
+    const jobId = randomUUID();
+    await repos.moderation.setBan(
+      userId,
+      { until: new Date(AT.getTime() + 3_600_000), reason: 'x' },
+      { moderator: MOD, at: AT, removal: { jobId, reason: 'x' } },
+    );
+    const stop = new AbortController();
+    let changed = 0;
+    const service = new ModerationService({
+      store: repos.moderation,
+      blocklist: repos.blocklist,
+      jobs: repos.jobs,
+      uploads: repos.uploads,
+      clock: { now: () => AT },
+      policy: { reportHoldThreshold: 3, blocklistDistance: 4 },
+      releaseMedia: async () => {},
+      // Shutdown comes once the first step's removals are in (the feeds are told after each step).
+      events: { onChanged: async () => void (++changed === 1 && stop.abort()) },
+    });
+    assert.equal(await service.runJobs(stop.signal), JOB_BATCH, 'one step, then it stopped');
+    const job = await repos.jobs.find(jobId);
+    assert.deepEqual([job?.status, job?.done, job?.total], ['running', JOB_BATCH, JOB_BATCH * 3]);
+    const lease = await db
+      .db()
+      .selectFrom('moderation_jobs')
+      .select(['lease_owner', 'lease_until'])
+      .where('id', '=', jobId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(lease, { lease_owner: null, lease_until: null }, 'the lease is given back');
+    // Another process takes it over at once and finishes it.
+    assert.equal(await service.runJobs(), JOB_BATCH * 2);
+    const done = await repos.jobs.find(jobId);
+    assert.deepEqual([done?.status, done?.done, done?.total], ['done', JOB_BATCH * 3, JOB_BATCH * 3]);
   });
 });

@@ -196,7 +196,9 @@ export class BlocklistRepository implements BlocklistStore {
     return this.#db.transaction(async (_em, db) => {
       const gone = await db.deleteFrom('blocklist').where('id', '=', id).returning(['reason']).execute();
       if (!gone.length) return false;
-      await db.deleteFrom('blocklist_pending').where('entry_id', '=', id).execute();
+      // Still queued for the hold job: nothing left to hold for it, counted as handled in its job's progress.
+      const pending = await db.deleteFrom('blocklist_pending').where('entry_id', '=', id).returning('job_id').execute();
+      await countHandled(db, d, countsByJob(pending), opts.at);
       await appendModlog(
         db,
         d,
@@ -241,28 +243,17 @@ export class BlocklistRepository implements BlocklistStore {
     // Dequeued only once their matches are held: a crash before this line runs them again (holding is idempotent).
     // Each job's progress counts the entries this run dequeued (not another process running the same entries).
     const done = pending.map((p) => p.entry_id);
-    const perJob = new Map<string, number>();
-    for (let i = 0; i < done.length; i += INSERT_CHUNK) {
-      const gone = await this.#db
-        .db()
-        .deleteFrom('blocklist_pending')
-        .where('entry_id', 'in', done.slice(i, i + INSERT_CHUNK))
-        .returning('job_id')
-        .execute();
-      for (const g of gone) if (g.job_id) perJob.set(g.job_id, (perJob.get(g.job_id) ?? 0) + 1);
-    }
-    const d = this.#db.dialect;
-    for (const [jobId, n] of perJob)
-      await this.#db
-        .db()
-        .updateTable('moderation_jobs')
-        .set((eb) => ({
-          done: sql`${eb.ref('done')} + ${n}`,
-          status: sql`case when ${eb.ref('done')} + ${n} >= ${eb.ref('total')} then 'done' else 'running' end`,
-          updated_at: d.date(at),
-        }))
-        .where('id', '=', jobId)
-        .execute();
+    const gone: Array<{ job_id: string | null }> = [];
+    for (let i = 0; i < done.length; i += INSERT_CHUNK)
+      gone.push(
+        ...(await this.#db
+          .db()
+          .deleteFrom('blocklist_pending')
+          .where('entry_id', 'in', done.slice(i, i + INSERT_CHUNK))
+          .returning('job_id')
+          .execute()),
+      );
+    await countHandled(this.#db.db(), this.#db.dialect, countsByJob(gone), at);
     return { entries: pending.length, held };
   }
 
@@ -314,6 +305,27 @@ export class BlocklistRepository implements BlocklistStore {
       await yieldToEventLoop();
     }
   }
+}
+
+/** How many dequeued entries each `blocklist_hold` job had (entries queued before m010 have none). */
+function countsByJob(rows: Array<{ job_id: string | null }>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of rows) if (r.job_id) out.set(r.job_id, (out.get(r.job_id) ?? 0) + 1);
+  return out;
+}
+
+/** Adds dequeued entries to their jobs' progress; a job whose every entry is handled is done. */
+async function countHandled(db: Kysely<DB>, d: Dialect, perJob: Map<string, number>, at: Date): Promise<void> {
+  for (const [jobId, n] of perJob)
+    await db
+      .updateTable('moderation_jobs')
+      .set((eb) => ({
+        done: sql`${eb.ref('done')} + ${n}`,
+        status: sql`case when ${eb.ref('done')} + ${n} >= ${eb.ref('total')} then 'done' else 'running' end`,
+        updated_at: d.date(at),
+      }))
+      .where('id', '=', jobId)
+      .execute();
 }
 
 /** 5 000 rows of (id, phash): a few milliseconds of SQLite reading and matching on this machine. */

@@ -12,6 +12,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -67,6 +68,12 @@ export function createHttpServer(handler: Handler, opts: HttpServerOptions = {})
     { requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 },
     (req, res) => void handler(req, res),
   );
+  // A client that half-closes (FIN after its request: "nothing more from me") still reads the answer. Node's
+  // default ends the connection at once, so an upload sent in full and then half-closed was answered nothing
+  // and, its connection closed, cancelled. With this Node ends the connection after the pending response
+  // (a body cut short by the FIN is still a parse error: clientError below). Not in the typings.
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on('connection', (socket: Socket) => socket.once('end', () => probeHalfClosed(socket)));
   const limits = { requestTimeout, headersTimeout, maxHeaderSize };
   server.on('clientError', (err: ClientError, socket: Duplex) => answerClientError(err, socket, limits, opts.log));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -75,6 +82,32 @@ export function createHttpServer(handler: Handler, opts: HttpServerOptions = {})
     server.emit('request', req, res);
   });
   return server;
+}
+
+/** How often a connection half-closed while its request is in flight is probed (see probeHalfClosed). */
+export const HALF_CLOSE_PROBE_MS = 100;
+
+/**
+ * A FIN while a request is in flight is either a half-close (the client still reads) or a client gone for good
+ * (it closed its socket: its FIN looks the same). Only writing tells them apart: a closed socket answers data
+ * with a reset, which the next write sees (EPIPE), and the connection closes, cancelling the request (its
+ * client signal aborts) as any disconnect does. So until the response starts, `102 Processing` is written
+ * every HALF_CLOSE_PROBE_MS (the first after one interval): an interim response every HTTP/1.1 client parses
+ * and ignores (RFC 9110 15.2); never to an HTTP/1.0 client, which may not get one (its half-close is simply
+ * answered, a close that looks like one is not detected).
+ */
+function probeHalfClosed(socket: Socket): void {
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!res || socket.destroyed || res.headersSent || res.req.httpVersion === '1.0') return;
+  let timer: NodeJS.Timeout | undefined;
+  const probe = () => {
+    if (res.headersSent || res.writableEnded || socket.destroyed || !socket.writable) return;
+    res.writeProcessing();
+    timer = setTimeout(probe, HALF_CLOSE_PROBE_MS).unref();
+  };
+  res.once('close', () => clearTimeout(timer));
+  // Not at once: a quick answer needs no probe (a half-closing client then sees no interim response at all).
+  timer = setTimeout(probe, HALF_CLOSE_PROBE_MS).unref();
 }
 
 type ClientError = Error & { code?: string; reason?: string };

@@ -67,6 +67,8 @@ export interface Config {
   readonly trustProxy: boolean;
   /** Bearer token `GET /metrics` requires; null leaves it open. */
   readonly metricsToken: string | null;
+  /** Open connections one client address (socket peer; IPv6 by its /64) may hold; 0: no cap. */
+  readonly maxConnectionsPerIp: number;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   /** How long start-up keeps retrying a database that does not answer yet (0: fail at once). */
@@ -245,6 +247,12 @@ const schema = z.object({
       'expected 16 to 512 visible ASCII characters (no spaces), e.g. openssl rand -hex 32',
     )
     .optional(),
+  MAX_CONNECTIONS_PER_IP: z
+    .string()
+    .regex(/^\d+$/, 'expected a non-negative integer (0 turns the cap off)')
+    .transform(Number)
+    .refine((n) => Number.isSafeInteger(n), 'expected a non-negative integer (0 turns the cap off)')
+    .prefault('64'),
   LOG_LEVEL: z
     .enum(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -335,6 +343,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     trustProxy: e.TRUST_PROXY,
     metricsToken: e.METRICS_TOKEN ?? null,
+    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     databaseWaitMs: e.DATABASE_WAIT_MS,

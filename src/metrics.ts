@@ -22,6 +22,8 @@ export interface Metrics {
   reportsReceived: Counter;
   moderationActions: Counter<'action'>;
   blockedUploads: Counter;
+  /** Connections refused by MAX_CONNECTIONS_PER_IP. */
+  connectionsRefused: Counter;
   /** Where the moderation gauges read from (the database), set once it is open. */
   moderationGauges: ModerationGauges | null;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
@@ -164,6 +166,11 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
     blockedUploads: new Counter({
       name: 'pixvote_blocked_uploads_total',
       help: "Uploads refused because they match the moderators' blocklist",
+      registers: [registry],
+    }),
+    connectionsRefused: new Counter({
+      name: 'pixvote_connections_refused_total',
+      help: 'Connections refused because their client address held MAX_CONNECTIONS_PER_IP open connections',
       registers: [registry],
     }),
     moderationGauges: null,

@@ -252,3 +252,17 @@ test('the start script refuses Node older than 22.17 in one line', () => {
   assert.equal(r.stderr.trim().split('\n').length, 1);
   assert.match(r.stderr, /needs Node\.js >= 22\.17/);
 });
+
+test('MAX_CONNECTIONS_PER_IP: 64 by default, 0 turns the cap off, anything but a count is refused by name', () => {
+  assert.equal(loadConfig({ DATA_DIR: dataDir() }).maxConnectionsPerIp, 64);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), MAX_CONNECTIONS_PER_IP: '0' }).maxConnectionsPerIp, 0);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), MAX_CONNECTIONS_PER_IP: '500' }).maxConnectionsPerIp, 500);
+  for (const bad of ['-1', 'ten', '1.5'])
+    assert.throws(
+      () => loadConfig({ DATA_DIR: dataDir(), MAX_CONNECTIONS_PER_IP: bad }),
+      (e: Error) =>
+        e instanceof ConfigError &&
+        e.problems.includes(`MAX_CONNECTIONS_PER_IP=${bad}: expected a non-negative integer (0 turns the cap off)`),
+      bad,
+    );
+});

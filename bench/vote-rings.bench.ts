@@ -10,6 +10,8 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { DEFAULT_RING_POLICY, detectVoteRings, type RingPolicy } from '../src/domain/votes/vote-rings.ts';
 import { isMain } from './support/cli.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { TARGETS } from './support/targets.ts';
 import { median } from './support/stats.ts';
 import { generatePopulation, STRATEGIES, type Population } from './support/vote-population.ts';
 
@@ -26,6 +28,8 @@ export interface VoteRingResult {
   yardstickMsPer1M: number;
   /** Detector time ÷ yardstick time (median of the rounds). */
   ratio: number;
+  /** The same, per round. */
+  ratios: number[];
 }
 
 /** A ring counts as found when one reported group holds at least half of its accounts. */
@@ -79,6 +83,7 @@ export function evaluate(pop: Population, policy: RingPolicy = DEFAULT_RING_POLI
     detectorMsPer1M: detectorMs * per1M,
     yardstickMsPer1M: yardMs * per1M,
     ratio: median(detTimes.map((d, i) => d / yardTimes[i]!)),
+    ratios: detTimes.map((d, i) => d / yardTimes[i]!),
   };
 }
 
@@ -94,6 +99,25 @@ function yardstick(pop: Population): number {
     last = upload;
   }
   return groups;
+}
+
+/** The figures bench:ci guards: seed 2, the full population (about 12 s). */
+export function voteRingsBench(rec: Recorder, opts: { seed?: number; rounds?: number } = {}): VoteRingResult {
+  const seed = opts.seed ?? 2;
+  const pop = generatePopulation({ seed });
+  const r = evaluate(pop, DEFAULT_RING_POLICY, opts.rounds ?? 3);
+  rec.add(
+    figure('vote-rings', `recall, rings of ≥ 5 accounts (seed ${seed})`, '', r.recallAtLeast5, {
+      target: TARGETS.voteRingRecall,
+    }),
+    figure('vote-rings', 'false accusations per 10k honest accounts', '', r.falsePerTenK, {
+      target: TARGETS.voteRingFalsePer10k,
+    }),
+    figure('vote-rings', 'detector ÷ sort and group the same votes', '×', r.ratios, {
+      target: TARGETS.voteRingVsSort,
+    }),
+  );
+  return r;
 }
 
 export function report(result: VoteRingResult, seed: number, command: string, sizes: number[]): string {

@@ -76,9 +76,11 @@ before(async () => {
   // The job is triggered by the test (composed.detectVoteRings), so that it never sees a ring half-voted.
   app = await startApp({ VOTE_RING_INTERVAL: '0' });
   admin = await registerAdmin(app, `mod_${Math.random().toString(36).slice(2, 8)}`);
-  [boosted, other] = await users(2);
-  for (let i = 0; i < 3; i++) a.push(await link(boosted!));
-  for (let i = 0; i < 8; i++) b.push(await link(other!));
+  const [first, second] = await users(2);
+  boosted = first!;
+  other = second!;
+  for (let i = 0; i < 3; i++) a.push(await link(boosted));
+  for (let i = 0; i < 8; i++) b.push(await link(other));
   // Honest voters: eight votes each over two authors (one on the boosted author): too little focus to be suspects.
   honest = await users(2);
   for (const h of honest) {

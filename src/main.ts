@@ -408,8 +408,18 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       },
     },
   });
+  // With a shared Redis one gateway at a time runs the detector (it renews the lease at each run; when it dies,
+  // another takes over once the lease ran out); without, every process does, and a group is still queued once.
+  const ringLease =
+    redis && config.voteRings.intervalMs > 0
+      ? new RedisLease(redis, `${config.redisPrefix}vote-rings`, randomUUID(), 2 * config.voteRings.intervalMs + 60_000)
+      : null;
   const voteRingJob = new RepeatingJob(
-    () => voteRings.detect(),
+    async () => {
+      // Redis down: run anyway (a duplicate run is only wasted work).
+      if (ringLease && !(await ringLease.tryAcquire().catch(() => true))) return;
+      await voteRings.detect();
+    },
     (err) => log.warn({ err }, 'vote-ring detection failed; retried at the next interval'),
   );
   metrics.moderationGauges = {
@@ -516,7 +526,7 @@ async function start(
   await wired.sweep();
   // Blocklist entries queued before a restart (or by another process) hold their matches.
   wired.holdJob.every(30_000).kick();
-  // Vote rings: every process may run the detector (a group is queued once: the store's unique key).
+  // Vote rings: any process may run the detector (one at a time with Redis; a group is queued once either way).
   if (config.voteRings.intervalMs > 0) wired.voteRingJob.every(config.voteRings.intervalMs);
   // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
   const housekeeping = setInterval(() => {

@@ -59,12 +59,20 @@ export class VoteRingRepository implements VoteRingStore {
       .where('v.updated_at', '>=', d.date(since))
       .execute();
     const createdAt = new Map<string, number>();
+    // One string per id, shared by all its votes (each row brings its own copies).
+    const ids = new Map<string, string>();
+    const one = (id: string) => {
+      const known = ids.get(id);
+      if (known !== undefined) return known;
+      ids.set(id, id);
+      return id;
+    };
     const votes: RingVote[] = rows.map((r) => {
       if (!createdAt.has(r.user_id)) createdAt.set(r.user_id, d.readDate(r.created_at).getTime());
       return {
-        userId: r.user_id,
-        uploadId: r.upload_id,
-        authorId: r.author_id,
+        userId: one(r.user_id),
+        uploadId: one(r.upload_id),
+        authorId: one(r.author_id),
         value: Number(r.value) > 0 ? 1 : -1,
         at: d.readDate(r.updated_at).getTime(),
       };

@@ -194,6 +194,8 @@ export interface VoteRingsTable {
   id: string;
   /** SHA-256 of target, direction and sorted accounts: unique among open items. */
   ring_key: string;
+  /** `type:id:direction` of the ring's target. */
+  target_key: string;
   status: Generated<'open' | 'closed'>;
   /** JSON array of user ids. */
   accounts: string;
@@ -342,6 +344,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
   vote_rings: columns<VoteRingsTable>({
     id: true,
     ring_key: true,
+    target_key: true,
     status: true,
     accounts: true,
     evidence: true,

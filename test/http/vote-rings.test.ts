@@ -131,6 +131,16 @@ describe('vote rings', () => {
     // Idempotent: the same groups, still open, are not queued again.
     assert.equal(await app.composed.detectVoteRings(), 0);
     assert.equal((await queue('open')).length, 3);
+    // The ring grows: its open item takes the new account and the new evidence; no second item.
+    const joiner = (await users(1))[0]!;
+    for (const id of a) await vote(joiner, id, 'fucks');
+    ring.push(joiner);
+    assert.equal(await app.composed.detectVoteRings(), 0);
+    const open = await queue('open');
+    assert.equal(open.length, 3);
+    const grown = open.find((i) => i.id === boostRing.id)!;
+    assert.deepEqual(name(grown), ring.map((u) => u.username).sort());
+    assert.equal(grown.evidence.votes, 18);
   });
 
   test('401 without a user, 403 to a user who is not an admin, 404 unknown, 400 naming the field', async () => {
@@ -153,12 +163,12 @@ describe('vote rings', () => {
   });
 
   test('void deletes exactly the ring members’ votes; the counters equal the votes table', async () => {
-    assert.deepEqual(await countsOf(a[0]!), { up: 7, down: 0 });
+    assert.deepEqual(await countsOf(a[0]!), { up: 8, down: 0 });
     const r = await act(boostRing.id, { action: 'void', reason: 'ring boosting one author' });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.status, 'closed');
     assert.equal(r.body.action, 'void');
-    assert.equal(r.body.voided_votes, 15);
+    assert.equal(r.body.voided_votes, 18);
     assert.equal(r.body.reason, 'ring boosting one author');
     assert.deepEqual(r.body.closed_by, { id: admin.id, username: admin.username });
     // The honest votes stay.
@@ -234,7 +244,7 @@ describe('vote rings', () => {
     assert.equal(value(/^pixvote_vote_rings_queued_total (\d+)$/m), 3);
     assert.equal(value(/^pixvote_vote_ring_actions_total\{action="void"\} (\d+)$/m), 2);
     assert.equal(value(/^pixvote_vote_ring_actions_total\{action="dismiss"\} (\d+)$/m), 1);
-    assert.equal(value(/^pixvote_vote_ring_votes_voided_total (\d+)$/m), 15 + churnVoided);
+    assert.equal(value(/^pixvote_vote_ring_votes_voided_total (\d+)$/m), 18 + churnVoided);
   });
 });
 

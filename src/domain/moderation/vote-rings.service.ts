@@ -29,7 +29,10 @@ export interface VoteRingEvidenceView {
 }
 
 export interface NewVoteRing {
+  /** SHA-256 of the target, the direction and the sorted accounts. */
   key: string;
+  /** `type:id:direction`. */
+  targetKey: string;
   accounts: string[];
   evidence: VoteRingEvidenceView;
 }
@@ -67,7 +70,11 @@ export interface VoteRingItemView {
 export interface VoteRingStore {
   /** Votes cast or changed since `since` (self-votes included; the detector skips them) and their voters' ages. */
   recentVotes(since: Date): Promise<{ votes: RingVote[]; createdAt: Map<string, number> }>;
-  /** Queues the rings not open already nor dismissed with the same key; returns how many it queued. */
+  /**
+   * Queues the rings not open already nor dismissed with the same key; returns how many it queued. A ring whose
+   * target has an open item sharing half that item's accounts or more is the same ring seen again (grown or
+   * shrunk): that item takes the union of the accounts and the new evidence instead.
+   */
   add(rings: NewVoteRing[], at: Date): Promise<number>;
   count(status: 'open' | 'closed'): Promise<number>;
   /** Open: oldest first; closed: most recently closed first. */
@@ -169,6 +176,7 @@ function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteR
     .digest('hex');
   return {
     key,
+    targetKey: `${e.target.type}:${e.target.id}:${e.direction}`,
     accounts: r.accounts,
     evidence: {
       target: e.target,

@@ -93,11 +93,34 @@ export class VoteRingRepository implements VoteRingStore {
           .where((w) => w.or([w('status', '=', 'open'), w('action', '=', 'dismiss')]))
           .executeTakeFirst();
         if (known) return false;
+        // The same ring seen again with accounts added or gone: its open item is brought up to date.
+        let same = db
+          .selectFrom('vote_rings')
+          .select(['id', 'accounts'])
+          .where('target_key', '=', ring.targetKey)
+          .where('status', '=', 'open');
+        if (d.name === 'postgres') same = same.forUpdate();
+        for (const row of await same.execute()) {
+          const before = JSON.parse(row.accounts) as string[];
+          const now = new Set(ring.accounts);
+          if (before.filter((x) => now.has(x)).length * 2 < before.length) continue;
+          await db
+            .updateTable('vote_rings')
+            .set({
+              ring_key: ring.key,
+              accounts: JSON.stringify([...new Set([...before, ...ring.accounts])].sort()),
+              evidence: JSON.stringify(ring.evidence),
+            })
+            .where('id', '=', row.id)
+            .execute();
+          return false;
+        }
         const inserted = await db
           .insertInto('vote_rings')
           .values({
             id: randomUUID(),
             ring_key: ring.key,
+            target_key: ring.targetKey,
             status: 'open',
             accounts: JSON.stringify(ring.accounts),
             evidence: JSON.stringify(ring.evidence),

@@ -75,6 +75,19 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
       out.write(`upload ${req.id} is ${u.moderation ?? req.action}${blocked[req.block]}\n`);
       return 0;
     }
+    case 'ring': {
+      const body = { action: req.action, reason: req.reason };
+      const r = (await client.call('POST', `/api/admin/vote-rings/${req.id}`, { json: body })) as {
+        voided_votes?: number | null;
+        accounts?: unknown[];
+      };
+      out.write(
+        req.action === 'void'
+          ? `vote ring ${req.id} voided: ${r.voided_votes ?? 0} votes of ${r.accounts?.length ?? 0} accounts removed\n`
+          : `vote ring ${req.id} dismissed\n`,
+      );
+      return 0;
+    }
     case 'ban': {
       const user = await resolveUser(client, req.user);
       const body = { reason: req.reason, until: req.until, remove_uploads: req.removeUploads };

@@ -6,10 +6,14 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields } from '../support/uploads.ts';
+import { pixvote } from '../support/cli.ts';
 
 let app: TestApp;
 let admin: TestUser;
@@ -217,12 +221,23 @@ describe('vote rings', () => {
     assert.deepEqual(await counterMismatches(), []);
   });
 
-  test('dismiss closes the item, keeps the votes, and the same group is not queued again', async () => {
-    const r = await act(buryRing.id, { action: 'dismiss' });
-    assert.equal(r.status, 200, r.text);
-    assert.equal(r.body.action, 'dismiss');
-    assert.equal(r.body.voided_votes, null);
-    assert.equal(r.body.reason, '');
+  test('dismiss (here with pixvote mod) closes the item, keeps the votes; the group is not queued again', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'pixvote-rings-home-'));
+    try {
+      const env = { PIXVOTE_URL: app.url, PIXVOTE_TOKEN: admin.token };
+      const listed = await pixvote(['mod', 'queue'], { home, env });
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, new RegExp(`${buryRing.id}\\s+vote_ring\\s+4 accounts\\s+down upload ${b[7]}`));
+      const done = await pixvote(['mod', 'ring', 'dismiss', buryRing.id], { home, env });
+      assert.equal(done.code, 0, done.stderr);
+      assert.equal(done.stdout, `vote ring ${buryRing.id} dismissed\n`);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+    const r = (await queue('closed')).find((i) => i.id === buryRing.id)!;
+    assert.equal(r.action, 'dismiss');
+    assert.equal(r.voided_votes, null);
+    assert.equal(r.reason, '');
     assert.deepEqual(await countsOf(b[7]!), { up: 0, down: 4 });
     assert.equal(await app.composed.detectVoteRings(), 0);
     const open = await queue('open');

@@ -14,6 +14,8 @@
  *   image GET p50 during 16 concurrent logins ÷ idle (password hashing off libuv) ≤ 3 (goal 2)
  *   feed GET p50 under 200 concurrent /metrics + /readyz ÷ under 200 /healthz      ≤ 3 (goal 1.5)
  *   upload p50 under 64 /metrics scrapers ÷ under 64 /healthz, ± METRICS_TOKEN     ≤ 2 (goal 1.5)
+ *   vote-ring detector ÷ sorting and grouping the same ~0.9M votes                 ≤ 4 (with its recall ≥ 0.75
+ *     and false accusations ≤ 1 per 10k honest accounts on population seed 2, exact for the seed)
  *
  * The floors live in bench/support/targets.ts (the login burst's, the probe flood's and the scrapers' in their own
  * bench files). A check that misses is run once more and judged on all its rounds together, so one noisy spell
@@ -31,6 +33,7 @@ import { poolOverhead } from './pipeline.bench.ts';
 import { probesBench } from './probes.bench.ts';
 import { metricsScrapeBench } from './metrics-scrape.bench.ts';
 import { thumbhashCost } from './support/stage-costs.ts';
+import { voteRingsBench } from './vote-rings.bench.ts';
 import { postgresUnavailable } from './support/bench-database.ts';
 import { meets, Recorder, table, writeResults, type Figure } from './support/report.ts';
 import { summarize } from './support/stats.ts';
@@ -92,6 +95,7 @@ const CHECKS: Check[] = [
     run: (rec) =>
       metricsScrapeBench(rec, { rounds: 2, scrapers: 64, uploads: 8, megapixels: 1, encodings: ['identity'] }),
   },
+  { name: 'vote-ring detector', run: async (rec) => void voteRingsBench(rec, { rounds: 3 }) },
 ];
 
 const ciFigures = (figures: readonly Figure[]) => figures.filter((f) => f.target?.kind === 'ci');

@@ -58,6 +58,8 @@ export interface Config {
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
   /** Distinct reporters that hold an upload automatically; 0 turns it off. */
   readonly reportHoldThreshold: number;
+  /** Vote-ring detection (API.md Moderation, "Vote rings"): how often the job runs (ms; 0: off), over which window. */
+  readonly voteRings: Readonly<{ intervalMs: number; windowMs: number; minAccounts: number; minScore: number }>;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
@@ -222,6 +224,26 @@ const schema = z.object({
     .regex(/^\d+$/, 'expected a non-negative integer (0 turns automatic holds off)')
     .transform(Number)
     .prefault('3'),
+  VOTE_RING_INTERVAL: z
+    .string()
+    .transform((v, ctx) => {
+      const s = /^0+[smhd]?$/.test(v) ? 0 : parseDuration(v);
+      if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 10m or 1h (0 turns it off)' });
+      return s ?? 0;
+    })
+    .prefault('10m'),
+  VOTE_RING_WINDOW: duration.prefault('14d'),
+  VOTE_RING_MIN_ACCOUNTS: z
+    .string()
+    .regex(/^\d+$/, 'expected an integer from 2 to 1000')
+    .transform(Number)
+    .refine((n) => n >= 2 && n <= 1000, 'expected an integer from 2 to 1000')
+    .prefault('3'),
+  VOTE_RING_MIN_SCORE: z
+    .string()
+    .transform(Number)
+    .refine((n) => Number.isFinite(n) && n >= 0 && n <= 6, 'expected a number from 0 to 6')
+    .prefault('2.8'),
   BLOCKLIST_DISTANCE: z
     .string()
     .regex(/^\d+$/, 'expected an integer from 0 to 16')
@@ -326,6 +348,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,
+    voteRings: Object.freeze({
+      intervalMs: e.VOTE_RING_INTERVAL * 1000,
+      windowMs: e.VOTE_RING_WINDOW * 1000,
+      minAccounts: e.VOTE_RING_MIN_ACCOUNTS,
+      minScore: e.VOTE_RING_MIN_SCORE,
+    }),
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,

@@ -255,6 +255,7 @@ test('every moderation route is documented with its error codes; held and remove
     'POST /api/admin/blocklist',
     'POST /api/admin/uploads/{id}/moderation',
     'POST /api/admin/users/{id}/ban',
+    'POST /api/admin/vote-rings/{id}',
     'POST /api/upload/{id}/report',
   ]);
   for (const [where, op] of moderation) {

@@ -41,6 +41,7 @@ test(
           'm007-listed-tag-counts',
           'm008-fold-tag-names',
           'm009-moderation',
+          'm011-vote-rings',
         ],
       );
       await again.close();

@@ -233,6 +233,34 @@ test('durations and rates parse the documented forms', () => {
   assert.equal(parseRate('20 per hour'), null);
 });
 
+test('VOTE_RING_*: defaults, 0 turns the job off, bad values are listed by name', () => {
+  const d = loadConfig({ DATA_DIR: dataDir() }).voteRings;
+  assert.deepEqual(d, { intervalMs: 600_000, windowMs: 14 * 86_400_000, minAccounts: 3, minScore: 2.8 });
+  const set = loadConfig({
+    DATA_DIR: dataDir(),
+    VOTE_RING_INTERVAL: '0',
+    VOTE_RING_WINDOW: '2d',
+    VOTE_RING_MIN_ACCOUNTS: '5',
+    VOTE_RING_MIN_SCORE: '3.5',
+  }).voteRings;
+  assert.deepEqual(set, { intervalMs: 0, windowMs: 2 * 86_400_000, minAccounts: 5, minScore: 3.5 });
+  assert.throws(
+    () =>
+      loadConfig({
+        DATA_DIR: dataDir(),
+        VOTE_RING_INTERVAL: 'often',
+        VOTE_RING_WINDOW: '0',
+        VOTE_RING_MIN_ACCOUNTS: '1',
+        VOTE_RING_MIN_SCORE: '7',
+      }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      ['VOTE_RING_INTERVAL', 'VOTE_RING_WINDOW', 'VOTE_RING_MIN_ACCOUNTS', 'VOTE_RING_MIN_SCORE'].every((v) =>
+        e.message.includes(v),
+      ),
+  );
+});
+
 test('`WORKERS=abc npm start` exits non-zero naming WORKERS', () => {
   const r = spawnSync(process.execPath, ['--experimental-strip-types', 'src/main.ts'], {
     env: { ...process.env, WORKERS: 'abc', DATA_DIR: dataDir(), PORT: '0' },

@@ -44,6 +44,7 @@ export interface ModerationEvents {
 }
 
 export interface QueueItemView {
+  kind: 'upload';
   upload: UploadView;
   reports: {
     count: number;
@@ -160,22 +161,26 @@ export class ModerationService {
   }
 
   async queue(status: 'open' | 'closed', page: Page): Promise<{ items: QueueItemView[]; has_more: boolean }> {
-    const rows = await this.#store.queue(status, (page.page - 1) * page.limit, page.limit + 1);
-    return {
-      items: rows.slice(0, page.limit).map(({ upload, reports }) => ({
-        upload: toUploadView(upload),
-        reports: {
-          count: reports.count,
-          reasons: reports.reasons,
-          notes: reports.notes,
-          first_at: reports.firstAt?.toISOString() ?? null,
-          last_at: reports.lastAt?.toISOString() ?? null,
-        },
-        person_flag: upload.personFlag,
-        human_score: upload.humanScore,
-      })),
-      has_more: rows.length > page.limit,
-    };
+    const rows = await this.queueItems(status, (page.page - 1) * page.limit, page.limit + 1);
+    return { items: rows.slice(0, page.limit), has_more: rows.length > page.limit };
+  }
+
+  /** The queue's upload items from `offset` (the queue route puts vote-ring items before them). */
+  async queueItems(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemView[]> {
+    const rows = await this.#store.queue(status, offset, limit);
+    return rows.map(({ upload, reports }) => ({
+      kind: 'upload' as const,
+      upload: toUploadView(upload),
+      reports: {
+        count: reports.count,
+        reasons: reports.reasons,
+        notes: reports.notes,
+        first_at: reports.firstAt?.toISOString() ?? null,
+        last_at: reports.lastAt?.toISOString() ?? null,
+      },
+      person_flag: upload.personFlag,
+      human_score: upload.humanScore,
+    }));
   }
 
   /** `POST /api/admin/uploads/{id}/moderation`. */

@@ -23,6 +23,7 @@ import {
   UsersQuery,
 } from '../schemas/moderation.schemas.ts';
 import { UploadRecord } from '../schemas/upload.schemas.ts';
+import { VoteRingBody, VoteRingItem } from '../schemas/vote-ring.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
 const ENTRY_ID = '5e0c7a14-2b9d-4f63-a8e1-7d4c9b2f0a36';
@@ -34,6 +35,13 @@ const BlocklistIdParam = z.object({
     .string()
     .describe('The blocklist entry id (a UUID).')
     .meta({ examples: [ENTRY_ID] }),
+});
+
+const VoteRingIdParam = z.object({
+  id: z
+    .string()
+    .describe('The vote-ring item id (a UUID), as the moderation queue lists it.')
+    .meta({ examples: ['6d1f3a8e-2c4b-4e9a-b7d5-0a8c3e6f1b29'] }),
 });
 
 const UserIdParam = z.object({
@@ -112,6 +120,40 @@ const modlogEntries = [
 
 const ADMIN_ONLY = 'Admins only.';
 
+const RING_ID = '6d1f3a8e-2c4b-4e9a-b7d5-0a8c3e6f1b29';
+
+/** A ring of three young accounts that upvoted every upload of one author within minutes. */
+const voteRingItem = (status: 'open' | 'closed') => ({
+  kind: 'vote_ring',
+  id: RING_ID,
+  status,
+  accounts: [
+    'c3e1a9f2-5b7d-4e8a-9c0f-1d2b3a4c5e6f',
+    'd4f2b0a3-6c8e-4f9b-8d1a-2e3c4b5d6f70',
+    'e5a3c1b4-7d9f-4a0c-9e2b-3f4d5c6e7a81',
+  ].map((id, i) => ({ id, username: `fresh_fan_${i + 1}`, role: 'user', created_at: '2026-11-25T07:58:00.000Z' })),
+  evidence: {
+    target: { type: 'author', id: EXAMPLES.user },
+    direction: 'up',
+    votes: 12,
+    target_share: 0.857,
+    focus: 1,
+    similarity: 1,
+    burst_share: 1,
+    burst: { from: '2026-11-25T08:04:10.000Z', to: '2026-11-25T09:04:10.000Z' },
+    young_accounts: 3,
+    median_account_age_hours: 0.1,
+    score: 5.357,
+    window: { from: '2026-11-11T10:00:00.000Z', to: '2026-11-25T10:00:00.000Z' },
+  },
+  created_at: '2026-11-25T10:00:00.000Z',
+  closed_at: status === 'open' ? null : '2026-11-25T10:20:00.000Z',
+  closed_by: status === 'open' ? null : { id: ADMIN_ID, username: 'mod_ada' },
+  action: status === 'open' ? null : 'void',
+  reason: status === 'open' ? null : 'ring boosting one author',
+  voided_votes: status === 'open' ? null : 12,
+});
+
 export const moderationOperations: Operation[] = [
   {
     method: 'post',
@@ -154,9 +196,12 @@ export const moderationOperations: Operation[] = [
     tag: 'moderation',
     summary: 'The moderation queue',
     description:
-      `${ADMIN_ONLY} \`open\`: uploads with open reports, held uploads, and uploads flagged by person detection ` +
-      '(`HUMAN_POLICY=flag` or `hold`, score at or above the threshold); held first, then most reports, then ' +
-      'oldest. `closed`: uploads acted on, with nothing open.',
+      `${ADMIN_ONLY} Two kinds of item. \`vote_ring\` items (groups of accounts the vote-ring detector found ` +
+      'voting in lockstep, with the evidence; act on them with `POST /api/admin/vote-rings/{id}`) come first: ' +
+      'open ones oldest first, closed ones most recently closed first. Then `upload` items: `open`: uploads with ' +
+      'open reports, held uploads, and uploads flagged by person detection (`HUMAN_POLICY=flag` or `hold`, score ' +
+      'at or above the threshold); held first, then most reports, then oldest. `closed`: uploads acted on, with ' +
+      'nothing open.',
     auth: 'required',
     limit: 'general',
     query: QueueQuery,
@@ -170,7 +215,9 @@ export const moderationOperations: Operation[] = [
             summary: 'An upload held by three reports',
             value: {
               items: [
+                voteRingItem('open'),
                 {
+                  kind: 'upload',
                   upload: upload('held'),
                   reports: {
                     count: 3,
@@ -219,6 +266,31 @@ export const moderationOperations: Operation[] = [
       },
     },
     errors: ['invalid_request', 'forbidden', 'not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/admin/vote-rings/:id',
+    operationId: 'actOnVoteRing',
+    tag: 'moderation',
+    summary: 'Void the votes of a vote ring, or dismiss it',
+    description:
+      `${ADMIN_ONLY} \`void\`: every vote of the ring's accounts is deleted and each upload's counters move by ` +
+      'exactly those votes, in one transaction (the counts stay equal to the votes), and the item is closed. ' +
+      '`dismiss`: the item is closed and the same group on the same target is not queued again. An item closed ' +
+      'already answers 409 `conflict` and changes nothing. Logged and counted in the metrics ' +
+      '(`pixvote_vote_ring_actions_total`), not in the modlog.',
+    auth: 'required',
+    limit: 'general',
+    params: VoteRingIdParam,
+    body: { json: VoteRingBody },
+    responses: {
+      200: {
+        description: 'The item, closed.',
+        json: VoteRingItem,
+        examples: { voided: { summary: 'Voided: 12 votes went', value: voteRingItem('closed') } },
+      },
+    },
+    errors: ['invalid_request', 'forbidden', 'not_found', 'conflict'],
   },
   {
     method: 'get',

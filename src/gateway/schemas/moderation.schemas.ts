@@ -4,6 +4,7 @@ import { MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.
 import { UserSchema } from './auth.schemas.ts';
 import { FeedQuery } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
+import { VoteRingItem } from './vote-ring.schemas.ts';
 
 const EXAMPLE_UPLOAD = '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90';
 const EXAMPLE_USER = '8c1d2e3f-4a5b-4c6d-8e7f-901234567890';
@@ -50,6 +51,7 @@ export const QueueQuery = PageQuery.extend({
 });
 
 export const QueueItem = z.object({
+  kind: z.literal('upload'),
   upload: UploadRecord,
   reports: z.object({
     count: z.int().nonnegative(),
@@ -64,7 +66,7 @@ export const QueueItem = z.object({
 });
 
 export const QueuePage = z.object({
-  items: z.array(QueueItem),
+  items: z.array(z.discriminatedUnion('kind', [VoteRingItem, QueueItem])),
   page: z.int().positive(),
   limit: z.int().positive(),
   has_more: z.boolean(),

@@ -5,6 +5,7 @@ import { M006IdempotencyLeases } from './m006-idempotency-leases.ts';
 import { M007ListedTagCounts } from './m007-listed-tag-counts.ts';
 import { M008FoldTagNames } from './m008-fold-tag-names.ts';
 import { M009Moderation } from './m009-moderation.ts';
+import { M011VoteRings } from './m011-vote-rings.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   M007ListedTagCounts,
   M008FoldTagNames,
   M009Moderation,
+  M011VoteRings,
 ];

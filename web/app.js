@@ -1250,8 +1250,11 @@ async function modlogPage() {
       h(
         'td',
         {},
+        // A null id: an upload the public view may not name (private, held, removed while private).
         e.target.type === 'upload'
-          ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
+          ? e.target.id
+            ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
+            : 'an upload (not public)'
           : `a ${e.target.type} entry`,
       ),
       h('td', {}, e.reason ?? ''),

@@ -20,12 +20,13 @@ import {
   type BlocklistEntry,
   type BlocklistEntryView,
   type ModAction,
-  type ModlogEntry,
+  type ModlogLine,
   type Moderator,
   type NewBlocklistEntry,
   type ReportReason,
   type ReportView,
   type UploadAction,
+  publiclyNamed,
 } from './moderation.types.ts';
 
 export interface ModerationPolicy {
@@ -60,7 +61,8 @@ export interface ModlogEntryView {
   id: string;
   at: string;
   action: ModAction;
-  target: { type: 'upload' | 'user' | 'blocklist'; id: string };
+  /** id null: an upload the public view may not name (API.md Modlog); admins see every id. */
+  target: { type: 'upload' | 'user' | 'blocklist'; id: string | null };
   reason: string;
   moderator?: { id: string; username: string } | null;
 }
@@ -281,7 +283,10 @@ export class ModerationService {
     return { success: true };
   }
 
-  /** `GET /api/modlog`: public; admins also see who acted. */
+  /**
+   * `GET /api/modlog`: public; admins also see who acted, and every id (others never see the id of an upload
+   * they could not find in a listing).
+   */
   async modlog(viewer: Principal | null, page: Page): Promise<{ entries: ModlogEntryView[]; has_more: boolean }> {
     const rows = await this.#store.modlog((page.page - 1) * page.limit, page.limit + 1);
     return {
@@ -345,12 +350,12 @@ function blocklistView(e: BlocklistEntry): BlocklistEntryView {
   };
 }
 
-function modlogView(e: ModlogEntry, forAdmin: boolean): ModlogEntryView {
+function modlogView(e: ModlogLine, forAdmin: boolean): ModlogEntryView {
   const view: ModlogEntryView = {
     id: e.id,
     at: e.at.toISOString(),
     action: e.action,
-    target: e.target,
+    target: forAdmin || publiclyNamed(e) ? e.target : { type: e.target.type, id: null },
     reason: e.reason,
   };
   if (forAdmin) view.moderator = e.moderator;

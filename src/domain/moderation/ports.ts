@@ -7,7 +7,7 @@ import type {
   AdminUserRecord,
   BlockKind,
   BlocklistEntry,
-  ModlogEntry,
+  ModlogLine,
   Moderator,
   NewBlocklistEntry,
   QueueItemRecord,
@@ -66,7 +66,8 @@ export interface ModerationStore {
   ): Promise<boolean>;
   /** Ids of the user's uploads that are not removed yet. */
   uploadIdsOf(userId: string): Promise<string[]>;
-  modlog(offset: number, limit: number): Promise<ModlogEntry[]>;
+  /** A page of the modlog, newest first, with each upload target's state now (ModlogLine). */
+  modlog(offset: number, limit: number): Promise<ModlogLine[]>;
 }
 
 export interface BlocklistStore {

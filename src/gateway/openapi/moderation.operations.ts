@@ -109,6 +109,14 @@ const modlogEntries = [
     reason: 'reported by 3 users',
   },
 ];
+/** A line on a private upload: the public view does not name it. */
+const PRIVATE_UPLOAD = 'b7e2c9d4-5f1a-4c8e-9d3b-2a6f0e8c1b57';
+const privateHold = {
+  id: '5c7a1e9d-3b2f-4d8a-a6e4-1f0b9c2d7e38',
+  at: '2026-11-25T07:30:00.000Z',
+  action: 'hold',
+  reason: 'looking into it',
+};
 
 const ADMIN_ONLY = 'Admins only.';
 
@@ -399,7 +407,9 @@ export const moderationOperations: Operation[] = [
     summary: 'The public moderation log',
     description:
       'Every moderation action, automatic ones included, newest first. Append-only: no entry is ever changed or ' +
-      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions).',
+      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions). The ' +
+      'public view never names an upload an anonymous reader could not find in a listing now (private, held, ' +
+      'removed while private, or deleted): its `target.id` is null; admins see every id.',
     auth: 'optional',
     limit: 'general',
     query: PageQuery,
@@ -412,7 +422,12 @@ export const moderationOperations: Operation[] = [
         examples: {
           public: {
             summary: 'As everyone sees it',
-            value: { entries: modlogEntries, page: 1, limit: 12, has_more: true },
+            value: {
+              entries: [...modlogEntries, { ...privateHold, target: { type: 'upload', id: null } }],
+              page: 1,
+              limit: 12,
+              has_more: true,
+            },
           },
           admin: {
             summary: 'As an admin sees it',
@@ -420,6 +435,11 @@ export const moderationOperations: Operation[] = [
               entries: [
                 { ...modlogEntries[0], moderator: { id: ADMIN_ID, username: 'mod_grace' } },
                 { ...modlogEntries[1], moderator: null },
+                {
+                  ...privateHold,
+                  target: { type: 'upload', id: PRIVATE_UPLOAD },
+                  moderator: { id: ADMIN_ID, username: 'mod_grace' },
+                },
               ],
               page: 1,
               limit: 12,

@@ -208,7 +208,16 @@ export const ModlogEntry = z.object({
   id: z.uuid(),
   at: z.iso.datetime(),
   action: z.enum(MOD_ACTIONS),
-  target: z.object({ type: z.enum(['upload', 'user', 'blocklist']), id: z.uuid() }),
+  target: z.object({
+    type: z.enum(['upload', 'user', 'blocklist']),
+    id: z
+      .uuid()
+      .nullable()
+      .describe(
+        'Null in the public view for an upload an anonymous reader could not find in a listing now (private, held, ' +
+          'removed while private, or deleted); admins see every id.',
+      ),
+  }),
   reason: z.string(),
   moderator: z
     .object({ id: z.uuid(), username: z.string() })

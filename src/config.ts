@@ -56,8 +56,10 @@ export interface Config {
   readonly humanRuntime: 'auto' | 'onnx' | 'tfjs';
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
-  /** Distinct reporters that hold an upload automatically; 0 turns it off. */
+  /** Distinct trusted reporters that hold an upload automatically; 0 turns it off. */
   readonly reportHoldThreshold: number;
+  /** Which reporters count toward it (REPORT_TRUST_MIN_AGE, _MIN_UPLOADS, _MIN_VOTES). */
+  readonly reportTrust: Readonly<{ minAgeSeconds: number; minUploads: number; minVotes: number }>;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
@@ -113,6 +115,17 @@ const duration = z.string().transform((v, ctx) => {
   if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 7d' });
   return s ?? 0;
 });
+/** A duration that may also be 0 (`0`, `0s`, `0h`…): for rules that 0 turns off. */
+const durationOrZero = z.string().transform((v, ctx) => {
+  const s = /^\s*0+\s*[smhd]?\s*$/.test(v) ? 0 : parseDuration(v);
+  if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 0, 90s, 15m, 24h or 7d' });
+  return s ?? 0;
+});
+const nonNegativeInt = z
+  .string()
+  .regex(/^\d+$/, 'expected a non-negative integer')
+  .transform(Number)
+  .refine((n) => Number.isSafeInteger(n), 'expected a non-negative integer');
 const rate = z.string().transform((v, ctx) => {
   const r = parseRate(v);
   if (!r) ctx.addIssue({ code: 'custom', message: 'expected N/window, e.g. 20/1h (window units s, m, h)' });
@@ -220,6 +233,9 @@ const schema = z.object({
     .regex(/^\d+$/, 'expected a non-negative integer (0 turns automatic holds off)')
     .transform(Number)
     .prefault('3'),
+  REPORT_TRUST_MIN_AGE: durationOrZero.prefault('24h'),
+  REPORT_TRUST_MIN_UPLOADS: nonNegativeInt.prefault('1'),
+  REPORT_TRUST_MIN_VOTES: nonNegativeInt.prefault('10'),
   BLOCKLIST_DISTANCE: z
     .string()
     .regex(/^\d+$/, 'expected an integer from 0 to 16')
@@ -318,6 +334,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,
+    reportTrust: Object.freeze({
+      minAgeSeconds: e.REPORT_TRUST_MIN_AGE,
+      minUploads: e.REPORT_TRUST_MIN_UPLOADS,
+      minVotes: e.REPORT_TRUST_MIN_VOTES,
+    }),
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,

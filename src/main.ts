@@ -364,7 +364,11 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     blocklist: blocklistRepo,
     uploads: uploadsRepo,
     clock,
-    policy: { reportHoldThreshold: config.reportHoldThreshold, blocklistDistance: config.blocklistDistance },
+    policy: {
+      reportHoldThreshold: config.reportHoldThreshold,
+      reportTrust: config.reportTrust,
+      blocklistDistance: config.blocklistDistance,
+    },
     releaseMedia: release,
     events: {
       onChanged: changed,

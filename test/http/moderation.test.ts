@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { currentMetrics, stageRuns, startApp, type TestApp } from '../support/app.ts';
-import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
+import { TRUST_EVERY_REPORTER, apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 
@@ -19,7 +19,8 @@ let admin: TestUser;
 let seed = 5000;
 
 before(async () => {
-  app = await startApp({ REPORT_HOLD_THRESHOLD: '3' });
+  // Fresh accounts count as reporters here (the trust rule has its own tests in report-trust.test.ts).
+  app = await startApp({ REPORT_HOLD_THRESHOLD: '3', ...TRUST_EVERY_REPORTER });
   owner = await registerUser(app.api);
   other = await registerUser(app.api);
   admin = await registerAdmin(app, `mod_${Math.random().toString(36).slice(2, 8)}`);
@@ -270,7 +271,7 @@ describe('reports', () => {
     // The admins' view: the public one does not name a held upload.
     const holds = (await modlog(admin.token)).filter((e) => e.action === 'auto_hold' && e.target.id === id);
     assert.equal(holds.length, 1);
-    assert.match(holds[0]!.reason, /reported by 3 users/);
+    assert.match(holds[0]!.reason, /reported by 3 users, 3 of them trusted/);
     const queue = await app.api.get('/api/admin/moderation?limit=50', { token: admin.token });
     assert.equal(queue.body.items[0].upload.moderation, 'held', 'held items come first');
     const item = queue.body.items.find((i: { upload: { id: string } }) => i.upload.id === id);

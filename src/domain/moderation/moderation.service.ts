@@ -12,6 +12,7 @@ import type { UploadStore } from '../uploads/ports.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
 import { assertReachable } from './access.ts';
+import { DEFAULT_REPORT_TRUST, type ReportTrustRule } from './report-trust.ts';
 import type { BlocklistStore, ModerationStore } from './ports.ts';
 import {
   BAN_PERMANENT,
@@ -30,8 +31,10 @@ import {
 } from './moderation.types.ts';
 
 export interface ModerationPolicy {
-  /** Distinct reporters that hold an upload; 0 turns it off. */
+  /** Distinct trusted reporters that hold an upload; 0 turns it off. */
   reportHoldThreshold: number;
+  /** Which reporters count toward that threshold (REPORT_TRUST_*); API.md's default when not given. */
+  reportTrust?: ReportTrustRule;
   blocklistDistance: number;
 }
 
@@ -52,6 +55,8 @@ export interface QueueItemView {
     notes: string[];
     first_at: string | null;
     last_at: string | null;
+    /** Reporters the report-trust rule counts now. */
+    trusted: number;
   };
   person_flag: boolean;
   human_score: number | null;
@@ -131,6 +136,7 @@ export class ModerationService {
     uploadId: string,
     input: { reason: ReportReason; note: string | null },
   ): Promise<{ created: boolean; report: ReportView }> {
+    const now = this.#clock.now();
     const upload = await this.#reachable(principal, uploadId);
     const outcome = await this.#store.report(
       {
@@ -138,9 +144,9 @@ export class ModerationService {
         userId: principal.userId,
         reason: input.reason,
         note: input.note,
-        createdAt: this.#clock.now(),
+        createdAt: now,
       },
-      this.#policy.reportHoldThreshold,
+      { holdThreshold: this.#policy.reportHoldThreshold, trust: this.#trust },
     );
     if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (outcome.created) this.#events.reportReceived?.();
@@ -162,7 +168,8 @@ export class ModerationService {
   }
 
   async queue(status: 'open' | 'closed', page: Page): Promise<{ items: QueueItemView[]; has_more: boolean }> {
-    const rows = await this.#store.queue(status, (page.page - 1) * page.limit, page.limit + 1);
+    const offset = (page.page - 1) * page.limit;
+    const rows = await this.#store.queue(status, offset, page.limit + 1, this.#trust, this.#clock.now());
     return {
       items: rows.slice(0, page.limit).map(({ upload, reports }) => ({
         upload: toUploadView(upload),
@@ -172,6 +179,7 @@ export class ModerationService {
           notes: reports.notes,
           first_at: reports.firstAt?.toISOString() ?? null,
           last_at: reports.lastAt?.toISOString() ?? null,
+          trusted: reports.trusted,
         },
         person_flag: upload.personFlag,
         human_score: upload.humanScore,
@@ -310,6 +318,10 @@ export class ModerationService {
       }
       if (step.entries < batch) return held;
     }
+  }
+
+  get #trust(): ReportTrustRule {
+    return this.#policy.reportTrust ?? DEFAULT_REPORT_TRUST;
   }
 
   async #reachable(principal: Principal, uploadId: string): Promise<UploadRecord> {

@@ -38,6 +38,8 @@ export interface ReportSummary {
   notes: string[];
   firstAt: Date | null;
   lastAt: Date | null;
+  /** Reporters the report-trust rule counts now (REPORT_TRUST_*). */
+  trusted: number;
 }
 
 export interface QueueItemRecord {

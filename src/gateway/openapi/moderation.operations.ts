@@ -106,7 +106,7 @@ const modlogEntries = [
     at: '2026-11-25T08:04:02.000Z',
     action: 'auto_hold',
     target: { type: 'upload', id: EXAMPLES.upload },
-    reason: 'reported by 3 users',
+    reason: 'reported by 4 users, 3 of them trusted',
   },
 ];
 /** A line on a private upload: the public view does not name it. */
@@ -130,7 +130,11 @@ export const moderationOperations: Operation[] = [
     description:
       'One report per user per upload: reporting it again answers 200 with the first report and changes nothing. ' +
       'When `REPORT_HOLD_THRESHOLD` distinct users have open reports on an upload it is held at once ' +
-      '(modlog `auto_hold`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
+      '(modlog `auto_hold`). Only reporters that pass the report-trust rule count toward that threshold ' +
+      '(`REPORT_TRUST_MIN_AGE`, and `REPORT_TRUST_MIN_UPLOADS` accepted uploads or `REPORT_TRUST_MIN_VOTES` votes; ' +
+      'default: 24h, 1 or 10); other reports still reach the queue. Once a moderator approved an upload, reports ' +
+      'no longer hold it by themselves: they reach the queue. An upload the caller cannot see (unknown, or held ' +
+      'and not theirs) is 404; ' +
       'a removed one is 410 `removed`. Limit: `RATE_LIMIT_REPORT` per user.',
     auth: 'required',
     limit: 'report',
@@ -175,17 +179,18 @@ export const moderationOperations: Operation[] = [
         cacheControl: ['private, no-store'],
         examples: {
           open: {
-            summary: 'An upload held by three reports',
+            summary: 'An upload held by three trusted reporters (of four)',
             value: {
               items: [
                 {
                   upload: upload('held'),
                   reports: {
-                    count: 3,
-                    reasons: { spam: 2, other: 1 },
+                    count: 4,
+                    reasons: { spam: 3, other: 1 },
                     notes: ['the same advert posted every hour', 'scam shop'],
                     first_at: '2026-11-24T21:30:12.000Z',
                     last_at: '2026-11-25T08:03:41.000Z',
+                    trusted: 3,
                   },
                   person_flag: false,
                   human_score: 0.03,

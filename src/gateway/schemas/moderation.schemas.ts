@@ -58,6 +58,13 @@ export const QueueItem = z.object({
     notes: z.array(z.string()).max(5).describe('The latest notes, newest first.'),
     first_at: z.iso.datetime().nullable(),
     last_at: z.iso.datetime().nullable(),
+    trusted: z
+      .int()
+      .nonnegative()
+      .describe(
+        'Reporters the report-trust rule counts now (REPORT_TRUST_*); only these count toward ' +
+          '`REPORT_HOLD_THRESHOLD`.',
+      ),
   }),
   person_flag: z.boolean(),
   human_score: z.number().min(0).max(1).nullable(),

@@ -60,6 +60,9 @@ export interface Config {
   readonly reportHoldThreshold: number;
   /** Which reporters count toward it (REPORT_TRUST_MIN_AGE, _MIN_UPLOADS, _MIN_VOTES). */
   readonly reportTrust: Readonly<{ minAgeSeconds: number; minUploads: number; minVotes: number }>;
+  /** VOTE_MIN_ACCOUNT_AGE / REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot vote / report (0: none). */
+  readonly voteMinAccountAgeSeconds: number;
+  readonly reportMinAccountAgeSeconds: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
@@ -236,6 +239,8 @@ const schema = z.object({
   REPORT_TRUST_MIN_AGE: durationOrZero.prefault('24h'),
   REPORT_TRUST_MIN_UPLOADS: nonNegativeInt.prefault('1'),
   REPORT_TRUST_MIN_VOTES: nonNegativeInt.prefault('10'),
+  VOTE_MIN_ACCOUNT_AGE: durationOrZero.prefault('0'),
+  REPORT_MIN_ACCOUNT_AGE: durationOrZero.prefault('0'),
   BLOCKLIST_DISTANCE: z
     .string()
     .regex(/^\d+$/, 'expected an integer from 0 to 16')
@@ -339,6 +344,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       minUploads: e.REPORT_TRUST_MIN_UPLOADS,
       minVotes: e.REPORT_TRUST_MIN_VOTES,
     }),
+    voteMinAccountAgeSeconds: e.VOTE_MIN_ACCOUNT_AGE,
+    reportMinAccountAgeSeconds: e.REPORT_MIN_ACCOUNT_AGE,
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,

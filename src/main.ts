@@ -330,7 +330,12 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   });
   // Every write that changes what a public page shows makes every cached page stale.
   const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
-  const votes = new VoteService({ votes: new VoteRepository(db), clock, onChanged: changed });
+  const votes = new VoteService({
+    votes: new VoteRepository(db),
+    clock,
+    onChanged: changed,
+    minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
+  });
   const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
 
   const uploads = new UploadService({
@@ -367,6 +372,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     policy: {
       reportHoldThreshold: config.reportHoldThreshold,
       reportTrust: config.reportTrust,
+      reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
       blocklistDistance: config.blocklistDistance,
     },
     releaseMedia: release,

@@ -89,9 +89,11 @@ describe('configuration', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'pixvote-trust-config-'));
   after(() => rmSync(dataDir, { recursive: true, force: true }));
   const base = () => ({ DATA_DIR: dataDir, JWT_SECRET: 'z'.repeat(48) });
-  test("defaults: API.md's report trust", () => {
+  test("defaults: API.md's report trust, no minimum ages", () => {
     const c = loadConfig(base());
     assert.deepEqual(c.reportTrust, { minAgeSeconds: 24 * HOUR, minUploads: 1, minVotes: 10 });
+    assert.equal(c.voteMinAccountAgeSeconds, 0);
+    assert.equal(c.reportMinAccountAgeSeconds, 0);
   });
   test('durations like the other duration variables, and 0', () => {
     const c = loadConfig({
@@ -99,9 +101,12 @@ describe('configuration', () => {
       REPORT_TRUST_MIN_AGE: '0',
       REPORT_TRUST_MIN_UPLOADS: '0',
       REPORT_TRUST_MIN_VOTES: '25',
+      VOTE_MIN_ACCOUNT_AGE: '7d',
+      REPORT_MIN_ACCOUNT_AGE: '90s',
     });
     assert.deepEqual(c.reportTrust, { minAgeSeconds: 0, minUploads: 0, minVotes: 25 });
-    assert.equal(loadConfig({ ...base(), REPORT_TRUST_MIN_AGE: '7d' }).reportTrust.minAgeSeconds, 7 * 24 * HOUR);
+    assert.equal(c.voteMinAccountAgeSeconds, 7 * 24 * HOUR);
+    assert.equal(c.reportMinAccountAgeSeconds, 90);
   });
   test('bad values are named in one error', () => {
     assert.throws(
@@ -110,11 +115,13 @@ describe('configuration', () => {
           ...base(),
           REPORT_TRUST_MIN_AGE: 'a day',
           REPORT_TRUST_MIN_VOTES: '-1',
+          VOTE_MIN_ACCOUNT_AGE: '1w',
         }),
       (e: unknown) =>
         e instanceof ConfigError &&
         /REPORT_TRUST_MIN_AGE=a day: expected a duration/.test(e.message) &&
-        /REPORT_TRUST_MIN_VOTES=-1: expected a non-negative integer/.test(e.message),
+        /REPORT_TRUST_MIN_VOTES=-1: expected a non-negative integer/.test(e.message) &&
+        /VOTE_MIN_ACCOUNT_AGE=1w: expected a duration/.test(e.message),
     );
   });
 });

@@ -11,6 +11,7 @@ import type { Principal } from '../users.ts';
 import type { UploadStore } from '../uploads/ports.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
+import { assertOldEnough } from '../account-age.ts';
 import { assertReachable } from './access.ts';
 import { DEFAULT_REPORT_TRUST, type ReportTrustRule } from './report-trust.ts';
 import type { BlocklistStore, ModerationStore } from './ports.ts';
@@ -35,6 +36,8 @@ export interface ModerationPolicy {
   reportHoldThreshold: number;
   /** Which reporters count toward that threshold (REPORT_TRUST_*); API.md's default when not given. */
   reportTrust?: ReportTrustRule;
+  /** REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot report (0: no rule). */
+  reportMinAccountAgeSeconds?: number;
   blocklistDistance: number;
 }
 
@@ -137,6 +140,10 @@ export class ModerationService {
     input: { reason: ReportReason; note: string | null },
   ): Promise<{ created: boolean; report: ReportView }> {
     const now = this.#clock.now();
+    assertOldEnough(principal.accountCreatedAt, this.#policy.reportMinAccountAgeSeconds ?? 0, now, {
+      action: 'report uploads',
+      variable: 'REPORT_MIN_ACCOUNT_AGE',
+    });
     const upload = await this.#reachable(principal, uploadId);
     const outcome = await this.#store.report(
       {

@@ -133,8 +133,8 @@ export const moderationOperations: Operation[] = [
       '(modlog `auto_hold`). Only reporters that pass the report-trust rule count toward that threshold ' +
       '(`REPORT_TRUST_MIN_AGE`, and `REPORT_TRUST_MIN_UPLOADS` accepted uploads or `REPORT_TRUST_MIN_VOTES` votes; ' +
       'default: 24h, 1 or 10); other reports still reach the queue. Once a moderator approved an upload, reports ' +
-      'no longer hold it by themselves: they reach the queue. An upload the caller cannot see (unknown, or held ' +
-      'and not theirs) is 404; ' +
+      'no longer hold it by themselves: they reach the queue. `REPORT_MIN_ACCOUNT_AGE` refuses younger accounts ' +
+      '(403 `account_too_new`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
       'a removed one is 410 `removed`. Limit: `RATE_LIMIT_REPORT` per user.',
     auth: 'required',
     limit: 'report',
@@ -157,7 +157,7 @@ export const moderationOperations: Operation[] = [
         examples: { again: { summary: 'The first report, without a note', value: report('spam', null) } },
       },
     },
-    errors: ['invalid_request', 'not_found', 'removed'],
+    errors: ['invalid_request', 'account_too_new', 'not_found', 'removed'],
   },
   {
     method: 'get',

@@ -1127,6 +1127,8 @@ function queueItem(item) {
         ' · ',
         plural(item.reports?.count ?? 0, 'report', 'reports'),
         reasons.length ? ` (${reasons.join(', ')})` : '',
+        // How many reporters the report-trust rule counts (only they hold an upload automatically).
+        item.reports?.count ? ` · ${item.reports.trusted ?? 0} trusted` : '',
         item.person_flag ? ' · person detected' : '',
       ),
       (item.reports?.notes ?? []).length

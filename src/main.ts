@@ -336,7 +336,12 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   });
   // Every write that changes what a public page shows makes every cached page stale.
   const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
-  const votes = new VoteService({ votes: new VoteRepository(db), clock, onChanged: changed });
+  const votes = new VoteService({
+    votes: new VoteRepository(db),
+    clock,
+    onChanged: changed,
+    minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
+  });
   const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
 
   const uploads = new UploadService({
@@ -370,7 +375,12 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     blocklist: blocklistRepo,
     uploads: uploadsRepo,
     clock,
-    policy: { reportHoldThreshold: config.reportHoldThreshold, blocklistDistance: config.blocklistDistance },
+    policy: {
+      reportHoldThreshold: config.reportHoldThreshold,
+      reportTrust: config.reportTrust,
+      reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
+      blocklistDistance: config.blocklistDistance,
+    },
     releaseMedia: release,
     events: {
       onChanged: changed,

@@ -1172,6 +1172,8 @@ function queueItem(item) {
         ' · ',
         plural(item.reports?.count ?? 0, 'report', 'reports'),
         reasons.length ? ` (${reasons.join(', ')})` : '',
+        // How many reporters the report-trust rule counts (only they hold an upload automatically).
+        item.reports?.count ? ` · ${item.reports.trusted ?? 0} trusted` : '',
         item.person_flag ? ' · person detected' : '',
       ),
       (item.reports?.notes ?? []).length
@@ -1295,8 +1297,11 @@ async function modlogPage() {
       h(
         'td',
         {},
+        // A null id: an upload the public view may not name (private, held, removed while private).
         e.target.type === 'upload'
-          ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
+          ? e.target.id
+            ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
+            : 'an upload (not public)'
           : `a ${e.target.type} entry`,
       ),
       h('td', {}, e.reason ?? ''),

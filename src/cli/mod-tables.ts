@@ -34,7 +34,8 @@ export interface ModlogEntry {
   id: string;
   at: string;
   action: string;
-  target: { type: string; id: string };
+  /** id null: an upload the public view does not name (API.md Modlog). */
+  target: { type: string; id: string | null };
   reason: string | null;
   moderator?: { id: string; username: string } | null;
 }
@@ -114,7 +115,7 @@ export function renderModlog(entries: ModlogEntry[]): string {
     ...entries.map((e) => [
       e.at.replace(/\.\d{3}Z$/, 'Z'),
       e.action,
-      `${e.target.type} ${e.target.id}`,
+      `${e.target.type} ${e.target.id ?? '(not public)'}`,
       ...(withModerator ? [e.moderator ? e.moderator.username : '(automatic)'] : []),
       oneLine(e.reason, 80) || '-',
     ]),

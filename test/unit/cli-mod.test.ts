@@ -343,6 +343,13 @@ test('the modlog table names the moderator when the server shows them, "(automat
   assert.match(withMods, /^AT\s+ACTION\s+TARGET\s+MODERATOR\s+REASON\n.*\(automatic\)\s+-\n.*mod_1\s+spam bot\n$/s);
 });
 
+test('the modlog table shows an upload the public view does not name (id null) as "(not public)"', () => {
+  const text = renderModlog([
+    { id: '1', at: '2030-01-01T10:00:00.000Z', action: 'hold', target: { type: 'upload', id: null }, reason: 'x' },
+  ]);
+  assert.match(text, /^2030-01-01T10:00:00Z {2}hold {4}upload \(not public\) {2}x$/m);
+});
+
 test('the import bar shows entries done and the time left', () => {
   assert.equal(entriesLine(5, 10, 0, 1000), `[${'#'.repeat(15)}${'-'.repeat(15)}] 5/10 entries  ETA 0:01`);
   assert.equal(entriesLine(10, 10, 0, 1000), `[${'#'.repeat(30)}] 10/10 entries  ETA 0:00`);

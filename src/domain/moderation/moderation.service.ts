@@ -11,7 +11,9 @@ import type { Principal } from '../users.ts';
 import type { UploadStore } from '../uploads/ports.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
+import { assertOldEnough } from '../account-age.ts';
 import { assertReachable } from './access.ts';
+import { DEFAULT_REPORT_TRUST, type ReportTrustRule } from './report-trust.ts';
 import type { BlocklistStore, ModerationStore } from './ports.ts';
 import {
   BAN_PERMANENT,
@@ -20,17 +22,22 @@ import {
   type BlocklistEntry,
   type BlocklistEntryView,
   type ModAction,
-  type ModlogEntry,
+  type ModlogLine,
   type Moderator,
   type NewBlocklistEntry,
   type ReportReason,
   type ReportView,
   type UploadAction,
+  publiclyNamed,
 } from './moderation.types.ts';
 
 export interface ModerationPolicy {
-  /** Distinct reporters that hold an upload; 0 turns it off. */
+  /** Distinct trusted reporters that hold an upload; 0 turns it off. */
   reportHoldThreshold: number;
+  /** Which reporters count toward that threshold (REPORT_TRUST_*); API.md's default when not given. */
+  reportTrust?: ReportTrustRule;
+  /** REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot report (0: no rule). */
+  reportMinAccountAgeSeconds?: number;
   blocklistDistance: number;
 }
 
@@ -52,6 +59,8 @@ export interface QueueItemView {
     notes: string[];
     first_at: string | null;
     last_at: string | null;
+    /** Reporters the report-trust rule counts now. */
+    trusted: number;
   };
   person_flag: boolean;
   human_score: number | null;
@@ -61,7 +70,8 @@ export interface ModlogEntryView {
   id: string;
   at: string;
   action: ModAction;
-  target: { type: 'upload' | 'user' | 'blocklist'; id: string };
+  /** id null: an upload the public view may not name (API.md Modlog); admins see every id. */
+  target: { type: 'upload' | 'user' | 'blocklist'; id: string | null };
   reason: string;
   moderator?: { id: string; username: string } | null;
 }
@@ -130,6 +140,11 @@ export class ModerationService {
     uploadId: string,
     input: { reason: ReportReason; note: string | null },
   ): Promise<{ created: boolean; report: ReportView }> {
+    const now = this.#clock.now();
+    assertOldEnough(principal.accountCreatedAt, this.#policy.reportMinAccountAgeSeconds ?? 0, now, {
+      action: 'report uploads',
+      variable: 'REPORT_MIN_ACCOUNT_AGE',
+    });
     const upload = await this.#reachable(principal, uploadId);
     const outcome = await this.#store.report(
       {
@@ -137,9 +152,9 @@ export class ModerationService {
         userId: principal.userId,
         reason: input.reason,
         note: input.note,
-        createdAt: this.#clock.now(),
+        createdAt: now,
       },
-      this.#policy.reportHoldThreshold,
+      { holdThreshold: this.#policy.reportHoldThreshold, trust: this.#trust },
     );
     if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (outcome.created) this.#events.reportReceived?.();
@@ -167,7 +182,7 @@ export class ModerationService {
 
   /** The queue's upload items from `offset` (the queue route puts vote-ring items before them). */
   async queueItems(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemView[]> {
-    const rows = await this.#store.queue(status, offset, limit);
+    const rows = await this.#store.queue(status, offset, limit, this.#trust, this.#clock.now());
     return rows.map(({ upload, reports }) => ({
       kind: 'upload' as const,
       upload: toUploadView(upload),
@@ -177,6 +192,7 @@ export class ModerationService {
         notes: reports.notes,
         first_at: reports.firstAt?.toISOString() ?? null,
         last_at: reports.lastAt?.toISOString() ?? null,
+        trusted: reports.trusted,
       },
       person_flag: upload.personFlag,
       human_score: upload.humanScore,
@@ -286,7 +302,10 @@ export class ModerationService {
     return { success: true };
   }
 
-  /** `GET /api/modlog`: public; admins also see who acted. */
+  /**
+   * `GET /api/modlog`: public; admins also see who acted, and every id (others never see the id of an upload
+   * they could not find in a listing).
+   */
   async modlog(viewer: Principal | null, page: Page): Promise<{ entries: ModlogEntryView[]; has_more: boolean }> {
     const rows = await this.#store.modlog((page.page - 1) * page.limit, page.limit + 1);
     return {
@@ -310,6 +329,10 @@ export class ModerationService {
       }
       if (step.entries < batch) return held;
     }
+  }
+
+  get #trust(): ReportTrustRule {
+    return this.#policy.reportTrust ?? DEFAULT_REPORT_TRUST;
   }
 
   async #reachable(principal: Principal, uploadId: string): Promise<UploadRecord> {
@@ -350,12 +373,12 @@ function blocklistView(e: BlocklistEntry): BlocklistEntryView {
   };
 }
 
-function modlogView(e: ModlogEntry, forAdmin: boolean): ModlogEntryView {
+function modlogView(e: ModlogLine, forAdmin: boolean): ModlogEntryView {
   const view: ModlogEntryView = {
     id: e.id,
     at: e.at.toISOString(),
     action: e.action,
-    target: e.target,
+    target: forAdmin || publiclyNamed(e) ? e.target : { type: e.target.type, id: null },
     reason: e.reason,
   };
   if (forAdmin) view.moderator = e.moderator;

@@ -114,9 +114,17 @@ const modlogEntries = [
     at: '2026-11-25T08:04:02.000Z',
     action: 'auto_hold',
     target: { type: 'upload', id: EXAMPLES.upload },
-    reason: 'reported by 3 users',
+    reason: 'reported by 4 users, 3 of them trusted',
   },
 ];
+/** A line on a private upload: the public view does not name it. */
+const PRIVATE_UPLOAD = 'b7e2c9d4-5f1a-4c8e-9d3b-2a6f0e8c1b57';
+const privateHold = {
+  id: '5c7a1e9d-3b2f-4d8a-a6e4-1f0b9c2d7e38',
+  at: '2026-11-25T07:30:00.000Z',
+  action: 'hold',
+  reason: 'looking into it',
+};
 
 const ADMIN_ONLY = 'Admins only.';
 
@@ -164,7 +172,11 @@ export const moderationOperations: Operation[] = [
     description:
       'One report per user per upload: reporting it again answers 200 with the first report and changes nothing. ' +
       'When `REPORT_HOLD_THRESHOLD` distinct users have open reports on an upload it is held at once ' +
-      '(modlog `auto_hold`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
+      '(modlog `auto_hold`). Only reporters that pass the report-trust rule count toward that threshold ' +
+      '(`REPORT_TRUST_MIN_AGE`, and `REPORT_TRUST_MIN_UPLOADS` accepted uploads or `REPORT_TRUST_MIN_VOTES` votes; ' +
+      'default: 24h, 1 or 10); other reports still reach the queue. Once a moderator approved an upload, reports ' +
+      'no longer hold it by themselves: they reach the queue. `REPORT_MIN_ACCOUNT_AGE` refuses younger accounts ' +
+      '(403 `account_too_new`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
       'a removed one is 410 `removed`. Limit: `RATE_LIMIT_REPORT` per user.',
     auth: 'required',
     limit: 'report',
@@ -187,7 +199,7 @@ export const moderationOperations: Operation[] = [
         examples: { again: { summary: 'The first report, without a note', value: report('spam', null) } },
       },
     },
-    errors: ['invalid_request', 'not_found', 'removed'],
+    errors: ['invalid_request', 'account_too_new', 'not_found', 'removed'],
   },
   {
     method: 'get',
@@ -212,7 +224,7 @@ export const moderationOperations: Operation[] = [
         cacheControl: ['private, no-store'],
         examples: {
           open: {
-            summary: 'An upload held by three reports',
+            summary: 'An upload held by three trusted reporters (of four)',
             value: {
               items: [
                 voteRingItem('open'),
@@ -220,11 +232,12 @@ export const moderationOperations: Operation[] = [
                   kind: 'upload',
                   upload: upload('held'),
                   reports: {
-                    count: 3,
-                    reasons: { spam: 2, other: 1 },
+                    count: 4,
+                    reasons: { spam: 3, other: 1 },
                     notes: ['the same advert posted every hour', 'scam shop'],
                     first_at: '2026-11-24T21:30:12.000Z',
                     last_at: '2026-11-25T08:03:41.000Z',
+                    trusted: 3,
                   },
                   person_flag: false,
                   human_score: 0.03,
@@ -471,7 +484,9 @@ export const moderationOperations: Operation[] = [
     summary: 'The public moderation log',
     description:
       'Every moderation action, automatic ones included, newest first. Append-only: no entry is ever changed or ' +
-      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions).',
+      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions). The ' +
+      'public view never names an upload an anonymous reader could not find in a listing now (private, held, ' +
+      'removed while private, or deleted): its `target.id` is null; admins see every id.',
     auth: 'optional',
     limit: 'general',
     query: PageQuery,
@@ -484,7 +499,12 @@ export const moderationOperations: Operation[] = [
         examples: {
           public: {
             summary: 'As everyone sees it',
-            value: { entries: modlogEntries, page: 1, limit: 12, has_more: true },
+            value: {
+              entries: [...modlogEntries, { ...privateHold, target: { type: 'upload', id: null } }],
+              page: 1,
+              limit: 12,
+              has_more: true,
+            },
           },
           admin: {
             summary: 'As an admin sees it',
@@ -492,6 +512,11 @@ export const moderationOperations: Operation[] = [
               entries: [
                 { ...modlogEntries[0], moderator: { id: ADMIN_ID, username: 'mod_grace' } },
                 { ...modlogEntries[1], moderator: null },
+                {
+                  ...privateHold,
+                  target: { type: 'upload', id: PRIVATE_UPLOAD },
+                  moderator: { id: ADMIN_ID, username: 'mod_grace' },
+                },
               ],
               page: 1,
               limit: 12,

@@ -60,6 +60,13 @@ export const QueueItem = z.object({
     notes: z.array(z.string()).max(5).describe('The latest notes, newest first.'),
     first_at: z.iso.datetime().nullable(),
     last_at: z.iso.datetime().nullable(),
+    trusted: z
+      .int()
+      .nonnegative()
+      .describe(
+        'Reporters the report-trust rule counts now (REPORT_TRUST_*); only these count toward ' +
+          '`REPORT_HOLD_THRESHOLD`.',
+      ),
   }),
   person_flag: z.boolean(),
   human_score: z.number().min(0).max(1).nullable(),
@@ -210,7 +217,16 @@ export const ModlogEntry = z.object({
   id: z.uuid(),
   at: z.iso.datetime(),
   action: z.enum(MOD_ACTIONS),
-  target: z.object({ type: z.enum(['upload', 'user', 'blocklist']), id: z.uuid() }),
+  target: z.object({
+    type: z.enum(['upload', 'user', 'blocklist']),
+    id: z
+      .uuid()
+      .nullable()
+      .describe(
+        'Null in the public view for an upload an anonymous reader could not find in a listing now (private, held, ' +
+          'removed while private, or deleted); admins see every id.',
+      ),
+  }),
   reason: z.string(),
   moderator: z
     .object({ id: z.uuid(), username: z.string() })

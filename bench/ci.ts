@@ -13,11 +13,15 @@
  *   Koa sending the same bytes ÷ a cached feed read, CPU in process (no sockets)  ≥ 0.3
  *   image GET p50 during 16 concurrent logins ÷ idle (password hashing off libuv) ≤ 3 (goal 2)
  *   feed GET p50 under 200 concurrent /metrics + /readyz ÷ under 200 /healthz      ≤ 3 (goal 1.5)
+ *   upload p50 under 64 /metrics scrapers ÷ under 64 /healthz, ± METRICS_TOKEN     ≤ 2 (goal 1.5)
+ *   vote-ring detector ÷ sorting and grouping the same ~0.9M votes                 ≤ 4 (with its recall ≥ 0.75
+ *     and false accusations ≤ 1 per 10k honest accounts on population seed 2, exact for the seed)
  *
- * The floors live in bench/support/targets.ts (the login burst's and the probe flood's in their own bench files). A
- * check that misses is run once more and judged on all its rounds together, so one noisy spell cannot fail CI alone.
- * Prints every ratio either way; exits 1 naming each ratio that regressed. About 3 minutes on 2 cores. PostgreSQL
- * missing: the lookup check is skipped with the reason (a failure when PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
+ * The floors live in bench/support/targets.ts (the login burst's, the probe flood's and the scrapers' in their own
+ * bench files). A check that misses is run once more and judged on all its rounds together, so one noisy spell
+ * cannot fail CI alone. Prints every ratio either way; exits 1 naming each ratio that regressed. About 4 minutes on
+ * 2 cores. PostgreSQL missing: the lookup check is skipped with the reason (a failure when
+ * PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
  */
 import { blocklistBench } from './blocklist.bench.ts';
 import { feedsBench } from './feeds.bench.ts';
@@ -27,7 +31,9 @@ import { lookupBench } from './lookup.bench.ts';
 import { loginBurstBench } from './login-burst.bench.ts';
 import { poolOverhead } from './pipeline.bench.ts';
 import { probesBench } from './probes.bench.ts';
+import { metricsScrapeBench } from './metrics-scrape.bench.ts';
 import { thumbhashCost } from './support/stage-costs.ts';
+import { voteRingsBench } from './vote-rings.bench.ts';
 import { postgresUnavailable } from './support/bench-database.ts';
 import { meets, Recorder, table, writeResults, type Figure } from './support/report.ts';
 import { summarize } from './support/stats.ts';
@@ -83,6 +89,13 @@ const CHECKS: Check[] = [
   // 16 logins already keep libuv's 4 threads busy; 50 (bench:login-burst) take longer to drain between rounds.
   { name: 'image GETs during a login burst', run: (rec) => loginBurstBench(rec, { rounds: 2, logins: 16, gets: 40 }) },
   { name: 'feed GETs during a probe flood', run: (rec) => probesBench(rec, { rounds: 2, flood: 200, gets: 30 }) },
+  // Scrapers without compression: the flood's own choice, and the costlier one (gzip: bench:metrics-scrape).
+  {
+    name: 'uploads during a /metrics flood',
+    run: (rec) =>
+      metricsScrapeBench(rec, { rounds: 2, scrapers: 64, uploads: 8, megapixels: 1, encodings: ['identity'] }),
+  },
+  { name: 'vote-ring detector', run: async (rec) => void voteRingsBench(rec, { rounds: 3 }) },
 ];
 
 const ciFigures = (figures: readonly Figure[]) => figures.filter((f) => f.target?.kind === 'ci');

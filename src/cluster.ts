@@ -3,6 +3,8 @@
  * the port (node:cluster), replaces one that dies, aggregates their metrics for `/metrics`, and on
  * SIGTERM/SIGINT lets every process shut down gracefully before exiting. Without Redis it also serves what the
  * processes share over IPC: rate-limit counts and feed cache generations (store/cache/generations.ts).
+ * MAX_CONNECTIONS_PER_IP is not shared: each process counts the connections the primary handed it (so one
+ * address may hold up to PROCESSES × the cap on this machine; see src/gateway/connection-cap.ts).
  */
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';

@@ -56,8 +56,15 @@ export interface Config {
   readonly humanRuntime: 'auto' | 'onnx' | 'tfjs';
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
-  /** Distinct reporters that hold an upload automatically; 0 turns it off. */
+  /** Distinct trusted reporters that hold an upload automatically; 0 turns it off. */
   readonly reportHoldThreshold: number;
+  /** Vote-ring detection (API.md Moderation, "Vote rings"): how often the job runs (ms; 0: off), over which window. */
+  readonly voteRings: Readonly<{ intervalMs: number; windowMs: number; minAccounts: number; minScore: number }>;
+  /** Which reporters count toward it (REPORT_TRUST_MIN_AGE, _MIN_UPLOADS, _MIN_VOTES). */
+  readonly reportTrust: Readonly<{ minAgeSeconds: number; minUploads: number; minVotes: number }>;
+  /** VOTE_MIN_ACCOUNT_AGE / REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot vote / report (0: none). */
+  readonly voteMinAccountAgeSeconds: number;
+  readonly reportMinAccountAgeSeconds: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
@@ -67,6 +74,8 @@ export interface Config {
   readonly trustProxy: boolean;
   /** Bearer token `GET /metrics` requires; null leaves it open. */
   readonly metricsToken: string | null;
+  /** Open connections one client address (socket peer; IPv6 by its /64) may hold; 0: no cap. */
+  readonly maxConnectionsPerIp: number;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   /** How long start-up keeps retrying a database that does not answer yet (0: fail at once). */
@@ -113,6 +122,17 @@ const duration = z.string().transform((v, ctx) => {
   if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 7d' });
   return s ?? 0;
 });
+/** A duration that may also be 0 (`0`, `0s`, `0h`…): for rules that 0 turns off. */
+const durationOrZero = z.string().transform((v, ctx) => {
+  const s = /^\s*0+\s*[smhd]?\s*$/.test(v) ? 0 : parseDuration(v);
+  if (s === null) ctx.addIssue({ code: 'custom', message: 'expected a duration like 0, 90s, 15m, 24h or 7d' });
+  return s ?? 0;
+});
+const nonNegativeInt = z
+  .string()
+  .regex(/^\d+$/, 'expected a non-negative integer')
+  .transform(Number)
+  .refine((n) => Number.isSafeInteger(n), 'expected a non-negative integer');
 const rate = z.string().transform((v, ctx) => {
   const r = parseRate(v);
   if (!r) ctx.addIssue({ code: 'custom', message: 'expected N/window, e.g. 20/1h (window units s, m, h)' });
@@ -220,6 +240,24 @@ const schema = z.object({
     .regex(/^\d+$/, 'expected a non-negative integer (0 turns automatic holds off)')
     .transform(Number)
     .prefault('3'),
+  VOTE_RING_INTERVAL: durationOrZero.prefault('10m'),
+  VOTE_RING_WINDOW: duration.prefault('14d'),
+  VOTE_RING_MIN_ACCOUNTS: z
+    .string()
+    .regex(/^\d+$/, 'expected an integer from 2 to 1000')
+    .transform(Number)
+    .refine((n) => n >= 2 && n <= 1000, 'expected an integer from 2 to 1000')
+    .prefault('3'),
+  VOTE_RING_MIN_SCORE: z
+    .string()
+    .transform(Number)
+    .refine((n) => Number.isFinite(n) && n >= 0 && n <= 6, 'expected a number from 0 to 6')
+    .prefault('2.8'),
+  REPORT_TRUST_MIN_AGE: durationOrZero.prefault('24h'),
+  REPORT_TRUST_MIN_UPLOADS: nonNegativeInt.prefault('1'),
+  REPORT_TRUST_MIN_VOTES: nonNegativeInt.prefault('10'),
+  VOTE_MIN_ACCOUNT_AGE: durationOrZero.prefault('0'),
+  REPORT_MIN_ACCOUNT_AGE: durationOrZero.prefault('0'),
   BLOCKLIST_DISTANCE: z
     .string()
     .regex(/^\d+$/, 'expected an integer from 0 to 16')
@@ -245,6 +283,12 @@ const schema = z.object({
       'expected 16 to 512 visible ASCII characters (no spaces), e.g. openssl rand -hex 32',
     )
     .optional(),
+  MAX_CONNECTIONS_PER_IP: z
+    .string()
+    .regex(/^\d+$/, 'expected a non-negative integer (0 turns the cap off)')
+    .transform(Number)
+    .refine((n) => Number.isSafeInteger(n), 'expected a non-negative integer (0 turns the cap off)')
+    .prefault('64'),
   LOG_LEVEL: z
     .enum(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -318,6 +362,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,
+    voteRings: Object.freeze({
+      intervalMs: e.VOTE_RING_INTERVAL * 1000,
+      windowMs: e.VOTE_RING_WINDOW * 1000,
+      minAccounts: e.VOTE_RING_MIN_ACCOUNTS,
+      minScore: e.VOTE_RING_MIN_SCORE,
+    }),
+    reportTrust: Object.freeze({
+      minAgeSeconds: e.REPORT_TRUST_MIN_AGE,
+      minUploads: e.REPORT_TRUST_MIN_UPLOADS,
+      minVotes: e.REPORT_TRUST_MIN_VOTES,
+    }),
+    voteMinAccountAgeSeconds: e.VOTE_MIN_ACCOUNT_AGE,
+    reportMinAccountAgeSeconds: e.REPORT_MIN_ACCOUNT_AGE,
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
@@ -335,6 +392,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     trustProxy: e.TRUST_PROXY,
     metricsToken: e.METRICS_TOKEN ?? null,
+    maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     databaseWaitMs: e.DATABASE_WAIT_MS,

@@ -63,7 +63,10 @@ import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
 import { ModerationService } from './domain/moderation/moderation.service.ts';
 import { RepeatingJob } from './domain/moderation/hold-job.ts';
 import { JobRepository } from './store/moderation/job.repository.ts';
+import { VoteRingService } from './domain/moderation/vote-rings.service.ts';
+import { DEFAULT_RING_POLICY } from './domain/votes/vote-rings.ts';
 import { ModerationRepository } from './store/moderation/moderation.repository.ts';
+import { VoteRingRepository } from './store/moderation/vote-ring.repository.ts';
 import { BlocklistRepository } from './store/moderation/blocklist.repository.ts';
 import { moderationRoutes } from './gateway/routes/moderation.routes.ts';
 
@@ -104,6 +107,8 @@ export interface Composed {
    * minutes (`periodic`: only the holder of the sweep lease does, where gateways share a Redis) runs it.
    */
   sweepMedia(opts?: { periodic?: boolean }): Promise<void>;
+  /** One run of the vote-ring detector now (what the VOTE_RING_INTERVAL job runs); resolves with the rings queued. */
+  detectVoteRings(): Promise<number>;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   drain(): void;
   /** Releases every resource (waits for running media tasks). Idempotent. */
@@ -159,6 +164,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     app: wired.app,
     pool,
     sweepMedia: wired.sweep,
+    detectVoteRings: () => wired.voteRings.detect(),
     drain: wired.drain,
     close() {
       wired.drain();
@@ -333,7 +339,12 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   });
   // Every write that changes what a public page shows makes every cached page stale.
   const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
-  const votes = new VoteService({ votes: new VoteRepository(db), clock, onChanged: changed });
+  const votes = new VoteService({
+    votes: new VoteRepository(db),
+    clock,
+    onChanged: changed,
+    minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
+  });
   const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
 
   const uploads = new UploadService({
@@ -369,7 +380,12 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     jobs: new JobRepository(db, similarity),
     uploads: uploadsRepo,
     clock,
-    policy: { reportHoldThreshold: config.reportHoldThreshold, blocklistDistance: config.blocklistDistance },
+    policy: {
+      reportHoldThreshold: config.reportHoldThreshold,
+      reportTrust: config.reportTrust,
+      reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
+      blocklistDistance: config.blocklistDistance,
+    },
     releaseMedia: release,
     events: {
       onChanged: changed,
@@ -387,6 +403,45 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   jobRunner = new RepeatingJob(
     (signal) => moderation.runJobs(signal),
     (err) => log.warn({ err }, 'a moderation job failed; retried'),
+  );
+  const voteRings = new VoteRingService({
+    store: new VoteRingRepository(db),
+    clock,
+    config: {
+      windowMs: config.voteRings.windowMs,
+      policy: {
+        ...DEFAULT_RING_POLICY,
+        minAccounts: config.voteRings.minAccounts,
+        minScore: config.voteRings.minScore,
+      },
+    },
+    events: {
+      onChanged: changed,
+      queued: (n) => {
+        metrics.voteRingsQueued.inc(n);
+        log.info({ queued: n }, 'vote rings queued for moderation');
+      },
+      // The modlog's actions are fixed by the contract: a void is logged and counted here instead.
+      acted: (info) => {
+        metrics.voteRingActions.inc({ action: info.action });
+        metrics.voteRingVotesVoided.inc(info.votes);
+        log.info({ voteRing: info }, `vote ring ${info.action === 'void' ? 'voided' : 'dismissed'}`);
+      },
+    },
+  });
+  // With a shared Redis one gateway at a time runs the detector (it renews the lease at each run; when it dies,
+  // another takes over once the lease ran out); without, every process does, and a group is still queued once.
+  const ringLease =
+    redis && config.voteRings.intervalMs > 0
+      ? new RedisLease(redis, `${config.redisPrefix}vote-rings`, randomUUID(), 2 * config.voteRings.intervalMs + 60_000)
+      : null;
+  const voteRingJob = new RepeatingJob(
+    async () => {
+      // Redis down: run anyway (a duplicate run is only wasted work).
+      if (ringLease && !(await ringLease.tryAcquire().catch(() => true))) return;
+      await voteRings.detect();
+    },
+    (err) => log.warn({ err }, 'vote-ring detection failed; retried at the next interval'),
   );
   metrics.moderationGauges = {
     queueDepth: () => moderationStore.openQueueDepth(),
@@ -453,7 +508,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       imageRoutes({ uploads, media, redirect: config.mediaRedirect }),
       voteRoutes({ votes, voteLimiter: limiters.vote }),
       tagRoutes({ tags }),
-      moderationRoutes({ moderation, reportLimiter: limiters.report }),
+      moderationRoutes({ moderation, voteRings, reportLimiter: limiters.report }),
       metricsRoutes({
         registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
         token: config.metricsToken,
@@ -473,6 +528,8 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     sweep,
     holdJob,
     jobRunner,
+    voteRings,
+    voteRingJob,
     /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
     drain: () => void (shuttingDown = true),
   };
@@ -493,6 +550,8 @@ async function start(
   wired.holdJob.every(30_000).kick();
   // Moderation jobs queued before a restart, by another process, or left by one that died (its lease expired).
   wired.jobRunner.every(JOB_POLL_MS).kick();
+  // Vote rings: any process may run the detector (one at a time with Redis; a group is queued once either way).
+  if (config.voteRings.intervalMs > 0) wired.voteRingJob.every(config.voteRings.intervalMs);
   // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
   const housekeeping = setInterval(() => {
     void wired.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
@@ -500,7 +559,7 @@ async function start(
   }, SWEEP_INTERVAL_MS).unref();
   return async () => {
     clearInterval(housekeeping);
-    await Promise.all([wired.holdJob.stop(), wired.jobRunner.stop()]);
+    await Promise.all([wired.holdJob.stop(), wired.jobRunner.stop(), wired.voteRingJob.stop()]);
   };
 }
 

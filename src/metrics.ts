@@ -22,6 +22,11 @@ export interface Metrics {
   reportsReceived: Counter;
   moderationActions: Counter<'action'>;
   blockedUploads: Counter;
+  /** Connections refused by MAX_CONNECTIONS_PER_IP. */
+  connectionsRefused: Counter;
+  voteRingsQueued: Counter;
+  voteRingActions: Counter<'action'>;
+  voteRingVotesVoided: Counter;
   /** Where the moderation gauges read from (the database), set once it is open. */
   moderationGauges: ModerationGauges | null;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
@@ -164,6 +169,27 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
     blockedUploads: new Counter({
       name: 'pixvote_blocked_uploads_total',
       help: "Uploads refused because they match the moderators' blocklist",
+      registers: [registry],
+    }),
+    connectionsRefused: new Counter({
+      name: 'pixvote_connections_refused_total',
+      help: 'Connections refused because their client address held MAX_CONNECTIONS_PER_IP open connections',
+      registers: [registry],
+    }),
+    voteRingsQueued: new Counter({
+      name: 'pixvote_vote_rings_queued_total',
+      help: 'Vote rings the detector put in the moderation queue',
+      registers: [registry],
+    }),
+    voteRingActions: new Counter({
+      name: 'pixvote_vote_ring_actions_total',
+      help: "Moderators' actions on vote rings (void, dismiss)",
+      labelNames: ['action'],
+      registers: [registry],
+    }),
+    voteRingVotesVoided: new Counter({
+      name: 'pixvote_vote_ring_votes_voided_total',
+      help: 'Votes deleted by voiding vote rings',
       registers: [registry],
     }),
     moderationGauges: null,

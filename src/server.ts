@@ -12,6 +12,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
@@ -19,14 +20,16 @@ import { flushLogs } from './logger.ts';
 import type { ErrorCode } from './domain/errors.ts';
 import { SECURITY_HEADERS } from './gateway/security-headers.ts';
 import { declaredOversize } from './gateway/limits.ts';
+import { capConnectionsPerAddress, isRefusedConnection } from './gateway/connection-cap.ts';
 
 /**
  * What `listen` serves and shuts down: the composed application (main.ts's `compose()` returns it), as
  * far as serving needs it. Declared here, not imported from main.ts, so that the two import no cycle.
  */
 export interface Servable {
-  config: Pick<Config, 'port' | 'host' | 'dataDir' | 'shutdownGraceMs'>;
+  config: Pick<Config, 'port' | 'host' | 'dataDir' | 'shutdownGraceMs' | 'maxConnectionsPerIp' | 'trustProxy'>;
   log: Logger;
+  metrics: { connectionsRefused: { inc(): void } };
   app: { callback(): Handler };
   db: { dialect: { name: string } };
   redis: unknown;
@@ -50,6 +53,19 @@ export interface HttpServerOptions {
   /** How often those two are checked (Node's default is 30 s). */
   timeoutCheckMs?: number;
   log?: Logger;
+  /** MAX_CONNECTIONS_PER_IP: open connections one client address may hold (0 or unset: no cap). */
+  maxConnectionsPerIp?: number;
+  /** Called on each connection the cap refuses. */
+  onConnectionRefused?: () => void;
+}
+
+/** The server options of a composed app, as `npm start` runs it (the tests start theirs with these too). */
+export function serverOptions(composed: Pick<Servable, 'config' | 'log' | 'metrics'>): HttpServerOptions {
+  return {
+    log: composed.log,
+    maxConnectionsPerIp: composed.config.maxConnectionsPerIp,
+    onConnectionRefused: () => composed.metrics.connectionsRefused.inc(),
+  };
 }
 
 /**
@@ -65,8 +81,20 @@ export function createHttpServer(handler: Handler, opts: HttpServerOptions = {})
   const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
   const server = createServer(
     { requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 },
-    (req, res) => void handler(req, res),
+    // A request parsed from a connection the cap refused (sent before its refusal was written) is not served.
+    (req, res) => (isRefusedConnection(req.socket) ? req.socket.destroy() : void handler(req, res)),
   );
+  capConnectionsPerAddress(server, {
+    max: opts.maxConnectionsPerIp ?? 0,
+    log: opts.log,
+    onRefused: opts.onConnectionRefused,
+  });
+  // A client that half-closes (FIN after its request: "nothing more from me") still reads the answer. Node's
+  // default ends the connection at once, so an upload sent in full and then half-closed was answered nothing
+  // and, its connection closed, cancelled. With this Node ends the connection after the pending response
+  // (a body cut short by the FIN is still a parse error: clientError below). Not in the typings.
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  server.on('connection', (socket: Socket) => socket.once('end', () => probeHalfClosed(socket)));
   const limits = { requestTimeout, headersTimeout, maxHeaderSize };
   server.on('clientError', (err: ClientError, socket: Duplex) => answerClientError(err, socket, limits, opts.log));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
@@ -75,6 +103,32 @@ export function createHttpServer(handler: Handler, opts: HttpServerOptions = {})
     server.emit('request', req, res);
   });
   return server;
+}
+
+/** How often a connection half-closed while its request is in flight is probed (see probeHalfClosed). */
+export const HALF_CLOSE_PROBE_MS = 100;
+
+/**
+ * A FIN while a request is in flight is either a half-close (the client still reads) or a client gone for good
+ * (it closed its socket: its FIN looks the same). Only writing tells them apart: a closed socket answers data
+ * with a reset, which the next write sees (EPIPE), and the connection closes, cancelling the request (its
+ * client signal aborts) as any disconnect does. So until the response starts, `102 Processing` is written
+ * every HALF_CLOSE_PROBE_MS (the first after one interval): an interim response every HTTP/1.1 client parses
+ * and ignores (RFC 9110 15.2); never to an HTTP/1.0 client, which may not get one (its half-close is simply
+ * answered, a close that looks like one is not detected).
+ */
+function probeHalfClosed(socket: Socket): void {
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!res || socket.destroyed || res.headersSent || res.req.httpVersion === '1.0') return;
+  let timer: NodeJS.Timeout | undefined;
+  const probe = () => {
+    if (res.headersSent || res.writableEnded || socket.destroyed || !socket.writable) return;
+    res.writeProcessing();
+    timer = setTimeout(probe, HALF_CLOSE_PROBE_MS).unref();
+  };
+  res.once('close', () => clearTimeout(timer));
+  // Not at once: a quick answer needs no probe (a half-closing client then sees no interim response at all).
+  timer = setTimeout(probe, HALF_CLOSE_PROBE_MS).unref();
 }
 
 type ClientError = Error & { code?: string; reason?: string };
@@ -151,7 +205,14 @@ function describeClientError(
 
 export async function listen(composed: Servable): Promise<Running> {
   const { config, log } = composed;
-  const server = createHttpServer(composed.app.callback(), { log });
+  const server = createHttpServer(composed.app.callback(), serverOptions(composed));
+  if (config.trustProxy && config.maxConnectionsPerIp > 0) {
+    log.info(
+      { maxConnectionsPerIp: config.maxConnectionsPerIp },
+      'TRUST_PROXY=true: MAX_CONNECTIONS_PER_IP counts the connections of each socket peer, i.e. of the proxy ' +
+        'for every client behind it; raise it to what the proxy opens, or set 0 and cap connections at the proxy',
+    );
+  }
   let inFlight = 0;
   let idle: (() => void) | null = null;
   server.on('request', (_req, res) => {

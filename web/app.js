@@ -1068,9 +1068,54 @@ async function moderationPage() {
 
   const r = await api('GET', '/api/admin/moderation?status=open&limit=50');
   if (!r.ok) return (queueStatus.textContent = explain(r));
-  queue.replaceChildren(...r.data.items.map(queueItem));
+  queue.replaceChildren(...r.data.items.map((it) => (it.kind === 'vote_ring' ? voteRingItem(it) : queueItem(it))));
   queueStatus.textContent = r.data.items.length ? '' : 'The queue is empty.';
   await loadUsers(users, '');
+}
+
+/** A vote ring the detector found (API.md Moderation, "Vote rings"): its accounts, evidence, void or dismiss. */
+function voteRingItem(item) {
+  const e = item.evidence;
+  const notice = alertBox();
+  const reason = h('input', { id: `reason-${item.id}`, autocomplete: 'off' });
+  const li = h('li', { class: 'qitem' });
+  const act = async (action) => {
+    const res = await api('POST', `/api/admin/vote-rings/${item.id}`, { action, reason: reason.value.trim() });
+    if (!res.ok) return say(notice, explain(res));
+    say(
+      notice,
+      action === 'void' ? `Voided: ${plural(res.data.voided_votes, 'vote', 'votes')} removed.` : 'Dismissed.',
+      'ok',
+    );
+  };
+  const buttons = [
+    ['void', 'Void their votes'],
+    ['dismiss', 'Dismiss'],
+  ].map(([a, label]) => {
+    const b = h('button', { type: 'button', class: a === 'void' ? 'danger' : 'secondary' }, label);
+    b.addEventListener('click', () => void act(a));
+    return b;
+  });
+  const pct = (x) => `${Math.round(x * 100)} %`;
+  li.append(
+    h(
+      'div',
+      {},
+      h(
+        'p',
+        {},
+        h('span', { class: 'badge warn' }, 'vote ring'),
+        ` ${plural(item.accounts.length, 'account', 'accounts')} voting ${e.direction} one ${e.target.type} · `,
+        `${plural(e.votes, 'vote', 'votes')}, ${pct(e.target_share)} of the target's · ${e.young_accounts} young · `,
+        `${pct(e.burst_share)} within an hour · score ${e.score}`,
+      ),
+      h('p', {}, item.accounts.map((u) => u.username).join(', ')),
+      h('p', { class: 'inline' }, h('label', { for: `reason-${item.id}` }, 'Reason'), reason),
+      h('p', { class: 'inline' }, ...buttons),
+      notice,
+    ),
+  );
+  return li;
 }
 
 function queueItem(item) {
@@ -1127,6 +1172,8 @@ function queueItem(item) {
         ' · ',
         plural(item.reports?.count ?? 0, 'report', 'reports'),
         reasons.length ? ` (${reasons.join(', ')})` : '',
+        // How many reporters the report-trust rule counts (only they hold an upload automatically).
+        item.reports?.count ? ` · ${item.reports.trusted ?? 0} trusted` : '',
         item.person_flag ? ' · person detected' : '',
       ),
       (item.reports?.notes ?? []).length
@@ -1250,8 +1297,11 @@ async function modlogPage() {
       h(
         'td',
         {},
+        // A null id: an upload the public view may not name (private, held, removed while private).
         e.target.type === 'upload'
-          ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
+          ? e.target.id
+            ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
+            : 'an upload (not public)'
           : `a ${e.target.type} entry`,
       ),
       h('td', {}, e.reason ?? ''),

@@ -68,6 +68,30 @@ export class LoadClient {
     return { status: res.statusCode, body, json: () => JSON.parse(body) };
   }
 
+  /** One request whose body is read and thrown away (a flooding client does nothing with it): its status. */
+  async status(req: HttpRequest): Promise<number> {
+    const res = await this.#pool.request({
+      method: req.method,
+      path: req.path,
+      headers: req.headers ?? {},
+      body: req.body ?? null,
+    });
+    await res.body.dump({ limit: 2 ** 30 });
+    return res.statusCode;
+  }
+
+  /** One request, its body counted as it came on the wire (compressed bodies are not decoded). */
+  async sendRaw(req: HttpRequest): Promise<{ status: number; bytes: number }> {
+    const res = await this.#pool.request({
+      method: req.method,
+      path: req.path,
+      headers: req.headers ?? {},
+      body: req.body ?? null,
+    });
+    const bytes = (await res.body.arrayBuffer()).byteLength;
+    return { status: res.statusCode, bytes };
+  }
+
   /** Sends requests from `next` over all connections until it returns null or the duration is over. */
   async run(opts: LoadOptions): Promise<LoadResult> {
     const latencies: number[] = [];

@@ -160,6 +160,8 @@ export function appEnv(env: Record<string, string>): Record<string, string> {
     RATE_LIMIT_GENERAL: '1000000000/15m',
     RATE_LIMIT_UPLOAD: '1000000/1h',
     RATE_LIMIT_VOTE: '1000000000/1h',
+    // The load comes from one address, over more connections than a client should hold.
+    MAX_CONNECTIONS_PER_IP: '0',
     ...env,
   };
 }

@@ -27,6 +27,9 @@ export const MOD_USAGE = `usage: pixvote mod <subcommand> [options]     (admins 
         Every blocklist entry, written to FILE (replaced at once, never half-written).
   modlog [--page N] [--limit N] [--json]
         The public moderation log, newest first.
+  ring void|dismiss ID [--reason TEXT]
+        A vote_ring item of the queue: void deletes every vote of its accounts (the counts stay exact); dismiss
+        closes it.
 
   --url URL, --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login, which must be an admin's.
   Exit 0: done; 1: the server refused or failed (its message is printed); 2: usage error.
@@ -42,7 +45,8 @@ export type ModRequest =
   | { kind: 'unban'; user: string }
   | { kind: 'import'; file: string; format: BlocklistFormat; dryRun: boolean; reason: string | null }
   | { kind: 'export'; file: string; format: BlocklistFormat }
-  | { kind: 'modlog'; page: number; limit: number | null; json: boolean };
+  | { kind: 'modlog'; page: number; limit: number | null; json: boolean }
+  | { kind: 'ring'; action: 'void' | 'dismiss'; id: string; reason: string };
 
 export interface ParsedMod {
   request: ModRequest;
@@ -79,6 +83,8 @@ const ALLOWED: Record<string, readonly Flag[]> = {
   'blocklist import': ['dry-run', 'reason', 'format'],
   'blocklist export': ['format'],
   modlog: ['page', 'limit', 'json'],
+  'ring void': ['reason'],
+  'ring dismiss': ['reason'],
 };
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -113,9 +119,10 @@ export function parseModArgs(argv: string[], now = Date.now()): ParsedMod {
   const target = { url: v.url, token: v.token };
   if (v.help) return { request: { kind: 'help' }, target };
   const [first, ...rest] = positionals;
-  if (!first) throw usage('which subcommand? queue, approve, hold, remove, ban, unban, blocklist, modlog');
-  const sub = first === 'blocklist' ? `blocklist ${rest.shift() ?? ''}`.trim() : first;
+  if (!first) throw usage('which subcommand? queue, approve, hold, remove, ban, unban, blocklist, modlog, ring');
+  const sub = first === 'blocklist' || first === 'ring' ? `${first} ${rest.shift() ?? ''}`.trim() : first;
   if (first === 'blocklist' && !Object.hasOwn(ALLOWED, sub)) throw usage('blocklist takes import FILE or export FILE');
+  if (first === 'ring' && !Object.hasOwn(ALLOWED, sub)) throw usage('ring takes void ID or dismiss ID');
   if (!Object.hasOwn(ALLOWED, sub)) throw usage(`unknown subcommand "${sub}"`);
   const allowed = ALLOWED[sub]!;
   for (const flag of Object.keys(v) as Array<keyof typeof OPTIONS>)
@@ -162,6 +169,13 @@ export function parseModArgs(argv: string[], now = Date.now()): ParsedMod {
         request: { kind: 'import', file, format: formatOf(file, v.format), dryRun: !!v['dry-run'], reason },
         target,
       };
+    }
+    case 'ring void':
+    case 'ring dismiss': {
+      const id = one('vote-ring ID');
+      if (!UUID.test(id)) throw usage(`"${id}" is not a vote-ring id (a UUID)`);
+      const action = sub === 'ring void' ? 'void' : 'dismiss';
+      return { request: { kind: 'ring', action, id, reason: v.reason?.trim() ?? '' }, target };
     }
     case 'blocklist export': {
       const file = one('FILE');

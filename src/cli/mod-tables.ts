@@ -1,6 +1,7 @@
 /** Tables for `pixvote mod queue` and `pixvote mod modlog`: pure functions from the server's JSON to text. */
 
 export interface QueueItem {
+  kind?: 'upload';
   upload: {
     id: string;
     username?: string | null;
@@ -20,11 +21,21 @@ export interface QueueItem {
   human_score: number | null;
 }
 
+/** A `vote_ring` item of the queue (API.md Moderation, "Vote rings"): one row, its id acted on by the API. */
+export interface VoteRingQueueItem {
+  kind: 'vote_ring';
+  id: string;
+  accounts: unknown[];
+  evidence: { target: { type: string; id: string }; direction: string; score: number };
+  created_at: string;
+}
+
 export interface ModlogEntry {
   id: string;
   at: string;
   action: string;
-  target: { type: string; id: string };
+  /** id null: an upload the public view does not name (API.md Modlog). */
+  target: { type: string; id: string | null };
   reason: string | null;
   moderator?: { id: string; username: string } | null;
 }
@@ -64,18 +75,30 @@ export function personCell(flag: boolean, score: number | null): string {
 }
 
 /** The queue in the server's order (held first, then most reported, then oldest). */
-export function renderQueue(items: QueueItem[], now: number): string {
+export function renderQueue(items: Array<QueueItem | VoteRingQueueItem>, now: number): string {
   const rows = [
     ['UPLOAD', 'STATE', 'REPORTS', 'REASONS', 'PERSON', 'UPLOADER', 'AGE'],
-    ...items.map((it) => [
-      it.upload.id,
-      it.upload.moderation ?? 'visible',
-      String(it.reports.count),
-      topReasons(it.reports.reasons),
-      personCell(it.person_flag, it.human_score),
-      it.upload.username ?? it.upload.user_id ?? '-',
-      formatAge(it.reports.first_at ?? it.upload.created_at, now),
-    ]),
+    ...items.map((it) =>
+      it.kind === 'vote_ring'
+        ? [
+            it.id,
+            'vote_ring',
+            `${it.accounts.length} accounts`,
+            `${it.evidence.direction} ${it.evidence.target.type} ${it.evidence.target.id}`,
+            '-',
+            '-',
+            formatAge(it.created_at, now),
+          ]
+        : [
+            it.upload.id,
+            it.upload.moderation ?? 'visible',
+            String(it.reports.count),
+            topReasons(it.reports.reasons),
+            personCell(it.person_flag, it.human_score),
+            it.upload.username ?? it.upload.user_id ?? '-',
+            formatAge(it.reports.first_at ?? it.upload.created_at, now),
+          ],
+    ),
   ];
   return renderTable(rows);
 }
@@ -92,7 +115,7 @@ export function renderModlog(entries: ModlogEntry[]): string {
     ...entries.map((e) => [
       e.at.replace(/\.\d{3}Z$/, 'Z'),
       e.action,
-      `${e.target.type} ${e.target.id}`,
+      `${e.target.type} ${e.target.id ?? '(not public)'}`,
       ...(withModerator ? [e.moderator ? e.moderator.username : '(automatic)'] : []),
       oneLine(e.reason, 80) || '-',
     ]),

@@ -6,7 +6,7 @@ import { ApiError, type ApiClient } from './api.client.ts';
 import { CliError } from './cli-config.store.ts';
 import { runExport, runImport } from './blocklist.command.ts';
 import { MOD_USAGE, UUID, type ModRequest } from './mod-args.ts';
-import { renderModlog, renderQueue, type ModlogEntry, type QueueItem } from './mod-tables.ts';
+import { renderModlog, renderQueue, type ModlogEntry, type QueueItem, type VoteRingQueueItem } from './mod-tables.ts';
 import type { Output } from './progress.reporter.ts';
 
 export interface ModContext {
@@ -55,7 +55,7 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
       return 0;
     case 'queue': {
       const path = `/api/admin/moderation?${query({ status: req.status, page: req.page, limit: req.limit })}`;
-      const r = (await client.call('GET', path)) as Page & { items: QueueItem[] };
+      const r = (await client.call('GET', path)) as Page & { items: Array<QueueItem | VoteRingQueueItem> };
       if (req.json) return (out.write(`${JSON.stringify(r, null, 2)}\n`), 0);
       if (!r.items.length) out.write(`no ${req.status} items${req.page > 1 ? ` on page ${req.page}` : ''}\n`);
       else out.write(renderQueue(r.items, now()));
@@ -73,6 +73,19 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
         near: '; its SHA-256 and perceptual hash are blocklisted',
       };
       out.write(`upload ${req.id} is ${u.moderation ?? req.action}${blocked[req.block]}\n`);
+      return 0;
+    }
+    case 'ring': {
+      const body = { action: req.action, reason: req.reason };
+      const r = (await client.call('POST', `/api/admin/vote-rings/${req.id}`, { json: body })) as {
+        voided_votes?: number | null;
+        accounts?: unknown[];
+      };
+      out.write(
+        req.action === 'void'
+          ? `vote ring ${req.id} voided: ${r.voided_votes ?? 0} votes of ${r.accounts?.length ?? 0} accounts removed\n`
+          : `vote ring ${req.id} dismissed\n`,
+      );
       return 0;
     }
     case 'ban': {

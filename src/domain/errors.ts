@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'unauthorized'
   | 'forbidden'
   | 'banned'
+  | 'account_too_new'
   | 'not_found'
   | 'conflict'
   | 'removed'
@@ -36,6 +37,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   unauthorized: 401,
   forbidden: 403,
   banned: 403,
+  account_too_new: 403,
   not_found: 404,
   conflict: 409,
   removed: 410,
@@ -77,6 +79,8 @@ export const errors = {
   blockedContent: (message = "this image matches the moderators' blocklist and cannot be uploaded") =>
     new AppError('blocked_content', message),
   banned: (message: string) => new AppError('banned', message),
+  /** A minimum account age (VOTE_MIN_ACCOUNT_AGE, REPORT_MIN_ACCOUNT_AGE) refuses the action. */
+  accountTooNew: (message: string) => new AppError('account_too_new', message),
   removed: (message: string) => new AppError('removed', message),
   notFound: (message: string) => new AppError('not_found', message),
   conflict: (message: string) => new AppError('conflict', message),

@@ -14,6 +14,8 @@ export interface Principal {
   userId: string;
   username: string;
   isAdmin: boolean;
+  /** When the account was registered (the minimum-age rules read it). */
+  accountCreatedAt: Date;
   /** How the request proved who it is. */
   method: 'jwt' | 'api_token';
   /** True when the credential came only from the auth-token cookie (browser requests). */

@@ -23,6 +23,9 @@ import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
 
+/** The operational probes: never rate limited, never authenticated as a user. */
+const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
 export interface AppDeps {
   log: Logger;
   trustProxy: boolean;
@@ -79,9 +82,17 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const auth = authenticate({ auth: deps.auth });
   app.use(function bodyThenAuth(ctx, next) {
     // Only methods that carry a body pay for content-type checks (one layer for both: each costs).
-    return ctx.method === 'GET' || ctx.method === 'HEAD'
-      ? auth(ctx, next)
-      : (jsonBody(ctx, () => auth(ctx, next)) as Promise<void>);
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+      // Probes need no user (the /metrics route checks METRICS_TOKEN itself) and are not rate limited: resolving
+      // their Authorization as a user credential would verify a JWT, or look an API token up, on every probe.
+      if (PROBE_PATHS.has(ctx.path)) {
+        ctx.state.principal = null;
+        ctx.state.authError = null;
+        return next();
+      }
+      return auth(ctx, next);
+    }
+    return jsonBody(ctx, () => auth(ctx, next)) as Promise<void>;
   });
 
   app.use(hot);

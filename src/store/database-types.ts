@@ -220,6 +220,26 @@ export interface ModlogTable {
   moderator_name: string | null;
 }
 
+/** The queue's vote-ring items (migration m011): accounts and evidence as JSON text. */
+export interface VoteRingsTable {
+  id: string;
+  /** SHA-256 of target, direction and sorted accounts: unique among open items. */
+  ring_key: string;
+  /** `type:id:direction` of the ring's target. */
+  target_key: string;
+  status: Generated<'open' | 'closed'>;
+  /** JSON array of user ids. */
+  accounts: string;
+  /** JSON object: the evidence as the queue shows it. */
+  evidence: string;
+  created_at: Timestamp;
+  closed_at: Timestamp | null;
+  closed_by: string | null;
+  action: 'void' | 'dismiss' | null;
+  reason: string | null;
+  voided_votes: number | null;
+}
+
 /** MikroORM's record of the migrations applied. */
 export interface SchemaMigrationsTable {
   id: Generated<number>;
@@ -243,6 +263,7 @@ export interface DB {
   moderation_jobs: ModerationJobsTable;
   blocklist_version: BlocklistVersionTable;
   modlog: ModlogTable;
+  vote_rings: VoteRingsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
@@ -371,6 +392,20 @@ export const TABLE_COLUMNS: { readonly [T in keyof DB]: ReadonlyArray<keyof DB[T
     reason: true,
     moderator_id: true,
     moderator_name: true,
+  }),
+  vote_rings: columns<VoteRingsTable>({
+    id: true,
+    ring_key: true,
+    target_key: true,
+    status: true,
+    accounts: true,
+    evidence: true,
+    created_at: true,
+    closed_at: true,
+    closed_by: true,
+    action: true,
+    reason: true,
+    voided_votes: true,
   }),
   schema_migrations: columns<SchemaMigrationsTable>({ id: true, name: true, executed_at: true }),
 };

@@ -49,6 +49,8 @@ export interface S3Options {
   requestTimeoutMs?: number;
 }
 
+const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+
 /** The client for these settings, with what S3-compatible servers need (see the header). */
 export function s3Client(settings: S3Settings, opts: S3Options = {}): S3Client {
   return new S3Client({
@@ -62,9 +64,9 @@ export function s3Client(settings: S3Settings, opts: S3Options = {}): S3Client {
     maxAttempts: 2,
     requestHandler: {
       connectionTimeout: opts.connectTimeoutMs ?? 3000,
-      requestTimeout: opts.requestTimeoutMs ?? 15_000,
+      requestTimeout: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       throwOnRequestTimeout: true,
-      socketTimeout: opts.requestTimeoutMs ?? 15_000,
+      socketTimeout: opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
       httpAgent: { keepAlive: true, maxSockets: 256 },
       httpsAgent: { keepAlive: true, maxSockets: 256 },
     },
@@ -90,9 +92,16 @@ export class S3MediaStore implements MediaStore, MediaFiles {
   readonly endpoint: string | null;
   /** Local staging and temp directories (per process, with heartbeats), as the disk store keeps them. */
   readonly local: FileMediaStore;
+  /**
+   * The whole of a read (stat, read, the bucket check), retries and a second request included, within one
+   * request timeout: a frozen store (connections accepted, never answered) answers 503 after one
+   * MEDIA_STORE_TIMEOUT, not after one per attempt (the client's second attempt doubled it).
+   */
+  readonly #readDeadlineMs: number;
 
   constructor(dataDir: string, location: S3Settings, opts: S3Options = {}) {
     this.client = s3Client(location, opts);
+    this.#readDeadlineMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.endpoint = location.endpoint;
     this.bucket = location.bucket;
     this.prefix = location.prefix;
@@ -116,7 +125,9 @@ export class S3MediaStore implements MediaStore, MediaFiles {
   /** HeadBucket: what /readyz asks, and the start-up check. */
   async check(when: 'start' | 'ready' = 'ready'): Promise<{ bucket: string }> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.#withinDeadline((abortSignal) =>
+        this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }),
+      );
       return { bucket: this.bucket };
     } catch (e) {
       const status = statusOf(e);
@@ -198,10 +209,15 @@ export class S3MediaStore implements MediaStore, MediaFiles {
     return found.every(Boolean);
   }
 
-  async stat(key: string, variant: VariantName): Promise<{ size: number } | null> {
+  stat(key: string, variant: VariantName): Promise<{ size: number } | null> {
+    return this.#withinDeadline((signal) => this.#stat(key, variant, signal));
+  }
+
+  async #stat(key: string, variant: VariantName, abortSignal: AbortSignal): Promise<{ size: number } | null> {
     try {
       const head = await this.client.send(
         new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key, variant) }),
+        { abortSignal },
       );
       return { size: head.ContentLength ?? 0 };
     } catch (e) {
@@ -211,7 +227,16 @@ export class S3MediaStore implements MediaStore, MediaFiles {
   }
 
   /** A GET of the object (or of the range), its body streamed through, never buffered whole. */
-  async read(key: string, variant: VariantName, range?: ByteRange): Promise<VariantRead | null> {
+  read(key: string, variant: VariantName, range?: ByteRange): Promise<VariantRead | null> {
+    return this.#withinDeadline((signal) => this.#read(key, variant, range, signal));
+  }
+
+  async #read(
+    key: string,
+    variant: VariantName,
+    range: ByteRange | undefined,
+    abortSignal: AbortSignal,
+  ): Promise<VariantRead | null> {
     const header = range
       ? 'suffix' in range
         ? `bytes=-${range.suffix}`
@@ -224,6 +249,7 @@ export class S3MediaStore implements MediaStore, MediaFiles {
           Key: this.objectKey(key, variant),
           ...(header ? { Range: header } : {}),
         }),
+        { abortSignal },
       );
       const body = got.Body as Readable;
       const span = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(got.ContentRange ?? '');
@@ -234,7 +260,7 @@ export class S3MediaStore implements MediaStore, MediaFiles {
     } catch (e) {
       if (isMissing(e)) return null;
       if (header && isBadRange(e)) {
-        const found = await this.stat(key, variant);
+        const found = await this.#stat(key, variant, abortSignal);
         return found ? { size: found.size, unsatisfiable: true } : null;
       }
       throw this.#unavailable('cannot be read', e);
@@ -325,6 +351,23 @@ export class S3MediaStore implements MediaStore, MediaFiles {
       for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, size: o.Size ?? 0 };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
+  }
+
+  /**
+   * `run` with a signal that aborts its requests once the read deadline passes. The timer stops when `run`
+   * settles: a body still streaming to a slow client afterwards is not cut (the socket timeout guards it).
+   */
+  async #withinDeadline<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new Error(`no answer within ${this.#readDeadlineMs} ms`)),
+      this.#readDeadlineMs,
+    );
+    try {
+      return await run(deadline.signal);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   #unavailable(what: string, cause: unknown) {

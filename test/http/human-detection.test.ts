@@ -158,10 +158,14 @@ test('HUMAN_POLICY=hold: people are accepted held (modlog auto_hold) until a mod
     const ids = async () => (await hold.api.get('/api/uploads')).body.uploads.map((x: { id: string }) => x.id);
     assert.ok(!(await ids()).includes(r.body.id));
     assert.equal((await hold.api.get(`/api/upload/${r.body.id}`)).status, 404);
-    const log = await hold.api.get('/api/modlog');
+    // Admins see the line with its upload; the public view does not name a held upload.
+    const log = await hold.api.get('/api/modlog', { token: admin.token });
     const line = log.body.entries.find((e: { target: { id: string } }) => e.target.id === r.body.id);
     assert.equal(line.action, 'auto_hold');
     assert.match(line.reason, /person detected \(score 0\.\d+\)/);
+    const pub = await hold.api.get('/api/modlog');
+    const same = pub.body.entries.find((e: { id: string }) => e.id === line.id);
+    assert.deepEqual(same.target, { type: 'upload', id: null });
 
     const queue = await hold.api.get('/api/admin/moderation', { token: admin.token });
     assert.equal(queue.body.items[0].upload.id, r.body.id);

@@ -1,5 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { get as httpGet, type IncomingHttpHeaders } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import sharp from 'sharp';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
@@ -219,5 +221,62 @@ test('pixvote_pool_utilization is the busy share of worker capacity: > 0.3 with 
     assert.ok(Number(/^pixvote_pool_utilization (\S+)$/m.exec(after)?.[1]) <= 1);
   } finally {
     await busy.close();
+  }
+});
+
+/** GET /metrics through node:http, which neither asks for nor decodes compression unless told. */
+function scrape(
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    httpGet(`${app.url}/metrics`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+test('a rendering is sent as prepared bytes: gzipped for scrapers that ask, one ETag per rendering, 304', async () => {
+  await sleep(1100); // a fresh rendering: both scrapes below share it
+  const [plain, gz] = await Promise.all([scrape({}), scrape({ 'accept-encoding': 'gzip' })]);
+  assert.equal(plain.status, 200);
+  assert.equal(plain.headers['content-encoding'], undefined);
+  assert.match(plain.body.toString(), /^pixvote_http_requests_total/m);
+  assert.equal(gz.status, 200);
+  assert.equal(gz.headers['content-encoding'], 'gzip');
+  assert.equal(gz.headers.vary, 'Accept-Encoding');
+  assert.deepEqual(gunzipSync(gz.body), plain.body, 'the same rendering, compressed');
+  assert.ok(gz.body.length < plain.body.length / 3, `${gz.body.length} of ${plain.body.length} bytes`);
+  assert.equal(plain.headers['cache-control'], 'no-store');
+  const etag = plain.headers.etag!;
+  assert.match(etag, /^"[\w-]+"$/);
+  assert.notEqual(gz.headers.etag, etag, 'each encoding its own tag');
+  const again = await scrape({ 'if-none-match': etag });
+  assert.equal(again.status, 304, 'within its second the rendering is unchanged');
+  assert.equal(again.body.length, 0);
+});
+
+test('probes are not authenticated as users: a bearer token on /metrics, /healthz, /readyz costs nothing', async () => {
+  const auth = app.composed.auth;
+  const original = auth.authenticate.bind(auth);
+  let calls = 0;
+  auth.authenticate = (...args: Parameters<typeof original>) => {
+    calls++;
+    return original(...args);
+  };
+  try {
+    for (const path of ['/metrics', '/healthz', '/readyz']) {
+      for (const credential of ['eyJhbGciOiJIUzI1NiJ9.e30.c2ln', 'pv_not-a-real-token']) {
+        const r = await app.api.get(path, { headers: { authorization: `Bearer ${credential}` } });
+        assert.equal(r.status, 200, path);
+      }
+    }
+    assert.equal(calls, 0);
+    assert.equal((await app.api.get('/api/profile', { token: 'pv_not-a-real-token' })).status, 401);
+    assert.equal(calls, 1, 'other routes still resolve the caller');
+  } finally {
+    auth.authenticate = original;
   }
 });

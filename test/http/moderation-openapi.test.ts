@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { pngImage } from '../support/fixtures.ts';
 import { uploadImage } from '../support/uploads.ts';
-import { apiToken, registerAdmin, registerUser } from '../support/users.ts';
+import { TRUST_EVERY_REPORTER, apiToken, registerAdmin, registerUser } from '../support/users.ts';
 
 let app: TestApp;
 before(async () => {
-  app = await startApp({ REPORT_HOLD_THRESHOLD: '2' });
+  app = await startApp({ REPORT_HOLD_THRESHOLD: '2', ...TRUST_EVERY_REPORTER });
 });
 after(() => app.close());
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { currentMetrics, stageRuns, startApp, type TestApp } from '../support/app.ts';
-import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
+import { TRUST_EVERY_REPORTER, apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { banRemovalDone } from '../support/jobs.ts';
@@ -20,7 +20,8 @@ let admin: TestUser;
 let seed = 5000;
 
 before(async () => {
-  app = await startApp({ REPORT_HOLD_THRESHOLD: '3' });
+  // Fresh accounts count as reporters here (the trust rule has its own tests in report-trust.test.ts).
+  app = await startApp({ REPORT_HOLD_THRESHOLD: '3', ...TRUST_EVERY_REPORTER });
   owner = await registerUser(app.api);
   other = await registerUser(app.api);
   admin = await registerAdmin(app, `mod_${Math.random().toString(36).slice(2, 8)}`);
@@ -71,8 +72,9 @@ async function modlog(token?: string) {
   const r = await app.api.get('/api/modlog?limit=50', token ? { token } : {});
   assert.equal(r.status, 200, r.text);
   return r.body.entries as Array<{
+    id: string;
     action: string;
-    target: { type: string; id: string };
+    target: { type: string; id: string | null };
     reason: string;
     moderator?: { id: string; username: string } | null;
   }>;
@@ -269,9 +271,10 @@ describe('reports', () => {
     );
     assert.ok(accepted >= 3, `${accepted} reports accepted`);
     assert.equal((await app.api.get(`/api/upload/${id}`)).status, 404, 'held');
-    const holds = (await modlog()).filter((e) => e.action === 'auto_hold' && e.target.id === id);
+    // The admins' view: the public one does not name a held upload.
+    const holds = (await modlog(admin.token)).filter((e) => e.action === 'auto_hold' && e.target.id === id);
     assert.equal(holds.length, 1);
-    assert.match(holds[0]!.reason, /reported by 3 users/);
+    assert.match(holds[0]!.reason, /reported by 3 users, 3 of them trusted/);
     const queue = await app.api.get('/api/admin/moderation?limit=50', { token: admin.token });
     assert.equal(queue.body.items[0].upload.moderation, 'held', 'held items come first');
     const item = queue.body.items.find((i: { upload: { id: string } }) => i.upload.id === id);
@@ -387,7 +390,7 @@ describe('blocklist', () => {
     assert.equal(added.status, 200, added.text);
     assert.deepEqual(added.body, { added: 1, skipped: 1 });
     await eventually(async () => (await app.api.get(`/api/upload/${id}`)).status === 404, 'the match is held');
-    const hold = (await modlog()).find((e) => e.action === 'auto_hold' && e.target.id === id);
+    const hold = (await modlog(admin.token)).find((e) => e.action === 'auto_hold' && e.target.id === id);
     assert.ok(hold, 'an auto_hold line');
     // The hold is a durable job too, listed with its progress (entries handled of those added).
     await eventually(async () => {
@@ -537,16 +540,82 @@ describe('bans', () => {
 describe('modlog', () => {
   test('public without the moderator; admins see who acted (null for automatic actions)', async () => {
     const id = await link();
-    await act(id, { action: 'hold', reason: 'check' });
-    const pub = (await modlog()).find((e) => e.action === 'hold' && e.target.id === id);
-    assert.ok(pub);
+    await act(id, { action: 'approve', reason: 'check' });
+    const pub = (await modlog()).find((e) => e.action === 'approve' && e.target.id === id);
+    assert.ok(pub, 'a visible public upload is named in the public view');
     assert.equal('moderator' in pub, false);
     assert.deepEqual(pub.target, { type: 'upload', id });
     assert.equal(pub.reason, 'check');
-    const mine = (await modlog(admin.token)).find((e) => e.action === 'hold' && e.target.id === id);
+    const mine = (await modlog(admin.token)).find((e) => e.action === 'approve' && e.target.id === id);
     assert.deepEqual(mine?.moderator, { id: admin.id, username: admin.username });
     const auto = (await modlog(admin.token)).find((e) => e.action === 'auto_hold');
     if (auto) assert.equal(auto.moderator, null);
+  });
+
+  test('the public view never names an upload an anonymous reader could not find; admins see every id', async () => {
+    // A private upload held by a blocklist match, then approved (still private).
+    const blocked = await image(owner, { is_private: 'true' });
+    const added = await app.api.post(
+      '/api/admin/blocklist',
+      { entries: [{ sha256: sha256(blocked.bytes), reason: 'known' }] },
+      { token: admin.token },
+    );
+    assert.equal(added.status, 200, added.text);
+    await eventually(
+      async () => (await app.api.get(`/api/upload/${blocked.id}`, { token: owner.token })).body.moderation === 'held',
+      'the private match is held',
+    );
+    assert.equal((await act(blocked.id, { action: 'approve', reason: 'a false match' })).status, 200);
+    // A private upload held by reports.
+    const reported = await link(owner);
+    assert.equal(
+      (await app.api.patch(`/api/upload/${reported}/privacy`, { is_private: true }, { token: owner.token })).status,
+      200,
+    );
+    for (const u of await Promise.all([1, 2, 3].map(() => registerUser(app.api))))
+      assert.equal(
+        (await app.api.post(`/api/upload/${reported}/report`, { reason: 'spam' }, { token: u.token })).status,
+        201,
+      );
+    // A public upload held by a moderator (held now: unnamed), one removed while private, and a public one.
+    const held = await link(owner);
+    assert.equal((await act(held, { action: 'hold', reason: 'looking' })).status, 200);
+    const gonePrivate = await link(owner);
+    assert.equal(
+      (await app.api.patch(`/api/upload/${gonePrivate}/privacy`, { is_private: true }, { token: owner.token })).status,
+      200,
+    );
+    assert.equal((await act(gonePrivate, { action: 'remove', reason: 'spam' })).status, 200);
+    const open = await link(owner);
+    assert.equal((await act(open, { action: 'approve', reason: 'fine' })).status, 200);
+
+    const hidden = new Map([
+      [blocked.id, ['approve', 'auto_hold']],
+      [reported, ['auto_hold']],
+      [held, ['hold']],
+      [gonePrivate, ['remove']],
+    ]);
+    const full = await modlog(admin.token);
+    const pub = new Map((await modlog()).map((e) => [e.id, e]));
+    for (const [id, actions] of hidden) {
+      const lines = full.filter((e) => e.target.id === id);
+      assert.deepEqual(
+        lines.map((e) => e.action),
+        actions,
+        `admins see every line of ${id}`,
+      );
+      for (const line of lines)
+        assert.deepEqual(pub.get(line.id)?.target, { type: 'upload', id: null }, `${line.action} of ${id} unnamed`);
+    }
+    assert.ok(![...pub.values()].some((e) => e.target.id && hidden.has(e.target.id)), 'no hidden id anywhere');
+    const openLine = full.find((e) => e.target.id === open)!;
+    assert.deepEqual(pub.get(openLine.id)?.target, { type: 'upload', id: open }, 'a visible public upload is named');
+    // Another user sees the public view; judged by the state now: approved again, the held one is named.
+    const others = await modlog(other.token);
+    assert.ok(!others.some((e) => e.target.id === held));
+    assert.equal((await act(held, { action: 'approve', reason: 'fine after all' })).status, 200);
+    const after = await modlog();
+    assert.ok(after.some((e) => e.action === 'hold' && e.target.id === held));
   });
 
   test('append-only: the database refuses an update or a delete of a line', async () => {

@@ -80,6 +80,28 @@ describe('object storage down or slow', { skip }, () => {
     assert.equal(r.status, 201, r.text);
   });
 
+  test('frozen: an image GET or HEAD answers 503 within one MEDIA_STORE_TIMEOUT, not two', async () => {
+    const stored = await uploadImage(app.api, token, await photo());
+    assert.equal(stored.status, 201, stored.text);
+    const timeoutMs = app.config.mediaStoreTimeoutMs;
+    proxy.set('stall');
+    try {
+      for (const method of ['GET', 'HEAD'] as const) {
+        const started = performance.now();
+        const r = await fetch(`${app.url}/api/image/${stored.body.id}?size=thumb`, { method });
+        const ms = performance.now() - started;
+        assert.equal(r.status, 503, method);
+        if (method === 'GET') assert.equal(((await r.json()) as { error: string }).error, 'storage_unavailable');
+        // One deadline for the whole request: a retry (or a second store call) after the first timeout would
+        // take it to two. The bound is generous above one timeout and below two.
+        assert.ok(ms < 1.8 * timeoutMs, `${method} answered after ${Math.round(ms)} ms; timeout ${timeoutMs} ms`);
+      }
+    } finally {
+      proxy.set('pass');
+    }
+    assert.equal((await app.api.get(`/api/image/${stored.body.id}`)).status, 200);
+  });
+
   test('a delete while the store is down takes the row away; the journal removes the objects later', async () => {
     const r = await uploadImage(app.api, token, await photo());
     assert.equal(r.status, 201, r.text);

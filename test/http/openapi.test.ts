@@ -71,10 +71,10 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 20);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 21);
   const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
   assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
-  for (const code of ['blocked_content', 'banned', 'removed', 'storage_unavailable'])
+  for (const code of ['blocked_content', 'banned', 'account_too_new', 'removed', 'storage_unavailable'])
     assert.ok(codes.includes(code), code);
 
   const upload = doc.paths['/api/v1/upload'].post;
@@ -257,6 +257,7 @@ test('every moderation route is documented with its error codes; held and remove
     'POST /api/admin/blocklist',
     'POST /api/admin/uploads/{id}/moderation',
     'POST /api/admin/users/{id}/ban',
+    'POST /api/admin/vote-rings/{id}',
     'POST /api/upload/{id}/report',
   ]);
   for (const [where, op] of moderation) {
@@ -277,6 +278,9 @@ test('every moderation route is documented with its error codes; held and remove
   );
   assert.deepEqual(codesAt(report, 410), ['removed']);
   assert.ok(report.responses['429'], 'RATE_LIMIT_REPORT');
+  // A younger account than REPORT_MIN_ACCOUNT_AGE / VOTE_MIN_ACCOUNT_AGE asks for: 403 account_too_new.
+  assert.ok(codesAt(report, 403).includes('account_too_new'));
+  assert.ok(codesAt(doc.paths['/api/vote'].post, 403).includes('account_too_new'));
   assert.ok(doc.paths['/api/admin/blocklist'].post.parameters.some((p: any) => p.name === 'dry_run'));
   const modlog = doc.paths['/api/modlog'].get;
   assert.deepEqual(modlog.security[0], {}, 'the modlog is public');

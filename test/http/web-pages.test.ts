@@ -378,7 +378,7 @@ test(
     await openPage(a.w.page, `${app.url}/moderation`);
     const item = a.w.page.locator('.qitem', { hasText: me.username });
     await item.waitFor();
-    assert.match(await item.innerText(), /1 report \(spam ×1\)/);
+    assert.match(await item.innerText(), /1 report \(spam ×1\) · 0 trusted/, 'a new account is no trusted reporter');
     assert.match(await item.innerText(), /posted in every thread/);
     await item.locator(`#reason-${uploadId}`).fill('looking into it');
     await item.locator('button', { hasText: 'Hold' }).click();
@@ -416,6 +416,16 @@ test(
     assert.deepEqual(a.w.take(), []);
     await a.ctx.close();
 
+    // A private upload held: the public modlog shows its line without naming (or linking) it.
+    const secret = await uploadImage(app.api, myToken, await pngImage(320, 240, 77), { is_private: 'true' }, 's.png');
+    assert.equal(secret.status, 201, secret.text);
+    const held = await app.api.post(
+      `/api/admin/uploads/${secret.body.id}/moderation`,
+      { action: 'hold', reason: 'private check' },
+      { token: admin.token },
+    );
+    assert.equal(held.status, 200, held.text);
+
     // The public modlog, signed out: the same actions, no moderator names.
     const anon = await browser.newContext();
     const v = await watchedPage(anon, app.url);
@@ -423,6 +433,11 @@ test(
     const text = await v.page.locator('table.modlog').innerText();
     assert.match(text, /hold/);
     assert.ok(!text.includes(admin.username));
+    const secretRow = v.page.locator('table.modlog tbody tr', { hasText: 'private check' });
+    assert.match(await secretRow.innerText(), /an upload \(not public\)/);
+    assert.equal(await secretRow.locator('a').count(), 0, 'no link to a private upload');
+    assert.equal(await v.page.locator(`a[href="/uploads/${secret.body.id}"]`).count(), 0);
+    assert.ok(await v.page.locator(`table.modlog a[href="/uploads/${uploadId}"]`).count(), 'a public one is linked');
     assert.deepEqual(v.take(), []);
     await anon.close();
   },

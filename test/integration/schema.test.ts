@@ -42,6 +42,7 @@ test(
           'm008-fold-tag-names',
           'm009-moderation',
           'm010-moderation-jobs',
+          'm011-vote-rings',
         ],
       );
       await again.close();

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { compose, type Composed } from '../../src/main.ts';
-import { createHttpServer, type HttpServerOptions } from '../../src/server.ts';
+import { createHttpServer, serverOptions, type HttpServerOptions } from '../../src/server.ts';
 import { createTestDatabase } from './pg.ts';
 import { TEST_REDIS_URL, onPostgres } from './env.ts';
 import { dropRedisKeys, testRedisPrefix } from './redis.ts';
@@ -49,6 +49,7 @@ export async function startApp(
     RATE_LIMIT_GENERAL: '100000/15m',
     RATE_LIMIT_UPLOAD: '1000/1h',
     RATE_LIMIT_VOTE: '100000/1h',
+    MAX_CONNECTIONS_PER_IP: '1000',
     ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : database ? { DATABASE_URL: database.url } : {}),
     ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() } : {}),
     ...env,
@@ -59,7 +60,7 @@ export async function startApp(
     ...(opts.log ? { log: opts.log } : {}),
   });
   // The server `npm start` runs (timeouts, answers to what fails below the app), not a bare one.
-  const server = createHttpServer(composed.app.callback(), { log: composed.log, ...opts.http });
+  const server = createHttpServer(composed.app.callback(), { ...serverOptions(composed), ...opts.http });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   const url = `http://127.0.0.1:${port}`;

@@ -18,6 +18,8 @@ export interface RawConnection {
   write(data: string | Buffer): void;
   /** The first complete response (headers, and a body of its Content-Length). */
   reply(): Promise<RawReply>;
+  /** The first complete final response: interim ones (1xx) before it skipped, as an HTTP/1.1 client does. */
+  finalReply(): Promise<RawReply>;
   /** Resolves when the server has closed the connection (end or close). */
   closed(): Promise<void>;
   /** Whether the server has closed it yet. */
@@ -67,10 +69,16 @@ export async function openRaw(url: string): Promise<RawConnection> {
       check();
     });
 
-  const parse = (): RawReply | undefined => {
-    const end = received.indexOf('\r\n\r\n');
+  const parse = (skipInterim = false): RawReply | undefined => {
+    let from = 0;
+    while (skipInterim && /^HTTP\/1\.[01] 1\d\d /.test(received.subarray(from, from + 13).toString('latin1'))) {
+      const next = received.indexOf('\r\n\r\n', from);
+      if (next < 0) return undefined;
+      from = next + 4;
+    }
+    const end = received.indexOf('\r\n\r\n', from);
     if (end < 0) return undefined;
-    const [statusLine, ...lines] = received.subarray(0, end).toString('latin1').split('\r\n');
+    const [statusLine, ...lines] = received.subarray(from, end).toString('latin1').split('\r\n');
     const headers: Record<string, string> = {};
     for (const line of lines) {
       const i = line.indexOf(':');
@@ -86,7 +94,8 @@ export async function openRaw(url: string): Promise<RawConnection> {
   return {
     socket,
     write: (data) => void socket.write(data),
-    reply: () => until(parse, 'a complete response'),
+    reply: () => until(() => parse(), 'a complete response'),
+    finalReply: () => until(() => parse(true), 'a complete final response'),
     closed: () => (closed ? Promise.resolve() : new Promise<void>((resolve) => waiters.add(() => closed && resolve()))),
     isClosed: () => closed,
   };

@@ -40,3 +40,27 @@ export async function registerAdmin(app: { api: Client; composed: Composed }, na
   await grantAdmin(app, user.username);
   return user;
 }
+
+/**
+ * REPORT_TRUST_* at 0: every reporter counts toward REPORT_HOLD_THRESHOLD, for tests of the automatic hold itself
+ * (by default a reporter must be a day old with an accepted upload or 10 votes; report-trust.test.ts tests that).
+ */
+export const TRUST_EVERY_REPORTER: Readonly<Record<string, string>> = Object.freeze({
+  REPORT_TRUST_MIN_AGE: '0',
+  REPORT_TRUST_MIN_UPLOADS: '0',
+  REPORT_TRUST_MIN_VOTES: '0',
+});
+
+/**
+ * Sets when the account was registered to `seconds` ago, in the app's own database (the minimum-age and report
+ * trust rules read it with the user on every request): an old account without waiting, or a young one again.
+ */
+export async function setAccountAge(app: { composed: Composed }, userId: string, seconds: number): Promise<void> {
+  const { db, dialect } = { db: app.composed.db.db(), dialect: app.composed.db.dialect };
+  const r = await db
+    .updateTable('users')
+    .set({ created_at: dialect.date(new Date(Date.now() - seconds * 1000)) })
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) !== 1) throw new Error(`no user ${userId} to age`);
+}

@@ -211,6 +211,13 @@ test('pixvote mod arguments: each subcommand, its defaults, and usage errors', (
   });
   assert.deepEqual(req(['blocklist', 'export', 'out.csv']), { kind: 'export', file: 'out.csv', format: 'csv' });
   assert.deepEqual(req(['modlog', '--page', '2']), { kind: 'modlog', page: 2, limit: null, json: false });
+  assert.deepEqual(req(['ring', 'void', id, '--reason', ' boosting ']), {
+    kind: 'ring',
+    action: 'void',
+    id,
+    reason: 'boosting',
+  });
+  assert.deepEqual(req(['ring', 'dismiss', id]), { kind: 'ring', action: 'dismiss', id, reason: '' });
   assert.deepEqual(req(['--help']), { kind: 'help' });
   assert.deepEqual(parseModArgs(['queue', '--url', 'http://x', '--token', 't']).target, {
     url: 'http://x',
@@ -226,6 +233,9 @@ test('pixvote mod arguments: each subcommand, its defaults, and usage errors', (
   usage([], /which subcommand/);
   usage(['frob'], /unknown subcommand "frob"/);
   usage(['blocklist'], /blocklist takes import FILE or export FILE/);
+  usage(['ring', 'ban', id], /ring takes void ID or dismiss ID/);
+  usage(['ring', 'void', 'x'], /not a vote-ring id/);
+  usage(['ring', 'void', id, '--block', 'near'], /ring void does not take --block/);
   usage(['queue', '--status', 'new'], /--status must be open or closed/);
   usage(['queue', '--page', '0'], /--page must be an integer from 1/);
   usage(['queue', 'extra'], /unexpected arguments: extra/);
@@ -283,6 +293,24 @@ test('the queue table: held first as the server sent it, top reasons, person fla
       'u-held     held     7        sexual×3, violence×2, other, +1  -         ada       2h\n' +
       'u-flagged  visible  0        -                                yes 0.93  ada       9d\n',
   );
+  // A vote_ring item (first in the server's order): its id, the accounts, the target.
+  const ring = renderQueue(
+    [
+      {
+        kind: 'vote_ring',
+        id: 'r-1',
+        accounts: [{}, {}, {}, {}, {}],
+        evidence: { target: { type: 'author', id: 'a-9' }, direction: 'up', score: 5.1 },
+        created_at: '2030-01-10T11:00:00Z',
+      },
+    ],
+    now,
+  );
+  assert.equal(
+    ring,
+    'UPLOAD  STATE      REPORTS     REASONS        PERSON  UPLOADER  AGE\n' +
+      'r-1     vote_ring  5 accounts  up author a-9  -       -         1h\n',
+  );
   assert.equal(topReasons({ spam: 2, copyright: 2 }), 'copyright×2, spam×2');
   assert.equal(personCell(false, 0.1), '0.10');
   assert.equal(personCell(true, null), 'yes');
@@ -313,6 +341,13 @@ test('the modlog table names the moderator when the server shows them, "(automat
     { ...entries[1]!, moderator: { id: 'm', username: 'mod_1' } },
   ]);
   assert.match(withMods, /^AT\s+ACTION\s+TARGET\s+MODERATOR\s+REASON\n.*\(automatic\)\s+-\n.*mod_1\s+spam bot\n$/s);
+});
+
+test('the modlog table shows an upload the public view does not name (id null) as "(not public)"', () => {
+  const text = renderModlog([
+    { id: '1', at: '2030-01-01T10:00:00.000Z', action: 'hold', target: { type: 'upload', id: null }, reason: 'x' },
+  ]);
+  assert.match(text, /^2030-01-01T10:00:00Z {2}hold {4}upload \(not public\) {2}x$/m);
 });
 
 test('the import bar shows entries done and the time left', () => {

@@ -233,6 +233,34 @@ test('durations and rates parse the documented forms', () => {
   assert.equal(parseRate('20 per hour'), null);
 });
 
+test('VOTE_RING_*: defaults, 0 turns the job off, bad values are listed by name', () => {
+  const d = loadConfig({ DATA_DIR: dataDir() }).voteRings;
+  assert.deepEqual(d, { intervalMs: 600_000, windowMs: 14 * 86_400_000, minAccounts: 3, minScore: 2.8 });
+  const set = loadConfig({
+    DATA_DIR: dataDir(),
+    VOTE_RING_INTERVAL: '0',
+    VOTE_RING_WINDOW: '2d',
+    VOTE_RING_MIN_ACCOUNTS: '5',
+    VOTE_RING_MIN_SCORE: '3.5',
+  }).voteRings;
+  assert.deepEqual(set, { intervalMs: 0, windowMs: 2 * 86_400_000, minAccounts: 5, minScore: 3.5 });
+  assert.throws(
+    () =>
+      loadConfig({
+        DATA_DIR: dataDir(),
+        VOTE_RING_INTERVAL: 'often',
+        VOTE_RING_WINDOW: '0',
+        VOTE_RING_MIN_ACCOUNTS: '1',
+        VOTE_RING_MIN_SCORE: '7',
+      }),
+    (e: unknown) =>
+      e instanceof ConfigError &&
+      ['VOTE_RING_INTERVAL', 'VOTE_RING_WINDOW', 'VOTE_RING_MIN_ACCOUNTS', 'VOTE_RING_MIN_SCORE'].every((v) =>
+        e.message.includes(v),
+      ),
+  );
+});
+
 test('`WORKERS=abc npm start` exits non-zero naming WORKERS', () => {
   const r = spawnSync(process.execPath, ['--experimental-strip-types', 'src/main.ts'], {
     env: { ...process.env, WORKERS: 'abc', DATA_DIR: dataDir(), PORT: '0' },
@@ -251,4 +279,18 @@ test('the start script refuses Node older than 22.17 in one line', () => {
   assert.equal(r.status, 1);
   assert.equal(r.stderr.trim().split('\n').length, 1);
   assert.match(r.stderr, /needs Node\.js >= 22\.17/);
+});
+
+test('MAX_CONNECTIONS_PER_IP: 64 by default, 0 turns the cap off, anything but a count is refused by name', () => {
+  assert.equal(loadConfig({ DATA_DIR: dataDir() }).maxConnectionsPerIp, 64);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), MAX_CONNECTIONS_PER_IP: '0' }).maxConnectionsPerIp, 0);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), MAX_CONNECTIONS_PER_IP: '500' }).maxConnectionsPerIp, 500);
+  for (const bad of ['-1', 'ten', '1.5'])
+    assert.throws(
+      () => loadConfig({ DATA_DIR: dataDir(), MAX_CONNECTIONS_PER_IP: bad }),
+      (e: Error) =>
+        e instanceof ConfigError &&
+        e.problems.includes(`MAX_CONNECTIONS_PER_IP=${bad}: expected a non-negative integer (0 turns the cap off)`),
+      bad,
+    );
 });

@@ -23,6 +23,7 @@ const principal = (username: string): Principal => ({
   userId: `id-${username}`,
   username,
   isAdmin: false,
+  accountCreatedAt: new Date('2026-01-01T00:00:00Z'),
   method: 'api_token',
   viaCookie: false,
 });

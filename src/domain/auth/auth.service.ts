@@ -183,7 +183,14 @@ export class AuthService {
   }
 
   #principal(user: UserRecord, method: Principal['method'], viaCookie: boolean): Principal {
-    return { userId: user.id, username: user.username, isAdmin: isAdminUser(user), method, viaCookie };
+    return {
+      userId: user.id,
+      username: user.username,
+      isAdmin: isAdminUser(user),
+      accountCreatedAt: user.createdAt,
+      method,
+      viaCookie,
+    };
   }
 }
 

@@ -12,7 +12,9 @@ import type { Principal } from '../users.ts';
 import type { UploadStore } from '../uploads/ports.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
+import { assertOldEnough } from '../account-age.ts';
 import { assertReachable } from './access.ts';
+import { DEFAULT_REPORT_TRUST, type ReportTrustRule } from './report-trust.ts';
 import type { BlocklistStore, JobStore, ModerationStore } from './ports.ts';
 import {
   BAN_PERMANENT,
@@ -23,17 +25,22 @@ import {
   type JobRecord,
   type JobStatus,
   type ModAction,
-  type ModlogEntry,
+  type ModlogLine,
   type Moderator,
   type NewBlocklistEntry,
   type ReportReason,
   type ReportView,
   type UploadAction,
+  publiclyNamed,
 } from './moderation.types.ts';
 
 export interface ModerationPolicy {
-  /** Distinct reporters that hold an upload; 0 turns it off. */
+  /** Distinct trusted reporters that hold an upload; 0 turns it off. */
   reportHoldThreshold: number;
+  /** Which reporters count toward that threshold (REPORT_TRUST_*); API.md's default when not given. */
+  reportTrust?: ReportTrustRule;
+  /** REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot report (0: no rule). */
+  reportMinAccountAgeSeconds?: number;
   blocklistDistance: number;
 }
 
@@ -70,6 +77,7 @@ export const JOB_LEASE_MS = 10_000;
 export const JOB_MAX_ATTEMPTS = 5;
 
 export interface QueueItemView {
+  kind: 'upload';
   upload: UploadView;
   reports: {
     count: number;
@@ -77,6 +85,8 @@ export interface QueueItemView {
     notes: string[];
     first_at: string | null;
     last_at: string | null;
+    /** Reporters the report-trust rule counts now. */
+    trusted: number;
   };
   person_flag: boolean;
   human_score: number | null;
@@ -86,7 +96,8 @@ export interface ModlogEntryView {
   id: string;
   at: string;
   action: ModAction;
-  target: { type: 'upload' | 'user' | 'blocklist'; id: string };
+  /** id null: an upload the public view may not name (API.md Modlog); admins see every id. */
+  target: { type: 'upload' | 'user' | 'blocklist'; id: string | null };
   reason: string;
   moderator?: { id: string; username: string } | null;
 }
@@ -160,6 +171,11 @@ export class ModerationService {
     uploadId: string,
     input: { reason: ReportReason; note: string | null },
   ): Promise<{ created: boolean; report: ReportView }> {
+    const now = this.#clock.now();
+    assertOldEnough(principal.accountCreatedAt, this.#policy.reportMinAccountAgeSeconds ?? 0, now, {
+      action: 'report uploads',
+      variable: 'REPORT_MIN_ACCOUNT_AGE',
+    });
     const upload = await this.#reachable(principal, uploadId);
     const outcome = await this.#store.report(
       {
@@ -167,9 +183,9 @@ export class ModerationService {
         userId: principal.userId,
         reason: input.reason,
         note: input.note,
-        createdAt: this.#clock.now(),
+        createdAt: now,
       },
-      this.#policy.reportHoldThreshold,
+      { holdThreshold: this.#policy.reportHoldThreshold, trust: this.#trust },
     );
     if (!outcome) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (outcome.created) this.#events.reportReceived?.();
@@ -191,22 +207,27 @@ export class ModerationService {
   }
 
   async queue(status: 'open' | 'closed', page: Page): Promise<{ items: QueueItemView[]; has_more: boolean }> {
-    const rows = await this.#store.queue(status, (page.page - 1) * page.limit, page.limit + 1);
-    return {
-      items: rows.slice(0, page.limit).map(({ upload, reports }) => ({
-        upload: toUploadView(upload),
-        reports: {
-          count: reports.count,
-          reasons: reports.reasons,
-          notes: reports.notes,
-          first_at: reports.firstAt?.toISOString() ?? null,
-          last_at: reports.lastAt?.toISOString() ?? null,
-        },
-        person_flag: upload.personFlag,
-        human_score: upload.humanScore,
-      })),
-      has_more: rows.length > page.limit,
-    };
+    const rows = await this.queueItems(status, (page.page - 1) * page.limit, page.limit + 1);
+    return { items: rows.slice(0, page.limit), has_more: rows.length > page.limit };
+  }
+
+  /** The queue's upload items from `offset` (the queue route puts vote-ring items before them). */
+  async queueItems(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemView[]> {
+    const rows = await this.#store.queue(status, offset, limit, this.#trust, this.#clock.now());
+    return rows.map(({ upload, reports }) => ({
+      kind: 'upload' as const,
+      upload: toUploadView(upload),
+      reports: {
+        count: reports.count,
+        reasons: reports.reasons,
+        notes: reports.notes,
+        first_at: reports.firstAt?.toISOString() ?? null,
+        last_at: reports.lastAt?.toISOString() ?? null,
+        trusted: reports.trusted,
+      },
+      person_flag: upload.personFlag,
+      human_score: upload.humanScore,
+    }));
   }
 
   /** `POST /api/admin/uploads/{id}/moderation`. */
@@ -312,7 +333,10 @@ export class ModerationService {
     return { success: true };
   }
 
-  /** `GET /api/modlog`: public; admins also see who acted. */
+  /**
+   * `GET /api/modlog`: public; admins also see who acted, and every id (others never see the id of an upload
+   * they could not find in a listing).
+   */
   async modlog(viewer: Principal | null, page: Page): Promise<{ entries: ModlogEntryView[]; has_more: boolean }> {
     const rows = await this.#store.modlog((page.page - 1) * page.limit, page.limit + 1);
     return {
@@ -391,6 +415,10 @@ export class ModerationService {
     }
   }
 
+  get #trust(): ReportTrustRule {
+    return this.#policy.reportTrust ?? DEFAULT_REPORT_TRUST;
+  }
+
   async #reachable(principal: Principal, uploadId: string): Promise<UploadRecord> {
     const u = isUuid(uploadId) ? await this.#uploads.findById(uploadId) : null;
     if (!u) throw errors.notFound(`upload ${uploadId} does not exist`);
@@ -444,12 +472,12 @@ function blocklistView(e: BlocklistEntry): BlocklistEntryView {
   };
 }
 
-function modlogView(e: ModlogEntry, forAdmin: boolean): ModlogEntryView {
+function modlogView(e: ModlogLine, forAdmin: boolean): ModlogEntryView {
   const view: ModlogEntryView = {
     id: e.id,
     at: e.at.toISOString(),
     action: e.action,
-    target: e.target,
+    target: forAdmin || publiclyNamed(e) ? e.target : { type: e.target.type, id: null },
     reason: e.reason,
   };
   if (forAdmin) view.moderator = e.moderator;

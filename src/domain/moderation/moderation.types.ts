@@ -1,5 +1,5 @@
 /** API.md Moderation: reports, the queue, the blocklist, bans and the modlog, as the domain sees them. */
-import type { UploadRecord } from '../uploads/upload.types.ts';
+import type { ModerationState, UploadRecord } from '../uploads/upload.types.ts';
 import type { UserRecord } from '../users.ts';
 
 export const REPORT_REASONS = ['spam', 'harassment', 'sexual', 'violence', 'illegal', 'copyright', 'other'] as const;
@@ -38,6 +38,8 @@ export interface ReportSummary {
   notes: string[];
   firstAt: Date | null;
   lastAt: Date | null;
+  /** Reporters the report-trust rule counts now (REPORT_TRUST_*). */
+  trusted: number;
 }
 
 export interface QueueItemRecord {
@@ -77,6 +79,25 @@ export interface ModlogEntry {
 
 /** A modlog line to append (its id and time are given by the store). */
 export type NewModlogEntry = Omit<ModlogEntry, 'id' | 'at'>;
+
+/**
+ * A modlog line as read, with what its upload target is now (read with it): whether the public view may name it.
+ * `upload` is undefined for other targets, null for an upload deleted since.
+ */
+export interface ModlogLine extends ModlogEntry {
+  upload?: { isPrivate: boolean; moderation: ModerationState } | null;
+}
+
+/**
+ * API.md Modlog: the public view never names an upload an anonymous reader could not find in a listing, judged
+ * by its state now: private, held, removed while private, or deleted since (then nobody can tell whether it was
+ * private). A visible public upload is named, and so is one removed while public (its tombstone answers 410).
+ */
+export function publiclyNamed(line: Pick<ModlogLine, 'target' | 'upload'>): boolean {
+  if (line.target.type !== 'upload') return true;
+  const u = line.upload;
+  return !!u && !u.isPrivate && u.moderation !== 'held';
+}
 
 /** A permanent ban is stored as this instant: every comparison with "now" treats it like any other end. */
 export const BAN_PERMANENT = new Date('9999-12-31T00:00:00.000Z');

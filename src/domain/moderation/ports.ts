@@ -3,13 +3,14 @@
  * blocklist.repository.ts). Every state change of an upload, with its modlog line, is one transaction.
  */
 import type { UploadRecord, UploadType } from '../uploads/upload.types.ts';
+import type { ReportTrustRule } from './report-trust.ts';
 import type {
   AdminUserRecord,
   BlockKind,
   BlocklistEntry,
   JobRecord,
   JobStatus,
-  ModlogEntry,
+  ModlogLine,
   Moderator,
   NewBlocklistEntry,
   QueueItemRecord,
@@ -25,6 +26,14 @@ export interface ReportOutcome {
   held: boolean;
 }
 
+/** When reports hold an upload automatically (API.md Reports). */
+export interface ReportPolicy {
+  /** REPORT_HOLD_THRESHOLD: trusted distinct reporters that hold an upload; 0 turns it off. */
+  holdThreshold: number;
+  /** Which reporters count toward it. */
+  trust: ReportTrustRule;
+}
+
 export interface ActOutcome {
   upload: UploadRecord;
   /** Stored files the upload released (remove) and no other row references: to be removed after the commit. */
@@ -33,11 +42,12 @@ export interface ActOutcome {
 
 export interface ModerationStore {
   /**
-   * Files the report (at most one per user and upload) and, when `holdThreshold` > 0 distinct users have open
-   * reports on a visible upload, holds it with a modlog `auto_hold` line: in one transaction under the upload's
-   * lock, so that concurrent reports hold it exactly once. Null when the upload is gone (deleted meanwhile).
+   * Files the report (at most one per user and upload) and, when `holdThreshold` > 0 distinct users that pass the
+   * trust rule (judged at the report's time) have open reports on a visible upload no moderator approved
+   * (reportsMayHold), holds it with a modlog `auto_hold` line: in one transaction under the upload's lock, so
+   * that concurrent reports hold it exactly once. Null when the upload is gone (deleted meanwhile).
    */
-  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome | null>;
+  report(input: Omit<ReportRecord, 'id'>, policy: ReportPolicy): Promise<ReportOutcome | null>;
   /**
    * A moderator's action on an upload, its modlog line(s) and blocklist entries, in one transaction. `remove`
    * deletes votes and tag links, clears the hashes and releases the stored files (journalled as garbage when no
@@ -56,7 +66,13 @@ export interface ModerationStore {
     },
   ): Promise<ActOutcome | null>;
   /** The queue's items: open (held, reported, person-flagged) or closed (acted on, nothing open). */
-  queue(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemRecord[]>;
+  queue(
+    status: 'open' | 'closed',
+    offset: number,
+    limit: number,
+    trust: ReportTrustRule,
+    now: Date,
+  ): Promise<QueueItemRecord[]>;
   openQueueDepth(): Promise<number>;
   listUsers(prefix: string | null, offset: number, limit: number): Promise<AdminUserRecord[]>;
   findUser(id: string): Promise<AdminUserRecord | null>;
@@ -69,7 +85,8 @@ export interface ModerationStore {
     ban: { until: Date; reason: string } | null,
     opts: { moderator: Moderator; at: Date; removal?: { jobId: string; reason: string } },
   ): Promise<boolean>;
-  modlog(offset: number, limit: number): Promise<ModlogEntry[]>;
+  /** A page of the modlog, newest first, with each upload target's state now (ModlogLine). */
+  modlog(offset: number, limit: number): Promise<ModlogLine[]>;
 }
 
 export interface BlocklistStore {

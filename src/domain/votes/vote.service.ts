@@ -9,6 +9,7 @@ import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
 import type { ModerationState, VoteValue } from '../uploads/upload.types.ts';
 import { assertReachable } from '../moderation/access.ts';
+import { assertOldEnough } from '../account-age.ts';
 
 /** Checks the (locked) upload before a vote is written; throws to refuse it (nothing is written). */
 export type VoteGuard = (upload: { id: string; userId: string; moderation: ModerationState }) => void;
@@ -40,18 +41,33 @@ export class VoteService {
   readonly #votes: VoteStore;
   readonly #clock: Clock;
   readonly #onChanged: () => Promise<void>;
+  /** VOTE_MIN_ACCOUNT_AGE in seconds: younger accounts cannot vote (0: no rule). */
+  readonly #minAccountAgeSeconds: number;
 
-  constructor(deps: { votes: VoteStore; clock: Clock; onChanged?: () => Promise<void> }) {
+  constructor(deps: {
+    votes: VoteStore;
+    clock: Clock;
+    onChanged?: () => Promise<void>;
+    minAccountAgeSeconds?: number;
+  }) {
     this.#votes = deps.votes;
     this.#clock = deps.clock;
     this.#onChanged = deps.onChanged ?? (async () => {});
+    this.#minAccountAgeSeconds = deps.minAccountAgeSeconds ?? 0;
   }
 
   async vote(principal: Principal, uploadId: string, vote: VoteInput): Promise<VoteOutcome> {
     // Not a UUID: a malformed field (API.md Votes), not an unknown upload.
     if (!isUuid(uploadId)) throw errors.invalid('uploadId must be a UUID (the id of an upload)');
+    // A too young account cannot vote (API.md Moderation); taking back a vote it has stays allowed.
+    const now = this.#clock.now();
+    if (vote !== 'none')
+      assertOldEnough(principal.accountCreatedAt, this.#minAccountAgeSeconds, now, {
+        action: 'vote',
+        variable: 'VOTE_MIN_ACCOUNT_AGE',
+      });
     // Held uploads take votes from their owner and admins only; removed ones from nobody (API.md Moderation).
-    const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], this.#clock.now(), (u) => {
+    const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], now, (u) => {
       assertReachable(u, principal);
       if (u.moderation === 'removed') throw errors.removed(`upload ${uploadId} was removed by the moderators`);
     });

@@ -38,12 +38,13 @@ export const communityOperations: Operation[] = [
       'One vote per user per upload: voting again with another value moves it, the same value is a no-op, ' +
       '`none` retracts. Counts stay exact under any concurrency. ' +
       'An `uploadId` that is not a UUID is 400 `invalid_request`; an unknown upload is 404, and so is a held one ' +
-      "that is not the caller's (unless an admin); a removed one is 410 `removed`.",
+      "that is not the caller's (unless an admin); a removed one is 410 `removed`. An account younger than " +
+      '`VOTE_MIN_ACCOUNT_AGE` is 403 `account_too_new` (retracting with `none` stays allowed).',
     auth: 'required',
     limit: 'vote',
     body: { json: VoteBody },
     responses: { 200: { description: "The caller's vote and the upload's counts.", json: VoteResult } },
-    errors: ['invalid_request', 'not_found', 'removed'],
+    errors: ['invalid_request', 'account_too_new', 'not_found', 'removed'],
   },
   {
     method: 'get',

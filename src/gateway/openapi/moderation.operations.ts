@@ -26,6 +26,7 @@ import {
   UsersQuery,
 } from '../schemas/moderation.schemas.ts';
 import { UploadRecord } from '../schemas/upload.schemas.ts';
+import { VoteRingBody, VoteRingItem } from '../schemas/vote-ring.schemas.ts';
 import type { Operation } from './operation.types.ts';
 
 const ENTRY_ID = '5e0c7a14-2b9d-4f63-a8e1-7d4c9b2f0a36';
@@ -37,6 +38,13 @@ const BlocklistIdParam = z.object({
     .string()
     .describe('The blocklist entry id (a UUID).')
     .meta({ examples: [ENTRY_ID] }),
+});
+
+const VoteRingIdParam = z.object({
+  id: z
+    .string()
+    .describe('The vote-ring item id (a UUID), as the moderation queue lists it.')
+    .meta({ examples: ['6d1f3a8e-2c4b-4e9a-b7d5-0a8c3e6f1b29'] }),
 });
 
 const UserIdParam = z.object({
@@ -109,9 +117,17 @@ const modlogEntries = [
     at: '2026-11-25T08:04:02.000Z',
     action: 'auto_hold',
     target: { type: 'upload', id: EXAMPLES.upload },
-    reason: 'reported by 3 users',
+    reason: 'reported by 4 users, 3 of them trusted',
   },
 ];
+/** A line on a private upload: the public view does not name it. */
+const PRIVATE_UPLOAD = 'b7e2c9d4-5f1a-4c8e-9d3b-2a6f0e8c1b57';
+const privateHold = {
+  id: '5c7a1e9d-3b2f-4d8a-a6e4-1f0b9c2d7e38',
+  at: '2026-11-25T07:30:00.000Z',
+  action: 'hold',
+  reason: 'looking into it',
+};
 
 const ADMIN_ONLY = 'Admins only.';
 
@@ -137,6 +153,40 @@ const banRemovalJob = (status: 'running' | 'done', done: number) => ({
   updated_at: status === 'done' ? '2026-11-26T09:14:03.000Z' : '2026-11-26T09:14:02.600Z',
 });
 
+const RING_ID = '6d1f3a8e-2c4b-4e9a-b7d5-0a8c3e6f1b29';
+
+/** A ring of three young accounts that upvoted every upload of one author within minutes. */
+const voteRingItem = (status: 'open' | 'closed') => ({
+  kind: 'vote_ring',
+  id: RING_ID,
+  status,
+  accounts: [
+    'c3e1a9f2-5b7d-4e8a-9c0f-1d2b3a4c5e6f',
+    'd4f2b0a3-6c8e-4f9b-8d1a-2e3c4b5d6f70',
+    'e5a3c1b4-7d9f-4a0c-9e2b-3f4d5c6e7a81',
+  ].map((id, i) => ({ id, username: `fresh_fan_${i + 1}`, role: 'user', created_at: '2026-11-25T07:58:00.000Z' })),
+  evidence: {
+    target: { type: 'author', id: EXAMPLES.user },
+    direction: 'up',
+    votes: 12,
+    target_share: 0.857,
+    focus: 1,
+    similarity: 1,
+    burst_share: 1,
+    burst: { from: '2026-11-25T08:04:10.000Z', to: '2026-11-25T09:04:10.000Z' },
+    young_accounts: 3,
+    median_account_age_hours: 0.1,
+    score: 5.357,
+    window: { from: '2026-11-11T10:00:00.000Z', to: '2026-11-25T10:00:00.000Z' },
+  },
+  created_at: '2026-11-25T10:00:00.000Z',
+  closed_at: status === 'open' ? null : '2026-11-25T10:20:00.000Z',
+  closed_by: status === 'open' ? null : { id: ADMIN_ID, username: 'mod_ada' },
+  action: status === 'open' ? null : 'void',
+  reason: status === 'open' ? null : 'ring boosting one author',
+  voided_votes: status === 'open' ? null : 12,
+});
+
 export const moderationOperations: Operation[] = [
   {
     method: 'post',
@@ -147,7 +197,11 @@ export const moderationOperations: Operation[] = [
     description:
       'One report per user per upload: reporting it again answers 200 with the first report and changes nothing. ' +
       'When `REPORT_HOLD_THRESHOLD` distinct users have open reports on an upload it is held at once ' +
-      '(modlog `auto_hold`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
+      '(modlog `auto_hold`). Only reporters that pass the report-trust rule count toward that threshold ' +
+      '(`REPORT_TRUST_MIN_AGE`, and `REPORT_TRUST_MIN_UPLOADS` accepted uploads or `REPORT_TRUST_MIN_VOTES` votes; ' +
+      'default: 24h, 1 or 10); other reports still reach the queue. Once a moderator approved an upload, reports ' +
+      'no longer hold it by themselves: they reach the queue. `REPORT_MIN_ACCOUNT_AGE` refuses younger accounts ' +
+      '(403 `account_too_new`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
       'a removed one is 410 `removed`. Limit: `RATE_LIMIT_REPORT` per user.',
     auth: 'required',
     limit: 'report',
@@ -170,7 +224,7 @@ export const moderationOperations: Operation[] = [
         examples: { again: { summary: 'The first report, without a note', value: report('spam', null) } },
       },
     },
-    errors: ['invalid_request', 'not_found', 'removed'],
+    errors: ['invalid_request', 'account_too_new', 'not_found', 'removed'],
   },
   {
     method: 'get',
@@ -179,9 +233,12 @@ export const moderationOperations: Operation[] = [
     tag: 'moderation',
     summary: 'The moderation queue',
     description:
-      `${ADMIN_ONLY} \`open\`: uploads with open reports, held uploads, and uploads flagged by person detection ` +
-      '(`HUMAN_POLICY=flag` or `hold`, score at or above the threshold); held first, then most reports, then ' +
-      'oldest. `closed`: uploads acted on, with nothing open.',
+      `${ADMIN_ONLY} Two kinds of item. \`vote_ring\` items (groups of accounts the vote-ring detector found ` +
+      'voting in lockstep, with the evidence; act on them with `POST /api/admin/vote-rings/{id}`) come first: ' +
+      'open ones oldest first, closed ones most recently closed first. Then `upload` items: `open`: uploads with ' +
+      'open reports, held uploads, and uploads flagged by person detection (`HUMAN_POLICY=flag` or `hold`, score ' +
+      'at or above the threshold); held first, then most reports, then oldest. `closed`: uploads acted on, with ' +
+      'nothing open.',
     auth: 'required',
     limit: 'general',
     query: QueueQuery,
@@ -192,17 +249,20 @@ export const moderationOperations: Operation[] = [
         cacheControl: ['private, no-store'],
         examples: {
           open: {
-            summary: 'An upload held by three reports',
+            summary: 'An upload held by three trusted reporters (of four)',
             value: {
               items: [
+                voteRingItem('open'),
                 {
+                  kind: 'upload',
                   upload: upload('held'),
                   reports: {
-                    count: 3,
-                    reasons: { spam: 2, other: 1 },
+                    count: 4,
+                    reasons: { spam: 3, other: 1 },
                     notes: ['the same advert posted every hour', 'scam shop'],
                     first_at: '2026-11-24T21:30:12.000Z',
                     last_at: '2026-11-25T08:03:41.000Z',
+                    trusted: 3,
                   },
                   person_flag: false,
                   human_score: 0.03,
@@ -244,6 +304,31 @@ export const moderationOperations: Operation[] = [
       },
     },
     errors: ['invalid_request', 'forbidden', 'not_found'],
+  },
+  {
+    method: 'post',
+    path: '/api/admin/vote-rings/:id',
+    operationId: 'actOnVoteRing',
+    tag: 'moderation',
+    summary: 'Void the votes of a vote ring, or dismiss it',
+    description:
+      `${ADMIN_ONLY} \`void\`: every vote of the ring's accounts is deleted and each upload's counters move by ` +
+      'exactly those votes, in one transaction (the counts stay equal to the votes), and the item is closed. ' +
+      '`dismiss`: the item is closed and the same group on the same target is not queued again. An item closed ' +
+      'already answers 409 `conflict` and changes nothing. Logged and counted in the metrics ' +
+      '(`pixvote_vote_ring_actions_total`), not in the modlog.',
+    auth: 'required',
+    limit: 'general',
+    params: VoteRingIdParam,
+    body: { json: VoteRingBody },
+    responses: {
+      200: {
+        description: 'The item, closed.',
+        json: VoteRingItem,
+        examples: { voided: { summary: 'Voided: 12 votes went', value: voteRingItem('closed') } },
+      },
+    },
+    errors: ['invalid_request', 'forbidden', 'not_found', 'conflict'],
   },
   {
     method: 'get',
@@ -474,7 +559,9 @@ export const moderationOperations: Operation[] = [
     summary: 'The public moderation log',
     description:
       'Every moderation action, automatic ones included, newest first. Append-only: no entry is ever changed or ' +
-      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions).',
+      'deleted. Public without the moderator; admins also see `moderator` (null for automatic actions). The ' +
+      'public view never names an upload an anonymous reader could not find in a listing now (private, held, ' +
+      'removed while private, or deleted): its `target.id` is null; admins see every id.',
     auth: 'optional',
     limit: 'general',
     query: PageQuery,
@@ -487,7 +574,12 @@ export const moderationOperations: Operation[] = [
         examples: {
           public: {
             summary: 'As everyone sees it',
-            value: { entries: modlogEntries, page: 1, limit: 12, has_more: true },
+            value: {
+              entries: [...modlogEntries, { ...privateHold, target: { type: 'upload', id: null } }],
+              page: 1,
+              limit: 12,
+              has_more: true,
+            },
           },
           admin: {
             summary: 'As an admin sees it',
@@ -495,6 +587,11 @@ export const moderationOperations: Operation[] = [
               entries: [
                 { ...modlogEntries[0], moderator: { id: ADMIN_ID, username: 'mod_grace' } },
                 { ...modlogEntries[1], moderator: null },
+                {
+                  ...privateHold,
+                  target: { type: 'upload', id: PRIVATE_UPLOAD },
+                  moderator: { id: ADMIN_ID, username: 'mod_grace' },
+                },
               ],
               page: 1,
               limit: 12,

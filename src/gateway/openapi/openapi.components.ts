@@ -8,6 +8,7 @@ import * as common from '../schemas/common.schemas.ts';
 import * as community from '../schemas/community.schemas.ts';
 import * as moderation from '../schemas/moderation.schemas.ts';
 import * as upload from '../schemas/upload.schemas.ts';
+import * as voteRing from '../schemas/vote-ring.schemas.ts';
 
 /** Request bodies, converted as input (what a client may send). */
 export const requestSchemas: Record<string, z.ZodType> = {
@@ -25,6 +26,7 @@ export const requestSchemas: Record<string, z.ZodType> = {
   TagsRequest: community.TagsBody,
   ReportRequest: moderation.ReportBody,
   ModerationRequest: moderation.ModerationBody,
+  VoteRingRequest: voteRing.VoteRingBody,
   BlocklistRequest: moderation.BlocklistBody,
   BanRequest: moderation.BanBody,
 };
@@ -61,6 +63,8 @@ export const responseSchemas: Record<string, z.ZodType> = {
   TagSuggestions: community.TagSuggestions,
   Report: moderation.ReportSchema,
   QueueItem: moderation.QueueItem,
+  VoteRingItem: voteRing.VoteRingItem,
+  VoteRingEvidence: voteRing.VoteRingEvidence,
   QueuePage: moderation.QueuePage,
   BlocklistEntry: moderation.BlocklistEntry,
   BlocklistPage: moderation.BlocklistPage,

@@ -52,13 +52,14 @@ export const serviceOperations: Operation[] = [
       'uploads accepted and rejected by reason. Expose it to your scraper only. With `METRICS_TOKEN` set it needs ' +
       '`Authorization: Bearer <METRICS_TOKEN>` (401 `unauthorized` otherwise). ' +
       'Scrapes arriving together share one rendering, at most one per second: ' +
-      'a faster scraper sees the same numbers again.',
+      'a faster scraper sees the same numbers again (the same `ETag`). Gzipped for a scraper that accepts it.',
     auth: 'none',
     limit: null,
     responses: {
       200: {
         description: 'Prometheus text exposition format.',
         other: { 'text/plain': text },
+        headers: ['ETag', 'Vary'],
         cacheControl: ['no-store'],
       },
     },

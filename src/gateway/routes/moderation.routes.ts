@@ -5,6 +5,8 @@
 import Router from '@koa/router';
 import { errors } from '../../domain/errors.ts';
 import type { ModerationService } from '../../domain/moderation/moderation.service.ts';
+import { queuePage } from '../../domain/moderation/queue.ts';
+import type { VoteRingService } from '../../domain/moderation/vote-rings.service.ts';
 import type { Limiter } from '../../domain/rate-limit.ts';
 import type { Principal } from '../../domain/users.ts';
 import type { AppContext, AppState } from '../context.ts';
@@ -22,6 +24,7 @@ import {
   ReportBody,
   UsersQuery,
 } from '../schemas/moderation.schemas.ts';
+import { VoteRingBody } from '../schemas/vote-ring.schemas.ts';
 
 function requireAdmin(ctx: AppContext): Principal {
   const user = requireUser(ctx);
@@ -29,9 +32,13 @@ function requireAdmin(ctx: AppContext): Principal {
   return user;
 }
 
-export function moderationRoutes(deps: { moderation: ModerationService; reportLimiter: Limiter }): Router<AppState> {
+export function moderationRoutes(deps: {
+  moderation: ModerationService;
+  voteRings: VoteRingService;
+  reportLimiter: Limiter;
+}): Router<AppState> {
   const router = new Router<AppState>();
-  const { moderation } = deps;
+  const { moderation, voteRings } = deps;
 
   router.post('/api/upload/:id/report', userRateLimit(deps.reportLimiter), async (ctx) => {
     const body = parse(ReportBody, ctx.request.body);
@@ -46,7 +53,10 @@ export function moderationRoutes(deps: { moderation: ModerationService; reportLi
   router.get('/api/admin/moderation', async (ctx) => {
     requireAdmin(ctx);
     const q = parse(QueueQuery, ctx.query, 'query');
-    const page = await moderation.queue(q.status, q);
+    const page = await queuePage(q.status, q, {
+      rings: voteRings,
+      uploads: (status, offset, limit) => moderation.queueItems(status, offset, limit),
+    });
     ctx.set('Cache-Control', 'private, no-store');
     ctx.body = { items: page.items, page: q.page, limit: q.limit, has_more: page.has_more };
   });
@@ -55,6 +65,12 @@ export function moderationRoutes(deps: { moderation: ModerationService; reportLi
     const admin = requireAdmin(ctx);
     const body = parse(ModerationBody, ctx.request.body);
     ctx.body = await moderation.act(admin, ctx.params.id!, body);
+  });
+
+  router.post('/api/admin/vote-rings/:id', async (ctx) => {
+    const admin = requireAdmin(ctx);
+    const body = parse(VoteRingBody, ctx.request.body);
+    ctx.body = await voteRings.act(admin, ctx.params.id!, body);
   });
 
   router.get('/api/admin/blocklist', async (ctx) => {

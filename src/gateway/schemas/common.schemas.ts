@@ -20,6 +20,9 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
   banned: 'the account is banned; the message says until when',
+  account_too_new:
+    'the account is younger than `VOTE_MIN_ACCOUNT_AGE` / `REPORT_MIN_ACCOUNT_AGE` requires; the message says ' +
+    'from when it may vote / report',
   not_found: 'no such resource, or an upload held for review that only its owner and admins may see',
   removed: 'the upload was removed by the moderators',
   conflict: 'username or email already taken; an Idempotency-Key reused for a different request',

@@ -4,6 +4,7 @@ import { JOB_KINDS, JOB_STATUSES, MOD_ACTIONS, REPORT_REASONS } from '../../doma
 import { UserSchema } from './auth.schemas.ts';
 import { FeedQuery } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
+import { VoteRingItem } from './vote-ring.schemas.ts';
 
 const EXAMPLE_UPLOAD = '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90';
 const EXAMPLE_USER = '8c1d2e3f-4a5b-4c6d-8e7f-901234567890';
@@ -50,6 +51,7 @@ export const QueueQuery = PageQuery.extend({
 });
 
 export const QueueItem = z.object({
+  kind: z.literal('upload'),
   upload: UploadRecord,
   reports: z.object({
     count: z.int().nonnegative(),
@@ -58,13 +60,20 @@ export const QueueItem = z.object({
     notes: z.array(z.string()).max(5).describe('The latest notes, newest first.'),
     first_at: z.iso.datetime().nullable(),
     last_at: z.iso.datetime().nullable(),
+    trusted: z
+      .int()
+      .nonnegative()
+      .describe(
+        'Reporters the report-trust rule counts now (REPORT_TRUST_*); only these count toward ' +
+          '`REPORT_HOLD_THRESHOLD`.',
+      ),
   }),
   person_flag: z.boolean(),
   human_score: z.number().min(0).max(1).nullable(),
 });
 
 export const QueuePage = z.object({
-  items: z.array(QueueItem),
+  items: z.array(z.discriminatedUnion('kind', [VoteRingItem, QueueItem])),
   page: z.int().positive(),
   limit: z.int().positive(),
   has_more: z.boolean(),
@@ -208,7 +217,16 @@ export const ModlogEntry = z.object({
   id: z.uuid(),
   at: z.iso.datetime(),
   action: z.enum(MOD_ACTIONS),
-  target: z.object({ type: z.enum(['upload', 'user', 'blocklist']), id: z.uuid() }),
+  target: z.object({
+    type: z.enum(['upload', 'user', 'blocklist']),
+    id: z
+      .uuid()
+      .nullable()
+      .describe(
+        'Null in the public view for an upload an anonymous reader could not find in a listing now (private, held, ' +
+          'removed while private, or deleted); admins see every id.',
+      ),
+  }),
   reason: z.string(),
   moderator: z
     .object({ id: z.uuid(), username: z.string() })

@@ -6,6 +6,7 @@ import { M007ListedTagCounts } from './m007-listed-tag-counts.ts';
 import { M008FoldTagNames } from './m008-fold-tag-names.ts';
 import { M009Moderation } from './m009-moderation.ts';
 import { M010ModerationJobs } from './m010-moderation-jobs.ts';
+import { M011VoteRings } from './m011-vote-rings.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   M008FoldTagNames,
   M009Moderation,
   M010ModerationJobs,
+  M011VoteRings,
 ];

@@ -6,7 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { ActOutcome, ModerationStore, ReportOutcome } from '../../domain/moderation/ports.ts';
+import type { ActOutcome, ModerationStore, ReportOutcome, ReportPolicy } from '../../domain/moderation/ports.ts';
+import {
+  isTrustedReporter,
+  reportsMayHold,
+  trustedCount,
+  type ReporterHistory,
+  type ReportTrustRule,
+} from '../../domain/moderation/report-trust.ts';
 import type {
   AdminUserRecord,
   Moderator,
@@ -44,10 +51,10 @@ export class ModerationRepository implements ModerationStore {
     this.#similarity = similarity;
   }
 
-  report(input: Omit<ReportRecord, 'id'>, holdThreshold: number): Promise<ReportOutcome | null> {
+  report(input: Omit<ReportRecord, 'id'>, policy: ReportPolicy): Promise<ReportOutcome | null> {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
-      const upload = await lockUpload(db, d, input.uploadId, ['moderation']);
+      const upload = await lockUpload(db, d, input.uploadId, ['moderation', 'moderated_at']);
       if (!upload) return null;
       const inserted = await db
         .insertInto('reports')
@@ -77,19 +84,39 @@ export class ModerationRepository implements ModerationStore {
         note: row.note,
         createdAt: d.readDate(row.created_at),
       };
+      const threshold = policy.holdThreshold;
+      const mayHold = reportsMayHold({
+        moderation: upload.moderation,
+        moderatedAt: upload.moderated_at === null ? null : d.readDate(upload.moderated_at),
+      });
       let held = false;
-      if (inserted.length && holdThreshold > 0 && upload.moderation === 'visible') {
+      if (inserted.length && threshold > 0 && mayHold) {
+        // Decided here, under the upload's lock: concurrent reports see each other's rows in order, so the
+        // report that brings the trusted count to the threshold is the one that holds, once.
         const open = await db
           .selectFrom('reports')
           .select((eb) => eb.fn.countAll().as('n'))
           .where('upload_id', '=', input.uploadId)
           .where('status', '=', 'open')
           .executeTakeFirstOrThrow();
-        if (Number(open.n) >= holdThreshold) {
-          held = await holdUpload(db, d, input.uploadId, {
-            at: input.createdAt,
-            line: { action: 'auto_hold', reason: `reported by ${Number(open.n)} users`, moderator: null },
-          });
+        const n = Number(open.n);
+        if (n >= threshold) {
+          const reporters = await reporterHistories(db, d, policy.trust, [input.uploadId], 'open');
+          const trusted = trustedCount(
+            policy.trust,
+            reporters.map((r) => r.history),
+            input.createdAt,
+          );
+          if (trusted >= threshold) {
+            held = await holdUpload(db, d, input.uploadId, {
+              at: input.createdAt,
+              line: {
+                action: 'auto_hold',
+                reason: `reported by ${n} users, ${trusted} of them trusted`,
+                moderator: null,
+              },
+            });
+          }
         }
       }
       return { report, created: inserted.length > 0, held };
@@ -143,7 +170,13 @@ export class ModerationRepository implements ModerationStore {
     return result;
   }
 
-  async queue(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemRecord[]> {
+  async queue(
+    status: 'open' | 'closed',
+    offset: number,
+    limit: number,
+    trust: ReportTrustRule,
+    now: Date,
+  ): Promise<QueueItemRecord[]> {
     const db = this.#db.db();
     const d = this.#db.dialect;
     const trueLit = sql.raw(d.name === 'postgres' ? 'true' : '1');
@@ -177,6 +210,11 @@ export class ModerationRepository implements ModerationStore {
       ),
     );
     const summaries = await this.#summaries(db, d, ids, status);
+    // How many of each upload's reporters the report-trust rule counts now.
+    for (const r of await reporterHistories(db, d, trust, ids, status)) {
+      const s = summaries.get(r.uploadId);
+      if (s && isTrustedReporter(trust, r.history, now)) s.trusted++;
+    }
     return ids.flatMap((id) => {
       const upload = records.get(id);
       return upload ? [{ upload, reports: summaries.get(id) ?? emptySummary() }] : [];
@@ -324,5 +362,38 @@ const userQuery = (db: Kysely<DB>) =>
 type UserRow = Awaited<ReturnType<ReturnType<typeof userQuery>['executeTakeFirstOrThrow']>>;
 
 function emptySummary(): ReportSummary {
-  return { count: 0, reasons: {}, notes: [], firstAt: null, lastAt: null };
+  return { count: 0, reasons: {}, notes: [], firstAt: null, lastAt: null, trusted: 0 };
+}
+
+/**
+ * The reporters of these uploads' reports (open or closed), with what the report-trust rule reads of each: the
+ * account's age, and its accepted (visible) uploads and its votes, each counted no further than the rule's
+ * minimum (a prolific account costs no more than a new one).
+ */
+async function reporterHistories(
+  db: Kysely<DB>,
+  d: Dialect,
+  rule: ReportTrustRule,
+  uploadIds: string[],
+  status: 'open' | 'closed',
+): Promise<Array<{ uploadId: string; history: ReporterHistory }>> {
+  if (!uploadIds.length) return [];
+  const capped = (table: 'uploads' | 'votes', n: number) => {
+    if (n <= 0) return sql<number>`0`;
+    const visible = table === 'uploads' ? sql`and x.moderation = 'visible'` : sql``;
+    return sql<number>`(select count(*) from (
+      select 1 as one from ${sql.table(table)} x where x.user_id = r.user_id ${visible} limit ${n}) t)`;
+  };
+  const rows = await db
+    .selectFrom('reports as r')
+    .innerJoin('users as us', 'us.id', 'r.user_id')
+    .select(['r.upload_id', 'us.created_at'])
+    .select([capped('uploads', rule.minUploads).as('uploads'), capped('votes', rule.minVotes).as('votes')])
+    .where('r.upload_id', 'in', uploadIds)
+    .where('r.status', '=', status)
+    .execute();
+  return rows.map((r) => ({
+    uploadId: r.upload_id,
+    history: { createdAt: d.readDate(r.created_at), acceptedUploads: Number(r.uploads), votes: Number(r.votes) },
+  }));
 }

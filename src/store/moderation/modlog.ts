@@ -1,7 +1,8 @@
 /** The modlog's one write: lines appended inside the transaction of the change they record. */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { ModAction, ModlogEntry, NewModlogEntry } from '../../domain/moderation/moderation.types.ts';
+import type { ModAction, ModlogEntry, ModlogLine, NewModlogEntry } from '../../domain/moderation/moderation.types.ts';
+import type { ModerationState } from '../../domain/uploads/upload.types.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 
@@ -26,13 +27,18 @@ export async function appendModlog(db: Kysely<DB>, d: Dialect, entries: NewModlo
   }
 }
 
-/** A page of the modlog, newest first. */
-export async function readModlog(db: Kysely<DB>, d: Dialect, offset: number, limit: number): Promise<ModlogEntry[]> {
+/**
+ * A page of the modlog, newest first, each upload target with its state now (privacy and moderation; a removed
+ * upload's tombstone keeps its privacy), so that the public view can leave out what it may not name.
+ */
+export async function readModlog(db: Kysely<DB>, d: Dialect, offset: number, limit: number): Promise<ModlogLine[]> {
   const rows = await db
-    .selectFrom('modlog')
-    .selectAll()
-    .orderBy('at', 'desc')
-    .orderBy('id', 'desc')
+    .selectFrom('modlog as m')
+    .leftJoin('uploads as u', (j) => j.onRef('u.id', '=', 'm.target_id').on('m.target_type', '=', 'upload'))
+    .selectAll('m')
+    .select(['u.id as upload_id', 'u.is_private', 'u.moderation'])
+    .orderBy('m.at', 'desc')
+    .orderBy('m.id', 'desc')
     .limit(limit)
     .offset(offset)
     .execute();
@@ -43,5 +49,12 @@ export async function readModlog(db: Kysely<DB>, d: Dialect, offset: number, lim
     target: { type: r.target_type as ModlogEntry['target']['type'], id: r.target_id },
     reason: r.reason,
     moderator: r.moderator_id ? { id: r.moderator_id, username: r.moderator_name ?? '' } : null,
+    ...(r.target_type === 'upload'
+      ? {
+          upload: r.upload_id
+            ? { isPrivate: d.readBool(r.is_private), moderation: r.moderation as ModerationState }
+            : null,
+        }
+      : {}),
   }));
 }

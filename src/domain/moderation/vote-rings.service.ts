@@ -1,0 +1,218 @@
+/**
+ * Vote rings in the moderation queue (API.md Moderation, "Vote rings"; issue 27). A periodic job reads the recent
+ * votes, runs the detector (../votes/vote-rings.ts) and queues each candidate as a `vote_ring` item, once: a group
+ * already open, or dismissed with the same accounts and target, is not queued again (several processes may run
+ * the job at once; the store's unique key settles a race). A moderator voids the ring's votes (every vote of its
+ * accounts goes and each upload's counters move by exactly those votes, in one transaction) or dismisses it.
+ */
+import { createHash } from 'node:crypto';
+import { errors } from '../errors.ts';
+import type { Clock } from '../clock.ts';
+import { isUuid } from '../ids.ts';
+import type { Principal, UserRecord } from '../users.ts';
+import { detectVoteRings, type RingCandidate, type RingPolicy, type RingVote } from '../votes/vote-rings.ts';
+
+/** The evidence as the queue shows it (snake_case, times as ISO strings). */
+export interface VoteRingEvidenceView {
+  target: { type: 'author' | 'upload'; id: string };
+  direction: 'up' | 'down';
+  votes: number;
+  target_share: number;
+  focus: number;
+  similarity: number;
+  burst_share: number;
+  burst: { from: string; to: string };
+  young_accounts: number;
+  median_account_age_hours: number | null;
+  score: number;
+  window: { from: string; to: string };
+}
+
+export interface NewVoteRing {
+  /** SHA-256 of the target, the direction and the sorted accounts. */
+  key: string;
+  /** `type:id:direction`. */
+  targetKey: string;
+  accounts: string[];
+  evidence: VoteRingEvidenceView;
+}
+
+export type VoteRingAction = 'void' | 'dismiss';
+
+export interface VoteRingRecord {
+  id: string;
+  status: 'open' | 'closed';
+  /** The accounts that still exist, as users. */
+  accounts: Array<Pick<UserRecord, 'id' | 'username' | 'role' | 'createdAt'>>;
+  evidence: VoteRingEvidenceView;
+  createdAt: Date;
+  closedAt: Date | null;
+  closedBy: { id: string; username: string } | null;
+  action: VoteRingAction | null;
+  reason: string | null;
+  voidedVotes: number | null;
+}
+
+export interface VoteRingItemView {
+  kind: 'vote_ring';
+  id: string;
+  status: 'open' | 'closed';
+  accounts: Array<{ id: string; username: string; role: 'user' | 'admin'; created_at: string }>;
+  evidence: VoteRingEvidenceView;
+  created_at: string;
+  closed_at: string | null;
+  closed_by: { id: string; username: string } | null;
+  action: VoteRingAction | null;
+  reason: string | null;
+  voided_votes: number | null;
+}
+
+export interface VoteRingStore {
+  /** Votes cast or changed since `since` (self-votes included; the detector skips them) and their voters' ages. */
+  recentVotes(since: Date): Promise<{ votes: RingVote[]; createdAt: Map<string, number> }>;
+  /**
+   * Queues the rings not open already nor dismissed with the same key; returns how many it queued. A ring whose
+   * target has an open item sharing half that item's accounts or more is the same ring seen again (grown or
+   * shrunk): that item takes the union of the accounts and the new evidence instead.
+   */
+  add(rings: NewVoteRing[], at: Date): Promise<number>;
+  count(status: 'open' | 'closed'): Promise<number>;
+  /** Open: oldest first; closed: most recently closed first. */
+  list(status: 'open' | 'closed', offset: number, limit: number): Promise<VoteRingRecord[]>;
+  /**
+   * Closes an open item with `action`; `void` first deletes every vote of its accounts and moves each affected
+   * upload's counters (and ranks) by exactly those votes, in the same transaction. Null when there is no such
+   * item; `closed` (nothing changed) when it was closed before.
+   */
+  close(
+    id: string,
+    action: VoteRingAction,
+    opts: { moderator: { id: string; username: string }; reason: string; at: Date },
+  ): Promise<{ record: VoteRingRecord; voided: number; uploads: number } | 'closed' | null>;
+}
+
+export interface VoteRingEvents {
+  /** The job queued `n` new items. */
+  queued?(n: number): void;
+  /** A moderator acted on an item (for the log and the metrics). */
+  acted?(info: { id: string; action: VoteRingAction; moderator: string; accounts: number; votes: number }): void;
+  onChanged?(): Promise<void>;
+}
+
+export interface VoteRingConfig {
+  /** How far back the detector reads votes (ms). */
+  windowMs: number;
+  policy: RingPolicy;
+}
+
+const HOUR = 3600_000;
+
+export class VoteRingService {
+  readonly #store: VoteRingStore;
+  readonly #clock: Clock;
+  readonly #config: VoteRingConfig;
+  readonly #events: VoteRingEvents;
+
+  constructor(deps: { store: VoteRingStore; clock: Clock; config: VoteRingConfig; events?: VoteRingEvents }) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#config = deps.config;
+    this.#events = deps.events ?? {};
+  }
+
+  /** One run of the job: detect over the window, queue what is new. Returns how many items it queued. */
+  async detect(): Promise<number> {
+    const now = this.#clock.now();
+    const since = new Date(now.getTime() - this.#config.windowMs);
+    const { votes, createdAt } = await this.#store.recentVotes(since);
+    const rings = detectVoteRings(votes, (u) => createdAt.get(u), this.#config.policy);
+    const window = { from: since.toISOString(), to: now.toISOString() };
+    const queued = await this.#store.add(
+      rings.map((r) => toNew(r, window)),
+      now,
+    );
+    if (queued) this.#events.queued?.(queued);
+    return queued;
+  }
+
+  count(status: 'open' | 'closed'): Promise<number> {
+    return this.#store.count(status);
+  }
+
+  async list(status: 'open' | 'closed', offset: number, limit: number): Promise<VoteRingItemView[]> {
+    return (await this.#store.list(status, offset, limit)).map(itemView);
+  }
+
+  /** `POST /api/admin/vote-rings/{id}`: 404 unknown, 409 `conflict` when already closed. */
+  async act(
+    principal: Principal,
+    id: string,
+    input: { action: VoteRingAction; reason: string },
+  ): Promise<VoteRingItemView> {
+    if (!isUuid(id)) throw errors.notFound('no such vote ring: the id is not a UUID');
+    const outcome = await this.#store.close(id, input.action, {
+      moderator: { id: principal.userId, username: principal.username },
+      reason: input.reason,
+      at: this.#clock.now(),
+    });
+    if (!outcome) throw errors.notFound(`vote ring ${id} does not exist`);
+    if (outcome === 'closed') throw errors.conflict(`vote ring ${id} is closed already`);
+    this.#events.acted?.({
+      id,
+      action: input.action,
+      moderator: principal.username,
+      accounts: outcome.record.accounts.length,
+      votes: outcome.voided,
+    });
+    if (outcome.voided) await this.#events.onChanged?.();
+    return itemView(outcome.record);
+  }
+}
+
+function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteRing {
+  const e = r.evidence;
+  const key = createHash('sha256')
+    .update(`${e.target.type}:${e.target.id}:${e.direction}:${r.accounts.join(',')}`)
+    .digest('hex');
+  return {
+    key,
+    targetKey: `${e.target.type}:${e.target.id}:${e.direction}`,
+    accounts: r.accounts,
+    evidence: {
+      target: e.target,
+      direction: e.direction,
+      votes: e.votes,
+      target_share: e.targetShare,
+      focus: e.focus,
+      similarity: e.similarity,
+      burst_share: e.burstShare,
+      burst: { from: new Date(e.burst.from).toISOString(), to: new Date(e.burst.to).toISOString() },
+      young_accounts: e.youngAccounts,
+      median_account_age_hours:
+        e.medianAccountAgeMs === null ? null : Math.round((e.medianAccountAgeMs / HOUR) * 10) / 10,
+      score: e.score,
+      window,
+    },
+  };
+}
+
+function itemView(r: VoteRingRecord): VoteRingItemView {
+  return {
+    kind: 'vote_ring',
+    id: r.id,
+    status: r.status,
+    accounts: r.accounts.map((u) => ({
+      id: u.id,
+      username: u.username,
+      role: u.role,
+      created_at: u.createdAt.toISOString(),
+    })),
+    evidence: r.evidence,
+    created_at: r.createdAt.toISOString(),
+    closed_at: r.closedAt?.toISOString() ?? null,
+    closed_by: r.closedBy,
+    action: r.action,
+    reason: r.reason,
+    voided_votes: r.voidedVotes,
+  };
+}

@@ -1,0 +1,59 @@
+/** API.md Moderation, "Vote rings": the queue's `vote_ring` items and the action on them. */
+import { z } from 'zod';
+
+const reason = z
+  .string({ error: 'reason must be a string' })
+  .trim()
+  .max(500, { error: 'reason is longer than 500 characters' });
+
+export const VoteRingBody = z
+  .object({
+    action: z
+      .enum(['void', 'dismiss'], { error: 'action must be void or dismiss' })
+      .describe("`void`: every vote of the ring's accounts goes (counts stay exact); `dismiss`: closes the item.")
+      .meta({ examples: ['void'] }),
+    reason: reason.default('').meta({ examples: ['ring boosting one author'] }),
+  })
+  .meta({ examples: [{ action: 'void', reason: 'ring boosting one author' }] });
+
+const Account = z.object({
+  id: z.uuid(),
+  username: z.string(),
+  role: z.enum(['user', 'admin']),
+  created_at: z.iso.datetime(),
+});
+
+const share = z.number().min(0).max(1);
+
+export const VoteRingEvidence = z.object({
+  target: z
+    .object({ type: z.enum(['author', 'upload']), id: z.uuid() })
+    .describe('What the ring voted on: every upload of one author (a user id), or one upload.'),
+  direction: z.enum(['up', 'down']),
+  votes: z.int().nonnegative().describe("The ring's votes on the target in the window."),
+  target_share: share.describe("Of the target's votes in the window, the share the ring cast."),
+  focus: share.describe("Mean share of each member's votes in the window that went to the target."),
+  similarity: share.describe("Mean Jaccard similarity of the members' sets of the target's uploads."),
+  burst_share: share.describe('Share of the members whose first vote on the target falls in `burst`.'),
+  burst: z.object({ from: z.iso.datetime(), to: z.iso.datetime() }),
+  young_accounts: z.int().nonnegative().describe('Members younger than 7 days at their first vote on the target.'),
+  median_account_age_hours: z.number().nonnegative().nullable(),
+  score: z.number().min(0).max(6).describe('target_share + burst_share + focus + young share + breadth + size.'),
+  window: z
+    .object({ from: z.iso.datetime(), to: z.iso.datetime() })
+    .describe('The votes the detector read (`VOTE_RING_WINDOW`).'),
+});
+
+export const VoteRingItem = z.object({
+  kind: z.literal('vote_ring'),
+  id: z.uuid(),
+  status: z.enum(['open', 'closed']),
+  accounts: z.array(Account).describe('The accounts of the ring (those that still exist).'),
+  evidence: VoteRingEvidence,
+  created_at: z.iso.datetime(),
+  closed_at: z.iso.datetime().nullable(),
+  closed_by: z.object({ id: z.uuid(), username: z.string() }).nullable(),
+  action: z.enum(['void', 'dismiss']).nullable(),
+  reason: z.string().nullable(),
+  voided_votes: z.int().nonnegative().nullable().describe('`void`: how many votes went.'),
+});

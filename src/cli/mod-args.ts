@@ -27,6 +27,9 @@ export const MOD_USAGE = `usage: pixvote mod <subcommand> [options]     (admins 
         Every blocklist entry, written to FILE (replaced at once, never half-written).
   modlog [--page N] [--limit N] [--json]
         The public moderation log, newest first.
+  jobs [--status queued|running|done|failed] [--page N] [--limit N] [--json]
+        The durable moderation jobs, newest first: a ban's removal of uploads, the holds of new blocklist entries,
+        with their progress (done/total).
   ring void|dismiss ID [--reason TEXT]
         A vote_ring item of the queue: void deletes every vote of its accounts (the counts stay exact); dismiss
         closes it.
@@ -37,6 +40,9 @@ export const MOD_USAGE = `usage: pixvote mod <subcommand> [options]     (admins 
 
 export type Decision = 'approve' | 'hold' | 'remove';
 
+const JOB_STATUSES = ['queued', 'running', 'done', 'failed'] as const;
+type JobStatus = (typeof JOB_STATUSES)[number];
+
 export type ModRequest =
   | { kind: 'help' }
   | { kind: 'queue'; status: 'open' | 'closed'; page: number; limit: number | null; json: boolean }
@@ -46,6 +52,7 @@ export type ModRequest =
   | { kind: 'import'; file: string; format: BlocklistFormat; dryRun: boolean; reason: string | null }
   | { kind: 'export'; file: string; format: BlocklistFormat }
   | { kind: 'modlog'; page: number; limit: number | null; json: boolean }
+  | { kind: 'jobs'; status: JobStatus | null; page: number; limit: number | null; json: boolean }
   | { kind: 'ring'; action: 'void' | 'dismiss'; id: string; reason: string };
 
 export interface ParsedMod {
@@ -83,6 +90,7 @@ const ALLOWED: Record<string, readonly Flag[]> = {
   'blocklist import': ['dry-run', 'reason', 'format'],
   'blocklist export': ['format'],
   modlog: ['page', 'limit', 'json'],
+  jobs: ['status', 'page', 'limit', 'json'],
   'ring void': ['reason'],
   'ring dismiss': ['reason'],
 };
@@ -119,7 +127,7 @@ export function parseModArgs(argv: string[], now = Date.now()): ParsedMod {
   const target = { url: v.url, token: v.token };
   if (v.help) return { request: { kind: 'help' }, target };
   const [first, ...rest] = positionals;
-  if (!first) throw usage('which subcommand? queue, approve, hold, remove, ban, unban, blocklist, modlog, ring');
+  if (!first) throw usage('which subcommand? queue, approve, hold, remove, ban, unban, blocklist, modlog, jobs, ring');
   const sub = first === 'blocklist' || first === 'ring' ? `${first} ${rest.shift() ?? ''}`.trim() : first;
   if (first === 'blocklist' && !Object.hasOwn(ALLOWED, sub)) throw usage('blocklist takes import FILE or export FILE');
   if (first === 'ring' && !Object.hasOwn(ALLOWED, sub)) throw usage('ring takes void ID or dismiss ID');
@@ -176,6 +184,15 @@ export function parseModArgs(argv: string[], now = Date.now()): ParsedMod {
       if (!UUID.test(id)) throw usage(`"${id}" is not a vote-ring id (a UUID)`);
       const action = sub === 'ring void' ? 'void' : 'dismiss';
       return { request: { kind: 'ring', action, id, reason: v.reason?.trim() ?? '' }, target };
+    }
+    case 'jobs': {
+      none();
+      const status = v.status ?? null;
+      if (status !== null && !(JOB_STATUSES as readonly string[]).includes(status))
+        throw usage(`--status must be ${JOB_STATUSES.join(', ')} (got "${status}")`);
+      const page = int('page', v.page, 1, 1_000_000) ?? 1;
+      const limit = int('limit', v.limit, 1, 100);
+      return { request: { kind: 'jobs', status: status as JobStatus | null, page, limit, json: !!v.json }, target };
     }
     case 'blocklist export': {
       const file = one('FILE');

@@ -1,4 +1,4 @@
-/** Tables for `pixvote mod queue` and `pixvote mod modlog`: pure functions from the server's JSON to text. */
+/** Tables for `pixvote mod queue`, `pixvote mod jobs` and `pixvote mod modlog`: pure functions from the server's JSON to text. */
 
 export interface QueueItem {
   kind?: 'upload';
@@ -118,6 +118,34 @@ export function renderModlog(entries: ModlogEntry[]): string {
       `${e.target.type} ${e.target.id ?? '(not public)'}`,
       ...(withModerator ? [e.moderator ? e.moderator.username : '(automatic)'] : []),
       oneLine(e.reason, 80) || '-',
+    ]),
+  ];
+  return renderTable(rows);
+}
+
+/** A durable moderation job (`GET /api/admin/jobs`): a ban's removal of uploads, or a blocklist hold. */
+export interface ModJob {
+  id: string;
+  kind: string;
+  status: string;
+  progress: { done: number; total: number };
+  target: { type: string; id: string | null };
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export function renderJobs(jobs: ModJob[], now: number): string {
+  const rows = [
+    ['JOB', 'KIND', 'STATUS', 'PROGRESS', 'TARGET', 'UPDATED', 'ERROR'],
+    ...jobs.map((j) => [
+      j.id,
+      j.kind,
+      j.status,
+      `${j.progress.done}/${j.progress.total}`,
+      j.target.id ? `${j.target.type} ${j.target.id}` : j.target.type,
+      formatAge(j.updated_at, now),
+      oneLine(j.error, 60) || '-',
     ]),
   ];
   return renderTable(rows);

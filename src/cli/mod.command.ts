@@ -1,12 +1,20 @@
 /**
  * `pixvote mod …`: the moderators' commands over the admin API (API.md, Moderation). The queue, a decision on an
- * upload, bans, the blocklist files (blocklist.command.ts) and the modlog.
+ * upload, bans, the blocklist files (blocklist.command.ts), the durable jobs and the modlog.
  */
 import { ApiError, type ApiClient } from './api.client.ts';
 import { CliError } from './cli-config.store.ts';
 import { runExport, runImport } from './blocklist.command.ts';
 import { MOD_USAGE, UUID, type ModRequest } from './mod-args.ts';
-import { renderModlog, renderQueue, type ModlogEntry, type QueueItem, type VoteRingQueueItem } from './mod-tables.ts';
+import {
+  renderJobs,
+  renderModlog,
+  renderQueue,
+  type ModJob,
+  type ModlogEntry,
+  type QueueItem,
+  type VoteRingQueueItem,
+} from './mod-tables.ts';
 import type { Output } from './progress.reporter.ts';
 
 export interface ModContext {
@@ -119,6 +127,14 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
       if (req.json) return (out.write(`${JSON.stringify(r, null, 2)}\n`), 0);
       out.write(r.entries.length ? renderModlog(r.entries) : 'no entries\n');
       out.write(morePages(r, 'modlog'));
+      return 0;
+    }
+    case 'jobs': {
+      const path = `/api/admin/jobs?${query({ status: req.status, page: req.page, limit: req.limit })}`;
+      const r = (await client.call('GET', path)) as Page & { jobs: ModJob[] };
+      if (req.json) return (out.write(`${JSON.stringify(r, null, 2)}\n`), 0);
+      out.write(r.jobs.length ? renderJobs(r.jobs, now()) : `no ${req.status ?? ''}${req.status ? ' ' : ''}jobs\n`);
+      out.write(morePages(r, `jobs${req.status ? ` --status ${req.status}` : ''}`));
       return 0;
     }
   }

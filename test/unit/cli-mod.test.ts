@@ -18,7 +18,7 @@ import {
 } from '../../src/cli/blocklist-file.ts';
 import { entriesLine, readEntries, runExport, runImport } from '../../src/cli/blocklist.command.ts';
 import { parseModArgs } from '../../src/cli/mod-args.ts';
-import { formatAge, personCell, renderModlog, renderQueue, topReasons } from '../../src/cli/mod-tables.ts';
+import { formatAge, personCell, renderJobs, renderModlog, renderQueue, topReasons } from '../../src/cli/mod-tables.ts';
 import { ApiClient } from '../../src/cli/api.client.ts';
 import { runMod } from '../../src/cli/mod.command.ts';
 import { CliError } from '../../src/cli/cli-config.store.ts';
@@ -218,6 +218,14 @@ test('pixvote mod arguments: each subcommand, its defaults, and usage errors', (
     reason: 'boosting',
   });
   assert.deepEqual(req(['ring', 'dismiss', id]), { kind: 'ring', action: 'dismiss', id, reason: '' });
+  assert.deepEqual(req(['jobs']), { kind: 'jobs', status: null, page: 1, limit: null, json: false });
+  assert.deepEqual(req(['jobs', '--status', 'running', '--limit', '5', '--json']), {
+    kind: 'jobs',
+    status: 'running',
+    page: 1,
+    limit: 5,
+    json: true,
+  });
   assert.deepEqual(req(['--help']), { kind: 'help' });
   assert.deepEqual(parseModArgs(['queue', '--url', 'http://x', '--token', 't']).target, {
     url: 'http://x',
@@ -237,6 +245,8 @@ test('pixvote mod arguments: each subcommand, its defaults, and usage errors', (
   usage(['ring', 'void', 'x'], /not a vote-ring id/);
   usage(['ring', 'void', id, '--block', 'near'], /ring void does not take --block/);
   usage(['queue', '--status', 'new'], /--status must be open or closed/);
+  usage(['jobs', '--status', 'open'], /--status must be queued, running, done, failed/);
+  usage(['jobs', '--reason', 'x'], /jobs does not take --reason/);
   usage(['queue', '--page', '0'], /--page must be an integer from 1/);
   usage(['queue', 'extra'], /unexpected arguments: extra/);
   usage(['approve', id], /approve needs --reason TEXT/);
@@ -348,6 +358,25 @@ test('the modlog table shows an upload the public view does not name (id null) a
     { id: '1', at: '2030-01-01T10:00:00.000Z', action: 'hold', target: { type: 'upload', id: null }, reason: 'x' },
   ]);
   assert.match(text, /^2030-01-01T10:00:00Z {2}hold {4}upload \(not public\) {2}x$/m);
+});
+
+test('the jobs table shows each job’s progress, its target and its last error', () => {
+  const now = Date.parse('2030-01-01T10:05:00.000Z');
+  const job = {
+    id: 'a4c3e1f0-0000-4000-8000-000000000001',
+    kind: 'ban_removal',
+    status: 'running',
+    progress: { done: 20, total: 246 },
+    target: { type: 'user', id: 'b4c3e1f0-0000-4000-8000-000000000002' },
+    error: null,
+    created_at: '2030-01-01T10:00:00.000Z',
+    updated_at: '2030-01-01T10:04:00.000Z',
+  };
+  const hold = { ...job, kind: 'blocklist_hold', status: 'failed', target: { type: 'blocklist', id: null } };
+  const text = renderJobs([job, { ...hold, error: 'database\nunavailable' }], now);
+  assert.match(text, /^JOB\s+KIND\s+STATUS\s+PROGRESS\s+TARGET\s+UPDATED\s+ERROR\n/);
+  assert.match(text, /ban_removal\s+running\s+20\/246\s+user b4c3e1f0-\S+\s+1m\s+-\n/);
+  assert.match(text, /blocklist_hold\s+failed\s+20\/246\s+blocklist\s+1m\s+database unavailable\n$/);
 });
 
 test('the import bar shows entries done and the time left', () => {

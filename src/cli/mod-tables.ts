@@ -1,4 +1,7 @@
-/** Tables for `pixvote mod queue`, `pixvote mod jobs` and `pixvote mod modlog`: pure functions from the server's JSON to text. */
+/**
+ * Tables for `pixvote mod queue`, `pixvote mod jobs` and `pixvote mod modlog`: pure functions from the server's
+ * JSON to text.
+ */
 
 export interface QueueItem {
   kind?: 'upload';

@@ -75,6 +75,76 @@ describe('detectVoteRings', () => {
     assert.deepEqual(found[0]!.accounts, Array.from({ length: 8 }, (_, i) => `d${i}`).sort());
   });
 
+  test('a camouflaged downvote ring on one popular upload is found by its surge; its honest downvoters are not', () => {
+    const created = new Map<string, number>();
+    const votes = background(300, created);
+    // A popular upload: 60 old accounts vote on it in its first day, a third of them down (honest dislike), each
+    // with a few votes elsewhere.
+    for (let i = 0; i < 60; i++) {
+      const user = `fan${i}`;
+      created.set(user, T0 - 500 * DAY);
+      votes.push({
+        userId: user,
+        uploadId: 'hot',
+        authorId: 'star',
+        value: i % 3 === 0 ? -1 : 1,
+        at: T0 + i * 20 * 60_000,
+      });
+      for (let k = 0; k < 4; k++)
+        votes.push({
+          userId: user,
+          uploadId: `p${(i * 3 + k * 7) % 200}`,
+          authorId: `a${k}`,
+          value: 1,
+          at: T0 + k * DAY,
+        });
+    }
+    // Four days later: eight old accounts downvote it within a day, each hiding behind eight upvotes elsewhere (their
+    // focus on it, 1/9, is below minFocus).
+    const ring = Array.from({ length: 8 }, (_, i) => `c${i}`);
+    ring.forEach((u, i) => {
+      created.set(u, T0 - 300 * DAY);
+      votes.push({ userId: u, uploadId: 'hot', authorId: 'star', value: -1, at: T0 + 4 * DAY + i * 2 * HOUR });
+      for (let k = 0; k < 8; k++)
+        votes.push({
+          userId: u,
+          uploadId: `p${(i * 11 + k * 13) % 200}`,
+          authorId: `a${k}`,
+          value: 1,
+          at: T0 + k * HOUR,
+        });
+    });
+    const found = detectVoteRings(votes, (u) => created.get(u));
+    assert.equal(found.length, 1, JSON.stringify(found));
+    const [only] = found;
+    assert.deepEqual(only!.accounts, [...ring].sort());
+    const e = only!.evidence;
+    assert.deepEqual(e.target, { type: 'upload', id: 'hot' });
+    assert.equal(e.direction, 'down');
+    assert.ok(e.focus < DEFAULT_RING_POLICY.minFocus);
+    assert.ok(e.surge);
+    assert.equal(e.surge.downShare, 1);
+    assert.equal(e.surge.windowVotes, 8);
+    assert.equal(e.surge.precedingVotes, 0);
+    assert.deepEqual(e.surge.window, { from: T0 + 4 * DAY, to: T0 + 4 * DAY + DEFAULT_RING_POLICY.surgeMs });
+  });
+
+  test('honest downvoters of a disliked popular upload are not accused: their downvotes come with its traffic', () => {
+    const created = new Map<string, number>();
+    const votes = background(300, created);
+    // A disliked upload: 80 old accounts in its first day and a half, 60 % down, one vote each; a trickle after.
+    for (let i = 0; i < 90; i++) {
+      const user = `v${i}`;
+      created.set(user, T0 - 400 * DAY);
+      const at = i < 80 ? T0 + i * 40 * 60_000 : T0 + 3 * DAY + (i - 80) * 7 * HOUR;
+      votes.push({ userId: user, uploadId: 'meh', authorId: 'b', value: i % 5 < 3 ? -1 : 1, at });
+    }
+    assert.deepEqual(
+      detectVoteRings(votes, (u) => created.get(u)),
+      [],
+    );
+  });
+
   test('honest voters are not accused: spread votes, and friends who often upvote one author among others', () => {
     const created = new Map<string, number>();
     const votes = background(2000, created);

@@ -25,6 +25,14 @@ export interface VoteRingEvidenceView {
   young_accounts: number;
   median_account_age_hours: number | null;
   score: number;
+  /** The surge path's evidence (null when found by focus; absent on items stored before it existed). */
+  surge?: {
+    window: { from: string; to: string };
+    down_share: number;
+    window_votes: number;
+    preceding_votes: number;
+    delay_hours: number;
+  } | null;
   window: { from: string; to: string };
 }
 
@@ -191,6 +199,16 @@ function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteR
       median_account_age_hours:
         e.medianAccountAgeMs === null ? null : Math.round((e.medianAccountAgeMs / HOUR) * 10) / 10,
       score: e.score,
+      surge: e.surge && {
+        window: {
+          from: new Date(e.surge.window.from).toISOString(),
+          to: new Date(e.surge.window.to).toISOString(),
+        },
+        down_share: e.surge.downShare,
+        window_votes: e.surge.windowVotes,
+        preceding_votes: e.surge.precedingVotes,
+        delay_hours: Math.round((e.surge.delayMs / HOUR) * 10) / 10,
+      },
       window,
     },
   };

@@ -10,8 +10,13 @@
  * window, and how alike their sets of the target's uploads are), the share of the target's votes they cast, their
  * focus, how young their accounts are and how many they are make a score in [0, 6]; a group at or above
  * `minScore` with at least `minAccounts` accounts is a candidate. Members out of step with the rest (other
- * uploads, far less focus, old among young) are pruned first. Thresholds: bench/vote-rings.md (tuned on one
- * generated population, reported on another).
+ * uploads, far less focus, old among young) are pruned first.
+ *
+ * A second path, the surge, judges the target instead of each member's focus (a ring that hides its one downvote
+ * among upvotes elsewhere has little): per upload, the `surgeMs` window where its downvotes most outnumber its
+ * upvotes; reported when the window is mostly down, opens well after the upload's first vote, holds more votes
+ * than the window before it, and at least `surgeMinAccounts` of its downvoters cast no other downvote. Thresholds:
+ * bench/vote-rings.md (tuned on one generated population, reported on another).
  */
 
 export interface RingVote {
@@ -35,6 +40,19 @@ export interface RingPolicy {
   burstMs: number;
   /** The group's score needed to be reported (six terms, each 0..1: see RingEvidence.score). */
   minScore: number;
+  /**
+   * The second path, a surge of downvotes on one upload (see RingEvidence.surge), which judges the target rather
+   * than each member's focus: the window (ms) in which the downvotes are counted.
+   */
+  surgeMs: number;
+  /** The fewest accounts of a surge (downvoters in the window whose only downvote it is; at least minAccounts). */
+  surgeMinAccounts: number;
+  /** Of the upload's votes in the surge window, the share that is down. */
+  surgeMinDownShare: number;
+  /** The window's votes must be at least this many times the votes of the window before it, plus one. */
+  surgeVsPreceding: number;
+  /** The window opens at least this long after the upload's first vote (its organic traffic came first; ms). */
+  surgeMinDelayMs: number;
 }
 
 export const DEFAULT_RING_POLICY: RingPolicy = {
@@ -43,6 +61,11 @@ export const DEFAULT_RING_POLICY: RingPolicy = {
   youngMs: 7 * 24 * 3600_000,
   burstMs: 3600_000,
   minScore: 2.8,
+  surgeMs: 24 * 3600_000,
+  surgeMinAccounts: 4,
+  surgeMinDownShare: 0.55,
+  surgeVsPreceding: 1,
+  surgeMinDelayMs: 12 * 3600_000,
 };
 
 export interface RingEvidence {
@@ -68,6 +91,24 @@ export interface RingEvidence {
    * (log2(accounts / minAccounts) / 3, at most 1): each in [0, 1].
    */
   score: number;
+  /**
+   * Set when the group was found by the surge path (null otherwise): downvotes on one upload, long after its
+   * first votes, that far outnumber its upvotes in the same window and its traffic of the window before.
+   */
+  surge: RingSurge | null;
+}
+
+export interface RingSurge {
+  /** The window in which the members downvoted. */
+  window: { from: number; to: number };
+  /** Of the upload's votes in the window, the share that is down. */
+  downShare: number;
+  /** The upload's votes (both directions) in the window. */
+  windowVotes: number;
+  /** The upload's votes in the window of the same length before it (its organic traffic then). */
+  precedingVotes: number;
+  /** From the upload's first vote to the window's start (ms). */
+  delayMs: number;
 }
 
 export interface RingCandidate {
@@ -121,6 +162,8 @@ export function detectVoteRings(
   // Votes per upload (both directions): the denominator of the target share.
   const uploadVotes: number[] = [];
   const authorVotes: number[] = [];
+  // Downvotes per voter: the surge path's members cast at least half of theirs on the target.
+  const downs: number[] = [];
   const push = (m: Map<number, number[]>, k: number, i: number) => {
     const list = m.get(k);
     if (list) list.push(i);
@@ -136,6 +179,7 @@ export function detectVoteRings(
     total[u] = (total[u] ?? 0) + 1;
     uploadVotes[p] = (uploadVotes[p] ?? 0) + 1;
     authorVotes[a] = (authorVotes[a] ?? 0) + 1;
+    if (v.value < 0) downs[u] = (downs[u] ?? 0) + 1;
     if (v.userId === v.authorId) continue;
     const dir = v.value > 0 ? 1 : 0;
     push(byAuthor, a * 2 + dir, i);
@@ -170,12 +214,12 @@ export function detectVoteRings(
     // all the candidates, or only those in that window when that scores higher (a ring among a target's fans).
     all.sort((x, y) => x.first - y.first);
     const burst = burstOf(all);
-    const whole = evidenceOf(all);
+    const whole = evidenceOf(all, targetVotes);
     const core =
       burst.members < all.length && burst.members >= policy.minAccounts
         ? all.slice(burst.lo, burst.lo + burst.members)
         : null;
-    const tight = core ? evidenceOf(core) : null;
+    const tight = core ? evidenceOf(core, targetVotes) : null;
     let [group, ev] = tight && tight.score > whole.score ? [core!, tight] : [all, whole];
     // A ring among a target's honest voters: keep the members in lockstep with the rest (the common set of two
     // uploads or more, the group's youth), and judge them alone.
@@ -183,7 +227,7 @@ export function detectVoteRings(
     if (kept.length < group.length) {
       if (kept.length < policy.minAccounts) return;
       group = kept;
-      ev = evidenceOf(group);
+      ev = evidenceOf(group, targetVotes);
     }
     if (ev.score < policy.minScore) return;
     const target = Math.floor(key / 2);
@@ -193,98 +237,172 @@ export function detectVoteRings(
         target: { type, id: type === 'author' ? authors.names[target]! : uploads.names[target]! },
         direction: key % 2 === 1 ? 'up' : 'down',
         ...ev,
+        surge: null,
       },
     });
-
-    /** The densest burst window of first votes in `group` (sorted by first vote): its first index and size. */
-    function burstOf(group: Member[]): { members: number; lo: number } {
-      let best = 0;
-      let bestLo = 0;
-      for (let lo = 0, hi = 0; hi < group.length; hi++) {
-        while (group[hi]!.first - group[lo]!.first > policy.burstMs) lo++;
-        if (hi - lo + 1 > best) {
-          best = hi - lo + 1;
-          bestLo = lo;
-        }
-      }
-      return { members: best, lo: bestLo };
-    }
-
-    function prune(group: Member[]): Member[] {
-      const common = commonSet(group);
-      let out = group;
-      if (common.size >= 2) out = out.filter((m) => jaccard(m, common) >= SAME_UPLOADS);
-      const focusOf = (m: Member) => m.count / total[m.user]!;
-      const focuses = out.map(focusOf).sort((x, y) => x - y);
-      const mid = focuses[Math.floor(focuses.length / 2)] ?? 0;
-      out = out.filter((m) => focusOf(m) >= SAME_FOCUS * mid);
-      const isYoung = (m: Member) => m.first - created[m.user]! < policy.youngMs;
-      const young = out.filter(isYoung);
-      if (young.length * 3 >= out.length * 2) out = young;
-      return out;
-    }
-
-    function commonSet(group: Member[]): Set<number> {
-      const freq = new Map<number, number>();
-      for (const m of group) for (const p of new Set(m.items)) freq.set(p, (freq.get(p) ?? 0) + 1);
-      const common = new Set<number>();
-      for (const [p, c] of freq) if (c * 2 >= group.length) common.add(p);
-      return common;
-    }
-
-    function jaccard(m: Member, common: Set<number>): number {
-      const mine = new Set(m.items);
-      let inter = 0;
-      for (const p of mine) if (common.has(p)) inter++;
-      return inter / (mine.size + common.size - inter);
-    }
-
-    function evidenceOf(group: Member[]): Omit<RingEvidence, 'target' | 'direction'> {
-      const burst = burstOf(group);
-      const burstShare = burst.members / group.length;
-      const from = group[burst.lo]!.first;
-      // Lockstep in what: the common set is the uploads at least half the group voted; each member's Jaccard with it.
-      const common = commonSet(group);
-      let similarity = 0;
-      if (common.size) {
-        for (const m of group) similarity += jaccard(m, common);
-        similarity /= group.length;
-      }
-      let ringVotes = 0;
-      let focus = 0;
-      let young = 0;
-      const ages: number[] = [];
-      for (const m of group) {
-        ringVotes += m.count;
-        focus += m.count / total[m.user]!;
-        const c = created[m.user]!;
-        if (!Number.isNaN(c)) {
-          ages.push(m.first - c);
-          if (m.first - c < policy.youngMs) young++;
-        }
-      }
-      focus /= group.length;
-      const targetShare = ringVotes / targetVotes;
-      ages.sort((x, y) => x - y);
-      // Lockstep in what counts only over two uploads or more (one upload is everyone's common set).
-      const breadth = Math.min(1, (common.size - 1) / 2) * similarity;
-      const size = Math.min(1, Math.log2(group.length / policy.minAccounts) / 3);
-      const score = targetShare + burstShare + focus + young / group.length + breadth + size;
-      return {
-        votes: ringVotes,
-        targetShare: round(targetShare),
-        focus: round(focus),
-        similarity: round(similarity),
-        burstShare: round(burstShare),
-        burst: { from, to: from + policy.burstMs },
-        youngAccounts: young,
-        medianAccountAgeMs: ages.length ? ages[Math.floor(ages.length / 2)]! : null,
-        score: round(score),
-      };
-    }
   };
+
+  /**
+   * The surge path: downvotes on one upload that its organic traffic does not explain (a ring that hides behind
+   * other votes, so that no member's focus stands out). The window of `surgeMs` opening at one of its downvotes
+   * where downvotes most outnumber upvotes (two pointers over the upload's sorted times); its members are the
+   * downvoters in it whose only downvote (in all the votes read) it is. Reported when they are `surgeMinAccounts`
+   * or more, the window is mostly down, holds `surgeVsPreceding` times the votes of the window before (plus one)
+   * and opens `surgeMinDelayMs` or more after the upload's first vote (an upload's first hours are its busiest).
+   */
+  const surge = (p: number, downList: number[] | undefined, upList: number[] | undefined) => {
+    const fewest = Math.max(policy.minAccounts, policy.surgeMinAccounts);
+    if (!downList || downList.length < fewest) return;
+    const at = (i: number) => votes[i]!.at;
+    const down = [...downList].sort((x, y) => at(x) - at(y));
+    const up = upList ? [...upList].sort((x, y) => at(x) - at(y)) : [];
+    const W = policy.surgeMs;
+    let best = -Infinity;
+    let lo = 0;
+    let hi = 0;
+    let ups = 0;
+    for (let i = 0, j = 0, a = 0, b = 0; i < down.length; i++) {
+      const from = at(down[i]!);
+      while (j < down.length && at(down[j]!) - from <= W) j++;
+      while (a < up.length && at(up[a]!) < from) a++;
+      if (b < a) b = a;
+      while (b < up.length && at(up[b]!) - from <= W) b++;
+      if (j - i - (b - a) > best) {
+        best = j - i - (b - a);
+        lo = i;
+        hi = j;
+        ups = b - a;
+      }
+    }
+    const downsIn = hi - lo;
+    const windowVotes = downsIn + ups;
+    const downShare = downsIn / windowVotes;
+    if (downsIn < fewest || downShare < policy.surgeMinDownShare) return;
+    const from = at(down[lo]!);
+    const first = Math.min(at(down[0]!), up.length ? at(up[0]!) : Infinity);
+    if (from - first < policy.surgeMinDelayMs) return;
+    let preceding = 0;
+    for (const list of [down, up]) for (const i of list) if (at(i) < from && at(i) >= from - W) preceding++;
+    if (windowVotes < policy.surgeVsPreceding * (preceding + 1)) return;
+    let group: Member[] = [];
+    for (let k = lo; k < hi; k++) {
+      const u = vUser[down[k]!]!;
+      // Their only downvote: a ring member's trace; honest voters passing by dislike other uploads too.
+      if (downs[u]! <= 1) group.push({ user: u, count: 1, first: at(down[k]!), items: [p] });
+    }
+    // Youth in lockstep: when two thirds of them are young (or old), the others are passers-by.
+    const isYoung = (m: Member) => m.first - created[m.user]! < policy.youngMs;
+    const young = group.filter(isYoung);
+    const old = group.filter((m) => !isYoung(m));
+    if (young.length * 3 >= group.length * 2) group = young;
+    else if (old.length * 3 >= group.length * 2) group = old;
+    if (group.length < fewest) return;
+    found.push({
+      accounts: group.map((m) => users.names[m.user]!).sort(),
+      evidence: {
+        target: { type: 'upload', id: uploads.names[p]! },
+        direction: 'down',
+        ...evidenceOf(group, uploadVotes[p]!),
+        surge: {
+          window: { from, to: from + W },
+          downShare: round(downShare),
+          windowVotes,
+          precedingVotes: preceding,
+          delayMs: from - first,
+        },
+      },
+    });
+  };
+
+  /** The densest burst window of first votes in `group` (sorted by first vote): its first index and size. */
+  function burstOf(group: Member[]): { members: number; lo: number } {
+    let best = 0;
+    let bestLo = 0;
+    for (let lo = 0, hi = 0; hi < group.length; hi++) {
+      while (group[hi]!.first - group[lo]!.first > policy.burstMs) lo++;
+      if (hi - lo + 1 > best) {
+        best = hi - lo + 1;
+        bestLo = lo;
+      }
+    }
+    return { members: best, lo: bestLo };
+  }
+
+  function prune(group: Member[]): Member[] {
+    const common = commonSet(group);
+    let out = group;
+    if (common.size >= 2) out = out.filter((m) => jaccard(m, common) >= SAME_UPLOADS);
+    const focusOf = (m: Member) => m.count / total[m.user]!;
+    const focuses = out.map(focusOf).sort((x, y) => x - y);
+    const mid = focuses[Math.floor(focuses.length / 2)] ?? 0;
+    out = out.filter((m) => focusOf(m) >= SAME_FOCUS * mid);
+    const isYoung = (m: Member) => m.first - created[m.user]! < policy.youngMs;
+    const young = out.filter(isYoung);
+    if (young.length * 3 >= out.length * 2) out = young;
+    return out;
+  }
+
+  function commonSet(group: Member[]): Set<number> {
+    const freq = new Map<number, number>();
+    for (const m of group) for (const p of new Set(m.items)) freq.set(p, (freq.get(p) ?? 0) + 1);
+    const common = new Set<number>();
+    for (const [p, c] of freq) if (c * 2 >= group.length) common.add(p);
+    return common;
+  }
+
+  function jaccard(m: Member, common: Set<number>): number {
+    const mine = new Set(m.items);
+    let inter = 0;
+    for (const p of mine) if (common.has(p)) inter++;
+    return inter / (mine.size + common.size - inter);
+  }
+
+  function evidenceOf(group: Member[], targetVotes: number): Omit<RingEvidence, 'target' | 'direction' | 'surge'> {
+    const burst = burstOf(group);
+    const burstShare = burst.members / group.length;
+    const from = group[burst.lo]!.first;
+    // Lockstep in what: the common set is the uploads at least half the group voted; each member's Jaccard with it.
+    const common = commonSet(group);
+    let similarity = 0;
+    if (common.size) {
+      for (const m of group) similarity += jaccard(m, common);
+      similarity /= group.length;
+    }
+    let ringVotes = 0;
+    let focus = 0;
+    let young = 0;
+    const ages: number[] = [];
+    for (const m of group) {
+      ringVotes += m.count;
+      focus += m.count / total[m.user]!;
+      const c = created[m.user]!;
+      if (!Number.isNaN(c)) {
+        ages.push(m.first - c);
+        if (m.first - c < policy.youngMs) young++;
+      }
+    }
+    focus /= group.length;
+    const targetShare = ringVotes / targetVotes;
+    ages.sort((x, y) => x - y);
+    // Lockstep in what counts only over two uploads or more (one upload is everyone's common set).
+    const breadth = Math.min(1, (common.size - 1) / 2) * similarity;
+    const size = Math.min(1, Math.log2(group.length / policy.minAccounts) / 3);
+    const score = targetShare + burstShare + focus + young / group.length + breadth + size;
+    return {
+      votes: ringVotes,
+      targetShare: round(targetShare),
+      focus: round(focus),
+      similarity: round(similarity),
+      burstShare: round(burstShare),
+      burst: { from, to: from + policy.burstMs },
+      youngAccounts: young,
+      medianAccountAgeMs: ages.length ? ages[Math.floor(ages.length / 2)]! : null,
+      score: round(score),
+    };
+  }
   for (const [key, list] of byAuthor) judge('author', key, list, authorVotes[Math.floor(key / 2)]!);
   for (const [key, list] of byUpload) judge('upload', key, list, uploadVotes[Math.floor(key / 2)]!);
+  for (const [key, list] of byUpload) if (key % 2 === 0) surge(key / 2, list, byUpload.get(key + 1));
 
   // Strongest first; drop a group that half-overlaps one already kept.
   found.sort((x, y) => y.evidence.score - x.evidence.score || y.accounts.length - x.accounts.length);

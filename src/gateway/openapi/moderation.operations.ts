@@ -177,6 +177,7 @@ const voteRingItem = (status: 'open' | 'closed') => ({
     young_accounts: 3,
     median_account_age_hours: 0.1,
     score: 5.357,
+    surge: null,
     window: { from: '2026-11-11T10:00:00.000Z', to: '2026-11-25T10:00:00.000Z' },
   },
   created_at: '2026-11-25T10:00:00.000Z',

@@ -39,6 +39,20 @@ export const VoteRingEvidence = z.object({
   young_accounts: z.int().nonnegative().describe('Members younger than 7 days at their first vote on the target.'),
   median_account_age_hours: z.number().nonnegative().nullable(),
   score: z.number().min(0).max(6).describe('target_share + burst_share + focus + young share + breadth + size.'),
+  surge: z
+    .object({
+      window: z.object({ from: z.iso.datetime(), to: z.iso.datetime() }),
+      down_share: share.describe("Of the upload's votes in `window`, the share that is down."),
+      window_votes: z.int().nonnegative().describe("The upload's votes in `window` (both directions)."),
+      preceding_votes: z.int().nonnegative().describe("The upload's votes in the window of the same length before."),
+      delay_hours: z.number().nonnegative().describe("From the upload's first vote to the window's start."),
+    })
+    .nullable()
+    .optional()
+    .describe(
+      'Set when the ring was found by its surge (downvotes on one upload that its traffic does not explain, ' +
+        "members whose focus is low); null when found by the members' focus; absent on items found before.",
+    ),
   window: z
     .object({ from: z.iso.datetime(), to: z.iso.datetime() })
     .describe('The votes the detector read (`VOTE_RING_WINDOW`).'),

@@ -14,7 +14,7 @@
  *   image GET p50 during 16 concurrent logins ÷ idle (password hashing off libuv) ≤ 3 (goal 2)
  *   feed GET p50 under 200 concurrent /metrics + /readyz ÷ under 200 /healthz      ≤ 3 (goal 1.5)
  *   upload p50 under 64 /metrics scrapers ÷ under 64 /healthz, ± METRICS_TOKEN     ≤ 2 (goal 1.5)
- *   vote-ring detector ÷ sorting and grouping the same ~0.9M votes                 ≤ 4 (with its recall ≥ 0.75
+ *   vote-ring detector ÷ sorting and grouping the same ~0.9M votes                 ≤ 4 (with its recall ≥ 0.9
  *     and false accusations ≤ 1 per 10k honest accounts on population seed 2, exact for the seed)
  *
  * The floors live in bench/support/targets.ts (the login burst's, the probe flood's and the scrapers' in their own

@@ -87,12 +87,11 @@ export const TARGETS = {
   blocklistVsPrimaryKey: { sqlite: atMost(30, 'ci'), postgres: atMost(16, 'ci') },
   /**
    * Vote rings (issue 27, bench/vote-rings.md), on population seed 2 (never tuned on): recall of rings of ≥ 5
-   * accounts, goal 0.9, CI floor 0.75 (0.79 measured: one strategy of six, aged camouflaged accounts burying one
-   * upload, is not found); false accusations per 10k honest accounts ≤ 1 (0.8); the detector's time ÷ sorting and
-   * grouping the same votes ≤ 4 (1.6–2.6). Recall and accusations are exact for a seed: a change in them is the
-   * detector's, not the machine's.
+   * accounts ≥ 0.9, the issue's goal (0.925 measured); false accusations per 10k honest accounts ≤ 1 (1.0: no
+   * margin); the detector's time ÷ sorting and grouping the same votes ≤ 4 (1.6–2.6). Recall and accusations are
+   * exact for a seed: a change in them is the detector's, not the machine's.
    */
-  voteRingRecall: atLeast(0.75, 'ci', 0.9),
+  voteRingRecall: atLeast(0.9, 'ci'),
   voteRingFalsePer10k: atMost(1, 'ci'),
   voteRingVsSort: atMost(4, 'ci'),
 } as const;

@@ -65,6 +65,8 @@ export interface Config {
   /** VOTE_MIN_ACCOUNT_AGE / REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot vote / report (0: none). */
   readonly voteMinAccountAgeSeconds: number;
   readonly reportMinAccountAgeSeconds: number;
+  /** MODERATION_JOB_PAUSE_MS: a pause between the steps (20 removals) of a durable moderation job (0: none). */
+  readonly moderationJobPauseMs: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
@@ -258,6 +260,9 @@ const schema = z.object({
   REPORT_TRUST_MIN_VOTES: nonNegativeInt.prefault('10'),
   VOTE_MIN_ACCOUNT_AGE: durationOrZero.prefault('0'),
   REPORT_MIN_ACCOUNT_AGE: durationOrZero.prefault('0'),
+  MODERATION_JOB_PAUSE_MS: nonNegativeInt
+    .refine((n) => n <= 5000, 'expected an integer from 0 to 5000 (milliseconds)')
+    .prefault('0'),
   BLOCKLIST_DISTANCE: z
     .string()
     .regex(/^\d+$/, 'expected an integer from 0 to 16')
@@ -375,6 +380,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     voteMinAccountAgeSeconds: e.VOTE_MIN_ACCOUNT_AGE,
     reportMinAccountAgeSeconds: e.REPORT_MIN_ACCOUNT_AGE,
+    moderationJobPauseMs: e.MODERATION_JOB_PAUSE_MS,
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,

@@ -384,6 +384,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       reportHoldThreshold: config.reportHoldThreshold,
       reportTrust: config.reportTrust,
       reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
+      jobPauseMs: config.moderationJobPauseMs,
       blocklistDistance: config.blocklistDistance,
     },
     releaseMedia: release,

@@ -383,6 +383,9 @@ test(
       RATE_LIMIT_AUTH: '1000/15m',
       RATE_LIMIT_UPLOAD: '10000/1h',
       RATE_LIMIT_GENERAL: '100000/15m',
+      // 13 steps of 20 removals, 400 ms apart: the kill below lands between two of them whatever the machine's
+      // speed (without the pause, SQLite ran all 246 removals between two polls of a loaded CI machine).
+      MODERATION_JOB_PAUSE_MS: '400',
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     };
     let server: ServerProcess | null = null;
@@ -454,7 +457,7 @@ test(
       assert.ok(removedAtKill > 0 && removedAtKill < ids.length, 'killed in the middle of the removal');
 
       // The restarted process claims the job once the dead one's lease has expired, and finishes it.
-      s = server = await spawnServer(env);
+      s = server = await spawnServer({ ...env, MODERATION_JOB_PAUSE_MS: '0' });
       await jobsSettled(s.api, admin.token);
       const job = await banRemovalJob(s.api, admin.token, victim.id);
       assert.equal(job.status, 'done');

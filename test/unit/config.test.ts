@@ -294,3 +294,14 @@ test('MAX_CONNECTIONS_PER_IP: 64 by default, 0 turns the cap off, anything but a
       bad,
     );
 });
+
+test('MODERATION_JOB_PAUSE_MS: 0 by default, milliseconds up to 5000, anything else names the variable', () => {
+  assert.equal(loadConfig({ DATA_DIR: dataDir() }).moderationJobPauseMs, 0);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), MODERATION_JOB_PAUSE_MS: '250' }).moderationJobPauseMs, 250);
+  for (const bad of ['5001', '-1', '1s'])
+    assert.throws(
+      () => loadConfig({ DATA_DIR: dataDir(), MODERATION_JOB_PAUSE_MS: bad }),
+      (e: unknown) => e instanceof ConfigError && e.message.includes('MODERATION_JOB_PAUSE_MS'),
+      bad,
+    );
+});

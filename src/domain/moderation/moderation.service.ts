@@ -5,6 +5,7 @@
  * retries a failure).
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import { isUuid } from '../ids.ts';
@@ -42,6 +43,8 @@ export interface ModerationPolicy {
   /** REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot report (0: no rule). */
   reportMinAccountAgeSeconds?: number;
   blocklistDistance: number;
+  /** MODERATION_JOB_PAUSE_MS: a pause between a job's steps, to spread its writes (0 or unset: none). */
+  jobPauseMs?: number;
 }
 
 /** What moderation reports to the outside (metrics), and the feeds' invalidation. */
@@ -407,6 +410,9 @@ export class ModerationService {
         // After the commits, as an action's removal does (journalled: the media sweep retries a failure).
         for (const key of step.releasedMedia) await this.#releaseMedia(key).catch(() => {});
         if (step.finished || step.leaseLost) return removed;
+        const pause = this.#policy.jobPauseMs ?? 0;
+        // Shorter than the lease (renewed at each step); a stop ends the pause at once (handled at the loop's top).
+        if (pause > 0) await sleep(Math.min(pause, JOB_LEASE_MS / 2), undefined, { signal }).catch(() => {});
       }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

@@ -76,13 +76,24 @@ async function columnDifferences(db: Database): Promise<string[]> {
   const platform = em.getPlatform();
   const config = db.orm.config;
   const schemaName = config.get('schema') ?? platform.getDefaultSchemaName();
-  const target = DatabaseSchema.fromMetadata(entityTables(db), platform, config, schemaName);
-  const actual = await DatabaseSchema.create(em.getConnection(), platform, config, schemaName, target.getNamespaces());
+  const metas = entityTables(db);
+  const target = DatabaseSchema.fromMetadata(metas, platform, config, schemaName);
+  // Only the entities' tables are read back (not MikroORM's own, nor the sqlite-vec virtual table).
+  const tables = metas.map((m) => m.tableName);
+  const actual = await DatabaseSchema.create(
+    em.getConnection(),
+    platform,
+    config,
+    schemaName,
+    target.getNamespaces(),
+    tables,
+  );
   const diff = new SchemaComparator(platform).compare(actual, target);
   const out = Object.keys(diff.newTables).map((t) => `${t}: missing`);
   for (const t of Object.values(diff.changedTables)) {
     out.push(...Object.keys(t.addedColumns).map((c) => `${t.name}.${c}: missing`));
     out.push(...Object.keys(t.removedColumns).map((c) => `${t.name}.${c}: not in the entity`));
+    out.push(...Object.keys(t.renamedColumns).map((c) => `${t.name}.${c}: named otherwise in the entity`));
     for (const [c, d] of Object.entries(t.changedColumns)) {
       const changed = [...d.changedProperties].map(
         (k) =>

@@ -94,7 +94,16 @@ async function columnDifferences(db: Database): Promise<string[]> {
     out.push(...Object.keys(t.addedColumns).map((c) => `${t.name}.${c}: missing`));
     out.push(...Object.keys(t.removedColumns).map((c) => `${t.name}.${c}: not in the entity`));
     out.push(...Object.keys(t.renamedColumns).map((c) => `${t.name}.${c}: named otherwise in the entity`));
+    const meta = metas.find((m) => m.tableName === t.name);
     for (const [c, d] of Object.entries(t.changedColumns)) {
+      // A boolean's default is `0` in the SQLite migrations and `false` in the ORM's metadata: the same value
+      // (SQLite reads `false` as 0), but MikroORM's comparison sees the SQLite column as an integer and compares
+      // the text. Both are compared as booleans, as MikroORM does on PostgreSQL.
+      const prop = Object.values(meta?.properties ?? {}).find((p) => p.fieldNames?.includes(c));
+      if (prop?.runtimeType === 'boolean' && isFalse(d.fromColumn.default) === isFalse(d.column.default)) {
+        d.changedProperties.delete('default');
+      }
+      if (!d.changedProperties.size) continue;
       const changed = [...d.changedProperties].map(
         (k) =>
           `${k} ${JSON.stringify(d.fromColumn[k as keyof typeof d.fromColumn])} → ` +
@@ -105,6 +114,8 @@ async function columnDifferences(db: Database): Promise<string[]> {
   }
   return out.sort();
 }
+
+const isFalse = (v: unknown) => ['0', 'false'].includes(String(v).toLowerCase());
 
 /** The columns an entity maps (its relations to many are other tables' columns), sorted. */
 function mappedColumns(meta: EntityMetadata): string[] {

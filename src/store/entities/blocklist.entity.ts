@@ -46,7 +46,7 @@ export const BlocklistVersion = defineEntity({
   tableName: 'blocklist_version',
   properties: {
     id: p.integer().primary().autoincrement(false),
-    version: p.bigint('number').default(0),
+    version: p.bigint('number').defaultRaw('0'),
   },
 });
 export type IBlocklistVersion = InferEntity<typeof BlocklistVersion>;

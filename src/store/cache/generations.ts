@@ -81,8 +81,8 @@ export const FEED_BUMP_TIMEOUT_MS = 2000;
 export interface Ipc {
   /** As process.send: the callback hears of a closed channel (the primary is gone) instead of an 'error' event. */
   send(msg: object, callback: (err: Error | null) => void): unknown;
-  on(event: 'message', fn: (msg: any) => void): unknown;
-  off(event: 'message', fn: (msg: any) => void): unknown;
+  on(event: 'message', fn: (msg: unknown) => void): unknown;
+  off(event: 'message', fn: (msg: unknown) => void): unknown;
 }
 
 type FeedMessage = { type?: string; id?: number; generation?: number };
@@ -113,7 +113,9 @@ class ClusterGenerations extends Held {
     this.move(`${this.#shared}.${this.#ownEpoch}`);
   }
 
-  readonly #onMessage = (msg: FeedMessage) => {
+  readonly #onMessage = (message: unknown) => {
+    // Any process may send anything: the fields are checked before use.
+    const msg = message as FeedMessage | null | undefined;
     if (msg?.type === FEED_IPC.generation && typeof msg.generation === 'number') {
       if (msg.generation > this.#shared) {
         this.#shared = msg.generation;

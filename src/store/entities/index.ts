@@ -1,3 +1,7 @@
+/**
+ * Every table of the database, declared once (src/store/README.md): the Kysely schema (database-types.ts) and the
+ * schema test's column lists derive from these.
+ */
 export { User, type IUser } from './user.entity.ts';
 export { ApiToken, type IApiToken } from './api-token.entity.ts';
 export { Tag, type ITag } from './tag.entity.ts';
@@ -5,6 +9,19 @@ export { Upload, type IUpload } from './upload.entity.ts';
 export { UploadTag, type IUploadTag } from './upload-tag.entity.ts';
 export { Vote, type IVote } from './vote.entity.ts';
 export { IdempotencyKey, type IIdempotencyKey } from './idempotency-key.entity.ts';
+export { MediaGarbage, type IMediaGarbage } from './media-garbage.entity.ts';
+export { Report, type IReport } from './report.entity.ts';
+export {
+  BlocklistEntry,
+  BlocklistPending,
+  BlocklistVersion,
+  type IBlocklistEntry,
+  type IBlocklistPending,
+  type IBlocklistVersion,
+} from './blocklist.entity.ts';
+export { ModerationJob, type IModerationJob } from './moderation-job.entity.ts';
+export { ModlogEntry, type IModlogEntry } from './modlog.entity.ts';
+export { VoteRing, type IVoteRing } from './vote-ring.entity.ts';
 
 import { User } from './user.entity.ts';
 import { ApiToken } from './api-token.entity.ts';
@@ -13,5 +30,27 @@ import { Upload } from './upload.entity.ts';
 import { UploadTag } from './upload-tag.entity.ts';
 import { Vote } from './vote.entity.ts';
 import { IdempotencyKey } from './idempotency-key.entity.ts';
+import { MediaGarbage } from './media-garbage.entity.ts';
+import { Report } from './report.entity.ts';
+import { BlocklistEntry, BlocklistPending, BlocklistVersion } from './blocklist.entity.ts';
+import { ModerationJob } from './moderation-job.entity.ts';
+import { ModlogEntry } from './modlog.entity.ts';
+import { VoteRing } from './vote-ring.entity.ts';
 
-export const ALL_ENTITIES = [User, ApiToken, Tag, Upload, UploadTag, Vote, IdempotencyKey];
+export const ALL_ENTITIES = [
+  User,
+  ApiToken,
+  Tag,
+  Upload,
+  UploadTag,
+  Vote,
+  IdempotencyKey,
+  MediaGarbage,
+  Report,
+  BlocklistEntry,
+  BlocklistPending,
+  BlocklistVersion,
+  ModerationJob,
+  ModlogEntry,
+  VoteRing,
+];

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { ModerationState, UploadType, VariantInfo } from '../../domain/uploads/upload.types.ts';
 import { User } from './user.entity.ts';
 
 /**
@@ -11,7 +12,7 @@ export const Upload = defineEntity({
   properties: {
     id: p.uuid().primary(),
     user: () => p.manyToOne(User).deleteRule('cascade'),
-    uploadType: p.string().length(8),
+    uploadType: p.string().length(8).$type<UploadType>(),
     filename: p.string().length(64).nullable(),
     originalName: p.string().length(255).nullable(),
     description: p.text().default(''),
@@ -21,10 +22,11 @@ export const Upload = defineEntity({
     downvoteCount: p.integer().default(0),
     /** upvotes − downvotes, for `sort=top`. */
     score: p.integer().default(0),
+    // Doubles are numbers from both drivers (MikroORM's DoubleType would type them `number | string`).
     /** Reddit-style hot rank: log10 of the score plus creation time; indexable because it does not depend on now. */
-    hotRank: p.double().default(0),
+    hotRank: p.double().$type<number>().runtimeType('number').default(0),
     /** Wilson score lower bound (z = 1.28), for `sort=best`. */
-    bestRank: p.double().default(0),
+    bestRank: p.double().$type<number>().runtimeType('number').default(0),
     isPrivate: p.boolean().default(false),
     createdAt: p.datetime(3),
     /** SHA-256 of the original bytes (hex): exact-duplicate key. */
@@ -43,11 +45,11 @@ export const Upload = defineEntity({
     animated: p.boolean().nullable(),
     originalFormat: p.string().length(8).nullable(),
     thumbhash: p.string().length(64).nullable(),
-    humanScore: p.double().nullable(),
+    humanScore: p.double().$type<number>().runtimeType('number').nullable(),
     /** Variant dimensions and byte sizes: {thumb: {width, height, bytes}, …}. */
-    variants: p.json<Record<string, { width: number; height: number; bytes: number }>>().nullable(),
+    variants: p.json<Record<string, VariantInfo>>().nullable(),
     /** `visible`, `held` or `removed` (API.md Moderation). */
-    moderation: p.string().length(8).default('visible'),
+    moderation: p.string().length(8).$type<ModerationState>().default('visible'),
     personFlag: p.boolean().default(false),
     moderatedAt: p.datetime(3).nullable(),
   },

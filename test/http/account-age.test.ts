@@ -7,19 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, setAccountAge, type TestUser } from '../support/users.ts';
-import { uploadFields } from '../support/uploads.ts';
-
-async function link(app: TestApp, user: TestUser): Promise<string> {
-  const r = await uploadFields(app.api, user.token, {
-    upload_type: 'link',
-    external_url: `https://example.com/${Math.random()}`,
-  });
-  assert.equal(r.status, 201, r.text);
-  return r.body.id as string;
-}
-
-const report = (app: TestApp, id: string, user: TestUser) =>
-  app.api.post(`/api/upload/${id}/report`, { reason: 'spam' }, { token: user.token });
+import { reportUpload, uploadLink } from '../support/uploads.ts';
 
 describe('VOTE_MIN_ACCOUNT_AGE and REPORT_MIN_ACCOUNT_AGE (1h)', () => {
   let app: TestApp;
@@ -36,7 +24,7 @@ describe('VOTE_MIN_ACCOUNT_AGE and REPORT_MIN_ACCOUNT_AGE (1h)', () => {
   };
 
   test('a younger account cannot vote (403 account_too_new, counts unchanged); an old enough one can', async () => {
-    const id = await link(app, owner);
+    const id = await uploadLink(app.api, owner);
     const u = await registerUser(app.api);
     const refused = await app.api.post('/api/vote', { uploadId: id, vote: 'fucks' }, { token: u.token });
     assert.equal(refused.status, 403, refused.text);
@@ -64,9 +52,9 @@ describe('VOTE_MIN_ACCOUNT_AGE and REPORT_MIN_ACCOUNT_AGE (1h)', () => {
 
   test('a younger account cannot report (403 account_too_new, nothing queued); an old enough one can', async () => {
     const admin = await registerAdmin(app);
-    const id = await link(app, owner);
+    const id = await uploadLink(app.api, owner);
     const u = await registerUser(app.api);
-    const refused = await report(app, id, u);
+    const refused = await reportUpload(app.api, id, u);
     assert.equal(refused.status, 403, refused.text);
     assert.equal(refused.body.error, 'account_too_new');
     assert.match(refused.body.message, /cannot report uploads \(REPORT_MIN_ACCOUNT_AGE\); this account can from /);
@@ -77,7 +65,7 @@ describe('VOTE_MIN_ACCOUNT_AGE and REPORT_MIN_ACCOUNT_AGE (1h)', () => {
     assert.ok(!(await queue()).includes(id), 'nothing reached the queue');
 
     await setAccountAge(app, u.id, 2 * 3600);
-    assert.equal((await report(app, id, u)).status, 201);
+    assert.equal((await reportUpload(app.api, id, u)).status, 201);
     assert.ok((await queue()).includes(id));
   });
 });

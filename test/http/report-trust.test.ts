@@ -9,21 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, setAccountAge, type TestUser } from '../support/users.ts';
-import { uploadFields } from '../support/uploads.ts';
+import { reportUpload, uploadLink } from '../support/uploads.ts';
 
 const DAY = 24 * 3600;
-
-async function link(app: TestApp, user: TestUser): Promise<string> {
-  const r = await uploadFields(app.api, user.token, {
-    upload_type: 'link',
-    external_url: `https://example.com/${Math.random()}`,
-  });
-  assert.equal(r.status, 201, r.text);
-  return r.body.id as string;
-}
-
-const report = (app: TestApp, id: string, user: TestUser) =>
-  app.api.post(`/api/upload/${id}/report`, { reason: 'spam' }, { token: user.token });
 
 describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT_HOLD_THRESHOLD=3)', () => {
   let app: TestApp;
@@ -39,7 +27,7 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
   /** An account a day and an hour old with one accepted (visible) upload: a trusted reporter. */
   async function trusted(): Promise<TestUser> {
     const u = await registerUser(app.api);
-    await link(app, u);
+    await uploadLink(app.api, u);
     await setAccountAge(app, u.id, DAY + 3600);
     return u;
   }
@@ -60,9 +48,9 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
   };
 
   test('three accounts registered a moment ago do not hold an upload: their reports reach the queue', async () => {
-    const id = await link(app, owner);
+    const id = await uploadLink(app.api, owner);
     for (const u of await Promise.all([1, 2, 3].map(() => registerUser(app.api))))
-      assert.equal((await report(app, id, u)).status, 201);
+      assert.equal((await reportUpload(app.api, id, u)).status, 201);
     assert.equal(await state(id), 'visible');
     assert.equal((await app.api.get(`/api/upload/${id}`)).status, 200, 'still public');
     const item = await queueItem(id);
@@ -73,13 +61,13 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
   });
 
   test('three trusted reporters hold it at once; old accounts without accepted history do not count', async () => {
-    const id = await link(app, owner);
+    const id = await uploadLink(app.api, owner);
     // Fresh accounts, and old ones without history: an old account whose only upload is held has no accepted one.
     const fresh = await Promise.all([1, 2, 3, 4].map(() => registerUser(app.api)));
     const old = await registerUser(app.api);
     await setAccountAge(app, old.id, 30 * DAY);
     const heldOnly = await registerUser(app.api);
-    const itsUpload = await link(app, heldOnly);
+    const itsUpload = await uploadLink(app.api, heldOnly);
     const hold = await app.api.post(
       `/api/admin/uploads/${itsUpload}/moderation`,
       { action: 'hold', reason: 'check' },
@@ -92,23 +80,23 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
     for (let i = 0; i < 10; i++) {
       const v = await app.api.post(
         '/api/vote',
-        { uploadId: await link(app, owner), vote: 'fucks' },
+        { uploadId: await uploadLink(app.api, owner), vote: 'fucks' },
         { token: voter.token },
       );
       assert.equal(v.status, 200, v.text);
     }
     await setAccountAge(app, voter.id, DAY);
 
-    for (const u of [...fresh, old, heldOnly]) assert.equal((await report(app, id, u)).status, 201);
+    for (const u of [...fresh, old, heldOnly]) assert.equal((await reportUpload(app.api, id, u)).status, 201);
     const first = await trusted();
-    assert.equal((await report(app, id, first)).status, 201);
-    assert.equal((await report(app, id, voter)).status, 201);
+    assert.equal((await reportUpload(app.api, id, first)).status, 201);
+    assert.equal((await reportUpload(app.api, id, voter)).status, 201);
     assert.equal(await state(id), 'visible', 'eight reports, two of them trusted: not held');
     const before = await queueItem(id);
     assert.equal(before?.reports.count, 8);
     assert.equal(before?.reports.trusted, 2);
 
-    assert.equal((await report(app, id, await trusted())).status, 201);
+    assert.equal((await reportUpload(app.api, id, await trusted())).status, 201);
     assert.equal(await state(id), 'held', 'the third trusted reporter holds it');
     assert.equal((await app.api.get(`/api/upload/${id}`)).status, 404);
     const lines = await autoHolds(id);
@@ -120,8 +108,8 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
   });
 
   test('once a moderator approved it, a fresh round of trusted reporters does not hold it again', async () => {
-    const id = await link(app, owner);
-    for (const u of await Promise.all([1, 2, 3].map(() => trusted()))) await report(app, id, u);
+    const id = await uploadLink(app.api, owner);
+    for (const u of await Promise.all([1, 2, 3].map(() => trusted()))) await reportUpload(app.api, id, u);
     assert.equal(await state(id), 'held');
     const approve = await app.api.post(
       `/api/admin/uploads/${id}/moderation`,
@@ -131,7 +119,7 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
     assert.equal(approve.status, 200, approve.text);
 
     const again = await Promise.all([1, 2, 3, 4].map(() => trusted()));
-    for (const u of again) assert.equal((await report(app, id, u)).status, 201);
+    for (const u of again) assert.equal((await reportUpload(app.api, id, u)).status, 201);
     assert.equal(await state(id), 'visible', 'the same pattern again needs a moderator');
     const item = await queueItem(id);
     assert.ok(item, 'the new reports reach the queue');
@@ -148,12 +136,12 @@ describe('report trust (the defaults: 24h, 1 accepted upload or 10 votes; REPORT
   });
 
   test('concurrent trusted reporters, fresh ones among them, hold it exactly once', async () => {
-    const id = await link(app, owner);
+    const id = await uploadLink(app.api, owner);
     const reporters = [
       ...(await Promise.all(Array.from({ length: 8 }, () => trusted()))),
       ...(await Promise.all(Array.from({ length: 8 }, () => registerUser(app.api)))),
     ];
-    const replies = await Promise.all(reporters.map((u) => report(app, id, u)));
+    const replies = await Promise.all(reporters.map((u) => reportUpload(app.api, id, u)));
     // Once held, the upload is one the later reporters cannot see: 404.
     assert.ok(
       replies.every((r) => r.status === 201 || r.status === 404),

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
-import { uploadFields } from '../support/uploads.ts';
+import { uploadFields, uploadLink } from '../support/uploads.ts';
 import { pixvote } from '../support/cli.ts';
 
 let app: TestApp;
@@ -24,15 +24,6 @@ let ring: TestUser[];
 let buriers: TestUser[];
 const a: string[] = [];
 const b: string[] = [];
-
-async function link(user: TestUser): Promise<string> {
-  const r = await uploadFields(app.api, user.token, {
-    upload_type: 'link',
-    external_url: `https://example.com/${Math.random()}`,
-  });
-  assert.equal(r.status, 201, r.text);
-  return r.body.id as string;
-}
 
 async function vote(user: TestUser, uploadId: string, value: 'fucks' | 'does_not_fuck') {
   const r = await app.api.post('/api/vote', { uploadId, vote: value }, { token: user.token });
@@ -83,8 +74,8 @@ before(async () => {
   const [first, second] = await users(2);
   boosted = first!;
   other = second!;
-  for (let i = 0; i < 3; i++) a.push(await link(boosted));
-  for (let i = 0; i < 8; i++) b.push(await link(other));
+  for (let i = 0; i < 3; i++) a.push(await uploadLink(app.api, boosted));
+  for (let i = 0; i < 8; i++) b.push(await uploadLink(app.api, other));
   // Honest voters: eight votes each over two authors (one on the boosted author): too little focus to be suspects.
   honest = await users(2);
   for (const h of honest) {

@@ -1,19 +1,10 @@
 /** The durable moderation jobs as an admin sees them (`GET /api/admin/jobs`), for tests that wait for one. */
 import assert from 'node:assert/strict';
 import type { Client } from './http.ts';
+import type { JobView } from '../../src/domain/moderation/moderation.service.ts';
 
-export interface JobBody {
-  id: string;
-  kind: 'ban_removal' | 'blocklist_hold';
-  status: 'queued' | 'running' | 'done' | 'failed';
-  progress: { done: number; total: number };
-  target: { type: 'user' | 'blocklist'; id: string | null };
-  reason: string;
-  moderator: { id: string; username: string } | null;
-  error: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** A job as `GET /api/admin/jobs` answers it: the service's view, which the OpenAPI document checks. */
+export type JobBody = JobView;
 
 /** The newest `ban_removal` job of this user, as listed now (fails when there is none). */
 export async function banRemovalJob(api: Client, token: string, userId: string): Promise<JobBody> {

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client, Reply } from './http.ts';
@@ -24,6 +25,25 @@ export function uploadFields(api: Client, token: string, fields: Record<string, 
   for (const [k, v] of Object.entries(fields)) form.append(k, v);
   return api.post('/api/v1/upload', undefined, { token, raw: form });
 }
+
+/** A link upload (cheap to make, never a duplicate) by this user: asserts the 201 and returns its id. */
+export async function uploadLink(
+  api: Client,
+  user: { token: string },
+  fields: Record<string, string> = {},
+): Promise<string> {
+  const r = await uploadFields(api, user.token, {
+    upload_type: 'link',
+    external_url: `https://example.com/${Math.random()}`,
+    ...fields,
+  });
+  assert.equal(r.status, 201, r.text);
+  return r.body.id as string;
+}
+
+/** POST /api/upload/{id}/report as this user. */
+export const reportUpload = (api: Client, id: string, user: { token: string }, reason = 'spam'): Promise<Reply> =>
+  api.post(`/api/upload/${id}/report`, { reason }, { token: user.token });
 
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];

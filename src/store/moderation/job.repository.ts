@@ -16,8 +16,7 @@ import type { Database } from '../database.ts';
 import type { DB, ModerationJobsTable } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
-import { appendModlog } from './modlog.ts';
-import { buryUpload, lockForRemoval, setState } from './upload-states.ts';
+import { lockForRemoval, removeUpload } from './upload-states.ts';
 
 type JobRow = Selectable<ModerationJobsTable>;
 
@@ -163,34 +162,10 @@ export class JobRepository implements JobStore {
     return this.#db.transaction(async (_em, db) => {
       const row = await lockForRemoval(db, d, uploadId);
       if (!row || row.moderation === 'removed') return null;
-      await db
-        .updateTable('reports')
-        .set({ status: 'closed', closed_at: d.date(opts.at) })
-        .where('upload_id', '=', uploadId)
-        .where('status', '=', 'open')
-        .execute();
-      await setState(db, d, uploadId, 'removed', opts.at);
-      const releasedMedia = await buryUpload(
-        db,
-        d,
-        this.#similarity,
-        uploadId,
-        row.media_key,
-        d.readDate(row.created_at),
-      );
-      await appendModlog(
-        db,
-        d,
-        [
-          {
-            action: 'remove',
-            target: { type: 'upload', id: uploadId },
-            reason: opts.reason,
-            moderator: opts.moderator,
-          },
-        ],
-        opts.at,
-      );
+      const releasedMedia = await removeUpload(db, d, this.#similarity, row, {
+        at: opts.at,
+        line: { reason: opts.reason, moderator: opts.moderator },
+      });
       await db
         .updateTable('moderation_jobs')
         .set((eb) => ({ done: sql`${eb.ref('done')} + 1`, updated_at: d.date(opts.at) }))

@@ -32,7 +32,7 @@ import { lockUpload } from '../upload-rows.ts';
 import { addBlocklistEntries } from './blocklist.repository.ts';
 import { appendModlog, readModlog } from './modlog.ts';
 import { queueBanRemoval } from './job.repository.ts';
-import { buryUpload, holdUpload, lockForRemoval, setState } from './upload-states.ts';
+import { closeOpenReports, holdUpload, lockForRemoval, removeUpload, setState } from './upload-states.ts';
 
 const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> = {
   approve: 'visible',
@@ -141,26 +141,17 @@ export class ModerationRepository implements ModerationStore {
           { source: 'moderation', moderator: opts.moderator, at: opts.at },
         );
       }
-      // Approve and remove decide the open reports; approve also clears the person flag.
-      if (action !== 'hold') {
-        await db
-          .updateTable('reports')
-          .set({ status: 'closed', closed_at: d.date(opts.at) })
-          .where('upload_id', '=', uploadId)
-          .where('status', '=', 'open')
-          .execute();
-      }
-      await setState(db, d, uploadId, STATE_OF[action], opts.at, action === 'approve' ? { personFlag: false } : {});
+      const line = { reason: opts.reason, moderator: opts.moderator };
       let releasedMedia: string | null = null;
-      if (action === 'remove' && row.moderation !== 'removed') {
-        releasedMedia = await buryUpload(db, d, this.#similarity, uploadId, row.media_key, d.readDate(row.created_at));
+      // Remove as a ban's removal job does (one code path); approve decides the open reports and clears the person
+      // flag; hold leaves the reports open.
+      if (action === 'remove') {
+        releasedMedia = await removeUpload(db, d, this.#similarity, row, { at: opts.at, line });
+      } else {
+        if (action === 'approve') await closeOpenReports(db, d, uploadId, opts.at);
+        await setState(db, d, uploadId, STATE_OF[action], opts.at, action === 'approve' ? { personFlag: false } : {});
+        await appendModlog(db, d, [{ ...line, action, target: { type: 'upload', id: uploadId } }], opts.at);
       }
-      await appendModlog(
-        db,
-        d,
-        [{ action, target: { type: 'upload', id: uploadId }, reason: opts.reason, moderator: opts.moderator }],
-        opts.at,
-      );
       const [upload] = await this.#uploads.hydrate(
         await this.#uploads.select(db).where('u.id', '=', uploadId).execute(),
         db,

@@ -114,3 +114,35 @@ export async function lockForRemoval(db: Kysely<DB>, d: Dialect, uploadId: strin
     'person_flag',
   ]);
 }
+
+/** Closes the upload's open reports (a moderator's approve or remove decides them). */
+export async function closeOpenReports(db: Kysely<DB>, d: Dialect, uploadId: string, at: Date): Promise<void> {
+  await db
+    .updateTable('reports')
+    .set({ status: 'closed', closed_at: d.date(at) })
+    .where('upload_id', '=', uploadId)
+    .where('status', '=', 'open')
+    .execute();
+}
+
+/**
+ * Removes an upload locked by `lockForRemoval`: its open reports closed, the state `removed`, its votes, tag links
+ * and hashes gone (`buryUpload`, unless it was removed already), and its modlog line. Returns the stored files it
+ * released, to be removed after the commit.
+ */
+export async function removeUpload(
+  db: Kysely<DB>,
+  d: Dialect,
+  similarity: SimilarityIndex,
+  row: NonNullable<Awaited<ReturnType<typeof lockForRemoval>>>,
+  opts: { at: Date; line: Omit<NewModlogEntry, 'target' | 'action'> },
+): Promise<string | null> {
+  await closeOpenReports(db, d, row.id, opts.at);
+  await setState(db, d, row.id, 'removed', opts.at);
+  const released =
+    row.moderation === 'removed'
+      ? null
+      : await buryUpload(db, d, similarity, row.id, row.media_key, d.readDate(row.created_at));
+  await appendModlog(db, d, [{ ...opts.line, action: 'remove', target: { type: 'upload', id: row.id } }], opts.at);
+  return released;
+}

@@ -1078,7 +1078,8 @@ function voteRingItem(item) {
   const e = item.evidence;
   const notice = alertBox();
   const reason = h('input', { id: `reason-${item.id}`, autocomplete: 'off' });
-  const li = h('li', { class: 'qitem' });
+  // No thumbnail column: the ring's text takes the item's whole width.
+  const li = h('li', { class: 'qitem ring' });
   const act = async (action) => {
     const res = await api('POST', `/api/admin/vote-rings/${item.id}`, { action, reason: reason.value.trim() });
     if (!res.ok) return say(notice, explain(res));

@@ -127,14 +127,20 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   async blocksSha256(sha256: string): Promise<boolean> {
-    const row = await this.#db
+    return (await this.blockedSha256Among([sha256])).has(sha256);
+  }
+
+  /** The digests among these that an entry blocks (one indexed query for a batch pre-check). */
+  async blockedSha256Among(sha256s: readonly string[]): Promise<Set<string>> {
+    if (!sha256s.length) return new Set();
+    const rows = await this.#db
       .db()
       .selectFrom('blocklist')
-      .select('id')
-      .where('sha256', '=', sha256)
-      .limit(1)
-      .executeTakeFirst();
-    return Boolean(row);
+      .select('sha256')
+      .distinct()
+      .where('sha256', 'in', [...sha256s])
+      .execute();
+    return new Set(rows.map((r) => r.sha256).filter((s): s is string => s !== null));
   }
 
   async blocksPhash(phash: string, maxDistance: number): Promise<boolean> {

@@ -161,6 +161,22 @@ export class UploadRepository implements UploadStore {
     return this.#first(await q.orderBy('u.created_at').limit(1).executeTakeFirst());
   }
 
+  /** For each digest with an upload the viewer may see, the oldest one's id (the batch pre-check; one query). */
+  async visibleIdsBySha256(sha256s: readonly string[], viewer: Viewer): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    if (!sha256s.length) return found;
+    const rows = await this.#db
+      .db()
+      .selectFrom('uploads as u')
+      .select(['u.id', 'u.sha256'])
+      .where('u.sha256', 'in', [...sha256s])
+      .where(visibleTo(this.#db.dialect, viewer))
+      .orderBy('u.created_at')
+      .execute();
+    for (const r of rows) if (r.sha256 && !found.has(r.sha256)) found.set(r.sha256, r.id);
+    return found;
+  }
+
   async findAnyBySha256(sha256: string): Promise<UploadRecord | null> {
     return this.#first(
       await this.select()

@@ -6,7 +6,6 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { access, constants as fsConstants } from 'node:fs/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -21,11 +20,12 @@ import type { Database } from './store/database.ts';
 import { describeDataDirFailure, oneLine, openConfiguredDatabase, StartupError } from './open-database.ts';
 import { isDatabaseUnavailable } from './store/dialect.ts';
 import { errors } from './domain/errors.ts';
-import { connectRedis, redisReady } from './store/redis.ts';
+import { connectRedis, redisCheck, redisReady } from './store/redis.ts';
 import { createLimiter } from './store/rate-limiter.ts';
 import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
-import { FileMediaStore } from './store/media-store.ts';
+import { FileMediaStore, type StoredMedia } from './store/media-store.ts';
+import { MediaSweep } from './store/media-sweep.ts';
 import { S3MediaStore } from './store/s3-media-store.ts';
 import { RedisLease } from './store/redis-lease.ts';
 import { UploadRepository } from './store/repositories/upload.repository.ts';
@@ -62,6 +62,7 @@ import { imageRoutes } from './gateway/routes/images.routes.ts';
 import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
 import { ModerationService } from './domain/moderation/moderation.service.ts';
 import { RepeatingJob } from './domain/moderation/hold-job.ts';
+import { atStart, periodic, type Service } from './domain/service.ts';
 import { JobRepository } from './store/moderation/job.repository.ts';
 import { VoteRingService } from './domain/moderation/vote-rings.service.ts';
 import { DEFAULT_RING_POLICY } from './domain/votes/vote-rings.ts';
@@ -74,6 +75,8 @@ import { moderationRoutes } from './gateway/routes/moderation.routes.ts';
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** How often every process looks for moderation jobs to run (a job queued here is run at once). */
 const JOB_POLL_MS = 5_000;
+/** How often every process looks for blocklist entries whose matches are not held yet. */
+const HOLD_POLL_MS = 30_000;
 /**
  * The media sweep lease: renewed by its holder at each of its sweeps (every SWEEP_INTERVAL_MS), so it outlasts one
  * interval; a dead holder's lease passes on within this long.
@@ -120,7 +123,9 @@ interface Resources {
   log: Logger;
   db: Database;
   redis: Redis | null;
-  media: FileMediaStore | S3MediaStore;
+  /** The repositories over `db`. */
+  stores: Stores;
+  media: StoredMedia;
   /** Where MEDIA_REDIRECT=true sends image GETs (the object store's origin), for the pages' CSP; else null. */
   mediaOrigin: string | null;
   metrics: Metrics;
@@ -129,13 +134,15 @@ interface Resources {
 }
 
 /**
- * The composition root: opens the resources, wires the object graph over them, then starts what runs on its
- * own (admin promotion, the media recovery sweep, housekeeping timers). `close()` stops and releases it all.
+ * The composition root: opens the resources, wires the object graph over them, then starts its services (admin
+ * promotion, the media recovery sweep, housekeeping, the moderation jobs) in order. `close()` stops them in reverse
+ * order and releases it all.
  */
 export async function compose(config: Config, opts: ComposeOptions = {}): Promise<Composed> {
   const log = opts.log ?? createLogger(config.logLevel);
-  // Each resource registers its release as it is opened: close() runs them all, and so does a start-up that
-  // fails halfway (a model download, a sweep), so that tests and benchmarks keep no threads or connections.
+  // Each resource registers its release as it is opened, and each service its stop as it is started: close() runs
+  // them all, last first, and so does a start-up that fails halfway (a model download, a sweep), so that tests and
+  // benchmarks keep no threads, timers or connections.
   const releases = new Releases(log);
   let resources: Resources;
   let wired: ReturnType<typeof wire>;
@@ -144,13 +151,16 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     wired = wire(config, opts, resources);
     releases.add(() => wired.feedCache?.close());
     releases.add(() => wired.clusterCache?.close());
-    releases.add(await start(config, resources, wired));
+    for (const service of wired.services) {
+      await service.start();
+      releases.add(() => service.stop());
+    }
   } catch (e) {
     await releases.run();
     throw e;
   }
   const { db, redis, metrics, passwordHashes, pool } = resources;
-  const { feedCache } = wired;
+  const { feedCache, mediaSweep, voteRings } = wired;
   let closed: Promise<void> | null = null;
   return {
     config,
@@ -163,8 +173,8 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     metrics,
     app: wired.app,
     pool,
-    sweepMedia: wired.sweep,
-    detectVoteRings: () => wired.voteRings.detect(),
+    sweepMedia: (o) => mediaSweep.sweep(o),
+    detectVoteRings: () => voteRings.detect(),
     drain: wired.drain,
     close() {
       wired.drain();
@@ -195,7 +205,7 @@ class Releases {
   }
 }
 
-/** Side effects of start-up: the database, Redis, the media directories, the hash threads and the media pool. */
+/** Side effects of start-up: the database, Redis, the media store, the hash threads and the media pool. */
 async function open(config: Config, log: Logger, releases: Releases): Promise<Resources> {
   const db = await openConfiguredDatabase(config, log);
   releases.add(() => db.close());
@@ -203,23 +213,14 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
   if (redis) releases.add(() => redis.disconnect());
   if (redis && !(await redisReady(redis)))
     log.warn('redis did not answer at start-up; continuing with in-process fallbacks');
+  const stores = repositories(config, db);
 
   let pool: MediaPool | null = null;
-  const metrics = createMetrics({ pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 } });
-  // MEDIA_STORE=s3://…: object storage (a missing bucket or refused credentials fail the start here).
-  const media = config.mediaStore
-    ? new S3MediaStore(config.dataDir, config.mediaStore, {
-        connectTimeoutMs: Math.min(3000, config.mediaStoreTimeoutMs),
-        requestTimeoutMs: config.mediaStoreTimeoutMs,
-      })
-    : new FileMediaStore(config.dataDir);
-  releases.add(() => media.close());
-  await media.init().catch((e: unknown) => {
-    const said = describeDataDirFailure(e, config.dataDir);
-    throw said ? new StartupError(said, { cause: e }) : e;
+  const metrics = createMetrics({
+    pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 },
+    moderation: { queueDepth: () => stores.moderation.openQueueDepth(), blocklistSize: () => stores.blocklist.size() },
   });
-  if (media instanceof S3MediaStore) log.info({ store: media.description }, 'media on object storage');
-  const mediaOrigin = config.mediaRedirect && media instanceof S3MediaStore ? await media.redirectOrigin() : null;
+  const { media, mediaOrigin } = await openMedia(config, redis, log, releases);
   const passwordHashes = new PasswordHashPool();
   releases.add(() => passwordHashes.close());
 
@@ -257,37 +258,131 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     },
     'media workers ready',
   );
-  return { log, db, redis, media, mediaOrigin, metrics, passwordHashes, pool };
+  return { log, db, redis, stores, media, mediaOrigin, metrics, passwordHashes, pool };
 }
 
 /**
- * Builds the object graph from the config over opened resources: no I/O or timers of its own (the Redis feed
- * cache opens its subscription as it is built: src/store/cache).
+ * The media store: MEDIA_STORE=s3://… object storage (a missing bucket or refused credentials fail the start here),
+ * else DATA_DIR's media directory. Where gateways share a Redis, of their periodic sweeps of the bucket only the
+ * holder of the sweep lease lists it.
+ */
+async function openMedia(
+  config: Config,
+  redis: Redis | null,
+  log: Logger,
+  releases: Releases,
+): Promise<{ media: StoredMedia; mediaOrigin: string | null }> {
+  const s3 = config.mediaStore
+    ? new S3MediaStore(config.dataDir, config.mediaStore, {
+        connectTimeoutMs: Math.min(3000, config.mediaStoreTimeoutMs),
+        requestTimeoutMs: config.mediaStoreTimeoutMs,
+        sweepGraceSeconds: config.mediaSweepGraceSeconds,
+        listingLease: redis && new RedisLease(redis, `${config.redisPrefix}media-sweep`, randomUUID(), SWEEP_LEASE_MS),
+      })
+    : null;
+  const media = s3 ?? new FileMediaStore(config.dataDir);
+  releases.add(() => media.close());
+  await media.init().catch((e: unknown) => {
+    const said = describeDataDirFailure(e, config.dataDir);
+    throw said ? new StartupError(said, { cause: e }) : e;
+  });
+  if (s3) log.info({ store: s3.description }, 'media on object storage');
+  return { media, mediaOrigin: s3 && config.mediaRedirect ? await s3.redirectOrigin() : null };
+}
+
+/** The repositories over the database (no I/O of their own). */
+function repositories(config: Config, db: Database) {
+  const similarity = similarityIndexFor(db.dialect, config.nearDuplicateIndex);
+  const uploads = new UploadRepository(db, similarity);
+  return {
+    users: new UserRepository(db),
+    tokens: new ApiTokenRepository(db),
+    uploads,
+    blocklist: new BlocklistRepository(db),
+    moderation: new ModerationRepository(db, uploads, similarity),
+    jobs: new JobRepository(db, similarity),
+    voteRings: new VoteRingRepository(db),
+    feeds: new FeedRepository(db, uploads),
+    votes: new VoteRepository(db),
+    tags: new TagRepository(db),
+    idempotency: new IdempotencyRepository(db),
+  };
+}
+type Stores = ReturnType<typeof repositories>;
+
+/**
+ * Builds the object graph from the config over opened resources, with the services that run on their own (started
+ * by compose() in this order): no I/O or timers of its own (the Redis feed cache opens its subscription as it is
+ * built: src/store/cache).
  */
 function wire(config: Config, opts: ComposeOptions, resources: Resources) {
-  const { log, db, redis, media, mediaOrigin, metrics, passwordHashes, pool } = resources;
+  const { log, media, metrics, stores } = resources;
   const clock = opts.clock ?? systemClock;
-  const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
-    createLimiter({
-      name,
-      rate,
-      redis,
-      cluster: !redis && opts.clusterWorker === true,
-      prefix: config.redisPrefix,
-      onReject: (limit) => metrics.rateLimited.inc({ limit }),
-    });
-  const limiters = {
-    auth: limiter('auth', config.rateLimits.auth),
-    general: limiter('general', config.rateLimits.general),
-    upload: limiter('upload', config.rateLimits.upload),
-    vote: limiter('vote', config.rateLimits.vote),
-    report: limiter('report', config.rateLimits.report),
-  };
+  const auth = authFor(config, opts, resources, clock);
+  const { feeds, feedCache, clusterCache, changed } = feedsFor(config, opts, resources, auth);
+  const uploads = uploadsFor(config, resources, clock, changed);
+  const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
+  const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
+  const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
+  const draining = new AbortController();
+  const isShuttingDown = () => draining.signal.aborted;
+  const outcomes = uploadOutcomesFor(metrics);
+  const limiters = limitersFor(config, opts, resources);
+  const votes = new VoteService({
+    votes: stores.votes,
+    clock,
+    onChanged: changed,
+    minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
+  });
+  const app = createApp({
+    log,
+    trustProxy: config.trustProxy,
+    auth,
+    limiters,
+    readiness: readinessChecks(resources),
+    isShuttingDown,
+    classifyError: (err) =>
+      isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null,
+    metrics,
+    ...routes(config, opts, resources, {
+      limiters,
+      feeds,
+      createUpload: new CreateUpload({ uploads, idempotency, isShuttingDown, outcomes }),
+      uploads,
+      uploadOutcomes: outcomes,
+      votes,
+      tags: new TagService({ tags: stores.tags, clock, onChanged: changed }),
+      moderation,
+      voteRings,
+    }),
+  });
+  // Started in this order by compose(), stopped in reverse.
+  const services: Service[] = [
+    atStart(() => promoteAdmins(config, log, stores.users)),
+    mediaSweep,
+    ...jobs,
+    // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
+    periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), warnOn(log, 'idempotency purge failed')),
+  ];
+  /** drain(): starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
+  return { app, auth, feedCache, clusterCache, mediaSweep, voteRings, services, drain: () => draining.abort() };
+}
 
-  const users = new UserRepository(db);
-  const auth = new AuthService({
-    users,
-    tokens: new ApiTokenRepository(db),
+/** Logs a background task's failure as a warning: `what` failed (and when it is retried). */
+function warnOn(log: Logger, what: string): (err: unknown) => void {
+  return (err) => log.warn({ err }, what);
+}
+
+/** ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user. */
+async function promoteAdmins(config: Config, log: Logger, users: UserRepository): Promise<void> {
+  if (config.adminUsernames.size)
+    log.info(await promoteListedAdmins(users, config.adminUsernames), 'ADMIN_USERNAMES applied');
+}
+
+function authFor(config: Config, opts: ComposeOptions, { passwordHashes, stores }: Resources, clock: Clock) {
+  return new AuthService({
+    users: stores.users,
+    tokens: stores.tokens,
     jwt: createJwtIssuer({
       secret: config.jwtSecret,
       ttlSeconds: config.jwtTtlSeconds,
@@ -297,35 +392,32 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     kdf: passwordHashes,
     ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
   });
+}
 
-  const similarity = similarityIndexFor(db.dialect, config.nearDuplicateIndex);
-  const uploadsRepo = new UploadRepository(db, similarity);
-  const blocklistRepo = new BlocklistRepository(db);
-  // Recovery after a crash: staged files of committed uploads move in, abandoned ones and deleted files go.
-  // Stored files are removed only under their lock, and only while no row references them.
-  const release = (key: string) => uploadsRepo.releaseMedia(key, () => media.remove(key));
-  // Object storage: objects no row references are removed once older than MEDIA_SWEEP_GRACE (in flight before).
-  // The listing of the bucket is shared: at start-up every gateway lists it, but of the periodic sweeps of
-  // gateways sharing a Redis only the holder of the sweep lease does (it renews the lease at each of its sweeps;
-  // when it dies, the next gateway to sweep after the lease ran out takes over).
-  const sweepLease =
-    redis && media instanceof S3MediaStore
-      ? new RedisLease(redis, `${config.redisPrefix}media-sweep`, randomUUID(), SWEEP_LEASE_MS)
-      : null;
-  const sweep = async (opts: { periodic?: boolean } = {}) => {
-    // Redis down: every gateway lists, as without Redis (a repeated sweep is only wasted work).
-    const listStore = !opts.periodic || !sweepLease || (await sweepLease.tryAcquire().catch(() => true));
-    const staged =
-      media instanceof S3MediaStore
-        ? await media.sweep((keys) => uploadsRepo.referencedAmong(keys), release, config.mediaSweepGraceSeconds, {
-            listStore,
-          })
-        : await media.sweep((key) => uploadsRepo.isMediaReferenced(key), release);
-    const garbage = await uploadsRepo.pendingGarbage();
-    for (const key of garbage) await release(key);
-    if (staged.committed || staged.discarded || ('orphans' in staged && staged.orphans) || garbage.length)
-      log.info({ ...staged, removed: garbage.length }, 'media recovered');
+type Limiters = ReturnType<typeof limitersFor>;
+
+/** The rate limits: in Redis where there is one, else in this process (or shared by the cluster's primary). */
+function limitersFor(config: Config, opts: ComposeOptions, { redis, metrics }: Resources) {
+  const limiter = (name: string, rate: Config['rateLimits']['auth']) =>
+    createLimiter({
+      name,
+      rate,
+      redis,
+      cluster: !redis && opts.clusterWorker === true,
+      prefix: config.redisPrefix,
+      onReject: (limit) => metrics.rateLimited.inc({ limit }),
+    });
+  return {
+    auth: limiter('auth', config.rateLimits.auth),
+    general: limiter('general', config.rateLimits.general),
+    upload: limiter('upload', config.rateLimits.upload),
+    vote: limiter('vote', config.rateLimits.vote),
+    report: limiter('report', config.rateLimits.report),
   };
+}
+
+/** The feeds over their cache, and `changed`: what every write that changes a public page calls. */
+function feedsFor(config: Config, opts: ComposeOptions, { log, redis, stores }: Resources, auth: AuthService) {
   const feedCache = redis
     ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix))
     : null;
@@ -333,23 +425,19 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const clusterCache =
     !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
   const feeds = new FeedService({
-    store: new FeedRepository(db, uploadsRepo),
+    store: stores.feeds,
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
   });
   // Every write that changes what a public page shows makes every cached page stale.
-  const changed = () => feeds.invalidate().catch((err) => log.warn({ err }, 'feed cache invalidation failed'));
-  const votes = new VoteService({
-    votes: new VoteRepository(db),
-    clock,
-    onChanged: changed,
-    minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
-  });
-  const tags = new TagService({ tags: new TagRepository(db), clock, onChanged: changed });
+  const changed = () => feeds.invalidate().catch(warnOn(log, 'feed cache invalidation failed'));
+  return { feeds, feedCache, clusterCache, changed };
+}
 
-  const uploads = new UploadService({
-    uploads: uploadsRepo,
-    blocklist: blocklistRepo,
+function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: Clock, changed: () => Promise<void>) {
+  return new UploadService({
+    uploads: stores.uploads,
+    blocklist: stores.blocklist,
     media,
     processor: pool,
     fetcher: {
@@ -370,15 +458,48 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     },
     events: { onChanged: changed },
   });
+}
 
-  const moderationStore = new ModerationRepository(db, uploadsRepo, similarity);
-  let holdJob: RepeatingJob | null = null;
-  let jobRunner: RepeatingJob | null = null;
+/** Uploads accepted and refused, counted (blocked content also on its own). */
+function uploadOutcomesFor(metrics: Metrics): UploadOutcomes {
+  return {
+    accepted: (type) => metrics.uploadsAccepted.inc({ type }),
+    rejected: (reason) => {
+      metrics.uploadsRejected.inc({ reason });
+      if (reason === 'blocked_content') metrics.blockedUploads.inc();
+    },
+  };
+}
+
+/**
+ * Moderation and the vote-ring detector, with their background jobs: the blocklist holds and the durable moderation
+ * jobs (kicked at once when moderation queues work, and polled for work queued elsewhere), and the detector's runs.
+ */
+function moderationFor(
+  config: Config,
+  { log, redis, metrics, stores }: Resources,
+  clock: Clock,
+  changed: () => Promise<void>,
+  media: { release(key: string): Promise<unknown> },
+) {
+  // Blocklist entries queued before a restart (or by another process) hold their matches.
+  const holdJob = new RepeatingJob(
+    () => moderation.holdBlocklistMatches(),
+    warnOn(log, 'holding the uploads new blocklist entries match failed; retried'),
+    { everyMs: HOLD_POLL_MS, atStart: true },
+  );
+  // Durable moderation jobs (a ban's removal of uploads): any process runs them, a job killed mid-way resumes;
+  // at start the ones queued before a restart, by another process, or left by one that died (its lease expired).
+  const jobRunner = new RepeatingJob(
+    (signal) => moderation.runJobs(signal),
+    warnOn(log, 'a moderation job failed; retried'),
+    { everyMs: JOB_POLL_MS, atStart: true },
+  );
   const moderation = new ModerationService({
-    store: moderationStore,
-    blocklist: blocklistRepo,
-    jobs: new JobRepository(db, similarity),
-    uploads: uploadsRepo,
+    store: stores.moderation,
+    blocklist: stores.blocklist,
+    jobs: stores.jobs,
+    uploads: stores.uploads,
     clock,
     policy: {
       reportHoldThreshold: config.reportHoldThreshold,
@@ -387,26 +508,17 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       jobPauseMs: config.moderationJobPauseMs,
       blocklistDistance: config.blocklistDistance,
     },
-    releaseMedia: release,
+    releaseMedia: (key) => media.release(key),
     events: {
       onChanged: changed,
       reportReceived: () => metrics.reportsReceived.inc(),
       action: (kind, n = 1) => metrics.moderationActions.inc({ action: kind }, n),
-      blocklistGrew: () => holdJob?.kick(),
-      jobQueued: () => jobRunner?.kick(),
+      blocklistGrew: () => holdJob.kick(),
+      jobQueued: () => jobRunner.kick(),
     },
   });
-  holdJob = new RepeatingJob(
-    () => moderation.holdBlocklistMatches(),
-    (err) => log.warn({ err }, 'holding the uploads new blocklist entries match failed; retried'),
-  );
-  // Durable moderation jobs (a ban's removal of uploads): any process runs them, a job killed mid-way resumes.
-  jobRunner = new RepeatingJob(
-    (signal) => moderation.runJobs(signal),
-    (err) => log.warn({ err }, 'a moderation job failed; retried'),
-  );
   const voteRings = new VoteRingService({
-    store: new VoteRingRepository(db),
+    store: stores.voteRings,
     clock,
     config: {
       windowMs: config.voteRings.windowMs,
@@ -430,71 +542,56 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       },
     },
   });
-  // With a shared Redis one gateway at a time runs the detector (it renews the lease at each run; when it dies,
-  // another takes over once the lease ran out); without, every process does, and a group is still queued once.
+  // Vote rings: any process may run the detector, every VOTE_RING_INTERVAL (0: never on its own). With a shared
+  // Redis one gateway at a time does (it renews the lease at each run; when it dies, another takes over once the
+  // lease ran out); without, every process does, and a group is still queued once.
   const ringLease =
     redis && config.voteRings.intervalMs > 0
       ? new RedisLease(redis, `${config.redisPrefix}vote-rings`, randomUUID(), 2 * config.voteRings.intervalMs + 60_000)
       : null;
   const voteRingJob = new RepeatingJob(
     async () => {
-      // Redis down: run anyway (a duplicate run is only wasted work).
-      if (ringLease && !(await ringLease.tryAcquire().catch(() => true))) return;
+      if (ringLease && !(await ringLease.held())) return;
       await voteRings.detect();
     },
-    (err) => log.warn({ err }, 'vote-ring detection failed; retried at the next interval'),
+    warnOn(log, 'vote-ring detection failed; retried at the next interval'),
+    { everyMs: config.voteRings.intervalMs },
   );
-  metrics.moderationGauges = {
-    queueDepth: () => moderationStore.openQueueDepth(),
-    blocklistSize: () => blocklistRepo.size(),
-  };
+  return { moderation, voteRings, jobs: [holdJob, jobRunner, voteRingJob] };
+}
 
-  const idempotency = new IdempotencyService({ store: new IdempotencyRepository(db), clock });
-
-  let shuttingDown = false;
-  const uploadOutcomes: UploadOutcomes = {
-    accepted: (type) => metrics.uploadsAccepted.inc({ type }),
-    rejected: (reason) => {
-      metrics.uploadsRejected.inc({ reason });
-      if (reason === 'blocked_content') metrics.blockedUploads.inc();
-    },
-  };
-  const createUpload = new CreateUpload({
-    uploads,
-    idempotency,
-    isShuttingDown: () => shuttingDown,
-    outcomes: uploadOutcomes,
-  });
-  const readiness: ReadinessCheck[] = [
-    { name: 'database', check: async () => db.ping().then(() => ({ dialect: db.dialect.name })) },
-    { name: 'workers', check: async () => pool.ping() },
-    // Uploads are staged, then moved into the media directory (or written to the object store): both must
-    // be there and writable (the bucket must answer).
-    {
-      name: 'media',
-      check: async () => {
-        const usable = (dir: string) => access(dir, fsConstants.R_OK | fsConstants.W_OK);
-        if (media instanceof S3MediaStore) {
-          await usable(media.local.stagingRoot);
-          return { store: 's3', ...(await media.check()) };
-        }
-        await Promise.all([usable(media.root), usable(media.stagingRoot)]);
-      },
-    },
+/**
+ * /readyz: what the service cannot serve without (the database, the media workers, the media store), and Redis:
+ * without it the limits and the feed cache fall back to in-process ones, `degraded`, still serving.
+ */
+function readinessChecks({ db, pool, media, redis }: Resources): ReadinessCheck[] {
+  return [
+    { name: 'database', check: () => db.check() },
+    { name: 'workers', check: () => pool.ping() },
+    { name: 'media', check: () => media.check() },
+    ...(redis ? [{ name: 'redis', critical: false, check: () => redisCheck(redis) }] : []),
   ];
-  // Without Redis the limits and the feed cache fall back to in-process ones: `degraded`, still serving.
-  if (redis) readiness.push({ name: 'redis', critical: false, check: async () => void (await redis.ping()) });
+}
 
-  const app = createApp({
-    log,
-    trustProxy: config.trustProxy,
-    auth,
-    limiters,
-    readiness,
-    isShuttingDown: () => shuttingDown,
-    classifyError: (err) =>
-      isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null,
-    metrics,
+/** The routers the app mounts: hot reads (answered before the general middleware), then the rest in this order. */
+function routes(
+  config: Config,
+  opts: ComposeOptions,
+  { media, metrics, mediaOrigin }: Resources,
+  s: {
+    limiters: Limiters;
+    feeds: FeedService;
+    createUpload: CreateUpload;
+    uploads: UploadService;
+    uploadOutcomes: UploadOutcomes;
+    votes: VoteService;
+    tags: TagService;
+    moderation: ModerationService;
+    voteRings: VoteRingService;
+  },
+) {
+  const { limiters, feeds, createUpload, uploads, uploadOutcomes, votes, tags, moderation, voteRings } = s;
+  return {
     hotReads: [feedRoutes({ feeds })],
     routers: [
       uploadRoutes({
@@ -517,50 +614,6 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       docsRoutes(),
       webRoutes({ feeds, mediaOrigin }),
     ],
-  });
-
-  return {
-    app,
-    auth,
-    users,
-    feedCache,
-    clusterCache,
-    idempotency,
-    sweep,
-    holdJob,
-    jobRunner,
-    voteRings,
-    voteRingJob,
-    /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
-    drain: () => void (shuttingDown = true),
-  };
-}
-
-/** What runs on its own once wired: ADMIN_USERNAMES, the recovery sweep, housekeeping. Returns its stop. */
-async function start(
-  config: Config,
-  resources: Resources,
-  wired: ReturnType<typeof wire>,
-): Promise<() => Promise<void>> {
-  const { log } = resources;
-  // ADMIN_USERNAMES promotes accounts that exist now; registering a listed name later gives a plain user.
-  if (config.adminUsernames.size)
-    log.info(await promoteListedAdmins(wired.users, config.adminUsernames), 'ADMIN_USERNAMES applied');
-  await wired.sweep();
-  // Blocklist entries queued before a restart (or by another process) hold their matches.
-  wired.holdJob.every(30_000).kick();
-  // Moderation jobs queued before a restart, by another process, or left by one that died (its lease expired).
-  wired.jobRunner.every(JOB_POLL_MS).kick();
-  // Vote rings: any process may run the detector (one at a time with Redis; a group is queued once either way).
-  if (config.voteRings.intervalMs > 0) wired.voteRingJob.every(config.voteRings.intervalMs);
-  // Housekeeping: expired idempotency keys, and staged or temp files abandoned by dead processes.
-  const housekeeping = setInterval(() => {
-    void wired.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
-    void wired.sweep({ periodic: true }).catch((err) => log.warn({ err }, 'media sweep failed'));
-  }, SWEEP_INTERVAL_MS).unref();
-  return async () => {
-    clearInterval(housekeeping);
-    await Promise.all([wired.holdJob.stop(), wired.jobRunner.stop(), wired.voteRingJob.stop()]);
   };
 }
 

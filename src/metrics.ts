@@ -27,8 +27,6 @@ export interface Metrics {
   voteRingsQueued: Counter;
   voteRingActions: Counter<'action'>;
   voteRingVotesVoided: Counter;
-  /** Where the moderation gauges read from (the database), set once it is open. */
-  moderationGauges: ModerationGauges | null;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
   recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
@@ -50,11 +48,12 @@ export interface ModerationGauges {
   blocklistSize(): Promise<number>;
 }
 
-export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
+/** Where the gauges read from at scrape time: the media pool, the moderation figures (the database). */
+export function createMetrics(opts: { pool?: () => PoolGauges; moderation?: ModerationGauges } = {}): Metrics {
   const registry = new Registry();
   // Process CPU/memory, GC, and event-loop lag (nodejs_eventloop_lag_*), sampled every 10 ms.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
-  const pool = opts.pool;
+  const { pool, moderation } = opts;
   // Per (method, route, status): the request count kept as a plain number and read at scrape time, and the
   // histogram's label set bound once. prom-client re-validates and re-hashes labels on every inc()/observe(),
   // which on every request cost more than the rest of the bookkeeping together.
@@ -192,7 +191,6 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
       help: 'Votes deleted by voiding vote rings',
       registers: [registry],
     }),
-    moderationGauges: null,
     recordRequest(method, route, status, seconds) {
       const key = `${method} ${route} ${status}`;
       let s = series.get(key);
@@ -210,7 +208,7 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      if (m.moderationGauges) this.set(await m.moderationGauges.queueDepth());
+      if (moderation) this.set(await moderation.queueDepth());
     },
   });
   new Gauge({
@@ -219,7 +217,7 @@ export function createMetrics(opts: { pool?: () => PoolGauges } = {}): Metrics {
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      if (m.moderationGauges) this.set(await m.moderationGauges.blocklistSize());
+      if (moderation) this.set(await moderation.blocklistSize());
     },
   });
   return m;

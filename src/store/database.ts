@@ -34,6 +34,8 @@ export interface Database {
   /** Runs `fn` in one transaction; retried on serialization failures/deadlocks on PostgreSQL. */
   transaction<T>(fn: (em: SqlEntityManager, db: Kysely<DB>) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
+  /** /readyz: the database answers (its dialect said). */
+  check(): Promise<{ dialect: string }>;
   close(): Promise<void>;
 }
 
@@ -104,6 +106,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         .getKysely()
         .selectNoFrom((eb) => eb.val(1).as('ok'))
         .execute();
+    },
+    async check() {
+      await database.ping();
+      return { dialect: dialect.name };
     },
     async close() {
       await orm.close(true);

@@ -11,7 +11,8 @@
  * rest — so every row has its files and every file has its row.
  */
 import { hostname } from 'node:os';
-import { mkdir, open, readdir, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, open, readdir, rename, rm, stat, utimes, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ByteRange, MediaFiles, MediaStore, VariantRead } from '../domain/uploads/ports.ts';
 import { VARIANT_MAX_SIDE, type VariantName } from '../domain/uploads/processed-image.ts';
@@ -23,7 +24,40 @@ const HEARTBEAT_MS = 10_000;
 const DEAD_AFTER_MS = 60_000;
 const ALIVE = '.alive';
 
-export class FileMediaStore implements MediaStore, MediaFiles {
+/** What a sweep asks of the rows: the upload repository's answers, and the removal of files under their lock. */
+export interface MediaReferences {
+  isReferenced(key: string): Promise<boolean>;
+  /** The keys among these that a row references. */
+  referencedAmong(keys: string[]): Promise<Set<string>>;
+  /** Removes a key's stored files unless a row references it (under the files' lock); true when it removed them. */
+  release(key: string): Promise<unknown>;
+}
+
+/** What a sweep did: staged media moved in, staged or temp work of dead processes removed, orphans released. */
+export interface SweepCounts {
+  committed: number;
+  discarded: number;
+  /** Object storage only: stored objects no row referenced, released. */
+  orphans?: number;
+}
+
+/**
+ * Where the media are kept — local disk (FileMediaStore) or object storage (S3MediaStore) — as the composition root
+ * opens, checks, sweeps and closes it.
+ */
+export interface StoredMedia extends MediaStore, MediaFiles {
+  init(): Promise<void>;
+  close(): Promise<void>;
+  /** /readyz: resolves (with details) while the store is usable, rejects when it is not. */
+  check(): Promise<Record<string, unknown> | void>;
+  /** Recovery after crashes, at start-up and `periodic`ally (housekeeping); see each store. */
+  sweep(refs: MediaReferences, opts?: { periodic?: boolean }): Promise<SweepCounts>;
+}
+
+/** Rejects unless the directory is there, readable and writable. */
+export const usable = (dir: string): Promise<void> => access(dir, constants.R_OK | constants.W_OK);
+
+export class FileMediaStore implements StoredMedia {
   readonly root: string;
   readonly stagingRoot: string;
   readonly tmpRoot: string;
@@ -48,6 +82,13 @@ export class FileMediaStore implements MediaStore, MediaFiles {
       for (const root of [this.stagingRoot, this.tmpRoot])
         void utimes(join(root, this.instance, ALIVE), now, now).catch(() => {});
     }, HEARTBEAT_MS).unref();
+  }
+
+  /**
+   * Uploads are staged, then moved into the media directory: both must be there and writable.
+   */
+  async check(): Promise<void> {
+    await Promise.all([usable(this.root), usable(this.stagingRoot)]);
   }
 
   /**
@@ -134,12 +175,15 @@ export class FileMediaStore implements MediaStore, MediaFiles {
    *
    * `release` removes stored files unless a row references them (under the files' lock): files moved in for
    * a row that was deleted meanwhile (its delete found nothing to remove yet) go through it, so none is left
-   * without a row.
+   * without a row (without `release`: removed unless referenced, without the lock). Every sweep of the disk store is
+   * the same: at start-up or `periodic`.
    */
   async sweep(
-    isReferenced: (key: string) => Promise<boolean>,
-    release: (key: string) => Promise<unknown> = async (key) => (await isReferenced(key)) || this.remove(key),
+    refs: Pick<MediaReferences, 'isReferenced'> & Partial<Pick<MediaReferences, 'release'>>,
   ): Promise<{ committed: number; discarded: number }> {
+    const isReferenced = (key: string) => refs.isReferenced(key);
+    const release = async (key: string) =>
+      refs.release ? refs.release(key) : (await isReferenced(key)) || this.remove(key);
     let committed = 0;
     let discarded = 0;
     for (const instance of await readdir(this.stagingRoot).catch(() => [] as string[])) {

@@ -5,6 +5,7 @@
  * job that would otherwise be repeated by each (the object store's sweep lists the whole bucket).
  */
 import type { Redis } from 'ioredis';
+import type { Lease } from '../domain/service.ts';
 
 /** Renew when held by ARGV[1], else take it when free: 1 when the caller holds it afterwards. */
 const ACQUIRE = `
@@ -15,7 +16,7 @@ end
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0`;
 
-export class RedisLease {
+export class RedisLease implements Lease {
   readonly #redis: Redis;
   readonly key: string;
   readonly holder: string;
@@ -31,5 +32,10 @@ export class RedisLease {
   /** Whether this holder has the lease now (taken or renewed for another `ttlMs`). */
   async tryAcquire(): Promise<boolean> {
     return (await this.#redis.eval(ACQUIRE, 1, this.key, this.holder, String(this.ttlMs))) === 1;
+  }
+
+  /** Whether to run the job now: the lease is held, or Redis is down (every process runs it, as without Redis). */
+  async held(): Promise<boolean> {
+    return this.tryAcquire().catch(() => true);
   }
 }

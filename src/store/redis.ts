@@ -28,6 +28,11 @@ export function connectRedis(url: string, log: Logger): Redis {
   return redis;
 }
 
+/** /readyz: Redis answers (without it the limits and the feed cache fall back to in-process ones). */
+export async function redisCheck(redis: Redis): Promise<void> {
+  await redis.ping();
+}
+
 /** Waits for the first connection (start-up), without failing start-up if Redis is down. */
 export async function redisReady(redis: Redis, timeoutMs = 2000): Promise<boolean> {
   if (redis.status === 'ready') return true;

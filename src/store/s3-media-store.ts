@@ -33,9 +33,10 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { S3Settings } from '../config.ts';
 import { errors } from '../domain/errors.ts';
-import type { ByteRange, MediaFiles, MediaStore, VariantRead } from '../domain/uploads/ports.ts';
+import type { Lease } from '../domain/service.ts';
+import type { ByteRange, VariantRead } from '../domain/uploads/ports.ts';
 import type { VariantName } from '../domain/uploads/processed-image.ts';
-import { FileMediaStore, VARIANTS } from './media-store.ts';
+import { FileMediaStore, usable, VARIANTS, type MediaReferences, type StoredMedia } from './media-store.ts';
 
 /** Objects up to this size go in one PUT; larger ones (never a variant today: migrations of big files) multipart. */
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
@@ -47,6 +48,18 @@ export interface S3Options {
   /** Milliseconds to connect, and of silence on a request, before it counts as failed (the store is slow). */
   connectTimeoutMs?: number;
   requestTimeoutMs?: number;
+}
+
+/** The store's own options beyond the client's: its sweep's. */
+export interface S3StoreOptions extends S3Options {
+  /** MEDIA_SWEEP_GRACE: unreferenced objects are released once this old (0: all of them). Default 1 h. */
+  sweepGraceSeconds?: number;
+  /**
+   * Held by one of the gateways sharing it: of their periodic sweeps only its holder's lists the bucket (the lease
+   * is renewed at each of its sweeps; when it dies, the next gateway to sweep after it ran out takes over). None:
+   * every periodic sweep lists it.
+   */
+  listingLease?: Lease | null;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -85,7 +98,7 @@ export function isMissing(e: unknown): boolean {
 /** The store answered 416: the range lies outside the object. */
 const isBadRange = (e: unknown) => (e as Error | null)?.name === 'InvalidRange' || statusOf(e) === 416;
 
-export class S3MediaStore implements MediaStore, MediaFiles {
+export class S3MediaStore implements StoredMedia {
   readonly client: S3Client;
   readonly bucket: string;
   readonly prefix: string;
@@ -98,10 +111,14 @@ export class S3MediaStore implements MediaStore, MediaFiles {
    * MEDIA_STORE_TIMEOUT, not after one per attempt (the client's second attempt doubled it).
    */
   readonly #readDeadlineMs: number;
+  readonly #sweepGraceSeconds: number;
+  readonly #listingLease: Lease | null;
 
-  constructor(dataDir: string, location: S3Settings, opts: S3Options = {}) {
+  constructor(dataDir: string, location: S3Settings, opts: S3StoreOptions = {}) {
     this.client = s3Client(location, opts);
     this.#readDeadlineMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#sweepGraceSeconds = opts.sweepGraceSeconds ?? 3600;
+    this.#listingLease = opts.listingLease ?? null;
     this.endpoint = location.endpoint;
     this.bucket = location.bucket;
     this.prefix = location.prefix;
@@ -122,8 +139,18 @@ export class S3MediaStore implements MediaStore, MediaFiles {
     await this.local.init();
   }
 
-  /** HeadBucket: what /readyz asks, and the start-up check. */
-  async check(when: 'start' | 'ready' = 'ready'): Promise<{ bucket: string }> {
+  /**
+   * /readyz (`ready`): uploads are staged locally, then written to the bucket: the staging directory must be there
+   * and writable, and the bucket must answer (HeadBucket). At start (`start`): the bucket only, its failure said
+   * with the endpoint.
+   */
+  async check(when: 'start' | 'ready' = 'ready'): Promise<{ store?: 's3'; bucket: string }> {
+    if (when === 'start') return this.#headBucket(when);
+    await usable(this.local.stagingRoot);
+    return { store: 's3', ...(await this.#headBucket(when)) };
+  }
+
+  async #headBucket(when: 'start' | 'ready'): Promise<{ bucket: string }> {
     try {
       await this.#withinDeadline((abortSignal) =>
         this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }),
@@ -284,26 +311,25 @@ export class S3MediaStore implements MediaStore, MediaFiles {
 
   /**
    * Recovery. Local: staging and temp directories of dead processes go (their uploads' objects, if any, were
-   * written before their rows: nothing there is needed). Store (unless `listStore` is false): the media keys of
-   * objects older than `graceSeconds` that no row references are released (`release` rechecks under the files'
-   * lock).
+   * written before their rows: nothing there is needed). Store: the media keys of objects older than the sweep
+   * grace that no row references are released (`release` rechecks under the files' lock). The listing is shared:
+   * at start-up every gateway lists the bucket, but of `periodic` sweeps only the listing lease's holder does.
    */
   async sweep(
-    referencedAmong: (keys: string[]) => Promise<Set<string>>,
-    release: (key: string) => Promise<unknown>,
-    graceSeconds: number,
-    opts: { /** false: the local part only (another process lists the bucket this time). */ listStore?: boolean } = {},
+    refs: MediaReferences,
+    opts: { periodic?: boolean } = {},
   ): Promise<{ committed: number; discarded: number; orphans: number }> {
-    const { discarded } = await this.local.sweep(async () => false);
+    const listStore = !opts.periodic || !this.#listingLease || (await this.#listingLease.held());
+    const { discarded } = await this.local.sweep({ isReferenced: async () => false });
     let orphans = 0;
-    if (opts.listStore === false) return { committed: 0, discarded, orphans };
+    if (!listStore) return { committed: 0, discarded, orphans };
     // No grace: every unreferenced object (stores round LastModified, some of them up to the next second).
-    const cutoff = graceSeconds > 0 ? Date.now() - graceSeconds * 1000 : Infinity;
+    const cutoff = this.#sweepGraceSeconds > 0 ? Date.now() - this.#sweepGraceSeconds * 1000 : Infinity;
     for await (const keys of this.#oldKeys(cutoff)) {
-      const referenced = await referencedAmong(keys);
+      const referenced = await refs.referencedAmong(keys);
       for (const key of keys) {
         if (referenced.has(key)) continue;
-        if (await release(key)) orphans++;
+        if (await refs.release(key)) orphans++;
       }
     }
     return { committed: 0, discarded, orphans };

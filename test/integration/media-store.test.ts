@@ -48,7 +48,7 @@ test(
       await writeFile(join(store.tmpRoot, deadHere, 'req', 'upload'), 'x');
 
       const committed = new Set([keys.committedDead, keys.committedLive]);
-      const r = await store.sweep(async (k) => committed.has(k));
+      const r = await store.sweep({ isReferenced: async (k) => committed.has(k) });
       assert.deepEqual(r, { committed: 2, discarded: 2 });
       for (const k of committed)
         for (const v of VARIANTS) assert.ok(await exists(store.variantPath(k, v)), `${k} ${v} moved in`);
@@ -83,7 +83,7 @@ test(
         const d = await store.stage(k);
         for (const v of VARIANTS) await writeFile(join(d, `${k}.${v}.webp`), 'z');
       }
-      assert.deepEqual(await store.sweep(async (k) => k === own), { committed: 1, discarded: 0 });
+      assert.deepEqual(await store.sweep({ isReferenced: async (k) => k === own }), { committed: 1, discarded: 0 });
       for (const v of VARIANTS) assert.ok(await exists(store.variantPath(own, v)));
       assert.ok(await exists(store.stagingDir(inProgress)));
 
@@ -93,7 +93,10 @@ test(
       const next = new FileMediaStore(dataDir);
       await next.init();
       // (The closed instance is this very process: its pid is alive, so only a committed row would move it.)
-      assert.deepEqual(await next.sweep(async (k) => k === inProgress), { committed: 1, discarded: 0 });
+      assert.deepEqual(await next.sweep({ isReferenced: async (k) => k === inProgress }), {
+        committed: 1,
+        discarded: 0,
+      });
       await next.close();
       assert.deepEqual(
         (await readdir(store.stagingRoot)).filter((d) => d === next.instance),

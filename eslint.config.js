@@ -1,4 +1,4 @@
-// ESLint flat config: typescript-eslint's type-checked rules on every TypeScript file (src, test, bench,
+// ESLint flat config: typescript-eslint's type-checked rules on every TypeScript file (src, test, bench, research,
 // scripts), run with --max-warnings 0 by `npm run lint` (and so by `npm test`). Formatting is Prettier's job.
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
@@ -6,7 +6,18 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig(
-  { ignores: ['node_modules/', 'data/', 'dist/', 'models/', 'coverage/', 'scratch/', 'bench/results/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'data/',
+      'dist/',
+      'models/',
+      'coverage/',
+      'scratch/',
+      'bench/results/',
+      'research/results/',
+    ],
+  },
   js.configs.recommended,
   {
     files: ['**/*.js', '**/*.mjs'],
@@ -68,7 +79,7 @@ export default defineConfig(
   {
     // The CLI, tests and benchmarks read JSON bodies as `any` (tests check them with assertions): the no-unsafe-*
     // family would flag every field. (The store is not exempt: its queries are typed by `Kysely<DB>`.)
-    files: ['src/cli/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: ['src/cli/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'research/**/*.ts'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unsafe-argument': 'off',

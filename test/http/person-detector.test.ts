@@ -8,7 +8,7 @@ import { getLabelledPhotos, personGif } from '../support/photos.ts';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
 
 // The default detector (HUMAN_SECOND_LOOK=boxes on onnxruntime-node), end to end: held-out photos of the evaluation
-// set (bench/detector-eval.md) that the 320 px first look alone gets wrong, one each way. The first look alone runs
+// set (research/detector-eval.md) that the 320 px first look alone gets wrong, one each way. The first look alone runs
 // on TF.js (HUMAN_RUNTIME=tfjs), so the fallback runtime is exercised end to end too.
 const SMALL_PERSON = 'small-in-flowers'; // first look ≈ 0.07: passes without the closer look
 const ANIMAL = 'sheep-detail'; // first look ≈ 0.35: refused without it

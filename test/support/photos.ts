@@ -343,7 +343,7 @@ const SPECS: readonly PhotoSpec[] = [
 const HUMAN_ASSET = { from: 'human', file: 'package/assets/' } as const;
 
 /**
- * Extra photos for the detector evaluation set only (bench/detector-eval.ts): harder people (turned away,
+ * Extra photos for the detector evaluation set only (research/detector-eval.ts): harder people (turned away,
  * partly hidden) cut from the same sources, and screenshots. Not in getPhotos(): the unit tests' fixed
  * expectations and the pHash test (which wants pictures that differ) keep to the original set.
  */

@@ -1,10 +1,19 @@
 import assert from 'node:assert/strict';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import type { io, Tensor3D, Tensor4D } from '@tensorflow/tfjs-core';
-import { loadCenterNet, type CenterNet, type ModelBatch } from '../../src/workers/detector/centernet.model.ts';
-import { tfGraphToOnnx } from '../../src/workers/detector/centernet.onnx.ts';
-import { ensureModels } from '../../src/workers/detector/model-files.fetch.ts';
+import {
+  loadCenterNet,
+  onnxCenterNet,
+  type CenterNet,
+  type ModelBatch,
+} from '../../src/workers/detector/centernet.model.ts';
+import { convertCenterNet, tfGraphToOnnx } from '../../src/workers/detector/centernet.onnx.ts';
+import { sha256Hex } from '../../src/workers/detector/file-integrity.ts';
+import { ensureModels, readManifest } from '../../src/workers/detector/model-files.fetch.ts';
 import { writeOnnxModel } from '../../src/workers/detector/onnx-proto.write.ts';
 import { loadOnnxRuntime, type OnnxRuntime } from '../../src/workers/detector/onnx-runtime.loader.ts';
 import { loadTfRuntime, type Tf } from '../../src/workers/detector/tfjs-backend.loader.ts';
@@ -65,6 +74,53 @@ describe('ONNX protobuf writer', () => {
   });
 });
 
+describe('CenterNet converted to ONNX once, beside the weights', () => {
+  let dir: string;
+  let scratch: string;
+  before(async () => {
+    ({ dir } = await ensureModels());
+    scratch = await mkdtemp(path.join(tmpdir(), 'pixvote-models-'));
+  });
+  after(() => rm(scratch, { recursive: true, force: true }));
+
+  test('the conversion gives the same bytes every time: those the manifest pins and ensureModels wrote', async () => {
+    const { converted } = (await readManifest()).models['centernet']!;
+    const [first, second] = [await convertCenterNet(dir), await convertCenterNet(dir)];
+    assert.ok(Buffer.from(first).equals(second), 'two conversions differ');
+    assert.deepEqual([sha256Hex(first), first.length], [converted.sha256, converted.bytes]);
+    assert.ok((await readFile(path.join(dir, converted.path))).equals(first));
+  });
+
+  test('ensureModels converts where the ONNX file is missing or differs, and only there; fetches nothing', async () => {
+    const { files, converted } = (await readManifest()).models['centernet']!;
+    const modelDir = path.join(scratch, 'centernet');
+    await mkdir(modelDir, { recursive: true });
+    for (const file of files) await copyFile(path.join(dir, file.path), path.join(modelDir, file.path));
+    const logged: string[] = [];
+    const ensure = () => ensureModels(scratch, { log: (m) => logged.push(m) });
+    assert.deepEqual(await ensure(), {
+      dir: modelDir,
+      modelPath: path.join(modelDir, 'centernet.json'),
+      model: 'centernet',
+      fetched: false,
+      converted: true,
+    });
+    assert.match(logged.join('\n'), /converting centernet\.json to centernet\.onnx/);
+    assert.equal((await ensure()).converted, false);
+    await writeFile(path.join(modelDir, converted.path), 'not a model');
+    assert.equal((await ensure()).converted, true);
+    assert.equal(sha256Hex(await readFile(path.join(modelDir, converted.path))), converted.sha256);
+  });
+
+  test('the workers load the converted file, never convert: without it the ONNX runtime does not load', async () => {
+    const ort = await loadOnnxRuntime();
+    const weightsOnly = path.join(scratch, 'weights-only');
+    await mkdir(weightsOnly, { recursive: true });
+    await copyFile(path.join(dir, 'centernet.json'), path.join(weightsOnly, 'centernet.json'));
+    await assert.rejects(loadCenterNet({ runtime: 'onnx', ort }, weightsOnly), /no centernet\.onnx in .*fetch-models/);
+  });
+});
+
 describe('CenterNet converted to ONNX', () => {
   let tf: Tf;
   let ort: OnnxRuntime;
@@ -122,7 +178,7 @@ describe('CenterNet converted to ONNX', () => {
   });
 
   test('the full 80-class head converts too, its person channel the cut head’s', async () => {
-    const full = await loadCenterNet({ runtime: 'onnx', ort }, dir, { allClasses: true });
+    const full = await onnxCenterNet(ort, await convertCenterNet(dir, { allClasses: true }));
     const input = await batchOf(['small-trio'], 224, 320);
     try {
       const [cut, all] = [(await onOnnx.run(input))[0]!, (await full.run(input))[0]!];

@@ -1,7 +1,7 @@
 /**
  * Every command that reads flags answers `--help` (usage on stdout, exit 0) and refuses an unknown flag with
- * one line on stderr and exit 2: the `pixvote` subcommands, and the npm-script commands under bench/ and
- * scripts/ (`npm run tune-workers -- --help` used to end in parseArgs' stack trace).
+ * one line on stderr and exit 2: the `pixvote` subcommands, and the npm-script commands under bench/,
+ * research/ and scripts/ (`npm run tune-workers -- --help` used to end in parseArgs' stack trace).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -84,7 +84,7 @@ const scripts = [
   'bench/login-burst.bench.ts',
   'bench/probes.bench.ts',
   'bench/load.bench.ts',
-  'bench/calibrate-detector.ts',
+  'research/calibrate-detector.ts',
   'bench/to-markdown.ts',
   'scripts/fetch-models.ts',
 ];

@@ -16,14 +16,10 @@ import {
   closeUpRegion,
   createPersonDetector,
   DEFAULT_INPUT_SIZE,
-  TILED_LOOK,
   detectStage,
   fitFrame,
   MAX_BATCH,
-  needsTiledLook,
   ONNX_MAX_BATCH,
-  tileFrame,
-  tileGrid,
 } from '../../src/workers/pipeline/detect.stage.ts';
 import { decode, type DecodedImage } from '../../src/workers/pipeline/decode.stage.ts';
 import {
@@ -98,7 +94,7 @@ describe('person box decoding', () => {
   });
 });
 
-describe('first look, second look and tiles', () => {
+describe('first look', () => {
   test('the first look keeps the aspect ratio and pads only up to multiples of 32', () => {
     const f = fitFrame({ width: 1920, height: 1280 }, 256);
     assert.deepEqual([f.scaledWidth, f.scaledHeight, f.inputWidth, f.inputHeight], [256, 171, 256, 192]);
@@ -106,39 +102,6 @@ describe('first look, second look and tiles', () => {
     // A 1-px strip still makes a model-sized input.
     const strip = fitFrame({ width: 1, height: 1000 }, 256);
     assert.deepEqual([strip.inputWidth, strip.inputHeight], [64, 256]);
-  });
-
-  test('a second look runs for first-look scores in [from, to) only', () => {
-    const look = { from: 0.1, to: 0.45, size: 640, tile: 384 };
-    assert.deepEqual(
-      [0, 0.09, 0.1, 0.3, 0.449, 0.45, 0.9].map((s) => needsTiledLook(s, look)),
-      [false, false, true, true, true, false, false],
-    );
-    assert.equal(needsTiledLook(0.3, null), false);
-  });
-
-  test('tiles cover the image, all of one size, overlapping by at least the asked share', () => {
-    const tiles = tileGrid(640, 427, 384, 0.2);
-    assert.deepEqual(tiles, [
-      { left: 0, top: 0, width: 384, height: 384 },
-      { left: 256, top: 0, width: 384, height: 384 },
-      { left: 0, top: 43, width: 384, height: 384 },
-      { left: 256, top: 43, width: 384, height: 384 },
-    ]);
-    for (const w of [385, 500, 700, 1000]) {
-      const xs = tileGrid(w, 100, 384, 0.2).map((t) => t.left);
-      assert.equal(xs[0], 0);
-      assert.equal(xs.at(-1)! + 384, w, `${w}: the last tile ends at the edge`);
-      for (let i = 1; i < xs.length; i++) assert.ok(xs[i - 1]! + 384 - xs[i]! >= 0.2 * 384, `${w}: overlap`);
-    }
-    assert.deepEqual(tileGrid(300, 200, 384, 0.2), [{ left: 0, top: 0, width: 300, height: 200 }]);
-  });
-
-  test('a box found in a tile maps back to the image', () => {
-    // A 1280×854 image seen at 640 px (scale 0.5); the tile at (256, 43) of the scaled image.
-    const frame = tileFrame({ width: 1280, height: 854 }, 0.5, { left: 256, top: 43, width: 384, height: 384 });
-    assert.deepEqual([frame.inputWidth, frame.inputHeight], [384, 384]);
-    assert.deepEqual(toImageBox(box(10, 20, 110, 220, 0.7), frame), box(532, 126, 732, 526, 0.7));
   });
 });
 
@@ -306,7 +269,7 @@ describe('person detector on real photos', () => {
   let photos: Photo[];
   const scores = new Map<string, number>();
 
-  // Documented in bench/detector-eval.md: a ~20 px figure in an 1870s landscape, and photos whose shapes
+  // Documented in research/detector-eval.md: a ~20 px figure in an 1870s landscape, and photos whose shapes
   // fool the model (a flock, an aircraft from above, framed prints on a grey wall). They stay in the set and
   // count in the aggregate test below.
   const knownMisses = new Set(['canyon-boatman']);
@@ -411,28 +374,6 @@ describe('person detector on real photos', () => {
     const { data, info } = await sharp(photo.path).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     const { score } = await detector.detect({ data, width: info.width, height: info.height, channels: 3 });
     assert.ok(Math.abs(score - reference) < 0.15, `full size: ${score} vs ${reference}`);
-  });
-
-  test('a second look in tiles finds the small boatman the first look misses, boxes inside the image', async () => {
-    const photo = photos.find((p) => p.name === 'canyon-boatman')!;
-    const tiled = await createPersonDetector({ tiledLook: { ...TILED_LOOK, from: 0, to: 1 } });
-    try {
-      const size = tiled.inputSpec.size;
-      assert.equal(size, TILED_LOOK.size);
-      const { data, info } = await sharp(photo.path)
-        .resize(size, size, { fit: 'inside' })
-        .removeAlpha()
-        .raw()
-        .toBuffer({ resolveWithObject: true });
-      const found = await tiled.detect({ data, width: info.width, height: info.height, channels: 3 });
-      const first = scores.get(photo.name)!;
-      assert.ok(found.score > first, `two looks ${found.score} vs first look ${first}`);
-      for (const b of found.boxes) {
-        assert.ok(b.x >= 0 && b.y >= 0 && b.x + b.width <= info.width && b.y + b.height <= info.height);
-      }
-    } finally {
-      tiled.dispose();
-    }
   });
 
   test('pixels that do not match the stated size are refused', async () => {

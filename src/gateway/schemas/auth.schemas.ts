@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { Success } from './common.schemas.ts';
 
 export const USERNAME_RE = /^[A-Za-z0-9_]{3,32}$/;
+export const MIN_PASSWORD = 8;
+export const MAX_TOKEN_NAME = 100;
 
 const email = z
   .string({ error: 'email must be a string' })
@@ -14,7 +16,7 @@ const username = z
   .regex(USERNAME_RE, { error: 'username must be 3 to 32 letters, digits or underscores' });
 const password = z
   .string({ error: 'password must be a string' })
-  .min(8, { error: 'password must be at least 8 characters' })
+  .min(MIN_PASSWORD, { error: `password must be at least ${MIN_PASSWORD} characters` })
   .max(256, { error: 'password must be at most 256 characters' });
 
 export const RegisterBody = z
@@ -26,7 +28,7 @@ export const RegisterBody = z
     username: username
       .describe('3 to 32 letters, digits or underscores; unique, case-insensitive.')
       .meta({ examples: ['ada_lovelace'] }),
-    password: password.describe('8 to 256 characters.').meta({ examples: ['correct-horse-battery'] }),
+    password: password.describe(`${MIN_PASSWORD} to 256 characters.`).meta({ examples: ['correct-horse-battery'] }),
   })
   .meta({
     examples: [
@@ -109,7 +111,7 @@ export const TokenCreateBody = z
       .string({ error: 'name must be a string' })
       .trim()
       .min(1, { error: 'name must not be empty' })
-      .max(100, { error: 'name must be at most 100 characters' })
+      .max(MAX_TOKEN_NAME, { error: `name must be at most ${MAX_TOKEN_NAME} characters` })
       .meta({ examples: ['ci uploader'] }),
   })
   .meta({ examples: [{ name: 'ci uploader' }] });

@@ -11,6 +11,9 @@ const EXAMPLE_USER = '8c1d2e3f-4a5b-4c6d-8e7f-901234567890';
 const SHA = /^[0-9a-f]{64}$/;
 const PHASH = /^[0-9a-f]{16}$/;
 
+/** The longest note a report may carry (the upload page counts against it too). */
+export const MAX_REPORT_NOTE = 500;
+
 const reason = (max: number, what: string) =>
   z
     .string({ error: `${what} must be a string` })
@@ -24,10 +27,12 @@ export const ReportBody = z
       .meta({ examples: ['spam'] }),
     note: z
       .string({ error: 'note must be a string' })
-      .max(500, { error: 'note is longer than 500 characters (the limit is 500)' })
+      .max(MAX_REPORT_NOTE, {
+        error: `note is longer than ${MAX_REPORT_NOTE} characters (the limit is ${MAX_REPORT_NOTE})`,
+      })
       .nullable()
       .optional()
-      .describe('Optional, at most 500 characters.')
+      .describe(`Optional, at most ${MAX_REPORT_NOTE} characters.`)
       .meta({ examples: ['the same advert posted every hour'] }),
   })
   .meta({ examples: [{ reason: 'spam', note: 'the same advert posted every hour' }] });

@@ -24,7 +24,7 @@ import { figure, type Recorder } from './support/report.ts';
 import { TARGETS } from './support/targets.ts';
 import { rng, seedUploads, seedUsers, type SeededUser } from './support/seed.ts';
 import { analyze, withIndexesDeferred } from './support/bulk-insert.ts';
-import { HELLO_ENTRY, appEnv, startServer, type ServerProcess } from './support/server-process.ts';
+import { HELLO_ENTRY, appEnv, startServer, type BenchServer } from './support/server-process.ts';
 import { interleave, quantile, ratios } from './support/stats.ts';
 
 export interface FeedsOptions {
@@ -62,7 +62,7 @@ export async function feedsBench(rec: Recorder, opts: FeedsOptions): Promise<voi
   }
 }
 
-async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, opts: FeedsOptions): Promise<void> {
+async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, opts: FeedsOptions): Promise<void> {
   const where = bdb.kind === 'sqlite' ? 'SQLite, in-process cache' : 'PostgreSQL + Redis';
   let db = await bdb.open();
   const r = rng(7);
@@ -82,7 +82,7 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: ServerProcess, 
     const cpuPerRequest: Record<string, number[]> = {};
     const load = async (
       name: string,
-      server: ServerProcess,
+      server: BenchServer,
       client: LoadClient,
       next: (i: number) => HttpRequest | null,
       expect = [200],

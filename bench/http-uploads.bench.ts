@@ -20,7 +20,7 @@ import { jpegs, type BenchImage } from './support/images.ts';
 import { POLICY, poolRate, setupLikeTheApp, startPool } from './support/pipeline-subjects.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { TARGETS } from './support/targets.ts';
-import { appEnv, startServer, type ServerProcess } from './support/server-process.ts';
+import { appEnv, startServer, type BenchServer } from './support/server-process.ts';
 import { cpuAndWall, interleave, ratios } from './support/stats.ts';
 
 export interface HttpUploadOptions {
@@ -43,7 +43,7 @@ interface Round {
 
 /** One round of uploads through HTTP; the created uploads are deleted after the timing. */
 async function httpRound(
-  app: ServerProcess,
+  app: BenchServer,
   client: LoadClient,
   token: string,
   images: readonly BenchImage[],
@@ -179,7 +179,7 @@ export async function httpUploadsBench(rec: Recorder, opts: HttpUploadOptions): 
 /** 12 MP JPEG uploads one at a time (the machine otherwise idle), each deleted after. */
 async function latency12(
   rec: Recorder,
-  app: ServerProcess,
+  app: BenchServer,
   client: LoadClient,
   token: string,
   where: string,

@@ -22,7 +22,7 @@ import { isMain, runAlone } from './support/cli.ts';
 import { LoadClient, type HttpRequest } from './support/http-load.ts';
 import { jpegs, type BenchImage } from './support/images.ts';
 import { figure, type Recorder, type Target } from './support/report.ts';
-import { appEnv, startServer, type ServerProcess } from './support/server-process.ts';
+import { appEnv, startServer, type BenchServer } from './support/server-process.ts';
 import { quantile, ratios } from './support/stats.ts';
 import { whileLoaded } from './support/under-load.ts';
 
@@ -53,7 +53,7 @@ export type ScrapeEncoding = 'gzip' | 'identity';
 
 interface Subject {
   name: string;
-  server: ServerProcess;
+  server: BenchServer;
   dataDir: string;
   api: LoadClient;
   flood: LoadClient;

@@ -17,7 +17,7 @@ import { jpegs, type BenchImage } from './support/images.ts';
 import { POLICY } from './support/pipeline-subjects.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { TARGETS } from './support/targets.ts';
-import { appEnv, startServer, type ServerProcess } from './support/server-process.ts';
+import { appEnv, startServer, type BenchServer } from './support/server-process.ts';
 import { interleave, ratios } from './support/stats.ts';
 import { createTestBucket, s3Unreachable } from '../test/support/s3.ts';
 
@@ -52,7 +52,7 @@ export async function objectStorageBench(rec: Recorder, opts: ObjectStorageOptio
   const images = await jpegs(2, opts.images);
   const bucket = await createTestBucket();
   const dbs = { disk: await createBenchDatabase(opts.db), s3: await createBenchDatabase(opts.db) };
-  const apps: Record<'disk' | 's3', ServerProcess | null> = { disk: null, s3: null };
+  const apps: Record<'disk' | 's3', BenchServer | null> = { disk: null, s3: null };
   const clients: LoadClient[] = [];
   const where = `${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}, ${opts.workers} workers`;
   try {

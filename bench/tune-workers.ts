@@ -19,7 +19,7 @@ import { LoadClient } from './support/http-load.ts';
 import { imageMix, type BenchImage } from './support/images.ts';
 import { POLICY } from './support/pipeline-subjects.ts';
 import { figure, type Recorder } from './support/report.ts';
-import { appEnv, startServer, type ServerProcess } from './support/server-process.ts';
+import { appEnv, startServer, type BenchServer } from './support/server-process.ts';
 import { CpuYardstick } from './support/cpu-yardstick.ts';
 import { interleave, median, ratios } from './support/stats.ts';
 import { TARGETS } from './support/targets.ts';
@@ -27,7 +27,7 @@ import { TARGETS } from './support/targets.ts';
 interface Instance {
   workers: number;
   db: BenchDatabase;
-  app: ServerProcess;
+  app: BenchServer;
   client: LoadClient;
   token: string;
   p50: number[];

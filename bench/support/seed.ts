@@ -8,6 +8,7 @@ import type { Database } from '../../src/store/database.ts';
 import { chunksOf } from '../../src/store/similarity/hamming.ts';
 import { hotRank, wilsonLowerBound } from '../../src/domain/ranking.ts';
 import { seededRandom } from '../../test/support/fixtures.ts';
+import { flipBits as flipAnyBits, hex8 } from '../../test/support/hashes.ts';
 import { analyze, insertRows, withIndexesDeferred } from './bulk-insert.ts';
 
 export type Rng = () => number;
@@ -15,19 +16,11 @@ export type Rng = () => number;
 /** Seeded and reproducible: the same generator the test fixtures use. */
 export const rng = (seed: number): Rng => seededRandom(seed);
 
-const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
-
 /** A random 64-bit hash as a pHash has it: the top bit (the DC coefficient) always 0. */
 export const randomHash = (r: Rng): string => hex8(Math.floor(r() * 2 ** 31)) + hex8(Math.floor(r() * 2 ** 32));
 
 /** `hash` with `bits` distinct bits flipped (never the top bit, which a pHash never sets). */
-export function flipBits(hash: string, bits: number, r: Rng): string {
-  let v = BigInt(`0x${hash}`);
-  const picked = new Set<number>();
-  while (picked.size < bits) picked.add(Math.floor(r() * 63));
-  for (const b of picked) v ^= 1n << BigInt(b);
-  return v.toString(16).padStart(16, '0');
-}
+export const flipBits = (hash: string, bits: number, r: Rng): string => flipAnyBits(hash, bits, r, 63);
 
 export interface SeededUser {
   id: string;

@@ -3,34 +3,24 @@
  * (`node src/main.ts` with environment variables), so that its CPU time and memory can be read from /proc
  * and the load generator in this process does not share its event loop.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { APP_ENTRY, NODE_TS, launch, type AppProcess } from '../../test/support/process.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const APP_ENTRY = path.join(ROOT, 'src', 'main.ts');
+export { APP_ENTRY, NODE_TS };
 export const HELLO_ENTRY = fileURLToPath(new URL('./hello-world.server.ts', import.meta.url));
-
-/**
- * As `npm start` runs it: TypeScript (Node 22.17 needs the flag; later versions accept it silently) and
- * AsyncLocalStorage without promise hooks.
- */
-export const NODE_TS = ['--experimental-strip-types', '--experimental-async-context-frame'];
 
 /** A 48-character secret: benchmarks mint JWTs for seeded users with it. */
 export const BENCH_JWT_SECRET = 'pixvote-bench-secret-pixvote-bench-secret-000000';
 
-export interface ServerProcess {
-  url: string;
-  pid: number;
+/** A server under measurement; `stop()` sends SIGTERM, then SIGKILL after 30 s. */
+export interface BenchServer extends AppProcess {
   /** Current and peak resident memory, MB (null off Linux). */
   memory(): { rssMb: number; peakMb: number } | null;
   /** CPU time used so far (user + system, all threads), ms (NaN off Linux). */
   cpuMs(): number;
-  /** SIGTERM, then SIGKILL after 30 s. */
-  stop(): Promise<void>;
 }
 
 /** Servers still running: killed if this process exits without stopping them (a crash must not leave orphans). */
@@ -115,36 +105,22 @@ export async function startServer(opts: {
   logFile: string;
   readyPath?: string;
   timeoutMs?: number;
-}): Promise<ServerProcess> {
+}): Promise<BenchServer> {
   const port = await freePort();
   const fd = openSync(opts.logFile, 'a');
-  const child = spawn(process.execPath, [...NODE_TS, opts.entry ?? APP_ENTRY], {
-    cwd: ROOT,
-    env: { ...process.env, ...opts.env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', fd, fd],
-  });
+  const app = launch(
+    process.execPath,
+    [...NODE_TS, opts.entry ?? APP_ENTRY],
+    { ...process.env, ...opts.env, PORT: String(port), HOST: '127.0.0.1' },
+    ['ignore', fd, fd],
+  );
+  const child = app.proc;
   closeSync(fd);
   live.add(child);
   child.once('exit', () => live.delete(child));
   const url = `http://127.0.0.1:${port}`;
   await waitReady(url + (opts.readyPath ?? '/readyz'), child, opts.logFile, opts.timeoutMs ?? 180_000);
-  const pid = child.pid!;
-  const exited = new Promise<void>((resolve) =>
-    child.exitCode !== null ? resolve() : child.once('exit', () => resolve()),
-  );
-  return {
-    url,
-    pid,
-    memory: () => processMemory(pid),
-    cpuMs: () => processCpuMs(pid),
-    async stop() {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(killer);
-    },
-  };
+  return { ...app, url, memory: () => processMemory(app.pid), cpuMs: () => processCpuMs(app.pid) };
 }
 
 /** The app's environment for benchmarks: production mode, limits out of the way, one process. */

@@ -5,38 +5,25 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { spawnServer, type ServerProcess } from '../support/process.ts';
+import type { ServerProcess } from '../support/process.ts';
+import { clusterSkip, startCluster } from '../support/cluster.ts';
 import { TRUST_EVERY_REPORTER, apiToken, registerUser, type TestUser } from '../support/users.ts';
 import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
-import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 import { setAdmin } from '../../src/domain/auth/admin-roles.ts';
 import { openDatabase } from '../../src/store/database.ts';
 import { UserRepository } from '../../src/store/repositories/user.repository.ts';
 
-const skip =
-  !onPostgres && 'several gateways share state through PostgreSQL + Redis (runs in the PostgreSQL + Redis pass)';
+const skip = clusterSkip;
 let servers: ServerProcess[] = [];
 let admin: TestUser;
 let cleanup: () => Promise<void> = async () => {};
 
 before(async () => {
   if (skip) return;
-  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-mod-cluster-'));
-  const database = await createTestDatabase();
-  const env = {
-    DATA_DIR: dataDir,
-    DATABASE_URL: database.url,
-    REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: testRedisPrefix(),
-    WORKERS: '1',
-    HUMAN_POLICY: 'off',
+  const cluster = await startCluster('mod-cluster', {
     NEAR_DUPLICATE_DISTANCE: '-1',
     REPORT_HOLD_THRESHOLD: '3',
     // Fresh accounts count as reporters here (the trust rule has its own tests in report-trust.test.ts).
@@ -45,18 +32,12 @@ before(async () => {
     RATE_LIMIT_UPLOAD: '1000/1h',
     RATE_LIMIT_REPORT: '1000/1h',
     RATE_LIMIT_GENERAL: '100000/15m',
-  };
-  servers = await Promise.all([spawnServer(env), spawnServer(env), spawnServer(env)]);
-  cleanup = async () => {
-    for (const s of servers) s.kill('SIGTERM');
-    await Promise.all(servers.map((s) => s.exited));
-    await database.drop();
-    await dropRedisKeys(env.REDIS_PREFIX);
-    await rm(dataDir, { recursive: true, force: true });
-  };
+  });
+  servers = cluster.servers;
+  cleanup = cluster.stop;
   // The moderator: made admin as an operator does (`pixvote admin grant`), on the shared database.
   admin = await registerUser(servers[0]!.api);
-  const db = await openDatabase({ databaseUrl: database.url, sqlitePath: join(dataDir, 'app.db') });
+  const db = await openDatabase({ databaseUrl: cluster.databaseUrl, sqlitePath: join(cluster.dataDir, 'app.db') });
   try {
     await setAdmin(new UserRepository(db), admin.username, true);
   } finally {

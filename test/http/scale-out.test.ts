@@ -1,45 +1,25 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { spawnServer, type ServerProcess } from '../support/process.ts';
+import type { ServerProcess } from '../support/process.ts';
+import { clusterSkip, startCluster } from '../support/cluster.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
-import { dropRedisKeys, testRedisPrefix } from '../support/redis.ts';
 
-const skip =
-  !onPostgres && 'several gateways share state through PostgreSQL + Redis (runs in the PostgreSQL + Redis pass)';
+const skip = clusterSkip;
 let servers: ServerProcess[] = [];
 let cleanup: () => Promise<void> = async () => {};
 
 before(async () => {
   if (skip) return;
-  const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-scale-'));
-  const database = await createTestDatabase();
-  const env = {
-    DATA_DIR: dataDir,
-    DATABASE_URL: database.url,
-    REDIS_URL: TEST_REDIS_URL,
-    REDIS_PREFIX: testRedisPrefix(),
-    WORKERS: '1',
-    HUMAN_POLICY: 'off',
+  // Three gateways on three ports, started at once (they race for the migration lock).
+  const cluster = await startCluster('scale', {
     RATE_LIMIT_AUTH: '1000/15m',
     RATE_LIMIT_VOTE: '3/1h',
     RATE_LIMIT_UPLOAD: '1000/1h',
-  };
-  // Three gateways on three ports, started at once (they race for the migration lock).
-  servers = await Promise.all([spawnServer(env), spawnServer(env), spawnServer(env)]);
-  cleanup = async () => {
-    for (const s of servers) s.kill('SIGTERM');
-    await Promise.all(servers.map((s) => s.exited));
-    await database.drop();
-    await dropRedisKeys(env.REDIS_PREFIX);
-    await rm(dataDir, { recursive: true, force: true });
-  };
+  });
+  servers = cluster.servers;
+  cleanup = cluster.stop;
 });
 after(() => cleanup());
 

@@ -16,31 +16,13 @@ import type { NewBlocklistEntry } from '../../src/domain/moderation/moderation.t
 import type { ModerationState } from '../../src/domain/uploads/upload.types.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { flipBits, hex8, lcgRandom } from '../support/hashes.ts';
 
 const DISTANCE = 8;
 const AT = new Date(Date.UTC(2026, 1, 1));
 
-/** A deterministic generator, so a failure reproduces. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
-}
-const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
 const randomHash = (r: () => number) => hex8(Math.floor(r() * 2 ** 32)) + hex8(Math.floor(r() * 2 ** 32));
 const randomSha = (r: () => number) => randomHash(r) + randomHash(r) + randomHash(r) + randomHash(r);
-
-/** `hash` with exactly `bits` distinct bits flipped. */
-function flip(hash: string, bits: number, r: () => number): string {
-  let hi = parseInt(hash.slice(0, 8), 16) >>> 0;
-  let lo = parseInt(hash.slice(8), 16) >>> 0;
-  const chosen = new Set<number>();
-  while (chosen.size < bits) chosen.add(Math.floor(r() * 64));
-  for (const b of chosen) {
-    if (b < 32) lo ^= 1 << b;
-    else hi ^= 1 << (b - 32);
-  }
-  return hex8(hi) + hex8(lo);
-}
 
 async function withDatabase(fn: (db: Database, userId: string) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-blocklist-'));
@@ -153,22 +135,22 @@ for (const [path, scanFrom, scanPage] of [
       `${DISTANCE} bits, not farther ones nor removed or held ones, with one auto_hold line each`,
     async () => {
       await withDatabase(async (db, userId) => {
-        const r = rng((scanFrom ?? 16) + (scanPage ?? 0));
+        const r = lcgRandom((scanFrom ?? 16) + (scanPage ?? 0));
         const blocked = randomHash(r);
         const blockedSha = randomSha(r);
         const up = (u: Parameters<typeof insertUpload>[2]) => insertUpload(db, userId, u);
         const match = {
           exactSha: await up({ sha256: blockedSha, phash: randomHash(r) }),
           samePhash: await up({ sha256: randomSha(r), phash: blocked }),
-          at3: await up({ sha256: randomSha(r), phash: flip(blocked, 3, r) }),
-          at8: await up({ sha256: randomSha(r), phash: flip(blocked, 8, r) }),
-          private: await up({ sha256: randomSha(r), phash: flip(blocked, 1, r), isPrivate: true }),
+          at3: await up({ sha256: randomSha(r), phash: flipBits(blocked, 3, r) }),
+          at8: await up({ sha256: randomSha(r), phash: flipBits(blocked, 8, r) }),
+          private: await up({ sha256: randomSha(r), phash: flipBits(blocked, 1, r), isPrivate: true }),
         };
         const spared = {
-          at9: await up({ sha256: randomSha(r), phash: flip(blocked, 9, r) }),
-          at12: await up({ sha256: randomSha(r), phash: flip(blocked, 12, r) }),
-          removed: await up({ sha256: randomSha(r), phash: flip(blocked, 2, r), moderation: 'removed' }),
-          held: await up({ sha256: randomSha(r), phash: flip(blocked, 2, r), moderation: 'held' }),
+          at9: await up({ sha256: randomSha(r), phash: flipBits(blocked, 9, r) }),
+          at12: await up({ sha256: randomSha(r), phash: flipBits(blocked, 12, r) }),
+          removed: await up({ sha256: randomSha(r), phash: flipBits(blocked, 2, r), moderation: 'removed' }),
+          held: await up({ sha256: randomSha(r), phash: flipBits(blocked, 2, r), moderation: 'held' }),
         };
         const others = [];
         for (let i = 0; i < 30; i++) others.push(await up({ sha256: randomSha(r), phash: randomHash(r) }));
@@ -225,7 +207,7 @@ for (const [path, scanFrom, scanPage] of [
 
   test(`an interrupted blocklist job (${path}) resumes from its queue on the next run`, async () => {
     await withDatabase(async (db, userId) => {
-      const r = rng(scanFrom ?? 61);
+      const r = lcgRandom(scanFrom ?? 61);
       const entries: NewBlocklistEntry[] = [];
       const targets: string[] = [];
       for (let i = 0; i < 6; i++) {
@@ -237,7 +219,7 @@ for (const [path, scanFrom, scanPage] of [
         entries.push(
           i % 2
             ? { sha256, phash: null, reason: 'exact' }
-            : { sha256: null, phash: flip(phash, 1 + i, r), reason: 'near' },
+            : { sha256: null, phash: flipBits(phash, 1 + i, r), reason: 'near' },
         );
       }
       const moderator = { id: userId, username: 'owner' };
@@ -267,7 +249,7 @@ for (const [path, scanFrom, scanPage] of [
 
 test('the scan of the stored hashes gives the event loop a turn after each page', async () => {
   await withDatabase(async (db, userId) => {
-    const r = rng(77);
+    const r = lcgRandom(77);
     for (let i = 0; i < 40; i++) await insertUpload(db, userId, { sha256: randomSha(r), phash: randomHash(r) });
     const blocklist = new BlocklistRepository(db, { scanFrom: 1, scanPage: 4 });
     await blocklist.add([{ sha256: null, phash: randomHash(r), reason: 'near' }], {

@@ -24,6 +24,7 @@ import type { NewUpload } from '../../src/domain/uploads/ports.ts';
 import { JOB_BATCH, ModerationService } from '../../src/domain/moderation/moderation.service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { newUpload } from '../support/memory-ports.ts';
 
 const AT = new Date(Date.UTC(2026, 1, 1));
 const MOD = { id: randomUUID(), username: 'mod' };
@@ -75,31 +76,14 @@ async function addUser(db: Database): Promise<string> {
 
 /** A row as the upload service builds it: an image with these hashes, or a link. */
 function row(userId: string, hashes: { sha256: string; phash: string } | null = null): NewUpload {
-  return {
-    id: randomUUID(),
+  return newUpload({
     userId,
     uploadType: hashes ? 'image' : 'link',
-    filename: null,
-    originalName: null,
-    description: '',
     externalUrl: hashes ? null : `https://example.com/${randomUUID()}`,
-    sourceUrl: null,
-    isPrivate: false,
     createdAt: AT,
     sha256: hashes?.sha256 ?? null,
     phash: hashes?.phash ?? null,
-    mediaKey: null,
-    width: null,
-    height: null,
-    animated: null,
-    originalFormat: null,
-    thumbhash: null,
-    humanScore: null,
-    variants: null,
-    moderation: 'visible',
-    personFlag: false,
-    moderatedAt: null,
-  };
+  });
 }
 
 const hex = (len: number) => randomUUID().replace(/-/g, '').repeat(2).slice(0, len);

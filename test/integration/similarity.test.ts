@@ -9,25 +9,7 @@ import { chunksOf, hammingHex } from '../../src/store/similarity/hamming.ts';
 import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
-
-/** A deterministic generator, so a failure reproduces. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
-}
-const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
-
-function flip(hash: string, bits: number, r: () => number): string {
-  let hi = parseInt(hash.slice(0, 8), 16) >>> 0;
-  let lo = parseInt(hash.slice(8), 16) >>> 0;
-  const chosen = new Set<number>();
-  while (chosen.size < bits) chosen.add(Math.floor(r() * 64));
-  for (const b of chosen) {
-    if (b < 32) lo ^= 1 << b;
-    else hi ^= 1 << (b - 32);
-  }
-  return hex8(hi) + hex8(lo);
-}
+import { flipBits, hex8, lcgRandom } from '../support/hashes.ts';
 
 test(
   'near-duplicate lookup is exact: every method agrees with brute force, ' + 'visibility respected, up to distance 8',
@@ -58,14 +40,14 @@ test(
       const methods =
         d.name === 'postgres' ? (['multi-index-hashing'] as const) : (['multi-index-hashing', 'sqlite-vec'] as const);
       const indexes = methods.map((m) => similarityIndexFor(d, m));
-      const r = rng(7);
+      const r = lcgRandom(7);
       const rows: Array<{ id: string; phash: string; userId: string; isPrivate: boolean; at: number }> = [];
       const bases = Array.from(
         { length: 200 },
         () => hex8(Math.floor(r() * 2 ** 31)) + hex8(Math.floor(r() * 2 ** 32)),
       );
       for (let i = 0; i < 400; i++) {
-        const phash = i < 200 ? bases[i]! : flip(bases[i % 200]!, 1 + (i % 8), r);
+        const phash = i < 200 ? bases[i]! : flipBits(bases[i % 200]!, 1 + (i % 8), r);
         rows.push({
           id: randomUUID(),
           phash,
@@ -95,7 +77,10 @@ test(
           .execute();
         await indexes[0]!.add(db.db(), row.id, row.phash);
       }
-      for (const [qi, probe] of [...bases.slice(0, 40), ...bases.slice(0, 20).map((b) => flip(b, 3, r))].entries()) {
+      for (const [qi, probe] of [
+        ...bases.slice(0, 40),
+        ...bases.slice(0, 20).map((b) => flipBits(b, 3, r)),
+      ].entries()) {
         for (const maxDistance of [0, 4, 8]) {
           for (const viewer of [
             { userId: other, isAdmin: false },

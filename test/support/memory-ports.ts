@@ -1,10 +1,18 @@
 /**
  * The domain's ports in memory, for unit tests of the domain's services and use cases: no database, no
  * files, no worker threads. Each keeps what a test needs to look at (rows, staged and stored media keys,
- * the work a fake processor did).
+ * the work a fake processor did, the queries a store was asked). Votes, feeds and tags work over the rows
+ * of a MemoryUploads, as the real stores share the uploads table.
  */
 import { createHash } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { errors } from '../../src/domain/errors.ts';
+import type { CachedJson, FeedCache, FeedQuery, FeedStore, ProfileStats } from '../../src/domain/feeds/feed.service.ts';
+import { hotRank, wilsonLowerBound } from '../../src/domain/ranking.ts';
+import type { TagStore, TagSuggestion } from '../../src/domain/tag.service.ts';
+import { slugOf, type TagView } from '../../src/domain/tags.ts';
+import type { Principal } from '../../src/domain/users.ts';
+import type { VoteGuard, VoteStore } from '../../src/domain/votes/vote.service.ts';
 import type { Claim, ClaimResult, IdempotencyStore, StoredResponse } from '../../src/domain/idempotency.ts';
 import { personRefusal } from '../../src/domain/person-policy.ts';
 import type {
@@ -16,7 +24,20 @@ import type {
   SharedMedia,
   UploadStore,
 } from '../../src/domain/uploads/ports.ts';
-import type { UploadRecord, Viewer } from '../../src/domain/uploads/upload.types.ts';
+import type { UploadRecord, Viewer, VoteValue } from '../../src/domain/uploads/upload.types.ts';
+
+/** A signed-in caller with an account made at the start of 2026. */
+export function testPrincipal(username: string, opts: Partial<Principal> = {}): Principal {
+  return {
+    userId: `id-${username}`,
+    username,
+    isAdmin: false,
+    accountCreatedAt: new Date('2026-01-01T00:00:00Z'),
+    method: 'api_token',
+    viaCookie: false,
+    ...opts,
+  };
+}
 
 interface Row {
   requestHash: string;
@@ -103,10 +124,52 @@ function hamming(a: string, b: string): number {
   return n;
 }
 
+/** A new upload row as the upload service builds one: a visible public link unless `fields` say otherwise. */
+export function newUpload(fields: Partial<NewUpload> & { userId: string }): NewUpload {
+  return {
+    id: randomUUID(),
+    uploadType: 'link',
+    filename: null,
+    originalName: null,
+    description: '',
+    externalUrl: `https://example.com/${randomUUID()}`,
+    sourceUrl: null,
+    isPrivate: false,
+    createdAt: new Date('2026-11-01T00:00:00Z'),
+    sha256: null,
+    phash: null,
+    mediaKey: null,
+    width: null,
+    height: null,
+    animated: null,
+    originalFormat: null,
+    thumbhash: null,
+    humanScore: null,
+    variants: null,
+    moderation: 'visible',
+    personFlag: false,
+    moderatedAt: null,
+    ...fields,
+  };
+}
+
 /** The upload store in memory: rows in insertion order (oldest first), usernames given by the test. */
 export class MemoryUploads implements UploadStore {
   rows = new Map<string, UploadRecord>();
   usernames = new Map<string, string>();
+  /** A stored row as the test describes it (a visible public link upload by default); returns it. */
+  add(fields: Partial<UploadRecord> & { userId: string }): UploadRecord {
+    const row: UploadRecord = {
+      ...newUpload(fields),
+      username: this.usernames.get(fields.userId) ?? 'someone',
+      upvotes: 0,
+      downvoteCount: 0,
+      tags: [],
+      ...fields,
+    };
+    this.rows.set(row.id, row);
+    return row;
+  }
   async findById(id: string) {
     return this.rows.get(id) ?? null;
   }
@@ -254,5 +317,137 @@ export class FakeFetcher implements ImageFetcher {
     if (text === undefined) throw errors.fetchFailed(`could not fetch ${url}`);
     const bytes = Buffer.from(text);
     return { bytes, sha256: createHash('sha256').update(bytes).digest('hex'), finalUrl: url };
+  }
+}
+
+/**
+ * Votes over the upload rows, as the vote repository keeps them: the guard sees the upload before anything is
+ * written, the same value again changes nothing, and the row's counters move with the vote.
+ */
+export class MemoryVotes implements VoteStore {
+  /** `userId uploadId` → +1 or −1. */
+  values = new Map<string, 1 | -1>();
+  readonly uploads: MemoryUploads;
+  constructor(uploads: MemoryUploads) {
+    this.uploads = uploads;
+  }
+  async cast(userId: string, uploadId: string, value: 1 | -1 | 0, _at: Date, guard?: VoteGuard) {
+    const u = this.uploads.rows.get(uploadId);
+    if (!u) return null;
+    guard?.({ id: u.id, userId: u.userId, moderation: u.moderation });
+    const key = `${userId} ${uploadId}`;
+    const before = this.values.get(key) ?? 0;
+    if (before !== value) {
+      if (value === 0) this.values.delete(key);
+      else this.values.set(key, value);
+      u.upvotes += (value === 1 ? 1 : 0) - (before === 1 ? 1 : 0);
+      u.downvoteCount += (value === -1 ? 1 : 0) - (before === -1 ? 1 : 0);
+    }
+    return { value, upvotes: u.upvotes, downvotes: u.downvoteCount, changed: before !== value };
+  }
+  async myVote(uploadId: string, userId: string): Promise<VoteValue | null> {
+    const v = this.values.get(`${userId} ${uploadId}`);
+    return v === 1 ? 'fucks' : v === -1 ? 'does_not_fuck' : null;
+  }
+}
+
+const SORT_KEY: Record<FeedQuery['sort'], (u: UploadRecord) => number> = {
+  new: (u) => u.createdAt.getTime(),
+  top: (u) => u.upvotes - u.downvoteCount,
+  hot: (u) => hotRank(u.upvotes - u.downvoteCount, u.createdAt),
+  best: (u) => wilsonLowerBound(u.upvotes, u.downvoteCount),
+};
+
+/** Feeds over the upload rows: public, visible rows in the query's order; every page asked for is logged. */
+export class MemoryFeeds implements FeedStore {
+  pages: Array<{ q: FeedQuery; offset: number; fetch: number }> = [];
+  profileStats = new Map<string, ProfileStats>();
+  readonly uploads: MemoryUploads;
+  constructor(uploads: MemoryUploads) {
+    this.uploads = uploads;
+  }
+  async publicPage(q: FeedQuery, offset: number, fetch: number) {
+    this.pages.push({ q, offset, fetch });
+    return [...this.uploads.rows.values()]
+      .filter((u) => !u.isPrivate && u.moderation === 'visible')
+      .filter(
+        (u) => (!q.type || u.uploadType === q.type) && (!q.user || u.username.toLowerCase() === q.user.toLowerCase()),
+      )
+      .filter((u) => !q.tag || u.tags.some((t) => t.slug === q.tag))
+      .sort((a, b) => SORT_KEY[q.sort](b) - SORT_KEY[q.sort](a) || b.createdAt.getTime() - a.createdAt.getTime())
+      .slice(offset, offset + fetch);
+  }
+  async ownUploads(userId: string, limit: number) {
+    const own = [...this.uploads.rows.values()].filter((u) => u.userId === userId);
+    return own.reverse().slice(0, limit);
+  }
+  async stats(userId: string) {
+    return this.profileStats.get(userId) ?? { uploads: 0, upvotes_received: 0, downvotes_received: 0, votes_cast: 0 };
+  }
+}
+
+/** The feed cache's contract in memory: pages kept under the generation they were read at; writes are logged. */
+export class MemoryFeedCache implements FeedCache {
+  generation = 0;
+  pages = new Map<string, { generation: string; value: CachedJson }>();
+  writes: Array<{ key: string; generation: string; ttlSeconds: number }> = [];
+  async read(key: string) {
+    const page = this.pages.get(key);
+    const generation = String(this.generation);
+    return { hit: page?.generation === generation ? page.value : null, generation };
+  }
+  async write(key: string, generation: string, value: CachedJson, ttlSeconds: number) {
+    this.writes.push({ key, generation, ttlSeconds });
+    this.pages.set(key, { generation, value });
+  }
+  async invalidate() {
+    this.generation++;
+  }
+}
+
+/** Tags over the upload rows: the limit checked against the tags an upload has; suggestions asked are logged. */
+export class MemoryTags implements TagStore {
+  removals: string[] = [];
+  suggestions: string[] = [];
+  readonly uploads: MemoryUploads;
+  constructor(uploads: MemoryUploads) {
+    this.uploads = uploads;
+  }
+  async ownerOf(uploadId: string) {
+    const u = this.uploads.rows.get(uploadId);
+    return u ? { userId: u.userId, moderation: u.moderation } : null;
+  }
+  async tagsOf(uploadId: string): Promise<TagView[]> {
+    return [...(this.uploads.rows.get(uploadId)?.tags ?? [])];
+  }
+  async add(uploadId: string, names: string[], max: number) {
+    const u = this.uploads.rows.get(uploadId);
+    if (!u) return null;
+    const fresh = names.filter((n) => !u.tags.some((t) => t.slug === slugOf(n)));
+    if (u.tags.length + fresh.length > max) return { ok: false as const, wouldHave: u.tags.length + fresh.length };
+    u.tags.push(...fresh.map((name) => ({ id: `tag-${slugOf(name)}`, name, slug: slugOf(name) })));
+    return { ok: true as const, tags: [...u.tags] };
+  }
+  async remove(uploadId: string, slug: string) {
+    this.removals.push(slug);
+    const u = this.uploads.rows.get(uploadId);
+    const at = u?.tags.findIndex((t) => t.slug === slug) ?? -1;
+    if (at < 0) return false;
+    u!.tags.splice(at, 1);
+    return true;
+  }
+  /** Names starting with `prefix`, most used (by public, visible uploads) first, then by name. */
+  async suggest(prefix: string, limit: number): Promise<TagSuggestion[]> {
+    this.suggestions.push(prefix);
+    const counts = new Map<string, TagSuggestion>();
+    for (const u of this.uploads.rows.values()) {
+      if (u.isPrivate || u.moderation !== 'visible') continue;
+      for (const t of u.tags.filter((x) => x.name.startsWith(prefix))) {
+        const c = counts.get(t.slug) ?? { ...t, uploads: 0 };
+        c.uploads++;
+        counts.set(t.slug, c);
+      }
+    }
+    return [...counts.values()].sort((a, b) => b.uploads - a.uploads || a.name.localeCompare(b.name)).slice(0, limit);
   }
 }

@@ -2,22 +2,63 @@
  * Runs the server as a real OS process (`node src/main.ts`, what `npm start` runs), for tests of
  * signals, crashes and several gateways. The port is chosen by the OS (PORT=0) and read from the log.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { client, type Client } from './http.ts';
 
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+export const APP_ENTRY = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-export interface ServerProcess {
+/**
+ * As `npm start` runs it: TypeScript (Node 22.17 needs the flag; later versions accept it silently) and
+ * AsyncLocalStorage without promise hooks.
+ */
+export const NODE_TS = ['--experimental-strip-types', '--experimental-async-context-frame'];
+
+/** A server process this process started (the tests' and the benchmarks'). */
+export interface AppProcess {
   proc: ChildProcess;
+  pid: number;
   url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal: NodeJS.Signals): void;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Spawns `command args` in the checkout with exactly `env`; everything of an AppProcess but its URL. */
+export function launch(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  stdio: StdioOptions,
+): Omit<AppProcess, 'url'> {
+  const proc = spawn(command, args, { cwd: ROOT, env, stdio });
+  const exited = once(proc, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
+  return {
+    proc,
+    pid: proc.pid!,
+    exited,
+    kill: (s) => proc.kill(s),
+    async stop(graceMs = 30_000) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGTERM');
+      const killer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+/** A server started by spawnServer: a client for it and its log. */
+export interface ServerProcess extends AppProcess {
   api: Client;
   /** Every JSON log line so far. */
   logs: Array<Record<string, unknown>>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  kill(signal: NodeJS.Signals): void;
 }
 
 /**
@@ -42,26 +83,23 @@ export async function spawnServer(
       ? npmCli
         ? [process.execPath, [npmCli, 'start', '--silent']]
         : ['npm', ['start', '--silent']]
-      : [process.execPath, ['--experimental-strip-types', '--experimental-async-context-frame', MAIN]];
-  const proc = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+      : [process.execPath, [...NODE_TS, APP_ENTRY]];
+  const app = launch(command, args, { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, [
+    'ignore',
+    'pipe',
+    'pipe',
+  ]);
+  const { proc, exited } = app;
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
-  proc.stderr.on('data', (d) => (stderr += d));
-  const exited = once(proc, 'exit').then(([code, signal]) => ({
-    code: code as number | null,
-    signal: signal as NodeJS.Signals | null,
-  }));
+  proc.stderr!.on('data', (d) => (stderr += d));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`server did not start in time; stderr: ${stderr.slice(-2000)}`)),
       opts.timeoutMs ?? 60_000,
     );
     let buf = '';
-    proc.stdout.on('data', (chunk: Buffer) => {
+    proc.stdout!.on('data', (chunk: Buffer) => {
       buf += chunk.toString();
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
@@ -87,5 +125,5 @@ export async function spawnServer(
     });
   });
   const url = `http://127.0.0.1:${port}`;
-  return { proc, url, api: client(url), logs, exited, kill: (s) => proc.kill(s) };
+  return { ...app, url, api: client(url), logs };
 }

@@ -10,25 +10,17 @@ import { IdempotencyService } from '../../src/domain/idempotency.ts';
 import type { HumanPolicy } from '../../src/domain/person-policy.ts';
 import { CreateUpload, type ByteSource, type UploadRequest } from '../../src/domain/uploads/create-upload.ts';
 import { UploadService } from '../../src/domain/uploads/upload.service.ts';
-import type { Principal } from '../../src/domain/users.ts';
 import {
   FakeFetcher,
   FakeProcessor,
   MemoryIdempotencyStore,
   MemoryMedia,
   MemoryUploads,
+  testPrincipal,
 } from '../support/memory-ports.ts';
 
-const principal = (username: string): Principal => ({
-  userId: `id-${username}`,
-  username,
-  isAdmin: false,
-  accountCreatedAt: new Date('2026-01-01T00:00:00Z'),
-  method: 'api_token',
-  viaCookie: false,
-});
-const alice = principal('alice');
-const bob = principal('bob');
+const alice = testPrincipal('alice');
+const bob = testPrincipal('bob');
 
 function setup(opts: { humanPolicy?: HumanPolicy; shuttingDown?: boolean } = {}) {
   const uploads = new MemoryUploads();

@@ -10,6 +10,7 @@ import { banRefusal } from '../../src/domain/users.ts';
 import { PhashSet } from '../../src/store/moderation/phash-set.ts';
 import { hammingHex } from '../../src/store/similarity/hamming.ts';
 import { seededRandom } from '../support/fixtures.ts';
+import { flipBits } from '../support/hashes.ts';
 
 const owner = { userId: 'o', isAdmin: false };
 const stranger = { userId: 's', isAdmin: false };
@@ -69,17 +70,13 @@ describe('PhashSet (in-memory multi-index hashing)', () => {
   test('answers exactly as a brute-force scan, at several distances', () => {
     const rand = seededRandom(42);
     const hex = () => Array.from({ length: 16 }, () => Math.floor(rand() * 16).toString(16)).join('');
-    const flip = (h: string, bits: number) => {
-      let v = BigInt(`0x${h}`);
-      const used = new Set<number>();
-      while (used.size < bits) used.add(Math.floor(rand() * 64));
-      for (const b of used) v ^= 1n << BigInt(b);
-      return v.toString(16).padStart(16, '0');
-    };
     const set = Array.from({ length: 300 }, hex);
     for (const d of [0, 4, 8, 11]) {
       const index = new PhashSet(set, d);
-      const queries = [...Array.from({ length: 200 }, hex), ...set.slice(0, 100).map((h, i) => flip(h, i % (d + 3)))];
+      const queries = [
+        ...Array.from({ length: 200 }, hex),
+        ...set.slice(0, 100).map((h, i) => flipBits(h, i % (d + 3), rand)),
+      ];
       for (const q of queries) {
         const expected = set.some((h) => hammingHex(h, q) <= d);
         assert.equal(index.matches(q), expected, `d=${d} q=${q}`);

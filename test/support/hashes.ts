@@ -1,0 +1,25 @@
+/**
+ * 64-bit hashes (a pHash in 16 hex digits) for the near-duplicate tests and benchmarks: a seeded generator and
+ * a hash at an exact Hamming distance from another.
+ */
+
+/** A linear congruential generator: deterministic, so a failure reproduces. */
+export function lcgRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
+}
+
+/** Eight hex digits of a 32-bit number. */
+export const hex8 = (n: number): string => (n >>> 0).toString(16).padStart(8, '0');
+
+/**
+ * `hash` with exactly `bits` distinct bits flipped, drawn by `r` among the lowest `span` bits (64: any bit;
+ * 63: never the top bit, which a pHash never sets).
+ */
+export function flipBits(hash: string, bits: number, r: () => number, span = 64): string {
+  let v = BigInt(`0x${hash}`);
+  const picked = new Set<number>();
+  while (picked.size < bits) picked.add(Math.floor(r() * span));
+  for (const b of picked) v ^= 1n << BigInt(b);
+  return v.toString(16).padStart(16, '0');
+}

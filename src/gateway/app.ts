@@ -20,11 +20,11 @@ import { authenticate } from './middleware/authenticate.ts';
 import { HotRoutes, routePatterns } from './hot-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import type { ReadinessCheck } from './routes/health.routes.ts';
-import { buildRoutes, type RouteDeps } from './routes/index.ts';
+import { buildRoutes, ipLimitedRoutes, type RouteDeps } from './routes/index.ts';
 import { openApiDocument } from './openapi/openapi.document.ts';
 
-/** The operational probes: never rate limited, never authenticated as a user. */
-const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** The operational probes, the routes declared never rate limited: never authenticated as a user either. */
+const PROBE_PATHS = ipLimitedRoutes.unlimited;
 
 export interface AppDeps {
   log: Logger;
@@ -72,7 +72,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorHandler({ ...onError, ...(deps.classifyError ? { classify: deps.classifyError } : {}), route }));
   // ETag / 304 on GET JSON answers (only successes reach it on the way back).
   app.use(conditionalGet);
-  app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
+  app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general, routes: ipLimitedRoutes }));
   app.use(refuseDeclaredOversize);
   const jsonBody = koaBody({
     json: true,

@@ -36,6 +36,12 @@ const groups = {
 /** Every API operation (and the reference page's), declared once: the document is built from these. */
 export const operations: readonly Operation[] = Object.values(groups).flat();
 
+/** The per-IP limits the routes declare: the paths never limited (the probes), the routes spending `auth`. */
+export const ipLimitedRoutes = {
+  unlimited: new Set(operations.filter((op) => op.limit === null).map((op) => op.path)),
+  auth: operations.filter((op) => op.limit === 'auth'),
+};
+
 type DepsOf<T> = T extends Route<infer D>[] ? D : never;
 
 /** The dependencies of every route group, by group; `web`: the pages (no API operations, not in the document). */

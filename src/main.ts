@@ -41,24 +41,17 @@ import { TagRepository } from './store/repositories/tag.repository.ts';
 import { clusterGenerations, RedisGenerations, type Ipc } from './store/cache/generations.ts';
 import { memoryFeedCache } from './store/cache/memory-feed-cache.ts';
 import { redisFeedCache, type RedisFeedCache } from './store/cache/redis-feed-cache.ts';
-import { voteRoutes } from './gateway/routes/votes.routes.ts';
-import { feedRoutes } from './gateway/routes/feeds.routes.ts';
-import { tagRoutes } from './gateway/routes/tags.routes.ts';
 import { IdempotencyRepository } from './store/repositories/idempotency.repository.ts';
 import { MediaPool } from './workers/pool.ts';
 import { ensureModels } from './workers/detector/model-files.fetch.ts';
 import { fetchImage } from './net/safe-fetch.ts';
 import { MAX_FILE_BYTES } from './domain/uploads/limits.ts';
-import { createApp } from './gateway/app.ts';
+import { createApp, type AppDeps } from './gateway/app.ts';
 import { listen, exitOnSignals } from './server.ts';
 import { clusterMetrics, runPrimary } from './cluster.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
-import { metricsRoutes, registryText } from './gateway/routes/metrics.routes.ts';
-import { uploadRoutes } from './gateway/routes/uploads.routes.ts';
+import { registryText } from './gateway/routes/metrics.routes.ts';
 import { CreateUpload, type UploadOutcomes } from './domain/uploads/create-upload.ts';
-import { docsRoutes } from './gateway/routes/docs.routes.ts';
-import { webRoutes } from './gateway/routes/web.routes.ts';
-import { imageRoutes } from './gateway/routes/images.routes.ts';
 import type { ReadinessCheck } from './gateway/routes/health.routes.ts';
 import { ModerationService } from './domain/moderation/moderation.service.ts';
 import { RepeatingJob } from './domain/moderation/hold-job.ts';
@@ -69,7 +62,6 @@ import { DEFAULT_RING_POLICY } from './domain/votes/vote-rings.ts';
 import { ModerationRepository } from './store/moderation/moderation.repository.ts';
 import { VoteRingRepository } from './store/moderation/vote-ring.repository.ts';
 import { BlocklistRepository } from './store/moderation/blocklist.repository.ts';
-import { moderationRoutes } from './gateway/routes/moderation.routes.ts';
 
 /** Housekeeping's period: idempotency keys purged, media swept. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -344,8 +336,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     classifyError: (err) =>
       isDatabaseUnavailable(err) ? errors.busy('the database is unavailable; retry shortly', 5) : null,
     metrics,
-    ...routes(config, opts, resources, {
-      limiters,
+    routes: routes(config, opts, resources, {
       feeds,
       createUpload: new CreateUpload({ uploads, idempotency, isShuttingDown, outcomes }),
       uploads,
@@ -393,8 +384,6 @@ function authFor(config: Config, opts: ComposeOptions, { passwordHashes, stores 
     ...(opts.scrypt ? { scrypt: opts.scrypt } : {}),
   });
 }
-
-type Limiters = ReturnType<typeof limitersFor>;
 
 /** The rate limits: in Redis where there is one, else in this process (or shared by the cluster's primary). */
 function limitersFor(config: Config, opts: ComposeOptions, { redis, metrics }: Resources) {
@@ -573,13 +562,12 @@ function readinessChecks({ db, pool, media, redis }: Resources): ReadinessCheck[
   ];
 }
 
-/** The routers the app mounts: hot reads (answered before the general middleware), then the rest in this order. */
+/** What each group of routes needs (src/gateway/routes/index.ts declares the groups and mounts them). */
 function routes(
   config: Config,
   opts: ComposeOptions,
   { media, metrics, mediaOrigin }: Resources,
   s: {
-    limiters: Limiters;
     feeds: FeedService;
     createUpload: CreateUpload;
     uploads: UploadService;
@@ -589,31 +577,27 @@ function routes(
     moderation: ModerationService;
     voteRings: VoteRingService;
   },
-) {
-  const { limiters, feeds, createUpload, uploads, uploadOutcomes, votes, tags, moderation, voteRings } = s;
+): AppDeps['routes'] {
+  const { feeds, createUpload, uploads, uploadOutcomes, votes, tags, moderation, voteRings } = s;
   return {
-    hotReads: [feedRoutes({ feeds })],
-    routers: [
-      uploadRoutes({
-        createUpload,
-        uploads,
-        media,
-        uploadLimiter: limiters.upload,
-        myVote: (u, me) => votes.myVote(u, me),
-        outcomes: uploadOutcomes,
-        onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
-      }),
-      imageRoutes({ uploads, media, redirect: config.mediaRedirect }),
-      voteRoutes({ votes, voteLimiter: limiters.vote }),
-      tagRoutes({ tags }),
-      moderationRoutes({ moderation, voteRings, reportLimiter: limiters.report }),
-      metricsRoutes({
-        registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
-        token: config.metricsToken,
-      }),
-      docsRoutes(),
-      webRoutes({ feeds, mediaOrigin }),
-    ],
+    feeds: { feeds },
+    uploads: {
+      createUpload,
+      uploads,
+      media,
+      myVote: (u, me) => votes.myVote(u, me),
+      outcomes: uploadOutcomes,
+      onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
+    },
+    images: { uploads, media, redirect: config.mediaRedirect },
+    votes: { votes },
+    tags: { tags },
+    moderation: { moderation, voteRings },
+    metrics: {
+      registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
+      token: config.metricsToken,
+    },
+    web: { feeds, mediaOrigin },
   };
 }
 

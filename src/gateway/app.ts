@@ -6,7 +6,6 @@
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
-import Router from '@koa/router';
 import type { AuthService } from '../domain/auth/auth.service.ts';
 import type { Limiter } from '../domain/rate-limit.ts';
 import type { AppError, ErrorCode } from '../domain/errors.ts';
@@ -20,23 +19,22 @@ import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
 import { HotRoutes, routePatterns } from './hot-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
-import { authRoutes } from './routes/auth.routes.ts';
-import { healthRoutes, type ReadinessCheck } from './routes/health.routes.ts';
+import type { ReadinessCheck } from './routes/health.routes.ts';
+import { buildRoutes, ipLimitedRoutes, type RouteDeps } from './routes/index.ts';
+import { openApiDocument } from './openapi/openapi.document.ts';
 
-/** The operational probes: never rate limited, never authenticated as a user. */
-const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** The operational probes, the routes declared never rate limited: never authenticated as a user either. */
+const PROBE_PATHS = ipLimitedRoutes.unlimited;
 
 export interface AppDeps {
   log: Logger;
   trustProxy: boolean;
   auth: AuthService;
-  limiters: { auth: Limiter; general: Limiter; upload: Limiter; vote: Limiter };
+  limiters: { auth: Limiter; general: Limiter; upload: Limiter; vote: Limiter; report: Limiter };
   readiness: ReadinessCheck[];
   isShuttingDown: () => boolean;
-  /** Extra routers (uploads, votes, tags…), mounted after auth in this order. */
-  routers?: Router<AppState>[];
-  /** The hot reads (the feeds): fixed-path GETs found by exact path, before the router (hot-routes.ts). */
-  hotReads?: HotRoutes[];
+  /** The dependencies of the route groups (routes/index.ts) beyond those above (auth, health, docs). */
+  routes: Omit<RouteDeps, 'auth' | 'health' | 'docs'>;
   onError?: (code: ErrorCode) => void;
   /** Maps infrastructure errors (e.g. the database is unreachable) to contract errors (503 busy). */
   classifyError?: (err: unknown) => AppError | null;
@@ -49,14 +47,19 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // Koa would print every error to stderr; the error handler logs what matters, as JSON, with the request id.
   app.silent = true;
 
-  // The hot reads (feed pages, probes) found by exact path first; every other route in one router (a request is
-  // matched once, not once per route file).
-  const hot = HotRoutes.routes([
-    ...(deps.hotReads ?? []),
-    healthRoutes({ checks: deps.readiness, isShuttingDown: deps.isShuttingDown }),
-  ]);
-  const root = new Router<AppState>();
-  for (const r of [authRoutes({ auth: deps.auth }), ...(deps.routers ?? [])]) root.use(r.routes());
+  // Every route, mounted here only: the hot reads (feed pages, probes) found by exact path first; every other route
+  // in one router (a request is matched once, not once per route file).
+  const routes = buildRoutes(
+    {
+      ...deps.routes,
+      auth: { auth: deps.auth },
+      health: { checks: deps.readiness, isShuttingDown: deps.isShuttingDown },
+      docs: { document: openApiDocument },
+    },
+    deps.limiters,
+  );
+  const hot = HotRoutes.routes([routes.hot]);
+  const root = routes.router;
 
   // Requests refused before routing (429, a malformed or oversized body) are labelled by their route too.
   const route = routeLabel(routePatterns([hot.router, root]));
@@ -69,7 +72,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorHandler({ ...onError, ...(deps.classifyError ? { classify: deps.classifyError } : {}), route }));
   // ETag / 304 on GET JSON answers (only successes reach it on the way back).
   app.use(conditionalGet);
-  app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general }));
+  app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general, routes: ipLimitedRoutes }));
   app.use(refuseDeclaredOversize);
   const jsonBody = koaBody({
     json: true,

@@ -7,6 +7,7 @@ import addFormatsModule from 'ajv-formats';
 import { startApp, type TestApp } from '../support/app.ts';
 import { WEB_PATHS } from '../../src/gateway/routes/web.routes.ts';
 import { openApiDocument } from '../../src/gateway/openapi/openapi.document.ts';
+import { operations } from '../../src/gateway/routes/index.ts';
 
 // ajv-formats is CommonJS with a default export; under ESM interop the function sits on `.default`.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -44,25 +45,25 @@ test('GET /api/openapi.json serves a valid OpenAPI 3.1 document whose references
   assert.equal(again.status, 304);
 });
 
-test('every route the app mounts is documented, and every documented operation is mounted', () => {
+test('every route the app mounts has a declaration (the document is built from them), web pages aside', () => {
+  // Routes and operations are one declaration each (src/gateway/routes/route.ts), so what is left to check is that
+  // nothing is mounted beside the route table, and that every declaration is mounted once.
+  const declared = operations.map((op) => `${op.method.toUpperCase()} ${op.path.replace(/:(\w+)/g, '{$1}')}`);
+  assert.equal(new Set(declared).size, declared.length, 'each method and path is declared once');
   const doc = openApiDocument() as { paths: Record<string, Record<string, unknown>> };
-  const documented = new Set(
-    Object.entries(doc.paths).flatMap(([p, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`)),
+  const documented = Object.entries(doc.paths).flatMap(([p, item]) =>
+    Object.keys(item).map((m) => `${m.toUpperCase()} ${p}`),
   );
+  assert.deepEqual(documented.sort(), [...declared].sort(), 'the document lists every declaration');
   // The web pages (issue 20) are served by the same app but are no API operation: they are left out.
   const pages = new Set(WEB_PATHS.map((p) => `GET ${p.replace(/:(\w+)/g, '{$1}')}`));
   const mounted = new Set([...mountedRoutes(app)].filter((r) => !pages.has(r)));
   assert.equal(mountedRoutes(app).size - mounted.size, pages.size, 'every web page is mounted');
   assert.ok(mounted.size >= 20, `found ${mounted.size} routes`);
   assert.deepEqual(
-    [...mounted].filter((r) => !documented.has(r)),
-    [],
-    'routes missing from the document',
-  );
-  assert.deepEqual(
-    [...documented].filter((r) => !mounted.has(r)),
-    [],
-    'documented operations no route serves',
+    [...mounted].sort(),
+    [...declared].sort(),
+    'mounted routes without a declaration, or unmounted ones',
   );
 });
 

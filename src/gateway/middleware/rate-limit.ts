@@ -5,8 +5,6 @@ import type { AppContext } from '../context.ts';
 import { requireUser } from './authenticate.ts';
 
 /** Operational probes must never be throttled: a load balancer polling /readyz would lock itself out. */
-const UNLIMITED = new Set(['/healthz', '/readyz', '/metrics']);
-const AUTH_PATH = /^\/api\/auth\/?$/i;
 
 const describe = (l: Limiter) => `${l.rate.points} requests per ${windowText(l.rate.seconds)}`;
 
@@ -64,16 +62,34 @@ export function clientIpKey(ip: string): string {
   return `${new ipaddr.IPv6([...prefix, 0, 0, 0, 0]).toString()}/64`;
 }
 
+/** Which routes spend which per-IP limit, as the routes declare it (routes/index.ts). */
+export interface IpLimitedRoutes {
+  /** Paths never limited (the probes), as requested. */
+  unlimited: ReadonlySet<string>;
+  /** Method and path of each route spending the auth limit (`POST /api/auth`). */
+  auth: ReadonlyArray<{ method: string; path: string }>;
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 /**
- * Per client IP (IPv6 by its /64), before the body is read: `POST /api/auth` spends the auth limit (every
- * attempt counts, whatever its outcome), every other route the general limit.
+ * Per client IP (IPv6 by its /64), before the body is read: the routes declared with the auth limit
+ * (`POST /api/auth`) spend it (every attempt counts, whatever its outcome), every other route the general limit,
+ * but those declared unlimited (the probes).
  */
-export function ipRateLimit(opts: { auth: Limiter; general: Limiter }) {
+export function ipRateLimit(opts: { auth: Limiter; general: Limiter; routes: IpLimitedRoutes }) {
+  const { unlimited } = opts.routes;
+  for (const path of [...unlimited, ...opts.routes.auth.map((r) => r.path)])
+    if (path.includes(':')) throw new Error(`${path}: a per-IP limit other than general is for fixed paths only`);
+  // As the router matches them: any letter case, with or without a trailing slash.
+  const authRoutes = opts.routes.auth.map((r) => ({
+    method: r.method.toUpperCase(),
+    path: new RegExp(`^${escapeRegExp(r.path)}/?$`, 'i'),
+  }));
   return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
     const path = ctx.path;
-    if (UNLIMITED.has(path)) return next();
-    // As the router matches it: any letter case, with or without a trailing slash.
-    const isAuth = ctx.method === 'POST' && AUTH_PATH.test(path);
+    if (unlimited.has(path)) return next();
+    const isAuth = authRoutes.some((r) => ctx.method === r.method && r.path.test(path));
     return applyLimit(ctx, isAuth ? opts.auth : opts.general, clientIpKey(ctx.ip), next);
   };
 }

@@ -1,5 +1,6 @@
 /**
- * The OpenAPI 3.1 document, generated from the operation tables and the zod schemas the routes parse with.
+ * The OpenAPI 3.1 document, generated from the routes' declarations (routes/index.ts) and the zod schemas they
+ * parse with.
  * Errors, rate-limit and caching headers are derived from each operation's auth, limit and method, so
  * they follow the middleware rather than being restated per route.
  */
@@ -7,9 +8,6 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { STATUS_OF, type ErrorCode } from '../../domain/errors.ts';
 import { ERROR_WHEN, errorBodyOf } from '../schemas/common.schemas.ts';
-import { authOperations } from './auth.operations.ts';
-import { communityOperations } from './community.operations.ts';
-import { moderationOperations } from './moderation.operations.ts';
 import {
   documentInfo,
   headerComponents,
@@ -20,18 +18,9 @@ import {
   tagDescriptions,
 } from './openapi.components.ts';
 import type { Operation, ResponseSpec } from './operation.types.ts';
-import { serviceOperations } from './service.operations.ts';
-import { uploadOperations } from './upload.operations.ts';
+import { operations } from '../routes/index.ts';
 
 type Json = Record<string, unknown>;
-
-export const operations: readonly Operation[] = [
-  ...authOperations,
-  ...uploadOperations,
-  ...communityOperations,
-  ...moderationOperations,
-  ...serviceOperations,
-];
 
 const REF = '#/components/schemas/';
 

@@ -1,13 +1,12 @@
-import Router from '@koa/router';
+import { z } from 'zod';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { errors } from '../../domain/errors.ts';
-import type { AppState } from '../context.ts';
 import { sendWithEtag } from '../fresh.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
-import { openApiDocument } from '../openapi/openapi.document.ts';
+import { routes } from './route.ts';
 
 /**
  * `GET /api/openapi.json`, and `GET /docs`: the reference page, rendered by Swagger UI from that document.
@@ -85,45 +84,107 @@ function memo<T>(load: () => T): () => T {
   return () => (value ??= load());
 }
 
-export function docsRoutes(): Router<AppState> {
-  const router = new Router<AppState>();
-  const spec = memo(() => {
-    const json = JSON.stringify(openApiDocument());
-    return { json, etag: etagOf(json) };
-  });
-  const assets = new Map(
-    Object.entries(ASSETS).map(([name, a]) => [
-      name,
-      {
-        type: a.type,
-        load: memo(() => {
-          const bytes = a.load();
-          return { bytes, etag: etagOf(bytes) };
-        }),
+const text = { type: 'string' };
+const AssetParams = z.object({
+  asset: z
+    .string()
+    .describe('A file of the bundled renderer.')
+    .meta({ examples: ['swagger-ui-bundle.js'] }),
+});
+
+/** `document`: the OpenAPI document (built from every route's declaration, this file's too). */
+export const docsRoutes = routes<{ document: () => unknown }>((route) => [
+  route({
+    method: 'get',
+    path: '/api/openapi.json',
+    operationId: 'openapi',
+    tag: 'operations',
+    summary: 'This document (OpenAPI 3.1)',
+    auth: 'none',
+    limit: 'general',
+    responses: {
+      200: {
+        description: 'The OpenAPI document.',
+        other: { 'application/json': { type: 'object' } },
+        headers: ['ETag'],
+        cacheControl: ['public, no-cache'],
       },
-    ]),
-  );
-
-  router.get('/api/openapi.json', (ctx) => {
-    const { json, etag } = spec();
-    sendWithEtag(ctx, json, 'application/json; charset=utf-8', etag, 'public, no-cache');
-  });
-
-  router.get('/docs', (ctx) => {
-    ctx.set('Content-Security-Policy', DOCS_CSP);
-    // An HTML document: helmet's document-only headers too (opener isolation, no DNS prefetch…).
-    for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
-    ctx.set('Cache-Control', 'public, no-cache');
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.body = PAGE;
-  });
-
-  router.get('/docs/:asset', (ctx) => {
-    const asset = assets.get(ctx.params.asset!);
-    if (!asset) throw errors.notFound(`no file ${ctx.params.asset} in the API reference page`);
-    const { bytes, etag } = asset.load();
-    sendWithEtag(ctx, bytes, asset.type, etag, 'public, max-age=86400');
-  });
-
-  return router;
-}
+    },
+    handler: (deps) => {
+      const spec = memo(() => {
+        const json = JSON.stringify(deps.document());
+        return { json, etag: etagOf(json) };
+      });
+      return (ctx) => {
+        const { json, etag } = spec();
+        sendWithEtag(ctx, json, 'application/json; charset=utf-8', etag, 'public, no-cache');
+      };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/docs',
+    operationId: 'docs',
+    tag: 'operations',
+    summary: 'The API reference page (HTML), rendered from this document',
+    auth: 'none',
+    limit: 'general',
+    internal: true,
+    responses: {
+      200: {
+        description: 'HTML page.',
+        other: { 'text/html': text },
+        headers: ['Content-Security-Policy'],
+        cacheControl: ['public, no-cache'],
+      },
+    },
+    handler: () => (ctx) => {
+      ctx.set('Content-Security-Policy', DOCS_CSP);
+      // An HTML document: helmet's document-only headers too (opener isolation, no DNS prefetch…).
+      for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
+      ctx.set('Cache-Control', 'public, no-cache');
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = PAGE;
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/docs/:asset',
+    operationId: 'docsAsset',
+    tag: 'operations',
+    summary: 'A script or stylesheet of the reference page',
+    auth: 'none',
+    limit: 'general',
+    internal: true,
+    params: AssetParams,
+    responses: {
+      200: {
+        description: 'The file.',
+        other: { 'text/javascript': text, 'text/css': text },
+        headers: ['ETag'],
+        cacheControl: ['public, max-age=86400'],
+      },
+    },
+    errors: ['not_found'],
+    handler: () => {
+      const assets = new Map(
+        Object.entries(ASSETS).map(([name, a]) => [
+          name,
+          {
+            type: a.type,
+            load: memo(() => {
+              const bytes = a.load();
+              return { bytes, etag: etagOf(bytes) };
+            }),
+          },
+        ]),
+      );
+      return (ctx, { params }) => {
+        const asset = assets.get(params.asset);
+        if (!asset) throw errors.notFound(`no file ${params.asset} in the API reference page`);
+        const { bytes, etag } = asset.load();
+        sendWithEtag(ctx, bytes, asset.type, etag, 'public, max-age=86400');
+      };
+    },
+  }),
+]);

@@ -1,41 +1,72 @@
-import { LRUCache } from 'lru-cache';
-import type { z } from 'zod';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
-import { requireUser } from '../middleware/authenticate.ts';
 import { sendWithEtag } from '../fresh.ts';
-import { parse } from '../validate.ts';
-import { FeedQuery, RecentQuery } from '../schemas/community.schemas.ts';
-import { HotRoutes } from '../hot-routes.ts';
-
-type FeedQueryValue = z.output<typeof FeedQuery>;
+import { FeedPage, FeedQuery, Profile, RecentItems, RecentQuery } from '../schemas/community.schemas.ts';
+import { routes } from './route.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export function feedRoutes(deps: { feeds: FeedService }): HotRoutes {
-  // Hot reads: found by exact path (hot-routes.ts).
-  const router = new HotRoutes();
-  // The same few query strings arrive again and again: validate each once.
-  const queries = new LRUCache<string, FeedQueryValue>({ max: 1000 });
-
-  router.get('/api/uploads', async (ctx) => {
-    let q = queries.get(ctx.querystring);
-    if (!q) queries.set(ctx.querystring, (q = parse(FeedQuery, ctx.query, 'query')));
-    const page = await deps.feeds.list(q);
-    sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=120');
-  });
-
-  router.get('/api/items-recent', async (ctx) => {
-    const { limit } = parse(RecentQuery, ctx.query, 'query');
-    const page = await deps.feeds.recent(limit);
-    sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=300');
-  });
-
-  router.get('/api/profile', async (ctx) => {
-    const profile = await deps.feeds.profile(requireUser(ctx));
-    ctx.set('Cache-Control', 'private, max-age=30');
-    ctx.set('Vary', 'Authorization, Cookie');
-    ctx.body = profile;
-  });
-
-  return router;
-}
+// Hot reads: found by exact path (hot-routes.ts).
+export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
+  route({
+    method: 'get',
+    path: '/api/uploads',
+    operationId: 'listUploads',
+    tag: 'feeds',
+    summary: 'Public uploads, paginated, filtered and sorted',
+    description:
+      'Public uploads only, for everyone (owners find their private ones in /api/profile). ' +
+      'Default order: newest first.',
+    auth: 'none',
+    limit: 'general',
+    query: FeedQuery,
+    responses: { 200: { description: 'One page.', json: FeedPage, cacheControl: ['public, max-age=120'] } },
+    errors: ['invalid_request'],
+    hot: true,
+    handler:
+      (deps) =>
+      async (ctx, { query }) => {
+        const page = await deps.feeds.list(query);
+        sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=120');
+      },
+  }),
+  route({
+    method: 'get',
+    path: '/api/items-recent',
+    operationId: 'recentItems',
+    tag: 'feeds',
+    summary: 'The newest public uploads',
+    auth: 'none',
+    limit: 'general',
+    query: RecentQuery,
+    responses: { 200: { description: 'Newest first.', json: RecentItems, cacheControl: ['public, max-age=300'] } },
+    errors: ['invalid_request'],
+    hot: true,
+    handler:
+      (deps) =>
+      async (ctx, { query }) => {
+        const page = await deps.feeds.recent(query.limit);
+        sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=300');
+      },
+  }),
+  route({
+    method: 'get',
+    path: '/api/profile',
+    operationId: 'profile',
+    tag: 'feeds',
+    summary: "The caller's profile: user, stats and own uploads",
+    auth: 'required',
+    limit: 'general',
+    responses: {
+      200: { description: 'The profile.', json: Profile, cacheControl: ['private, max-age=30'], headers: ['Vary'] },
+    },
+    hot: true,
+    handler:
+      (deps) =>
+      async (ctx, { user }) => {
+        const profile = await deps.feeds.profile(user);
+        ctx.set('Cache-Control', 'private, max-age=30');
+        ctx.set('Vary', 'Authorization, Cookie');
+        ctx.body = profile;
+      },
+  }),
+]);

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { sharedResult } from '../shared-result.ts';
-import { HotRoutes } from '../hot-routes.ts';
+import { Health, NotReady, Readiness as ReadinessBody } from '../schemas/common.schemas.ts';
+import { routes } from './route.ts';
 
 /** A named dependency check for /readyz: resolves with details, rejects when the dependency does not answer. */
 export interface ReadinessCheck {
@@ -79,33 +80,61 @@ async function runChecks(checks: ReadinessCheck[], log: Logger | undefined) {
   return { results, checks: Object.fromEntries(results.map((r) => [r.name, r.result])) };
 }
 
-export function healthRoutes(deps: { checks: ReadinessCheck[]; isShuttingDown: () => boolean }): HotRoutes {
-  // Hot reads: found by exact path (hot-routes.ts).
-  const router = new HotRoutes();
-
-  router.get('/healthz', (ctx) => {
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = { status: 'ok' };
-  });
-
-  // The process logger, known from the first request (checks shared by many requests belong to none of them).
-  let log: Logger | undefined;
-  const checked = sharedResult(CHECK_FRESH_MS, () => runChecks(deps.checks, log));
-
-  router.get('/readyz', async (ctx) => {
-    ctx.set('Cache-Control', 'no-store');
-    log ??= ctx.state.log;
-    const { results, checks } = await checked();
-    // Draining is this process's own state: it shows at once, never from a shared result.
-    const { status, reasons } = readinessOf(results, deps.isShuttingDown());
-    if (status === 'down') {
-      ctx.status = 503;
-      ctx.set('Retry-After', '5');
-      ctx.body = { error: 'busy', message: `not ready: ${reasons.join('; ')}`, status, checks };
-    } else {
-      ctx.body = { status, checks };
-    }
-  });
-
-  return router;
-}
+// Hot reads: found by exact path (hot-routes.ts).
+export const healthRoutes = routes<{ checks: ReadinessCheck[]; isShuttingDown: () => boolean }>((route) => [
+  route({
+    method: 'get',
+    path: '/healthz',
+    operationId: 'health',
+    tag: 'operations',
+    summary: 'Liveness: 200 while the process runs',
+    auth: 'none',
+    limit: null,
+    responses: { 200: { description: 'Alive.', json: Health, cacheControl: ['no-store'] } },
+    hot: true,
+    handler: () => (ctx) => {
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { status: 'ok' };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/readyz',
+    operationId: 'ready',
+    tag: 'operations',
+    summary: 'Readiness: the database, Redis (if configured) and the worker pool answer',
+    description:
+      'Turns 503 as soon as a graceful shutdown starts. ' +
+      'Calls arriving together share one check, at most one per second.',
+    auth: 'none',
+    limit: null,
+    responses: {
+      200: { description: 'Ready.', json: ReadinessBody, cacheControl: ['no-store'] },
+      503: {
+        description: 'Not ready: a dependency did not answer, or the process is shutting down.',
+        json: NotReady,
+        cacheControl: ['no-store'],
+      },
+    },
+    hot: true,
+    handler: (deps) => {
+      // The process logger, known from the first request (checks shared by many requests belong to none of them).
+      let log: Logger | undefined;
+      const checked = sharedResult(CHECK_FRESH_MS, () => runChecks(deps.checks, log));
+      return async (ctx) => {
+        ctx.set('Cache-Control', 'no-store');
+        log ??= ctx.state.log;
+        const { results, checks } = await checked();
+        // Draining is this process's own state: it shows at once, never from a shared result.
+        const { status, reasons } = readinessOf(results, deps.isShuttingDown());
+        if (status === 'down') {
+          ctx.status = 503;
+          ctx.set('Retry-After', '5');
+          ctx.body = { error: 'busy', message: `not ready: ${reasons.join('; ')}`, status, checks };
+        } else {
+          ctx.body = { status, checks };
+        }
+      };
+    },
+  }),
+]);

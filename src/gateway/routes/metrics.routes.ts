@@ -1,14 +1,16 @@
-import Router from '@koa/router';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { Registry } from 'prom-client';
 import { errors } from '../../domain/errors.ts';
-import type { AppContext, AppState } from '../context.ts';
+import type { AppContext } from '../context.ts';
 import { sendWithEtag } from '../fresh.ts';
 import { sharedResult } from '../shared-result.ts';
+import { routes } from './route.ts';
 
 const gzipped = promisify(gzip);
+
+const text = { type: 'string' };
 
 /** API.md Operations: concurrent scrapes share one rendering, at most one per second. */
 const RENDER_FRESH_MS = 1000;
@@ -41,36 +43,60 @@ interface Rendering {
  * clients have met (hundreds of KB after a scan); sent anew to each of 64 concurrent scrapers, it made uploads 3×
  * slower (bench/metrics-scrape.bench.ts).
  */
-export function metricsRoutes(deps: {
+export const metricsRoutes = routes<{
   registry: () => Promise<{ text: string; contentType: string }>;
   token?: string | null;
-}): Router<AppState> {
-  const router = new Router<AppState>();
-  const expected = deps.token ? digest(deps.token) : null;
-  const rendered = sharedResult(RENDER_FRESH_MS, async (): Promise<Rendering> => {
-    const { text, contentType } = await deps.registry();
-    const body = Buffer.from(text);
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
-    return { body, etag, contentType, gzip: null };
-  });
-  router.get('/metrics', async (ctx) => {
-    if (expected && !bearerMatches(ctx, expected)) {
-      ctx.set('WWW-Authenticate', 'Bearer realm="metrics"');
-      throw errors.unauthorized('/metrics needs Authorization: Bearer <METRICS_TOKEN>');
-    }
-    const r = await rendered();
-    ctx.set('Vary', 'Accept-Encoding');
-    if (/\bgzip\b/.test(ctx.get('accept-encoding'))) {
-      // Compressed off the event loop (zlib's thread pool), once per rendering.
-      const body = await (r.gzip ??= gzipped(r.body));
-      sendWithEtag(ctx, body, r.contentType, `${r.etag.slice(0, -1)}-gz"`, 'no-store');
-      if (ctx.status === 200) ctx.set('Content-Encoding', 'gzip');
-    } else {
-      sendWithEtag(ctx, r.body, r.contentType, r.etag, 'no-store');
-    }
-  });
-  return router;
-}
+}>((route) => [
+  route({
+    method: 'get',
+    path: '/metrics',
+    operationId: 'metrics',
+    tag: 'operations',
+    summary: 'Prometheus metrics',
+    description:
+      'Request counts and latency by route and status, worker pool size, queue depth, task time per pipeline stage, ' +
+      'uploads accepted and rejected by reason. Expose it to your scraper only. With `METRICS_TOKEN` set it needs ' +
+      '`Authorization: Bearer <METRICS_TOKEN>` (401 `unauthorized` otherwise). ' +
+      'Scrapes arriving together share one rendering, at most one per second: ' +
+      'a faster scraper sees the same numbers again (the same `ETag`). Gzipped for a scraper that accepts it.',
+    auth: 'none',
+    limit: null,
+    responses: {
+      200: {
+        description: 'Prometheus text exposition format.',
+        other: { 'text/plain': text },
+        headers: ['ETag', 'Vary'],
+        cacheControl: ['no-store'],
+      },
+    },
+    errors: ['unauthorized'],
+    handler: (deps) => {
+      const expected = deps.token ? digest(deps.token) : null;
+      const rendered = sharedResult(RENDER_FRESH_MS, async (): Promise<Rendering> => {
+        const { text, contentType } = await deps.registry();
+        const body = Buffer.from(text);
+        const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+        return { body, etag, contentType, gzip: null };
+      });
+      return async (ctx) => {
+        if (expected && !bearerMatches(ctx, expected)) {
+          ctx.set('WWW-Authenticate', 'Bearer realm="metrics"');
+          throw errors.unauthorized('/metrics needs Authorization: Bearer <METRICS_TOKEN>');
+        }
+        const r = await rendered();
+        ctx.set('Vary', 'Accept-Encoding');
+        if (/\bgzip\b/.test(ctx.get('accept-encoding'))) {
+          // Compressed off the event loop (zlib's thread pool), once per rendering.
+          const body = await (r.gzip ??= gzipped(r.body));
+          sendWithEtag(ctx, body, r.contentType, `${r.etag.slice(0, -1)}-gz"`, 'no-store');
+          if (ctx.status === 200) ctx.set('Content-Encoding', 'gzip');
+        } else {
+          sendWithEtag(ctx, r.body, r.contentType, r.etag, 'no-store');
+        }
+      };
+    },
+  }),
+]);
 
 export const registryText = (registry: Registry) => async () => ({
   text: await registry.metrics(),

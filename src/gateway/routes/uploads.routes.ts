@@ -1,22 +1,26 @@
-import Router from '@koa/router';
 import { toAppError } from '../middleware/error-handler.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import type { CreateUpload, UploadOutcomes } from '../../domain/uploads/create-upload.ts';
-import type { Limiter } from '../../domain/rate-limit.ts';
 import type { MediaFiles } from '../../domain/uploads/ports.ts';
-import type { AppContext, AppState } from '../context.ts';
-import { requireUser } from '../middleware/authenticate.ts';
-import { userRateLimit } from '../middleware/rate-limit.ts';
+import type { AppContext } from '../context.ts';
 import { multipartUpload, uploadedFile } from '../middleware/multipart.ts';
 import { clientSignal } from '../client-signal.ts';
 import { parse } from '../validate.ts';
-import { PrivacyBody, UploadFields } from '../schemas/upload.schemas.ts';
+import { IdParam } from '../schemas/common.schemas.ts';
+import {
+  DuplicateNotice,
+  PrivacyBody,
+  UploadDeleted,
+  UploadFields,
+  UploadForm,
+  UploadRecord,
+} from '../schemas/upload.schemas.ts';
+import { routes } from './route.ts';
 
 export interface UploadRouteDeps {
   createUpload: CreateUpload;
   uploads: UploadService;
   media: MediaFiles;
-  uploadLimiter: Limiter;
   /** The caller's vote on an upload, for `my_vote`. */
   myVote(uploadId: string, userId: string): Promise<'fucks' | 'does_not_fuck' | null>;
   /** Refusals before the use case runs (rate limit, body), counted with the use case's own outcomes. */
@@ -25,41 +29,10 @@ export interface UploadRouteDeps {
   onReceived?: (seconds: number) => void;
 }
 
-export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
-  const router = new Router<AppState>();
-  const { createUpload } = deps;
-
-  /** Parse → one call → respond. */
-  const create = async (ctx: AppContext) => {
-    const user = requireUser(ctx);
-    const fields = parse(UploadFields, ctx.request.body ?? {});
-    const request = {
-      uploadType: fields.upload_type,
-      description: fields.description,
-      tags: fields.tags,
-      isPrivate: fields.is_private,
-      file: fields.upload_type === 'image' ? uploadedFile(ctx) : null,
-      imageUrl: fields.image_url,
-      externalUrl: fields.external_url,
-    };
-    ctx.state.uploadOutcomeCounted = true;
-    const answer = await createUpload.run(user, request, {
-      idempotencyKey: ctx.get('idempotency-key') || null,
-      signal: clientSignal(ctx),
-    });
-    ctx.status = answer.status;
-    ctx.type = 'application/json; charset=utf-8';
-    ctx.body = answer.body;
-    if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
-    if (answer.created) ctx.set('Location', `/api/upload/${answer.created.id}`);
-  };
-  /** Before the body is read: a malformed Idempotency-Key is refused at once, a known one spends no upload point. */
-  const knownKey = async (ctx: AppContext) => {
-    const key = ctx.get('idempotency-key');
-    return Boolean(key && ctx.state.principal && (await createUpload.knownKey(ctx.state.principal, key)));
-  };
-  /** Refusals before the use case ran (it counts its own outcomes), for metrics. */
-  const refusals = async (ctx: AppContext, next: () => Promise<unknown>) => {
+/** Refusals before the use case ran (it counts its own outcomes), for metrics. */
+const refusals =
+  (deps: UploadRouteDeps) =>
+  async (ctx: AppContext, next: () => Promise<unknown>): Promise<void> => {
     try {
       await next();
     } catch (e) {
@@ -68,44 +41,190 @@ export function uploadRoutes(deps: UploadRouteDeps): Router<AppState> {
       throw e;
     }
   };
-  /** A shutting-down server refuses before it reads a body (the use case asks again). */
-  const acceptingUploads = async (_ctx: AppContext, next: () => Promise<unknown>) => {
-    createUpload.assertAccepting();
+
+/** A shutting-down server refuses before it reads a body (the use case asks again). */
+const acceptingUploads =
+  (deps: UploadRouteDeps) =>
+  async (_ctx: AppContext, next: () => Promise<unknown>): Promise<void> => {
+    deps.createUpload.assertAccepting();
     await next();
   };
-  const chain = [
-    refusals,
-    acceptingUploads,
-    userRateLimit(deps.uploadLimiter, { exempt: knownKey }),
-    multipartUpload({ media: deps.media, ...(deps.onReceived ? { onReceived: deps.onReceived } : {}) }),
-    create,
-  ] as const;
-  router.post('/api/v1/upload', ...chain);
-  router.post('/api/upload', ...chain);
 
-  router.get('/api/upload/:id', async (ctx) => {
-    const me = ctx.state.principal;
-    const myVote = me ? await deps.myVote(ctx.params.id!, me.userId) : undefined;
-    ctx.set('Cache-Control', me ? 'private, no-cache' : 'public, no-cache');
-    // `my_vote` depends on who asks.
-    ctx.set('Vary', 'Authorization, Cookie');
-    ctx.body = await deps.uploads.get(me, ctx.params.id!, myVote);
-  });
+/** Before the body is read: a malformed Idempotency-Key is refused at once, a known one spends no upload point. */
+const knownKey = (deps: UploadRouteDeps) => async (ctx: AppContext) => {
+  const key = ctx.get('idempotency-key');
+  return Boolean(key && ctx.state.principal && (await deps.createUpload.knownKey(ctx.state.principal, key)));
+};
 
-  router.patch('/api/upload/:id/privacy', async (ctx) => {
-    const user = requireUser(ctx);
-    const { is_private } = parse(PrivacyBody, ctx.request.body);
-    ctx.body = await deps.uploads.setPrivacy(
-      user,
-      ctx.params.id!,
-      is_private,
-      await deps.myVote(ctx.params.id!, user.userId),
-    );
-  });
-
-  router.delete('/api/upload/:id', async (ctx) => {
-    ctx.body = await deps.uploads.remove(requireUser(ctx), ctx.params.id!);
-  });
-
-  return router;
-}
+export const uploadRoutes = routes<UploadRouteDeps>((route) => {
+  /** `POST /api/v1/upload` and its alias: parse → one call → respond. */
+  const createUpload = (path: string, operationId: string, alias: boolean) =>
+    route({
+      method: 'post',
+      path,
+      operationId,
+      tag: 'uploads',
+      summary: alias
+        ? 'Create an upload (alias of /api/v1/upload)'
+        : 'Create an upload: an image file, an image URL or a link',
+      description:
+        'Multipart (`upload_type=image` with the field `file`, or any type) or JSON (`image_url` and `link`). ' +
+        'Files are at most 10 MiB; the image must be JPEG, PNG, GIF or WebP by its bytes. ' +
+        'A duplicate (same SHA-256, or a perceptual hash within NEAR_DUPLICATE_DISTANCE) of an upload the caller ' +
+        'may see answers 200 with a duplicate notice and stores nothing. ' +
+        'An image (file or `image_url`) matching the blocklist (its SHA-256, or a perceptual hash within ' +
+        '`BLOCKLIST_DISTANCE`) is 400 `blocked_content`, decided before person detection and encoding; nothing is ' +
+        'stored. `HUMAN_POLICY=flag` accepts a person and queues it for the moderators, `hold` accepts it held ' +
+        '(`moderation: held`) until approved. ' +
+        'With `Idempotency-Key`, a retry from the same user within 24 h returns the first result ' +
+        '(`Idempotent-Replayed: true`) and does not spend the upload limit; ' +
+        'the same key with a different request is 409.',
+      auth: 'required',
+      limit: 'upload',
+      idempotencyKey: true,
+      body: {
+        multipart: UploadForm,
+        multipartEncoding: { file: { contentType: 'image/jpeg, image/png, image/gif, image/webp' } },
+        json: UploadFields,
+      },
+      responses: {
+        200: {
+          description: 'A duplicate: nothing new was stored.',
+          json: DuplicateNotice,
+          optionalHeaders: ['Idempotent-Replayed'],
+        },
+        201: {
+          description: 'Created.',
+          json: UploadRecord,
+          headers: ['Location'],
+          optionalHeaders: ['Idempotent-Replayed'],
+        },
+      },
+      errors: [
+        'invalid_request',
+        'unsupported_format',
+        'invalid_image',
+        'human_detected',
+        'blocked_content',
+        'fetch_failed',
+        'too_many_tags',
+        'invalid_tag',
+        'conflict',
+        'payload_too_large',
+        'busy',
+        'storage_unavailable',
+      ],
+      before: (deps) => [refusals(deps), acceptingUploads(deps)],
+      limitExempt: knownKey,
+      receive: (deps) =>
+        multipartUpload({ media: deps.media, ...(deps.onReceived ? { onReceived: deps.onReceived } : {}) }),
+      handlerParsesBody: true,
+      handler:
+        (deps) =>
+        async (ctx, { user }) => {
+          const fields = parse(UploadFields, ctx.request.body ?? {});
+          const request = {
+            uploadType: fields.upload_type,
+            description: fields.description,
+            tags: fields.tags,
+            isPrivate: fields.is_private,
+            file: fields.upload_type === 'image' ? uploadedFile(ctx) : null,
+            imageUrl: fields.image_url,
+            externalUrl: fields.external_url,
+          };
+          ctx.state.uploadOutcomeCounted = true;
+          const answer = await deps.createUpload.run(user, request, {
+            idempotencyKey: ctx.get('idempotency-key') || null,
+            signal: clientSignal(ctx),
+          });
+          ctx.status = answer.status;
+          ctx.type = 'application/json; charset=utf-8';
+          ctx.body = answer.body;
+          if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
+          if (answer.created) ctx.set('Location', `/api/upload/${answer.created.id}`);
+        },
+    });
+  return [
+    createUpload('/api/v1/upload', 'createUpload', false),
+    createUpload('/api/upload', 'createUploadAlias', true),
+    route({
+      method: 'get',
+      path: '/api/upload/:id',
+      operationId: 'getUpload',
+      tag: 'uploads',
+      summary: 'One upload',
+      description:
+        'Private uploads are reachable by anyone who knows the id (private means unlisted). ' +
+        'An authenticated caller also gets `my_vote`. ' +
+        'A held upload is 404 to everyone but its owner and admins; a removed one is 410 `removed` to everyone but ' +
+        'admins, who get its tombstone record (`moderation: removed`).',
+      auth: 'optional',
+      limit: 'general',
+      params: IdParam,
+      responses: {
+        200: {
+          description: 'The upload record.',
+          json: UploadRecord,
+          cacheControl: ['public, no-cache', 'private, no-cache'],
+        },
+      },
+      errors: ['not_found', 'removed'],
+      handler:
+        (deps) =>
+        async (ctx, { user: me, params }) => {
+          const myVote = me ? await deps.myVote(params.id, me.userId) : undefined;
+          ctx.set('Cache-Control', me ? 'private, no-cache' : 'public, no-cache');
+          // `my_vote` depends on who asks.
+          ctx.set('Vary', 'Authorization, Cookie');
+          ctx.body = await deps.uploads.get(me, params.id, myVote);
+        },
+    }),
+    route({
+      method: 'patch',
+      path: '/api/upload/:id/privacy',
+      operationId: 'setUploadPrivacy',
+      tag: 'uploads',
+      summary: 'Make an upload private or public',
+      description:
+        'Owner or admin. A held upload is 404 to everyone but its owner and admins; ' +
+        'a removed one is 410 `removed` to everyone but admins.',
+      auth: 'required',
+      limit: 'general',
+      params: IdParam,
+      body: { json: PrivacyBody },
+      responses: { 200: { description: 'The updated upload record.', json: UploadRecord } },
+      errors: ['invalid_request', 'not_found', 'removed'],
+      handler:
+        (deps) =>
+        async (ctx, { user, params, body }) => {
+          ctx.body = await deps.uploads.setPrivacy(
+            user,
+            params.id,
+            body.is_private,
+            await deps.myVote(params.id, user.userId),
+          );
+        },
+    }),
+    route({
+      method: 'delete',
+      path: '/api/upload/:id',
+      operationId: 'deleteUpload',
+      tag: 'uploads',
+      summary: 'Delete an upload',
+      description:
+        'Owner or admin. Removes its votes, tag links and image files (unless another upload shares them). ' +
+        'A second delete is 404. A held upload is 404 to everyone but its owner and admins; ' +
+        'a removed one is 410 `removed` to everyone but admins.',
+      auth: 'required',
+      limit: 'general',
+      params: IdParam,
+      responses: { 200: { description: 'Deleted.', json: UploadDeleted } },
+      errors: ['not_found', 'removed'],
+      handler:
+        (deps) =>
+        async (ctx, { user, params }) => {
+          ctx.body = await deps.uploads.remove(user, params.id);
+        },
+    }),
+  ];
+});

@@ -180,6 +180,14 @@ export class MemoryUploads implements UploadStore {
   async findVisibleBySha256(sha256: string, viewer: Viewer) {
     return [...this.rows.values()].find((u) => u.sha256 === sha256 && visibleTo(u, viewer)) ?? null;
   }
+  async visibleIdsBySha256(sha256s: readonly string[], viewer: Viewer) {
+    const found = new Map<string, string>();
+    for (const s of sha256s) {
+      const u = await this.findVisibleBySha256(s, viewer);
+      if (u) found.set(s, u.id);
+    }
+    return found;
+  }
   async findNear(phash: string, maxDistance: number, viewer: Viewer) {
     const near = [...this.rows.values()]
       .filter((u) => u.phash && visibleTo(u, viewer))

@@ -35,6 +35,8 @@ export interface UploadStore {
   mediaKeyOf(id: string): Promise<{ mediaKey: string | null; userId: string; moderation: ModerationState } | undefined>;
   /** The oldest upload with these bytes that the viewer may see. */
   findVisibleBySha256(sha256: string, viewer: Viewer): Promise<UploadRecord | null>;
+  /** The same for many digests at once (the batch pre-check): digest → the oldest such upload's id. */
+  visibleIdsBySha256(sha256s: readonly string[], viewer: Viewer): Promise<Map<string, string>>;
   /** The closest visible upload within `maxDistance` (Hamming) of `phash`, oldest first on ties. */
   findNear(phash: string, maxDistance: number, viewer: Viewer): Promise<{ id: string; distance: number } | null>;
   /**

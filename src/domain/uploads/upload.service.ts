@@ -21,6 +21,7 @@ import type {
 import type { CreateResult, DuplicateNotice, UploadRecord, Viewer } from './upload.types.ts';
 import { toUploadView } from './upload-view.ts';
 import { originalNameOf } from './original-name.ts';
+import { checkHashes, type HashCheck } from './check-hashes.ts';
 
 export const MAX_DESCRIPTION = 500;
 
@@ -38,6 +39,8 @@ export interface BlocklistCheck {
   /** Read before the checks: the insert re-checks only if an addition moved it since (insert-guard.ts). */
   version(): Promise<number>;
   blocksSha256(sha256: string): Promise<boolean>;
+  /** The digests among these that it blocks (the batch pre-check). */
+  blockedSha256Among(sha256s: readonly string[]): Promise<Set<string>>;
   blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
 }
 
@@ -108,8 +111,14 @@ export class UploadService {
     this.#blocklist = deps.blocklist ?? {
       version: async () => 0,
       blocksSha256: async () => false,
+      blockedSha256Among: async () => new Set(),
       blocksPhash: async () => false,
     };
+  }
+
+  /** Which of these SHA-256 digests an upload would refuse as blocked or answer as a duplicate (check-hashes.ts). */
+  checkHashes(principal: Principal, sha256s: readonly string[]): Promise<HashCheck[]> {
+    return checkHashes({ uploads: this.#uploads, blocklist: this.#blocklist }, principal, sha256s);
   }
 
   async createImage(principal: Principal, input: ImageInput, signal?: AbortSignal): Promise<CreateResult> {

@@ -9,6 +9,8 @@ import { parse } from '../validate.ts';
 import { IdParam } from '../schemas/common.schemas.ts';
 import {
   DuplicateNotice,
+  HashCheckBody,
+  HashCheckResults,
   PrivacyBody,
   UploadDeleted,
   UploadFields,
@@ -147,6 +149,29 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
   return [
     createUpload('/api/v1/upload', 'createUpload', false),
     createUpload('/api/upload', 'createUploadAlias', true),
+    route({
+      method: 'post',
+      path: '/api/uploads/check',
+      operationId: 'checkUploads',
+      tag: 'uploads',
+      summary: 'Which of these files are already here or blocked (a bulk client’s pre-check)',
+      description:
+        'Takes up to 1 000 SHA-256 digests and answers, in request order, what an upload of those bytes would: ' +
+        '`blocked` (the blocklist holds the digest), `exists` with the `upload_id` its duplicate notice would name ' +
+        "(an upload the caller may see in a listing, or its own), or `new`. Another user's private, held or " +
+        'removed upload is `new`: nothing is revealed that an upload would not. Spends no upload limit.',
+      auth: 'required',
+      limit: 'general',
+      body: { json: HashCheckBody },
+      responses: { 200: { description: 'One result per digest, in request order.', json: HashCheckResults } },
+      errors: ['invalid_request'],
+      handler:
+        (deps) =>
+        async (ctx, { user, body }) => {
+          const results = await deps.uploads.checkHashes(user, body.sha256);
+          ctx.body = { results: results.map((r) => ({ sha256: r.sha256, status: r.status, upload_id: r.uploadId })) };
+        },
+    }),
     route({
       method: 'get',
       path: '/api/upload/:id',

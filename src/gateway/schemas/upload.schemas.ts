@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_DESCRIPTION } from '../../domain/uploads/upload.service.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
+import { MAX_CHECK_HASHES } from '../../domain/uploads/check-hashes.ts';
 import { Success } from './common.schemas.ts';
 
 const single = (field: string) => (v: unknown) => (Array.isArray(v) ? { __multiple: field } : v);
@@ -189,3 +190,38 @@ export const DuplicateNotice = z.object({
 });
 
 export const UploadDeleted = Success.extend({ id: z.uuid() });
+
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/** `POST /api/uploads/check`: the digests a bulk client is about to upload. */
+export const HashCheckBody = z
+  .object({
+    sha256: z
+      .array(
+        z
+          .string({ error: 'must be a string' })
+          .transform((s) => s.toLowerCase())
+          .pipe(z.string().regex(SHA256, { error: 'must be 64 hexadecimal characters (a SHA-256 digest)' })),
+        { error: 'sha256 must be an array of SHA-256 digests' },
+      )
+      .min(1, { error: 'sha256 must list at least one digest' })
+      .max(MAX_CHECK_HASHES, { error: `sha256 lists more than ${MAX_CHECK_HASHES} digests; send them in batches` })
+      .describe(`1–${MAX_CHECK_HASHES} SHA-256 digests (hex, either case) of the files' bytes.`),
+  })
+  .meta({ examples: [{ sha256: ['a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8'] }] });
+
+/** Its answer: one result per digest, in request order. */
+export const HashCheckResults = z.object({
+  results: z.array(
+    z.object({
+      sha256: z.string().regex(SHA256),
+      status: z
+        .enum(['new', 'exists', 'blocked'])
+        .describe(
+          '`blocked`: an upload of these bytes is refused (400 `blocked_content`); `exists`: it answers the ' +
+            'duplicate notice of `upload_id`; `new`: it is processed.',
+        ),
+      upload_id: z.uuid().nullable().describe('The existing upload, when `exists`.'),
+    }),
+  ),
+});

@@ -192,6 +192,7 @@ export const DuplicateNotice = z.object({
 export const UploadDeleted = Success.extend({ id: z.uuid() });
 
 const SHA256 = /^[0-9a-f]{64}$/;
+const EXAMPLE_SHA256 = 'a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8';
 
 /** `POST /api/uploads/check`: the digests a bulk client is about to upload. */
 export const HashCheckBody = z
@@ -206,9 +207,10 @@ export const HashCheckBody = z
       )
       .min(1, { error: 'sha256 must list at least one digest' })
       .max(MAX_CHECK_HASHES, { error: `sha256 lists more than ${MAX_CHECK_HASHES} digests; send them in batches` })
-      .describe(`1–${MAX_CHECK_HASHES} SHA-256 digests (hex, either case) of the files' bytes.`),
+      .describe(`1–${MAX_CHECK_HASHES} SHA-256 digests (hex, either case) of the files' bytes.`)
+      .meta({ examples: [[EXAMPLE_SHA256]] }),
   })
-  .meta({ examples: [{ sha256: ['a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8'] }] });
+  .meta({ examples: [{ sha256: [EXAMPLE_SHA256] }] });
 
 /** Its answer: one result per digest, in request order. */
 export const HashCheckResults = z.object({

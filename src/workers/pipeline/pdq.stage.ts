@@ -11,12 +11,11 @@ import type { RawImage } from './types.ts';
 /**
  * An image larger than this on either side is shrunk to fit inside this square (aspect kept) before hashing, as
  * the reference Python does (`img.thumbnail((512, 512))`): the filter is costly on large images and the hash only
- * sees 64×64. (The C++ stretches to 512×512 instead; its hashes are a few bits further from the Python test data.)
+ * sees 64×64. (The C++ stretches to 512×512 instead: 10 bits from the Python test data on its bridge, against 2.)
  */
 export const PDQ_MAX_INPUT_SIDE = 512;
 
-/** Matches are at distance ≤ 31 (pdq/README.md); hashes of quality < 50 are too featureless to share. */
-export const PDQ_MATCH_DISTANCE = 31;
+/** Hashes of quality < 50 are too featureless to share or match (pdq/README.md; matches are at distance ≤ 31). */
 export const PDQ_MIN_QUALITY = 50;
 
 const LUMA_R = 0.299;

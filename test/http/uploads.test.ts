@@ -81,6 +81,16 @@ describe('POST /api/v1/upload with upload_type=image', () => {
       assert.equal(u.image.url, `/api/image/${u.id}`);
       assert.equal(u.image.thumbnail_url, `/api/image/${u.id}?size=thumb`);
       assert.match(u.image.thumbhash, /^[A-Za-z0-9+/]+=*$/);
+      // PDQ is stored for the blocklist's shared hashes, not shown.
+      const stored = await app.composed.db
+        .db()
+        .selectFrom('uploads')
+        .select(['pdq', 'pdq_quality'])
+        .where('id', '=', u.id)
+        .executeTakeFirstOrThrow();
+      assert.match(stored.pdq ?? '', /^[0-9a-f]{64}$/);
+      assert.ok(Number.isInteger(stored.pdq_quality) && stored.pdq_quality! >= 0 && stored.pdq_quality! <= 100);
+      assert.ok(!JSON.stringify(u).includes('pdq'), 'not in the upload record');
 
       for (const [size, max] of [
         ['thumb', 320],

@@ -51,6 +51,7 @@ test(
           'm009-moderation',
           'm010-moderation-jobs',
           'm011-vote-rings',
+          'm012-pdq',
         ],
       );
       await again.close();

@@ -80,6 +80,8 @@ describe('processImage', () => {
       ['jpeg', 480, 640, false, 1, 0.25],
     );
     assert.match(result.phash, /^[0-9a-f]{16}$/);
+    assert.match(result.pdq, /^[0-9a-f]{64}$/);
+    assert.ok(Number.isInteger(result.pdqQuality) && result.pdqQuality >= 0 && result.pdqQuality <= 100);
     assert.match(result.thumbhash, /^[A-Za-z0-9+/]+={0,2}$/);
     assert.deepEqual(
       result.variants.map((v) => [v.name, v.width, v.height]),
@@ -99,6 +101,7 @@ describe('processImage', () => {
       'decode',
       'detect',
       'encode',
+      'pdq',
       'phash',
       'resample',
       'sniff',

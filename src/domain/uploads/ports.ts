@@ -7,8 +7,14 @@ import type { Readable } from 'node:stream';
 import type { ImageTask, ProcessedImage, VariantName } from './processed-image.ts';
 import type { ModerationState, UploadRecord, Viewer } from './upload.types.ts';
 
-/** What an insert writes: a stored upload minus what the database derives (owner name, counters, tags). */
-export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCount' | 'tags'>;
+/**
+ * What an insert writes: a stored upload minus what the database derives (owner name, counters, tags), plus its
+ * PDQ hash and quality (null for links), which are stored but not read back.
+ */
+export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCount' | 'tags'> & {
+  pdq: string | null;
+  pdqQuality: number | null;
+};
 
 /** What an upload sharing another's stored files takes from it: the key and the stored variants' sizes. */
 export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };

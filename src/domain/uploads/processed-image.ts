@@ -62,6 +62,10 @@ export interface ProcessedImage {
   frames: number;
   /** 64-bit perceptual hash, 16 lowercase hex characters. */
   phash: string;
+  /** PDQ, Meta's 256-bit perceptual hash (the blocklist's shared hashes), 64 lowercase hex characters. */
+  pdq: string;
+  /** PDQ's quality, 0–100: a hash below 50 is too featureless to match. */
+  pdqQuality: number;
   /** ThumbHash, base64. */
   thumbhash: string;
   /** Highest person score, or null when humanPolicy is 'off'. */
@@ -70,5 +74,7 @@ export interface ProcessedImage {
   detection?: DetectionInfo;
   variants: EncodedVariant[];
   /** Milliseconds spent per stage, for metrics. */
-  timings: Partial<Record<'sniff' | 'decode' | 'phash' | 'resample' | 'detect' | 'encode' | 'thumbhash', number>>;
+  timings: Partial<
+    Record<'sniff' | 'decode' | 'phash' | 'pdq' | 'resample' | 'detect' | 'encode' | 'thumbhash', number>
+  >;
 }

@@ -38,6 +38,10 @@ export const Upload = defineEntity({
     ph1: p.integer().nullable(),
     ph2: p.integer().nullable(),
     ph3: p.integer().nullable(),
+    /** PDQ, Meta's 256-bit perceptual hash, as 64 hex characters (the blocklist's shared hashes); images only. */
+    pdq: p.string().length(64).nullable(),
+    /** PDQ's quality, 0–100: a hash below 50 is too featureless to match. */
+    pdqQuality: p.integer().nullable(),
     /** Name of the stored variant files; shared by uploads of identical bytes. */
     mediaKey: p.string().length(36).nullable(),
     width: p.integer().nullable(),

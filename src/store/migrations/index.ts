@@ -7,6 +7,7 @@ import { M008FoldTagNames } from './m008-fold-tag-names.ts';
 import { M009Moderation } from './m009-moderation.ts';
 import { M010ModerationJobs } from './m010-moderation-jobs.ts';
 import { M011VoteRings } from './m011-vote-rings.ts';
+import { M012Pdq } from './m012-pdq.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   M009Moderation,
   M010ModerationJobs,
   M011VoteRings,
+  M012Pdq,
 ];

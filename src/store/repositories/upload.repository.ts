@@ -228,6 +228,8 @@ export class UploadRepository implements UploadStore {
             ph1: chunks[1],
             ph2: chunks[2],
             ph3: chunks[3],
+            pdq: u.pdq,
+            pdq_quality: u.pdqQuality,
             media_key: media.mediaKey,
             width: u.width,
             height: u.height,

@@ -1,6 +1,6 @@
 /**
- * The worker's processImage task: sniff → decode → phash → resample → detect → encode → thumbhash, run from one
- * table of stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one runner.
+ * The worker's processImage task: sniff → decode → phash → pdq → resample → detect → encode → thumbhash, run from
+ * one table of stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one runner.
  * Expected rejections are returned as `{ok: false, code, message}`; only bugs throw.
  */
 import { rm } from 'node:fs/promises';
@@ -8,6 +8,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { decode, derive, type DecodedImage } from './decode.stage.ts';
 import { detectPeople } from './detect-frames.ts';
 import { encodeVariants, firstFrame, resampleVariants, variantPath, type VariantPixels } from './encode.stage.ts';
+import { PDQ_MAX_INPUT_SIDE, pdq, type PdqHash } from './pdq.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
@@ -39,6 +40,7 @@ interface Draft {
   format?: ImageFormat;
   image?: DecodedImage;
   phash?: string;
+  pdq?: PdqHash;
   humanScore: number | null;
   detection?: DetectionInfo;
   /** Every variant's pixels, resampled before detection (which reads the thumb) and encoding. */
@@ -85,6 +87,22 @@ const STAGES: readonly Stage[] = [
     run: async ({ draft }) => ({
       phash: phash(
         await derive(draft.image!, { width: PHASH_INPUT_SIZE, height: PHASH_INPUT_SIZE, fit: 'fill', channels: 1 }),
+      ),
+    }),
+  },
+  // After the near-duplicate verdict (a stopped task never needs it). From RGB shrunk to fit 512 px as the reference
+  // hashes (pdq.stage.ts), the first frame of an animation; alpha flattened on white, where the reference's PIL
+  // convert('RGB') keeps the colour under transparent pixels: a transparent image may hash differently.
+  {
+    name: 'pdq',
+    run: async ({ draft }) => ({
+      pdq: pdq(
+        await derive(draft.image!, {
+          width: PDQ_MAX_INPUT_SIDE,
+          height: PDQ_MAX_INPUT_SIDE,
+          fit: 'inside',
+          channels: 3,
+        }),
       ),
     }),
   },
@@ -186,6 +204,8 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     animated: image.animated,
     frames: image.frames,
     phash: draft.phash!,
+    pdq: draft.pdq!.hash,
+    pdqQuality: draft.pdq!.quality,
     thumbhash: draft.thumbhash!,
     humanScore: draft.humanScore,
     ...(draft.detection ? { detection: draft.detection } : {}),

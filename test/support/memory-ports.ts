@@ -24,6 +24,7 @@ import type {
   SharedMedia,
   UploadStore,
 } from '../../src/domain/uploads/ports.ts';
+import { NO_IMAGE } from '../../src/domain/uploads/ports.ts';
 import type { UploadRecord, Viewer, VoteValue } from '../../src/domain/uploads/upload.types.ts';
 
 /** A signed-in caller with an account made at the start of 2026. */
@@ -136,18 +137,7 @@ export function newUpload(fields: Partial<NewUpload> & { userId: string }): NewU
     sourceUrl: null,
     isPrivate: false,
     createdAt: new Date('2026-11-01T00:00:00Z'),
-    sha256: null,
-    phash: null,
-    pdq: null,
-    pdqQuality: null,
-    mediaKey: null,
-    width: null,
-    height: null,
-    animated: null,
-    originalFormat: null,
-    thumbhash: null,
-    humanScore: null,
-    variants: null,
+    ...NO_IMAGE,
     moderation: 'visible',
     personFlag: false,
     moderatedAt: null,

@@ -16,6 +16,22 @@ export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCou
   pdqQuality: number | null;
 };
 
+/** The image fields of a row that has no stored image (a link, before its image is known): all null. */
+export const NO_IMAGE = {
+  sha256: null,
+  phash: null,
+  pdq: null,
+  pdqQuality: null,
+  mediaKey: null,
+  width: null,
+  height: null,
+  animated: null,
+  originalFormat: null,
+  thumbhash: null,
+  humanScore: null,
+  variants: null,
+} as const satisfies Partial<NewUpload>;
+
 /** What an upload sharing another's stored files takes from it: the key and the stored variants' sizes. */
 export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };
 

@@ -22,6 +22,7 @@ import type { CreateResult, DuplicateNotice, UploadRecord, Viewer } from './uplo
 import { toUploadView } from './upload-view.ts';
 import { originalNameOf } from './original-name.ts';
 import { checkHashes, type HashCheck } from './check-hashes.ts';
+import { NO_IMAGE } from './ports.ts';
 
 export const MAX_DESCRIPTION = 500;
 
@@ -344,18 +345,7 @@ export class UploadService {
       sourceUrl: input.sourceUrl,
       isPrivate: input.isPrivate,
       createdAt: this.#clock.now(),
-      sha256: null,
-      phash: null,
-      pdq: null,
-      pdqQuality: null,
-      mediaKey: null,
-      width: null,
-      height: null,
-      animated: null,
-      originalFormat: null,
-      thumbhash: null,
-      humanScore: null,
-      variants: null,
+      ...NO_IMAGE,
       moderation: 'visible' as const,
       personFlag: false,
       moderatedAt: null,

@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'fetch_failed'
   | 'too_many_tags'
   | 'invalid_tag'
+  | 'invalid_cursor'
+  | 'page_too_deep'
   | 'unauthorized'
   | 'forbidden'
   | 'banned'
@@ -34,6 +36,8 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   fetch_failed: 400,
   too_many_tags: 400,
   invalid_tag: 400,
+  invalid_cursor: 400,
+  page_too_deep: 400,
   unauthorized: 401,
   forbidden: 403,
   banned: 403,

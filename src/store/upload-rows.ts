@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { hotRank, wilsonLowerBound } from '../domain/ranking.ts';
 import type { Viewer } from '../domain/uploads/upload.types.ts';
 import type { DB, UploadsTable } from './database-types.ts';
 import type { Dialect } from './dialect.ts';
@@ -62,4 +63,31 @@ export async function lockMedia(db: Kysely<DB>, dialect: Dialect, mediaKey: stri
 export async function mediaReferenced(db: Kysely<DB>, mediaKey: string): Promise<boolean> {
   const row = await db.selectFrom('uploads').select('id').where('media_key', '=', mediaKey).limit(1).executeTakeFirst();
   return Boolean(row);
+}
+
+/**
+ * Sets a (locked) upload's vote counters and the ranks they make, in one UPDATE of its row and one of its tag links
+ * (which carry the ranks for the tag listings' indexes), and stamps `ranked_at`: a ranked listing's cursor skips
+ * what moved after it began.
+ */
+export async function setVoteCounts(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  upload: { id: string; createdAt: Date },
+  counts: { up: number; down: number },
+  at: Date,
+): Promise<void> {
+  const { up, down } = counts;
+  const ranks = {
+    score: up - down,
+    hot_rank: hotRank(up - down, upload.createdAt),
+    best_rank: wilsonLowerBound(up, down),
+    ranked_at: dialect.date(at),
+  };
+  await db
+    .updateTable('uploads')
+    .set({ upvotes: up, downvote_count: down, ...ranks })
+    .where('id', '=', upload.id)
+    .execute();
+  await db.updateTable('upload_tags').set(ranks).where('upload_id', '=', upload.id).execute();
 }

@@ -45,7 +45,7 @@ describe('GET /api/uploads', () => {
   test('newest first, default page 1 and limit 12, has_more, caching headers', async () => {
     const r = await app.api.get('/api/uploads');
     assert.equal(r.status, 200);
-    assert.deepEqual(Object.keys(r.body).sort(), ['has_more', 'limit', 'page', 'uploads']);
+    assert.deepEqual(Object.keys(r.body).sort(), ['has_more', 'limit', 'next_cursor', 'page', 'uploads']);
     assert.equal(r.body.page, 1);
     assert.equal(r.body.limit, 12);
     assert.equal(r.body.has_more, true);

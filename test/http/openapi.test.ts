@@ -72,10 +72,10 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 21);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 23);
   const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
   assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
-  for (const code of ['blocked_content', 'banned', 'account_too_new', 'removed', 'storage_unavailable'])
+  for (const code of ['blocked_content', 'banned', 'removed', 'storage_unavailable', 'invalid_cursor', 'page_too_deep'])
     assert.ok(codes.includes(code), code);
 
   const upload = doc.paths['/api/v1/upload'].post;
@@ -111,7 +111,7 @@ test('the document names the security schemes, the error codes and the contract 
   const feed = doc.paths['/api/uploads'].get;
   assert.deepEqual(
     feed.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name),
-    ['page', 'limit', 'sort', 'type', 'user', 'tag'],
+    ['page', 'limit', 'sort', 'type', 'user', 'tag', 'cursor'],
   );
   assert.deepEqual(feed.responses['200'].headers['Cache-Control'].schema.enum, ['public, max-age=120']);
   assert.ok(feed.responses['304']);

@@ -7,7 +7,16 @@
 import { createHash } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { errors } from '../../src/domain/errors.ts';
-import type { CachedJson, FeedCache, FeedQuery, FeedStore, ProfileStats } from '../../src/domain/feeds/feed.service.ts';
+import type { ListAfter, ListPosition } from '../../src/domain/feeds/cursor.ts';
+import type {
+  CachedJson,
+  FeedCache,
+  FeedQuery,
+  FeedStore,
+  PageStart,
+  Positioned,
+  ProfileStats,
+} from '../../src/domain/feeds/feed.service.ts';
 import { hotRank, wilsonLowerBound } from '../../src/domain/ranking.ts';
 import type { TagStore, TagSuggestion } from '../../src/domain/tag.service.ts';
 import { slugOf, type TagView } from '../../src/domain/tags.ts';
@@ -360,6 +369,15 @@ const SORT_KEY: Record<FeedQuery['sort'], (u: UploadRecord) => number> = {
   best: (u) => wilsonLowerBound(u.upvotes, u.downvoteCount),
 };
 
+/** Orders positions as the listings' indexes do: by rank, then creation time, then id. */
+function comparePositions(a: ListPosition, b: ListPosition): number {
+  return (
+    (a.key ?? 0) - (b.key ?? 0) ||
+    a.createdAt.getTime() - b.createdAt.getTime() ||
+    (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  );
+}
+
 /** Feeds over the upload rows: public, visible rows in the query's order; every page asked for is logged. */
 export class MemoryFeeds implements FeedStore {
   pages: Array<{ q: FeedQuery; offset: number; fetch: number }> = [];
@@ -368,20 +386,29 @@ export class MemoryFeeds implements FeedStore {
   constructor(uploads: MemoryUploads) {
     this.uploads = uploads;
   }
-  async publicPage(q: FeedQuery, offset: number, fetch: number) {
+  async publicPage(q: FeedQuery, start: PageStart, fetch: number): Promise<Positioned[]> {
+    const offset = 'offset' in start ? start.offset : 0;
     this.pages.push({ q, offset, fetch });
-    return [...this.uploads.rows.values()]
+    const ranked = q.sort !== 'new';
+    const positioned = [...this.uploads.rows.values()]
       .filter((u) => !u.isPrivate && u.moderation === 'visible')
       .filter(
         (u) => (!q.type || u.uploadType === q.type) && (!q.user || u.username.toLowerCase() === q.user.toLowerCase()),
       )
       .filter((u) => !q.tag || u.tags.some((t) => t.slug === q.tag))
-      .sort((a, b) => SORT_KEY[q.sort](b) - SORT_KEY[q.sort](a) || b.createdAt.getTime() - a.createdAt.getTime())
+      .map((u) => ({ upload: u, pos: { key: ranked ? SORT_KEY[q.sort](u) : null, createdAt: u.createdAt, id: u.id } }));
+    return positioned
+      .sort((a, b) => -comparePositions(a.pos, b.pos))
+      .filter((r) => !('after' in start) || comparePositions(r.pos, start.after.pos) < 0)
       .slice(offset, offset + fetch);
   }
-  async ownUploads(userId: string, limit: number) {
-    const own = [...this.uploads.rows.values()].filter((u) => u.userId === userId);
-    return own.reverse().slice(0, limit);
+  async ownUploads(userId: string, after: ListAfter | null, fetch: number): Promise<Positioned[]> {
+    return [...this.uploads.rows.values()]
+      .filter((u) => u.userId === userId)
+      .map((upload) => ({ upload, pos: { key: null, createdAt: upload.createdAt, id: upload.id } }))
+      .sort((a, b) => -comparePositions(a.pos, b.pos))
+      .filter((r) => !after || comparePositions(r.pos, after.pos) < 0)
+      .slice(0, fetch);
   }
   async stats(userId: string) {
     return this.profileStats.get(userId) ?? { uploads: 0, upvotes_received: 0, downvotes_received: 0, votes_cast: 0 };

@@ -40,11 +40,11 @@ const ids = (page: CachedJson) => (json(page).uploads as Array<{ id: string }>).
 const query = (q: Partial<FeedQuery> = {}): FeedQuery => ({ page: 1, limit: 2, sort: 'new', ...q });
 
 describe('FeedService.list', () => {
-  test('{uploads, page, limit, has_more}; the store is asked for limit + 1 rows at (page − 1) × limit', async () => {
+  test('{uploads, page, limit, has_more, next_cursor}; limit + 1 rows are asked for at the offset', async () => {
     const { service, store, seed } = setup();
     const [a, b, c, d, e] = seed(5);
     const first = await service.list(query());
-    assert.deepEqual(Object.keys(json(first)), ['uploads', 'page', 'limit', 'has_more']);
+    assert.deepEqual(Object.keys(json(first)), ['uploads', 'page', 'limit', 'has_more', 'next_cursor']);
     assert.deepEqual(ids(first), [e, d]);
     assert.equal(json(first).has_more, true);
     const third = await service.list(query({ page: 3 }));
@@ -165,5 +165,89 @@ describe('FeedService.recent and profile', () => {
     );
     assert.ok(profile.uploads.every((u) => u.user_id === alice.userId));
     assert.equal(cache.writes.length, 0);
+    // The rest by cursor: the three older ones, then nothing more.
+    assert.ok(profile.next_cursor);
+    const rest = await service.ownUploads(alice, PROFILE_UPLOADS, profile.next_cursor);
+    assert.deepEqual(
+      rest.uploads.map((u) => u.id),
+      own.slice(PROFILE_UPLOADS - 1),
+    );
+    assert.equal(rest.next_cursor, null);
+    assert.equal(rest.has_more, false);
+    // Another user's profile cursor, or another limit, is not this listing's.
+    await assert.rejects(service.ownUploads(bob, PROFILE_UPLOADS, profile.next_cursor), { code: 'invalid_cursor' });
+    await assert.rejects(service.ownUploads(alice, 5, profile.next_cursor), { code: 'invalid_cursor' });
+  });
+});
+
+describe('FeedService.list by cursor', () => {
+  test('next_cursor leads through every upload once, counting pages on, in every sort and with a tag', async () => {
+    const { service, uploads, seed } = setup();
+    const all = seed(7);
+    for (const [i, id] of all.entries()) {
+      const row = uploads.rows.get(id)!;
+      row.upvotes = (i * 3) % 5;
+      row.downvoteCount = i % 2;
+      row.tags = i % 2 ? [{ id: 't', name: 'odd', slug: 'odd' }] : [];
+    }
+    for (const sort of ['new', 'top', 'hot', 'best'] as const) {
+      for (const tag of [undefined, 'odd']) {
+        const seen: string[] = [];
+        const pages: number[] = [];
+        let cursor: string | undefined;
+        for (let n = 0; n < 10; n++) {
+          const page = json(await service.list(query({ sort, tag, limit: 3, cursor })));
+          seen.push(...(page.uploads as Array<{ id: string }>).map((u) => u.id));
+          pages.push(page.page as number);
+          if (!page.next_cursor) break;
+          cursor = page.next_cursor as string;
+        }
+        const expected = json(await service.list(query({ sort, tag, limit: 50 })));
+        assert.deepEqual(
+          seen,
+          (expected.uploads as Array<{ id: string }>).map((u) => u.id),
+          `${sort} ${tag ?? ''}: the cursor pages are the one long page, in order`,
+        );
+        assert.deepEqual(
+          pages,
+          pages.map((_, i) => i + 1),
+        );
+      }
+    }
+  });
+
+  test('a malformed cursor, or one of another sort, filter or limit, is 400 invalid_cursor', async () => {
+    const { service, seed } = setup();
+    seed(5);
+    const cursor = json(await service.list(query())).next_cursor as string;
+    assert.ok(cursor);
+    for (const other of [
+      { sort: 'top' as const },
+      { limit: 3 },
+      { tag: 'cats' },
+      { user: 'bob' },
+      { type: 'link' as const },
+    ]) {
+      await assert.rejects(
+        service.list(query({ ...other, cursor })),
+        { code: 'invalid_cursor' },
+        JSON.stringify(other),
+      );
+    }
+    const forged = Buffer.from(JSON.stringify([1, 'x', 2, 0, null, 0, 'not-a-uuid'])).toString('base64url');
+    for (const bad of ['x', '!!!', cursor.slice(0, -4), forged, Buffer.from('[]').toString('base64url')]) {
+      await assert.rejects(service.list(query({ cursor: bad })), { code: 'invalid_cursor' }, bad);
+    }
+  });
+
+  test('number pages end at 10 000 rows in: deeper is 400 page_too_deep, naming cursor', async () => {
+    const { service } = setup();
+    await service.list(query({ page: 10_001, limit: 1 }));
+    await service.list(query({ page: 201, limit: 50 }));
+    await assert.rejects(service.list(query({ page: 202, limit: 50 })), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'page_too_deep');
+      assert.match(e.message, /cursor/);
+      return true;
+    });
   });
 });

@@ -59,6 +59,7 @@ export const responseSchemas: Record<string, z.ZodType> = {
   RecentItems: community.RecentItems,
   ProfileStats: community.ProfileStats,
   Profile: community.Profile,
+  OwnUploadsPage: community.OwnUploadsPage,
   TagList: community.TagList,
   TagsChanged: community.TagsChanged,
   TagSuggestion: community.TagSuggestion,

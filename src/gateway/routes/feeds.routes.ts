@@ -1,6 +1,14 @@
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import { sendWithEtag } from '../fresh.ts';
-import { FeedPage, FeedQuery, Profile, RecentItems, RecentQuery } from '../schemas/community.schemas.ts';
+import {
+  FeedPage,
+  FeedQuery,
+  OwnUploadsPage,
+  OwnUploadsQuery,
+  Profile,
+  RecentItems,
+  RecentQuery,
+} from '../schemas/community.schemas.ts';
 import { routes } from './route.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -15,12 +23,15 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
     summary: 'Public uploads, paginated, filtered and sorted',
     description:
       'Public uploads only, for everyone (owners find their private ones in /api/profile). ' +
-      'Default order: newest first.',
+      'Default order: newest first. Pages by number (`page`, for the first 10 000 rows) or by `cursor`: each page ' +
+      "answers `next_cursor`, and `cursor=<next_cursor>` reads the next page from the order's index however deep it " +
+      'is. In a ranked sort (`top`, `hot`, `best`) a traversal by cursor never shows an upload twice: an upload ' +
+      'whose votes moved it after the first page is skipped from then on.',
     auth: 'none',
     limit: 'general',
     query: FeedQuery,
     responses: { 200: { description: 'One page.', json: FeedPage, cacheControl: ['public, max-age=120'] } },
-    errors: ['invalid_request'],
+    errors: ['invalid_request', 'invalid_cursor', 'page_too_deep'],
     hot: true,
     handler:
       (deps) =>
@@ -67,6 +78,36 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
         ctx.set('Cache-Control', 'private, max-age=30');
         ctx.set('Vary', 'Authorization, Cookie');
         ctx.body = profile;
+      },
+  }),
+  route({
+    method: 'get',
+    path: '/api/profile/uploads',
+    operationId: 'ownUploads',
+    tag: 'feeds',
+    summary: "The caller's own uploads, a page at a time",
+    description:
+      'Private ones included, removed ones not, newest first. The profile answers the first page and its ' +
+      '`next_cursor`; this answers the pages after it (`cursor`), or the first page at another `limit`.',
+    auth: 'required',
+    limit: 'general',
+    query: OwnUploadsQuery,
+    responses: {
+      200: {
+        description: 'One page.',
+        json: OwnUploadsPage,
+        cacheControl: ['private, max-age=30'],
+        headers: ['Vary'],
+      },
+    },
+    errors: ['invalid_request', 'invalid_cursor'],
+    handler:
+      (deps) =>
+      async (ctx, { user, query }) => {
+        const page = await deps.feeds.ownUploads(user, query.limit, query.cursor);
+        ctx.set('Cache-Control', 'private, max-age=30');
+        ctx.set('Vary', 'Authorization, Cookie');
+        ctx.body = page;
       },
   }),
 ]);

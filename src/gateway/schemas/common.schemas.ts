@@ -17,6 +17,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   invalid_tag:
     'a tag is empty, longer than 32 characters, or has characters other than letters, digits, space, `-`, `_` ' +
     'after NFKC folding (an invisible character among them)',
+  invalid_cursor: 'a `cursor` that is malformed or belongs to another listing (other filters, sort or limit)',
+  page_too_deep: '`(page − 1) × limit` is over 10 000: page on with `cursor=<next_cursor>`',
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
   banned: 'the account is banned; the message says until when',

@@ -35,8 +35,26 @@ const positiveInt = (name: string, fallback: number, example = fallback) =>
 
 export const MAX_PAGE = 10_000;
 
+const CURSOR_EXAMPLE =
+  'WzEsIjA3WFB5dHZZOHY4ciIsMiwxNzk1NzcxODAwMDAwLG51bGwsMTc5NTc3MDc2NDEyMCwiM2YyYjhjMWUtOWE0ZC00ZTdi' +
+  'LThmMGEtNmM1ZDJlMWI3YTkwIl0';
+
+/** A listing's `cursor` parameter (API.md, Listing and feeds). */
+export const cursorParam = z
+  .string()
+  .max(512, { error: 'cursor is too long: use next_cursor as it was given' })
+  .optional()
+  .describe(
+    'The `next_cursor` of the previous page (same filters, sort and limit): the page after it, read directly ' +
+      'however deep it is. An upload is never listed twice in one traversal, however votes move it. A malformed ' +
+      'or foreign cursor is 400 `invalid_cursor`.',
+  )
+  .meta({ examples: [CURSOR_EXAMPLE] });
+
 export const FeedQuery = z.object({
-  page: positiveInt('page', 1).refine((p) => p <= MAX_PAGE, { error: `page must be at most ${MAX_PAGE}` }),
+  page: positiveInt('page', 1).meta({
+    description: 'Default 1. Only while `(page − 1) × limit` ≤ 10 000: deeper is 400 `page_too_deep` (use `cursor`).',
+  }),
   // API.md: limit > 50 is clamped to 50 (not an error).
   limit: positiveInt('limit', 12)
     .transform((l) => Math.min(l, 50))
@@ -62,6 +80,7 @@ export const FeedQuery = z.object({
     .optional()
     .describe('Tag slug.')
     .meta({ examples: ['cats'] }),
+  cursor: cursorParam,
 });
 
 export const RecentQuery = z.object({
@@ -103,11 +122,31 @@ export const VoteResult = z.object({
   downvote_count: z.int().nonnegative(),
 });
 
+const nextCursor = z
+  .string()
+  .nullable()
+  .describe('Pass as `cursor` (same filters, sort and limit) for the next page; null on the last page.');
+
 export const FeedPage = z.object({
   uploads: z.array(UploadRecord),
-  page: z.int().positive(),
+  page: z.int().positive().describe('The page number (counted on when paging by cursor).'),
   limit: z.int().min(1).max(50),
   has_more: z.boolean(),
+  next_cursor: nextCursor,
+});
+
+export const OwnUploadsQuery = z.object({
+  limit: positiveInt('limit', 12)
+    .transform((l) => Math.min(l, 50))
+    .meta({ description: "Default 12 (as the profile's first page); values over 50 are clamped to 50." }),
+  cursor: cursorParam,
+});
+
+export const OwnUploadsPage = z.object({
+  uploads: z.array(UploadRecord).describe("The caller's own uploads, private included, newest first."),
+  limit: z.int().min(1).max(50),
+  has_more: z.boolean(),
+  next_cursor: nextCursor,
 });
 
 export const RecentItems = z.object({ items: z.array(UploadRecord) });
@@ -123,6 +162,9 @@ export const Profile = z.object({
   user: UserSchema,
   stats: ProfileStats,
   uploads: z.array(UploadRecord).describe("The caller's own uploads, private included, newest first, first 12."),
+  next_cursor: nextCursor.describe(
+    'The rest of the own uploads: `GET /api/profile/uploads?cursor=<next_cursor>`; null when these are all.',
+  ),
 });
 
 export const TagList = z.object({ tags: z.array(Tag) });

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { JOB_KINDS, JOB_STATUSES, MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.types.ts';
 import { UserSchema } from './auth.schemas.ts';
-import { FeedQuery } from './community.schemas.ts';
+import { FeedQuery, MAX_PAGE } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
 import { VoteRingItem } from './vote-ring.schemas.ts';
 
@@ -45,7 +45,12 @@ export const ReportSchema = z.object({
   created_at: z.iso.datetime(),
 });
 
-export const PageQuery = FeedQuery.pick({ page: true, limit: true });
+export const PageQuery = z.object({
+  page: FeedQuery.shape.page
+    .refine((p) => p <= MAX_PAGE, { error: `page must be at most ${MAX_PAGE}` })
+    .meta({ description: `Default 1; at most ${MAX_PAGE}.` }),
+  limit: FeedQuery.shape.limit,
+});
 
 export const QueueQuery = PageQuery.extend({
   status: z

@@ -27,6 +27,8 @@ export const Upload = defineEntity({
     hotRank: p.double().$type<number>().runtimeType('number').default(0),
     /** Wilson score lower bound (z = 1.28), for `sort=best`. */
     bestRank: p.double().$type<number>().runtimeType('number').default(0),
+    /** When votes last moved the ranks (null: never); a ranked listing's cursor skips uploads moved after it began. */
+    rankedAt: p.datetime(3).nullable(),
     isPrivate: p.boolean().default(false),
     createdAt: p.datetime(3),
     /** SHA-256 of the original bytes (hex): exact-duplicate key. */

@@ -8,6 +8,7 @@ import { M009Moderation } from './m009-moderation.ts';
 import { M010ModerationJobs } from './m010-moderation-jobs.ts';
 import { M011VoteRings } from './m011-vote-rings.ts';
 import { M012Pdq } from './m012-pdq.ts';
+import { M013KeysetListings } from './m013-keyset-listings.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   M010ModerationJobs,
   M011VoteRings,
   M012Pdq,
+  M013KeysetListings,
 ];

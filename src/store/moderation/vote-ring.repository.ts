@@ -12,12 +12,11 @@ import type {
   VoteRingRecord,
   VoteRingStore,
 } from '../../domain/moderation/vote-rings.service.ts';
-import { hotRank, wilsonLowerBound } from '../../domain/ranking.ts';
 import type { RingVote } from '../../domain/votes/vote-rings.ts';
 import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
-import { lockUpload } from '../upload-rows.ts';
+import { lockUpload, setVoteCounts } from '../upload-rows.ts';
 
 /** Ids per `in (…)` list: well under SQLite's and PostgreSQL's bound-parameter limits. */
 const CHUNK = 500;
@@ -177,7 +176,7 @@ export class VoteRingRepository implements VoteRingStore {
       const accounts = JSON.parse(item.accounts) as string[];
       let voided = 0;
       let uploads = 0;
-      if (action === 'void') ({ voided, uploads } = await voidVotes(db, d, accounts));
+      if (action === 'void') ({ voided, uploads } = await voidVotes(db, d, accounts, opts.at));
       await db
         .updateTable('vote_rings')
         .set({
@@ -257,7 +256,12 @@ export class VoteRingRepository implements VoteRingStore {
  * under the locks (a vote cast meanwhile is counted), deleted, and subtracted. Repeats while votes of the accounts
  * remain (one cast on another upload during the pass).
  */
-async function voidVotes(db: Kysely<DB>, d: Dialect, accounts: string[]): Promise<{ voided: number; uploads: number }> {
+async function voidVotes(
+  db: Kysely<DB>,
+  d: Dialect,
+  accounts: string[],
+  at: Date,
+): Promise<{ voided: number; uploads: number }> {
   let voided = 0;
   const touched = new Set<string>();
   for (let pass = 0; pass < 5; pass++) {
@@ -268,7 +272,7 @@ async function voidVotes(db: Kysely<DB>, d: Dialect, accounts: string[]): Promis
     }
     if (!ids.size) break;
     for (const uploadId of [...ids].sort()) {
-      const upload = await lockUpload(db, d, uploadId, ['id']);
+      const upload = await lockUpload(db, d, uploadId, ['upvotes', 'downvote_count', 'created_at']);
       if (!upload) continue;
       let up = 0;
       let down = 0;
@@ -287,23 +291,8 @@ async function voidVotes(db: Kysely<DB>, d: Dialect, accounts: string[]): Promis
       if (!up && !down) continue;
       voided += up + down;
       touched.add(uploadId);
-      const moved = await db
-        .updateTable('uploads')
-        .set({
-          upvotes: sql`upvotes - ${sql.lit(up)}`,
-          downvote_count: sql`downvote_count - ${sql.lit(down)}`,
-          score: sql`score - ${sql.lit(up - down)}`,
-        })
-        .where('id', '=', uploadId)
-        .returning(['upvotes', 'downvote_count', 'created_at'])
-        .executeTakeFirstOrThrow();
-      const u = Number(moved.upvotes);
-      const n = Number(moved.downvote_count);
-      await db
-        .updateTable('uploads')
-        .set({ hot_rank: hotRank(u - n, d.readDate(moved.created_at)), best_rank: wilsonLowerBound(u, n) })
-        .where('id', '=', uploadId)
-        .execute();
+      const counts = { up: Number(upload.upvotes) - up, down: Number(upload.downvote_count) - down };
+      await setVoteCounts(db, d, { id: uploadId, createdAt: d.readDate(upload.created_at) }, counts, at);
     }
   }
   return { voided, uploads: touched.size };

@@ -79,10 +79,27 @@ export async function linkTags(
     )
     .onConflict((oc) => oc.doNothing())
     .execute();
-  const tags = await db.selectFrom('tags').select(['id']).where('slug', 'in', names.map(slugOf)).execute();
+  // Each link carries its upload's listing keys (creation time, ranks), copied from the row in the same statement.
   const linked = await db
     .insertInto('upload_tags')
-    .values(tags.map((t) => ({ upload_id: uploadId, tag_id: t.id, created_at: d.date(at) })))
+    .columns(['upload_id', 'tag_id', 'created_at', 'upload_created_at', 'score', 'hot_rank', 'best_rank', 'ranked_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('uploads as u')
+        .innerJoin('tags as t', (j) => j.on('t.slug', 'in', names.map(slugOf)))
+        .select([
+          'u.id',
+          't.id',
+          // PostgreSQL types a bare parameter in a select list as text.
+          (d.name === 'postgres' ? sql`cast(${at} as timestamptz)` : sql`${d.date(at)}`).as('created_at'),
+          'u.created_at',
+          'u.score',
+          'u.hot_rank',
+          'u.best_rank',
+          'u.ranked_at',
+        ])
+        .where('u.id', '=', uploadId),
+    )
     .onConflict((oc) => oc.doNothing())
     .returning('tag_id')
     .execute();

@@ -1,8 +1,6 @@
-import { sql } from 'kysely';
 import type { Database } from '../database.ts';
-import { lockUpload } from '../upload-rows.ts';
+import { lockUpload, setVoteCounts } from '../upload-rows.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { hotRank, wilsonLowerBound } from '../../domain/ranking.ts';
 import type { VoteGuard, VoteStore } from '../../domain/votes/vote.service.ts';
 import type { VoteValue } from '../../domain/uploads/upload.types.ts';
 
@@ -16,13 +14,19 @@ export class VoteRepository implements VoteStore {
 
   /**
    * One transaction: lock the upload row (votes on one upload take turns; a concurrent delete either
-   * happens before — 404 — or after, taking the votes with it), move the vote row, then move the
-   * counters with `counter = counter ± 1` and recompute the ranks from the counters the update returned.
+   * happens before — 404 — or after, taking the votes with it), move the vote row, then write the counters and
+   * the ranks they make from the locked row's counters in one UPDATE of the upload (and one of its tag links).
    */
   cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date, guard?: VoteGuard) {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
-      const upload = await lockUpload(db, d, uploadId, ['upvotes', 'downvote_count', 'user_id', 'moderation']);
+      const upload = await lockUpload(db, d, uploadId, [
+        'upvotes',
+        'downvote_count',
+        'created_at',
+        'user_id',
+        'moderation',
+      ]);
       if (!upload) return null;
       guard?.({ id: uploadId, userId: upload.user_id, moderation: upload.moderation });
       const old = await db
@@ -50,25 +54,9 @@ export class VoteRepository implements VoteStore {
           .where('upload_id', '=', uploadId)
           .execute();
       }
-      const du = (value === 1 ? 1 : 0) - (before === 1 ? 1 : 0);
-      const dd = (value === -1 ? 1 : 0) - (before === -1 ? 1 : 0);
-      const moved = await db
-        .updateTable('uploads')
-        .set({
-          upvotes: sql`upvotes + ${sql.lit(du)}`,
-          downvote_count: sql`downvote_count + ${sql.lit(dd)}`,
-          score: sql`score + ${sql.lit(du - dd)}`,
-        })
-        .where('id', '=', uploadId)
-        .returning(['upvotes', 'downvote_count', 'created_at'])
-        .executeTakeFirstOrThrow();
-      const up = Number(moved.upvotes);
-      const down = Number(moved.downvote_count);
-      await db
-        .updateTable('uploads')
-        .set({ hot_rank: hotRank(up - down, d.readDate(moved.created_at)), best_rank: wilsonLowerBound(up, down) })
-        .where('id', '=', uploadId)
-        .execute();
+      const up = Number(upload.upvotes) + (value === 1 ? 1 : 0) - (before === 1 ? 1 : 0);
+      const down = Number(upload.downvote_count) + (value === -1 ? 1 : 0) - (before === -1 ? 1 : 0);
+      await setVoteCounts(db, d, { id: uploadId, createdAt: d.readDate(upload.created_at) }, { up, down }, at);
       return { value, upvotes: up, downvotes: down, changed: true };
     });
   }

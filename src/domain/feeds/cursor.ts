@@ -1,0 +1,96 @@
+/**
+ * Keyset positions (API.md, Listing and feeds): `next_cursor` names the last row of a page by its order's key, and
+ * `cursor=` starts the next page right after it, reading only that page's rows however deep it is.
+ *
+ * A cursor is opaque to clients: base64url of a small JSON array. It carries
+ * - the listing it belongs to (a digest of its filters, sort and limit): another listing's cursor is refused;
+ * - the page number it leads to (the envelope's `page` keeps counting);
+ * - when the traversal began (its first page): a ranked listing skips uploads whose ranks moved after that, so
+ *   an upload is never shown twice however votes move it;
+ * - the last row's key: its rank (absent for orders by time), creation time and id.
+ */
+import { createHash } from 'node:crypto';
+import { AppError } from '../errors.ts';
+
+/** Where a page ends: the last row's rank (null for orders by time), creation time and id. */
+export interface ListPosition {
+  key: number | null;
+  createdAt: Date;
+  id: string;
+}
+
+/** Where a page starts: after `pos`, skipping rows whose ranks moved after `since`. */
+export interface ListAfter {
+  since: Date;
+  pos: ListPosition;
+}
+
+export interface Cursor {
+  after: ListAfter;
+  /** The page number the cursor leads to. */
+  page: number;
+}
+
+/** Number pages stay as the spec says while `(page − 1) × limit` is at most this; deeper pages need a cursor. */
+export const MAX_OFFSET = 10_000;
+const VERSION = 1;
+const MAX_CURSOR_LENGTH = 512;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export const invalidCursor = (why: string) =>
+  new AppError('invalid_cursor', `cursor is not a cursor of this listing (${why}): use next_cursor as it was given`);
+
+/** A short digest of what makes a listing: its cursor is refused by any other. */
+export function listingId(parts: ReadonlyArray<string | number | undefined | null>): string {
+  return createHash('sha256')
+    .update(parts.map((p) => String(p ?? '')).join('\u0000'))
+    .digest('base64url')
+    .slice(0, 12);
+}
+
+export function encodeCursor(listing: string, c: Cursor): string {
+  const { since, pos } = c.after;
+  const json = [VERSION, listing, c.page, since.getTime(), pos.key, pos.createdAt.getTime(), pos.id];
+  return Buffer.from(JSON.stringify(json)).toString('base64url');
+}
+
+export function decodeCursor(listing: string, text: string): Cursor {
+  if (text.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(text)) throw invalidCursor('malformed');
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    throw invalidCursor('malformed');
+  }
+  if (!Array.isArray(value) || value.length !== 7 || value[0] !== VERSION) throw invalidCursor('malformed');
+  const [, from, page, since, key, createdAt, id] = value as unknown[];
+  if (from !== listing) throw invalidCursor('it belongs to another listing, sort or limit');
+  const time = (t: unknown) => (Number.isSafeInteger(t) && (t as number) >= 0 ? new Date(t as number) : null);
+  const sinceAt = time(since);
+  const created = time(createdAt);
+  if (
+    !Number.isSafeInteger(page) ||
+    (page as number) < 2 ||
+    !sinceAt ||
+    !created ||
+    !(key === null || (typeof key === 'number' && Number.isFinite(key))) ||
+    typeof id !== 'string' ||
+    !UUID.test(id)
+  ) {
+    throw invalidCursor('malformed');
+  }
+  return {
+    page: page as number,
+    after: { since: sinceAt, pos: { key, createdAt: created, id } },
+  };
+}
+
+/** `page` beyond the number pages' ceiling: 400 `page_too_deep`, naming the way on. */
+export function checkPageDepth(page: number, limit: number): void {
+  if ((page - 1) * limit > MAX_OFFSET) {
+    throw new AppError(
+      'page_too_deep',
+      `page ${page} at limit ${limit} starts past row ${MAX_OFFSET}: page on with cursor=<next_cursor> instead`,
+    );
+  }
+}

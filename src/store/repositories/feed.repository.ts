@@ -25,7 +25,7 @@ const RANK: Readonly<Record<FeedQuery['sort'], 'score' | 'hot_rank' | 'best_rank
   best: 'best_rank',
 };
 
-interface KeyRow {
+export interface KeyRow {
   id: string;
   created_at: unknown;
   rank: unknown;
@@ -54,38 +54,14 @@ export class FeedRepository implements FeedStore {
 
   async publicPage(q: FeedQuery, start: PageStart, fetch: number): Promise<Positioned[]> {
     const db = this.#db.db();
-    const d = this.#db.dialect;
-    const rank = RANK[q.sort];
-    // Without a tag: the upload rows themselves. With one: the tag's link rows, which carry their upload's keys,
-    // read in the tag's own index order (the upload row only for its visibility and the other filters).
-    let source = { from: sql`uploads u`, keys: 'u', created: 'created_at', id: 'id' };
-    const where: RawBuilder<unknown>[] = [visibleTo(d, null)];
+    let tagId: string | null = null;
     if (q.tag) {
       const tag = await db.selectFrom('tags').select('id').where('slug', '=', q.tag).executeTakeFirst();
       if (!tag) return [];
-      source = {
-        from: sql`upload_tags ut join uploads u on u.id = ut.upload_id`,
-        keys: 'ut',
-        created: 'upload_created_at',
-        id: 'upload_id',
-      };
-      where.push(sql`ut.tag_id = ${tag.id}`);
+      tagId = tag.id;
     }
-    const col = (c: string) => sql.ref(`${source.keys}.${c}`);
-    const cols = [...(rank ? [col(rank)] : []), col(source.created), col(source.id)];
-    // `type` as a literal, so that SQLite matches the link-only partial indexes.
-    if (q.type) where.push(sql`u.upload_type = ${sql.lit(q.type)}`);
-    if (q.user) where.push(sql`u.user_id = (select id from users where username_key = ${q.user.toLowerCase()})`);
-    if ('after' in start) {
-      where.push(afterPosition(d, cols, start.after, rank !== null));
-      if (rank) where.push(movedBefore(d, col('ranked_at'), start.after.since));
-    }
-    const offset = 'offset' in start ? start.offset : 0;
-    const keys = await sql<KeyRow>`select ${col(source.id)} as id, ${col(source.created)} as created_at,
-        ${rank ? col(rank) : sql`null`} as rank
-      from ${source.from} where ${sql.join(where, sql` and `)}
-      order by ${sql.join(cols.map((c) => sql`${c} desc`))} limit ${fetch} offset ${offset}`.execute(db);
-    return this.#records(db, keys.rows, rank !== null);
+    const keys = await feedKeysQuery(this.#db.dialect, q, start, fetch, tagId).execute(db);
+    return this.#records(db, keys.rows, RANK[q.sort] !== null);
   }
 
   /** The records of the keyed rows, in their order, each with its position. */
@@ -152,4 +128,43 @@ export class FeedRepository implements FeedStore {
 /** Not moved by votes after `since`: its key now is the key it had when the traversal began. */
 function movedBefore(d: Dialect, rankedAt: RawBuilder<unknown>, since: Date): RawBuilder<boolean> {
   return sql<boolean>`(${rankedAt} is null or ${rankedAt} <= ${d.date(since)})`;
+}
+
+/**
+ * The ids and keys of one feed page, read in the order's index order. Without a tag: the upload rows themselves.
+ * With one (`tagId`): the tag's link rows, which carry their upload's keys, read in the tag's own index order (the
+ * upload row only for its visibility and the other filters).
+ */
+export function feedKeysQuery(
+  d: Dialect,
+  q: FeedQuery,
+  start: PageStart,
+  fetch: number,
+  tagId: string | null,
+): RawBuilder<KeyRow> {
+  const rank = RANK[q.sort];
+  const source = tagId
+    ? {
+        from: sql`upload_tags ut join uploads u on u.id = ut.upload_id`,
+        keys: 'ut',
+        created: 'upload_created_at',
+        id: 'upload_id',
+      }
+    : { from: sql`uploads u`, keys: 'u', created: 'created_at', id: 'id' };
+  const where: RawBuilder<unknown>[] = [visibleTo(d, null)];
+  if (tagId) where.push(sql`ut.tag_id = ${tagId}`);
+  const col = (c: string) => sql.ref(`${source.keys}.${c}`);
+  const cols = [...(rank ? [col(rank)] : []), col(source.created), col(source.id)];
+  // `type` as a literal, so that SQLite matches the link-only partial indexes.
+  if (q.type) where.push(sql`u.upload_type = ${sql.lit(q.type)}`);
+  if (q.user) where.push(sql`u.user_id = (select id from users where username_key = ${q.user.toLowerCase()})`);
+  if ('after' in start) {
+    where.push(afterPosition(d, cols, start.after, rank !== null));
+    if (rank) where.push(movedBefore(d, col('ranked_at'), start.after.since));
+  }
+  const offset = 'offset' in start ? start.offset : 0;
+  return sql<KeyRow>`select ${col(source.id)} as id, ${col(source.created)} as created_at,
+      ${rank ? col(rank) : sql`null`} as rank
+    from ${source.from} where ${sql.join(where, sql` and `)}
+    order by ${sql.join(cols.map((c) => sql`${c} desc`))} limit ${fetch} offset ${offset}`;
 }

@@ -99,7 +99,12 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     const picked = tagIds.length
       ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** 2)))
       : new Set<number>();
-    for (const t of picked) links.push({ upload_id: id, tag_id: tagIds[t], created_at: d.date(createdAt) });
+    const ranks = { score, hot_rank: hotRank(score, createdAt), best_rank: wilsonLowerBound(up[i]!, down[i]!) };
+    // A link carries its upload's listing keys, as the service keeps them (m013-keyset-listings).
+    for (const t of picked) {
+      const at = d.date(createdAt);
+      links.push({ upload_id: id, tag_id: tagIds[t], created_at: at, upload_created_at: at, ...ranks });
+    }
     const row = {
       id,
       user_id: s.users[Math.floor(r() * s.users.length)]!.id,
@@ -111,9 +116,7 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
       source_url: null,
       upvotes: up[i],
       downvote_count: down[i],
-      score,
-      hot_rank: hotRank(score, createdAt),
-      best_rank: wilsonLowerBound(up[i]!, down[i]!),
+      ...ranks,
       is_private: d.bool(r() < (s.privateShare ?? 0.05)),
       created_at: d.date(createdAt),
       sha256: randomUUID().replace(/-/g, '') + randomUUID().replace(/-/g, ''),

@@ -33,7 +33,8 @@ test('every feed order, filter and page start is read from an index, never sorte
           if (tagId && filter.type) continue;
           for (const start of [{ offset: 120 }, after]) {
             const q: FeedQuery = { page: 1, limit: 12, sort, ...filter };
-            const label = `${sort} ${JSON.stringify(filter)} ${tagId ? 'tag' : ''} ${'after' in start ? 'cursor' : 'offset'}`;
+            const tagged = tagId ? 'tag' : '';
+            const label = `${sort} ${JSON.stringify(filter)} ${tagged} ${'after' in start ? 'cursor' : 'offset'}`;
             const query = feedKeysQuery(d, q, start, 13, tagId);
             const plan = await db.transaction(async (_em, tx) => {
               if (d.name === 'postgres') {

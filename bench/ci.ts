@@ -14,6 +14,7 @@
  *   image GET p50 during 16 concurrent logins ÷ idle (password hashing off libuv) ≤ 3 (goal 2)
  *   feed GET p50 under 200 concurrent /metrics + /readyz ÷ under 200 /healthz      ≤ 3 (goal 1.5)
  *   upload p50 under 64 /metrics scrapers ÷ under 64 /healthz, ± METRICS_TOKEN     ≤ 2 (goal 1.5)
+ *   listing reads (page 1, by cursor half-way, popular tag) at 50k uploads ÷ at 10k, p50  ≤ 3 (goal 1.5)
  *   vote-ring detector ÷ sorting and grouping the same ~0.9M votes                 ≤ 4 (with its recall ≥ 0.9
  *     and false accusations ≤ 1 per 10k honest accounts on population seed 2, exact for the seed)
  *
@@ -34,6 +35,8 @@ import { probesBench } from './probes.bench.ts';
 import { metricsScrapeBench } from './metrics-scrape.bench.ts';
 import { thumbhashCost } from './support/stage-costs.ts';
 import { voteRingsBench } from './vote-rings.bench.ts';
+import { scaleBench } from './scale.bench.ts';
+import { TARGETS } from './support/targets.ts';
 import { postgresUnavailable } from './support/bench-database.ts';
 import { meets, Recorder, table, writeResults, type Figure } from './support/report.ts';
 import { summarize } from './support/stats.ts';
@@ -96,6 +99,18 @@ const CHECKS: Check[] = [
       metricsScrapeBench(rec, { rounds: 2, scrapers: 64, uploads: 8, megapixels: 1, encodings: ['identity'] }),
   },
   { name: 'vote-ring detector', run: async (rec) => void voteRingsBench(rec, { rounds: 3 }) },
+  // Issue 29 at a size CI seeds in seconds: listing reads at 50k uploads ÷ at 10k (bench:scale runs 1M).
+  {
+    name: 'listing reads as the data grows',
+    run: (rec) =>
+      scaleBench(rec, {
+        dbs: ['sqlite', 'postgres'],
+        small: 10_000,
+        large: 50_000,
+        probes: 15,
+        target: TARGETS.listingGrowth,
+      }),
+  },
 ];
 
 const ciFigures = (figures: readonly Figure[]) => figures.filter((f) => f.target?.kind === 'ci');

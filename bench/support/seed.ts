@@ -58,6 +58,12 @@ export interface UploadSeed {
   votes?: number;
   /** Tags to create and link, 0–3 per upload. */
   tags?: number;
+  /** Who uploads (default `users`, who also vote): repeat a user to make a heavy uploader. */
+  owners?: readonly SeededUser[];
+  /** Existing tags to link instead of creating `tags` (their counts are left as they are). */
+  tagIds?: readonly string[];
+  /** How strongly links favour the first tags: tag index = ⌊tags × r^skew⌋ (default 2). */
+  tagSkew?: number;
   privateShare?: number;
   /** Newest upload's time; the others go back one minute each. */
   newest?: Date;
@@ -87,7 +93,7 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     votes.push({ user_id: s.users[u]!.id, upload_id: ids[i], value, created_at: at, updated_at: at });
   }
 
-  const tagIds = Array.from({ length: s.tags ?? 0 }, () => randomUUID());
+  const tagIds = s.tagIds ?? Array.from({ length: s.tags ?? 0 }, () => randomUUID());
   const links: Array<Record<string, unknown>> = [];
   const tagCount = new Uint32Array(tagIds.length);
   const rows = ids.map((id, i) => {
@@ -97,7 +103,7 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     const mediaKey = randomUUID();
     const score = up[i]! - down[i]!;
     const picked = tagIds.length
-      ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** 2)))
+      ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** (s.tagSkew ?? 2))))
       : new Set<number>();
     const ranks = { score, hot_rank: hotRank(score, createdAt), best_rank: wilsonLowerBound(up[i]!, down[i]!) };
     // A link carries its upload's listing keys, as the service keeps them (m013-keyset-listings).
@@ -107,7 +113,7 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     }
     const row = {
       id,
-      user_id: s.users[Math.floor(r() * s.users.length)]!.id,
+      user_id: (s.owners ?? s.users)[Math.floor(r() * (s.owners ?? s.users).length)]!.id,
       upload_type: 'image',
       filename: `${mediaKey}.webp`,
       original_name: `IMG_${1000 + (i % 9000)}.jpg`,
@@ -147,7 +153,13 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
   await insertRows(
     db,
     'tags',
-    tagIds.map((id, t) => ({ id, name: `tag ${t}`, slug: `tag-${t}`, upload_count: tagCount[t], created_at: at })),
+    (s.tagIds ? [] : tagIds).map((id, t) => ({
+      id,
+      name: `tag ${t}`,
+      slug: `tag-${t}`,
+      upload_count: tagCount[t],
+      created_at: at,
+    })),
   );
   await insertRows(db, 'uploads', rows);
   await insertRows(db, 'upload_tags', links);

@@ -470,6 +470,19 @@ test(
     assert.equal(await page.locator('a', { hasText: 'Newer page' }).getAttribute('href'), '/?tag=scrolling');
     clean('scrolling');
 
+    // The poster's profile shows twelve, then the rest a page at a time.
+    const own = await asUser(poster);
+    await openPage(own.w.page, `${app.url}/profile`);
+    assert.equal(await own.w.page.locator('.card').count(), 12);
+    for (const shown of [24, 30]) {
+      await own.w.page.click('button.more');
+      await own.w.page.waitForFunction(`document.querySelectorAll('.card').length === ${shown}`);
+    }
+    assert.equal(await own.w.page.locator('button.more').isHidden(), true, 'all 30 shown: no more');
+    await own.w.page.locator('.card', { hasText: 'scroll item 0' }).waitFor();
+    assert.deepEqual(own.w.take(), []);
+    await own.ctx.close();
+
     const reporter = await registerUser(app.api);
     const item = (await app.api.get('/api/uploads?tag=scrolling&limit=1')).body.uploads[0];
     await app.api.post(`/api/upload/${item.id}/report`, { reason: 'spam' }, { token: reporter.token });

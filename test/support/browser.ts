@@ -44,6 +44,10 @@ export async function watchedPage(context: BrowserContext, origin: string): Prom
     return route.abort();
   });
   const page = await context.newPage();
+  // Playwright's 30 s default is for a quiet machine; CI shares 2 cores with the servers under test. A wait that
+  // never ends still fails, a minute later.
+  page.setDefaultTimeout(60_000);
+  page.setDefaultNavigationTimeout(60_000);
   page.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
   });

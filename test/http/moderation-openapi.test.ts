@@ -178,4 +178,25 @@ test('every moderation route and every upload state answers as the OpenAPI docum
   const auto = full.body.entries.find((e: { action: string }) => e.action === 'auto_hold');
   assert.equal(auto.moderator, null);
   assert.equal((await api.get('/api/modlog?page=0')).status, 400);
+  // By cursor, two lines a page: the same lines in the same order as one long page, each once.
+  const lines: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const r: { status: number; body: { entries: Array<{ id: string }>; next_cursor: string | null } } = await api.get(
+      `/api/modlog?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      { token: admin.token },
+    );
+    assert.equal(r.status, 200);
+    lines.push(...r.body.entries.map((e) => e.id));
+    cursor = r.body.next_cursor;
+  } while (cursor);
+  assert.deepEqual(
+    lines,
+    full.body.entries.map((e: { id: string }) => e.id),
+  );
+  const foreign = await api.get(
+    `/api/modlog?limit=3&cursor=${(await api.get('/api/modlog?limit=2')).body.next_cursor}`,
+  );
+  assert.equal(foreign.body.error, 'invalid_cursor');
+  assert.equal((await api.get('/api/modlog?page=202&limit=50')).body.error, 'page_too_deep');
 });

@@ -25,6 +25,9 @@ export interface ListAfter {
   pos: ListPosition;
 }
 
+/** Where a page starts: a number of rows in (at most MAX_OFFSET), or right after a cursor's position. */
+export type PageStart = { offset: number } | { after: ListAfter };
+
 export interface Cursor {
   after: ListAfter;
   /** The page number the cursor leads to. */

@@ -19,6 +19,7 @@ import {
   type Cursor,
   type ListAfter,
   type ListPosition,
+  type PageStart,
 } from './cursor.ts';
 
 export type FeedSort = 'new' | 'top' | 'hot' | 'best';
@@ -40,8 +41,7 @@ export interface Positioned {
   pos: ListPosition;
 }
 
-/** Where a page starts: a number of rows in (at most MAX_OFFSET), or right after a cursor's position. */
-export type PageStart = { offset: number } | { after: ListAfter };
+export type { PageStart } from './cursor.ts';
 
 export interface ProfileStats {
   uploads: number;

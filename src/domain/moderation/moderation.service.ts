@@ -4,6 +4,7 @@
  * caches like any other write; stored files a removal released go after the commit (journalled: the media sweep
  * retries a failure).
  */
+import { checkPageDepth, decodeCursor, encodeCursor, listingId, type PageStart } from '../feeds/cursor.ts';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errors } from '../errors.ts';
@@ -340,11 +341,29 @@ export class ModerationService {
    * `GET /api/modlog`: public; admins also see who acted, and every id (others never see the id of an upload
    * they could not find in a listing).
    */
-  async modlog(viewer: Principal | null, page: Page): Promise<{ entries: ModlogEntryView[]; has_more: boolean }> {
-    const rows = await this.#store.modlog((page.page - 1) * page.limit, page.limit + 1);
+  async modlog(
+    viewer: Principal | null,
+    q: Page & { cursor?: string | undefined },
+  ): Promise<{ entries: ModlogEntryView[]; page: number; has_more: boolean; next_cursor: string | null }> {
+    const listing = listingId(['modlog', q.limit]);
+    const cursor = q.cursor ? decodeCursor(listing, q.cursor) : null;
+    if (!cursor) checkPageDepth(q.page, q.limit);
+    const start: PageStart = cursor ? { after: cursor.after } : { offset: (q.page - 1) * q.limit };
+    const rows = await this.#store.modlog(start, q.limit + 1);
+    const shown = rows.slice(0, q.limit);
+    const last = shown.at(-1);
+    const page = cursor?.page ?? q.page;
+    const hasMore = rows.length > q.limit && last !== undefined;
     return {
-      entries: rows.slice(0, page.limit).map((e) => modlogView(e, viewer?.isAdmin === true)),
-      has_more: rows.length > page.limit,
+      entries: shown.map((e) => modlogView(e, viewer?.isAdmin === true)),
+      page,
+      has_more: hasMore,
+      next_cursor: hasMore
+        ? encodeCursor(listing, {
+            page: page + 1,
+            after: { since: this.#clock.now(), pos: { key: null, createdAt: last.at, id: last.id } },
+          })
+        : null,
     };
   }
 

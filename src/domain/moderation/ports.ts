@@ -2,6 +2,7 @@
  * What moderation needs from the database, implemented in src/store (moderation.repository.ts,
  * blocklist.repository.ts). Every state change of an upload, with its modlog line, is one transaction.
  */
+import type { PageStart } from '../feeds/cursor.ts';
 import type { UploadRecord, UploadType } from '../uploads/upload.types.ts';
 import type { ReportTrustRule } from './report-trust.ts';
 import type {
@@ -86,7 +87,7 @@ export interface ModerationStore {
     opts: { moderator: Moderator; at: Date; removal?: { jobId: string; reason: string } },
   ): Promise<boolean>;
   /** A page of the modlog, newest first, with each upload target's state now (ModlogLine). */
-  modlog(offset: number, limit: number): Promise<ModlogLine[]>;
+  modlog(start: PageStart, limit: number): Promise<ModlogLine[]>;
 }
 
 export interface BlocklistStore {

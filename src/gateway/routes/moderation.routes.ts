@@ -17,6 +17,7 @@ import {
   JobsQuery,
   ModerationBody,
   ModlogPage,
+  ModlogQuery,
   PageQuery,
   QueuePage,
   QueueQuery,
@@ -34,6 +35,10 @@ import { routes } from './route.ts';
 
 const ENTRY_ID = '5e0c7a14-2b9d-4f63-a8e1-7d4c9b2f0a36';
 const ADMIN_ID = '1b9e4c2d-7f3a-4d8e-9c5b-2a6f8e0d4c17';
+/** A modlog `next_cursor` (limit 12), as the examples show it. */
+const MODLOG_CURSOR =
+  'WzEsInU5ZWRKc2N3X0F0YiIsMiwxNzk1NTk3MjAwMDAwLG51bGwsMTc5NTU5MzgyMTAwMCwiNmEwZjNkMmUtMWM0Yi00ZThhLTlmN2Qt' +
+  'M2I1YzJlMWEwZDk4Il0';
 const REPORT_ID = 'b7d2e9a4-6c1f-4e8b-9a3d-5f0c2e7b1d48';
 
 const BlocklistIdParam = z.object({
@@ -664,7 +669,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'removed while private, or deleted): its `target.id` is null; admins see every id.',
     auth: 'optional',
     limit: 'general',
-    query: PageQuery,
+    query: ModlogQuery,
     responses: {
       200: {
         description: 'One page of the log.',
@@ -679,6 +684,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
               page: 1,
               limit: 12,
               has_more: true,
+              next_cursor: MODLOG_CURSOR,
             },
           },
           admin: {
@@ -696,12 +702,13 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
               page: 1,
               limit: 12,
               has_more: true,
+              next_cursor: MODLOG_CURSOR,
             },
           },
         },
       },
     },
-    errors: ['invalid_request'],
+    errors: ['invalid_request', 'invalid_cursor', 'page_too_deep'],
     handler:
       (deps) =>
       async (ctx, { user, query: q }) => {
@@ -709,7 +716,13 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
         // Admins see who acted: not for shared caches.
         ctx.set('Cache-Control', user ? 'private, no-cache' : 'public, no-cache');
         ctx.set('Vary', 'Authorization, Cookie');
-        ctx.body = { entries: page.entries, page: q.page, limit: q.limit, has_more: page.has_more };
+        ctx.body = {
+          entries: page.entries,
+          page: page.page,
+          limit: q.limit,
+          has_more: page.has_more,
+          next_cursor: page.next_cursor,
+        };
       },
   }),
 ]);

@@ -122,7 +122,7 @@ export const VoteResult = z.object({
   downvote_count: z.int().nonnegative(),
 });
 
-const nextCursor = z
+export const nextCursor = z
   .string()
   .nullable()
   .describe('Pass as `cursor` (same filters, sort and limit) for the next page; null on the last page.');

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { JOB_KINDS, JOB_STATUSES, MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.types.ts';
 import { UserSchema } from './auth.schemas.ts';
-import { FeedQuery, MAX_PAGE } from './community.schemas.ts';
+import { cursorParam, FeedQuery, MAX_PAGE, nextCursor } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
 import { VoteRingItem } from './vote-ring.schemas.ts';
 
@@ -250,6 +250,14 @@ export const ModlogPage = z.object({
   page: z.int().positive(),
   limit: z.int().positive(),
   has_more: z.boolean(),
+  next_cursor: nextCursor,
+});
+
+/** The modlog pages by number (its first 10 000 lines) or by `cursor`. */
+export const ModlogQuery = z.object({
+  page: FeedQuery.shape.page,
+  limit: FeedQuery.shape.limit,
+  cursor: cursorParam,
 });
 
 export const JobsQuery = PageQuery.extend({

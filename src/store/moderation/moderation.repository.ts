@@ -4,6 +4,7 @@
  * removal), so concurrent reports hold an upload once, and a crash leaves the row, the journal of files to
  * remove and the modlog consistent.
  */
+import type { PageStart } from '../../domain/feeds/cursor.ts';
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { ActOutcome, ModerationStore, ReportOutcome, ReportPolicy } from '../../domain/moderation/ports.ts';
@@ -321,8 +322,8 @@ export class ModerationRepository implements ModerationStore {
     });
   }
 
-  modlog(offset: number, limit: number) {
-    return readModlog(this.#db.db(), this.#db.dialect, offset, limit);
+  modlog(start: PageStart, limit: number) {
+    return readModlog(this.#db.db(), this.#db.dialect, start, limit);
   }
 }
 

@@ -1,6 +1,7 @@
 /** The modlog's one write: lines appended inside the transaction of the change they record. */
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { PageStart } from '../../domain/feeds/cursor.ts';
 import type { ModAction, ModlogEntry, ModlogLine, NewModlogEntry } from '../../domain/moderation/moderation.types.ts';
 import type { ModerationState } from '../../domain/uploads/upload.types.ts';
 import type { DB } from '../database-types.ts';
@@ -31,16 +32,21 @@ export async function appendModlog(db: Kysely<DB>, d: Dialect, entries: NewModlo
  * A page of the modlog, newest first, each upload target with its state now (privacy and moderation; a removed
  * upload's tombstone keeps its privacy), so that the public view can leave out what it may not name.
  */
-export async function readModlog(db: Kysely<DB>, d: Dialect, offset: number, limit: number): Promise<ModlogLine[]> {
-  const rows = await db
-    .selectFrom('modlog as m')
+export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, limit: number): Promise<ModlogLine[]> {
+  let query = db.selectFrom('modlog as m');
+  // After a cursor: a seek in (at, id) order, the index's.
+  if ('after' in start) {
+    const { createdAt, id } = start.after.pos;
+    query = query.where(sql<boolean>`(m.at, m.id) < (${d.date(createdAt)}, ${id})`);
+  }
+  const rows = await query
     .leftJoin('uploads as u', (j) => j.onRef('u.id', '=', 'm.target_id').on('m.target_type', '=', 'upload'))
     .selectAll('m')
     .select(['u.id as upload_id', 'u.is_private', 'u.moderation'])
     .orderBy('m.at', 'desc')
     .orderBy('m.id', 'desc')
     .limit(limit)
-    .offset(offset)
+    .offset('offset' in start ? start.offset : 0)
     .execute();
   return rows.map((r) => ({
     id: r.id,

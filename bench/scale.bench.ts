@@ -126,6 +126,26 @@ async function sizeOf(db: Database, dataDir: string): Promise<number> {
   return statSync(join(dataDir, 'app.db')).size;
 }
 
+/** Bytes of a table with its indexes (and TOAST on PostgreSQL). */
+async function tableBytes(db: Database, table: string): Promise<number> {
+  if (db.dialect.name === 'postgres') {
+    const r = await sql<{ n: string }>`select pg_total_relation_size(${table}) as n`.execute(db.db());
+    return Number(r.rows[0]!.n);
+  }
+  const r = await sql<{ n: number }>`select sum(s.pgsize) as n from dbstat s join sqlite_master m on m.name = s.name
+    where m.tbl_name = ${table}`.execute(db.db());
+  return Number(r.rows[0]!.n);
+}
+
+async function rowCount(db: Database, table: 'uploads' | 'votes' | 'upload_tags'): Promise<number> {
+  const r = await db
+    .db()
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
 export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> {
   for (const kind of o.dbs) {
     if (kind === 'postgres') {
@@ -201,6 +221,12 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
         }
       }
       rec.add(figure('scale', `${where} database size per million uploads`, 'GB', ((bytes / o.large) * 1e6) / 1e9));
+      // Per upload: its row, its tag links, their indexes; per vote: the vote row and its indexes.
+      const uploads = await rowCount(db, 'uploads');
+      const perUpload = ((await tableBytes(db, 'uploads')) + (await tableBytes(db, 'upload_tags'))) / uploads;
+      const perVote = (await tableBytes(db, 'votes')) / (await rowCount(db, 'votes'));
+      rec.add(figure('scale', `${where} bytes per upload (row, tag links, indexes)`, 'B', perUpload));
+      rec.add(figure('scale', `${where} bytes per vote (row, indexes)`, 'B', perVote));
     } finally {
       await db.close();
       await bench.dispose();

@@ -88,7 +88,7 @@ export function cardHtml(u: CardUpload, eager: boolean): string {
       height: size.height,
       loading: eager ? 'eager' : 'lazy',
       fetchpriority: eager ? 'high' : null,
-      decoding: 'async',
+      decoding: eager ? 'sync' : 'async',
     });
   } else {
     media = el(

@@ -91,8 +91,12 @@ try {
     const cdp = await context.newCDPSession(page);
     await cdp.send('Emulation.setCPUThrottlingRate', { rate: 4 });
     await page.addInitScript(
-      'window.__lcp = 0; ' +
-        'new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__lcp = e.startTime; })' +
+      'window.__lcp = 0; window.__lcpEntries = []; ' +
+        'new PerformanceObserver((l) => { for (const e of l.getEntries()) { window.__lcp = e.startTime; ' +
+        // WEB_BENCH_DEBUG shows each candidate: when, its size, which element.
+        'const el = e.element; window.__lcpEntries.push([Math.round(e.startTime), e.size, ' +
+        "el ? [el.tagName, el.getAttribute('loading'), (el.getAttribute('src') || el.textContent).slice(-24)] : '']);" +
+        ' } })' +
         ".observe({ type: 'largest-contentful-paint', buffered: true });",
     );
     await page.goto(`${server.url}/`, { waitUntil: 'load' });
@@ -104,6 +108,15 @@ try {
     await page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
     lcps.push(await page.evaluate<number>('window.__lcp'));
     if (process.env.WEB_BENCH_DEBUG) {
+      console.log('LCP entries:', JSON.stringify(await page.evaluate('window.__lcpEntries')));
+      console.log(
+        'paints, response end, DOMContentLoaded:',
+        await page.evaluate(
+          'JSON.stringify([performance.getEntriesByType("paint").map((e) => [e.name, Math.round(e.startTime)]), ' +
+            'Math.round(performance.getEntriesByType("navigation")[0].responseEnd), ' +
+            'Math.round(performance.getEntriesByType("navigation")[0].domContentLoadedEventStart)])',
+        ),
+      );
       console.log(
         await page.evaluate(
           'JSON.stringify(performance.getEntriesByType("resource")' +

@@ -75,6 +75,18 @@ test('hostile strings are shown as text on every page and never run', opts, asyn
     await context.close();
   };
   await visit(owner.token, ['/', `/uploads/${img.body.id}`, `/uploads/${link.body.id}`, '/profile']);
+  // The feed's first page is rendered by the server too: there, the strings are escaped text in its cards.
+  const feed = (await app.api.get('/', { unchecked: 'an HTML page' })).text;
+  const grid = /<ol class="grid"[^>]*>[\s\S]*?<\/ol><p class="status"/.exec(feed)?.[0] ?? '';
+  assert.ok(grid.includes(`/uploads/${img.body.id}`) && grid.includes(`/uploads/${link.body.id}`), 'both cards');
+  assert.ok(grid.includes('&lt;b id=&quot;injected&quot;&gt;bold&lt;/b&gt;'), 'the description, escaped');
+  assert.ok(
+    grid.includes(
+      `alt="${PWN.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')}"`,
+    ),
+  );
+  const outsideData = feed.replace(/<script type="application\/json" id="first-page"[^>]*>[^<]*<\/script>/, '');
+  assert.ok(!/<b id="injected"|<img src=x|<script>window/.test(outsideData), 'no markup from the strings');
   await visit(admin.token, ['/moderation', '/modlog']);
 
   // The hostile link is shown, and is a link only to an http(s) URL; its embed-less card loads nothing.

@@ -195,9 +195,14 @@ test('the feed page carries its first page as /api/uploads answers it and preloa
     assert.deepEqual(JSON.parse(block[2]!), api.body, 'the same page the API answers');
     assert.equal(html.match(/<script/g)?.length, 2, 'the hostile description closes nothing');
     assert.ok(html.includes(`<link rel="preload" as="image" href="/api/image/${r.body.id}?size=thumb"`));
+    // The same, and the stylesheet, in the Link header (seen before the document is parsed).
+    const link = (await get(page)).headers.get('link') ?? '';
+    assert.match(link, /^<\/assets\/app\.[0-9a-f]{12}\.css>; rel=preload; as=style/);
+    assert.ok(link.includes(`</api/image/${r.body.id}?size=thumb>; rel=preload; as=image; fetchpriority=high`), link);
   }
   // A query the API refuses embeds nothing; the page still answers (app.js then shows the API's refusal).
   const bad = await get('/?sort=sideways');
   assert.equal(bad.status, 200);
   assert.ok(!bad.text.includes('first-page'));
+  assert.equal(bad.headers.get('link'), null);
 });

@@ -102,7 +102,7 @@ export function card(u, eager) {
       height: size.height,
       loading: eager ? 'eager' : 'lazy',
       fetchpriority: eager ? 'high' : null,
-      decoding: 'async',
+      decoding: eager ? 'sync' : 'async',
     });
     placeholder(media, u.image.thumbhash);
   } else {

@@ -1,6 +1,6 @@
 // The feed (`/`): uploads by sort and tag, a page at a time, the next loaded on scrolling near the end.
 import { api, explain } from '../lib/api.js';
-import { card } from '../lib/cards.js';
+import { card, placeholder } from '../lib/cards.js';
 import { h, show } from '../lib/dom.js';
 import { limits } from '../lib/limits.js';
 /** @import { Upload } from '../lib/cards.js' */
@@ -28,6 +28,24 @@ function feedUrl({ sort, tag, page }) {
   return s ? `/?${s}` : '/';
 }
 
+/** The API query for one page of this feed, as the server builds it for the page it embeds. */
+function feedQuery(/** @type {string} */ sort, /** @type {string} */ tag, /** @type {number} */ page) {
+  const q = new URLSearchParams({ page: String(page), limit: String(limits.feedPageSize), sort });
+  if (tag) q.set('tag', tag);
+  return q.toString();
+}
+
+/**
+ * The first page the document came with: the same bytes GET /api/uploads answers for this query
+ * (src/gateway/routes/web.routes.ts), or null.
+ * @param {string} query
+ */
+function embeddedPage(query) {
+  const embedded = document.getElementById('first-page');
+  if (embedded?.dataset.query !== query) return null;
+  return /** @type {{ uploads: Upload[], has_more: boolean }} */ (JSON.parse(embedded.textContent ?? ''));
+}
+
 export async function render() {
   const params = new URLSearchParams(location.search);
   const asked = params.get('sort');
@@ -35,65 +53,94 @@ export async function render() {
   const tag = slugify(params.get('tag') ?? '');
   const first = Math.max(1, Number.parseInt(params.get('page') ?? '1', 10) || 1);
 
-  const grid = h('ol', { class: 'grid', 'aria-label': 'Uploads' });
-  const status = h('p', { class: 'status', role: 'status' });
-  const more = h(
-    'a',
-    { class: 'more button', href: feedUrl({ sort, tag, page: first + 1 }), hidden: true },
-    'More uploads',
-  );
-  show(
-    h('h1', {}, tag ? `Uploads tagged “${tag}”` : 'Latest uploads'),
-    h(
-      'div',
-      { class: 'controls' },
+  const embedded = embeddedPage(feedQuery(sort, tag, first));
+  // The server rendered the first page into the document (src/gateway/web-render.ts, the same markup as below and
+  // as card()): adopt it as it is, so the thumbnails it already shows are not built again.
+  const main = /** @type {HTMLElement} */ (document.getElementById('main'));
+  const served = main.querySelector(':scope > ol.grid');
+  const servedStatus = main.querySelector(':scope > p.status');
+  const servedMore = main.querySelector(':scope > a.more');
+  /** @type {HTMLOListElement} */
+  let grid;
+  /** @type {HTMLParagraphElement} */
+  let status;
+  /** @type {HTMLAnchorElement} */
+  let more;
+  if (
+    embedded &&
+    served instanceof HTMLOListElement &&
+    servedStatus instanceof HTMLParagraphElement &&
+    servedMore instanceof HTMLAnchorElement &&
+    served.children.length === embedded.uploads.length
+  ) {
+    grid = served;
+    status = servedStatus;
+    more = servedMore;
+    main.setAttribute('aria-busy', 'false');
+  } else {
+    grid = h('ol', { class: 'grid', 'aria-label': 'Uploads' });
+    status = h('p', { class: 'status', role: 'status' });
+    more = h(
+      'a',
+      { class: 'more button', href: feedUrl({ sort, tag, page: first + 1 }), hidden: true },
+      'More uploads',
+    );
+    show(
+      h('h1', {}, tag ? `Uploads tagged “${tag}”` : 'Latest uploads'),
       h(
-        'nav',
-        { class: 'sorts', 'aria-label': 'Sort' },
-        SORTS.map(([s, label]) =>
-          h('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
+        'div',
+        { class: 'controls' },
+        h(
+          'nav',
+          { class: 'sorts', 'aria-label': 'Sort' },
+          SORTS.map(([s, label]) =>
+            h('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
+          ),
+        ),
+        h(
+          'form',
+          { class: 'tagfilter', role: 'search', action: '/', method: 'get' },
+          h('label', { for: 'tag-filter' }, 'Tag'),
+          h('input', {
+            id: 'tag-filter',
+            name: 'tag',
+            value: tag,
+            maxlength: limits.maxTagLength,
+            autocomplete: 'off',
+          }),
+          sort !== 'new' ? h('input', { type: 'hidden', name: 'sort', value: sort }) : null,
+          h('button', { type: 'submit' }, 'Filter'),
+          tag ? h('a', { href: feedUrl({ sort }) }, 'All tags') : null,
         ),
       ),
-      h(
-        'form',
-        { class: 'tagfilter', role: 'search', action: '/', method: 'get' },
-        h('label', { for: 'tag-filter' }, 'Tag'),
-        h('input', { id: 'tag-filter', name: 'tag', value: tag, maxlength: limits.maxTagLength, autocomplete: 'off' }),
-        sort !== 'new' ? h('input', { type: 'hidden', name: 'sort', value: sort }) : null,
-        h('button', { type: 'submit' }, 'Filter'),
-        tag ? h('a', { href: feedUrl({ sort }) }, 'All tags') : null,
-      ),
-    ),
-    first > 1 ? h('p', {}, h('a', { href: feedUrl({ sort, tag, page: first - 1 }) }, '← Newer page')) : null,
-    grid,
-    status,
-    more,
-  );
+      first > 1 ? h('p', {}, h('a', { href: feedUrl({ sort, tag, page: first - 1 }) }, '← Newer page')) : null,
+      grid,
+      status,
+      more,
+    );
+  }
 
   let next = first;
   let loading = false;
-  /** @param {boolean} focusFirst */
-  async function load(focusFirst) {
-    if (loading) return;
-    loading = true;
-    status.textContent = 'Loading…';
-    const q = new URLSearchParams({ page: String(next), limit: String(limits.feedPageSize), sort });
-    if (tag) q.set('tag', tag);
-    // The first page may come with the document: the same bytes GET /api/uploads answers for this query.
-    const embedded = document.getElementById('first-page');
-    const r =
-      next === first && embedded?.dataset.query === q.toString()
-        ? { ok: true, status: 200, data: /** @type {unknown} */ (JSON.parse(embedded.textContent ?? '')) }
-        : await api('GET', `/api/uploads?${q}`);
-    loading = false;
-    if (!r.ok) {
-      status.textContent = explain(r);
-      return;
-    }
-    const { uploads, has_more } = /** @type {{ uploads: Upload[], has_more: boolean }} */ (r.data);
+  /**
+   * Shows a page that arrived: its cards appended (or, for the server's, their placeholders painted).
+   * @param {{ uploads: Upload[], has_more: boolean }} data
+   * @param {boolean} focusFirst
+   */
+  function landed({ uploads, has_more }, focusFirst) {
     const eager = next === first;
-    const cards = uploads.map((u, i) => card(u, eager && i < limits.eagerThumbnails));
-    grid.append(...cards);
+    /** @type {Element[]} */
+    let cards;
+    if (grid === served && next === first) {
+      cards = [...grid.children];
+      uploads.forEach((u, i) => {
+        const img = cards[i]?.querySelector('img');
+        if (img && u.upload_type === 'image' && u.image) placeholder(img, u.image.thumbhash);
+      });
+    } else {
+      cards = uploads.map((u, i) => card(u, eager && i < limits.eagerThumbnails));
+      grid.append(...cards);
+    }
     if (next > first) history.replaceState(null, '', feedUrl({ sort, tag, page: next }));
     if (focusFirst && cards[0]) cards[0].querySelector('a')?.focus();
     next += 1;
@@ -105,6 +152,22 @@ export async function render() {
           ? 'No uploads with this tag yet.'
           : 'Nothing here yet: be the first to upload.'
         : '';
+  }
+  /** @param {boolean} focusFirst */
+  async function load(focusFirst) {
+    if (loading) return;
+    loading = true;
+    status.textContent = 'Loading…';
+    const r =
+      next === first && embedded
+        ? { ok: true, status: 200, data: embedded }
+        : await api('GET', `/api/uploads?${feedQuery(sort, tag, next)}`);
+    loading = false;
+    if (!r.ok) {
+      status.textContent = explain(r);
+      return;
+    }
+    landed(/** @type {{ uploads: Upload[], has_more: boolean }} */ (r.data), focusFirst);
   }
   more.addEventListener('click', (e) => {
     e.preventDefault();

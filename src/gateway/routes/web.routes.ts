@@ -6,8 +6,8 @@
  * `web/app.js` loads the page's own module (`web/pages/*.js`, checked JavaScript like `web/lib/*.js`; the shell
  * preloads both graphs, src/gateway/web-assets.ts), which renders the page from the public API (`/api/*`) and
  * does every write through it with the cookie, so the pages use nothing the API does not offer anyone. User
- * text only ever reaches the DOM as text nodes or attribute values (never as markup); the few server-rendered
- * strings go through `escapeHtml`.
+ * text only ever reaches the DOM as text nodes or attribute values (never as markup); every server-rendered
+ * string (the visitor's name, the feed's first page) goes through `escapeHtml`.
  *
  * Assets are served from memory under content-hashed names with one-year immutable caching, precompressed
  * (Brotli, gzip). Pages get their own Content-Security-Policy: scripts, styles, fetches from this origin only,
@@ -16,7 +16,9 @@
  *
  * The feed's first page is what makes its Largest Contentful Paint: `/` carries the very bytes
  * `GET /api/uploads` answers for it (the same cached page, as a non-executable JSON block the module reads
- * instead of fetching it) and preloads its first thumbnails, so they load while the module does.
+ * instead of fetching it), preloads its first thumbnails, and shows that page already rendered in `<main>`
+ * (src/gateway/web-render.ts, the markup web/pages/feed.js would build; it adopts it), so the thumbnails paint
+ * without waiting for any script (issue 30).
  */
 import Router from '@koa/router';
 import { errors } from '../../domain/errors.ts';
@@ -26,6 +28,7 @@ import { FeedQuery } from '../schemas/community.schemas.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
 import { loadWebAssets, type Asset, type WebAssets } from '../web-assets.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE } from '../web-limits.ts';
+import { escapeHtml, feedHtml, type CardUpload, type FeedView } from '../web-render.ts';
 
 /** The hosts an upload's `embed.embed_url` can name (src/domain/embeds.ts builds them from the URL alone). */
 export const EMBED_FRAME_HOSTS = [
@@ -60,11 +63,7 @@ export const PAGE_CSP = pageCsp();
 
 const ASSET_CACHE = 'public, max-age=31536000, immutable';
 
-const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-/** Text for HTML content or a quoted attribute value. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
-}
+export { escapeHtml };
 
 /** The pages: path → [page name, title]. A page's own data (an upload's id) is in its path. */
 const PAGES: ReadonlyArray<readonly [string, string, string]> = [
@@ -83,6 +82,8 @@ interface FirstPage {
   query: string;
   json: string;
   thumbnails: string[];
+  /** The page as the server renders it into `<main>` (src/gateway/web-render.ts). */
+  view: FeedView;
 }
 
 /** The first feed page as GET /api/uploads answers it, or null when the page's query is not one it takes. */
@@ -97,9 +98,10 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<First
   const parsed = FeedQuery.safeParse(Object.fromEntries(params));
   if (!parsed.success) return null;
   const json = (await feeds.list(parsed.data)).body.toString('utf8');
-  const body = JSON.parse(json) as { uploads: Array<{ image: { thumbnail_url: string } | null }> };
+  const body = JSON.parse(json) as { uploads: CardUpload[]; has_more: boolean };
   const thumbnails = body.uploads.slice(0, EAGER_THUMBNAILS).flatMap((u) => (u.image ? [u.image.thumbnail_url] : []));
-  return { query: params.toString(), json, thumbnails };
+  const view = { sort: parsed.data.sort, tag, page, uploads: body.uploads, hasMore: body.has_more };
+  return { query: params.toString(), json, thumbnails, view };
 }
 
 /** JSON inside a <script type="application/json"> block: nothing in it can close the element or open a comment. */
@@ -114,6 +116,23 @@ function firstPageHead(feed: FirstPage): string {
   );
   const data = `<script type="application/json" id="first-page" data-query="${escapeHtml(feed.query)}">`;
   return `${preloads.join('')}${data}${scriptJson(feed.json)}</script>\n`;
+}
+
+const NOSCRIPT = `<noscript><p>pixvote's pages need JavaScript; the API reference is at
+<a href="/docs">/docs</a>.</p></noscript>`;
+
+/**
+ * The feed's stylesheet and first thumbnails as preloads in the response's `Link` header: Chromium starts them
+ * when it commits the navigation, before the parser (and its preload scanner) reaches the `<link>`s in the head,
+ * so the thumbnails are more often in by the first layout and paint with it (the LCP). Only plain same-origin
+ * paths: nothing in a header value can be user text.
+ */
+function linkHeader(assets: WebAssets, feed: FirstPage): string {
+  const links = [`<${assets.css.path}>; rel=preload; as=style`];
+  for (const src of feed.thumbnails) {
+    if (/^\/[\w\-./?=&%]*$/.test(src)) links.push(`<${src}>; rel=preload; as=image; fetchpriority=high`);
+  }
+  return links.join(', ');
 }
 
 function renderPage(assets: WebAssets, page: string, title: string, ctx: AppContext, feed: FirstPage | null): string {
@@ -151,8 +170,7 @@ ${feed ? firstPageHead(feed) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>
-<main id="main" tabindex="-1"><noscript><p>pixvote's pages need JavaScript; the API reference is at
-<a href="/docs">/docs</a>.</p></noscript></main>
+<main id="main" tabindex="-1">${feed ? feedHtml(feed.view) : NOSCRIPT}</main>
 </body>
 </html>
 `;
@@ -199,6 +217,7 @@ export function webRoutes(
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');
+      if (feed) ctx.set('Link', linkHeader(assets, feed));
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = renderPage(assets, page, title, ctx, feed);
     });

@@ -1,0 +1,192 @@
+/**
+ * The feed's first page rendered by the server (issue 30): the heading, the sort links and tag filter, and the
+ * `<ol class="grid">` of cards, inside the shell's `<main>`, so that the first thumbnails paint without waiting for
+ * any script. web/pages/feed.js adopts this markup (it builds it itself only when the document has none).
+ *
+ * A mirror of web/lib/cards.js's `card()` and web/pages/feed.js's `render()`: the same elements, attributes in the
+ * same order, the same text, no whitespace between elements, so the browser's DOM of either is the same
+ * (test/http/web-render.test.ts compares them). Every string from an upload goes through `escapeHtml`. No style
+ * attribute (the pages' CSP has no 'unsafe-inline'): the ThumbHash placeholders are painted by feed.js, as
+ * cards.js paints its own.
+ */
+import { MAX_TAG_LENGTH } from '../domain/tags.ts';
+import { EAGER_THUMBNAILS } from './web-limits.ts';
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+/** Text for HTML content or a quoted attribute value. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+/** An upload as the API shows it: the fields a card reads (web/lib/cards.js, `Upload`). */
+export interface CardUpload {
+  id: string;
+  username: string;
+  upload_type: 'image' | 'link';
+  description: string | null;
+  original_name: string | null;
+  external_url: string | null;
+  is_private: boolean;
+  moderation?: string | null;
+  upvotes: number;
+  downvote_count: number;
+  tags?: Array<{ name: string; slug: string }>;
+  image: { thumbnail_url: string; width: number; height: number; thumbhash: string | null } | null;
+  embed?: { provider: string | null } | null;
+}
+
+type Attrs = Record<string, string | number | boolean | null | undefined>;
+
+/** As web/lib/dom.js's `h()`: attributes in order (null, undefined and false left out), children as given. */
+function el(tag: string, attrs: Attrs, ...children: string[]): string {
+  let open = `<${tag}`;
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    open += v === true ? ` ${k}` : ` ${k}="${escapeHtml(String(v))}"`;
+  }
+  return tag === 'img' || tag === 'input' ? `${open}>` : `${open}>${children.join('')}</${tag}>`;
+}
+const text = (value: string | number) => escapeHtml(String(value));
+
+/** web/lib/dom.js's `hostOf`. */
+function hostOf(url: string | null | undefined): string {
+  try {
+    return new URL(String(url)).host;
+  } catch {
+    return '';
+  }
+}
+
+/** web/lib/cards.js's `fit`. */
+function fit(width: number, height: number, max: number) {
+  const scale = Math.min(1, max / Math.max(width, height, 1));
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+}
+
+/** web/lib/cards.js's `titleOf`. */
+function titleOf(u: CardUpload): string {
+  if (u.description) return u.description.length > 90 ? `${u.description.slice(0, 89)}…` : u.description;
+  if (u.upload_type === 'link') return hostOf(u.external_url) || 'Link';
+  return u.original_name || 'Untitled image';
+}
+
+function tagList(tags: CardUpload['tags']): string {
+  if (!tags?.length) return '';
+  const items = tags.map((t) => el('li', {}, el('a', { href: `/?tag=${encodeURIComponent(t.slug)}` }, text(t.name))));
+  return el('ul', { class: 'tags', 'aria-label': 'Tags' }, ...items);
+}
+
+/** web/lib/cards.js's `card()`, as markup. */
+export function cardHtml(u: CardUpload, eager: boolean): string {
+  let media;
+  if (u.upload_type === 'image' && u.image) {
+    const size = fit(u.image.width, u.image.height, 320);
+    media = el('img', {
+      src: u.image.thumbnail_url,
+      alt: u.description || u.original_name || 'Image',
+      width: size.width,
+      height: size.height,
+      loading: eager ? 'eager' : 'lazy',
+      fetchpriority: eager ? 'high' : null,
+      decoding: eager ? 'sync' : 'async',
+    });
+  } else {
+    media = el(
+      'span',
+      { class: 'linkcard' },
+      el('span', { class: 'provider' }, text(u.embed?.provider ?? 'link')),
+      el('span', { class: 'host' }, text(hostOf(u.external_url))),
+    );
+  }
+  const counts =
+    el(
+      'span',
+      { class: 'up', title: 'upvotes' },
+      '▲ ',
+      el('span', { class: 'n-up' }, text(u.upvotes)),
+      el('span', { class: 'sr' }, ' upvotes'),
+    ) +
+    el(
+      'span',
+      { class: 'down', title: 'downvotes' },
+      '▼ ',
+      el('span', { class: 'n-down' }, text(u.downvote_count)),
+      el('span', { class: 'sr' }, ' downvotes'),
+    );
+  return el(
+    'li',
+    { class: 'card' },
+    el(
+      'a',
+      { class: 'cardlink', href: `/uploads/${encodeURIComponent(u.id)}` },
+      media,
+      el('span', { class: 'title' }, text(titleOf(u))),
+    ),
+    el(
+      'p',
+      { class: 'meta' },
+      counts,
+      u.is_private ? el('span', { class: 'badge' }, 'Private') : '',
+      u.moderation && u.moderation !== 'visible' ? el('span', { class: 'badge warn' }, text(u.moderation)) : '',
+      el('span', { class: 'by' }, 'by ', text(u.username)),
+    ),
+    tagList(u.tags),
+  );
+}
+
+/** web/pages/feed.js's sorts. */
+const SORTS: ReadonlyArray<readonly [string, string]> = [
+  ['new', 'New'],
+  ['top', 'Top'],
+  ['hot', 'Hot'],
+  ['best', 'Best'],
+];
+
+/** web/pages/feed.js's `feedUrl`. */
+function feedUrl({ sort, tag, page }: { sort?: string; tag?: string; page?: number }): string {
+  const q = new URLSearchParams();
+  if (sort && sort !== 'new') q.set('sort', sort);
+  if (tag) q.set('tag', tag);
+  if (page && page > 1) q.set('page', String(page));
+  const s = q.toString();
+  return s ? `/?${s}` : '/';
+}
+
+export interface FeedView {
+  sort: string;
+  /** The tag as its slug ('' for none). */
+  tag: string;
+  /** The feed page shown (1 for the first). */
+  page: number;
+  uploads: CardUpload[];
+  hasMore: boolean;
+}
+
+/** What web/pages/feed.js's `render()` shows once its first page has loaded, as the content of `<main>`. */
+export function feedHtml({ sort, tag, page, uploads, hasMore }: FeedView): string {
+  const sorts = SORTS.map(([s, label]) =>
+    el('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
+  );
+  const filter = el(
+    'form',
+    { class: 'tagfilter', role: 'search', action: '/', method: 'get' },
+    el('label', { for: 'tag-filter' }, 'Tag'),
+    el('input', { id: 'tag-filter', name: 'tag', value: tag, maxlength: MAX_TAG_LENGTH, autocomplete: 'off' }),
+    sort !== 'new' ? el('input', { type: 'hidden', name: 'sort', value: sort }) : '',
+    el('button', { type: 'submit' }, 'Filter'),
+    tag ? el('a', { href: feedUrl({ sort }) }, 'All tags') : '',
+  );
+  const status = uploads.length
+    ? ''
+    : tag
+      ? 'No uploads with this tag yet.'
+      : 'Nothing here yet: be the first to upload.';
+  return [
+    el('h1', {}, text(tag ? `Uploads tagged “${tag}”` : 'Latest uploads')),
+    el('div', { class: 'controls' }, el('nav', { class: 'sorts', 'aria-label': 'Sort' }, ...sorts), filter),
+    page > 1 ? el('p', {}, el('a', { href: feedUrl({ sort, tag, page: page - 1 }) }, '← Newer page')) : '',
+    el('ol', { class: 'grid', 'aria-label': 'Uploads' }, ...uploads.map((u, i) => cardHtml(u, i < EAGER_THUMBNAILS))),
+    el('p', { class: 'status', role: 'status' }, status),
+    el('a', { class: 'more button', href: feedUrl({ sort, tag, page: page + 1 }), hidden: !hasMore }, 'More uploads'),
+  ].join('');
+}

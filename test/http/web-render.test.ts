@@ -1,0 +1,171 @@
+/**
+ * The feed's first page as the server renders it (issue 30, src/gateway/web-render.ts) against what the browser
+ * builds from the same data (web/pages/feed.js, web/lib/cards.js): the same DOM, so the two cannot drift apart.
+ * The module adopts the server's markup as it is, and rebuilds the same page when the document has none.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { cardHtml, type CardUpload } from '../../src/gateway/web-render.ts';
+import { startApp, type TestApp } from '../support/app.ts';
+import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
+import { pngImage } from '../support/fixtures.ts';
+import { uploadFields, uploadImage } from '../support/uploads.ts';
+import { registerUser } from '../support/users.ts';
+
+let app: TestApp;
+let browser: Browser;
+let context: BrowserContext;
+let w: WatchedPage;
+let page: Page;
+before(async () => {
+  app = await startApp();
+  if (noBrowser) return;
+  browser = await launchBrowser();
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  w = await watchedPage(context, app.url);
+  page = w.page;
+  // Counts the grids taken out of the document: adopting the server's grid removes none.
+  await page.addInitScript(
+    'window.__gridsRemoved = 0; new MutationObserver((records) => { for (const r of records) for (const n of ' +
+      "r.removedNodes) if (n.nodeType === 1 && n.matches('ol.grid')) window.__gridsRemoved++; })" +
+      '.observe(document, { childList: true, subtree: true });',
+  );
+});
+after(async () => {
+  await browser?.close();
+  await app.close();
+});
+const opts = { skip: noBrowser };
+
+const HOSTILE = `<b id="injected">bold</b> & "quoted" 'single' <!-- --> ]]>`;
+
+/** `<main>`'s content as the browser parses `html` (no script runs), placeholders' inline styles apart. */
+async function parsedMain(p: Page, html: string): Promise<string> {
+  return p.evaluate((source: string) => {
+    const doc = new (globalThis as any).DOMParser().parseFromString(source, 'text/html');
+    return doc.getElementById('main').innerHTML as string;
+  }, html);
+}
+
+/** `<main>`'s content in the live page, without the ThumbHash placeholders (inline styles set by script). */
+async function liveMain(p: Page): Promise<string> {
+  return p.evaluate(() => {
+    const main = (globalThis as any).document.getElementById('main').cloneNode(true);
+    for (const el of main.querySelectorAll('[style]')) el.removeAttribute('style');
+    return main.innerHTML as string;
+  });
+}
+
+test(
+  'the feed the server renders is the DOM feed.js builds from the same page, and feed.js adopts it',
+  opts,
+  async () => {
+    const owner = await registerUser(app.api);
+    for (let i = 0; i < 27; i++) {
+      const r =
+        i % 9 === 4
+          ? await uploadFields(app.api, owner.token, {
+              upload_type: 'link',
+              external_url:
+                i === 4 ? 'https://www.youtube.com/watch?v=dQw4w9WgXcQ' : `https://example.com/${i}?a=1&b="2"`,
+              ...(i === 13 ? {} : { description: `${HOSTILE} link ${i}` }),
+              tags: 'render, links',
+            })
+          : await uploadImage(
+              app.api,
+              owner.token,
+              await pngImage(300 + i * 17, 200 + (i % 5) * 90, 700 + i),
+              i % 3 === 0
+                ? { tags: 'render' }
+                : { description: `${HOSTILE} ${'long '.repeat(i * 2)}${i}`, tags: 'render, Hostile Tag' },
+              `${HOSTILE}-${i}.png`,
+            );
+      assert.equal(r.status, 201, r.text);
+    }
+
+    const paths = ['/?tag=render', '/?tag=render&page=2', '/?sort=top&tag=links', '/?tag=nothing-has-this', '/?page=9'];
+    for (const path of paths) {
+      const html = (await app.api.get(path, { unchecked: 'an HTML page' })).text;
+      assert.match(html, /<ol class="grid" aria-label="Uploads">/, `${path}: the server rendered the feed`);
+      assert.doesNotMatch(html, /<b id="injected">/, `${path}: user text is escaped`);
+      const served = await parsedMain(page, html);
+      assert.ok(!served.includes('<noscript>'));
+
+      // Adopted: the page the server rendered is the page once feed.js has run.
+      await openPage(page, app.url + path);
+      assert.equal(await liveMain(page), served, `${path}: feed.js keeps the server's page as it is`);
+      assert.equal(await page.evaluate('window.__gridsRemoved'), 0, `${path}: the server's grid is adopted`);
+
+      // Built by the module alone (the document without the server's <main> content, the same embedded page).
+      await page.route(app.url + path, (route) =>
+        route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'text/html; charset=utf-8' },
+          body: html.replace(/<main id="main" tabindex="-1">[\s\S]*<\/main>/, '<main id="main" tabindex="-1"></main>'),
+        }),
+      );
+      await openPage(page, app.url + path);
+      await page.unroute(app.url + path);
+      assert.equal(await liveMain(page), served, `${path}: feed.js builds the same page`);
+    }
+    assert.deepEqual(w.take(), [], 'no failed or foreign request, no CSP violation');
+
+    // Adopted, the page still scrolls on: the next page is appended, with its own URL.
+    await openPage(page, `${app.url}/?tag=render`);
+    assert.equal(await page.locator('.card').count(), 24);
+    await page.locator('a.more').scrollIntoViewIfNeeded();
+    await page.waitForURL(`${app.url}/?tag=render&page=2`);
+    await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('.card').length === 27);
+    assert.equal(await page.locator('a.more').isHidden(), true);
+    assert.equal(await page.locator('.status').innerText(), '');
+    assert.deepEqual(w.take(), []);
+  },
+);
+
+test('every branch of card() is mirrored by the server: badges, link cards, titles, sizes, tags', opts, async () => {
+  const base: CardUpload = {
+    id: 'a/b?c',
+    username: 'ada',
+    upload_type: 'image',
+    description: null,
+    original_name: null,
+    external_url: null,
+    is_private: false,
+    upvotes: 3,
+    downvote_count: 0,
+    tags: [],
+    image: { thumbnail_url: '/api/image/x?size=thumb&y="1"', width: 4000, height: 10, thumbhash: null },
+  };
+  const uploads: CardUpload[] = [
+    base,
+    { ...base, description: HOSTILE, original_name: 'x.png', is_private: true, moderation: 'held' },
+    { ...base, original_name: `${HOSTILE}.png`, moderation: 'visible', image: { ...base.image!, width: 0, height: 0 } },
+    { ...base, description: 'é'.repeat(95), tags: [{ name: HOSTILE, slug: 'a b&c' }] },
+    { ...base, upload_type: 'link', image: null, external_url: 'https://example.com:8080/x', embed: null },
+    { ...base, upload_type: 'link', image: null, external_url: 'not a url', moderation: `${HOSTILE}` },
+    { ...base, upload_type: 'link', image: null, external_url: 'https://x.test/', embed: { provider: HOSTILE } },
+    { ...base, upload_type: 'image', image: null, original_name: 'lost.png' },
+  ];
+  await openPage(page, `${app.url}/`);
+  const cardsModule = await page.getAttribute('link[rel="modulepreload"][href*="/cards."]', 'href');
+  assert.ok(cardsModule, 'the feed preloads web/lib/cards.js');
+  for (const eager of [true, false]) {
+    const built: string[] = await page.evaluate(
+      async ([url, list, isEager]) => {
+        const { card } = await import(url);
+        return list.map((u: unknown) => card(u, isEager).outerHTML as string);
+      },
+      [cardsModule, uploads, eager] as const,
+    );
+    const served = await page.evaluate(
+      (html: string) => {
+        const doc = new (globalThis as any).DOMParser().parseFromString(`<ol>${html}</ol>`, 'text/html');
+        return [...doc.querySelector('ol').children].map((li: any) => li.outerHTML as string);
+      },
+      uploads.map((u) => cardHtml(u, eager)).join(''),
+    );
+    assert.deepEqual(served, built);
+  }
+  w.take(); // the made-up thumbnails' 404s
+});

@@ -145,7 +145,16 @@ test("the pages' limits module is the server's own limits", async () => {
 
 test('the first feed page weighs at most 100 KB compressed (HTML, CSS and JS)', async () => {
   const html = await get('/');
-  let total = gzipSync(html.bytes).length;
+  // The page itself is sent compressed (Brotli when asked for, gzip otherwise): its bytes on the wire.
+  const wirePage = await fetch(`${app.url}/`, { headers: { 'accept-encoding': 'br' } });
+  assert.equal(wirePage.headers.get('content-encoding'), 'br');
+  assert.equal(wirePage.headers.get('vary'), 'Accept-Encoding');
+  const gz = await fetch(`${app.url}/`, { headers: { 'accept-encoding': 'gzip' } });
+  assert.equal(gz.headers.get('content-encoding'), 'gzip');
+  assert.equal(await gz.text(), html.text, 'the gzip page is the same page');
+  let total = Number(wirePage.headers.get('content-length'));
+  assert.ok(total > 0 && total < html.bytes.length / 2, `the page is compressed: ${total} of ${html.bytes.length}`);
+  assert.ok(gzipSync(html.bytes).length <= 100 * 1024);
   const sizes: Record<string, number> = { html: total };
   for (const m of html.text.matchAll(/(?:src|href)="(\/assets\/[^"]+\.(?:js|css))"/g)) {
     const r = await fetch(app.url + m[1]!, { headers: { 'accept-encoding': 'br' } });

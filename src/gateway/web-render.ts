@@ -142,12 +142,23 @@ const SORTS: ReadonlyArray<readonly [string, string]> = [
   ['best', 'Best'],
 ];
 
-/** web/pages/feed.js's `feedUrl`. */
-function feedUrl({ sort, tag, page }: { sort?: string; tag?: string; page?: number }): string {
+/** web/pages/feed.js's `feedUrl`: a page by its cursor, or by number. */
+function feedUrl({
+  sort,
+  tag,
+  page,
+  cursor,
+}: {
+  sort?: string;
+  tag?: string;
+  page?: number;
+  cursor?: string | null;
+}): string {
   const q = new URLSearchParams();
   if (sort && sort !== 'new') q.set('sort', sort);
   if (tag) q.set('tag', tag);
-  if (page && page > 1) q.set('page', String(page));
+  if (cursor) q.set('cursor', cursor);
+  else if (page && page > 1) q.set('page', String(page));
   const s = q.toString();
   return s ? `/?${s}` : '/';
 }
@@ -156,14 +167,24 @@ export interface FeedView {
   sort: string;
   /** The tag as its slug ('' for none). */
   tag: string;
-  /** The feed page shown (1 for the first). */
+  /** The feed page shown by number (1 for the first), when it was not reached by cursor. */
   page: number;
+  /** The cursor the page was reached by, if it was. */
+  cursor: string | null;
   uploads: CardUpload[];
   hasMore: boolean;
+  nextCursor: string | null;
+}
+
+/** The way back from a page after the first: to the newest (reached by cursor) or the page before (by number). */
+export function newerLink({ sort, tag, page, cursor }: Pick<FeedView, 'sort' | 'tag' | 'page' | 'cursor'>) {
+  if (cursor) return { href: feedUrl({ sort, tag }), label: '← Newest uploads' };
+  return page > 1 ? { href: feedUrl({ sort, tag, page: page - 1 }), label: '← Newer page' } : null;
 }
 
 /** What web/pages/feed.js's `render()` shows once its first page has loaded, as the content of `<main>`. */
-export function feedHtml({ sort, tag, page, uploads, hasMore }: FeedView): string {
+export function feedHtml({ sort, tag, page, cursor, uploads, hasMore, nextCursor }: FeedView): string {
+  const newer = newerLink({ sort, tag, page, cursor });
   const sorts = SORTS.map(([s, label]) =>
     el('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
   );
@@ -184,9 +205,13 @@ export function feedHtml({ sort, tag, page, uploads, hasMore }: FeedView): strin
   return [
     el('h1', {}, text(tag ? `Uploads tagged “${tag}”` : 'Latest uploads')),
     el('div', { class: 'controls' }, el('nav', { class: 'sorts', 'aria-label': 'Sort' }, ...sorts), filter),
-    page > 1 ? el('p', {}, el('a', { href: feedUrl({ sort, tag, page: page - 1 }) }, '← Newer page')) : '',
+    newer ? el('p', {}, el('a', { href: newer.href }, newer.label)) : '',
     el('ol', { class: 'grid', 'aria-label': 'Uploads' }, ...uploads.map((u, i) => cardHtml(u, i < EAGER_THUMBNAILS))),
     el('p', { class: 'status', role: 'status' }, status),
-    el('a', { class: 'more button', href: feedUrl({ sort, tag, page: page + 1 }), hidden: !hasMore }, 'More uploads'),
+    el(
+      'a',
+      { class: 'more button', href: feedUrl({ sort, tag, cursor: nextCursor }), hidden: !hasMore },
+      'More uploads',
+    ),
   ].join('');
 }

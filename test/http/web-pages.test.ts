@@ -460,14 +460,23 @@ test(
     await openPage(page, `${app.url}/?tag=scrolling`);
     assert.equal(await page.locator('.card').count(), 24);
     await page.locator('a.more').scrollIntoViewIfNeeded();
-    await page.waitForURL(`${app.url}/?tag=scrolling&page=2`);
+    // The next page is asked for by cursor, and the address becomes that page's own.
+    await page.waitForURL(/\/\?tag=scrolling&cursor=[\w-]+$/);
+    const second = page.url();
     await page.locator('.card', { hasText: 'scroll item 0' }).waitFor();
     assert.equal(await page.locator('.card').count(), 30);
     assert.equal(await page.locator('a.more').isHidden(), true, 'no more pages');
-    // The second page's own URL shows that page, with a way back to the first.
+    // The second page's own URL shows that page (rendered by the server), with a way back to the first.
+    await openPage(page, second);
+    assert.equal(await page.locator('.card').count(), 6);
+    assert.equal(await page.locator('a', { hasText: 'Newest uploads' }).getAttribute('href'), '/?tag=scrolling');
+    // Old links by number still open; a broken cursor link says so in words.
     await openPage(page, `${app.url}/?tag=scrolling&page=2`);
     assert.equal(await page.locator('.card').count(), 6);
     assert.equal(await page.locator('a', { hasText: 'Newer page' }).getAttribute('href'), '/?tag=scrolling');
+    await openPage(page, `${app.url}/?tag=scrolling&cursor=broken`);
+    assert.match(await page.locator('.status').innerText(), /not one this feed made/);
+    w.take(); // the 400 the broken link provoked
     clean('scrolling');
 
     // The poster's profile shows twelve, then the rest a page at a time.

@@ -3,6 +3,7 @@
  * builds from the same data (web/pages/feed.js, web/lib/cards.js): the same DOM, so the two cannot drift apart.
  * The module adopts the server's markup as it is, and rebuilds the same page when the document has none.
  */
+import { FEED_PAGE_SIZE } from '../../src/gateway/web-limits.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -84,7 +85,16 @@ test(
       assert.equal(r.status, 201, r.text);
     }
 
-    const paths = ['/?tag=render', '/?tag=render&page=2', '/?sort=top&tag=links', '/?tag=nothing-has-this', '/?page=9'];
+    const next = (await app.api.get(`/api/uploads?limit=${FEED_PAGE_SIZE}&sort=new&tag=render`)).body.next_cursor;
+    assert.ok(next);
+    const paths = [
+      '/?tag=render',
+      '/?tag=render&page=2',
+      `/?tag=render&cursor=${next}`,
+      '/?sort=top&tag=links',
+      '/?tag=nothing-has-this',
+      '/?page=9',
+    ];
     for (const path of paths) {
       const html = (await app.api.get(path, { unchecked: 'an HTML page' })).text;
       assert.match(html, /<ol class="grid" aria-label="Uploads">/, `${path}: the server rendered the feed`);
@@ -115,7 +125,7 @@ test(
     await openPage(page, `${app.url}/?tag=render`);
     assert.equal(await page.locator('.card').count(), 24);
     await page.locator('a.more').scrollIntoViewIfNeeded();
-    await page.waitForURL(`${app.url}/?tag=render&page=2`);
+    await page.waitForURL(`${app.url}/?tag=render&cursor=${next}`);
     await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('.card').length === 27);
     assert.equal(await page.locator('a.more').isHidden(), true);
     assert.equal(await page.locator('.status').innerText(), '');

@@ -80,6 +80,10 @@ export function explain(r) {
       return 'It is not there any more.';
     case 'removed':
       return 'The moderators removed it.';
+    case 'invalid_cursor':
+      return 'This link to a later page is not one this feed made. Start again from its first page.';
+    case 'page_too_deep':
+      return 'Pages this deep are not opened by number. Start from the first page and scroll on.';
     default:
       // The API's message names the field and the limit ("description is 612 characters; the limit is 500").
       return r.data?.message ?? `Something went wrong (HTTP ${r.status}). Please try again.`;

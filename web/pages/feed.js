@@ -1,4 +1,5 @@
-// The feed (`/`): uploads by sort and tag, a page at a time, the next loaded on scrolling near the end.
+// The feed (`/`): uploads by sort and tag, a page at a time, the next loaded on scrolling near the end. Pages after
+// the first are reached by cursor (each page's `next_cursor`), however deep; each has its own URL (`?cursor=…`).
 import { api, explain } from '../lib/api.js';
 import { card, placeholder } from '../lib/cards.js';
 import { h, show } from '../lib/dom.js';
@@ -18,22 +19,33 @@ function slugify(tag) {
   return tag.normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
 }
 
-/** @param {{ sort?: string, tag?: string, page?: number }} where */
-function feedUrl({ sort, tag, page }) {
+/**
+ * A page by its cursor, or by number.
+ * @param {{ sort?: string, tag?: string, page?: number, cursor?: string | null }} where
+ */
+function feedUrl({ sort, tag, page, cursor }) {
   const q = new URLSearchParams();
   if (sort && sort !== 'new') q.set('sort', sort);
   if (tag) q.set('tag', tag);
-  if (page && page > 1) q.set('page', String(page));
+  if (cursor) q.set('cursor', cursor);
+  else if (page && page > 1) q.set('page', String(page));
   const s = q.toString();
   return s ? `/?${s}` : '/';
 }
 
-/** The API query for one page of this feed, as the server builds it for the page it embeds. */
-function feedQuery(/** @type {string} */ sort, /** @type {string} */ tag, /** @type {number} */ page) {
-  const q = new URLSearchParams({ page: String(page), limit: String(limits.feedPageSize), sort });
+/**
+ * The API query for one page of this feed, as the server builds it for the page it embeds.
+ * @param {string} sort @param {string} tag @param {{ page: number } | { cursor: string }} at
+ */
+function feedQuery(sort, tag, at) {
+  const q = new URLSearchParams('cursor' in at ? { cursor: at.cursor } : { page: String(at.page) });
+  q.set('limit', String(limits.feedPageSize));
+  q.set('sort', sort);
   if (tag) q.set('tag', tag);
   return q.toString();
 }
+
+/** @typedef {{ uploads: Upload[], has_more: boolean, next_cursor: string | null }} FeedPage */
 
 /**
  * The first page the document came with: the same bytes GET /api/uploads answers for this query
@@ -43,7 +55,7 @@ function feedQuery(/** @type {string} */ sort, /** @type {string} */ tag, /** @t
 function embeddedPage(query) {
   const embedded = document.getElementById('first-page');
   if (embedded?.dataset.query !== query) return null;
-  return /** @type {{ uploads: Upload[], has_more: boolean }} */ (JSON.parse(embedded.textContent ?? ''));
+  return /** @type {FeedPage} */ (JSON.parse(embedded.textContent ?? ''));
 }
 
 export async function render() {
@@ -52,8 +64,12 @@ export async function render() {
   const sort = asked !== null && SORTS.some(([s]) => s === asked) ? asked : 'new';
   const tag = slugify(params.get('tag') ?? '');
   const first = Math.max(1, Number.parseInt(params.get('page') ?? '1', 10) || 1);
+  const startCursor = params.get('cursor');
+  /** Where the next page to load starts: this document's page first, then each page's next_cursor. */
+  /** @type {{ page: number } | { cursor: string }} */
+  let at = startCursor ? { cursor: startCursor } : { page: first };
 
-  const embedded = embeddedPage(feedQuery(sort, tag, first));
+  const embedded = embeddedPage(feedQuery(sort, tag, at));
   // The server rendered the first page into the document (src/gateway/web-render.ts, the same markup as below and
   // as card()): adopt it as it is, so the thumbnails it already shows are not built again.
   const main = /** @type {HTMLElement} */ (document.getElementById('main'));
@@ -113,25 +129,30 @@ export async function render() {
           tag ? h('a', { href: feedUrl({ sort }) }, 'All tags') : null,
         ),
       ),
-      first > 1 ? h('p', {}, h('a', { href: feedUrl({ sort, tag, page: first - 1 }) }, '← Newer page')) : null,
+      startCursor
+        ? h('p', {}, h('a', { href: feedUrl({ sort, tag }) }, '← Newest uploads'))
+        : first > 1
+          ? h('p', {}, h('a', { href: feedUrl({ sort, tag, page: first - 1 }) }, '← Newer page'))
+          : null,
       grid,
       status,
       more,
     );
   }
 
-  let next = first;
+  let pagesShown = 0;
   let loading = false;
   /**
    * Shows a page that arrived: its cards appended (or, for the server's, their placeholders painted).
-   * @param {{ uploads: Upload[], has_more: boolean }} data
+   * @param {FeedPage} data
+   * @param {string | null} cursor what the page was asked for with
    * @param {boolean} focusFirst
    */
-  function landed({ uploads, has_more }, focusFirst) {
-    const eager = next === first;
+  function landed({ uploads, has_more, next_cursor }, cursor, focusFirst) {
+    const eager = pagesShown === 0;
     /** @type {Element[]} */
     let cards;
-    if (grid === served && next === first) {
+    if (grid === served && pagesShown === 0) {
       cards = [...grid.children];
       uploads.forEach((u, i) => {
         const img = cards[i]?.querySelector('img');
@@ -141,11 +162,12 @@ export async function render() {
       cards = uploads.map((u, i) => card(u, eager && i < limits.eagerThumbnails));
       grid.append(...cards);
     }
-    if (next > first) history.replaceState(null, '', feedUrl({ sort, tag, page: next }));
+    if (pagesShown > 0) history.replaceState(null, '', feedUrl({ sort, tag, cursor }));
     if (focusFirst && cards[0]) cards[0].querySelector('a')?.focus();
-    next += 1;
-    more.href = feedUrl({ sort, tag, page: next });
-    more.hidden = !has_more;
+    pagesShown += 1;
+    if (next_cursor) at = { cursor: next_cursor };
+    more.href = feedUrl({ sort, tag, cursor: next_cursor });
+    more.hidden = !has_more || !next_cursor;
     status.textContent =
       grid.children.length === 0
         ? tag
@@ -158,16 +180,17 @@ export async function render() {
     if (loading) return;
     loading = true;
     status.textContent = 'Loading…';
+    const asked = at;
     const r =
-      next === first && embedded
+      pagesShown === 0 && embedded
         ? { ok: true, status: 200, data: embedded }
-        : await api('GET', `/api/uploads?${feedQuery(sort, tag, next)}`);
+        : await api('GET', `/api/uploads?${feedQuery(sort, tag, asked)}`);
     loading = false;
     if (!r.ok) {
       status.textContent = explain(r);
       return;
     }
-    landed(/** @type {{ uploads: Upload[], has_more: boolean }} */ (r.data), focusFirst);
+    landed(/** @type {FeedPage} */ (r.data), 'cursor' in asked ? asked.cursor : null, focusFirst);
   }
   more.addEventListener('click', (e) => {
     e.preventDefault();

@@ -22,7 +22,7 @@
  */
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:zlib';
 import Router from '@koa/router';
-import { errors } from '../../domain/errors.ts';
+import { AppError, errors } from '../../domain/errors.ts';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
@@ -92,16 +92,34 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<First
   const one = (v: unknown) => (typeof v === 'string' ? v : '');
   const sort = one(ctx.query.sort) || 'new';
   const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
+  const cursor = one(ctx.query.cursor) || null;
   const page = Math.max(1, Number.parseInt(one(ctx.query.page) || '1', 10) || 1);
-  // The same parameters, in the same order, as app.js's request.
-  const params = new URLSearchParams({ page: String(page), limit: String(FEED_PAGE_SIZE), sort });
+  // The same parameters, in the same order, as feed.js's request.
+  const params = new URLSearchParams(cursor ? { cursor } : { page: String(page) });
+  params.set('limit', String(FEED_PAGE_SIZE));
+  params.set('sort', sort);
   if (tag) params.set('tag', tag);
   const parsed = FeedQuery.safeParse(Object.fromEntries(params));
   if (!parsed.success) return null;
-  const json = (await feeds.list(parsed.data)).body.toString('utf8');
-  const body = JSON.parse(json) as { uploads: CardUpload[]; has_more: boolean };
+  let json: string;
+  try {
+    json = (await feeds.list(parsed.data)).body.toString('utf8');
+  } catch (e) {
+    // A foreign cursor or a page too deep: the module asks the API and shows its answer in words.
+    if (e instanceof AppError && e.status < 500) return null;
+    throw e;
+  }
+  const body = JSON.parse(json) as { uploads: CardUpload[]; has_more: boolean; next_cursor: string | null };
   const thumbnails = body.uploads.slice(0, EAGER_THUMBNAILS).flatMap((u) => (u.image ? [u.image.thumbnail_url] : []));
-  const view = { sort: parsed.data.sort, tag, page, uploads: body.uploads, hasMore: body.has_more };
+  const view = {
+    sort: parsed.data.sort,
+    tag,
+    page,
+    cursor,
+    uploads: body.uploads,
+    hasMore: body.has_more,
+    nextCursor: body.next_cursor,
+  };
   return { query: params.toString(), json, thumbnails, view };
 }
 

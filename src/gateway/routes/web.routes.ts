@@ -158,8 +158,14 @@ ${feed ? firstPageHead(feed) : ''}</head>
 `;
 }
 
+/**
+ * The static assets of the pages: they spend the per-IP media limit (RATE_LIMIT_MEDIA), as image variants do,
+ * not the general one (API.md Rate limits); the pages themselves spend the general limit.
+ */
+export const WEB_MEDIA_PATHS: readonly string[] = ['/assets/:name', '/favicon.ico'];
+
 /** Every path the web front end serves (GET only), as Koa routes: none is part of the API. */
-export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), '/assets/:name', '/favicon.ico'];
+export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), ...WEB_MEDIA_PATHS];
 
 function sendAsset(ctx: AppContext, asset: Asset): void {
   const accept = ctx.get('accept-encoding');

@@ -30,6 +30,7 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
       WORKERS: '1',
       HUMAN_POLICY: 'off',
       RATE_LIMIT_GENERAL: '1000000000/1m',
+      RATE_LIMIT_MEDIA: '1000000000/1m',
       RATE_LIMIT_UPLOAD: '1000/1m',
     }),
   );

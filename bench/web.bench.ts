@@ -33,6 +33,7 @@ const server = await spawnServer({
   HUMAN_POLICY: 'off',
   RATE_LIMIT_AUTH: '1000/15m',
   RATE_LIMIT_GENERAL: '100000/15m',
+  RATE_LIMIT_MEDIA: '100000/15m',
   RATE_LIMIT_UPLOAD: '1000/1h',
 });
 const browser = await launchBrowser();

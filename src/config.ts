@@ -72,7 +72,7 @@ export interface Config {
   readonly fetchAllowPrivate: boolean;
   readonly fetchTimeoutMs: number;
   readonly adminUsernames: ReadonlySet<string>;
-  readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate; report: Rate }>;
+  readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate; media: Rate; report: Rate }>;
   readonly trustProxy: boolean;
   /** Bearer token `GET /metrics` requires; null leaves it open. */
   readonly metricsToken: string | null;
@@ -279,6 +279,7 @@ const schema = z.object({
   RATE_LIMIT_UPLOAD: rate.prefault('20/1h'),
   RATE_LIMIT_VOTE: rate.prefault('20/1h'),
   RATE_LIMIT_GENERAL: rate.prefault('600/15m'),
+  RATE_LIMIT_MEDIA: rate.prefault('6000/15m'),
   RATE_LIMIT_REPORT: rate.prefault('20/1h'),
   TRUST_PROXY: bool.prefault('false'),
   METRICS_TOKEN: z
@@ -394,6 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       upload: e.RATE_LIMIT_UPLOAD,
       vote: e.RATE_LIMIT_VOTE,
       general: e.RATE_LIMIT_GENERAL,
+      media: e.RATE_LIMIT_MEDIA,
       report: e.RATE_LIMIT_REPORT,
     }),
     trustProxy: e.TRUST_PROXY,

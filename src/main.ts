@@ -399,6 +399,7 @@ function limitersFor(config: Config, opts: ComposeOptions, { redis, metrics }: R
   return {
     auth: limiter('auth', config.rateLimits.auth),
     general: limiter('general', config.rateLimits.general),
+    media: limiter('media', config.rateLimits.media),
     upload: limiter('upload', config.rateLimits.upload),
     vote: limiter('vote', config.rateLimits.vote),
     report: limiter('report', config.rateLimits.report),

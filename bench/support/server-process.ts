@@ -134,6 +134,7 @@ export function appEnv(env: Record<string, string>): Record<string, string> {
     MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
     RATE_LIMIT_AUTH: '1000000/15m',
     RATE_LIMIT_GENERAL: '1000000000/15m',
+    RATE_LIMIT_MEDIA: '1000000000/15m',
     RATE_LIMIT_UPLOAD: '1000000/1h',
     RATE_LIMIT_VOTE: '1000000000/1h',
     // The load comes from one address, over more connections than a client should hold.

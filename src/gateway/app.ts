@@ -30,7 +30,7 @@ export interface AppDeps {
   log: Logger;
   trustProxy: boolean;
   auth: AuthService;
-  limiters: { auth: Limiter; general: Limiter; upload: Limiter; vote: Limiter; report: Limiter };
+  limiters: { auth: Limiter; general: Limiter; media: Limiter; upload: Limiter; vote: Limiter; report: Limiter };
   readiness: ReadinessCheck[];
   isShuttingDown: () => boolean;
   /** The dependencies of the route groups (routes/index.ts) beyond those above (auth, health, docs). */
@@ -72,7 +72,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorHandler({ ...onError, ...(deps.classifyError ? { classify: deps.classifyError } : {}), route }));
   // ETag / 304 on GET JSON answers (only successes reach it on the way back).
   app.use(conditionalGet);
-  app.use(ipRateLimit({ auth: deps.limiters.auth, general: deps.limiters.general, routes: ipLimitedRoutes }));
+  const { limiters } = deps;
+  app.use(
+    ipRateLimit({ auth: limiters.auth, general: limiters.general, media: limiters.media, routes: ipLimitedRoutes }),
+  );
   app.use(refuseDeclaredOversize);
   const jsonBody = koaBody({
     json: true,

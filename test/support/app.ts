@@ -47,6 +47,7 @@ export async function startApp(
     // Generous defaults so unrelated tests never trip a limit; limit tests set their own.
     RATE_LIMIT_AUTH: '1000/15m',
     RATE_LIMIT_GENERAL: '100000/15m',
+    RATE_LIMIT_MEDIA: '100000/15m',
     RATE_LIMIT_UPLOAD: '1000/1h',
     RATE_LIMIT_VOTE: '100000/1h',
     MAX_CONNECTIONS_PER_IP: '1000',

@@ -53,6 +53,7 @@ test('defaults match API.md', () => {
     upload: { points: 20, seconds: 3600 },
     vote: { points: 20, seconds: 3600 },
     general: { points: 600, seconds: 900 },
+    media: { points: 6000, seconds: 900 },
     report: { points: 20, seconds: 3600 },
   });
   assert.equal(c.reportHoldThreshold, 3);
@@ -89,6 +90,7 @@ test('every bad variable is listed in one error', () => {
       REPORT_HOLD_THRESHOLD: '-1',
       BLOCKLIST_DISTANCE: '40',
       RATE_LIMIT_VOTE: '20 per hour',
+      RATE_LIMIT_MEDIA: '0/15m',
       NEAR_DUPLICATE_DISTANCE: '-2',
       FETCH_ALLOW_PRIVATE: 'yes',
       DATABASE_URL: 'mysql://x',
@@ -105,6 +107,7 @@ test('every bad variable is listed in one error', () => {
       'PORT',
       'HUMAN_POLICY',
       'RATE_LIMIT_VOTE',
+      'RATE_LIMIT_MEDIA',
       'NEAR_DUPLICATE_DISTANCE',
       'FETCH_ALLOW_PRIVATE',
       'DATABASE_URL',
@@ -116,7 +119,7 @@ test('every bad variable is listed in one error', () => {
     assert.match(m, /HUMAN_INPUT_SIZE=300: expected a multiple of 32 from 128 to 1024/);
     assert.match(m, /HUMAN_SECOND_LOOK=tiles: expected off or boxes/);
     assert.match(m, /HUMAN_RUNTIME=gpu: expected auto, onnx or tfjs/);
-    assert.equal(e.problems.length, 12);
+    assert.equal(e.problems.length, 13);
   }
   // Rules between variables join the same list.
   assert.throws(

@@ -41,6 +41,7 @@ const API_MD_VARIABLES = [
   'RATE_LIMIT_UPLOAD',
   'RATE_LIMIT_VOTE',
   'RATE_LIMIT_GENERAL',
+  'RATE_LIMIT_MEDIA',
   'TRUST_PROXY',
   'LOG_LEVEL',
   'RATE_LIMIT_REPORT',
@@ -51,7 +52,6 @@ const API_MD_VARIABLES = [
   // API.md's, for the open issues; commented out under "Coming with …" in .env.example until they are read.
   'HUMAN_REVIEW_THRESHOLD',
   'BLOCKLIST_PDQ_DISTANCE',
-  'RATE_LIMIT_MEDIA',
   'VOTE_MIN_ACCOUNT_AGE',
   'REPORT_MIN_ACCOUNT_AGE',
   'MAX_CONNECTIONS_PER_IP',

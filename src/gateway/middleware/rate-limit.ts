@@ -68,29 +68,53 @@ export interface IpLimitedRoutes {
   unlimited: ReadonlySet<string>;
   /** Method and path of each route spending the auth limit (`POST /api/auth`). */
   auth: ReadonlyArray<{ method: string; path: string }>;
+  /**
+   * Method and path (Koa form: `:name` is one path segment) of each GET spending the media limit: the image
+   * variants and the pages' static assets.
+   */
+  media: ReadonlyArray<{ method: string; path: string }>;
 }
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** A Koa route path as one source of a RegExp: each `:name` segment matches one path segment, as the router's do. */
+const pathPattern = (path: string) =>
+  path
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? '[^/]+' : escapeRegExp(segment)))
+    .join('/');
+
 /**
  * Per client IP (IPv6 by its /64), before the body is read: the routes declared with the auth limit
- * (`POST /api/auth`) spend it (every attempt counts, whatever its outcome), every other route the general limit,
- * but those declared unlimited (the probes).
+ * (`POST /api/auth`) spend it (every attempt counts, whatever its outcome); the GETs (and HEADs) declared with the
+ * media limit (image variants, page assets) spend it, so browsing does not use up the general budget; every other
+ * route spends the general limit, but those declared unlimited (the probes).
  */
-export function ipRateLimit(opts: { auth: Limiter; general: Limiter; routes: IpLimitedRoutes }) {
+export function ipRateLimit(opts: { auth: Limiter; general: Limiter; media: Limiter; routes: IpLimitedRoutes }) {
   const { unlimited } = opts.routes;
   for (const path of [...unlimited, ...opts.routes.auth.map((r) => r.path)])
-    if (path.includes(':')) throw new Error(`${path}: a per-IP limit other than general is for fixed paths only`);
+    if (path.includes(':')) throw new Error(`${path}: the auth limit and no limit are for fixed paths only`);
+  for (const r of opts.routes.media)
+    if (r.method.toUpperCase() !== 'GET') throw new Error(`${r.method} ${r.path}: the media limit is for GETs only`);
   // As the router matches them: any letter case, with or without a trailing slash.
   const authRoutes = opts.routes.auth.map((r) => ({
     method: r.method.toUpperCase(),
     path: new RegExp(`^${escapeRegExp(r.path)}/?$`, 'i'),
   }));
+  // One test for every media route (the router answers HEAD with its GET routes too).
+  const mediaPaths = opts.routes.media.length
+    ? new RegExp(`^(?:${opts.routes.media.map((r) => pathPattern(r.path)).join('|')})/?$`, 'i')
+    : null;
   return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
     const path = ctx.path;
     if (unlimited.has(path)) return next();
-    const isAuth = authRoutes.some((r) => ctx.method === r.method && r.path.test(path));
-    return applyLimit(ctx, isAuth ? opts.auth : opts.general, clientIpKey(ctx.ip), next);
+    const method = ctx.method;
+    const limiter = authRoutes.some((r) => method === r.method && r.path.test(path))
+      ? opts.auth
+      : (method === 'GET' || method === 'HEAD') && mediaPaths?.test(path)
+        ? opts.media
+        : opts.general;
+    return applyLimit(ctx, limiter, clientIpKey(ctx.ip), next);
   };
 }
 

@@ -213,7 +213,8 @@ export const documentInfo = {
     '(held) and admins.\n\n' +
     'Rate limits: `RATE_LIMIT_AUTH` per client IP on `POST /api/auth`, ' +
     '`RATE_LIMIT_UPLOAD`, `RATE_LIMIT_VOTE` and `RATE_LIMIT_REPORT` (reports of uploads) per user, ' +
-    '`RATE_LIMIT_GENERAL` per IP on every other route except the probes and /metrics. ' +
+    "`RATE_LIMIT_MEDIA` per IP on `GET /api/image/{id}` and the pages' static assets (they do not spend " +
+    '`RATE_LIMIT_GENERAL`), `RATE_LIMIT_GENERAL` per IP on every other route except the probes and /metrics. ' +
     'Limited responses carry `RateLimit-Limit`, ' +
     '`RateLimit-Remaining`, `RateLimit-Reset`; 429 adds `Retry-After`.',
 };

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../domain/errors.ts';
 
 /** The rate limit a request spends (RateLimit-* headers on every response, 429 when spent); null: never limited. */
-export type LimitName = 'auth' | 'general' | 'upload' | 'vote' | 'report';
+export type LimitName = 'auth' | 'general' | 'media' | 'upload' | 'vote' | 'report';
 
 /** Response headers of the document, by their component name. */
 export type HeaderName =

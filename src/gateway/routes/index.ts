@@ -18,7 +18,7 @@ import { mounted, mountRoutes, type Route, type UserLimitName } from './route.ts
 import { tagRoutes } from './tags.routes.ts';
 import { uploadRoutes } from './uploads.routes.ts';
 import { voteRoutes } from './votes.routes.ts';
-import { webRoutes } from './web.routes.ts';
+import { WEB_MEDIA_PATHS, webRoutes } from './web.routes.ts';
 
 const groups = {
   auth: authRoutes,
@@ -36,10 +36,17 @@ const groups = {
 /** Every API operation (and the reference page's), declared once: the document is built from these. */
 export const operations: readonly Operation[] = Object.values(groups).flat();
 
-/** The per-IP limits the routes declare: the paths never limited (the probes), the routes spending `auth`. */
+/**
+ * The per-IP limits the routes declare: the paths never limited (the probes), the routes spending `auth`, and the
+ * GETs spending `media` (image variants, and the pages' static assets); every other route spends `general`.
+ */
 export const ipLimitedRoutes = {
   unlimited: new Set(operations.filter((op) => op.limit === null).map((op) => op.path)),
   auth: operations.filter((op) => op.limit === 'auth'),
+  media: [
+    ...operations.filter((op) => op.limit === 'media'),
+    ...WEB_MEDIA_PATHS.map((path) => ({ method: 'get', path })),
+  ],
 };
 
 type DepsOf<T> = T extends Route<infer D>[] ? D : never;

@@ -4,7 +4,7 @@
  * `mountRoutes` turns a list of them into the Koa routes; openapi/openapi.document.ts builds the document from
  * the same list. What the declaration says, the builder does, so the two cannot drift apart:
  * - `limit` `upload`/`vote`/`report`: the per-user limit (`userRateLimit`), after `before` and before `receive`;
- *   `auth`/`general`/null are the per-IP limits, applied before routing by the rate-limit middleware;
+ *   `auth`/`general`/`media`/null are the per-IP limits, applied before routing by the rate-limit middleware;
  * - `auth: 'required'`: the caller's user or 401 (`requireUser`); `admin`: 403 `forbidden` to a non-admin;
  * - `params`, `query` and `body.json` are parsed with the declared schemas, in that order, and handed to the
  *   handler typed (with `handlerParsesBody`, e.g. a multipart upload, the body is the handler's to read).

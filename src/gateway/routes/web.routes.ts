@@ -195,8 +195,14 @@ ${feed ? firstPageHead(feed) : ''}</head>
 `;
 }
 
+/**
+ * The static assets of the pages: they spend the per-IP media limit (RATE_LIMIT_MEDIA), as image variants do,
+ * not the general one (API.md Rate limits); the pages themselves spend the general limit.
+ */
+export const WEB_MEDIA_PATHS: readonly string[] = ['/assets/:name', '/favicon.ico'];
+
 /** Every path the web front end serves (GET only), as Koa routes: none is part of the API. */
-export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), '/assets/:name', '/favicon.ico'];
+export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), ...WEB_MEDIA_PATHS];
 
 /**
  * A page's HTML, compressed when the client takes it (the feed's carries its first page twice, as JSON and as

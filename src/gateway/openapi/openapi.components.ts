@@ -112,6 +112,11 @@ export const headerComponents = {
     schema: { type: 'integer', minimum: 1 },
   },
   ETag: { description: 'Validator for `If-None-Match` (304 when it matches).', schema: str },
+  'Last-Modified': {
+    description:
+      'Validator for `If-Modified-Since` (304 when nothing is newer; `If-None-Match` wins when both are sent).',
+    schema: str,
+  },
   Location: {
     description: '`/api/upload/{id}` of the new upload.',
     schema: { type: 'string', pattern: '^/api/upload/' },

@@ -11,6 +11,7 @@ export type LimitName = 'auth' | 'general' | 'media' | 'upload' | 'vote' | 'repo
 /** Response headers of the document, by their component name. */
 export type HeaderName =
   | 'ETag'
+  | 'Last-Modified'
   | 'Location'
   | 'Presigned-Location'
   | 'Idempotent-Replayed'

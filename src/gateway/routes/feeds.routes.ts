@@ -1,6 +1,8 @@
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
-import { sendWithEtag } from '../fresh.ts';
+import { renderAtom } from '../atom-feed.ts';
+import { matchesEtag, sendWithEtag } from '../fresh.ts';
 import {
+  AtomFeedQuery,
   FeedPage,
   FeedQuery,
   OwnUploadsPage,
@@ -9,9 +11,24 @@ import {
   RecentItems,
   RecentQuery,
 } from '../schemas/community.schemas.ts';
+import type { UploadView } from '../../domain/uploads/upload.types.ts';
+import type { AppContext } from '../context.ts';
+import { FEED_PAGE_SIZE } from '../web-limits.ts';
 import { routes } from './route.ts';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
+const ATOM_TYPE = 'application/atom+xml; charset=utf-8';
+const ATOM_CACHE = 'public, max-age=120';
+
+/**
+ * RFC 9110 13.2.2: If-None-Match when the request has one, else If-Modified-Since against the feed's
+ * Last-Modified (the ETag and Last-Modified headers are already set).
+ */
+function notModified(ctx: AppContext, lastModified: Date | null): boolean {
+  if (ctx.req.headers['if-none-match']) return matchesEtag(ctx);
+  const since = Date.parse(ctx.req.headers['if-modified-since'] ?? '');
+  return lastModified !== null && !Number.isNaN(since) && lastModified.getTime() <= since;
+}
 
 // Hot reads: found by exact path (hot-routes.ts).
 export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
@@ -38,6 +55,54 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
       async (ctx, { query }) => {
         const page = await deps.feeds.list(query);
         sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=120');
+      },
+  }),
+  route({
+    method: 'get',
+    path: '/feed.atom',
+    operationId: 'atomFeed',
+    tag: 'feeds',
+    summary: "A listing's first page as an Atom feed",
+    description:
+      'The filters of `GET /api/uploads` (`sort`, `tag`, `user`, `type`); the first page the web front end shows ' +
+      `for them (${FEED_PAGE_SIZE} public uploads) as an Atom 1.0 document (RFC 4287) for feed readers. ` +
+      "`Last-Modified` is the newest entry's time; `If-None-Match` or `If-Modified-Since` → 304.",
+    auth: 'none',
+    limit: 'general',
+    internal: true,
+    query: AtomFeedQuery,
+    responses: {
+      200: {
+        description: 'The feed.',
+        other: { 'application/atom+xml': { type: 'string' } },
+        headers: ['ETag'],
+        optionalHeaders: ['Last-Modified'],
+        cacheControl: [ATOM_CACHE],
+      },
+    },
+    errors: ['invalid_request'],
+    hot: true,
+    handler:
+      (deps) =>
+      async (ctx, { query }) => {
+        const page = await deps.feeds.list({ ...query, page: 1, limit: FEED_PAGE_SIZE });
+        const { uploads } = JSON.parse(page.body.toString('utf8')) as { uploads: UploadView[] };
+        // The request's scheme and host (X-Forwarded-Proto/-Host with TRUST_PROXY), as the client named us.
+        // (Not ctx.origin: in Koa 3 that is the request's Origin header.)
+        const origin = `${ctx.protocol}://${ctx.host}`;
+        const self = `${origin}${ctx.path}${ctx.querystring ? `?${ctx.querystring}` : ''}`;
+        const feed = renderAtom({ origin, self, listing: query, uploads, now: new Date() });
+        const { res } = ctx;
+        res.setHeader('Cache-Control', ATOM_CACHE);
+        res.setHeader('ETag', feed.etag);
+        if (feed.lastModified) res.setHeader('Last-Modified', feed.lastModified.toUTCString());
+        ctx.status = 200;
+        if (notModified(ctx, feed.lastModified)) {
+          ctx.status = 304;
+          return;
+        }
+        res.setHeader('Content-Type', ATOM_TYPE);
+        ctx.body = feed.xml;
       },
   }),
   route({

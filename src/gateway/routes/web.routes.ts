@@ -24,6 +24,7 @@ import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:z
 import Router from '@koa/router';
 import { AppError, errors } from '../../domain/errors.ts';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
+import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
@@ -154,6 +155,17 @@ function linkHeader(assets: WebAssets, feed: FirstPage): string {
   return links.join(', ');
 }
 
+/** The feed page's Atom feed (issue 30): the same sort and tag, for feed readers to discover. */
+function atomLink(ctx: AppContext): string {
+  const one = (v: unknown) => (typeof v === 'string' ? v : '');
+  const sort = one(ctx.query.sort);
+  const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
+  const listing: AtomListing = { sort: sort === 'top' || sort === 'hot' || sort === 'best' ? sort : 'new', tag };
+  const title = escapeHtml(feedTitle(listing));
+  const href = escapeHtml(`/feed.atom?${listingQuery(listing)}`);
+  return `<link rel="alternate" type="application/atom+xml" title="${title}" href="${href}">\n`;
+}
+
 function renderPage(assets: WebAssets, page: string, title: string, ctx: AppContext, feed: FirstPage | null): string {
   const me = ctx.state.principal;
   const nav = [
@@ -185,7 +197,7 @@ ${assets
   .preloads(page)
   .map((path) => `<link rel="modulepreload" href="${path}">\n`)
   .join('')}<script type="module" src="${assets.app.path}"></script>
-${feed ? firstPageHead(feed) : ''}</head>
+${feed ? firstPageHead(feed) : ''}${page === 'feed' ? atomLink(ctx) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>

@@ -83,6 +83,9 @@ export const FeedQuery = z.object({
   cursor: cursorParam,
 });
 
+/** `GET /feed.atom`: the listing's filters (its first page is the feed; no page, limit or cursor). */
+export const AtomFeedQuery = FeedQuery.pick({ sort: true, type: true, user: true, tag: true });
+
 export const RecentQuery = z.object({
   limit: positiveInt('limit', 20)
     .transform((l) => Math.min(l, 50))

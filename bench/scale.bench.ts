@@ -22,7 +22,7 @@ import { encodeCursor, listingId } from '../src/domain/feeds/cursor.ts';
 import { FeedService, type FeedCache, type FeedQuery } from '../src/domain/feeds/feed.service.ts';
 import type { Principal } from '../src/domain/users.ts';
 import type { Database } from '../src/store/database.ts';
-import { FeedRepository } from '../src/store/repositories/feed.repository.ts';
+import { FeedRepository, feedKeysQuery } from '../src/store/repositories/feed.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
 import { similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
 import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
@@ -61,15 +61,19 @@ interface Read {
 }
 
 /** A cursor that starts right after the row `depth` rows into the listing (read once, not timed). */
-async function cursorAt(feeds: FeedRepository, q: FeedQuery, depth: number): Promise<string | undefined> {
-  const rows = await feeds.publicPage(q, { offset: Math.min(depth, 10_000) }, 1);
-  let pos = rows[0]?.pos;
-  // Deeper than number pages go: walk on by cursor from there, 10 000 rows at a time.
-  for (let at = 10_000; pos && at < depth; at += 10_000) {
-    const next = await feeds.publicPage(q, { after: { since: new Date(), pos } }, Math.min(10_000, depth - at));
-    pos = next.at(-1)?.pos;
-  }
-  if (!pos) return undefined;
+async function cursorAt(db: Database, q: FeedQuery, depth: number): Promise<string | undefined> {
+  // One OFFSET read of the keys (not timed): how the position is found does not matter, only what it costs after.
+  const tag = q.tag
+    ? await db.db().selectFrom('tags').select('id').where('slug', '=', q.tag).executeTakeFirstOrThrow()
+    : null;
+  const { rows } = await feedKeysQuery(db.dialect, q, { offset: depth }, 1, tag?.id ?? null).execute(db.db());
+  const row = rows[0];
+  if (!row) return undefined;
+  const pos = {
+    key: q.sort === 'new' ? null : Number(row.rank),
+    createdAt: db.dialect.readDate(row.created_at),
+    id: row.id,
+  };
   const listing = listingId(['feed', q.sort, q.limit, q.type, q.user, q.tag]);
   return encodeCursor(listing, { page: 2, after: { since: new Date(), pos } });
 }
@@ -93,16 +97,32 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
     out.push({ name: `page ${last} (10 000 rows in), ${sort}`, run: () => feeds.list(q({ sort, page: last })) });
   }
   for (const sort of ['new', 'top', 'best'] as const) {
-    const cursor = await cursorAt(store, q({ sort }), Math.floor(size / 2));
+    const cursor = await cursorAt(db, q({ sort }), Math.floor(size / 2));
     out.push({ name: `by cursor, half-way, ${sort}`, run: () => feeds.list(q({ sort, cursor })) });
   }
-  const tagCursor = await cursorAt(store, q({ sort: 'top', tag: popular }), Math.floor(size * 0.07));
+  const tagCursor = await cursorAt(db, q({ sort: 'top', tag: popular }), Math.floor(size * 0.07));
   out.push({
     name: 'popular tag by cursor, half-way, top',
     run: () => feeds.list(q({ sort: 'top', tag: popular, cursor: tagCursor })),
   });
-  const own = await store.ownUploads(heavy.userId, null, 1_000_000);
-  const mid = own[Math.floor(own.length / 2)]!.pos;
+  // The heavy user's upload half-way through their list (read once, not timed).
+  const { n } = await db
+    .db()
+    .selectFrom('uploads')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('user_id', '=', heavy.userId)
+    .executeTakeFirstOrThrow();
+  const middle = await db
+    .db()
+    .selectFrom('uploads')
+    .select(['id', 'created_at'])
+    .where('user_id', '=', heavy.userId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .offset(Math.floor(Number(n) / 2))
+    .limit(1)
+    .executeTakeFirstOrThrow();
+  const mid = { key: null, createdAt: db.dialect.readDate(middle.created_at), id: middle.id };
   const ownCursor = encodeCursor(listingId(['own', heavy.userId, LIMIT]), {
     page: 2,
     after: { since: new Date(), pos: mid },

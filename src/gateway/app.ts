@@ -21,6 +21,7 @@ import { HotRoutes, routePatterns } from './hot-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import type { ReadinessCheck } from './routes/health.routes.ts';
 import { buildRoutes, ipLimitedRoutes, type RouteDeps } from './routes/index.ts';
+import { WEB_ERROR_PAGE } from './routes/web.routes.ts';
 import { openApiDocument } from './openapi/openapi.document.ts';
 
 /** The operational probes, the routes declared never rate limited: never authenticated as a user either. */
@@ -69,7 +70,14 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(requestHeaders({ log: deps.log, isShuttingDown: deps.isShuttingDown }));
   // The contract's error body for anything thrown below, and the JSON 404 / 405.
   const onError = deps.onError ? { onError: deps.onError } : {};
-  app.use(errorHandler({ ...onError, ...(deps.classifyError ? { classify: deps.classifyError } : {}), route }));
+  app.use(
+    errorHandler({
+      ...onError,
+      ...(deps.classifyError ? { classify: deps.classifyError } : {}),
+      route,
+      page: WEB_ERROR_PAGE,
+    }),
+  );
   // ETag / 304 on GET JSON answers (only successes reach it on the way back).
   app.use(conditionalGet);
   const { limiters } = deps;

@@ -131,7 +131,14 @@ function staticGraph(module: ModuleAsset, into = new Set<ModuleAsset>()): Set<Mo
   return into;
 }
 
-/** Loads and hashes the assets once. */
+let loaded: WebAssets | undefined;
+
+/** The assets, loaded and hashed once per process (they do not change while it runs). */
+export function webAssets(): WebAssets {
+  return (loaded ??= loadWebAssets());
+}
+
+/** Loads and hashes the assets. */
 export function loadWebAssets(): WebAssets {
   const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
   const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));

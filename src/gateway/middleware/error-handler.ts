@@ -3,6 +3,7 @@ import type { AppContext } from '../context.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { JSON_LIMIT_BYTES } from '../limits.ts';
 import { discardBody } from './discard-body.ts';
+import { errorPageHtml, wantsErrorPage } from '../error-page.ts';
 
 export interface ErrorOptions {
   onError?: (code: ErrorCode, ctx: AppContext) => void;
@@ -10,6 +11,8 @@ export interface ErrorOptions {
   classify?: (err: unknown) => AppError | null;
   /** The route pattern of the request, for the log (known for requests refused before routing too). */
   route?: (ctx: AppContext) => string;
+  /** Error pages for browsers asking for a page (error-page.ts): the pages' CSP and headers, the stylesheet. */
+  page?: { csp: string; headers: ReadonlyArray<readonly [string, string]>; stylesheet: () => string | null };
 }
 
 /** What an error's log line says about its request: request id, route pattern, error code and user, when known. */
@@ -41,6 +44,13 @@ function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): voi
   for (const [k, v] of Object.entries(appError.headers)) ctx.set(k, v);
   if (appError.status === 413) ctx.set('Connection', 'close');
   ctx.set('Cache-Control', 'no-store');
+  if (opts.page && wantsErrorPage(ctx.method, ctx.path, ctx.get('accept'))) {
+    ctx.set('Content-Security-Policy', opts.page.csp);
+    for (const [name, value] of opts.page.headers) ctx.set(name, value);
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = errorPageHtml(appError, opts.page.stylesheet(), ctx.state.requestId);
+    return;
+  }
   ctx.body = { error: appError.code, message: appError.message };
 }
 

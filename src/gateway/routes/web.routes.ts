@@ -28,7 +28,7 @@ import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
-import { loadWebAssets, type Asset, type WebAssets } from '../web-assets.ts';
+import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE } from '../web-limits.ts';
 import { escapeHtml, feedHtml, type CardUpload, type FeedView } from '../web-render.ts';
 
@@ -261,7 +261,7 @@ export function webRoutes(
 ): Router<AppState> {
   const router = new Router<AppState>();
   const csp = pageCsp(deps.mediaOrigin ? [deps.mediaOrigin] : []);
-  const assets = loadWebAssets();
+  const assets = webAssets();
   const missing = PAGES.filter(([, page]) => !assets.hasPage(page));
   if (missing.length) throw new Error(`web/app.js has no module for the pages ${missing.map(([, p]) => p).join(', ')}`);
 
@@ -291,3 +291,10 @@ export function webRoutes(
 
   return router;
 }
+
+/** Error pages for browsers (error-page.ts): the pages' own CSP and document headers, and their stylesheet. */
+export const WEB_ERROR_PAGE = {
+  csp: PAGE_CSP,
+  headers: DOCUMENT_HEADERS,
+  stylesheet: () => webAssets().css.path,
+};

@@ -21,7 +21,8 @@ const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
 
   Uploads every .jpg, .jpeg, .png, .gif and .webp file (folders are walked; hidden entries skipped).
   A re-run never uploads a file twice; the files a run finished are kept in a resume file, and the next run
-  of the same command skips them without a request.
+  of the same command skips them without a request. First the files' SHA-256 digests are sent (a thousand a
+  request): files whose bytes the server already has, or refuses, are not sent at all.
   --tags a,b            tags for every file (at most 10)
   --private             unlisted uploads
   --concurrency N       files sent at once (default 4)
@@ -32,6 +33,7 @@ const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
   --timeout SECONDS     per attempt (default 120)
   --resume FILE         the resume file (default: one per server, paths and options, under
                         $XDG_CONFIG_HOME/pixvote/resume/); it is removed once every file is done
+  --no-check            send every file without asking first which ones the server has
   --url URL, --token TOKEN
   Ctrl-C stops the run and prints the summary (exit 130). Exit 0: all done; 1: some file failed.
 `;
@@ -157,6 +159,7 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         retries: { type: 'string' },
         'max-wait': { type: 'string' },
         timeout: { type: 'string' },
+        'no-check': { type: 'boolean', default: false },
       },
     });
     if (v.help) return (out.write(UPLOAD_USAGE), 0);
@@ -172,7 +175,15 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     const resumePath = v.resume ?? defaultResumePath({ server: url, paths: positionals, tags, isPrivate: v.private });
     return runUpload(
       client,
-      { paths: positionals, tags, isPrivate: v.private, concurrency, resumePath, onInterrupt: onSigint },
+      {
+        paths: positionals,
+        tags,
+        isPrivate: v.private,
+        concurrency,
+        resumePath,
+        preCheck: !v['no-check'],
+        onInterrupt: onSigint,
+      },
       out,
     );
   }

@@ -33,6 +33,8 @@ export interface UploadOptions {
   concurrency: number;
   /** Where finished files are recorded (defaultResumePath unless --resume FILE). */
   resumePath: string;
+  /** Ask the server first which files' bytes it has (POST /api/uploads/check); false: --no-check. */
+  preCheck?: boolean;
   /** Called once the run can be interrupted: `stop()` ends it as SIGINT should. Returns the unsubscribe. */
   onInterrupt?: (stop: () => void) => () => void;
 }
@@ -40,6 +42,8 @@ export interface UploadOptions {
 type Outcome =
   | { kind: 'uploaded' | 'replayed'; id: string }
   | { kind: 'duplicate'; id: string; match: string }
+  /** The pre-check found these bytes on the server (an upload this user may see): not sent. */
+  | { kind: 'known'; id: string }
   | { kind: 'failed'; reason: string; fatal?: boolean }
   /** Not finished: the run was halted (interrupted, or a wait longer than --max-wait) before or while sending it. */
   | { kind: 'halted' };
@@ -76,12 +80,50 @@ type Sent = Map<string, { path: string; outcome: Promise<Outcome> }>;
 /** A line to show; a Retry-After wait also tells the progress how long every request now waits, and why. */
 type Note = (line: string, waitMs: number, reason: string) => void;
 
+/** What the pre-check said of a file's bytes (POST /api/uploads/check), by SHA-256. */
+type Known = Map<string, { status: 'exists' | 'blocked'; id: string | null }>;
+
+/** Digests per pre-check request (API.md: 1–1 000). */
+export const CHECK_BATCH = 1000;
+
+/**
+ * Asks the server which of the files' bytes it already has (visible to this user) or refuses, a thousand digests a
+ * request, so that only the rest are sent. A server without the pre-check (404, 405) or one that fails it is not
+ * asked again: every file is then sent, as before.
+ */
+async function preCheck(client: ApiClient, digests: string[], note: (line: string) => void): Promise<Known> {
+  const known: Known = new Map();
+  const unique = [...new Set(digests)];
+  for (let i = 0; i < unique.length; i += CHECK_BATCH) {
+    let r;
+    try {
+      r = await client.request('POST', '/api/uploads/check', { json: { sha256: unique.slice(i, i + CHECK_BATCH) } });
+    } catch (e) {
+      if (e instanceof NetworkError) return known;
+      throw e;
+    }
+    if (r.status !== 200) {
+      const err = toApiError(r);
+      note(`pre-check unavailable (${err.code}: ${err.message}); sending every file`);
+      return known;
+    }
+    const results = (r.body as { results: Array<{ sha256: string; status: string; upload_id: string | null }> })
+      .results;
+    for (const x of results) {
+      if (x.status === 'exists' || x.status === 'blocked') known.set(x.sha256, { status: x.status, id: x.upload_id });
+    }
+  }
+  return known;
+}
+
 async function uploadOne(
   client: ApiClient,
   file: ImageFile,
   opts: UploadOptions,
   sent: Sent,
   note: Note,
+  digests: Map<string, string>,
+  known: Known,
 ): Promise<Outcome> {
   if (file.size === 0) return { kind: 'failed', reason: 'the file is empty' };
   if (file.size > MAX_FILE_BYTES)
@@ -89,7 +131,12 @@ async function uploadOne(
       kind: 'failed',
       reason: `${formatBytes(file.size)} is over the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`,
     };
-  const key = idempotencyKey(await sha256File(file.path), opts);
+  const sha256 = digests.get(file.path) ?? (await sha256File(file.path));
+  const seen = known.get(sha256);
+  if (seen?.status === 'exists' && seen.id) return { kind: 'known', id: seen.id };
+  if (seen?.status === 'blocked')
+    return { kind: 'failed', reason: "blocked_content: the bytes match the moderators' blocklist (not sent)" };
+  const key = idempotencyKey(sha256, opts);
   const first = sent.get(key);
   if (first) {
     const o = await first.outcome;
@@ -182,8 +229,26 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     `uploading ${files.length} files (${formatBytes(totalBytes)}) to ${client.baseUrl}, ` +
       `${opts.concurrency} at a time\n`,
   );
+  // The pre-check: hash every file once, ask which bytes are there already, send only the rest.
+  const digests = new Map<string, string>();
+  for (const f of files) {
+    if (f.size > 0 && f.size <= MAX_FILE_BYTES) {
+      try {
+        digests.set(f.path, await sha256File(f.path));
+      } catch {
+        // Unreadable now: its upload attempt reports why.
+      }
+    }
+  }
+  const known =
+    opts.preCheck === false ? new Map() : await preCheck(client, [...digests.values()], (l) => out.write(`${l}\n`));
+  if (known.size) {
+    const there = [...digests.values()].filter((d) => known.get(d)?.status === 'exists').length;
+    const blocked = [...digests.values()].filter((d) => known.get(d)?.status === 'blocked').length;
+    out.write(`pre-check: ${there} files already there, ${blocked} blocked: not sent\n`);
+  }
   const progress = new ProgressReporter(out, { files: files.length, bytes: totalBytes });
-  const counts = { uploaded: 0, replayed: 0, duplicate: 0, failed: failures.length, notSent: 0 };
+  const counts = { uploaded: 0, replayed: 0, duplicate: 0, known: 0, failed: failures.length, notSent: 0 };
   const duplicates: string[] = [];
   const sent: Sent = new Map();
   let abort: string | null = null;
@@ -204,7 +269,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
         ? { kind: 'halted' }
         : abort
           ? { kind: 'failed', reason: `not sent: ${abort}` }
-          : await uploadOne(client, file, opts, sent, note).catch(unreadable);
+          : await uploadOne(client, file, opts, sent, note, digests, known).catch(unreadable);
       if (o.kind === 'halted') {
         counts.notSent++;
       } else if (o.kind === 'failed') {
@@ -212,6 +277,10 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
         failures.push(`${file.path}: ${o.reason}`);
         if (o.fatal) abort ??= o.reason;
         progress.fileDone(file.size, true, `FAILED    ${file.path}: ${o.reason}`);
+      } else if (o.kind === 'known') {
+        counts.known++;
+        resume.record(file, 'duplicate', o.id);
+        progress.fileDone(file.size, false, `already   ${file.path} → ${o.id} (the server has these bytes: not sent)`);
       } else if (o.kind === 'duplicate') {
         counts.duplicate++;
         resume.record(file, 'duplicate', o.id);
@@ -247,6 +316,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     `\n${halted ? 'stopped after' : 'done in'} ${formatDuration(elapsed)}: ` +
       `${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
       `${counts.duplicate} duplicates, ${counts.failed} failed${skipped ? `, ${skipped} skipped` : ''}` +
+      `${counts.known ? `, ${counts.known} already there (not sent)` : ''}` +
       `${counts.notSent ? `, ${counts.notSent} not sent` : ''} (${files.length} files, ${formatBytes(totalBytes)})\n`,
   );
   if (resumed) out.write(`skipped ${resumed} files done by an earlier run\n`);

@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import {
@@ -12,8 +13,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app.ts';
-import { apiToken, registerUser } from '../support/users.ts';
-import { countUploads } from '../support/uploads.ts';
+import { apiToken, registerAdmin, registerUser } from '../support/users.ts';
+import { countUploads, uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage, truncatedJpeg } from '../support/fixtures.ts';
 import { pixvote } from '../support/cli.ts';
 
@@ -107,10 +108,49 @@ test('a re-run uploads nothing new; a file that fails makes the exit status non-
     { home },
   );
   assert.equal(r.code, 1, r.stdout + r.stderr);
-  assert.equal(summary(r.stdout), '0 uploaded, 4 already uploaded, 1 duplicates, 1 failed, 1 skipped');
+  // The pre-check found the five files' bytes on the server: none was sent again; the broken one was, and failed.
+  assert.equal(
+    summary(r.stdout),
+    '0 uploaded, 0 already uploaded, 0 duplicates, 1 failed, 1 skipped, 5 already there (not sent)',
+  );
+  assert.match(r.stdout, /^pre-check: 5 files already there, 0 blocked: not sent$/m);
   assert.match(r.stdout, /failed:\n {2}.*broken\.jpg: invalid_image: /);
   assert.match(r.stdout, /skipped .*notes\.txt: not a \.jpg/);
   assert.equal(await countUploads(app), 4);
+});
+
+test("the pre-check: another user's public copy is not sent again, blocked bytes are not sent at all", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-cli-check-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const other = await registerUser(app.api);
+  const admin = await registerAdmin(app);
+  const shared = await pngImage(200, 150, 8401);
+  const banned = await pngImage(200, 150, 8402);
+  const fresh = await pngImage(200, 150, 8403);
+  const up = await uploadImage(app.api, other.token, shared);
+  assert.equal(up.status, 201);
+  const sha = createHash('sha256').update(banned).digest('hex');
+  const block = await app.api.post('/api/admin/blocklist', { entries: [{ sha256: sha }] }, { token: admin.token });
+  assert.equal(block.status, 200, JSON.stringify(block.body));
+  await writeFile(join(dir, 'shared.png'), shared);
+  await writeFile(join(dir, 'banned.png'), banned);
+  await writeFile(join(dir, 'fresh.png'), fresh);
+  const before = await countUploads(app);
+  const r = await pixvote(['upload', dir, '--url', app.url, '--token', token], { home });
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /^pre-check: 1 files already there, 1 blocked: not sent$/m);
+  assert.match(r.stdout, new RegExp(`already {3}.*shared\\.png → ${up.body.id} \\(the server has these bytes`));
+  assert.match(r.stdout, /banned\.png: blocked_content: .*\(not sent\)/);
+  assert.equal(await countUploads(app), before + 1, 'only the fresh file was sent');
+  // --no-check sends what it is given: the server answers the duplicate itself.
+  await rm(join(dir, 'banned.png'));
+  await rm(join(dir, 'fresh.png'));
+  const again = await pixvote(
+    ['upload', dir, '--url', app.url, '--token', token, '--no-check', '--resume', join(dir, 'resume.json')],
+    { home },
+  );
+  assert.doesNotMatch(again.stdout, /pre-check/);
+  assert.match(again.stdout, /1 duplicates/);
 });
 
 test('pixvote upload with a refused token stops at the first 401 and says so', async () => {

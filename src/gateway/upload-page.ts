@@ -117,7 +117,6 @@ export function uploadHead(u: UploadView, origin: string): PageHead {
     meta('og:description', description),
     meta('og:url', url),
     meta('article:published_time', u.created_at),
-    meta('article:author', u.username),
     ...(u.tags ?? []).map((t) => meta('article:tag', t.name)),
   ];
   if (u.upload_type === 'image' && u.image) {

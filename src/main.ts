@@ -598,7 +598,8 @@ function routes(
       registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
       token: config.metricsToken,
     },
-    web: { feeds, mediaOrigin },
+    oembed: { uploads },
+    web: { feeds, uploads, mediaOrigin },
   };
 }
 

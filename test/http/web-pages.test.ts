@@ -485,7 +485,9 @@ test(
     assert.equal(await own.w.page.locator('.card').count(), 12);
     for (const shown of [24, 30]) {
       await own.w.page.click('button.more');
-      await own.w.page.waitForFunction(`document.querySelectorAll('.card').length === ${shown}`);
+      // A locator, not a string predicate: the page's CSP allows no eval.
+      await own.w.page.locator('.card').nth(shown - 1).waitFor();
+      assert.equal(await own.w.page.locator('.card').count(), shown);
     }
     assert.equal(await own.w.page.locator('button.more').isHidden(), true, 'all 30 shown: no more');
     await own.w.page.locator('.card', { hasText: 'scroll item 0' }).waitFor();

@@ -7,6 +7,7 @@ import * as auth from '../schemas/auth.schemas.ts';
 import * as common from '../schemas/common.schemas.ts';
 import * as community from '../schemas/community.schemas.ts';
 import * as moderation from '../schemas/moderation.schemas.ts';
+import * as oembed from '../schemas/oembed.schemas.ts';
 import * as upload from '../schemas/upload.schemas.ts';
 import * as voteRing from '../schemas/vote-ring.schemas.ts';
 
@@ -54,6 +55,7 @@ export const responseSchemas: Record<string, z.ZodType> = {
   DuplicateNotice: upload.DuplicateNotice,
   UploadDeleted: upload.UploadDeleted,
   HashCheckResults: upload.HashCheckResults,
+  OEmbed: oembed.OEmbedResponse,
   VoteResult: community.VoteResult,
   FeedPage: community.FeedPage,
   RecentItems: community.RecentItems,

@@ -13,6 +13,7 @@ import {
 } from '../schemas/community.schemas.ts';
 import type { UploadView } from '../../domain/uploads/upload.types.ts';
 import type { AppContext } from '../context.ts';
+import { requestOrigin } from '../request-origin.ts';
 import { FEED_PAGE_SIZE } from '../web-limits.ts';
 import { routes } from './route.ts';
 
@@ -88,8 +89,7 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
         const page = await deps.feeds.list({ ...query, page: 1, limit: FEED_PAGE_SIZE });
         const { uploads } = JSON.parse(page.body.toString('utf8')) as { uploads: UploadView[] };
         // The request's scheme and host (X-Forwarded-Proto/-Host with TRUST_PROXY), as the client named us.
-        // (Not ctx.origin: in Koa 3 that is the request's Origin header.)
-        const origin = `${ctx.protocol}://${ctx.host}`;
+        const origin = requestOrigin(ctx);
         const self = `${origin}${ctx.path}${ctx.querystring ? `?${ctx.querystring}` : ''}`;
         const feed = renderAtom({ origin, self, listing: query, uploads, now: new Date() });
         const { res } = ctx;

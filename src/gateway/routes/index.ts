@@ -14,6 +14,7 @@ import { healthRoutes } from './health.routes.ts';
 import { imageRoutes } from './images.routes.ts';
 import { metricsRoutes } from './metrics.routes.ts';
 import { moderationRoutes } from './moderation.routes.ts';
+import { oembedRoutes } from './oembed.routes.ts';
 import { mounted, mountRoutes, type Route, type UserLimitName } from './route.ts';
 import { tagRoutes } from './tags.routes.ts';
 import { uploadRoutes } from './uploads.routes.ts';
@@ -26,6 +27,7 @@ const groups = {
   images: imageRoutes,
   votes: voteRoutes,
   feeds: feedRoutes,
+  oembed: oembedRoutes,
   tags: tagRoutes,
   moderation: moderationRoutes,
   health: healthRoutes,

@@ -24,10 +24,13 @@ import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:z
 import Router from '@koa/router';
 import { AppError, errors } from '../../domain/errors.ts';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
+import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
+import { requestOrigin } from '../request-origin.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
+import { missingUploadPage, uploadHead, uploadMainHtml } from '../upload-page.ts';
 import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE } from '../web-limits.ts';
 import { escapeHtml, feedHtml, type CardUpload, type FeedView } from '../web-render.ts';
@@ -166,7 +169,44 @@ function atomLink(ctx: AppContext): string {
   return `<link rel="alternate" type="application/atom+xml" title="${title}" href="${href}">\n`;
 }
 
-function renderPage(assets: WebAssets, page: string, title: string, ctx: AppContext, feed: FirstPage | null): string {
+/** A page whose content the server renders (an upload's): its status, title, head metadata and `<main>`. */
+interface OwnContent {
+  status: number;
+  title: string;
+  head: string;
+  main: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * `/uploads/{id}` (issue 30): the upload as GET /api/upload/{id} shows it to this visitor, rendered, with its
+ * link-preview metadata (src/gateway/upload-page.ts); 404 or 410 with a page saying so when it is not there.
+ */
+async function uploadPage(uploads: UploadService, ctx: AppContext): Promise<OwnContent> {
+  const id = String((ctx as AppContext & { params: Record<string, string> }).params.id ?? '');
+  const me = ctx.state.principal;
+  try {
+    if (!UUID.test(id)) throw errors.notFound(`upload ${id} does not exist`);
+    const u = await uploads.get(me ? { userId: me.userId, isAdmin: me.isAdmin } : null, id);
+    return { status: 200, ...uploadHead(u, requestOrigin(ctx)), main: uploadMainHtml(u, Boolean(me)) };
+  } catch (e) {
+    if (e instanceof AppError && (e.code === 'not_found' || e.code === 'removed')) {
+      const status = e.code === 'removed' ? 410 : 404;
+      return { status, ...missingUploadPage(status) };
+    }
+    throw e;
+  }
+}
+
+function renderPage(
+  assets: WebAssets,
+  page: string,
+  title: string,
+  ctx: AppContext,
+  feed: FirstPage | null,
+  own: OwnContent | null = null,
+): string {
   const me = ctx.state.principal;
   const nav = [
     `<a href="/">Feed</a>`,
@@ -190,8 +230,8 @@ function renderPage(assets: WebAssets, page: string, title: string, ctx: AppCont
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
+<title>${escapeHtml(own?.title ?? title)}</title>
+${own?.head ?? ''}<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
 <link rel="stylesheet" href="${assets.css.path}">
 ${assets
   .preloads(page)
@@ -201,7 +241,7 @@ ${feed ? firstPageHead(feed) : ''}${page === 'feed' ? atomLink(ctx) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>
-<main id="main" tabindex="-1">${feed ? feedHtml(feed.view) : NOSCRIPT}</main>
+<main id="main" tabindex="-1">${own ? own.main : feed ? feedHtml(feed.view) : NOSCRIPT}</main>
 </body>
 </html>
 `;
@@ -255,6 +295,8 @@ function sendAsset(ctx: AppContext, asset: Asset): void {
 export function webRoutes(
   deps: {
     feeds?: FeedService;
+    /** Reads an upload for its page (`/uploads/{id}`), as GET /api/upload/{id} does. */
+    uploads?: UploadService;
     /** The object store's origin, when image GETs redirect there (MEDIA_REDIRECT=true). */
     mediaOrigin?: string | null;
   } = {},
@@ -268,13 +310,15 @@ export function webRoutes(
   for (const [path, page, title] of PAGES) {
     router.get(path, async (ctx) => {
       const feed = page === 'feed' && deps.feeds ? await firstFeedPage(deps.feeds, ctx) : null;
+      const own = page === 'upload' && deps.uploads ? await uploadPage(deps.uploads, ctx) : null;
       ctx.set('Content-Security-Policy', csp);
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');
       if (feed) ctx.set('Link', linkHeader(assets, feed));
       ctx.type = 'text/html; charset=utf-8';
-      sendCompressed(ctx, renderPage(assets, page, title, ctx, feed));
+      if (own) ctx.status = own.status;
+      sendCompressed(ctx, renderPage(assets, page, title, ctx, feed, own));
     });
   }
 

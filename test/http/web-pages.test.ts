@@ -486,7 +486,10 @@ test(
     for (const shown of [24, 30]) {
       await own.w.page.click('button.more');
       // A locator, not a string predicate: the page's CSP allows no eval.
-      await own.w.page.locator('.card').nth(shown - 1).waitFor();
+      await own.w.page
+        .locator('.card')
+        .nth(shown - 1)
+        .waitFor();
       assert.equal(await own.w.page.locator('.card').count(), shown);
     }
     assert.equal(await own.w.page.locator('button.more').isHidden(), true, 'all 30 shown: no more');

@@ -1,6 +1,7 @@
 // Uploads as the feed, the profile and the moderation queue show them: a card with its thumbnail (or link card).
 import { thumbHashToDataURL } from 'thumbhash';
-import { h, hostOf } from './dom.js';
+import { age, h, hostOf, ME, say } from './dom.js';
+import { bindVotes } from './votes.js';
 
 /**
  * An upload as the API shows it (API.md, "Upload"): only the fields the pages read are named.
@@ -49,8 +50,39 @@ export function fit(width, height, max) {
   return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
 }
 
-/** @param {Upload} u */
+/**
+ * The counts: for a signed-in visitor, vote buttons showing their vote (`my_vote`, when the listing has it); for
+ * others, the counts as text.
+ * @param {Upload} u
+ */
 function counts(u) {
+  if (ME) {
+    const title = titleOf(u);
+    return [
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'vote fucks',
+          'aria-pressed': String(u.my_vote === 'fucks'),
+          'aria-label': `Upvote ${title}`,
+        },
+        '▲ ',
+        h('span', { class: 'n-up' }, u.upvotes),
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'vote does_not_fuck',
+          'aria-pressed': String(u.my_vote === 'does_not_fuck'),
+          'aria-label': `Downvote ${title}`,
+        },
+        '▼ ',
+        h('span', { class: 'n-down' }, u.downvote_count),
+      ),
+    ];
+  }
   return [
     h(
       'span',
@@ -67,6 +99,31 @@ function counts(u) {
       h('span', { class: 'sr' }, ' downvotes'),
     ),
   ];
+}
+
+/**
+ * A card's vote buttons made to work (the card built here or the server's): a failure shows in the card.
+ * @param {Element} li
+ * @param {string} uploadId
+ */
+export function cardVotes(li, uploadId) {
+  const up = li.querySelector('button.vote.fucks');
+  const down = li.querySelector('button.vote.does_not_fuck');
+  if (!up || !down) return;
+  bindVotes(uploadId, {
+    up,
+    down,
+    nUp: up.querySelector('.n-up'),
+    nDown: down.querySelector('.n-down'),
+    onError: (text) => {
+      let box = li.querySelector('.alert');
+      if (!(box instanceof HTMLElement)) {
+        box = h('p', { class: 'alert', role: 'alert' });
+        li.append(box);
+      }
+      say(/** @type {HTMLElement} */ (box), text);
+    },
+  });
 }
 
 /** @param {Tag[] | null | undefined} tags */
@@ -113,7 +170,7 @@ export function card(u, eager) {
       h('span', { class: 'host' }, hostOf(u.external_url)),
     );
   }
-  return h(
+  const li = h(
     'li',
     { class: 'card' },
     h(
@@ -129,7 +186,10 @@ export function card(u, eager) {
       u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
       u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
       h('span', { class: 'by' }, 'by ', u.username),
+      age(u.created_at),
     ),
     tagList(u.tags),
   );
+  cardVotes(li, u.id);
+  return li;
 }

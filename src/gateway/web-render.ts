@@ -67,7 +67,8 @@ function fit(width: number, height: number, max: number) {
 
 /** web/lib/cards.js's `titleOf`. */
 function titleOf(u: CardUpload): string {
-  if (u.description) return u.description.length > 90 ? `${u.description.slice(0, 89)}…` : u.description;
+  const d = u.description?.trim();
+  if (d) return d.length > 90 ? `${d.slice(0, 89)}…` : d;
   if (u.upload_type === 'link') return hostOf(u.external_url) || 'Link';
   return u.original_name || 'Untitled image';
 }
@@ -121,9 +122,9 @@ function counts(u: CardUpload, signedIn: boolean): string {
           type: 'button',
           class: 'vote fucks',
           'aria-pressed': String(u.my_vote === 'fucks'),
-          'aria-label': `Upvote ${title}`,
         },
-        '▲ ',
+        el('span', { class: 'sr' }, text(`Upvote ${title}, upvotes: `)),
+        el('span', { 'aria-hidden': 'true' }, '▲ '),
         el('span', { class: 'n-up' }, text(u.upvotes)),
       ) +
       el(
@@ -132,9 +133,9 @@ function counts(u: CardUpload, signedIn: boolean): string {
           type: 'button',
           class: 'vote does_not_fuck',
           'aria-pressed': String(u.my_vote === 'does_not_fuck'),
-          'aria-label': `Downvote ${title}`,
         },
-        '▼ ',
+        el('span', { class: 'sr' }, text(`Downvote ${title}, downvotes: `)),
+        el('span', { 'aria-hidden': 'true' }, '▼ '),
         el('span', { class: 'n-down' }, text(u.downvote_count)),
       )
     );
@@ -144,15 +145,15 @@ function counts(u: CardUpload, signedIn: boolean): string {
       'span',
       { class: 'up', title: 'upvotes' },
       '▲ ',
+      el('span', { class: 'sr' }, 'upvotes: '),
       el('span', { class: 'n-up' }, text(u.upvotes)),
-      el('span', { class: 'sr' }, ' upvotes'),
     ) +
     el(
       'span',
       { class: 'down', title: 'downvotes' },
       '▼ ',
+      el('span', { class: 'sr' }, 'downvotes: '),
       el('span', { class: 'n-down' }, text(u.downvote_count)),
-      el('span', { class: 'sr' }, ' downvotes'),
     )
   );
 }

@@ -163,6 +163,10 @@ test('plurals: ban lengths, profile stats and ages say "1 day", "1 upvote", neve
   await openPage(o.page, `${app.url}/profile`);
   const text = await o.page.locator('main').innerText();
   assert.match(text, /2 uploads · 1 upvote and 0 downvotes received · 0 votes cast/);
+  await openPage(o.page, `${app.url}/uploads/${uploadId}`);
+  assert.equal(await o.page.locator('.counts').innerText(), '▲ 1 upvote · ▼ 0 downvotes');
+  await o.page.click('button.vote.fucks');
+  await o.page.locator('.counts', { hasText: '▲ 2 upvotes' }).waitFor();
   assert.deepEqual(o.take(), []);
 });
 
@@ -216,11 +220,11 @@ test('feed cards show their age, and signed in, vote buttons that vote', opts, a
   const voter = await registerUser(app.api);
   const w = await visit(voter);
   const r = await app.api.get('/', { unchecked: 'an HTML page', token: voter.token });
-  assert.match(r.text, /<button type="button" class="vote fucks" aria-pressed="false" aria-label="Upvote /);
+  assert.match(r.text, /<button type="button" class="vote fucks" aria-pressed="false"><span class="sr">Upvote /);
   await openPage(w.page, `${app.url}/`);
   const card = w.page.locator('.card', { hasText: 'Two shapes at dusk' });
-  const up = card.getByRole('button', { name: 'Upvote Two shapes at dusk', exact: true });
-  const down = card.getByRole('button', { name: 'Downvote Two shapes at dusk', exact: true });
+  const up = card.getByRole('button', { name: /^Upvote Two shapes at dusk, upvotes:\s*\d+\s*$/ });
+  const down = card.getByRole('button', { name: /^Downvote Two shapes at dusk, downvotes:\s*\d+\s*$/ });
   const before = Number(await up.locator('.n-up').innerText());
   await up.click();
   await card.locator('button.vote.fucks[aria-pressed="true"]').waitFor();

@@ -51,8 +51,9 @@ export function fit(width, height, max) {
 }
 
 /**
- * The counts: for a signed-in visitor, vote buttons showing their vote (`my_vote`, when the listing has it); for
- * others, the counts as text.
+ * The counts: for a signed-in visitor, vote buttons showing their vote (`my_vote`, when the listing has it),
+ * named by their content ("Upvote <title>, upvotes: 3": no aria-label, so the visible count is in the name);
+ * for others, the counts as text.
  * @param {Upload} u
  */
 function counts(u) {
@@ -65,9 +66,9 @@ function counts(u) {
           type: 'button',
           class: 'vote fucks',
           'aria-pressed': String(u.my_vote === 'fucks'),
-          'aria-label': `Upvote ${title}`,
         },
-        '▲ ',
+        h('span', { class: 'sr' }, `Upvote ${title}, upvotes: `),
+        h('span', { 'aria-hidden': 'true' }, '▲ '),
         h('span', { class: 'n-up' }, u.upvotes),
       ),
       h(
@@ -76,9 +77,9 @@ function counts(u) {
           type: 'button',
           class: 'vote does_not_fuck',
           'aria-pressed': String(u.my_vote === 'does_not_fuck'),
-          'aria-label': `Downvote ${title}`,
         },
-        '▼ ',
+        h('span', { class: 'sr' }, `Downvote ${title}, downvotes: `),
+        h('span', { 'aria-hidden': 'true' }, '▼ '),
         h('span', { class: 'n-down' }, u.downvote_count),
       ),
     ];
@@ -88,15 +89,15 @@ function counts(u) {
       'span',
       { class: 'up', title: 'upvotes' },
       '▲ ',
+      h('span', { class: 'sr' }, 'upvotes: '),
       h('span', { class: 'n-up' }, u.upvotes),
-      h('span', { class: 'sr' }, ' upvotes'),
     ),
     h(
       'span',
       { class: 'down', title: 'downvotes' },
       '▼ ',
+      h('span', { class: 'sr' }, 'downvotes: '),
       h('span', { class: 'n-down' }, u.downvote_count),
-      h('span', { class: 'sr' }, ' downvotes'),
     ),
   ];
 }
@@ -138,7 +139,8 @@ export function tagList(tags) {
 
 /** @param {Upload} u */
 export function titleOf(u) {
-  if (u.description) return u.description.length > 90 ? `${u.description.slice(0, 89)}…` : u.description;
+  const d = u.description?.trim();
+  if (d) return d.length > 90 ? `${d.slice(0, 89)}…` : d;
   if (u.upload_type === 'link') return hostOf(u.external_url) || 'Link';
   return u.original_name || 'Untitled image';
 }

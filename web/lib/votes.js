@@ -7,9 +7,10 @@ import { api, explain } from './api.js';
  * The buttons may be the module's own or the server's markup (the feed's first page): nothing is rebuilt.
  * @param {string} uploadId
  * @typedef {{ up: Element, down: Element, nUp?: Element | null, nDown?: Element | null }} VoteParts
- * @param {VoteParts & { onError: (text: string) => void }} parts
+ * @typedef {{ upvotes: number, downvote_count: number, vote: string | null }} VoteCounts
+ * @param {VoteParts & { onError: (text: string) => void, onVoted?: (counts: VoteCounts) => void }} parts
  */
-export function bindVotes(uploadId, { up, down, nUp, nDown, onError }) {
+export function bindVotes(uploadId, { up, down, nUp, nDown, onError, onVoted }) {
   let busy = false;
   /**
    * @param {'fucks' | 'does_not_fuck'} value
@@ -26,6 +27,7 @@ export function bindVotes(uploadId, { up, down, nUp, nDown, onError }) {
     if (nDown) nDown.textContent = String(r.data.downvote_count);
     up.setAttribute('aria-pressed', String(r.data.vote === 'fucks'));
     down.setAttribute('aria-pressed', String(r.data.vote === 'does_not_fuck'));
+    onVoted?.(r.data);
   };
   up.addEventListener('click', () => void vote('fucks', up));
   down.addEventListener('click', () => void vote('does_not_fuck', down));

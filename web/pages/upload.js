@@ -85,6 +85,15 @@ function renderUpload(u) {
   // Votes: the buttons show the viewer's own vote (aria-pressed); pressing the pressed one retracts it.
   const up = h('span', { class: 'n-up' }, u.upvotes);
   const down = h('span', { class: 'n-down' }, u.downvote_count);
+  // "1 upvote", "2 upvotes": the nouns (text nodes, as the markup was) follow the counts.
+  const upNoun = document.createTextNode('');
+  const downNoun = document.createTextNode('');
+  /** @param {{ upvotes: number, downvote_count: number }} c */
+  const nouns = (c) => {
+    upNoun.data = c.upvotes === 1 ? ' upvote' : ' upvotes';
+    downNoun.data = c.downvote_count === 1 ? ' downvote' : ' downvotes';
+  };
+  nouns(u);
   let votes;
   if (ME) {
     /** @param {'fucks' | 'does_not_fuck'} value @param {string} label */
@@ -92,7 +101,14 @@ function renderUpload(u) {
       h('button', { type: 'button', class: `vote ${value}`, 'aria-pressed': String(u.my_vote === value) }, label);
     const upButton = button('fucks', 'Upvote');
     const downButton = button('does_not_fuck', 'Downvote');
-    bindVotes(u.id, { up: upButton, down: downButton, nUp: up, nDown: down, onError: (text) => say(notice, text) });
+    bindVotes(u.id, {
+      up: upButton,
+      down: downButton,
+      nUp: up,
+      nDown: down,
+      onError: (text) => say(notice, text),
+      onVoted: nouns,
+    });
     votes = h('div', { class: 'votes', role: 'group', 'aria-label': 'Your vote' }, upButton, downButton);
   } else {
     votes = h('p', { class: 'votes' }, signinLink('Sign in to vote'));
@@ -120,7 +136,7 @@ function renderUpload(u) {
           u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
           u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
         ),
-        h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, ' upvotes · ▼ ', down, ' downvotes'),
+        h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, upNoun, ' · ▼ ', down, downNoun),
         votes,
         tags,
         notice,

@@ -30,6 +30,8 @@ export interface CardUpload {
   moderation?: string | null;
   upvotes: number;
   downvote_count: number;
+  my_vote?: string | null;
+  created_at: string;
   tags?: Array<{ name: string; slug: string }>;
   image: { thumbnail_url: string; width: number; height: number; thumbhash: string | null } | null;
   embed?: { provider: string | null } | null;
@@ -65,9 +67,36 @@ function fit(width: number, height: number, max: number) {
 
 /** web/lib/cards.js's `titleOf`. */
 function titleOf(u: CardUpload): string {
-  if (u.description) return u.description.length > 90 ? `${u.description.slice(0, 89)}…` : u.description;
+  const d = u.description?.trim();
+  if (d) return d.length > 90 ? `${d.slice(0, 89)}…` : d;
   if (u.upload_type === 'link') return hostOf(u.external_url) || 'Link';
   return u.original_name || 'Untitled image';
+}
+
+/** web/lib/dom.js's `plural`. */
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** web/lib/dom.js's `ago`: how long ago, by whole minutes. */
+export function ago(iso: string, now: number): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const minutes = Math.floor((now - t) / 60_000);
+  if (minutes < 1) return 'just now';
+  if (minutes < 60) return `${plural(minutes, 'minute', 'minutes')} ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${plural(hours, 'hour', 'hours')} ago`;
+  const days = Math.floor(hours / 24);
+  if (days < 30) return `${plural(days, 'day', 'days')} ago`;
+  if (days < 365) return `${plural(Math.floor(days / 30), 'month', 'months')} ago`;
+  return `${plural(Math.floor(days / 365), 'year', 'years')} ago`;
+}
+
+/** web/lib/dom.js's `utcDate`. */
+function utcDate(iso: string): string | null {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
 function tagList(tags: CardUpload['tags']): string {
@@ -76,8 +105,61 @@ function tagList(tags: CardUpload['tags']): string {
   return el('ul', { class: 'tags', 'aria-label': 'Tags' }, ...items);
 }
 
+/** Who the card is for (web/lib/dom.js's `ME`) and the time its age is told from. */
+export interface CardContext {
+  signedIn: boolean;
+  now: number;
+}
+
+/** web/lib/cards.js's `counts`: vote buttons for a signed-in visitor, the counts as text for others. */
+function counts(u: CardUpload, signedIn: boolean): string {
+  if (signedIn) {
+    const title = titleOf(u);
+    return (
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'vote fucks',
+          'aria-pressed': String(u.my_vote === 'fucks'),
+        },
+        el('span', { class: 'sr' }, text(`Upvote ${title}, upvotes: `)),
+        el('span', { 'aria-hidden': 'true' }, '▲ '),
+        el('span', { class: 'n-up' }, text(u.upvotes)),
+      ) +
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'vote does_not_fuck',
+          'aria-pressed': String(u.my_vote === 'does_not_fuck'),
+        },
+        el('span', { class: 'sr' }, text(`Downvote ${title}, downvotes: `)),
+        el('span', { 'aria-hidden': 'true' }, '▼ '),
+        el('span', { class: 'n-down' }, text(u.downvote_count)),
+      )
+    );
+  }
+  return (
+    el(
+      'span',
+      { class: 'up', title: 'upvotes' },
+      '▲ ',
+      el('span', { class: 'sr' }, 'upvotes: '),
+      el('span', { class: 'n-up' }, text(u.upvotes)),
+    ) +
+    el(
+      'span',
+      { class: 'down', title: 'downvotes' },
+      '▼ ',
+      el('span', { class: 'sr' }, 'downvotes: '),
+      el('span', { class: 'n-down' }, text(u.downvote_count)),
+    )
+  );
+}
+
 /** web/lib/cards.js's `card()`, as markup. */
-export function cardHtml(u: CardUpload, eager: boolean): string {
+export function cardHtml(u: CardUpload, eager: boolean, { signedIn, now }: CardContext): string {
   let media;
   if (u.upload_type === 'image' && u.image) {
     const size = fit(u.image.width, u.image.height, 320);
@@ -98,21 +180,6 @@ export function cardHtml(u: CardUpload, eager: boolean): string {
       el('span', { class: 'host' }, text(hostOf(u.external_url))),
     );
   }
-  const counts =
-    el(
-      'span',
-      { class: 'up', title: 'upvotes' },
-      '▲ ',
-      el('span', { class: 'n-up' }, text(u.upvotes)),
-      el('span', { class: 'sr' }, ' upvotes'),
-    ) +
-    el(
-      'span',
-      { class: 'down', title: 'downvotes' },
-      '▼ ',
-      el('span', { class: 'n-down' }, text(u.downvote_count)),
-      el('span', { class: 'sr' }, ' downvotes'),
-    );
   return el(
     'li',
     { class: 'card' },
@@ -125,10 +192,11 @@ export function cardHtml(u: CardUpload, eager: boolean): string {
     el(
       'p',
       { class: 'meta' },
-      counts,
+      counts(u, signedIn),
       u.is_private ? el('span', { class: 'badge' }, 'Private') : '',
       u.moderation && u.moderation !== 'visible' ? el('span', { class: 'badge warn' }, text(u.moderation)) : '',
       el('span', { class: 'by' }, 'by ', text(u.username)),
+      el('time', { datetime: u.created_at, title: utcDate(u.created_at) }, text(ago(u.created_at, now))),
     ),
     tagList(u.tags),
   );
@@ -174,6 +242,10 @@ export interface FeedView {
   uploads: CardUpload[];
   hasMore: boolean;
   nextCursor: string | null;
+  /** Whether a visitor is signed in (their cards have vote buttons). */
+  signedIn: boolean;
+  /** The time the cards' ages are told from (ms). */
+  now: number;
 }
 
 /** The way back from a page after the first: to the newest (reached by cursor) or the page before (by number). */
@@ -183,7 +255,9 @@ export function newerLink({ sort, tag, page, cursor }: Pick<FeedView, 'sort' | '
 }
 
 /** What web/pages/feed.js's `render()` shows once its first page has loaded, as the content of `<main>`. */
-export function feedHtml({ sort, tag, page, cursor, uploads, hasMore, nextCursor }: FeedView): string {
+export function feedHtml(view: FeedView): string {
+  const { sort, tag, page, cursor, uploads, hasMore, nextCursor } = view;
+  const context = { signedIn: view.signedIn, now: view.now };
   const newer = newerLink({ sort, tag, page, cursor });
   const sorts = SORTS.map(([s, label]) =>
     el('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
@@ -206,7 +280,11 @@ export function feedHtml({ sort, tag, page, cursor, uploads, hasMore, nextCursor
     el('h1', {}, text(tag ? `Uploads tagged “${tag}”` : 'Latest uploads')),
     el('div', { class: 'controls' }, el('nav', { class: 'sorts', 'aria-label': 'Sort' }, ...sorts), filter),
     newer ? el('p', {}, el('a', { href: newer.href }, newer.label)) : '',
-    el('ol', { class: 'grid', 'aria-label': 'Uploads' }, ...uploads.map((u, i) => cardHtml(u, i < EAGER_THUMBNAILS))),
+    el(
+      'ol',
+      { class: 'grid', 'aria-label': 'Uploads' },
+      ...uploads.map((u, i) => cardHtml(u, i < EAGER_THUMBNAILS, context)),
+    ),
     el('p', { class: 'status', role: 'status' }, status),
     el(
       'a',

@@ -7,7 +7,7 @@ import { FEED_PAGE_SIZE } from '../../src/gateway/web-limits.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { cardHtml, type CardUpload } from '../../src/gateway/web-render.ts';
+import { ago, cardHtml, type CardUpload } from '../../src/gateway/web-render.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
 import { pngImage } from '../support/fixtures.ts';
@@ -41,21 +41,38 @@ const opts = { skip: noBrowser };
 
 const HOSTILE = `<b id="injected">bold</b> & "quoted" 'single' <!-- --> ]]>`;
 
+const AGE = /^(just now|\d+ (minute|hour|day|month|year)s? ago)$/;
+
+/**
+ * The cards' ages ("3 minutes ago") checked, then left out: told from the time each side renders, they may
+ * differ by a minute between the server's page and the module's.
+ */
+function untimed(html: string): string {
+  return html.replace(/(<time [^>]*>)([^<]*)(<\/time>)/g, (_, open: string, age: string, close: string) => {
+    assert.match(age, AGE);
+    return `${open}…${close}`;
+  });
+}
+
 /** `<main>`'s content as the browser parses `html` (no script runs), placeholders' inline styles apart. */
 async function parsedMain(p: Page, html: string): Promise<string> {
-  return p.evaluate((source: string) => {
-    const doc = new (globalThis as any).DOMParser().parseFromString(source, 'text/html');
-    return doc.getElementById('main').innerHTML as string;
-  }, html);
+  return untimed(
+    await p.evaluate((source: string) => {
+      const doc = new (globalThis as any).DOMParser().parseFromString(source, 'text/html');
+      return doc.getElementById('main').innerHTML as string;
+    }, html),
+  );
 }
 
 /** `<main>`'s content in the live page, without the ThumbHash placeholders (inline styles set by script). */
 async function liveMain(p: Page): Promise<string> {
-  return p.evaluate(() => {
-    const main = (globalThis as any).document.getElementById('main').cloneNode(true);
-    for (const el of main.querySelectorAll('[style]')) el.removeAttribute('style');
-    return main.innerHTML as string;
-  });
+  return untimed(
+    await p.evaluate(() => {
+      const main = (globalThis as any).document.getElementById('main').cloneNode(true);
+      for (const el of main.querySelectorAll('[style]')) el.removeAttribute('style');
+      return main.innerHTML as string;
+    }),
+  );
 }
 
 test(
@@ -95,8 +112,17 @@ test(
       '/?tag=nothing-has-this',
       '/?page=9',
     ];
-    for (const path of paths) {
-      const html = (await app.api.get(path, { unchecked: 'an HTML page' })).text;
+    // Signed out (counts as text), then signed in (vote buttons) on the first two.
+    const visits = [
+      ...paths.map((path) => [path, null] as const),
+      ...paths.slice(0, 2).map((p) => [p, owner] as const),
+    ];
+    for (const [path, visitor] of visits) {
+      if (visitor) await context.addCookies([{ name: 'auth-token', value: visitor.token, url: app.url }]);
+      const html = (
+        await app.api.get(path, { unchecked: 'an HTML page', ...(visitor ? { token: visitor.token } : {}) })
+      ).text;
+      assert.equal(html.includes('<button type="button" class="vote fucks"'), Boolean(visitor), `${path}: votes`);
       assert.match(html, /<ol class="grid" aria-label="Uploads">/, `${path}: the server rendered the feed`);
       assert.doesNotMatch(html, /<b id="injected">/, `${path}: user text is escaped`);
       const served = await parsedMain(page, html);
@@ -119,6 +145,7 @@ test(
       await page.unroute(app.url + path);
       assert.equal(await liveMain(page), served, `${path}: feed.js builds the same page`);
     }
+    await context.clearCookies();
     assert.deepEqual(w.take(), [], 'no failed or foreign request, no CSP violation');
 
     // Adopted, the page still scrolls on: the next page is appended, with its own URL.
@@ -144,6 +171,7 @@ test('every branch of card() is mirrored by the server: badges, link cards, titl
     is_private: false,
     upvotes: 3,
     downvote_count: 0,
+    created_at: '2020-02-29T23:59:59.999Z',
     tags: [],
     image: { thumbnail_url: '/api/image/x?size=thumb&y="1"', width: 4000, height: 10, thumbhash: null },
   };
@@ -155,27 +183,79 @@ test('every branch of card() is mirrored by the server: badges, link cards, titl
     { ...base, upload_type: 'link', image: null, external_url: 'https://example.com:8080/x', embed: null },
     { ...base, upload_type: 'link', image: null, external_url: 'not a url', moderation: `${HOSTILE}` },
     { ...base, upload_type: 'link', image: null, external_url: 'https://x.test/', embed: { provider: HOSTILE } },
-    { ...base, upload_type: 'image', image: null, original_name: 'lost.png' },
+    { ...base, upload_type: 'image', image: null, original_name: 'lost.png', my_vote: 'fucks' },
+    { ...base, created_at: 'not a date', my_vote: 'does_not_fuck' },
   ];
-  await openPage(page, `${app.url}/`);
-  const cardsModule = await page.getAttribute('link[rel="modulepreload"][href*="/cards."]', 'href');
-  assert.ok(cardsModule, 'the feed preloads web/lib/cards.js');
-  for (const eager of [true, false]) {
-    const built: string[] = await page.evaluate(
-      async ([url, list, isEager]) => {
-        const { card } = await import(url);
-        return list.map((u: unknown) => card(u, isEager).outerHTML as string);
-      },
-      [cardsModule, uploads, eager] as const,
-    );
-    const served = await page.evaluate(
-      (html: string) => {
-        const doc = new (globalThis as any).DOMParser().parseFromString(`<ol>${html}</ol>`, 'text/html');
-        return [...doc.querySelector('ol').children].map((li: any) => li.outerHTML as string);
-      },
-      uploads.map((u) => cardHtml(u, eager)).join(''),
-    );
-    assert.deepEqual(served, built);
+  const signedIn = await browser.newContext();
+  const member = await registerUser(app.api);
+  await signedIn.addCookies([{ name: 'auth-token', value: member.token, url: app.url }]);
+  const memberPage = await signedIn.newPage();
+  for (const [p, isSignedIn] of [
+    [page, false],
+    [memberPage, true],
+  ] as const) {
+    await openPage(p, `${app.url}/`);
+    const cardsModule = await p.getAttribute('link[rel="modulepreload"][href*="/cards."]', 'href');
+    assert.ok(cardsModule, 'the feed preloads web/lib/cards.js');
+    for (const eager of [true, false]) {
+      const built: string[] = await p.evaluate(
+        async ([url, list, isEager]) => {
+          const { card } = await import(url);
+          return list.map((u: unknown) => card(u, isEager).outerHTML as string);
+        },
+        [cardsModule, uploads, eager] as const,
+      );
+      const served = await p.evaluate(
+        (html: string) => {
+          const doc = new (globalThis as any).DOMParser().parseFromString(`<ol>${html}</ol>`, 'text/html');
+          return [...doc.querySelector('ol').children].map((li: any) => li.outerHTML as string);
+        },
+        uploads.map((u) => cardHtml(u, eager, { signedIn: isSignedIn, now: Date.now() })).join(''),
+      );
+      assert.deepEqual(served, built);
+      assert.equal(served.filter((c) => c.includes('class="vote ')).length, isSignedIn ? uploads.length : 0);
+    }
   }
+
+  // The ages read the same from both sides, at every step.
+  const domModule = await page.getAttribute('link[rel="modulepreload"][href*="/dom."]', 'href');
+  assert.ok(domModule);
+  const now = Date.parse('2026-11-27T12:00:00.000Z');
+  const offsets = [0, 59_999, 60_000, 119_999, 120_000, 3_599_999, 3_600_000, 7_200_000, 86_399_999, 86_400_000];
+  const more = [2 * 86_400_000, 29 * 86_400_000, 30 * 86_400_000, 364 * 86_400_000, 365 * 86_400_000, 800 * 86_400_000];
+  const times = [...offsets, ...more, -5_000].map((ms) => new Date(now - ms).toISOString());
+  const moduleAges: string[] = await page.evaluate(
+    async ([url, list, at]) => {
+      const { ago: moduleAgo } = await import(url);
+      return list.map((iso: string) => moduleAgo(iso, at) as string);
+    },
+    [domModule, times, now] as const,
+  );
+  assert.deepEqual(
+    moduleAges,
+    times.map((iso) => ago(iso, now)),
+  );
+  assert.deepEqual(moduleAges.slice(0, 10), [
+    'just now',
+    'just now',
+    '1 minute ago',
+    '1 minute ago',
+    '2 minutes ago',
+    '59 minutes ago',
+    '1 hour ago',
+    '2 hours ago',
+    '23 hours ago',
+    '1 day ago',
+  ]);
+  assert.deepEqual(moduleAges.slice(10), [
+    '2 days ago',
+    '29 days ago',
+    '1 month ago',
+    '12 months ago',
+    '1 year ago',
+    '2 years ago',
+    'just now',
+  ]);
+  await signedIn.close();
   w.take(); // the made-up thumbnails' 404s
 });

@@ -1,6 +1,7 @@
 // Uploads as the feed, the profile and the moderation queue show them: a card with its thumbnail (or link card).
 import { thumbHashToDataURL } from 'thumbhash';
-import { h, hostOf } from './dom.js';
+import { age, h, hostOf, ME, say } from './dom.js';
+import { bindVotes } from './votes.js';
 
 /**
  * An upload as the API shows it (API.md, "Upload"): only the fields the pages read are named.
@@ -49,24 +50,81 @@ export function fit(width, height, max) {
   return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
 }
 
-/** @param {Upload} u */
+/**
+ * The counts: for a signed-in visitor, vote buttons showing their vote (`my_vote`, when the listing has it),
+ * named by their content ("Upvote <title>, upvotes: 3": no aria-label, so the visible count is in the name);
+ * for others, the counts as text.
+ * @param {Upload} u
+ */
 function counts(u) {
+  if (ME) {
+    const title = titleOf(u);
+    return [
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'vote fucks',
+          'aria-pressed': String(u.my_vote === 'fucks'),
+        },
+        h('span', { class: 'sr' }, `Upvote ${title}, upvotes: `),
+        h('span', { 'aria-hidden': 'true' }, '▲ '),
+        h('span', { class: 'n-up' }, u.upvotes),
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'vote does_not_fuck',
+          'aria-pressed': String(u.my_vote === 'does_not_fuck'),
+        },
+        h('span', { class: 'sr' }, `Downvote ${title}, downvotes: `),
+        h('span', { 'aria-hidden': 'true' }, '▼ '),
+        h('span', { class: 'n-down' }, u.downvote_count),
+      ),
+    ];
+  }
   return [
     h(
       'span',
       { class: 'up', title: 'upvotes' },
       '▲ ',
+      h('span', { class: 'sr' }, 'upvotes: '),
       h('span', { class: 'n-up' }, u.upvotes),
-      h('span', { class: 'sr' }, ' upvotes'),
     ),
     h(
       'span',
       { class: 'down', title: 'downvotes' },
       '▼ ',
+      h('span', { class: 'sr' }, 'downvotes: '),
       h('span', { class: 'n-down' }, u.downvote_count),
-      h('span', { class: 'sr' }, ' downvotes'),
     ),
   ];
+}
+
+/**
+ * A card's vote buttons made to work (the card built here or the server's): a failure shows in the card.
+ * @param {Element} li
+ * @param {string} uploadId
+ */
+export function cardVotes(li, uploadId) {
+  const up = li.querySelector('button.vote.fucks');
+  const down = li.querySelector('button.vote.does_not_fuck');
+  if (!up || !down) return;
+  bindVotes(uploadId, {
+    up,
+    down,
+    nUp: up.querySelector('.n-up'),
+    nDown: down.querySelector('.n-down'),
+    onError: (text) => {
+      let box = li.querySelector('.alert');
+      if (!(box instanceof HTMLElement)) {
+        box = h('p', { class: 'alert', role: 'alert' });
+        li.append(box);
+      }
+      say(/** @type {HTMLElement} */ (box), text);
+    },
+  });
 }
 
 /** @param {Tag[] | null | undefined} tags */
@@ -81,7 +139,8 @@ export function tagList(tags) {
 
 /** @param {Upload} u */
 export function titleOf(u) {
-  if (u.description) return u.description.length > 90 ? `${u.description.slice(0, 89)}…` : u.description;
+  const d = u.description?.trim();
+  if (d) return d.length > 90 ? `${d.slice(0, 89)}…` : d;
   if (u.upload_type === 'link') return hostOf(u.external_url) || 'Link';
   return u.original_name || 'Untitled image';
 }
@@ -113,7 +172,7 @@ export function card(u, eager) {
       h('span', { class: 'host' }, hostOf(u.external_url)),
     );
   }
-  return h(
+  const li = h(
     'li',
     { class: 'card' },
     h(
@@ -129,7 +188,10 @@ export function card(u, eager) {
       u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
       u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
       h('span', { class: 'by' }, 'by ', u.username),
+      age(u.created_at),
     ),
     tagList(u.tags),
   );
+  cardVotes(li, u.id);
+  return li;
 }

@@ -105,6 +105,53 @@ export function plural(n, one, many) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/**
+ * How long ago, in words, by whole minutes ("just now", "1 minute ago", "3 hours ago", "2 days ago"). Mirrored by
+ * src/gateway/web-render.ts's `ago` (the feed's first page rendered by the server).
+ * @param {string} iso
+ * @param {number} now
+ */
+export function ago(iso, now) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const minutes = Math.floor((now - t) / 60_000);
+  if (minutes < 1) return 'just now';
+  if (minutes < 60) return `${plural(minutes, 'minute', 'minutes')} ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${plural(hours, 'hour', 'hours')} ago`;
+  const days = Math.floor(hours / 24);
+  if (days < 30) return `${plural(days, 'day', 'days')} ago`;
+  if (days < 365) return `${plural(Math.floor(days / 30), 'month', 'months')} ago`;
+  return `${plural(Math.floor(days / 365), 'year', 'years')} ago`;
+}
+
+/**
+ * The full date of an ISO time, the same in every locale and time zone ("2026-11-27 09:30 UTC"), or null.
+ * @param {string} iso
+ */
+export function utcDate(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/**
+ * An upload's age: `<time>` with the relative text, its full date as the title.
+ * @param {string} iso
+ * @param {number} [now]
+ */
+export function age(iso, now = Date.now()) {
+  return h('time', { datetime: iso, title: utcDate(iso) }, ago(iso, now));
+}
+
+/**
+ * A wide table in a box that scrolls sideways on narrow screens (its words never broken), reachable by keyboard.
+ * @param {string} label
+ * @param {HTMLTableElement} table
+ */
+export function scrollBox(label, table) {
+  return h('div', { class: 'scrollbox', role: 'region', 'aria-label': label, tabindex: 0 }, table);
+}
+
 export function alertBox() {
   return h('p', { class: 'alert', role: 'alert' });
 }

@@ -48,16 +48,27 @@ export function splitTags(text) {
     .filter(Boolean);
 }
 
-/** @param {HTMLInputElement} input */
-export function tagsCounter(input) {
+/** A tag as its slug, as the server folds it. @param {string} tag */
+function slugOf(tag) {
+  return tag.normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
+}
+
+/**
+ * The tags an upload would have, against the limit: those it has (`existing`, for the upload page's tag editor)
+ * and those typed, each counted once.
+ * @param {HTMLInputElement} input
+ * @param {() => ReadonlyArray<{ slug: string }>} [existing]
+ */
+export function tagsCounter(input, existing = () => []) {
   const { maxTags, maxTagLength } = limits;
   return counter(input, maxTags, (v) => {
     const tags = splitTags(v);
     const long = tags.find((t) => t.length > maxTagLength);
+    const n = new Set([...existing().map((t) => t.slug), ...tags.map(slugOf)]).size;
     return {
-      n: tags.length,
-      over: tags.length > maxTags || Boolean(long),
-      text: long ? `“${long.slice(0, 12)}…” is over ${maxTagLength} characters` : `${tags.length} / ${maxTags} tags`,
+      n,
+      over: n > maxTags || Boolean(long),
+      text: long ? `“${long.slice(0, 12)}…” is over ${maxTagLength} characters` : `${n} / ${maxTags} tags`,
     };
   });
 }

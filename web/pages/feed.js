@@ -1,8 +1,8 @@
 // The feed (`/`): uploads by sort and tag, a page at a time, the next loaded on scrolling near the end. Pages after
 // the first are reached by cursor (each page's `next_cursor`), however deep; each has its own URL (`?cursor=…`).
 import { api, explain } from '../lib/api.js';
-import { card, placeholder } from '../lib/cards.js';
-import { h, show } from '../lib/dom.js';
+import { card, cardVotes, placeholder } from '../lib/cards.js';
+import { ago, h, show } from '../lib/dom.js';
 import { limits } from '../lib/limits.js';
 /** @import { Upload } from '../lib/cards.js' */
 
@@ -154,9 +154,17 @@ export async function render() {
     let cards;
     if (grid === served && pagesShown === 0) {
       cards = [...grid.children];
+      const now = Date.now();
       uploads.forEach((u, i) => {
-        const img = cards[i]?.querySelector('img');
+        const li = cards[i];
+        if (!li) return;
+        const img = li.querySelector('img');
         if (img && u.upload_type === 'image' && u.image) placeholder(img, u.image.thumbhash);
+        cardVotes(li, u.id);
+        // The server's "3 minutes ago" may be older than the page: its text brought up to date, the node kept.
+        const time = li.querySelector('time[datetime]');
+        const text = time && ago(time.getAttribute('datetime') ?? '', now);
+        if (time && text !== time.textContent) time.textContent = text;
       });
     } else {
       cards = uploads.map((u, i) => card(u, eager && i < limits.eagerThumbnails));

@@ -1,7 +1,7 @@
 // The moderators' page (`/moderation`): the open queue (reported or held uploads, vote rings) and users to ban.
 import { api, explain } from '../lib/api.js';
 import { card } from '../lib/cards.js';
-import { alertBox, h, ME, plural, say, setTitle, show, when } from '../lib/dom.js';
+import { alertBox, h, ME, plural, say, scrollBox, setTitle, show, when } from '../lib/dom.js';
 
 export async function render() {
   setTitle('Moderation');
@@ -216,7 +216,7 @@ async function loadUsers(box, q) {
       const days = h(
         'select',
         { 'aria-label': `Ban length for ${u.username}` },
-        ['1', '7', '30'].map((d) => h('option', { value: d }, `${d} days`)),
+        [1, 7, 30].map((d) => h('option', { value: d }, plural(d, 'day', 'days'))),
         h('option', { value: 'permanent' }, 'permanently'),
       );
       const why = h('input', {
@@ -253,20 +253,23 @@ async function loadUsers(box, q) {
   box.replaceChildren(
     notice,
     rows.length
-      ? h(
-          'table',
-          { class: 'users' },
+      ? scrollBox(
+          'Users',
           h(
-            'thead',
-            {},
+            'table',
+            { class: 'users' },
             h(
-              'tr',
+              'thead',
               {},
-              ['User', 'Uploads', 'Reports', 'Status'].map((t) => h('th', { scope: 'col' }, t)),
-              h('td'),
+              h(
+                'tr',
+                {},
+                ['User', 'Uploads', 'Reports', 'Status'].map((t) => h('th', { scope: 'col' }, t)),
+                h('td'),
+              ),
             ),
+            h('tbody', {}, rows),
           ),
-          h('tbody', {}, rows),
         )
       : h('p', {}, 'No users found.'),
   );

@@ -1,6 +1,23 @@
 // The public moderation log (`/modlog`): every moderation action, newest first, a page at a time.
 import { api, explain } from '../lib/api.js';
-import { h, setTitle, show, when } from '../lib/dom.js';
+import { h, scrollBox, setTitle, show, when } from '../lib/dom.js';
+
+/**
+ * What a line acted on, by name: the upload's link, the user's name, the blocklist entry's hash (its start).
+ * @param {{ type: string, id: string | null, name?: string | null }} target
+ */
+function targetOf(target) {
+  if (target.type === 'upload') {
+    // A null id: an upload the public view may not name (private, held, removed while private).
+    return target.id
+      ? h('a', { href: `/uploads/${encodeURIComponent(target.id)}` }, 'an upload')
+      : 'an upload (not public)';
+  }
+  if (target.type === 'user') return target.name ? ['user ', h('b', {}, target.name)] : 'a deleted user';
+  return target.name
+    ? ['blocklist entry ', h('code', { class: 'hash' }, `${target.name}…`)]
+    : 'a blocklist entry (since removed)';
+}
 
 export async function render() {
   setTitle('Moderation log');
@@ -15,17 +32,8 @@ export async function render() {
       'tr',
       {},
       h('td', {}, when(e.at)),
-      h('td', {}, e.action.replace('_', ' ')),
-      h(
-        'td',
-        {},
-        // A null id: an upload the public view may not name (private, held, removed while private).
-        e.target.type === 'upload'
-          ? e.target.id
-            ? h('a', { href: `/uploads/${encodeURIComponent(e.target.id)}` }, 'an upload')
-            : 'an upload (not public)'
-          : `a ${e.target.type} entry`,
-      ),
+      h('td', {}, e.action.replaceAll('_', ' ')),
+      h('td', {}, targetOf(e.target)),
       h('td', {}, e.reason ?? ''),
       e.moderator !== undefined ? h('td', {}, e.moderator?.username ?? 'automatic') : null,
     ),
@@ -35,21 +43,24 @@ export async function render() {
     h('h1', {}, 'Moderation log'),
     h('p', { class: 'hint' }, 'Every moderation action, newest first. Nothing here is ever changed or deleted.'),
     rows.length
-      ? h(
-          'table',
-          { class: 'modlog' },
+      ? scrollBox(
+          'Moderation log',
           h(
-            'thead',
-            {},
+            'table',
+            { class: 'modlog' },
             h(
-              'tr',
+              'thead',
               {},
-              ['When', 'Action', 'Target', 'Reason', ...(admin ? ['Moderator'] : [])].map((t) =>
-                h('th', { scope: 'col' }, t),
+              h(
+                'tr',
+                {},
+                ['When', 'Action', 'Target', 'Reason', ...(admin ? ['Moderator'] : [])].map((t) =>
+                  h('th', { scope: 'col' }, t),
+                ),
               ),
             ),
+            h('tbody', {}, rows),
           ),
-          h('tbody', {}, rows),
         )
       : h('p', {}, 'No moderation actions yet.'),
     h(

@@ -58,8 +58,9 @@ export async function render() {
     h(
       'p',
       { class: 'meta' },
-      `${plural(stats.uploads, 'upload', 'uploads')} · ${stats.upvotes_received} upvotes and ` +
-        `${stats.downvotes_received} downvotes received · ${plural(stats.votes_cast, 'vote', 'votes')} cast`,
+      `${plural(stats.uploads, 'upload', 'uploads')} · ${plural(stats.upvotes_received, 'upvote', 'upvotes')} and ` +
+        `${plural(stats.downvotes_received, 'downvote', 'downvotes')} received · ` +
+        `${plural(stats.votes_cast, 'vote', 'votes')} cast`,
     ),
     h('h2', {}, 'Your uploads'),
     uploads.length ? grid : h('p', {}, 'No uploads yet. ', h('a', { href: '/new' }, 'Upload something')),

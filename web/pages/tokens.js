@@ -1,6 +1,6 @@
 // The profile's API tokens: the list, revoking one, and a new one shown once.
 import { api, explain } from '../lib/api.js';
-import { alertBox, h, say, when } from '../lib/dom.js';
+import { alertBox, h, say, scrollBox, when } from '../lib/dom.js';
 import { limits } from '../lib/limits.js';
 
 /** @typedef {{ id: string, name: string, created_at: string, last_used_at: string | null }} Token */
@@ -114,7 +114,7 @@ export function tokenSection(initial) {
     form,
     shown,
     notice,
-    table,
+    scrollBox('Your API tokens', table),
     empty,
   );
 }

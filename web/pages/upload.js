@@ -1,10 +1,11 @@
 // An upload's page (`/uploads/:id`): the image or link (embeds load on request), votes, and for its owner the
 // privacy switch, tags and delete; for any signed-in visitor the report form.
 import { api, explain } from '../lib/api.js';
-import { fit, placeholder, tagList, titleOf } from '../lib/cards.js';
+import { fit, placeholder, tagList } from '../lib/cards.js';
 import { alertBox, h, hostOf, ME, safeUrl, say, setTitle, show, signinLink, when } from '../lib/dom.js';
 import { lengthCounter, splitTags, tagsCounter } from '../lib/forms.js';
 import { limits } from '../lib/limits.js';
+import { bindVotes } from '../lib/votes.js';
 /** @import { Upload } from '../lib/cards.js' */
 
 export async function render() {
@@ -25,7 +26,8 @@ export async function render() {
 
 /** @param {Upload} u */
 function renderUpload(u) {
-  setTitle(titleOf(u));
+  // Titled by its description; without one, by who posted it.
+  setTitle(u.description?.trim() || `Upload by ${u.username}`);
   const mine = ME && (ME.id === u.user_id || ME.admin);
   const notice = alertBox();
 
@@ -83,43 +85,39 @@ function renderUpload(u) {
   // Votes: the buttons show the viewer's own vote (aria-pressed); pressing the pressed one retracts it.
   const up = h('span', { class: 'n-up' }, u.upvotes);
   const down = h('span', { class: 'n-down' }, u.downvote_count);
-  /** @type {HTMLButtonElement[]} */
-  const voteButtons = [];
+  // "1 upvote", "2 upvotes": the nouns (text nodes, as the markup was) follow the counts.
+  const upNoun = document.createTextNode('');
+  const downNoun = document.createTextNode('');
+  /** @param {{ upvotes: number, downvote_count: number }} c */
+  const nouns = (c) => {
+    upNoun.data = c.upvotes === 1 ? ' upvote' : ' upvotes';
+    downNoun.data = c.downvote_count === 1 ? ' downvote' : ' downvotes';
+  };
+  nouns(u);
   let votes;
   if (ME) {
-    /**
-     * @param {string} value
-     * @param {HTMLButtonElement} button
-     */
-    const vote = async (value, button) => {
-      const pressed = button.getAttribute('aria-pressed') === 'true';
-      const r = await api('POST', '/api/vote', { uploadId: u.id, vote: pressed ? 'none' : value });
-      if (!r.ok) return say(notice, explain(r));
-      up.textContent = r.data.upvotes;
-      down.textContent = r.data.downvote_count;
-      voteButtons[0]?.setAttribute('aria-pressed', String(r.data.vote === 'fucks'));
-      voteButtons[1]?.setAttribute('aria-pressed', String(r.data.vote === 'does_not_fuck'));
-    };
-    for (const [value, label] of /** @type {const} */ ([
-      ['fucks', 'Upvote'],
-      ['does_not_fuck', 'Downvote'],
-    ])) {
-      const b = h(
-        'button',
-        { type: 'button', class: `vote ${value}`, 'aria-pressed': String(u.my_vote === value) },
-        label,
-      );
-      b.addEventListener('click', () => void vote(value, b));
-      voteButtons.push(b);
-    }
-    votes = h('div', { class: 'votes', role: 'group', 'aria-label': 'Your vote' }, voteButtons);
+    /** @param {'fucks' | 'does_not_fuck'} value @param {string} label */
+    const button = (value, label) =>
+      h('button', { type: 'button', class: `vote ${value}`, 'aria-pressed': String(u.my_vote === value) }, label);
+    const upButton = button('fucks', 'Upvote');
+    const downButton = button('does_not_fuck', 'Downvote');
+    bindVotes(u.id, {
+      up: upButton,
+      down: downButton,
+      nUp: up,
+      nDown: down,
+      onError: (text) => say(notice, text),
+      onVoted: nouns,
+    });
+    votes = h('div', { class: 'votes', role: 'group', 'aria-label': 'Your vote' }, upButton, downButton);
   } else {
     votes = h('p', { class: 'votes' }, signinLink('Sign in to vote'));
   }
 
   const tags = h('div', { class: 'tagbox' }, tagList(u.tags));
   const owner = mine ? ownerTools(u, tags, notice) : null;
-  const report = ME ? reportForm(u) : null;
+  // Nobody reports their own upload.
+  const report = ME && ME.id !== u.user_id ? reportForm(u) : null;
 
   show(
     h(
@@ -138,7 +136,7 @@ function renderUpload(u) {
           u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
           u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
         ),
-        h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, ' upvotes · ▼ ', down, ' downvotes'),
+        h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, upNoun, ' · ▼ ', down, downNoun),
         votes,
         tags,
         notice,
@@ -178,7 +176,7 @@ function ownerTools(u, tagsBox, notice) {
     { class: 'inline' },
     h('label', { for: 'add-tags' }, 'Add tags'),
     tagInput,
-    tagsCounter(tagInput),
+    tagsCounter(tagInput, () => u.tags ?? []),
     h('button', { type: 'submit' }, 'Add'),
   );
   tagForm.addEventListener('submit', async (e) => {
@@ -187,6 +185,7 @@ function ownerTools(u, tagsBox, notice) {
     if (!tags.length) return;
     const r = await api('POST', `/api/uploads/${u.id}/tags`, { tags });
     if (!r.ok) return say(notice, explain(r));
+    u.tags = r.data.tags;
     tagInput.value = '';
     tagInput.dispatchEvent(new Event('input'));
     tagsBox.replaceChildren(tagList(r.data.tags) ?? '');

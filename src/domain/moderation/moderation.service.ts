@@ -101,7 +101,7 @@ export interface ModlogEntryView {
   at: string;
   action: ModAction;
   /** id null: an upload the public view may not name (API.md Modlog); admins see every id. */
-  target: { type: 'upload' | 'user' | 'blocklist'; id: string | null };
+  target: { type: 'upload' | 'user' | 'blocklist'; id: string | null; name?: string | null };
   reason: string;
   moderator?: { id: string; username: string } | null;
 }
@@ -502,9 +502,11 @@ function modlogView(e: ModlogLine, forAdmin: boolean): ModlogEntryView {
     id: e.id,
     at: e.at.toISOString(),
     action: e.action,
-    target: forAdmin || publiclyNamed(e) ? e.target : { type: e.target.type, id: null },
+    target: forAdmin || publiclyNamed(e) ? { ...e.target } : { type: e.target.type, id: null },
     reason: e.reason,
   };
+  // A user or blocklist target's name (undefined for uploads, whose id or link says what they are).
+  if (e.targetName !== undefined) view.target.name = e.targetName;
   if (forAdmin) view.moderator = e.moderator;
   return view;
 }

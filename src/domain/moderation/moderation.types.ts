@@ -86,6 +86,11 @@ export type NewModlogEntry = Omit<ModlogEntry, 'id' | 'at'>;
  */
 export interface ModlogLine extends ModlogEntry {
   upload?: { isPrivate: boolean; moderation: ModerationState } | null;
+  /**
+   * What a user or blocklist target is called now: the user's name, the start of the entry's hash (its SHA-256,
+   * else its perceptual hash); null when it is gone. Undefined for upload targets.
+   */
+  targetName?: string | null;
 }
 
 /**

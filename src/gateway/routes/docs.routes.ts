@@ -40,6 +40,7 @@ const PAGE = `<!doctype html>
 <link rel="stylesheet" href="/docs/swagger-ui.css">
 </head>
 <body>
+<nav class="site" aria-label="Site"><a href="/">← Back to pixvote</a></nav>
 <div id="swagger-ui"></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
 <script src="/docs/docs-init.js"></script>

@@ -127,6 +127,13 @@ const modlogEntries = [
     target: { type: 'upload', id: EXAMPLES.upload },
     reason: 'reported by 4 users, 3 of them trusted',
   },
+  {
+    id: '2f6b9d4e-8a1c-4e7f-b3d5-6c0e9a2f1b48',
+    at: '2026-11-25T07:55:00.000Z',
+    action: 'ban',
+    target: { type: 'user', id: EXAMPLES.user, name: 'spam_bot_77' },
+    reason: 'spam links',
+  },
 ];
 /** A line on a private upload: the public view does not name it. */
 const PRIVATE_UPLOAD = 'b7e2c9d4-5f1a-4c8e-9d3b-2a6f0e8c1b57';
@@ -693,6 +700,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
               entries: [
                 { ...modlogEntries[0], moderator: { id: ADMIN_ID, username: 'mod_grace' } },
                 { ...modlogEntries[1], moderator: null },
+                { ...modlogEntries[2], moderator: { id: ADMIN_ID, username: 'mod_grace' } },
                 {
                   ...privateHold,
                   target: { type: 'upload', id: PRIVATE_UPLOAD },

@@ -123,6 +123,8 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<First
     uploads: body.uploads,
     hasMore: body.has_more,
     nextCursor: body.next_cursor,
+    signedIn: Boolean(ctx.state.principal),
+    now: Date.now(),
   };
   return { query: params.toString(), json, thumbnails, view };
 }
@@ -212,6 +214,7 @@ function renderPage(
     `<a href="/">Feed</a>`,
     `<a href="/new">Upload</a>`,
     `<a href="/modlog">Modlog</a>`,
+    `<a href="/docs">API</a>`,
     ...(me?.isAdmin ? [`<a href="/moderation">Moderation</a>`] : []),
     ...(me
       ? [

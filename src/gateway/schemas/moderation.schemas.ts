@@ -236,6 +236,15 @@ export const ModlogEntry = z.object({
         'Null in the public view for an upload an anonymous reader could not find in a listing now (private, held, ' +
           'removed while private, or deleted); admins see every id.',
       ),
+    name: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ examples: ['spam_bot_77'] })
+      .describe(
+        "User and blocklist targets only: the user's name, or the first 12 hex digits of the blocklist entry's hash " +
+          '(its SHA-256, else its perceptual hash), as they are now; null once the user or entry is gone.',
+      ),
   }),
   reason: z.string(),
   moderator: z

@@ -7,6 +7,9 @@ import type { ModerationState } from '../../domain/uploads/upload.types.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 
+/** How much of a blocklist entry's hash the modlog shows: enough to tell entries apart, not to match files. */
+const HASH_SHOWN = 12;
+
 /** Appends lines (never updates or deletes: the tables' triggers refuse it, and no code path asks). */
 export async function appendModlog(db: Kysely<DB>, d: Dialect, entries: NewModlogEntry[], at: Date): Promise<void> {
   for (let i = 0; i < entries.length; i += 500) {
@@ -30,7 +33,8 @@ export async function appendModlog(db: Kysely<DB>, d: Dialect, entries: NewModlo
 
 /**
  * A page of the modlog, newest first, each upload target with its state now (privacy and moderation; a removed
- * upload's tombstone keeps its privacy), so that the public view can leave out what it may not name.
+ * upload's tombstone keeps its privacy), so that the public view can leave out what it may not name; each user or
+ * blocklist target with its name (the user's, the entry's hash).
  */
 export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, limit: number): Promise<ModlogLine[]> {
   let query = db.selectFrom('modlog as m');
@@ -41,8 +45,11 @@ export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, l
   }
   const rows = await query
     .leftJoin('uploads as u', (j) => j.onRef('u.id', '=', 'm.target_id').on('m.target_type', '=', 'upload'))
+    .leftJoin('users as t', (j) => j.onRef('t.id', '=', 'm.target_id').on('m.target_type', '=', 'user'))
+    .leftJoin('blocklist as b', (j) => j.onRef('b.id', '=', 'm.target_id').on('m.target_type', '=', 'blocklist'))
     .selectAll('m')
-    .select(['u.id as upload_id', 'u.is_private', 'u.moderation'])
+    .select(['u.id as upload_id', 'u.is_private', 'u.moderation', 't.username as target_username'])
+    .select(['b.sha256 as target_sha256', 'b.phash as target_phash'])
     .orderBy('m.at', 'desc')
     .orderBy('m.id', 'desc')
     .limit(limit)
@@ -61,6 +68,6 @@ export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, l
             ? { isPrivate: d.readBool(r.is_private), moderation: r.moderation as ModerationState }
             : null,
         }
-      : {}),
+      : { targetName: r.target_username ?? (r.target_sha256 ?? r.target_phash)?.slice(0, HASH_SHOWN) ?? null }),
   }));
 }

@@ -99,7 +99,7 @@ test(
     assert.equal(await w.page.locator('header.top a.brand').getAttribute('href'), '/');
     assert.deepEqual(
       // Chromium logs the page's own status as a console error: that 404 is the point.
-    w.take().filter((p) => !p.startsWith('HTTP 404') && !p.includes('status of 404')),
+      w.take().filter((p) => !p.startsWith('HTTP 404') && !p.includes('status of 404')),
       [],
       'nothing but the 404 itself',
     );

@@ -131,18 +131,61 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
   return out;
 }
 
-/** p50 and p99 (ms) of each read, interleaved over `probes` rounds after one warm-up round. */
-async function measure(list: Read[], probes: number): Promise<Map<string, number[]>> {
-  const times = new Map(list.map((r) => [r.name, [] as number[]]));
-  for (const r of list) await r.run();
+/**
+ * The time (ms) of each read of each list, over `probes` rounds after one warm-up round: in every round each read
+ * runs once per list, one list right after the other, so every list meets the same moment's load.
+ */
+async function measure(lists: Read[][], probes: number): Promise<Array<Map<string, number[]>>> {
+  const times = lists.map((list) => new Map(list.map((r) => [r.name, [] as number[]])));
+  for (const list of lists) for (const r of list) await r.run();
   for (let i = 0; i < probes; i++) {
-    for (const r of list) {
-      const t = performance.now();
-      await r.run();
-      times.get(r.name)!.push(performance.now() - t);
+    for (let k = 0; k < lists[0]!.length; k++) {
+      for (const [j, list] of lists.entries()) {
+        const read = list[k]!;
+        const t = performance.now();
+        await read.run();
+        times[j]!.get(read.name)!.push(performance.now() - t);
+      }
     }
   }
   return times;
+}
+
+/** 1000 users (one uploads a tenth of everything), 5000 tags (Zipf-like), `size` uploads with as many votes. */
+async function seedShape(db: Database, size: number): Promise<{ heavy: SeededUser; seconds: number }> {
+  const started = performance.now();
+  const r = rng(29);
+  const users: SeededUser[] = await seedUsers(db, 1000);
+  const heavy = users[0]!;
+  const weighted = [...users, ...Array.from({ length: 111 }, () => heavy)];
+  const tagIds = Array.from({ length: 5000 }, () => randomUUID());
+  await insertRows(
+    db,
+    'tags',
+    tagIds.map((id, t) => ({
+      id,
+      name: `tag ${t}`,
+      slug: `tag-${t}`,
+      upload_count: 0,
+      created_at: db.dialect.date(new Date(0)),
+    })),
+  );
+  for (let seeded = 0; seeded < size; seeded += CHUNK) {
+    const count = Math.min(CHUNK, size - seeded);
+    await seedUploads(db, {
+      count,
+      users,
+      owners: weighted,
+      r,
+      votes: count,
+      tagIds,
+      tagSkew: 4,
+      newest: new Date(Date.UTC(2026, 0, 1) + (seeded + count) * 60_000),
+    });
+  }
+  await analyze(db);
+  if (db.dialect.name === 'sqlite') await sql`pragma wal_checkpoint(truncate)`.execute(db.db());
+  return { heavy, seconds: (performance.now() - started) / 1000 };
 }
 
 async function sizeOf(db: Database, dataDir: string): Promise<number> {
@@ -249,55 +292,26 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
         continue;
       }
     }
-    const bench = await createBenchDatabase(kind);
-    const db = await bench.open();
+    // Two databases of the same shape, one small and one large, measured in the same interleaved rounds: the ratio
+    // holds on a machine whose load changes while the large one is seeded.
+    const benches = [await createBenchDatabase(kind), await createBenchDatabase(kind)] as const;
+    const [smallDb, db] = [await benches[0].open(), await benches[1].open()];
+    const bench = benches[1];
     try {
-      const r = rng(29);
-      const users: SeededUser[] = await seedUsers(db, 1000);
-      // One heavy uploader: a tenth of everything is theirs.
-      const heavy = users[0]!;
-      const weighted = [...users, ...Array.from({ length: 111 }, () => heavy)];
-      const tagIds = Array.from({ length: 5000 }, () => randomUUID());
-      await insertRows(
-        db,
-        'tags',
-        tagIds.map((id, t) => ({
-          id,
-          name: `tag ${t}`,
-          slug: `tag-${t}`,
-          upload_count: 0,
-          created_at: db.dialect.date(new Date(0)),
-        })),
-      );
-      let seeded = 0;
-      const grow = async (to: number) => {
-        const started = performance.now();
-        while (seeded < to) {
-          const count = Math.min(CHUNK, to - seeded);
-          await seedUploads(db, {
-            count,
-            users,
-            owners: weighted,
-            r,
-            votes: count,
-            tagIds,
-            tagSkew: 4,
-            newest: new Date(Date.UTC(2026, 0, 1) + (seeded + count) * 60_000),
-          });
-          seeded += count;
-        }
-        await analyze(db);
-        return (performance.now() - started) / 1000;
-      };
       const where = kind === 'sqlite' ? 'SQLite' : 'PostgreSQL';
-      const principal = { userId: heavy.id, username: heavy.username, isAdmin: false } as Principal;
-      await grow(o.small);
-      const small = await measure(await reads(db, o.small, 'tag-0', principal), o.probes);
-      const seedSeconds = await grow(o.large);
-      const large = await measure(await reads(db, o.large, 'tag-0', principal), o.probes);
+      const principal = (u: SeededUser) => ({ userId: u.id, username: u.username, isAdmin: false }) as Principal;
+      const few = await seedShape(smallDb, o.small);
+      const { heavy, seconds: seedSeconds } = await seedShape(db, o.large);
+      const [small, large] = (await measure(
+        [
+          await reads(smallDb, o.small, 'tag-0', principal(few.heavy)),
+          await reads(db, o.large, 'tag-0', principal(heavy)),
+        ],
+        o.probes,
+      )) as [Map<string, number[]>, Map<string, number[]>];
       const bytes = await sizeOf(db, bench.dataDir);
       if (o.http) await healthUnderListings(rec, where, bench.env, bench.dataDir, 'tag-0');
-      rec.notes.push(`${where}: seeded ${o.large} uploads (${o.large - o.small} in ${seedSeconds.toFixed(0)} s)`);
+      rec.notes.push(`${where}: seeded ${o.large} uploads in ${seedSeconds.toFixed(0)} s`);
       for (const [name, at] of large) {
         const before = small.get(name)!;
         for (const [p, label] of [
@@ -323,8 +337,9 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
       rec.add(figure('scale', `${where} bytes per upload (row, tag links, indexes)`, 'B', perUpload));
       rec.add(figure('scale', `${where} bytes per vote (row, indexes)`, 'B', perVote));
     } finally {
+      await smallDb.close();
       await db.close();
-      await bench.dispose();
+      for (const x of benches) await x.dispose();
     }
   }
 }

@@ -157,7 +157,8 @@ export const TokenCreateBody = z
       })
       .optional()
       .describe(
-        `How long the token works: ${DURATION_HELP}, at most a year (365d). Without it (and \`expires_at\`) it never expires.`,
+        `How long the token works: ${DURATION_HELP}, at most a year (365d). ` +
+          'Without it (and `expires_at`) it never expires.',
       )
       .meta({ examples: ['30d'] }),
     expires_at: z.iso
@@ -196,7 +197,8 @@ export const TokenView = z.object({
   scopes: z
     .array(ScopeName)
     .describe(
-      'What the token may do now; a token made without scopes has every scope its owner has (`moderate` while an admin).',
+      'What the token may do now; a token made without scopes has every scope its owner has ' +
+        '(`moderate` while an admin).',
     ),
   expires_at: z.iso.datetime().nullable().describe('When the token stops working (401 from then on); null: never.'),
 });

@@ -108,7 +108,7 @@ test('--token overrides the saved login; pixvote logout revokes the saved token'
   assert.match(none.stderr, /no server: pass --url/);
 });
 
-test('pixvote login --scopes --expires-in; an admin gets moderate by default; logout revokes a token without manage', async () => {
+test('pixvote login --scopes, --expires-in; admins get moderate; logout revokes a token without manage', async () => {
   const admin = await registerAdmin(app);
   const asAdmin = await pixvote(['login', '--url', app.url, '--username', admin.username, '--password-stdin'], {
     home,

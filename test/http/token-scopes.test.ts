@@ -1,10 +1,15 @@
 /** Scoped and expiring API tokens (API.md Auth, Scopes; issue 31 part 1). */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { uploadLink } from '../support/uploads.ts';
 import type { Reply } from '../support/http.ts';
+import { launchBrowser, noBrowser, openPage, watchedPage } from '../support/browser.ts';
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let app: TestApp;
 before(async () => {
@@ -237,3 +242,48 @@ test('the document names the scope of every authenticated operation', async () =
     ),
   );
 });
+
+test(
+  'the profile’s token form asks for scopes and an expiry, the list shows them; axe-clean at 375 px',
+  { skip: noBrowser },
+  async () => {
+    const owner = await registerUser(app.api);
+    await scoped(owner, { scopes: ['vote'], expires_in: '30d' });
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext({ viewport: { width: 375, height: 740 } });
+      await context.addCookies([{ name: 'auth-token', value: owner.token, url: app.url }]);
+      const w = await watchedPage(context, app.url);
+      await openPage(w.page, `${app.url}/profile`);
+      const page = w.page;
+      assert.equal(await page.locator('#token-scope-moderate').count(), 0, 'moderate is for admins only');
+      assert.match(await page.locator('table.tokens tbody').innerText(), /vote\s+.*\d/);
+      await page.fill('#token-name', 'uploader');
+      for (const scope of ['vote', 'read', 'manage']) await page.uncheck(`#token-scope-${scope}`);
+      await page.selectOption('#token-expiry', '90d');
+      await page.click('form.inline button[type=submit]');
+      await page.waitForSelector('#new-token');
+      const secret = await page.inputValue('#new-token');
+      assertScope(await app.api.get('/api/me', { token: secret }), 'read');
+      const list = (await app.api.get('/api/auth/tokens', { token: owner.token })).body.tokens;
+      const made = list.find((t: { name: string }) => t.name === 'uploader');
+      assert.deepEqual(made.scopes, ['upload']);
+      assert.ok(Date.parse(made.expires_at) > Date.now() + 89 * 86_400_000);
+      await page.waitForFunction("document.querySelectorAll('table.tokens tbody tr').length === 2");
+      await page.evaluate(axeSource);
+      const result = await page.evaluate<{ violations: Array<{ id: string; impact: string }> }>(
+        "axe.run(document, { resultTypes: ['violations'] })",
+      );
+      assert.deepEqual(
+        result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id),
+        [],
+      );
+      const width = await page.evaluate<number>('document.scrollingElement.scrollWidth');
+      assert.ok(width <= 375, `${width} px wide at 375 px`);
+      assert.deepEqual(w.take(), []);
+      await context.close();
+    } finally {
+      await browser.close();
+    }
+  },
+);

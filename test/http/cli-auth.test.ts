@@ -118,6 +118,16 @@ test('pixvote login --scopes, --expires-in; admins get moderate; logout revokes 
   assert.match(asAdmin.stdout, /scopes upload,read,manage,moderate; never expires/);
   const adminToken = (await readConfig()).servers[app.url].token;
   assert.equal((await app.api.get('/api/admin/moderation', { token: adminToken })).status, 200);
+  const queue = await pixvote(['mod', 'queue'], { home });
+  assert.equal(queue.code, 0, queue.stderr);
+  const narrow = await app.api.post(
+    '/api/auth/tokens/generate',
+    { name: 'no moderation', scopes: ['upload'] },
+    { token: admin.token },
+  );
+  const refused = await pixvote(['mod', 'queue', '--token', narrow.body.token], { home });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^pixvote: the token given may not moderate on .*"moderate"/);
 
   const r = await pixvote(
     [

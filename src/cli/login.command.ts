@@ -17,6 +17,33 @@ export interface LoginOptions {
   /** Keep the JWT (expires with the server's JWT_TTL) instead of creating an API token. */
   jwt: boolean;
   tokenName?: string | undefined;
+  /** `--scopes`: comma-separated, or `all`; default CLI_SCOPES (+ moderate for an admin). */
+  scopes?: string | undefined;
+  /** `--expires-in`: a duration such as 30d. */
+  expiresIn?: string | undefined;
+}
+
+/** What the CLI's own commands use: upload (upload and its pre-check), read (who am I), manage (tokens). */
+export const CLI_SCOPES = ['upload', 'read', 'manage'] as const;
+const KNOWN_SCOPES = ['upload', 'vote', 'read', 'manage', 'moderate'];
+
+/**
+ * The `scopes` of a token request from `--scopes`: undefined when not given, null for `all` (every scope of the
+ * user, now and later), else the list; unknown names are refused here, before the password is asked for.
+ */
+export function scopesOption(text: string | undefined): string[] | null | undefined {
+  if (text === undefined) return undefined;
+  if (text.trim() === 'all') return null;
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = list.find((s) => !KNOWN_SCOPES.includes(s));
+  if (unknown || !list.length)
+    throw new CliError(
+      `--scopes: ${unknown ? `unknown scope "${unknown}"; ` : ''}name some of ${KNOWN_SCOPES.join(', ')}, or all`,
+    );
+  return list;
 }
 
 /** The longest Retry-After a login waits out before saying so instead. */
@@ -25,6 +52,7 @@ const LOGIN_MAX_WAIT_MS = 5_000;
 export async function runLogin(opts: LoginOptions, out: Output, clientOf: (url: string) => ApiClient): Promise<number> {
   if (!opts.email === !opts.username) throw new CliError('pass exactly one of --email or --username');
   const url = normalizeUrl(opts.url);
+  const asked = opts.jwt ? undefined : scopesOption(opts.scopes);
   const password = opts.passwordStdin
     ? await readPasswordFromStdin()
     : await promptPassword(`password for ${opts.email ?? opts.username} at ${url}: `);
@@ -45,11 +73,21 @@ export async function runLogin(opts: LoginOptions, out: Output, clientOf: (url: 
   const username: string = session.user.username;
 
   let login;
+  let what: string;
   if (opts.jwt) {
     login = { token: session.token as string, kind: 'jwt' as const, username, saved_at: new Date().toISOString() };
+    what = `a JWT (valid until ${session.expires_at})`;
   } else {
     const name = opts.tokenName ?? `pixvote cli on ${hostname()}`;
-    const created = await client.call('POST', '/api/auth/tokens/generate', { json: { name }, token: session.token });
+    // By default the scopes the CLI's commands use: `pixvote mod` needs moderate, which only an admin may have.
+    const cliScopes = session.user.role === 'admin' ? [...CLI_SCOPES, 'moderate'] : [...CLI_SCOPES];
+    const scopes = asked === undefined ? cliScopes : asked;
+    const json = {
+      name,
+      ...(scopes ? { scopes } : {}),
+      ...(opts.expiresIn !== undefined ? { expires_in: opts.expiresIn } : {}),
+    };
+    const created = await client.call('POST', '/api/auth/tokens/generate', { json, token: session.token });
     login = {
       token: created.token as string,
       kind: 'api_token' as const,
@@ -57,14 +95,14 @@ export async function runLogin(opts: LoginOptions, out: Output, clientOf: (url: 
       username,
       saved_at: new Date().toISOString(),
     };
+    what =
+      `API token "${name}" (${login.token_id}; scopes ${(created.scopes as string[]).join(',')}; ` +
+      `${created.expires_at ? `expires ${created.expires_at}` : 'never expires'})`;
   }
   const config = await loadConfig();
   config.servers[url] = login;
   config.current = url;
   await saveConfig(config);
-  const what = opts.jwt
-    ? `a JWT (valid until ${session.expires_at})`
-    : `API token "${opts.tokenName ?? `pixvote cli on ${hostname()}`}" (${login.token_id})`;
   out.write(`logged in to ${url} as ${username}; ${what} saved in ${configPath()}\n`);
   return 0;
 }

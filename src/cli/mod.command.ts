@@ -140,7 +140,9 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
   }
 }
 
-/** Runs one request; a 401 or 403 `forbidden` becomes a sentence about the login used (exit 1). */
+/**
+ * Runs one request; a 401, a 403 `forbidden` or `insufficient_scope` becomes a sentence about the login used (exit 1).
+ */
 export async function runMod(client: ApiClient, req: ModRequest, out: Output, ctx: ModContext): Promise<number> {
   try {
     return await run(client, req, out, ctx);
@@ -156,6 +158,13 @@ export async function runMod(client: ApiClient, req: ModRequest, out: Output, ct
       throw new CliError(
         `${ctx.username ? `the saved login (${ctx.username})` : 'the token given'} is not an admin on ${ctx.url}: ` +
           `moderation needs an admin (${e.message})`,
+        1,
+      );
+    if (e.status === 403 && e.code === 'insufficient_scope')
+      throw new CliError(
+        `${ctx.username ? `the saved login's token (${ctx.username})` : 'the token given'} may not moderate on ` +
+          `${ctx.url} (${e.message}); log in again with \`pixvote login\` (an admin's token gets moderate) ` +
+          'or pass a --token with the scope moderate',
         1,
       );
     throw e;

@@ -39,11 +39,16 @@ const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
 `;
 
 const LOGIN_USAGE = `usage: pixvote login --url URL (--email E | --username U) [--password-stdin] [--jwt]
-                     [--token-name NAME]
+                     [--token-name NAME] [--scopes LIST|all] [--expires-in DURATION]
 
   Logs in (the password is asked for without echo, or read from the first line of stdin) and saves an API token
   (or with --jwt the JWT) in $XDG_CONFIG_HOME/pixvote/config.json (~/.config/pixvote/config.json), mode 0600.
   When the server's login limit is reached it says how long to wait, and saves nothing.
+
+  --scopes     what the saved token may do, comma-separated from upload, vote, read, manage, moderate
+               (default: what this CLI's commands use: upload,read,manage, and moderate for an admin, for
+               \`pixvote mod\`); \`all\`: every scope you have, now and later.
+  --expires-in how long the token works, e.g. 30d, 12h (at most 365d; default: until \`pixvote logout\`).
 `;
 
 const LOGOUT_USAGE = `usage: pixvote logout [--url URL]
@@ -51,9 +56,12 @@ const LOGOUT_USAGE = `usage: pixvote logout [--url URL]
   Revokes the saved API token and forgets it (default: the current server).
 `;
 
-const TOKENS_USAGE = `usage: pixvote tokens create <name> | list | revoke <id> [--url URL] [--token TOKEN]
+const TOKENS_USAGE = `usage: pixvote tokens create <name> [--scopes LIST] [--expires-in DURATION] | list | revoke <id>
+                      [--url URL] [--token TOKEN]
 
-  The logged-in user's API tokens: create prints the secret once.
+  The logged-in user's API tokens: create prints the secret once. --scopes (comma-separated from upload, vote,
+  read, manage, moderate; default every scope you have) and --expires-in (e.g. 30d; at most 365d) as for login.
+  Managing tokens needs a token with the scope manage (any token may revoke itself).
 `;
 
 const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help for its options)
@@ -62,11 +70,13 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
         Uploads every .jpg, .jpeg, .png, .gif and .webp file (folders are walked). Waits out 429/503 exactly as
         Retry-After says (or stops, resumable, when it is longer than --max-wait); a re-run never uploads a
         file twice and skips what an earlier run finished.
-  login --url URL (--email E | --username U) [--password-stdin] [--jwt] [--token-name NAME]
+  login --url URL (--email E | --username U) [--password-stdin] [--jwt] [--token-name NAME] [--scopes LIST]
+        [--expires-in DURATION]
         Logs in (the password is asked for without echo, or read from stdin) and saves an API token
         (or with --jwt the JWT) in $XDG_CONFIG_HOME/pixvote/config.json (~/.config/pixvote/config.json).
+        The token gets the scopes the CLI uses (upload, read, manage; moderate for admins) unless --scopes.
   logout [--url URL]     Revokes the saved API token and forgets it.
-  tokens create <name> | list | revoke <id>
+  tokens create <name> [--scopes LIST] [--expires-in DURATION] | list | revoke <id>
   mod queue | approve|hold|remove ID | ban|unban USER | blocklist import|export FILE | modlog
         Moderation, for admins: the queue of reported, held and flagged uploads, decisions, bans, the
         blocklist as a CSV or JSON file, the moderation log. See \`pixvote mod --help\`.
@@ -200,6 +210,8 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         'password-stdin': { type: 'boolean', default: false },
         jwt: { type: 'boolean', default: false },
         'token-name': { type: 'string' },
+        scopes: { type: 'string' },
+        'expires-in': { type: 'string' },
       },
     });
     if (v.help) return (out.write(LOGIN_USAGE), 0);
@@ -213,6 +225,8 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         passwordStdin: v['password-stdin'],
         jwt: v.jwt,
         tokenName: v['token-name'],
+        scopes: v.scopes,
+        expiresIn: v['expires-in'],
       },
       out,
       (u) => clientFor(u),
@@ -228,10 +242,14 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
   }
 
   if (command === 'tokens') {
-    const { values: v, positionals } = parse('tokens', { args: rest, allowPositionals: true, options: common });
+    const { values: v, positionals } = parse('tokens', {
+      args: rest,
+      allowPositionals: true,
+      options: { ...common, scopes: { type: 'string' }, 'expires-in': { type: 'string' } },
+    });
     if (v.help) return (out.write(TOKENS_USAGE), 0);
     const { url, token } = await resolveTarget(v, { needToken: true });
-    return runTokens(clientFor(url, token), positionals, out);
+    return runTokens(clientFor(url, token), positionals, out, { scopes: v.scopes, expiresIn: v['expires-in'] });
   }
 
   if (command === 'mod') {

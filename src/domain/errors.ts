@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'page_too_deep'
   | 'unauthorized'
   | 'forbidden'
+  | 'insufficient_scope'
   | 'banned'
   | 'account_too_new'
   | 'not_found'
@@ -40,6 +41,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   page_too_deep: 400,
   unauthorized: 401,
   forbidden: 403,
+  insufficient_scope: 403,
   banned: 403,
   account_too_new: 403,
   not_found: 404,
@@ -80,6 +82,12 @@ export const errors = {
   unauthorized: (message = 'authentication required: send a valid Bearer token or the auth-token cookie') =>
     new AppError('unauthorized', message),
   forbidden: (message: string) => new AppError('forbidden', message),
+  /** The request's API token lacks the scope the route needs; the message names it. */
+  insufficientScope: (scope: string) =>
+    new AppError(
+      'insufficient_scope',
+      `this API token lacks the scope "${scope}" this request needs: create a token with it (or without scopes)`,
+    ),
   blockedContent: (message = "this image matches the moderators' blocklist and cannot be uploaded") =>
     new AppError('blocked_content', message),
   banned: (message: string) => new AppError('banned', message),

@@ -1,3 +1,5 @@
+import type { Scope } from './auth/scopes.ts';
+
 /** A stored user as the domain sees it. */
 export interface UserRecord {
   id: string;
@@ -20,6 +22,17 @@ export interface Principal {
   method: 'jwt' | 'api_token';
   /** True when the credential came only from the auth-token cookie (browser requests). */
   viaCookie: boolean;
+  /**
+   * The API token the request came with (`method: 'api_token'`): its id, the scopes it has (those it was made
+   * with, or every scope of its owner when made without) and when it expires. Absent for a JWT or the cookie,
+   * which have every scope.
+   */
+  token?: { id: string; scopes: readonly Scope[]; expiresAt: Date | null };
+}
+
+/** Whether the caller's credential allows `scope` (a JWT and the cookie allow every one). */
+export function hasScope(principal: Principal, scope: Scope): boolean {
+  return !principal.token || principal.token.scopes.includes(scope);
 }
 
 /** API.md's User object. `email` only to the user themself or an admin. */

@@ -246,7 +246,14 @@ describe('API tokens', () => {
     assert.ok(!JSON.stringify(rows[0]!).includes(r.body.token));
     const list = await app.api.get('/api/auth/tokens', { token: u.token });
     assert.equal(list.status, 200);
-    assert.deepEqual(Object.keys(list.body.tokens[0]).sort(), ['created_at', 'id', 'last_used_at', 'name']);
+    assert.deepEqual(Object.keys(list.body.tokens[0]).sort(), [
+      'created_at',
+      'expires_at',
+      'id',
+      'last_used_at',
+      'name',
+      'scopes',
+    ]);
     assert.equal(list.body.tokens[0].last_used_at, null);
   });
 

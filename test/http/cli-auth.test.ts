@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, type TestApp } from '../support/app.ts';
-import { registerUser, type TestUser } from '../support/users.ts';
+import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { pixvote } from '../support/cli.ts';
 
 let app: TestApp;
@@ -52,8 +52,9 @@ test('pixvote login saves an API token (0600) so later commands need neither --u
 
   const list = await pixvote(['tokens', 'list'], { home });
   assert.equal(list.code, 0, list.stderr);
-  assert.match(list.stdout, /^ID\s+NAME\s+CREATED\s+LAST USED$/m);
-  assert.match(list.stdout, new RegExp(`${saved.token_id}\\s+pixvote cli on `));
+  assert.match(list.stdout, /^ID\s+NAME\s+CREATED\s+LAST USED\s+EXPIRES\s+SCOPES$/m);
+  assert.match(list.stdout, new RegExp(`${saved.token_id}\\s+pixvote cli on .*\\snever\\s+upload,read,manage$`, 'm'));
+  assert.match(r.stdout, /scopes upload,read,manage; never expires/);
 });
 
 test('pixvote tokens create, list and revoke', async () => {
@@ -74,6 +75,22 @@ test('pixvote tokens create, list and revoke', async () => {
   assert.equal((await pixvote(['tokens', 'frobnicate'], { home })).code, 2);
 });
 
+test('pixvote tokens create --scopes --expires-in: a token made by the CLI token has at most its scopes', async () => {
+  const created = await pixvote(['tokens', 'create', 'voter', '--scopes', 'upload', '--expires-in', '30d'], { home });
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, /\): scopes upload; expires 20\d\d-/);
+  const secret = /^(pv_\S+)$/m.exec(created.stdout)![1]!;
+  const me = await app.api.get('/api/me', { token: secret });
+  assert.equal(me.status, 403);
+  assert.equal(me.body.error, 'insufficient_scope');
+  const wider = await pixvote(['tokens', 'create', 'voter', '--scopes', 'vote'], { home });
+  assert.equal(wider.code, 1);
+  assert.match(wider.stderr, /403 forbidden: .*"vote"/);
+  const unknown = await pixvote(['tokens', 'create', 'x', '--scopes', 'upload,everything'], { home });
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /--scopes: unknown scope "everything"/);
+});
+
 test('--token overrides the saved login; pixvote logout revokes the saved token', async () => {
   const other = await registerUser(app.api);
   const asOther = await pixvote(['tokens', 'list', '--token', other.token], { home });
@@ -89,6 +106,64 @@ test('--token overrides the saved login; pixvote logout revokes the saved token'
   const none = await pixvote(['tokens', 'list'], { home });
   assert.equal(none.code, 2);
   assert.match(none.stderr, /no server: pass --url/);
+});
+
+test('pixvote login --scopes, --expires-in; admins get moderate; logout revokes a token without manage', async () => {
+  const admin = await registerAdmin(app);
+  const asAdmin = await pixvote(['login', '--url', app.url, '--username', admin.username, '--password-stdin'], {
+    home,
+    stdin: `${admin.password}\n`,
+  });
+  assert.equal(asAdmin.code, 0, asAdmin.stderr);
+  assert.match(asAdmin.stdout, /scopes upload,read,manage,moderate; never expires/);
+  const adminToken = (await readConfig()).servers[app.url].token;
+  assert.equal((await app.api.get('/api/admin/moderation', { token: adminToken })).status, 200);
+  const queue = await pixvote(['mod', 'queue'], { home });
+  assert.equal(queue.code, 0, queue.stderr);
+  const narrow = await app.api.post(
+    '/api/auth/tokens/generate',
+    { name: 'no moderation', scopes: ['upload'] },
+    { token: admin.token },
+  );
+  const refused = await pixvote(['mod', 'queue', '--token', narrow.body.token], { home });
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^pixvote: the token given may not moderate on .*"moderate"/);
+
+  const r = await pixvote(
+    [
+      'login',
+      '--url',
+      app.url,
+      '--username',
+      user.username,
+      '--password-stdin',
+      '--scopes',
+      'upload',
+      '--expires-in',
+      '1d',
+    ],
+    { home, stdin: `${user.password}\n` },
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /scopes upload; expires 20\d\d-/);
+  const saved = (await readConfig()).servers[app.url];
+  assert.equal((await app.api.get('/api/me', { token: saved.token })).status, 403);
+  const out = await pixvote(['logout'], { home });
+  assert.equal(out.code, 0, out.stderr);
+  assert.equal(
+    (await app.api.post('/api/uploads/check', { sha256: ['a'.repeat(64)] }, { token: saved.token })).status,
+    401,
+  );
+
+  const bad = await pixvote(['login', '--url', app.url, '--username', user.username, '--scopes', 'nope'], { home });
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--scopes: unknown scope "nope"/);
+  const long = await pixvote(
+    ['login', '--url', app.url, '--username', user.username, '--password-stdin', '--expires-in', '2y'],
+    { home, stdin: `${user.password}\n` },
+  );
+  assert.equal(long.code, 1);
+  assert.match(long.stderr, /400 invalid_request: expires_in must be a duration/);
 });
 
 test('pixvote login --jwt keeps the JWT instead of creating an API token', async () => {

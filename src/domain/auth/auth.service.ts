@@ -7,6 +7,7 @@ import type { Clock } from '../clock.ts';
 import { banRefusal, isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
 import { hashPassword, verifyPassword, type ScryptKdf, type ScryptParams } from './passwords.ts';
 import type { JwtIssuer } from './jwt.ts';
+import { MAX_TOKEN_LIFETIME_SECONDS, canonicalScopes, scopesOfUser, type Scope } from './scopes.ts';
 
 export interface UserStore {
   /** Inserts a user; returns 'username' or 'email' when that key is already taken. */
@@ -25,6 +26,21 @@ export interface ApiTokenRecord {
   tokenHash: string;
   createdAt: Date;
   lastUsedAt: Date | null;
+  /** The scopes it was made with; null: every scope its owner has. */
+  scopes: Scope[] | null;
+  /** When it stops working; null: never. */
+  expiresAt: Date | null;
+}
+
+/** What a new API token asks for, beyond its name (API.md Auth, Scopes). */
+export interface TokenRequest {
+  name: string;
+  /** Absent: every scope the caller has. */
+  scopes?: Scope[] | undefined;
+  /** Seconds from now (`expires_in`), at most a year. */
+  expiresIn?: number | undefined;
+  /** An instant (`expires_at`), in the future and at most a year away. */
+  expiresAt?: Date | undefined;
 }
 
 export interface ApiTokenStore {
@@ -57,6 +73,9 @@ export interface TokenView {
   name: string;
   created_at: string;
   last_used_at: string | null;
+  /** What the token may do now (a token made without scopes: every scope its owner has). */
+  scopes: Scope[];
+  expires_at: string | null;
 }
 
 const API_TOKEN_PREFIX = 'pv_';
@@ -129,11 +148,19 @@ export class AuthService {
       const found = await this.#tokens.findByHash(hash);
       if (!found || !timingSafeEqual(Buffer.from(found.token.tokenHash), Buffer.from(hash))) return null;
       const now = this.#clock.now();
+      // An expired token is no credential at all: 401 where a user is needed, anonymous elsewhere.
+      if (found.token.expiresAt && found.token.expiresAt.getTime() <= now.getTime()) return null;
       if (!found.token.lastUsedAt || now.getTime() - found.token.lastUsedAt.getTime() > TOUCH_INTERVAL_MS) {
         await this.#tokens.touch(found.token.id, now);
       }
       this.#assertNotBanned(found.user);
-      return this.#principal(found.user, 'api_token', viaCookie);
+      const principal = this.#principal(found.user, 'api_token', viaCookie);
+      principal.token = {
+        id: found.token.id,
+        scopes: effectiveScopes(found.token, principal.isAdmin),
+        expiresAt: found.token.expiresAt,
+      };
+      return principal;
     }
     const userId = this.#jwt.verify(credential);
     if (!userId) return null;
@@ -148,22 +175,57 @@ export class AuthService {
     return toUserView(user, principal);
   }
 
-  async generateToken(principal: Principal, name: string): Promise<TokenView & { token: string }> {
+  /**
+   * A new API token. `moderate` only for an admin (403 `forbidden`). A token made by an API token (one with
+   * `manage`) gets no more than that token has: its scopes at most (all of them when none are asked), and its
+   * expiry at the latest, so no token widens itself by minting another.
+   */
+  async generateToken(principal: Principal, req: TokenRequest): Promise<TokenView & { token: string }> {
+    const now = this.#clock.now();
+    let scopes = req.scopes ? canonicalScopes(req.scopes) : null;
+    if (scopes?.includes('moderate') && !principal.isAdmin)
+      throw errors.forbidden('only admins (the moderators) may create a token with the scope "moderate"');
+    let expiresAt: Date | null = null;
+    if (req.expiresIn !== undefined) {
+      if (req.expiresIn > MAX_TOKEN_LIFETIME_SECONDS) throw errors.invalid('expires_in must be at most a year (365d)');
+      expiresAt = new Date(now.getTime() + req.expiresIn * 1000);
+    } else if (req.expiresAt !== undefined) {
+      if (req.expiresAt.getTime() <= now.getTime()) throw errors.invalid('expires_at must be in the future');
+      if (req.expiresAt.getTime() > now.getTime() + MAX_TOKEN_LIFETIME_SECONDS * 1000)
+        throw errors.invalid('expires_at must be at most a year (365 days) away');
+      expiresAt = req.expiresAt;
+    }
+    const minter = principal.token;
+    if (minter) {
+      const beyond = (scopes ?? []).find((s) => !minter.scopes.includes(s));
+      if (beyond)
+        throw errors.forbidden(`a token made by an API token cannot have the scope "${beyond}" that token lacks`);
+      scopes ??= [...minter.scopes];
+      if (minter.expiresAt) {
+        if (expiresAt && expiresAt.getTime() > minter.expiresAt.getTime())
+          throw errors.forbidden(
+            `a token made by an API token cannot outlive it: that token expires at ${minter.expiresAt.toISOString()}`,
+          );
+        expiresAt ??= minter.expiresAt;
+      }
+    }
     const secret = API_TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const record: ApiTokenRecord = {
       id: randomUUID(),
       userId: principal.userId,
-      name: name.trim(),
+      name: req.name.trim(),
       tokenHash: sha256(secret),
-      createdAt: this.#clock.now(),
+      createdAt: now,
       lastUsedAt: null,
+      scopes,
+      expiresAt,
     };
     await this.#tokens.create(record);
-    return { token: secret, ...tokenView(record) };
+    return { token: secret, ...tokenView(record, principal.isAdmin) };
   }
 
   async listTokens(principal: Principal): Promise<TokenView[]> {
-    return (await this.#tokens.listForUser(principal.userId)).map(tokenView);
+    return (await this.#tokens.listForUser(principal.userId)).map((t) => tokenView(t, principal.isAdmin));
   }
 
   async revokeToken(principal: Principal, id: string): Promise<void> {
@@ -194,11 +256,19 @@ export class AuthService {
   }
 }
 
-function tokenView(t: ApiTokenRecord): TokenView {
+/** What a token may do for an owner who is (or is not) an admin now: `moderate` needs both. */
+function effectiveScopes(t: Pick<ApiTokenRecord, 'scopes'>, ownerIsAdmin: boolean): Scope[] {
+  const owner = scopesOfUser(ownerIsAdmin);
+  return t.scopes ? t.scopes.filter((s) => owner.includes(s)) : owner;
+}
+
+function tokenView(t: ApiTokenRecord, ownerIsAdmin: boolean): TokenView {
   return {
     id: t.id,
     name: t.name,
     created_at: t.createdAt.toISOString(),
     last_used_at: t.lastUsedAt ? t.lastUsedAt.toISOString() : null,
+    scopes: effectiveScopes(t, ownerIsAdmin),
+    expires_at: t.expiresAt ? t.expiresAt.toISOString() : null,
   };
 }

@@ -44,6 +44,7 @@ export const responseSchemas: Record<string, z.ZodType> = {
   Session: auth.SessionResponse,
   Me: auth.Me,
   Token: auth.TokenView,
+  TokenScope: auth.ScopeName,
   TokenCreated: auth.TokenCreated,
   TokenList: auth.TokenList,
   TokenRevoked: auth.TokenRevoked,
@@ -178,7 +179,10 @@ export const securitySchemes = {
     scheme: 'bearer',
     bearerFormat: 'pv_…',
     description:
-      'An API token from `POST /api/auth/tokens/generate` (`pv_…`), for scripts and bots; valid until revoked.',
+      'An API token from `POST /api/auth/tokens/generate` (`pv_…`), for scripts and bots; ' +
+      'valid until revoked or its `expires_at`. ' +
+      'A token has the scopes it was made with (`x-scope` of each operation, and the roles of this requirement), ' +
+      'or every scope of its owner when made without any; a request outside them is 403 `insufficient_scope`.',
   },
   cookieAuth: {
     type: 'apiKey',

@@ -133,6 +133,7 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
   codes.add('busy');
   if (op.limit) codes.add('rate_limited');
   if (op.auth === 'required') codes.add('unauthorized');
+  if (op.auth === 'required' && op.scope) codes.add('insufficient_scope');
   // A banned user's credential is refused by authentication itself, before any route, public ones included:
   // "every request the user authenticates" (API.md Moderation, Bans).
   codes.add('banned');
@@ -263,6 +264,20 @@ function parametersOf(op: Operation): Json[] {
 
 const SECURED = [{ bearerJwt: [] }, { apiToken: [] }, { cookieAuth: [] }];
 
+/** The requirements of an authenticated operation: an API token must have its scope (a role, as OpenAPI 3.1 allows). */
+const securedBy = (scope: Operation['scope']) =>
+  scope ? [{ bearerJwt: [] }, { apiToken: [scope] }, { cookieAuth: [] }] : SECURED;
+
+/** The operation's description, saying which scope an API token needs. */
+function describedWithScope(op: Operation): string | undefined {
+  if (!op.scope) return op.description;
+  const said =
+    op.auth === 'required'
+      ? `An API token needs the scope \`${op.scope}\` (else 403 \`insufficient_scope\`).`
+      : `An API token without the scope \`${op.scope}\` is served as an anonymous caller.`;
+  return op.description ? `${op.description} ${said}` : said;
+}
+
 function build(ops: readonly Operation[]): Json {
   const requests = convert(requestSchemas, 'input');
   const responses = convert(responseSchemas, 'output');
@@ -296,8 +311,9 @@ function build(ops: readonly Operation[]): Json {
       operationId: op.operationId,
       tags: [op.tag],
       summary: op.summary,
-      ...(op.description ? { description: op.description } : {}),
-      security: op.auth === 'none' ? [] : op.auth === 'optional' ? [{}, ...SECURED] : SECURED,
+      ...(describedWithScope(op) ? { description: describedWithScope(op) } : {}),
+      security: op.auth === 'none' ? [] : op.auth === 'optional' ? [{}, ...securedBy(op.scope)] : securedBy(op.scope),
+      ...(op.scope ? { 'x-scope': op.scope } : {}),
       parameters: parametersOf(op),
       ...(body ? { requestBody: body } : {}),
       responses: buildResponses(op, ref),

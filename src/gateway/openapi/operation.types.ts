@@ -3,6 +3,7 @@
  * the route parses with; response parts at the response schemas next to them in src/gateway/schemas.
  */
 import type { z } from 'zod';
+import type { Scope } from '../../domain/auth/scopes.ts';
 import type { ErrorCode } from '../../domain/errors.ts';
 
 /** The rate limit a request spends (RateLimit-* headers on every response, 429 when spent); null: never limited. */
@@ -46,6 +47,12 @@ export interface Operation {
   description?: string;
   /** `optional`: anonymous callers are served too, and an authenticated one may see more. */
   auth: 'required' | 'optional' | 'none';
+  /**
+   * The scope an API token needs (API.md Auth, Scopes; JWTs and the cookie have every scope). With `auth:
+   * 'required'`, a token without it gets 403 `insufficient_scope` naming it; with `auth: 'optional'`, it is served
+   * as an anonymous caller would be (e.g. an owner's private upload needs `read` to be seen).
+   */
+  scope?: Scope;
   limit: LimitName | null;
   params?: z.ZodObject;
   query?: z.ZodObject;

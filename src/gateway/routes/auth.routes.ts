@@ -95,17 +95,26 @@ export const authRoutes = routes<{ auth: AuthService }>((route) => [
     summary: 'Create an API token',
     description:
       'The secret (`pv_…`) is shown only in this response; the server keeps only its hash. ' +
-      'API tokens do not expire; revoke them.',
+      'A token has the `scopes` asked for (`moderate` only for admins, else 403 `forbidden`), or every scope of its ' +
+      'owner; it works until revoked, or until `expires_at` (from `expires_in`, at most a year), then gets 401. ' +
+      'Tokens are managed with a JWT, the cookie, or a token with `manage`; a token made by a token has at most ' +
+      "that token's scopes and expiry (403 `forbidden` beyond them).",
     auth: 'required',
+    scope: 'manage',
     limit: 'general',
     body: { json: TokenCreateBody },
     responses: { 201: { description: 'The new token, with its secret.', json: TokenCreated } },
-    errors: ['invalid_request'],
+    errors: ['invalid_request', 'forbidden'],
     handler:
       (deps) =>
       async (ctx, { user, body }) => {
         ctx.status = 201;
-        ctx.body = await deps.auth.generateToken(user, body.name);
+        ctx.body = await deps.auth.generateToken(user, {
+          name: body.name,
+          scopes: body.scopes,
+          expiresIn: body.expires_in,
+          expiresAt: body.expires_at,
+        });
       },
   }),
   route({
@@ -115,6 +124,7 @@ export const authRoutes = routes<{ auth: AuthService }>((route) => [
     tag: 'auth',
     summary: "List the caller's API tokens",
     auth: 'required',
+    scope: 'manage',
     limit: 'general',
     responses: { 200: { description: 'Tokens without their secrets.', json: TokenList, cacheControl: ['no-store'] } },
     handler:
@@ -130,10 +140,12 @@ export const authRoutes = routes<{ auth: AuthService }>((route) => [
     operationId: 'revokeApiToken',
     tag: 'auth',
     summary: 'Revoke an API token',
-    description: 'A revoked token gets 401 at once.',
+    description: 'A revoked token gets 401 at once. Any API token may revoke itself, whatever its scopes.',
     auth: 'required',
+    scope: 'manage',
     limit: 'general',
     params: TokenIdParam,
+    scopeExempt: (ctx, user) => user.token?.id === (ctx as AppContext & { params: { id?: string } }).params.id,
     responses: { 200: { description: 'Revoked.', json: TokenRevoked } },
     errors: ['not_found'],
     handler:
@@ -151,6 +163,7 @@ export const authRoutes = routes<{ auth: AuthService }>((route) => [
     tag: 'auth',
     summary: 'The authenticated user',
     auth: 'required',
+    scope: 'read',
     limit: 'general',
     responses: { 200: { description: 'The caller, with their email.', json: Me, cacheControl: ['private, no-store'] } },
     handler:

@@ -131,6 +131,7 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
     tag: 'feeds',
     summary: "The caller's profile: user, stats and own uploads",
     auth: 'required',
+    scope: 'read',
     limit: 'general',
     responses: {
       200: { description: 'The profile.', json: Profile, cacheControl: ['private, max-age=30'], headers: ['Vary'] },
@@ -155,6 +156,7 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
       'Private ones included, removed ones not, newest first. The profile answers the first page and its ' +
       '`next_cursor`; this answers the pages after it (`cursor`), or the first page at another `limit`.',
     auth: 'required',
+    scope: 'read',
     limit: 'general',
     query: OwnUploadsQuery,
     responses: {

@@ -28,6 +28,7 @@ export const imageRoutes = routes<{ uploads: UploadService; media: MediaFiles; r
       "Private uploads are served too. A held upload's image is 404 to everyone but its owner and admins " +
       '(send the credential); a removed upload has no image files left: 410 `removed`.',
     auth: 'optional',
+    scope: 'read',
     limit: 'media',
     params: IdParam,
     query: ImageQuery,

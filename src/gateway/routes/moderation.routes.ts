@@ -220,6 +220,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       '(403 `account_too_new`). An upload the caller cannot see (unknown, or held and not theirs) is 404; ' +
       'a removed one is 410 `removed`. Limit: `RATE_LIMIT_REPORT` per user.',
     auth: 'required',
+    scope: 'manage',
     limit: 'report',
     params: IdParam,
     body: { json: ReportBody },
@@ -266,6 +267,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'at or above the threshold); held first, then most reports, then oldest. `closed`: uploads acted on, with ' +
       'nothing open.',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     query: QueueQuery,
     responses: {
@@ -328,6 +330,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       '`block` (images only, else 400): `exact` blocklists its SHA-256, `near` its SHA-256 and perceptual hash; ' +
       'new entries also hold every stored upload they match. Every action is written to the modlog.',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     params: IdParam,
     body: { json: ModerationBody },
@@ -361,6 +364,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'already answers 409 `conflict` and changes nothing. Logged and counted in the metrics ' +
       '(`pixvote_vote_ring_actions_total`), not in the modlog.',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     params: VoteRingIdParam,
     body: { json: VoteRingBody },
@@ -387,6 +391,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     summary: 'The blocklist',
     description: `${ADMIN_ONLY} Newest first.`,
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     query: PageQuery,
     responses: {
@@ -447,6 +452,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'every stored upload they match (modlog `auto_hold`), in the background. With `dry_run=true` nothing ' +
       'changes: the answer counts what would be added and skipped and the stored uploads that would be held.',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     query: BlocklistQuery,
     body: { json: BlocklistBody },
@@ -481,6 +487,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     description:
       `${ADMIN_ONLY} The uploads it held stay held (approve them one by one). ` + 'Written to the modlog (`unblock`).',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     params: BlocklistIdParam,
     responses: {
@@ -506,6 +513,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     summary: 'Users, with their bans, uploads and reports received',
     description: `${ADMIN_ONLY} By username prefix (\`q\`, case-insensitive), or all; in username order.`,
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     query: UsersQuery,
     responses: {
@@ -544,6 +552,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'durable job (`ban_removal`, see `GET /api/admin/jobs`) queued with the ban, which survives restarts; the ' +
       'answer does not wait for it. Admins cannot be banned, and `until` must be in the future (400).',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     params: UserIdParam,
     body: { json: BanBody },
@@ -583,6 +592,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     summary: 'Lift a ban',
     description: `${ADMIN_ONLY} Uploads removed with the ban stay removed. Written to the modlog (\`unban\`).`,
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     params: UserIdParam,
     responses: {
@@ -611,6 +621,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'addition a `blocklist_hold` job. Any process runs them; one killed mid-job leaves it to be claimed again, and ' +
       'no upload is removed twice.',
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     query: JobsQuery,
     responses: {
@@ -644,6 +655,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     summary: 'One moderation job',
     description: `${ADMIN_ONLY} Its state and progress, as \`GET /api/admin/jobs\` lists it.`,
     auth: 'required',
+    scope: 'moderate',
     limit: 'general',
     params: JobIdParam,
     responses: {
@@ -675,6 +687,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'public view never names an upload an anonymous reader could not find in a listing now (private, held, ' +
       'removed while private, or deleted): its `target.id` is null; admins see every id.',
     auth: 'optional',
+    scope: 'moderate',
     limit: 'general',
     query: ModlogQuery,
     responses: {

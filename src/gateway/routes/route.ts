@@ -6,6 +6,9 @@
  * - `limit` `upload`/`vote`/`report`: the per-user limit (`userRateLimit`), after `before` and before `receive`;
  *   `auth`/`general`/`media`/null are the per-IP limits, applied before routing by the rate-limit middleware;
  * - `auth: 'required'`: the caller's user or 401 (`requireUser`); `admin`: 403 `forbidden` to a non-admin;
+ * - `scope`: an API token without it gets 403 `insufficient_scope` naming it, first in the chain (before a body is
+ *   received or a limit spent; after the admin check, so a non-admin hears `forbidden`); on an `optional` route the
+ *   token's caller is served as anonymous;
  * - `params`, `query` and `body.json` are parsed with the declared schemas, in that order, and handed to the
  *   handler typed (with `handlerParsesBody`, e.g. a multipart upload, the body is the handler's to read).
  * Handlers are factories of the route group's dependencies, so the list itself is static: the document needs
@@ -16,7 +19,7 @@ import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import { errors } from '../../domain/errors.ts';
 import type { Limiter } from '../../domain/rate-limit.ts';
-import type { Principal } from '../../domain/users.ts';
+import { hasScope, type Principal } from '../../domain/users.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { HotRoutes } from '../hot-routes.ts';
 import { requireUser } from '../middleware/authenticate.ts';
@@ -53,6 +56,8 @@ interface RouteParts<D> {
    * distinct query string.
    */
   hot?: true;
+  /** Requests an API token may make without the route's `scope` (a token revoking itself). */
+  scopeExempt?: (ctx: AppContext, user: Principal) => boolean;
   /** Middleware before the user rate limit (e.g. refusing uploads while shutting down). */
   before?: (deps: D) => Middleware[];
   /** Requests the user rate limit lets through without spending (an idempotent replay). */
@@ -121,9 +126,17 @@ function chainOf<D>(route: Route<D>, deps: D, limiters: Record<UserLimitName, Li
     return q;
   };
   const required = route.auth === 'required' || route.admin;
+  const scope = route.scope;
+  /** The admin and scope checks of a known caller (an unknown one gets its 401 from `requireUser`). */
+  const allowed = (ctx: AppContext, user: Principal) => {
+    if (route.admin) requireAdmin(user);
+    if (scope && !hasScope(user, scope) && !route.scopeExempt?.(ctx, user)) throw errors.insufficientScope(scope);
+  };
   const last = (ctx: AppContext) => {
-    const user = required ? requireUser(ctx) : ctx.state.principal;
-    if (route.admin) requireAdmin(user!);
+    let user = required ? requireUser(ctx) : ctx.state.principal;
+    if (required) allowed(ctx, user!);
+    // An optional route serves a token without its scope as it serves an anonymous caller.
+    else if (scope && user && !hasScope(user, scope)) user = null;
     return handler(ctx, {
       user,
       // Path parameters are strings by the router; the declared schema names them (and the document checks it
@@ -133,7 +146,15 @@ function chainOf<D>(route: Route<D>, deps: D, limiters: Record<UserLimitName, Li
       body: body ? parse(body, ctx.request.body) : undefined,
     });
   };
-  const chain: Middleware[] = [...(route.before?.(deps) ?? [])];
+  const chain: Middleware[] = [];
+  // Refused before anything else runs (a body is received, a limit spent), when anything runs before the handler.
+  if (required && (route.before || route.receive || USER_LIMITS.has(route.limit))) {
+    chain.push((ctx, next) => {
+      if (ctx.state.principal) allowed(ctx, ctx.state.principal);
+      return next();
+    });
+  }
+  chain.push(...(route.before?.(deps) ?? []));
   if (USER_LIMITS.has(route.limit)) {
     const exempt = route.limitExempt?.(deps);
     chain.push(userRateLimit(limiters[route.limit as UserLimitName], exempt ? { exempt } : {}));

@@ -24,6 +24,7 @@ export const tagRoutes = routes<{ tags: TagService }>((route) => [
     summary: 'Tags of an upload',
     description: HELD_OR_REMOVED,
     auth: 'optional',
+    scope: 'read',
     limit: 'general',
     params: IdParam,
     responses: { 200: { description: 'The tags.', json: TagList, cacheControl: ['public, no-cache'] } },
@@ -46,6 +47,7 @@ export const tagRoutes = routes<{ tags: TagService }>((route) => [
       'More than 10 tags on the upload after adding is 400 `too_many_tags` and nothing is added. ' +
       HELD_OR_REMOVED,
     auth: 'required',
+    scope: 'manage',
     limit: 'general',
     params: IdParam,
     body: { json: TagsBody },
@@ -65,6 +67,7 @@ export const tagRoutes = routes<{ tags: TagService }>((route) => [
     summary: 'Remove a tag from an upload',
     description: `Owner or admin. ${HELD_OR_REMOVED}`,
     auth: 'required',
+    scope: 'manage',
     limit: 'general',
     params: TagParams,
     responses: { 200: { description: 'The remaining tags of the upload.', json: TagsChanged } },

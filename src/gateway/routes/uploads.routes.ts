@@ -82,6 +82,7 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
         '(`Idempotent-Replayed: true`) and does not spend the upload limit; ' +
         'the same key with a different request is 409.',
       auth: 'required',
+      scope: 'upload',
       limit: 'upload',
       idempotencyKey: true,
       body: {
@@ -161,6 +162,7 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
         "(an upload the caller may see in a listing, or its own), or `new`. Another user's private, held or " +
         'removed upload is `new`: nothing is revealed that an upload would not. Spends no upload limit.',
       auth: 'required',
+      scope: 'upload',
       limit: 'general',
       body: { json: HashCheckBody },
       responses: { 200: { description: 'One result per digest, in request order.', json: HashCheckResults } },
@@ -184,6 +186,7 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
         'A held upload is 404 to everyone but its owner and admins; a removed one is 410 `removed` to everyone but ' +
         'admins, who get its tombstone record (`moderation: removed`).',
       auth: 'optional',
+      scope: 'read',
       limit: 'general',
       params: IdParam,
       responses: {
@@ -214,6 +217,7 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
         'Owner or admin. A held upload is 404 to everyone but its owner and admins; ' +
         'a removed one is 410 `removed` to everyone but admins.',
       auth: 'required',
+      scope: 'manage',
       limit: 'general',
       params: IdParam,
       body: { json: PrivacyBody },
@@ -241,6 +245,7 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
         'A second delete is 404. A held upload is 404 to everyone but its owner and admins; ' +
         'a removed one is 410 `removed` to everyone but admins.',
       auth: 'required',
+      scope: 'manage',
       limit: 'general',
       params: IdParam,
       responses: { 200: { description: 'Deleted.', json: UploadDeleted } },

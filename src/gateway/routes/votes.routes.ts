@@ -16,6 +16,7 @@ export const voteRoutes = routes<{ votes: VoteService }>((route) => [
       "that is not the caller's (unless an admin); a removed one is 410 `removed`. An account younger than " +
       '`VOTE_MIN_ACCOUNT_AGE` is 403 `account_too_new` (retracting with `none` stays allowed).',
     auth: 'required',
+    scope: 'vote',
     limit: 'vote',
     body: { json: VoteBody },
     responses: { 200: { description: "The caller's vote and the upload's counts.", json: VoteResult } },

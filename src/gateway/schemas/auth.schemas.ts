@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { MAX_TOKEN_LIFETIME_SECONDS, SCOPES, SCOPE_MEANS } from '../../domain/auth/scopes.ts';
+import { parseDuration } from '../../domain/durations.ts';
 import { Success } from './common.schemas.ts';
 
 export const USERNAME_RE = /^[A-Za-z0-9_]{3,32}$/;
@@ -105,6 +107,20 @@ export const AuthAction = z.object({
   action: z.enum(['register', 'login', 'logout'], { error: 'action must be register, login or logout' }),
 });
 
+const SCOPE_LIST = SCOPES.join(', ');
+
+/** One scope of an API token (API.md Auth, Scopes). */
+export const ScopeName = z
+  .enum(SCOPES, { error: `unknown scope; the scopes are ${SCOPE_LIST}` })
+  .describe(
+    'What an API token may do: ' +
+      SCOPES.map((s) => `\`${s}\` ${SCOPE_MEANS[s]}`).join('; ') +
+      '. A JWT and the cookie have every scope their user has.',
+  )
+  .meta({ examples: ['upload'] });
+
+const DURATION_HELP = 'a duration such as 30d, 12h, 90m or 3600 (seconds)';
+
 export const TokenCreateBody = z
   .object({
     name: z
@@ -113,8 +129,52 @@ export const TokenCreateBody = z
       .min(1, { error: 'name must not be empty' })
       .max(MAX_TOKEN_NAME, { error: `name must be at most ${MAX_TOKEN_NAME} characters` })
       .meta({ examples: ['ci uploader'] }),
+    scopes: z
+      .array(ScopeName, { error: `scopes must be an array of scope names (${SCOPE_LIST})` })
+      .min(1, { error: `scopes must name at least one scope (${SCOPE_LIST}); leave it out for every scope` })
+      .max(SCOPES.length * 2, { error: `scopes must name each scope at most once (${SCOPE_LIST})` })
+      .optional()
+      .describe(
+        'The scopes the token has, a subset of ' +
+          SCOPE_LIST +
+          ' (`moderate` only for admins, else 403 `forbidden`). Without it the token has every scope its owner has. ' +
+          "A token made by an API token (one with `manage`) gets at most that token's scopes and expiry.",
+      )
+      .meta({ examples: [['upload', 'read']] }),
+    expires_in: z
+      .string({ error: `expires_in must be ${DURATION_HELP}` })
+      .transform((text, ctx) => {
+        const seconds = parseDuration(text);
+        if (seconds === null) {
+          ctx.addIssue({ code: 'custom', message: `expires_in must be ${DURATION_HELP}` });
+          return z.NEVER;
+        }
+        if (seconds > MAX_TOKEN_LIFETIME_SECONDS) {
+          ctx.addIssue({ code: 'custom', message: 'expires_in must be at most a year (365d)' });
+          return z.NEVER;
+        }
+        return seconds;
+      })
+      .optional()
+      .describe(
+        `How long the token works: ${DURATION_HELP}, at most a year (365d). ` +
+          'Without it (and `expires_at`) it never expires.',
+      )
+      .meta({ examples: ['30d'] }),
+    expires_at: z.iso
+      .datetime({ error: 'expires_at must be an ISO-8601 UTC timestamp such as 2026-12-31T00:00:00.000Z' })
+      .transform((s) => new Date(s))
+      .optional()
+      .describe('When the token stops working, in the future and at most a year away; instead of `expires_in`.')
+      .meta({ examples: ['2026-12-31T00:00:00.000Z'] }),
   })
-  .meta({ examples: [{ name: 'ci uploader' }] });
+  .refine((b) => b.expires_in === undefined || b.expires_at === undefined, {
+    error: 'expires_at: send expires_in or expires_at, not both',
+    path: ['expires_at'],
+  })
+  .meta({
+    examples: [{ name: 'ci uploader' }, { name: 'ci uploader', scopes: ['upload', 'read'], expires_in: '90d' }],
+  });
 
 export const UserSchema = z.object({
   id: z.uuid(),
@@ -134,6 +194,13 @@ export const TokenView = z.object({
   name: z.string(),
   created_at: z.iso.datetime(),
   last_used_at: z.iso.datetime().nullable(),
+  scopes: z
+    .array(ScopeName)
+    .describe(
+      'What the token may do now; a token made without scopes has every scope its owner has ' +
+        '(`moderate` while an admin).',
+    ),
+  expires_at: z.iso.datetime().nullable().describe('When the token stops working (401 from then on); null: never.'),
 });
 export const TokenCreated = TokenView.extend({
   token: z

@@ -21,6 +21,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   page_too_deep: '`(page − 1) × limit` is over 10 000: page on with `cursor=<next_cursor>`',
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
+  insufficient_scope:
+    "the request's API token lacks the scope the operation needs (its `x-scope`); the message names the scope",
   banned: 'the account is banned; the message says until when',
   account_too_new:
     'the account is younger than `VOTE_MIN_ACCOUNT_AGE` / `REPORT_MIN_ACCOUNT_AGE` requires; the message says ' +

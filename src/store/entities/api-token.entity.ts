@@ -12,6 +12,10 @@ export const ApiToken = defineEntity({
     tokenHash: p.string().length(64).unique(),
     createdAt: p.datetime(3),
     lastUsedAt: p.datetime(3).nullable(),
+    /** The scopes, space-separated in the contract's order; null: every scope the owner has. */
+    scopes: p.string().length(64).nullable(),
+    /** When the token stops working; null: never. */
+    expiresAt: p.datetime(3).nullable(),
   },
 });
 export type IApiToken = InferEntity<typeof ApiToken>;

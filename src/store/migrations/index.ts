@@ -9,6 +9,7 @@ import { M010ModerationJobs } from './m010-moderation-jobs.ts';
 import { M011VoteRings } from './m011-vote-rings.ts';
 import { M012Pdq } from './m012-pdq.ts';
 import { M013KeysetListings } from './m013-keyset-listings.ts';
+import { M014TokenScopes } from './m014-token-scopes.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   M011VoteRings,
   M012Pdq,
   M013KeysetListings,
+  M014TokenScopes,
 ];

@@ -1,4 +1,5 @@
 import type { ApiTokenRecord, ApiTokenStore } from '../../domain/auth/auth.service.ts';
+import { loadScopes, storeScopes } from '../../domain/auth/scopes.ts';
 import type { UserRecord } from '../../domain/users.ts';
 import { userRecordOf } from './user.repository.ts';
 import type { Database } from '../database.ts';
@@ -12,6 +13,8 @@ function toRecord(t: IApiToken): ApiTokenRecord {
     tokenHash: t.tokenHash,
     createdAt: t.createdAt,
     lastUsedAt: t.lastUsedAt ?? null,
+    scopes: loadScopes(t.scopes ?? null),
+    expiresAt: t.expiresAt ?? null,
   };
 }
 
@@ -30,6 +33,8 @@ export class ApiTokenRepository implements ApiTokenStore {
       tokenHash: t.tokenHash,
       createdAt: t.createdAt,
       lastUsedAt: null,
+      scopes: storeScopes(t.scopes),
+      expiresAt: t.expiresAt,
     });
     await em.flush();
   }

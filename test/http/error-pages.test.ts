@@ -1,7 +1,7 @@
 /**
  * Errors are pages (issue 30): a browser asking for a page gets an HTML page with the right status (404, 429 with
  * its wait, 503 in words), the site's header and the pages' CSP; the API and every machine-read path keep the
- * contract's JSON whatever the Accept header says.
+ * contract's JSON whatever the Accept header says. And `/tags/{slug}`, a page route of API.md, is the feed's tag page.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -106,3 +106,17 @@ test(
     await context.close();
   },
 );
+
+test("a tag's page, /tags/{slug}, is the feed filtered by it: one address, which the server renders", async () => {
+  for (const [path, to] of [
+    ['/tags/cats', '/?tag=cats'],
+    ['/tags/Cute%20Cats?sort=top', '/?sort=top&tag=cute-cats'],
+  ] as const) {
+    const r = await fetch(app.url + path, { redirect: 'manual', headers: HTML });
+    assert.equal(r.status, 301, path);
+    assert.equal(r.headers.get('location'), to, path);
+  }
+  const page = await fetch(`${app.url}/tags/cats`, { headers: HTML });
+  assert.equal(page.status, 200);
+  assert.match(await page.text(), /<h1>Uploads tagged “cats”<\/h1>/);
+});

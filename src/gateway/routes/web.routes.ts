@@ -257,7 +257,7 @@ ${feed ? firstPageHead(feed) : ''}${page === 'feed' ? atomLink(ctx) : ''}</head>
 export const WEB_MEDIA_PATHS: readonly string[] = ['/assets/:name', '/favicon.ico'];
 
 /** Every path the web front end serves (GET only), as Koa routes: none is part of the API. */
-export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), ...WEB_MEDIA_PATHS];
+export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), '/tags/:slug', ...WEB_MEDIA_PATHS];
 
 /**
  * A page's HTML, compressed when the client takes it (the feed's carries its first page twice, as JSON and as
@@ -329,6 +329,16 @@ export function webRoutes(
     const asset = assets.byPath.get(ctx.path);
     if (!asset) throw errors.notFound(`no asset ${ctx.params.name}`);
     sendAsset(ctx, asset);
+  });
+  // A tag's page (API.md's page routes) is the feed filtered by it: one address for it, `/?tag=<slug>`, which the
+  // server renders (readable without JavaScript) and which sort links and cursors keep.
+  router.get('/tags/:slug', (ctx) => {
+    const q = new URLSearchParams();
+    const sort = typeof ctx.query.sort === 'string' ? ctx.query.sort : '';
+    if (sort && sort !== 'new') q.set('sort', sort);
+    q.set('tag', (ctx.params.slug ?? '').normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-'));
+    ctx.status = 301;
+    ctx.redirect(`/?${q.toString()}`);
   });
   // Browsers ask for /favicon.ico on their own (pages name the SVG icon; this is for everything else).
   router.get('/favicon.ico', (ctx) => {

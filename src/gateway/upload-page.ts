@@ -11,20 +11,7 @@
  * origin (request-origin.ts).
  */
 import type { UploadView } from '../domain/uploads/upload.types.ts';
-import { escapeHtml } from './web-render.ts';
-
-type Attrs = Record<string, string | number | boolean | null | undefined>;
-
-/** An element as markup: attributes in order (null, undefined and false left out), children as given. */
-function el(tag: string, attrs: Attrs, ...children: string[]): string {
-  let open = `<${tag}`;
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    open += v === true ? ` ${k}` : ` ${k}="${escapeHtml(String(v))}"`;
-  }
-  return tag === 'img' || tag === 'meta' || tag === 'link' ? `${open}>` : `${open}>${children.join('')}</${tag}>`;
-}
-const text = (value: string | number) => escapeHtml(String(value));
+import { el, text } from './web-render.ts';
 
 /** The image variants (images.routes.ts): the long side at most this many pixels, never enlarged. */
 export const VARIANTS: ReadonlyArray<readonly ['thumb' | 'medium' | 'full', number]> = [

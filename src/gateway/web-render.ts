@@ -37,18 +37,25 @@ export interface CardUpload {
   embed?: { provider: string | null } | null;
 }
 
-type Attrs = Record<string, string | number | boolean | null | undefined>;
+export type Attrs = Record<string, string | number | boolean | null | undefined>;
 
-/** As web/lib/dom.js's `h()`: attributes in order (null, undefined and false left out), children as given. */
-function el(tag: string, attrs: Attrs, ...children: string[]): string {
+/** The elements that have no end tag (of those the pages use). */
+const VOID = new Set(['img', 'input', 'meta', 'link']);
+
+/**
+ * An element as markup, as web/lib/dom.js's `h()` builds it: attributes in order (null, undefined and false left
+ * out, values escaped), children as given (already markup).
+ */
+export function el(tag: string, attrs: Attrs, ...children: string[]): string {
   let open = `<${tag}`;
   for (const [k, v] of Object.entries(attrs)) {
     if (v === null || v === undefined || v === false) continue;
     open += v === true ? ` ${k}` : ` ${k}="${escapeHtml(String(v))}"`;
   }
-  return tag === 'img' || tag === 'input' ? `${open}>` : `${open}>${children.join('')}</${tag}>`;
+  return VOID.has(tag) ? `${open}>` : `${open}>${children.join('')}</${tag}>`;
 }
-const text = (value: string | number) => escapeHtml(String(value));
+/** Text content, escaped. */
+export const text = (value: string | number) => escapeHtml(String(value));
 
 /** web/lib/dom.js's `hostOf`. */
 function hostOf(url: string | null | undefined): string {

@@ -18,18 +18,24 @@ export const VoteBody = z
   })
   .meta({ examples: [{ uploadId: '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90', vote: 'fucks' }] });
 
+/**
+ * A query value (a string on the wire) that must spell a positive integer: its number, `absent` when it is missing or
+ * empty, or an issue naming the parameter.
+ */
+export function positiveIntOf<T>(name: string, v: string | undefined, ctx: z.RefinementCtx, absent: T): number | T {
+  if (v === undefined || v === '') return absent;
+  if (!/^\d+$/.test(v) || Number(v) < 1) {
+    ctx.addIssue({ code: 'custom', message: `${name} must be an integer of at least 1 (got "${v}")` });
+    return z.NEVER;
+  }
+  return Number(v);
+}
+
 const positiveInt = (name: string, fallback: number, example = fallback) =>
   z
     .string()
     .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v === '') return fallback;
-      if (!/^\d+$/.test(v) || Number(v) < 1) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be an integer of at least 1 (got "${v}")` });
-        return z.NEVER;
-      }
-      return Number(v);
-    })
+    .transform((v, ctx) => positiveIntOf(name, v, ctx, fallback))
     // The query value is a string on the wire; the document describes what it must spell.
     .meta({ type: 'integer', minimum: 1, description: `Default ${fallback}.`, examples: [example] });
 

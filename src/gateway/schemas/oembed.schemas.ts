@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { positiveIntOf } from './community.schemas.ts';
 
 const PAGE_EXAMPLE = 'https://pixvote.example/uploads/3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90';
 
@@ -7,14 +8,7 @@ const optionalSize = (name: string, example: number) =>
   z
     .string()
     .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v === '') return undefined;
-      if (!/^\d+$/.test(v) || Number(v) < 1) {
-        ctx.addIssue({ code: 'custom', message: `${name} must be an integer of at least 1 (got "${v}")` });
-        return z.NEVER;
-      }
-      return Number(v);
-    })
+    .transform((v, ctx) => positiveIntOf(name, v, ctx, undefined))
     .meta({ type: 'integer', minimum: 1, examples: [example] });
 
 /** `GET /api/oembed`: the oEmbed 1.0 request (https://oembed.com, 2.2). */

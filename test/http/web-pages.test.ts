@@ -148,7 +148,8 @@ test('upload a file by keyboard alone: preview, limits as you type, then the upl
   );
   await page.dispatchEvent('.drop', 'drop', { dataTransfer: dropped });
   await page.locator('.drop .hint', { hasText: 'again.png' }).waitFor();
-  assert.equal(await page.locator('img.preview').isVisible(), true, 'the dropped file is previewed');
+  // The preview shows once the browser has decoded the dropped file's blob: wait for it, do not sample it.
+  await page.locator('img.preview').waitFor({ state: 'visible' });
   await page.click('form.new button[type="submit"]');
   const link = page.locator('.alert.info a');
   await link.waitFor();

@@ -1,5 +1,6 @@
 /** Tags of an upload (read by anyone, changed by its owner or an admin) and tag suggestions. */
 import { errors } from './errors.ts';
+import { decodeCursor, encodeCursor, listingId } from './feeds/cursor.ts';
 import { isUuid } from './ids.ts';
 import type { Clock } from './clock.ts';
 import type { Principal } from './users.ts';
@@ -26,7 +27,11 @@ export interface TagStore {
     at: Date,
   ): Promise<{ ok: true; tags: TagView[] } | { ok: false; wouldHave: number } | null>;
   remove(uploadId: string, slug: string): Promise<boolean>;
-  suggest(prefix: string, limit: number): Promise<TagSuggestion[]>;
+  /**
+   * Tags named `prefix`…, most used first (then by name); after `after` (the last tag of the previous page: its
+   * count then and its id, whose name the store looks up) when given; `fetch` rows at most.
+   */
+  suggest(prefix: string, after: { uploads: number; id: string } | null, fetch: number): Promise<TagSuggestion[]>;
 }
 
 export class TagService {
@@ -68,8 +73,30 @@ export class TagService {
     return this.#tags.tagsOf(uploadId);
   }
 
-  suggest(q: string, limit: number): Promise<TagSuggestion[]> {
-    return this.#tags.suggest(normalizeTag(q), limit);
+  /**
+   * Tag search, a page at a time: `next_cursor` leads on after the last tag shown (keyset on count and name, so a
+   * page reads only its own rows from the index). A tag whose count changed meanwhile may move past the cursor.
+   */
+  async suggest(
+    q: string,
+    limit: number,
+    cursorText?: string,
+  ): Promise<{ tags: TagSuggestion[]; next_cursor: string | null }> {
+    const prefix = normalizeTag(q);
+    const listing = listingId(['tags', prefix, limit]);
+    const cursor = cursorText ? decodeCursor(listing, cursorText) : null;
+    const after = cursor ? { uploads: cursor.after.pos.key ?? 0, id: cursor.after.pos.id } : null;
+    const rows = await this.#tags.suggest(prefix, after, limit + 1);
+    const tags = rows.slice(0, limit);
+    const last = tags.at(-1);
+    const next =
+      rows.length > limit && last
+        ? encodeCursor(listing, {
+            page: (cursor?.page ?? 1) + 1,
+            after: { since: this.#clock.now(), pos: { key: last.uploads, createdAt: new Date(0), id: last.id } },
+          })
+        : null;
+    return { tags, next_cursor: next };
   }
 
   /** The owner of an upload the reader may reach (held: owner and admins; removed: admins). */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, uploadFields } from '../support/uploads.ts';
+import type { Reply } from '../support/http.ts';
 
 let app: TestApp;
 let owner: TestUser;
@@ -148,6 +149,42 @@ test('GET /api/tags?q= suggests by prefix, most used first', async () => {
   );
   const escaped = await app.api.get('/api/tags?q=%25');
   assert.deepEqual(escaped.body.tags, [], 'a % in the prefix is matched literally');
+});
+
+test('GET /api/tags pages on by cursor: every tag once, in order, to the end; a foreign cursor is 400', async () => {
+  // 7 tags "pg…": pgtag0 on 3 uploads, pgtag1 on 2, the rest on 1 (ties by name).
+  await upload('pgtag0, pgtag1, pgtag2, pgtag3, pgtag4');
+  await upload('pgtag0, pgtag1, pgtag5');
+  await upload('pgtag0, pgtag6');
+  const seen: Array<[string, number]> = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const r: Reply<{ tags: Array<{ name: string; uploads: number }>; next_cursor: string | null }> = await app.api.get(
+      `/api/tags?q=pg&limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+    );
+    assert.equal(r.status, 200);
+    assert.ok(r.body.tags.length <= 3);
+    seen.push(...r.body.tags.map((t): [string, number] => [t.name, t.uploads]));
+    cursor = r.body.next_cursor;
+    pages++;
+  } while (cursor && pages < 10);
+  assert.deepEqual(seen, [
+    ['pgtag0', 3],
+    ['pgtag1', 2],
+    ['pgtag2', 1],
+    ['pgtag3', 1],
+    ['pgtag4', 1],
+    ['pgtag5', 1],
+    ['pgtag6', 1],
+  ]);
+  assert.equal(pages, 3);
+  const first = await app.api.get('/api/tags?q=pg&limit=3');
+  const foreign = await app.api.get(`/api/tags?q=pg&limit=4&cursor=${first.body.next_cursor}`);
+  assert.equal(foreign.status, 400);
+  assert.equal(foreign.body.error, 'invalid_cursor');
+  const feedCursor = await app.api.get(`/api/uploads?limit=3&cursor=${first.body.next_cursor}`);
+  assert.equal(feedCursor.body.error, 'invalid_cursor', "a tag search's cursor is not a feed's");
 });
 
 /** GET /api/tags?q= as [name, uploads] pairs. */

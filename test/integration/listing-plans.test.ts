@@ -10,12 +10,34 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
-import { openDatabase } from '../../src/store/database.ts';
+import { CompiledQuery, sql } from 'kysely';
+import { openDatabase, type Database } from '../../src/store/database.ts';
 import { feedKeysQuery } from '../../src/store/repositories/feed.repository.ts';
+import { tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
 import type { FeedQuery, PageStart } from '../../src/domain/feeds/feed.service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+
+/** The database's plan for `query`; on PostgreSQL with sorts and sequential scans priced out. */
+function planOf(db: Database, query: CompiledQuery): Promise<string> {
+  return db.transaction(async (_em, tx) => {
+    const explain = <R>(prefix: string) =>
+      tx.executeQuery<R>(CompiledQuery.raw(`${prefix} ${query.sql}`, [...query.parameters]));
+    if (db.dialect.name === 'postgres') {
+      await sql`set local enable_sort = off`.execute(tx);
+      await sql`set local enable_seqscan = off`.execute(tx);
+      const r = await explain<{ 'QUERY PLAN': string }>('explain');
+      return r.rows.map((x) => x['QUERY PLAN']).join('\n');
+    }
+    const r = await explain<{ detail: string }>('explain query plan');
+    return r.rows.map((x) => x.detail).join('\n');
+  });
+}
+
+function assertNoSort(dialect: string, label: string, plan: string): void {
+  if (dialect === 'postgres') assert.doesNotMatch(plan, /\bSort\b/, `${label}:\n${plan}`);
+  else assert.doesNotMatch(plan, /TEMP B-TREE/, `${label}:\n${plan}`);
+}
 
 test('every feed order, filter and page start is read from an index, never sorted', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-plans-'));
@@ -36,25 +58,40 @@ test('every feed order, filter and page start is read from an index, never sorte
             const tagged = tagId ? 'tag' : '';
             const label = `${sort} ${JSON.stringify(filter)} ${tagged} ${'after' in start ? 'cursor' : 'offset'}`;
             const query = feedKeysQuery(d, q, start, 13, tagId);
-            const plan = await db.transaction(async (_em, tx) => {
-              if (d.name === 'postgres') {
-                await sql`set local enable_sort = off`.execute(tx);
-                await sql`set local enable_seqscan = off`.execute(tx);
-                const r = await sql<{ 'QUERY PLAN': string }>`explain ${query}`.execute(tx);
-                return r.rows.map((x) => x['QUERY PLAN']).join('\n');
-              }
-              const r = await sql<{ detail: string }>`explain query plan ${query}`.execute(tx);
-              return r.rows.map((x) => x.detail).join('\n');
-            });
+            const plan = await planOf(db, query.compile(db.db()));
             plans.push(`${label}\n${plan}`);
             if (process.env.SHOW_PLANS) console.log(`${label}\n${plan}`);
-            if (d.name === 'postgres') assert.doesNotMatch(plan, /\bSort\b/, `${label}:\n${plan}`);
-            else assert.doesNotMatch(plan, /TEMP B-TREE/, `${label}:\n${plan}`);
+            assertNoSort(d.name, label, plan);
           }
         }
       }
     }
     assert.equal(plans.length, 4 * (3 * 2 + 2));
+  } finally {
+    await db.close();
+    await pg?.drop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('tag search (with and without a prefix, first or later page) is read from its index, never sorted', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-plans-'));
+  const pg = onPostgres ? await createTestDatabase() : null;
+  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+  try {
+    for (const prefix of ['', 'ca']) {
+      for (const after of [null, { uploads: 3, id: randomUUID() }]) {
+        const label = `tags q=${prefix} ${after ? 'cursor' : 'first'}`;
+        for (const [i, query] of tagSearchQueries(db.db(), prefix, after, 11).entries()) {
+          const plan = await planOf(db, query.compile());
+          if (process.env.SHOW_PLANS) console.log(`${label} ${i}\n${plan}`);
+          assertNoSort(db.dialect.name, label, plan);
+          assert.match(plan, /tags_search_index/, `${label}:\n${plan}`);
+          // Seeks, not a scan from the index's start filtered: the count is an index condition.
+          if (after && db.dialect.name === 'postgres') assert.match(plan, /Index Cond: .*upload_count/, plan);
+        }
+      }
+    }
   } finally {
     await db.close();
     await pg?.drop();

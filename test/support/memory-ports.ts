@@ -434,6 +434,12 @@ export class MemoryFeedCache implements FeedCache {
   }
 }
 
+/** A tag's id, the same for the same slug everywhere (a UUID, as the database's are: cursors carry it). */
+function tagIdOf(slug: string): string {
+  const h = createHash('sha256').update(slug).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
 /** Tags over the upload rows: the limit checked against the tags an upload has; suggestions asked are logged. */
 export class MemoryTags implements TagStore {
   removals: string[] = [];
@@ -454,7 +460,7 @@ export class MemoryTags implements TagStore {
     if (!u) return null;
     const fresh = names.filter((n) => !u.tags.some((t) => t.slug === slugOf(n)));
     if (u.tags.length + fresh.length > max) return { ok: false as const, wouldHave: u.tags.length + fresh.length };
-    u.tags.push(...fresh.map((name) => ({ id: `tag-${slugOf(name)}`, name, slug: slugOf(name) })));
+    u.tags.push(...fresh.map((name) => ({ id: tagIdOf(slugOf(name)), name, slug: slugOf(name) })));
     return { ok: true as const, tags: [...u.tags] };
   }
   async remove(uploadId: string, slug: string) {
@@ -466,7 +472,11 @@ export class MemoryTags implements TagStore {
     return true;
   }
   /** Names starting with `prefix`, most used (by public, visible uploads) first, then by name. */
-  async suggest(prefix: string, limit: number): Promise<TagSuggestion[]> {
+  async suggest(
+    prefix: string,
+    after: { uploads: number; id: string } | null,
+    limit: number,
+  ): Promise<TagSuggestion[]> {
     this.suggestions.push(prefix);
     const counts = new Map<string, TagSuggestion>();
     for (const u of this.uploads.rows.values()) {
@@ -477,6 +487,8 @@ export class MemoryTags implements TagStore {
         counts.set(t.slug, c);
       }
     }
-    return [...counts.values()].sort((a, b) => b.uploads - a.uploads || a.name.localeCompare(b.name)).slice(0, limit);
+    const ordered = [...counts.values()].sort((a, b) => b.uploads - a.uploads || a.name.localeCompare(b.name));
+    const from = after ? ordered.findIndex((t) => t.id === after.id) + 1 : 0;
+    return ordered.slice(from, from + limit);
   }
 }

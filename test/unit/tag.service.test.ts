@@ -126,7 +126,8 @@ describe('TagService.list, remove, suggest', () => {
     await service.add(alice, upload.id, ['cats', 'cars']);
     const second = uploads.add({ userId: alice.userId });
     await service.add(alice, second.id, ['cars', 'dogs']);
-    const found = await service.suggest('  ＣＡ ', 10);
+    const { tags: found, next_cursor } = await service.suggest('  ＣＡ ', 10);
+    assert.equal(next_cursor, null);
     assert.deepEqual(tags.suggestions, ['ca']);
     assert.deepEqual(
       found.map((t) => [t.name, t.uploads]),
@@ -135,6 +136,17 @@ describe('TagService.list, remove, suggest', () => {
         ['cats', 1],
       ],
     );
-    assert.equal((await service.suggest('', 1)).length, 1);
+    const first = await service.suggest('', 1);
+    assert.deepEqual(
+      first.tags.map((t) => t.name),
+      ['cars'],
+    );
+    const next = await service.suggest('', 1, first.next_cursor ?? undefined);
+    assert.deepEqual(
+      next.tags.map((t) => t.name),
+      ['cats'],
+      'the cursor leads on after the last tag shown',
+    );
+    await assert.rejects(service.suggest('', 2, first.next_cursor ?? undefined), refused('invalid_cursor'));
   });
 });

@@ -86,17 +86,18 @@ export const tagRoutes = routes<{ tags: TagService }>((route) => [
     summary: 'Tag suggestions by name prefix',
     description:
       'Tags carried by uploads a listing shows (public ones, for every caller), most used first; ' +
-      'a tag only private uploads carry is not suggested, and private uploads are not counted.',
+      'a tag only private uploads carry is not suggested, and private uploads are not counted. Pages on with ' +
+      '`cursor=<next_cursor>` (same `q` and `limit`).',
     auth: 'none',
     limit: 'general',
     query: TagSuggestQuery,
     responses: { 200: { description: 'Suggestions.', json: TagSuggestions, cacheControl: ['public, max-age=60'] } },
-    errors: ['invalid_request'],
+    errors: ['invalid_request', 'invalid_cursor'],
     handler:
       (deps) =>
       async (ctx, { query }) => {
         ctx.set('Cache-Control', 'public, max-age=60');
-        ctx.body = { tags: await deps.tags.suggest(query.q, query.limit) };
+        ctx.body = await deps.tags.suggest(query.q, query.limit, query.cursor);
       },
   }),
 ]);

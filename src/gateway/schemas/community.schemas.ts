@@ -122,6 +122,7 @@ export const TagSuggestQuery = z.object({
   limit: positiveInt('limit', 10)
     .transform((l) => Math.min(l, 50))
     .meta({ description: 'Default 10; values over 50 are clamped to 50.' }),
+  cursor: cursorParam,
 });
 
 export const VoteResult = z.object({
@@ -184,4 +185,4 @@ export const TagSuggestion = Tag.extend({
     .nonnegative()
     .describe('How many uploads a listing shows carry the tag (public ones; private uploads are never counted).'),
 });
-export const TagSuggestions = z.object({ tags: z.array(TagSuggestion) });
+export const TagSuggestions = z.object({ tags: z.array(TagSuggestion), next_cursor: nextCursor });

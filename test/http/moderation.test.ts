@@ -295,6 +295,77 @@ describe('reports', () => {
   });
 });
 
+describe('the queue pages by cursor', () => {
+  type Item = { kind: string; id?: string; upload?: { id: string } };
+  const itemId = (i: Item) => i.upload?.id ?? i.id ?? '';
+  const page = async (status: string, cursor: string | null) => {
+    const q = `status=${status}&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+    const r = await app.api.get(`/api/admin/moderation?${q}`, { token: admin.token });
+    assert.equal(r.status, 200, r.text);
+    return r.body as { items: Item[]; page: number; has_more: boolean; next_cursor: string | null };
+  };
+
+  test('acting on each page as it comes skips nothing and shows nothing twice; closed pages on too', async () => {
+    const ids = [await link(), await link(), await link(), await link(), await link()];
+    const second = await registerUser(app.api);
+    for (const [n, id] of ids.entries()) {
+      await app.api.post(`/api/upload/${id}/report`, { reason: 'spam' }, { token: other.token });
+      if (n % 2) await app.api.post(`/api/upload/${id}/report`, { reason: 'other' }, { token: second.token });
+    }
+    assert.equal((await act(ids[4]!, { action: 'hold', reason: 'look closer' })).status, 200);
+    const all = await app.api.get('/api/admin/moderation?limit=50', { token: admin.token });
+    const before = (all.body.items as Item[]).map(itemId);
+    assert.ok(before.length < 50 && ids.every((id) => before.includes(id)));
+    // Held first, then most reports: ids[4] (held) before ids[1] and ids[3] (2 reports) before the rest.
+    const at = (id: string) => before.indexOf(id);
+    assert.ok(at(ids[4]!) < at(ids[1]!) && at(ids[1]!) < at(ids[0]!) && at(ids[3]!) < at(ids[2]!));
+    const seen: string[] = [];
+    const approved: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const p = await page('open', cursor);
+      assert.equal(p.page, pages + 1, 'pages are counted on');
+      seen.push(...p.items.map(itemId));
+      // The moderator approves the page's uploads before asking for the next: they leave the open queue.
+      for (const i of p.items) {
+        if (i.upload && ids.includes(i.upload.id)) {
+          assert.equal((await act(i.upload.id, { action: 'approve', reason: 'fine' })).status, 200);
+          approved.push(i.upload.id);
+        }
+      }
+      cursor = p.next_cursor;
+      assert.equal(p.has_more, cursor !== null);
+    } while (cursor && ++pages < 40);
+    assert.deepEqual(seen, before, 'every open item once, in the queue order, though each page was acted on');
+    assert.deepEqual(approved.toSorted(), ids.toSorted());
+    // Number pages would have skipped: after approving page 1, page 2 starts 2 items further on.
+
+    const closed: string[] = [];
+    cursor = null;
+    pages = 0;
+    do {
+      const p = await page('closed', cursor);
+      closed.push(...p.items.map(itemId));
+      cursor = p.next_cursor;
+    } while (cursor && ++pages < 200);
+    assert.equal(new Set(closed).size, closed.length, 'no closed item twice');
+    // Most recently acted on first: the last approved leads.
+    assert.deepEqual(
+      closed.filter((id) => ids.includes(id)),
+      approved.toReversed(),
+    );
+
+    const first = await page('closed', null);
+    assert.ok(first.next_cursor, 'five closed items make more than a page of 2');
+    const foreign = await app.api.get(`/api/admin/moderation?status=open&limit=2&cursor=${first.next_cursor}`, {
+      token: admin.token,
+    });
+    assert.equal(foreign.status, 400);
+    assert.equal(foreign.body.error, 'invalid_cursor');
+  });
+});
+
 describe('reports are rate limited', () => {
   test('RATE_LIMIT_REPORT per user: 429 with Retry-After', async () => {
     const limited = await startApp({ RATE_LIMIT_REPORT: '2/1h' });

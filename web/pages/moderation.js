@@ -43,12 +43,21 @@ export async function render() {
     users,
   );
 
-  const r = await api('GET', '/api/admin/moderation?status=open&limit=50');
-  if (!r.ok) return (queueStatus.textContent = explain(r));
-  queue.replaceChildren(
-    ...r.data.items.map((/** @type {any} */ it) => (it.kind === 'vote_ring' ? voteRingItem(it) : queueItem(it))),
-  );
-  queueStatus.textContent = r.data.items.length ? '' : 'The queue is empty.';
+  // The queue a page at a time: "More of the queue" pages on by cursor, so items acted on meanwhile skip nothing.
+  const more = h('button', { type: 'button', class: 'secondary', hidden: true }, 'More of the queue');
+  queue.after(more);
+  /** @param {string | null} cursor */
+  const loadQueue = async (cursor) => {
+    const r = await api('GET', `/api/admin/moderation?status=open&limit=50${cursor ? `&cursor=${cursor}` : ''}`);
+    if (!r.ok) return void (queueStatus.textContent = explain(r));
+    queue.append(
+      ...r.data.items.map((/** @type {any} */ it) => (it.kind === 'vote_ring' ? voteRingItem(it) : queueItem(it))),
+    );
+    if (!cursor) queueStatus.textContent = r.data.items.length ? '' : 'The queue is empty.';
+    more.hidden = !r.data.next_cursor;
+    more.onclick = () => void loadQueue(r.data.next_cursor);
+  };
+  await loadQueue(null);
   await loadUsers(users, '');
 }
 

@@ -4,7 +4,14 @@
  * caches like any other write; stored files a removal released go after the commit (journalled: the media sweep
  * retries a failure).
  */
-import { checkPageDepth, decodeCursor, encodeCursor, listingId, type PageStart } from '../feeds/cursor.ts';
+import {
+  checkPageDepth,
+  decodeCursor,
+  encodeCursor,
+  listingId,
+  type ListPosition,
+  type PageStart,
+} from '../feeds/cursor.ts';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errors } from '../errors.ts';
@@ -210,27 +217,29 @@ export class ModerationService {
     };
   }
 
-  async queue(status: 'open' | 'closed', page: Page): Promise<{ items: QueueItemView[]; has_more: boolean }> {
-    const rows = await this.queueItems(status, (page.page - 1) * page.limit, page.limit + 1);
-    return { items: rows.slice(0, page.limit), has_more: rows.length > page.limit };
-  }
-
-  /** The queue's upload items from `offset` (the queue route puts vote-ring items before them). */
-  async queueItems(status: 'open' | 'closed', offset: number, limit: number): Promise<QueueItemView[]> {
-    const rows = await this.#store.queue(status, offset, limit, this.#trust, this.#clock.now());
-    return rows.map(({ upload, reports }) => ({
-      kind: 'upload' as const,
-      upload: toUploadView(upload),
-      reports: {
-        count: reports.count,
-        reasons: reports.reasons,
-        notes: reports.notes,
-        first_at: reports.firstAt?.toISOString() ?? null,
-        last_at: reports.lastAt?.toISOString() ?? null,
-        trusted: reports.trusted,
+  /** The queue's upload items from `start` (the queue route puts vote-ring items before them), with positions. */
+  async queueItems(
+    status: 'open' | 'closed',
+    start: PageStart,
+    limit: number,
+  ): Promise<Array<{ item: QueueItemView; pos: ListPosition }>> {
+    const rows = await this.#store.queue(status, start, limit, this.#trust, this.#clock.now());
+    return rows.map(({ upload, reports, pos }) => ({
+      pos,
+      item: {
+        kind: 'upload' as const,
+        upload: toUploadView(upload),
+        reports: {
+          count: reports.count,
+          reasons: reports.reasons,
+          notes: reports.notes,
+          first_at: reports.firstAt?.toISOString() ?? null,
+          last_at: reports.lastAt?.toISOString() ?? null,
+          trusted: reports.trusted,
+        },
+        person_flag: upload.personFlag,
+        human_score: upload.humanScore,
       },
-      person_flag: upload.personFlag,
-      human_score: upload.humanScore,
     }));
   }
 

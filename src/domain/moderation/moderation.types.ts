@@ -1,4 +1,5 @@
 /** API.md Moderation: reports, the queue, the blocklist, bans and the modlog, as the domain sees them. */
+import type { ListPosition } from '../feeds/cursor.ts';
 import type { ModerationState, UploadRecord } from '../uploads/upload.types.ts';
 import type { UserRecord } from '../users.ts';
 
@@ -45,6 +46,8 @@ export interface ReportSummary {
 export interface QueueItemRecord {
   upload: UploadRecord;
   reports: ReportSummary;
+  /** Where the item is in the queue's order (what a cursor names). */
+  pos: ListPosition;
 }
 
 export interface NewBlocklistEntry {

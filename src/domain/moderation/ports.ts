@@ -66,10 +66,14 @@ export interface ModerationStore {
       guard?: (upload: { uploadType: UploadType; hasHashes: boolean }) => void;
     },
   ): Promise<ActOutcome | null>;
-  /** The queue's items: open (held, reported, person-flagged) or closed (acted on, nothing open). */
+  /**
+   * The queue's upload items: open (held, reported, person-flagged; held first, then most open reports, then
+   * oldest) or closed (acted on, nothing open; most recently acted on first), from `start` (a seek past a cursor's
+   * position in that order, or an offset).
+   */
   queue(
     status: 'open' | 'closed',
-    offset: number,
+    start: PageStart,
     limit: number,
     trust: ReportTrustRule,
     now: Date,

@@ -5,6 +5,7 @@
  * the job at once; the store's unique key settles a race). A moderator voids the ring's votes (every vote of its
  * accounts goes and each upload's counters move by exactly those votes, in one transaction) or dismisses it.
  */
+import type { PageStart } from '../feeds/cursor.ts';
 import { createHash } from 'node:crypto';
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
@@ -85,8 +86,8 @@ export interface VoteRingStore {
    */
   add(rings: NewVoteRing[], at: Date): Promise<number>;
   count(status: 'open' | 'closed'): Promise<number>;
-  /** Open: oldest first; closed: most recently closed first. */
-  list(status: 'open' | 'closed', offset: number, limit: number): Promise<VoteRingRecord[]>;
+  /** Open: oldest first; closed: most recently closed first; from `start` (past a cursor's position, or an offset). */
+  list(status: 'open' | 'closed', start: PageStart, limit: number): Promise<VoteRingRecord[]>;
   /**
    * Closes an open item with `action`; `void` first deletes every vote of its accounts and moves each affected
    * upload's counters (and ranks) by exactly those votes, in the same transaction. Null when there is no such
@@ -147,8 +148,8 @@ export class VoteRingService {
     return this.#store.count(status);
   }
 
-  async list(status: 'open' | 'closed', offset: number, limit: number): Promise<VoteRingItemView[]> {
-    return (await this.#store.list(status, offset, limit)).map(itemView);
+  async list(status: 'open' | 'closed', start: PageStart, limit: number): Promise<VoteRingItemView[]> {
+    return (await this.#store.list(status, start, limit)).map(itemView);
   }
 
   /** `POST /api/admin/vote-rings/{id}`: 404 unknown, 409 `conflict` when already closed. */

@@ -265,7 +265,8 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       'open ones oldest first, closed ones most recently closed first. Then `upload` items: `open`: uploads with ' +
       'open reports, held uploads, and uploads flagged by person detection (`HUMAN_POLICY=flag` or `hold`, score ' +
       'at or above the threshold); held first, then most reports, then oldest. `closed`: uploads acted on, with ' +
-      'nothing open.',
+      'nothing open. Pages on with `cursor=<next_cursor>` (same `status` and `limit`): acting on the items of a ' +
+      'page skips nothing on the next, as number pages would.',
     auth: 'required',
     scope: 'moderate',
     limit: 'general',
@@ -304,17 +305,22 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
         },
       },
     },
-    errors: ['invalid_request', 'forbidden'],
+    errors: ['invalid_request', 'invalid_cursor', 'page_too_deep', 'forbidden'],
     admin: true,
     handler:
       (deps) =>
       async (ctx, { query: q }) => {
-        const page = await queuePage(q.status, q, {
-          rings: deps.voteRings,
-          uploads: (status, offset, limit) => deps.moderation.queueItems(status, offset, limit),
-        });
+        const page = await queuePage(
+          q.status,
+          q,
+          {
+            rings: deps.voteRings,
+            uploads: (status, start, limit) => deps.moderation.queueItems(status, start, limit),
+          },
+          new Date(),
+        );
         ctx.set('Cache-Control', 'private, no-store');
-        ctx.body = { items: page.items, page: q.page, limit: q.limit, has_more: page.has_more };
+        ctx.body = { ...page, limit: q.limit };
       },
   }),
   route({

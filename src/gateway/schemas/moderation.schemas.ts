@@ -53,6 +53,7 @@ export const PageQuery = z.object({
 });
 
 export const QueueQuery = PageQuery.extend({
+  cursor: cursorParam,
   status: z
     .enum(['open', 'closed'], { error: 'status must be open or closed' })
     .default('open')
@@ -87,6 +88,7 @@ export const QueuePage = z.object({
   page: z.int().positive(),
   limit: z.int().positive(),
   has_more: z.boolean(),
+  next_cursor: nextCursor,
 });
 
 export const ModerationBody = z

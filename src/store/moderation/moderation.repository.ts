@@ -41,6 +41,16 @@ const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> =
   remove: 'removed',
 };
 
+/** A queue row's id and its position in the queue's order (see `queue`). */
+interface QueueKeyRow {
+  id: string;
+  at: unknown;
+  k: number | string;
+}
+
+/** How far apart held and not-held uploads are in the open queue's key: more than any upload's report count. */
+const QUEUE_HELD_STEP = 1_000_000_000;
+
 export class ModerationRepository implements ModerationStore {
   readonly #db: Database;
   readonly #uploads: UploadRepository;
@@ -164,7 +174,7 @@ export class ModerationRepository implements ModerationStore {
 
   async queue(
     status: 'open' | 'closed',
-    offset: number,
+    start: PageStart,
     limit: number,
     trust: ReportTrustRule,
     now: Date,
@@ -173,29 +183,40 @@ export class ModerationRepository implements ModerationStore {
     const d = this.#db.dialect;
     const trueLit = sql.raw(d.name === 'postgres' ? 'true' : '1');
     const falseLit = sql.raw(d.falseLit);
+    const offset = 'offset' in start ? start.offset : 0;
+    const after = 'after' in start ? start.after.pos : null;
+    // The open queue's order as one number (held first, then most open reports), then oldest first: a cursor's
+    // key is that number, and the next page seeks past (key, created_at, id).
+    const openKey = sql`(case when u.moderation = 'held' then 0 else 1 end) * ${QUEUE_HELD_STEP} - coalesce(r.n, 0)`;
+    const seekOpen = after
+      ? sql`and (${openKey}, u.created_at, u.id) > (${after.key ?? 0}, ${d.date(after.createdAt)}, ${after.id})`
+      : sql``;
     const { rows } =
       status === 'open'
-        ? await sql<{ id: string }>`
+        ? await sql<QueueKeyRow>`
             with open_reports as (
               select upload_id, count(*) as n from reports where status = 'open' group by upload_id),
             ids as (
               select upload_id as id from open_reports
               union select id from uploads where moderation = 'held'
               union select id from uploads where person_flag = ${trueLit})
-            select u.id as id from ids join uploads u on u.id = ids.id
+            select u.id as id, u.created_at as at, ${openKey} as k from ids join uploads u on u.id = ids.id
               left join open_reports r on r.upload_id = u.id
             where u.moderation <> 'removed'
-            order by case when u.moderation = 'held' then 0 else 1 end, coalesce(r.n, 0) desc, u.created_at, u.id
+              ${seekOpen}
+            order by k, u.created_at, u.id
             limit ${limit} offset ${offset}`.execute(db)
-        : await sql<{ id: string }>`
-            select u.id as id from uploads u
+        : await sql<QueueKeyRow>`
+            select u.id as id, u.moderated_at as at, 0 as k from uploads u
             where u.moderated_at is not null
               and (u.moderation = 'removed' or (u.moderation = 'visible' and u.person_flag = ${falseLit}
                 and not exists (select 1 from reports r where r.upload_id = u.id and r.status = 'open')))
+              ${after ? sql`and (u.moderated_at, u.id) < (${d.date(after.createdAt)}, ${after.id})` : sql``}
             order by u.moderated_at desc, u.id desc
             limit ${limit} offset ${offset}`.execute(db);
     if (!rows.length) return [];
     const ids = rows.map((r) => r.id);
+    const keys = new Map(rows.map((r) => [r.id, r]));
     const records = new Map(
       (await this.#uploads.hydrate(await this.#uploads.select(db).where('u.id', 'in', ids).execute(), db)).map(
         (u) => [u.id, u] as const,
@@ -209,7 +230,9 @@ export class ModerationRepository implements ModerationStore {
     }
     return ids.flatMap((id) => {
       const upload = records.get(id);
-      return upload ? [{ upload, reports: summaries.get(id) ?? emptySummary() }] : [];
+      const row = keys.get(id);
+      const pos = { key: Number(row?.k ?? 0), createdAt: d.readDate(row?.at), id };
+      return upload ? [{ upload, reports: summaries.get(id) ?? emptySummary(), pos }] : [];
     });
   }
 

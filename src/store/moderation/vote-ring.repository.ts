@@ -4,6 +4,7 @@
  * order a vote takes: upload row, then its votes), every vote of the ring's accounts on them is deleted, and each
  * upload's counters and ranks move by exactly the votes deleted, so the counters still equal the votes table.
  */
+import type { PageStart } from '../../domain/feeds/cursor.ts';
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type {
@@ -151,13 +152,21 @@ export class VoteRingRepository implements VoteRingStore {
     return Number(row.n);
   }
 
-  async list(status: 'open' | 'closed', offset: number, limit: number): Promise<VoteRingRecord[]> {
+  async list(status: 'open' | 'closed', start: PageStart, limit: number): Promise<VoteRingRecord[]> {
+    const d = this.#db.dialect;
     let q = this.#select(this.#db.db()).where('r.status', '=', status);
-    q =
-      status === 'open'
-        ? q.orderBy('r.created_at', 'asc').orderBy('r.id', 'asc')
-        : q.orderBy('r.closed_at', 'desc').orderBy('r.id', 'desc');
-    const rows = (await q.offset(offset).limit(limit).execute()) as RingRow[];
+    const after = 'after' in start ? start.after.pos : null;
+    if (status === 'open') {
+      if (after) q = q.where(sql<boolean>`(r.created_at, r.id) > (${d.date(after.createdAt)}, ${after.id})`);
+      q = q.orderBy('r.created_at', 'asc').orderBy('r.id', 'asc');
+    } else {
+      if (after) q = q.where(sql<boolean>`(r.closed_at, r.id) < (${d.date(after.createdAt)}, ${after.id})`);
+      q = q.orderBy('r.closed_at', 'desc').orderBy('r.id', 'desc');
+    }
+    const rows = (await q
+      .offset('offset' in start ? start.offset : 0)
+      .limit(limit)
+      .execute()) as RingRow[];
     return this.#records(this.#db.db(), rows);
   }
 

@@ -300,6 +300,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
               page: 1,
               limit: 12,
               has_more: false,
+              next_cursor: null,
             },
           },
         },

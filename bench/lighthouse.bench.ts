@@ -128,10 +128,15 @@ try {
           onlyCategories: [...CATEGORIES],
         };
         const config: Config | undefined = preset === 'desktop' ? desktopConfig : undefined;
-        const result = await lighthouse(origin + path, flags, config);
-        if (!result) throw new Error(`lighthouse gave no result for ${path}`);
-        const lhr = result.lhr;
-        if (lhr.runtimeError) throw new Error(`${path} (${preset}): ${lhr.runtimeError.message}`);
+        // A run that failed to record (e.g. NO_NAVSTART on a starved machine) is run again, as its message asks.
+        let lhr: Result | undefined;
+        for (let attempt = 1; !lhr; attempt++) {
+          const result = await lighthouse(origin + path, flags, config);
+          const error = result ? result.lhr.runtimeError : { message: 'no result' };
+          if (!error) lhr = result!.lhr;
+          else if (attempt === 3) throw new Error(`${path} (${preset}): ${error.message}`);
+          else console.error(`${path} (${preset}): ${error.message}; again`);
+        }
         const scores = Object.fromEntries(
           CATEGORIES.map((c) => [c, Math.round((lhr.categories[c]?.score ?? 0) * 100)] as const),
         );

@@ -73,6 +73,12 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
+const countBy = (xs: string[]) => {
+  const counts = new Map<string, number>();
+  for (const x of xs) counts.set(x, (counts.get(x) ?? 0) + 1);
+  return counts;
+};
+
 /** The audits of the four categories that kept a score under 1. */
 function belowFull(lhr: Result): string[] {
   const out: string[] = [];
@@ -166,7 +172,10 @@ try {
         scores: Object.fromEntries(CATEGORIES.map((c) => [c, median(mine.map((a) => a.scores[c]!))])),
         lcpMs: median(mine.map((a) => a.lcpMs)),
         cpuIndex: median(mine.map((a) => a.cpuIndex)),
-        below: [...new Set(mine.flatMap((a) => a.below))],
+        // Each audit once, with how many of the runs it was under 1 in (each run's figures are in --json).
+        below: [...countBy(mine.flatMap((a) => a.below.map((x) => x.split(' ')[0]!)))].map(
+          ([id, n]) => `${id} (${n} of ${mine.length})`,
+        ),
       });
     }
   }

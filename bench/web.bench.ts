@@ -22,20 +22,14 @@ import { pngImage } from '../test/support/fixtures.ts';
 import { spawnServer } from '../test/support/process.ts';
 import { uploadFields, uploadImage } from '../test/support/uploads.ts';
 import { registerUser } from '../test/support/users.ts';
+import { webBenchEnv } from './support/web-seed.ts';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '7' }, screenshots: { type: 'boolean', default: false } },
 });
 const runs = Number(values.runs);
 const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-web-bench-'));
-const server = await spawnServer({
-  DATA_DIR: dataDir,
-  HUMAN_POLICY: 'off',
-  RATE_LIMIT_AUTH: '1000/15m',
-  RATE_LIMIT_GENERAL: '100000/15m',
-  RATE_LIMIT_MEDIA: '100000/15m',
-  RATE_LIMIT_UPLOAD: '1000/1h',
-});
+const server = await spawnServer(webBenchEnv(dataDir));
 const browser = await launchBrowser();
 try {
   const TAGS = ['shapes', 'colour', 'noise', 'generated', 'pattern'];

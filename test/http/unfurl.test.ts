@@ -61,6 +61,18 @@ function linkHref(doc: string, rel: string, type?: string): string | null {
   return null;
 }
 
+/** The `content` of every `<meta name="description">` in the document, decoded as a browser would. */
+function descriptions(doc: string): string[] {
+  return [...doc.matchAll(/<meta name="description" content="([^"]*)">/g)].map(([, v]) =>
+    v!
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&'),
+  );
+}
+
 async function moderate(id: string, action: 'hold' | 'remove') {
   const r = await app.api.post(
     `/api/admin/uploads/${id}/moderation`,
@@ -269,10 +281,47 @@ describe('hostile strings', () => {
     assert.equal(og.ogTitle, `${PWN.replace(/\s+/g, ' ').slice(0, 69).trimEnd()}…`);
     assert.equal(og.ogDescription, PWN);
     assert.equal(og.ogImage?.[0]?.alt, PWN);
+    assert.deepEqual(descriptions(doc), [PWN], 'the meta description, escaped, reads back as the description');
     const title = /<title>([^<]*)<\/title>/.exec(doc)?.[1] ?? '';
     assert.ok(title.startsWith('&lt;/title&gt;&lt;b id=&quot;injected&quot;'), title);
     const embed = await app.api.get(`/api/oembed?url=${encodeURIComponent(page(r.body.id))}`);
     assert.equal(embed.body.title, og.ogTitle);
+  });
+});
+
+describe('every page describes itself (search results, previews)', () => {
+  test('one meta description per page: the feed names its sort and tag, an upload its own', async () => {
+    const cases: Array<[string, RegExp]> = [
+      ['/', /^The newest images and links shared on pixvote\. /],
+      ['/?sort=top', /^The top-voted images and links on pixvote/],
+      ['/?sort=best&page=2', /^The best-rated images/],
+      ['/?sort=bogus', /^The newest images/],
+      ['/?sort=hot&tag=Sleepy%20Cats', /^Images and links tagged “sleepy-cats” on pixvote, hot first\. /],
+      [`/uploads/${imageId}`, new RegExp(`^${LONG.slice(0, 40)}`)],
+      [`/uploads/${linkId}`, /^The song everyone knows · A youtube link to www\.youtube\.com shared by /],
+      ['/new', /^Upload an image/],
+      ['/signin', /^Sign in to pixvote/],
+      ['/signup', /^Create a pixvote account/],
+      ['/modlog', /public moderation log/],
+    ];
+    for (const [path, expected] of cases) {
+      const r = await html(path);
+      assert.equal(r.status, 200, path);
+      const found = descriptions(r.text);
+      assert.equal(found.length, 1, `${path}: one description`);
+      assert.match(found[0]!, expected, path);
+      assert.ok(found[0]!.length >= 50 && found[0]!.length <= 320, `${path}: ${found[0]!.length} characters`);
+    }
+  });
+
+  test("a tag from the address is escaped (and clipped) in the feed's description", async () => {
+    const r = await html(`/?tag=${encodeURIComponent(PWN)}`);
+    assert.doesNotMatch(r.text, /<b id="injected"|<img src=x|<script>window/, 'no markup from the query');
+    const slug = PWN.normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
+    assert.deepEqual(descriptions(r.text), [
+      `Images and links tagged “${[...slug].slice(0, 31).join('')}…” on pixvote, newest first. ` +
+        'Everyone votes on every upload.',
+    ]);
   });
 });
 

@@ -30,6 +30,7 @@ import type { AppContext, AppState } from '../context.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
+import { descriptionMeta } from '../page-meta.ts';
 import { missingUploadPage, uploadHead, uploadMainHtml } from '../upload-page.ts';
 import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE } from '../web-limits.ts';
@@ -234,7 +235,7 @@ function renderPage(
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(own?.title ?? title)}</title>
-${own?.head ?? ''}<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
+${own ? own.head : descriptionMeta(page, ctx.query)}<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
 <link rel="stylesheet" href="${assets.css.path}">
 ${assets
   .preloads(page)

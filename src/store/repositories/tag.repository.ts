@@ -53,7 +53,7 @@ export class TagRepository implements TagStore {
    */
   async suggest(prefix: string, limit: number): Promise<TagSuggestion[]> {
     let q = this.#db
-      .db()
+      .read()
       .selectFrom('tags')
       .select(['id', 'name', 'slug', 'upload_count'])
       .where('upload_count', '>', 0);

@@ -211,7 +211,8 @@ const HEALTH_PROBES = 50;
  * meanwhile (the app's own nodejs_eventloop_lag_max_seconds, reset by each /metrics scrape) and how many listing
  * answers were not 200 (goal none: no 503 on either database). The yardstick, in the same rounds on the same server:
  * /healthz with no other request (what the machine's load alone costs it). Their ratio (p99 under deep listings ÷
- * idle) is what bench:ci guards: a read that holds the event loop again sends it far up, whatever the machine's speed.
+ * idle) is what bench:ci guards on SQLite: a read that holds the event loop again sends it far up, whatever the
+ * machine's speed.
  * (Not a cached page as yardstick: 16 clients on a cached page keep the loop busier than 16 on deep pages whose reads
  * wait on reader threads.)
  */
@@ -288,7 +289,8 @@ async function healthUnderListings(
     );
     rec.add(
       figure('scale', `${where} /healthz p99 under deep listings ÷ idle`, '×', ratios, {
-        target: TARGETS.healthUnderListings,
+        // PostgreSQL's loop is busy rather than held (bench/README.md, Growth): its ratio is reported, not guarded.
+        target: where === 'SQLite' ? TARGETS.healthUnderListings : { ...TARGETS.healthUnderListings, kind: 'goal' },
         note: `per round: ${ratios.map((r) => r.toFixed(2)).join(', ')}`,
       }),
     );

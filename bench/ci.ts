@@ -23,8 +23,8 @@
  * The floors live in bench/support/targets.ts (the login burst's, the probe flood's and the scrapers' in their own
  * bench files). A check that misses is run once more and judged on all its rounds together, so one noisy spell
  * cannot fail CI alone. Prints every ratio either way; exits 1 naming each ratio that regressed. About 4 minutes on
- * 2 cores, plus ~1 for the /healthz rounds of the listing check (~4 min alone under load 16). PostgreSQL missing: the lookup check is skipped with the reason (a failure when
- * PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
+ * 2 cores, plus ~1 for the /healthz rounds of the listing check (~4 min alone under load 16). PostgreSQL missing:
+ * the lookup check is skipped with the reason (a failure when PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
  */
 import { blocklistBench } from './blocklist.bench.ts';
 import { feedsBench } from './feeds.bench.ts';

@@ -82,6 +82,8 @@ export interface Config {
   readonly shutdownGraceMs: number;
   /** How long start-up keeps retrying a database that does not answer yet (0: fail at once). */
   readonly databaseWaitMs: number;
+  /** SQLite: reader threads that run listings and other long reads off the event loop (0: on it). */
+  readonly sqliteReaders: number;
   readonly modelsDir: string;
   /** Gateway processes started by `npm start` (1 = no cluster). */
   readonly processes: number;
@@ -303,6 +305,7 @@ const schema = z.object({
     .prefault('info'),
   SHUTDOWN_GRACE_MS: z.string().regex(/^\d+$/, 'expected a non-negative integer').transform(Number).prefault('25000'),
   DATABASE_WAIT_MS: z.string().regex(/^\d+$/, 'expected a non-negative integer').transform(Number).prefault('60000'),
+  SQLITE_READERS: nonNegativeInt.refine((n) => n <= 64, 'expected an integer from 0 to 64').prefault('2'),
   MODELS_DIR: z.string().min(1).optional(),
   PROCESSES: positiveInt.prefault('1'),
 });
@@ -404,6 +407,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     databaseWaitMs: e.DATABASE_WAIT_MS,
+    sqliteReaders: e.SQLITE_READERS,
     modelsDir: e.MODELS_DIR ? resolve(e.MODELS_DIR) : DEFAULT_MODELS_DIR,
     processes: e.PROCESSES,
   });

@@ -14,6 +14,7 @@ import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { isDatabaseUnavailable, postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
 import { nodeSqliteDialect } from './node-sqlite.ts';
+import { readerKysely, SqliteReaders } from './sqlite-readers.ts';
 
 export interface DatabaseOptions {
   /** `postgres://…`, or null for SQLite at `sqlitePath`. */
@@ -21,6 +22,11 @@ export interface DatabaseOptions {
   sqlitePath: string;
   /** PostgreSQL pool size per process. */
   poolSize?: number;
+  /**
+   * SQLite: threads that run `read()`'s queries, each on a read-only connection (sqlite-readers.ts); 0 (the
+   * default): `read()` runs on the main connection, on the event loop (the CLI's commands, one-off scripts).
+   */
+  sqliteReaders?: number;
   debug?: boolean;
 }
 
@@ -31,6 +37,12 @@ export interface Database {
   em(): SqlEntityManager;
   /** Query builder bound to `em` (and to its transaction, when inside one), typed by database-types.ts. */
   db(em?: SqlEntityManager): Kysely<DB>;
+  /**
+   * Query builder for reads outside any transaction that may be long (listings, counts, the moderation queue): on
+   * SQLite with `sqliteReaders`, run on reader threads so that the event loop only awaits them; else as `db()`.
+   * Sees every write committed before the query is sent.
+   */
+  read(): Kysely<DB>;
   /** Runs `fn` in one transaction; retried on serialization failures/deadlocks on PostgreSQL. */
   transaction<T>(fn: (em: SqlEntityManager, db: Kysely<DB>) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
@@ -94,11 +106,24 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   }
 
   const rootEm = orm.em as SqlEntityManager;
+  // After the migrations: the readers open a file that exists, in WAL mode, with today's schema.
+  const readers =
+    !opts.databaseUrl && (opts.sqliteReaders ?? 0) > 0
+      ? new SqliteReaders({ path: opts.sqlitePath, threads: opts.sqliteReaders! })
+      : null;
+  const reader = readers ? readerKysely(readers) : null;
+  // One read now: a reader that cannot open the file fails the start, not the first listing.
+  await readers?.all('select 1 as ok', []).catch(async (e: unknown) => {
+    await readers.close().catch(() => {});
+    await orm.close(true).catch(() => {});
+    throw e;
+  });
   const database: Database = {
     dialect,
     orm,
     em: () => rootEm.fork(),
     db: (em) => (em ?? rootEm.fork()).getKysely<DB>(),
+    read: () => reader ?? rootEm.fork().getKysely<DB>(),
     transaction: (fn) => dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
     async ping() {
       await rootEm
@@ -112,7 +137,11 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       return { dialect: dialect.name };
     },
     async close() {
-      await orm.close(true);
+      try {
+        await readers?.close();
+      } finally {
+        await orm.close(true);
+      }
     },
   };
   return database;

@@ -48,10 +48,7 @@ export async function openSqlite(path: string): Promise<DatabaseSync> {
     db.exec('pragma synchronous = NORMAL');
     db.exec('pragma foreign_keys = ON');
     db.exec(`pragma busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    // Hamming distance of two 16-hex-digit hashes, for multi-index hashing on SQLite (PostgreSQL has bit_count).
-    db.function('hamming64', { deterministic: true }, (a, b) =>
-      typeof a === 'string' && typeof b === 'string' ? hammingHex(a, b) : null,
-    );
+    addHamming64(db);
   } catch (e) {
     db.close();
     throw e;
@@ -60,6 +57,32 @@ export async function openSqlite(path: string): Promise<DatabaseSync> {
 }
 
 const BUSY_TIMEOUT_MS = 10_000;
+
+/** Hamming distance of two 16-hex-digit hashes, for multi-index hashing on SQLite (PostgreSQL has bit_count). */
+function addHamming64(db: DatabaseSync): void {
+  db.function('hamming64', { deterministic: true }, (a, b) =>
+    typeof a === 'string' && typeof b === 'string' ? hammingHex(a, b) : null,
+  );
+}
+
+/**
+ * Opens `path` read-only, for a reader thread (sqlite-readers.ts): WAL lets it read while the main connection
+ * writes, each statement seeing every transaction committed before it began. No extension is loaded (listings
+ * read plain tables); `hamming64` is there for a query that uses it. The database must exist and be in WAL mode
+ * already (the main connection made it so).
+ */
+export function openSqliteReader(path: string): DatabaseSync {
+  const { DatabaseSync } = nodeSqlite();
+  const db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+  try {
+    db.exec('pragma query_only = ON');
+    addHamming64(db);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return db;
+}
 
 /** The Kysely dialect for the database file at `path`; each connection is opened by `openSqlite`. */
 export function nodeSqliteDialect(path: string): SqliteDialect {

@@ -179,7 +179,7 @@ export class ModerationRepository implements ModerationStore {
     trust: ReportTrustRule,
     now: Date,
   ): Promise<QueueItemRecord[]> {
-    const db = this.#db.db();
+    const db = this.#db.read();
     const d = this.#db.dialect;
     const trueLit = sql.raw(d.name === 'postgres' ? 'true' : '1');
     const falseLit = sql.raw(d.falseLit);
@@ -243,7 +243,7 @@ export class ModerationRepository implements ModerationStore {
         select upload_id as id from reports where status = 'open'
         union select id from uploads where moderation = 'held'
         union select id from uploads where person_flag = ${trueLit}) ids
-      join uploads u on u.id = ids.id where u.moderation <> 'removed'`.execute(this.#db.db());
+      join uploads u on u.id = ids.id where u.moderation <> 'removed'`.execute(this.#db.read());
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -278,7 +278,7 @@ export class ModerationRepository implements ModerationStore {
   }
 
   async listUsers(prefix: string | null, offset: number, limit: number): Promise<AdminUserRecord[]> {
-    let q = userQuery(this.#db.db());
+    let q = userQuery(this.#db.read());
     if (prefix) {
       const pattern = `${prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       q = q.where(sql<boolean>`us.username_key like ${pattern} escape '\\'`);
@@ -346,7 +346,7 @@ export class ModerationRepository implements ModerationStore {
   }
 
   modlog(start: PageStart, limit: number) {
-    return readModlog(this.#db.db(), this.#db.dialect, start, limit);
+    return readModlog(this.#db.read(), this.#db.dialect, start, limit);
   }
 }
 

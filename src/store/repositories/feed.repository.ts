@@ -53,7 +53,7 @@ export class FeedRepository implements FeedStore {
   }
 
   async publicPage(q: FeedQuery, start: PageStart, fetch: number): Promise<Positioned[]> {
-    const db = this.#db.db();
+    const db = this.#db.read();
     let tagId: string | null = null;
     if (q.tag) {
       const tag = await db.selectFrom('tags').select('id').where('slug', '=', q.tag).executeTakeFirst();
@@ -85,7 +85,7 @@ export class FeedRepository implements FeedStore {
   }
 
   async ownUploads(userId: string, after: ListAfter | null, fetch: number): Promise<Positioned[]> {
-    const db = this.#db.db();
+    const db = this.#db.read();
     const d = this.#db.dialect;
     let query = db
       .selectFrom('uploads as u')
@@ -99,7 +99,7 @@ export class FeedRepository implements FeedStore {
   }
 
   async stats(userId: string): Promise<ProfileStats> {
-    const db = this.#db.db();
+    const db = this.#db.read();
     const [own, cast] = await Promise.all([
       db
         .selectFrom('uploads')

@@ -59,7 +59,7 @@ export class TagRepository implements TagStore {
     fetch: number,
   ): Promise<TagSuggestion[]> {
     const rows = [];
-    for (const query of tagSearchQueries(this.#db.db(), prefix, after, fetch)) {
+    for (const query of tagSearchQueries(this.#db.read(), prefix, after, fetch)) {
       rows.push(...(await query.limit(fetch - rows.length).execute()));
       if (rows.length >= fetch) break;
     }

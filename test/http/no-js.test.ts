@@ -390,3 +390,24 @@ describe('with JavaScript on', { skip: noBrowser }, () => {
     await context.close();
   });
 });
+
+test('the new page routes: GET and HEAD only (405 otherwise), their first load within 100 KB, JSON 404 for programs', async () => {
+  for (const path of [`/u/${owner.username}`, '/modlog']) {
+    const r = await app.api.post(path, {}, { unchecked: 'a page route' });
+    assert.equal(r.status, 405, path);
+    assert.equal(r.body.error, 'method_not_allowed');
+    assert.match(r.headers.get('allow') ?? '', /GET/);
+    const head = await fetch(app.url + path, { method: 'HEAD', headers: { accept: 'text/html' } });
+    assert.equal(head.status, 200, path);
+    const page = await fetch(app.url + path, { headers: { accept: 'text/html', 'accept-encoding': 'br' } });
+    assert.equal(page.headers.get('content-encoding'), 'br');
+    const html = await page.text();
+    assert.ok(html.length < 100_000, `${path}: ${html.length} bytes of HTML`);
+    // (Handlers: the browser tests above look for them in the DOM; here the hostile text would match.)
+    assert.doesNotMatch(html, /<style|\sstyle=|<script>/i, `${path}: no inline script or style`);
+  }
+  // A program asking for an unknown user's page gets the contract's body.
+  const missing = await app.api.get('/u/nobody_has_this_name', { unchecked: 'a page route' });
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.error, 'not_found');
+});

@@ -391,7 +391,7 @@ describe('with JavaScript on', { skip: noBrowser }, () => {
   });
 });
 
-test('the new page routes: GET and HEAD only (405 otherwise), their first load within 100 KB, JSON 404 for programs', async () => {
+test('the new page routes: GET and HEAD only (405 otherwise), within 100 KB, JSON 404 for programs', async () => {
   for (const path of [`/u/${owner.username}`, '/modlog']) {
     const r = await app.api.post(path, {}, { unchecked: 'a page route' });
     assert.equal(r.status, 405, path);

@@ -214,6 +214,9 @@ async function uploadPage(uploads: UploadService, ctx: AppContext): Promise<OwnC
   }
 }
 
+/** Whose page this is (`/u/{username}`, in the name's own spelling by then), or ''. */
+const pageUser = (ctx: AppContext) => (ctx as AppContext & { params: { username?: string } }).params.username ?? '';
+
 /** Finds an account by its name (any case), for its page. */
 export type UserByName = (username: string) => Promise<UserRecord | null>;
 
@@ -223,7 +226,7 @@ export type UserByName = (username: string) => Promise<UserRecord | null>;
  * one address, which its module reads the name from).
  */
 async function userOf(byName: UserByName, ctx: AppContext): Promise<UserRecord | { redirect: string }> {
-  const name = String((ctx as AppContext & { params: Record<string, string> }).params.username ?? '');
+  const name = pageUser(ctx);
   const found = USERNAME_RE.test(name) ? await byName(name) : null;
   if (!found || banRefusal(found, new Date())) throw errors.notFound(`there is no user ${name}`);
   if (found.username === name) return found;
@@ -299,7 +302,7 @@ ${assets
   .preloads(page)
   .map((path) => `<link rel="modulepreload" href="${path}">\n`)
   .join('')}<script type="module" src="${assets.app.path}"></script>
-${feed ? firstPageHead(feed) : ''}${page === 'feed' || page === 'user' ? atomLink(ctx, feed?.view.user) : ''}</head>
+${feed ? firstPageHead(feed) : ''}${page === 'feed' || page === 'user' ? atomLink(ctx, pageUser(ctx)) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>

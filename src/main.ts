@@ -567,7 +567,7 @@ function readinessChecks({ db, pool, media, redis }: Resources): ReadinessCheck[
 function routes(
   config: Config,
   opts: ComposeOptions,
-  { media, metrics, mediaOrigin }: Resources,
+  { media, metrics, mediaOrigin, stores }: Resources,
   s: {
     feeds: FeedService;
     createUpload: CreateUpload;
@@ -599,7 +599,7 @@ function routes(
       token: config.metricsToken,
     },
     oembed: { uploads },
-    web: { feeds, uploads, mediaOrigin },
+    web: { feeds, uploads, mediaOrigin, moderation, userByName: (name) => stores.users.findByUsername(name) },
   };
 }
 

@@ -11,6 +11,7 @@ import { body } from './lib/dom.js';
 /** @type {Record<string, () => Promise<Page>>} */
 const pages = {
   feed: () => import('./pages/feed.js'),
+  user: () => import('./pages/feed.js'),
   upload: () => import('./pages/upload.js'),
   new: () => import('./pages/new.js'),
   signin: () => import('./pages/auth.js'),

@@ -11,7 +11,7 @@
  * origin (request-origin.ts).
  */
 import type { UploadView } from '../domain/uploads/upload.types.ts';
-import { el, text } from './web-render.ts';
+import { el, text, userPath } from './web-render.ts';
 
 /** The image variants (images.routes.ts): the long side at most this many pixels, never enlarged. */
 export const VARIANTS: ReadonlyArray<readonly ['thumb' | 'medium' | 'full', number]> = [
@@ -265,8 +265,9 @@ export function oembedOf(
   const base = {
     version: '1.0' as const,
     title: uploadTitle(u),
-    // No author_url: the feed page filters by tag, not by user (there is no page of one user's uploads yet).
     author_name: u.username,
+    // The uploader's page: their public uploads.
+    author_url: `${origin}${userPath(u.username)}`,
     provider_name: 'pixvote' as const,
     provider_url: `${origin}/`,
     cache_age: OEMBED_CACHE_AGE,

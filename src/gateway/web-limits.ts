@@ -14,6 +14,8 @@ import { MAX_REPORT_NOTE } from './schemas/moderation.schemas.ts';
 
 /** The feed page size the pages ask for (and so the one the feed's shell embeds). */
 export const FEED_PAGE_SIZE = 24;
+/** The modlog page size the pages ask for (and so the one `/modlog` renders). */
+export const MODLOG_PAGE_SIZE = 50;
 /** The first thumbnails of a page loaded eagerly (the feed's shell preloads as many). */
 export const EAGER_THUMBNAILS = 6;
 
@@ -29,6 +31,7 @@ export const WEB_LIMITS = {
   minPassword: MIN_PASSWORD,
   reportReasons: REPORT_REASONS,
   feedPageSize: FEED_PAGE_SIZE,
+  modlogPageSize: MODLOG_PAGE_SIZE,
   eagerThumbnails: EAGER_THUMBNAILS,
 } satisfies Limits;
 

@@ -101,10 +101,13 @@ export function ago(iso: string, now: number): string {
 }
 
 /** web/lib/dom.js's `utcDate`. */
-function utcDate(iso: string): string | null {
+export function utcDate(iso: string): string | null {
   const t = Date.parse(iso);
   return Number.isNaN(t) ? null : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
+
+/** A user's page (`/u/{username}`): their public uploads. */
+export const userPath = (username: string) => `/u/${encodeURIComponent(username)}`;
 
 function tagList(tags: CardUpload['tags']): string {
   if (!tags?.length) return '';
@@ -202,7 +205,7 @@ export function cardHtml(u: CardUpload, eager: boolean, { signedIn, now }: CardC
       counts(u, signedIn),
       u.is_private ? el('span', { class: 'badge' }, 'Private') : '',
       u.moderation && u.moderation !== 'visible' ? el('span', { class: 'badge warn' }, text(u.moderation)) : '',
-      el('span', { class: 'by' }, 'by ', text(u.username)),
+      el('span', { class: 'by' }, 'by ', el('a', { href: userPath(u.username) }, text(u.username))),
       el('time', { datetime: u.created_at, title: utcDate(u.created_at) }, text(ago(u.created_at, now))),
     ),
     tagList(u.tags),
@@ -217,15 +220,17 @@ const SORTS: ReadonlyArray<readonly [string, string]> = [
   ['best', 'Best'],
 ];
 
-/** web/pages/feed.js's `feedUrl`: a page by its cursor, or by number. */
+/** web/pages/feed.js's `feedUrl`: a page by its cursor, or by number; of a user's uploads when `user` is set. */
 function feedUrl({
   sort,
   tag,
+  user,
   page,
   cursor,
 }: {
   sort?: string;
   tag?: string;
+  user?: string;
   page?: number;
   cursor?: string | null;
 }): string {
@@ -235,13 +240,28 @@ function feedUrl({
   if (cursor) q.set('cursor', cursor);
   else if (page && page > 1) q.set('page', String(page));
   const s = q.toString();
-  return s ? `/?${s}` : '/';
+  const path = user ? userPath(user) : '/';
+  return s ? `${path}?${s}` : path;
+}
+
+/** web/pages/feed.js's `heading`. */
+function feedHeading(tag: string, user: string): string {
+  if (user) return `Uploads by ${user}${tag ? ` tagged “${tag}”` : ''}`;
+  return tag ? `Uploads tagged “${tag}”` : 'Latest uploads';
+}
+
+/** web/pages/feed.js's `emptyText`: what an empty feed says. */
+function emptyText(tag: string, user: string): string {
+  if (tag) return 'No uploads with this tag yet.';
+  return user ? 'No public uploads yet.' : 'Nothing here yet: be the first to upload.';
 }
 
 export interface FeedView {
   sort: string;
   /** The tag as its slug ('' for none). */
   tag: string;
+  /** Whose uploads (`/u/{username}`; '' for everyone's). */
+  user: string;
   /** The feed page shown by number (1 for the first), when it was not reached by cursor. */
   page: number;
   /** The cursor the page was reached by, if it was. */
@@ -256,35 +276,37 @@ export interface FeedView {
 }
 
 /** The way back from a page after the first: to the newest (reached by cursor) or the page before (by number). */
-export function newerLink({ sort, tag, page, cursor }: Pick<FeedView, 'sort' | 'tag' | 'page' | 'cursor'>) {
-  if (cursor) return { href: feedUrl({ sort, tag }), label: '← Newest uploads' };
-  return page > 1 ? { href: feedUrl({ sort, tag, page: page - 1 }), label: '← Newer page' } : null;
+export function newerLink({
+  sort,
+  tag,
+  user,
+  page,
+  cursor,
+}: Pick<FeedView, 'sort' | 'tag' | 'user' | 'page' | 'cursor'>) {
+  if (cursor) return { href: feedUrl({ sort, tag, user }), label: '← Newest uploads' };
+  return page > 1 ? { href: feedUrl({ sort, tag, user, page: page - 1 }), label: '← Newer page' } : null;
 }
 
 /** What web/pages/feed.js's `render()` shows once its first page has loaded, as the content of `<main>`. */
 export function feedHtml(view: FeedView): string {
-  const { sort, tag, page, cursor, uploads, hasMore, nextCursor } = view;
+  const { sort, tag, user, page, cursor, uploads, hasMore, nextCursor } = view;
   const context = { signedIn: view.signedIn, now: view.now };
-  const newer = newerLink({ sort, tag, page, cursor });
+  const newer = newerLink({ sort, tag, user, page, cursor });
   const sorts = SORTS.map(([s, label]) =>
-    el('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
+    el('a', { href: feedUrl({ sort: s, tag, user }), 'aria-current': s === sort ? 'page' : null }, label),
   );
   const filter = el(
     'form',
-    { class: 'tagfilter', role: 'search', action: '/', method: 'get' },
+    { class: 'tagfilter', role: 'search', action: feedUrl({ user }), method: 'get' },
     el('label', { for: 'tag-filter' }, 'Tag'),
     el('input', { id: 'tag-filter', name: 'tag', value: tag, maxlength: MAX_TAG_LENGTH, autocomplete: 'off' }),
     sort !== 'new' ? el('input', { type: 'hidden', name: 'sort', value: sort }) : '',
     el('button', { type: 'submit' }, 'Filter'),
-    tag ? el('a', { href: feedUrl({ sort }) }, 'All tags') : '',
+    tag ? el('a', { href: feedUrl({ sort, user }) }, 'All tags') : '',
   );
-  const status = uploads.length
-    ? ''
-    : tag
-      ? 'No uploads with this tag yet.'
-      : 'Nothing here yet: be the first to upload.';
+  const status = uploads.length ? '' : emptyText(tag, user);
   return [
-    el('h1', {}, text(tag ? `Uploads tagged “${tag}”` : 'Latest uploads')),
+    el('h1', {}, text(feedHeading(tag, user))),
     el('div', { class: 'controls' }, el('nav', { class: 'sorts', 'aria-label': 'Sort' }, ...sorts), filter),
     newer ? el('p', {}, el('a', { href: newer.href }, newer.label)) : '',
     el(
@@ -295,7 +317,7 @@ export function feedHtml(view: FeedView): string {
     el('p', { class: 'status', role: 'status' }, status),
     el(
       'a',
-      { class: 'more button', href: feedUrl({ sort, tag, cursor: nextCursor }), hidden: !hasMore },
+      { class: 'more button', href: feedUrl({ sort, tag, user, cursor: nextCursor }), hidden: !hasMore },
       'More uploads',
     ),
   ].join('');

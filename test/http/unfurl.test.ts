@@ -167,6 +167,7 @@ describe('an image upload unfurls', () => {
       type: 'photo',
       title: `${LONG.slice(0, 69).trimEnd()}…`,
       author_name: owner.username,
+      author_url: `${origin}/u/${owner.username}`,
       provider_name: 'pixvote',
       provider_url: `${origin}/`,
       cache_age: 3600,

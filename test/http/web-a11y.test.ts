@@ -68,6 +68,7 @@ const PAGES: Array<[string, () => string, () => TestUser | null]> = [
   ['profile', () => '/profile', () => owner],
   ['moderation', () => '/moderation', () => admin],
   ['modlog', () => '/modlog', () => admin],
+  ['user page', () => `/u/${owner.username}`, () => null],
 ];
 
 for (const [width, height] of [

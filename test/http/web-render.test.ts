@@ -1,7 +1,8 @@
 /**
  * The feed's first page as the server renders it (issue 30, src/gateway/web-render.ts) against what the browser
  * builds from the same data (web/pages/feed.js, web/lib/cards.js): the same DOM, so the two cannot drift apart.
- * The module adopts the server's markup as it is, and rebuilds the same page when the document has none.
+ * The module adopts the server's markup as it is, and rebuilds the same page when the document has none. The same
+ * for a user's page (the feed with its user) and the modlog (src/gateway/modlog-page.ts, web/pages/modlog.js).
  */
 import { FEED_PAGE_SIZE } from '../../src/gateway/web-limits.ts';
 import { after, before, test } from 'node:test';
@@ -12,7 +13,7 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
 import { pngImage } from '../support/fixtures.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
-import { registerUser } from '../support/users.ts';
+import { registerAdmin, registerUser } from '../support/users.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -41,7 +42,8 @@ const opts = { skip: noBrowser };
 
 const HOSTILE = `<b id="injected">bold</b> & "quoted" 'single' <!-- --> ]]>`;
 
-const AGE = /^(just now|\d+ (minute|hour|day|month|year)s? ago)$/;
+/** A card's age, or a modlog line's time (UTC, the same on both sides). */
+const AGE = /^(just now|\d+ (minute|hour|day|month|year)s? ago|\d{4}-\d\d-\d\d \d\d:\d\d UTC)$/;
 
 /**
  * The cards' ages ("3 minutes ago") checked, then left out: told from the time each side renders, they may
@@ -111,6 +113,9 @@ test(
       '/?sort=top&tag=links',
       '/?tag=nothing-has-this',
       '/?page=9',
+      // A user's page is the feed of their uploads (issue 30).
+      `/u/${owner.username}`,
+      `/u/${owner.username}?sort=top&tag=links`,
     ];
     // Signed out (counts as text), then signed in (vote buttons) on the first two.
     const visits = [
@@ -258,4 +263,58 @@ test('every branch of card() is mirrored by the server: badges, link cards, titl
   ]);
   await signedIn.close();
   w.take(); // the made-up thumbnails' 404s
+});
+
+test('the modlog the server renders is the DOM modlog.js builds, for the public and for admins', opts, async () => {
+  const admin = await registerAdmin(app);
+  const owner = await registerUser(app.api);
+  const moderate = async (id: string, action: string, reason: string) => {
+    const r = await app.api.post(`/api/admin/uploads/${id}/moderation`, { action, reason }, { token: admin.token });
+    assert.equal(r.status, 200, r.text);
+  };
+  const shown = await uploadFields(app.api, owner.token, {
+    upload_type: 'link',
+    external_url: 'https://example.com/m',
+  });
+  assert.equal(shown.status, 201, shown.text);
+  await moderate(shown.body.id, 'hold', HOSTILE);
+  await moderate(shown.body.id, 'approve', '');
+  const secret = await uploadImage(app.api, owner.token, await pngImage(200, 100, 901), { is_private: 'true' });
+  assert.equal(secret.status, 201, secret.text);
+  await moderate(secret.body.id, 'hold', 'private');
+  const sha = 'ab'.repeat(32);
+  const block = await app.api.post(
+    '/api/admin/blocklist',
+    { entries: [{ sha256: sha, reason: HOSTILE }] },
+    { token: admin.token },
+  );
+  assert.equal(block.status, 200, block.text);
+  const ban = { reason: HOSTILE, until: null, remove_uploads: false };
+  assert.equal((await app.api.post(`/api/admin/users/${owner.id}/ban`, ban, { token: admin.token })).status, 200);
+  assert.equal((await app.api.del(`/api/admin/users/${owner.id}/ban`, { token: admin.token })).status, 200);
+
+  for (const visitor of [null, admin]) {
+    if (visitor) await context.addCookies([{ name: 'auth-token', value: visitor.token, url: app.url }]);
+    const html = (
+      await app.api.get('/modlog', { unchecked: 'an HTML page', ...(visitor ? { token: visitor.token } : {}) })
+    ).text;
+    assert.match(html, /<table class="modlog">/);
+    assert.equal(html.includes('<th scope="col">Moderator</th>'), Boolean(visitor));
+    assert.doesNotMatch(html, /<b id="injected">/, 'user text is escaped');
+    const served = await parsedMain(page, html);
+    await openPage(page, `${app.url}/modlog`);
+    assert.equal(await liveMain(page), served, "modlog.js keeps the server's page as it is");
+    await page.route(`${app.url}/modlog`, (route) =>
+      route.fulfill({
+        status: 200,
+        headers: { 'content-type': 'text/html; charset=utf-8' },
+        body: html.replace(/<main id="main" tabindex="-1">[\s\S]*<\/main>/, '<main id="main" tabindex="-1"></main>'),
+      }),
+    );
+    await openPage(page, `${app.url}/modlog`);
+    await page.unroute(`${app.url}/modlog`);
+    assert.equal(await liveMain(page), served, 'modlog.js builds the same page');
+  }
+  await context.clearCookies();
+  assert.deepEqual(w.take(), []);
 });

@@ -127,6 +127,14 @@ export function cardVotes(li, uploadId) {
   });
 }
 
+/**
+ * A user's page (`/u/{username}`): their public uploads.
+ * @param {string} username
+ */
+export function userPath(username) {
+  return `/u/${encodeURIComponent(username)}`;
+}
+
 /** @param {Tag[] | null | undefined} tags */
 export function tagList(tags) {
   if (!tags?.length) return null;
@@ -187,7 +195,7 @@ export function card(u, eager) {
       counts(u),
       u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
       u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
-      h('span', { class: 'by' }, 'by ', u.username),
+      h('span', { class: 'by' }, 'by ', h('a', { href: userPath(u.username) }, u.username)),
       age(u.created_at),
     ),
     tagList(u.tags),

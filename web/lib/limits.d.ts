@@ -24,6 +24,8 @@ export interface Limits {
   reportReasons: readonly string[];
   /** The feed's page size (the server embeds the first page asked for with it). */
   feedPageSize: number;
+  /** The modlog's page size (the server renders the first page asked for with it). */
+  modlogPageSize: number;
   /** Thumbnails of a page loaded eagerly (the server preloads as many). */
   eagerThumbnails: number;
 }

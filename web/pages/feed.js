@@ -1,7 +1,8 @@
-// The feed (`/`): uploads by sort and tag, a page at a time, the next loaded on scrolling near the end. Pages after
-// the first are reached by cursor (each page's `next_cursor`), however deep; each has its own URL (`?cursor=…`).
+// The feed (`/`) and a user's public uploads (`/u/{username}`, the feed with its `user` filter): uploads by sort
+// and tag, a page at a time, the next loaded on scrolling near the end. Pages after the first are reached by cursor
+// (each page's `next_cursor`), however deep; each has its own URL (`?cursor=…`).
 import { api, explain } from '../lib/api.js';
-import { card, cardVotes, placeholder } from '../lib/cards.js';
+import { card, cardVotes, placeholder, userPath } from '../lib/cards.js';
 import { ago, h, show } from '../lib/dom.js';
 import { limits } from '../lib/limits.js';
 /** @import { Upload } from '../lib/cards.js' */
@@ -20,28 +21,42 @@ function slugify(tag) {
 }
 
 /**
- * A page by its cursor, or by number.
- * @param {{ sort?: string, tag?: string, page?: number, cursor?: string | null }} where
+ * A page by its cursor, or by number; of a user's uploads when `user` is set.
+ * @param {{ sort?: string, tag?: string, user?: string, page?: number, cursor?: string | null }} where
  */
-function feedUrl({ sort, tag, page, cursor }) {
+function feedUrl({ sort, tag, user, page, cursor }) {
   const q = new URLSearchParams();
   if (sort && sort !== 'new') q.set('sort', sort);
   if (tag) q.set('tag', tag);
   if (cursor) q.set('cursor', cursor);
   else if (page && page > 1) q.set('page', String(page));
   const s = q.toString();
-  return s ? `/?${s}` : '/';
+  const path = user ? userPath(user) : '/';
+  return s ? `${path}?${s}` : path;
+}
+
+/** @param {string} tag @param {string} user */
+function heading(tag, user) {
+  if (user) return `Uploads by ${user}${tag ? ` tagged “${tag}”` : ''}`;
+  return tag ? `Uploads tagged “${tag}”` : 'Latest uploads';
+}
+
+/** What an empty feed says. @param {string} tag @param {string} user */
+function emptyText(tag, user) {
+  if (tag) return 'No uploads with this tag yet.';
+  return user ? 'No public uploads yet.' : 'Nothing here yet: be the first to upload.';
 }
 
 /**
  * The API query for one page of this feed, as the server builds it for the page it embeds.
- * @param {string} sort @param {string} tag @param {{ page: number } | { cursor: string }} at
+ * @param {string} sort @param {string} tag @param {string} user @param {{ page: number } | { cursor: string }} at
  */
-function feedQuery(sort, tag, at) {
+function feedQuery(sort, tag, user, at) {
   const q = new URLSearchParams('cursor' in at ? { cursor: at.cursor } : { page: String(at.page) });
   q.set('limit', String(limits.feedPageSize));
   q.set('sort', sort);
   if (tag) q.set('tag', tag);
+  if (user) q.set('user', user);
   return q.toString();
 }
 
@@ -63,13 +78,16 @@ export async function render() {
   const asked = params.get('sort');
   const sort = asked !== null && SORTS.some(([s]) => s === asked) ? asked : 'new';
   const tag = slugify(params.get('tag') ?? '');
+  // `/u/{username}`: that user's uploads (the server answers that page only under the name's own spelling).
+  const named = /^\/u\/([^/]+)$/.exec(location.pathname);
+  const user = named ? decodeURIComponent(named[1] ?? '') : '';
   const first = Math.max(1, Number.parseInt(params.get('page') ?? '1', 10) || 1);
   const startCursor = params.get('cursor');
   /** Where the next page to load starts: this document's page first, then each page's next_cursor. */
   /** @type {{ page: number } | { cursor: string }} */
   let at = startCursor ? { cursor: startCursor } : { page: first };
 
-  const embedded = embeddedPage(feedQuery(sort, tag, at));
+  const embedded = embeddedPage(feedQuery(sort, tag, user, at));
   // The server rendered the first page into the document (src/gateway/web-render.ts, the same markup as below and
   // as card()): adopt it as it is, so the thumbnails it already shows are not built again.
   const main = /** @type {HTMLElement} */ (document.getElementById('main'));
@@ -98,11 +116,11 @@ export async function render() {
     status = h('p', { class: 'status', role: 'status' });
     more = h(
       'a',
-      { class: 'more button', href: feedUrl({ sort, tag, page: first + 1 }), hidden: true },
+      { class: 'more button', href: feedUrl({ sort, tag, user, page: first + 1 }), hidden: true },
       'More uploads',
     );
     show(
-      h('h1', {}, tag ? `Uploads tagged “${tag}”` : 'Latest uploads'),
+      h('h1', {}, heading(tag, user)),
       h(
         'div',
         { class: 'controls' },
@@ -110,12 +128,12 @@ export async function render() {
           'nav',
           { class: 'sorts', 'aria-label': 'Sort' },
           SORTS.map(([s, label]) =>
-            h('a', { href: feedUrl({ sort: s, tag }), 'aria-current': s === sort ? 'page' : null }, label),
+            h('a', { href: feedUrl({ sort: s, tag, user }), 'aria-current': s === sort ? 'page' : null }, label),
           ),
         ),
         h(
           'form',
-          { class: 'tagfilter', role: 'search', action: '/', method: 'get' },
+          { class: 'tagfilter', role: 'search', action: feedUrl({ user }), method: 'get' },
           h('label', { for: 'tag-filter' }, 'Tag'),
           h('input', {
             id: 'tag-filter',
@@ -126,13 +144,13 @@ export async function render() {
           }),
           sort !== 'new' ? h('input', { type: 'hidden', name: 'sort', value: sort }) : null,
           h('button', { type: 'submit' }, 'Filter'),
-          tag ? h('a', { href: feedUrl({ sort }) }, 'All tags') : null,
+          tag ? h('a', { href: feedUrl({ sort, user }) }, 'All tags') : null,
         ),
       ),
       startCursor
-        ? h('p', {}, h('a', { href: feedUrl({ sort, tag }) }, '← Newest uploads'))
+        ? h('p', {}, h('a', { href: feedUrl({ sort, tag, user }) }, '← Newest uploads'))
         : first > 1
-          ? h('p', {}, h('a', { href: feedUrl({ sort, tag, page: first - 1 }) }, '← Newer page'))
+          ? h('p', {}, h('a', { href: feedUrl({ sort, tag, user, page: first - 1 }) }, '← Newer page'))
           : null,
       grid,
       status,
@@ -170,18 +188,13 @@ export async function render() {
       cards = uploads.map((u, i) => card(u, eager && i < limits.eagerThumbnails));
       grid.append(...cards);
     }
-    if (pagesShown > 0) history.replaceState(null, '', feedUrl({ sort, tag, cursor }));
+    if (pagesShown > 0) history.replaceState(null, '', feedUrl({ sort, tag, user, cursor }));
     if (focusFirst && cards[0]) cards[0].querySelector('a')?.focus();
     pagesShown += 1;
     if (next_cursor) at = { cursor: next_cursor };
-    more.href = feedUrl({ sort, tag, cursor: next_cursor });
+    more.href = feedUrl({ sort, tag, user, cursor: next_cursor });
     more.hidden = !has_more || !next_cursor;
-    status.textContent =
-      grid.children.length === 0
-        ? tag
-          ? 'No uploads with this tag yet.'
-          : 'Nothing here yet: be the first to upload.'
-        : '';
+    status.textContent = grid.children.length === 0 ? emptyText(tag, user) : '';
   }
   /** @param {boolean} focusFirst */
   async function load(focusFirst) {
@@ -192,7 +205,7 @@ export async function render() {
     const r =
       pagesShown === 0 && embedded
         ? { ok: true, status: 200, data: embedded }
-        : await api('GET', `/api/uploads?${feedQuery(sort, tag, asked)}`);
+        : await api('GET', `/api/uploads?${feedQuery(sort, tag, user, asked)}`);
     loading = false;
     if (!r.ok) {
       status.textContent = explain(r);

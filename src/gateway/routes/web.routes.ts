@@ -24,17 +24,21 @@ import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:z
 import Router from '@koa/router';
 import { AppError, errors } from '../../domain/errors.ts';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
+import type { ModerationService } from '../../domain/moderation/moderation.service.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
+import { banRefusal, hasScope, type UserRecord } from '../../domain/users.ts';
 import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
+import { modlogHtml } from '../modlog-page.ts';
+import { USERNAME_RE } from '../schemas/auth.schemas.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
 import { descriptionMeta } from '../page-meta.ts';
 import { missingUploadPage, uploadHead, uploadMainHtml } from '../upload-page.ts';
 import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
-import { EAGER_THUMBNAILS, FEED_PAGE_SIZE } from '../web-limits.ts';
-import { escapeHtml, feedHtml, type CardUpload, type FeedView } from '../web-render.ts';
+import { EAGER_THUMBNAILS, FEED_PAGE_SIZE, MODLOG_PAGE_SIZE } from '../web-limits.ts';
+import { el, escapeHtml, feedHtml, userPath, type CardUpload, type FeedView } from '../web-render.ts';
 
 /** The hosts an upload's `embed.embed_url` can name (src/domain/embeds.ts builds them from the URL alone). */
 export const EMBED_FRAME_HOSTS = [
@@ -76,6 +80,7 @@ const PAGES: ReadonlyArray<readonly [string, string, string]> = [
   ['/', 'feed', 'pixvote'],
   ['/new', 'new', 'Upload · pixvote'],
   ['/uploads/:id', 'upload', 'Upload · pixvote'],
+  ['/u/:username', 'user', 'Uploads · pixvote'],
   ['/signin', 'signin', 'Sign in · pixvote'],
   ['/signup', 'signup', 'Sign up · pixvote'],
   ['/profile', 'profile', 'Your profile · pixvote'],
@@ -92,8 +97,11 @@ interface FirstPage {
   view: FeedView;
 }
 
-/** The first feed page as GET /api/uploads answers it, or null when the page's query is not one it takes. */
-async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<FirstPage | null> {
+/**
+ * The first feed page as GET /api/uploads answers it, or null when the page's query is not one it takes.
+ * `user`: the feed of that user's uploads (`/u/{username}`).
+ */
+async function firstFeedPage(feeds: FeedService, ctx: AppContext, user = ''): Promise<FirstPage | null> {
   const one = (v: unknown) => (typeof v === 'string' ? v : '');
   const sort = one(ctx.query.sort) || 'new';
   const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
@@ -104,6 +112,7 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<First
   params.set('limit', String(FEED_PAGE_SIZE));
   params.set('sort', sort);
   if (tag) params.set('tag', tag);
+  if (user) params.set('user', user);
   const parsed = FeedQuery.safeParse(Object.fromEntries(params));
   if (!parsed.success) return null;
   let json: string;
@@ -119,6 +128,7 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext): Promise<First
   const view = {
     sort: parsed.data.sort,
     tag,
+    user,
     page,
     cursor,
     uploads: body.uploads,
@@ -161,23 +171,26 @@ function linkHeader(assets: WebAssets, feed: FirstPage): string {
   return links.join(', ');
 }
 
-/** The feed page's Atom feed (issue 30): the same sort and tag, for feed readers to discover. */
-function atomLink(ctx: AppContext): string {
+/** The feed page's Atom feed (issue 30): the same sort, tag and user, for feed readers to discover. */
+function atomLink(ctx: AppContext, user = ''): string {
   const one = (v: unknown) => (typeof v === 'string' ? v : '');
   const sort = one(ctx.query.sort);
   const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
-  const listing: AtomListing = { sort: sort === 'top' || sort === 'hot' || sort === 'best' ? sort : 'new', tag };
+  const listing: AtomListing = { sort: sort === 'top' || sort === 'hot' || sort === 'best' ? sort : 'new', tag, user };
   const title = escapeHtml(feedTitle(listing));
   const href = escapeHtml(`/feed.atom?${listingQuery(listing)}`);
   return `<link rel="alternate" type="application/atom+xml" title="${title}" href="${href}">\n`;
 }
 
-/** A page whose content the server renders (an upload's): its status, title, head metadata and `<main>`. */
+/**
+ * A page whose content the server renders (an upload's, the modlog): its status, title, head metadata and
+ * `<main>` (a user's page: the feed's, when it has none of its own).
+ */
 interface OwnContent {
   status: number;
   title: string;
   head: string;
-  main: string;
+  main?: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -200,6 +213,55 @@ async function uploadPage(uploads: UploadService, ctx: AppContext): Promise<OwnC
     }
     throw e;
   }
+}
+
+/** Whose page this is (`/u/{username}`, in the name's own spelling by then), or ''. */
+const pageUser = (ctx: AppContext) => (ctx as AppContext & { params: { username?: string } }).params.username ?? '';
+
+/** Finds an account by its name (any case), for its page. */
+export type UserByName = (username: string) => Promise<UserRecord | null>;
+
+/**
+ * `/u/{username}` (issue 30): the account behind the name, or a 404 (HTML for a browser, error-page.ts) when there
+ * is none or it is banned; the name in any other case than its own spelling answers a redirect there (the page's
+ * one address, which its module reads the name from).
+ */
+async function userOf(byName: UserByName, ctx: AppContext): Promise<UserRecord | { redirect: string }> {
+  const name = pageUser(ctx);
+  const found = USERNAME_RE.test(name) ? await byName(name) : null;
+  if (!found || banRefusal(found, new Date())) throw errors.notFound(`there is no user ${name}`);
+  if (found.username === name) return found;
+  return { redirect: `${userPath(found.username)}${ctx.querystring ? `?${ctx.querystring}` : ''}` };
+}
+
+/** A user's page: its title and description; `<main>` is the feed of their uploads. */
+function userPageContent(user: UserRecord): OwnContent {
+  const description = `Public uploads shared by ${user.username} on pixvote.`;
+  return {
+    status: 200,
+    title: `Uploads by ${user.username} · pixvote`,
+    head: `${el('meta', { name: 'description', content: description })}\n`,
+  };
+}
+
+/**
+ * `/modlog` (issue 30): a page of GET /api/modlog as this visitor sees it (src/gateway/modlog-page.ts), by number
+ * or by cursor. A malformed cursor or a page too deep is the API's 400, as an error page.
+ */
+async function modlogPage(moderation: ModerationService, ctx: AppContext): Promise<OwnContent> {
+  const one = (v: unknown) => (typeof v === 'string' ? v : '');
+  const cursor = one(ctx.query.cursor) || null;
+  const page = Math.max(1, Number.parseInt(one(ctx.query.page) || '1', 10) || 1);
+  const me = ctx.state.principal;
+  // As the API's optional auth with scope `moderate`: a token without it reads the public view.
+  const viewer = me && hasScope(me, 'moderate') ? me : null;
+  const log = await moderation.modlog(viewer, { page, limit: MODLOG_PAGE_SIZE, ...(cursor ? { cursor } : {}) });
+  return {
+    status: 200,
+    title: 'Moderation log · pixvote',
+    head: '',
+    main: modlogHtml({ entries: log.entries, page: log.page, cursor, nextCursor: log.next_cursor }),
+  };
 }
 
 function renderPage(
@@ -241,11 +303,11 @@ ${assets
   .preloads(page)
   .map((path) => `<link rel="modulepreload" href="${path}">\n`)
   .join('')}<script type="module" src="${assets.app.path}"></script>
-${feed ? firstPageHead(feed) : ''}${page === 'feed' ? atomLink(ctx) : ''}</head>
+${feed ? firstPageHead(feed) : ''}${page === 'feed' || page === 'user' ? atomLink(ctx, pageUser(ctx)) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>
-<main id="main" tabindex="-1">${own ? own.main : feed ? feedHtml(feed.view) : NOSCRIPT}</main>
+<main id="main" tabindex="-1">${own?.main ?? (feed ? feedHtml(feed.view) : NOSCRIPT)}</main>
 </body>
 </html>
 `;
@@ -303,6 +365,10 @@ export function webRoutes(
     uploads?: UploadService;
     /** The object store's origin, when image GETs redirect there (MEDIA_REDIRECT=true). */
     mediaOrigin?: string | null;
+    /** Reads the modlog for its page (`/modlog`), as GET /api/modlog does. */
+    moderation?: ModerationService;
+    /** Finds the account of a user's page (`/u/{username}`). */
+    userByName?: UserByName;
   } = {},
 ): Router<AppState> {
   const router = new Router<AppState>();
@@ -313,8 +379,21 @@ export function webRoutes(
 
   for (const [path, page, title] of PAGES) {
     router.get(path, async (ctx) => {
-      const feed = page === 'feed' && deps.feeds ? await firstFeedPage(deps.feeds, ctx) : null;
-      const own = page === 'upload' && deps.uploads ? await uploadPage(deps.uploads, ctx) : null;
+      const user = page === 'user' && deps.userByName ? await userOf(deps.userByName, ctx) : null;
+      if (user && 'redirect' in user) {
+        ctx.status = 301;
+        return ctx.redirect(user.redirect);
+      }
+      const feed =
+        (page === 'feed' || user) && deps.feeds ? await firstFeedPage(deps.feeds, ctx, user?.username) : null;
+      const own =
+        page === 'upload' && deps.uploads
+          ? await uploadPage(deps.uploads, ctx)
+          : page === 'modlog' && deps.moderation
+            ? await modlogPage(deps.moderation, ctx)
+            : user
+              ? userPageContent(user)
+              : null;
       ctx.set('Content-Security-Policy', csp);
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.

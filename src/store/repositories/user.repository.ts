@@ -56,6 +56,12 @@ export class UserRepository implements UserStore {
     return u ? toRecord(u) : null;
   }
 
+  /** The user with this name (any case), or null. */
+  async findByUsername(username: string): Promise<UserRecord | null> {
+    const u = await this.#db.em().findOne(User, { usernameKey: key(username) });
+    return u ? toRecord(u) : null;
+  }
+
   async findForLogin(by: { email: string } | { username: string }) {
     const u = await this.#db.em().findOne(User, where(by), { populate: ['passwordHash'] });
     return u ? { ...toRecord(u), passwordHash: u.passwordHash } : null;

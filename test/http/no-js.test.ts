@@ -213,7 +213,7 @@ describe('with JavaScript off', { skip: noBrowser }, () => {
     assert.equal(await p.locator('main h1').innerText(), `Uploads by ${owner.username}`);
     assert.equal(
       await p.locator('meta[name="description"]').getAttribute('content'),
-      `Public uploads shared by ${owner.username} on pixvote.`,
+      `Public uploads shared by ${owner.username} on pixvote: images and links, with everyone's votes.`,
     );
     assert.equal(
       await p.locator('link[rel="alternate"][type="application/atom+xml"]').getAttribute('href'),

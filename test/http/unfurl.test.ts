@@ -304,6 +304,7 @@ describe('every page describes itself (search results, previews)', () => {
       ['/signin', /^Sign in to pixvote/],
       ['/signup', /^Create a pixvote account/],
       ['/modlog', /public moderation log/],
+      [`/u/${owner.username}`, new RegExp(`^Public uploads shared by ${owner.username} on pixvote`)],
     ];
     for (const [path, expected] of cases) {
       const r = await html(path);

@@ -236,7 +236,7 @@ async function userOf(byName: UserByName, ctx: AppContext): Promise<UserRecord |
 
 /** A user's page: its title and description; `<main>` is the feed of their uploads. */
 function userPageContent(user: UserRecord): OwnContent {
-  const description = `Public uploads shared by ${user.username} on pixvote.`;
+  const description = `Public uploads shared by ${user.username} on pixvote: images and links, with everyone's votes.`;
   return {
     status: 200,
     title: `Uploads by ${user.username} · pixvote`,
@@ -259,7 +259,7 @@ async function modlogPage(moderation: ModerationService, ctx: AppContext): Promi
   return {
     status: 200,
     title: 'Moderation log · pixvote',
-    head: '',
+    head: descriptionMeta('modlog', ctx.query),
     main: modlogHtml({ entries: log.entries, page: log.page, cursor, nextCursor: log.next_cursor }),
   };
 }

@@ -9,6 +9,10 @@ import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, TRUST_EVERY_REPORTER, type TestUser } from '../support/users.ts';
 import { reportUpload, uploadLink } from '../support/uploads.ts';
 import { eventually, startReceiver, verified, type Receiver } from '../support/webhook-receiver.ts';
+import { pixvote } from '../support/cli.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 let app: TestApp;
 let receiver: Receiver;
@@ -364,4 +368,38 @@ describe('the address rules of image_url', () => {
     );
     assert.equal(patch.status, 400, patch.text);
   });
+});
+
+test('the CLI: pixvote webhooks add, list, deliveries, disable, enable, rotate, rm', async () => {
+  const home = await mkdtemp(join(tmpdir(), 'pixvote-cli-webhooks-'));
+  try {
+    const user = await registerUser(app.api);
+    const env = { PIXVOTE_URL: app.url, PIXVOTE_TOKEN: user.token };
+    const run = async (...args: string[]) => {
+      const r = await pixvote(['webhooks', ...args], { home, env });
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      return r.stdout;
+    };
+    const added = await run('add', `${receiver.url}/cli`, '--events', 'upload.processed,upload.held');
+    const id = /added webhook ([0-9a-f-]{36})/.exec(added)?.[1];
+    assert.ok(id, added);
+    const secret = /(whsec_\S+)/.exec(added)?.[1];
+    assert.ok(secret);
+    assert.match(await run('list'), new RegExp(`${id}\\s+enabled`));
+    await uploadLink(app.api, user);
+    await waitFor('/cli', 1);
+    verified(secret, receiver.delivered('/cli')[0]!);
+    assert.match(await run('deliveries', id), /delivered\s+1\s+204\s+upload\.processed/);
+    assert.match(await run('disable', id), /disabled/);
+    assert.match(await run('list'), /disabled/);
+    assert.match(await run('enable', id), /enabled/);
+    assert.match(await run('rotate', id), /whsec_/);
+    assert.match(await run('rm', id), /deleted/);
+    assert.match(await run('list'), /no webhooks/);
+    const bad = await pixvote(['webhooks', 'add', `${receiver.url}/cli`, '--events', 'report.created'], { home, env });
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /403 forbidden/);
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
 });

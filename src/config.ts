@@ -71,6 +71,12 @@ export interface Config {
   readonly blocklistDistance: number;
   readonly fetchAllowPrivate: boolean;
   readonly fetchTimeoutMs: number;
+  /**
+   * Webhook deliveries: each request's timeout (WEBHOOK_TIMEOUT_MS), how often every process looks for due ones
+   * (WEBHOOK_INTERVAL_MS), and the waits between attempts (WEBHOOK_RETRY_SCHEDULE, ms; after the last one fails the
+   * delivery is given up and its endpoint disabled).
+   */
+  readonly webhooks: Readonly<{ timeoutMs: number; intervalMs: number; retryScheduleMs: readonly number[] }>;
   readonly adminUsernames: ReadonlySet<string>;
   readonly rateLimits: Readonly<{ auth: Rate; upload: Rate; vote: Rate; general: Rate; media: Rate; report: Rate }>;
   readonly trustProxy: boolean;
@@ -276,6 +282,25 @@ const schema = z.object({
     .default('multi-index-hashing'),
   FETCH_ALLOW_PRIVATE: bool.prefault('false'),
   FETCH_TIMEOUT_MS: positiveInt.prefault('10000'),
+  WEBHOOK_TIMEOUT_MS: positiveInt.prefault('10000'),
+  WEBHOOK_INTERVAL_MS: positiveInt.prefault('1000'),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .transform((v, ctx) => {
+      // Each wait: a duration (90s, 5m, 2h, 1d), or milliseconds (`250ms`, for tests).
+      const waits = v.split(',').map((w) => {
+        const ms = /^\s*(\d+)\s*ms\s*$/.exec(w);
+        if (ms) return Number(ms[1]);
+        const seconds = /^\s*0+\s*[smhd]?\s*$/.test(w) ? 0 : parseDuration(w);
+        return seconds === null ? null : seconds * 1000;
+      });
+      if (waits.length > 30 || waits.some((w) => w === null)) {
+        ctx.addIssue({ code: 'custom', message: 'expected up to 30 durations separated by commas, e.g. 5s,5m,30m,2h' });
+        return [];
+      }
+      return waits.map((w) => w ?? 0);
+    })
+    .prefault('5s,5m,30m,2h,5h,10h,10h'),
   ADMIN_USERNAMES: z.string().prefault(''),
   RATE_LIMIT_AUTH: rate.prefault('5/15m'),
   RATE_LIMIT_UPLOAD: rate.prefault('20/1h'),
@@ -388,6 +413,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
+    webhooks: Object.freeze({
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      intervalMs: e.WEBHOOK_INTERVAL_MS,
+      retryScheduleMs: Object.freeze(e.WEBHOOK_RETRY_SCHEDULE),
+    }),
     adminUsernames: new Set(
       e.ADMIN_USERNAMES.split(',')
         .map((s) => s.trim().toLowerCase())

@@ -62,6 +62,10 @@ import { DEFAULT_RING_POLICY } from './domain/votes/vote-rings.ts';
 import { ModerationRepository } from './store/moderation/moderation.repository.ts';
 import { VoteRingRepository } from './store/moderation/vote-ring.repository.ts';
 import { BlocklistRepository } from './store/moderation/blocklist.repository.ts';
+import { WebhookRepository } from './store/webhooks/webhook.repository.ts';
+import { WebhookService } from './domain/webhooks/webhook.service.ts';
+import { WebhookDispatcher } from './domain/webhooks/dispatcher.ts';
+import { postWebhook, webhookUrlProblem } from './net/webhook-post.ts';
 
 /** Housekeeping's period: idempotency keys purged, media swept. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
@@ -298,6 +302,7 @@ function repositories(config: Config, db: Database) {
     votes: new VoteRepository(db),
     tags: new TagRepository(db),
     idempotency: new IdempotencyRepository(db),
+    webhooks: new WebhookRepository(db),
   };
 }
 type Stores = ReturnType<typeof repositories>;
@@ -315,6 +320,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const uploads = uploadsFor(config, resources, clock, changed);
   const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
   const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
+  const { webhooks, deliveries } = webhooksFor(config, resources, clock);
   const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
   const draining = new AbortController();
   const isShuttingDown = () => draining.signal.aborted;
@@ -345,6 +351,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       tags: new TagService({ tags: stores.tags, clock, onChanged: changed }),
       moderation,
       voteRings,
+      webhooks,
     }),
   });
   // Started in this order by compose(), stopped in reverse.
@@ -352,6 +359,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     atStart(() => promoteAdmins(config, log, stores.users)),
     mediaSweep,
     ...jobs,
+    deliveries,
     // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
     periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), warnOn(log, 'idempotency purge failed')),
   ];
@@ -551,6 +559,38 @@ function moderationFor(
 }
 
 /**
+ * Webhooks: the endpoints' service, and the delivery loop every process runs (every WEBHOOK_INTERVAL_MS, and at
+ * start for what was queued before a restart or left by a process that died). Outgoing requests keep to the
+ * address rules of `image_url`.
+ */
+function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
+  const { timeoutMs, intervalMs, retryScheduleMs } = config.webhooks;
+  const dispatcher = new WebhookDispatcher({
+    store: stores.webhooks,
+    clock,
+    owner: `${process.pid}-${randomUUID()}`,
+    schedule: retryScheduleMs,
+    // Longer than an attempt may take: a lease runs out only when its process died (or hung) mid-delivery.
+    leaseMs: 2 * timeoutMs + 5_000,
+    send: (url, headers, body, signal) =>
+      postWebhook(url, headers, body, { timeoutMs, allowPrivate: config.fetchAllowPrivate, signal }),
+    onError: (err, d) => log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed; it is retried'),
+  });
+  const deliveries = new RepeatingJob(
+    (signal) => dispatcher.run(signal),
+    warnOn(log, 'webhook deliveries failed; retried'),
+    { everyMs: intervalMs, atStart: true },
+  );
+  const webhooks = new WebhookService({
+    store: stores.webhooks,
+    clock,
+    checkUrl: (url) => webhookUrlProblem(url, config.fetchAllowPrivate),
+    onEnabled: () => deliveries.kick(),
+  });
+  return { webhooks, deliveries };
+}
+
+/**
  * /readyz: what the service cannot serve without (the database, the media workers, the media store), and Redis:
  * without it the limits and the feed cache fall back to in-process ones, `degraded`, still serving.
  */
@@ -577,9 +617,10 @@ function routes(
     tags: TagService;
     moderation: ModerationService;
     voteRings: VoteRingService;
+    webhooks: WebhookService;
   },
 ): AppDeps['routes'] {
-  const { feeds, createUpload, uploads, uploadOutcomes, votes, tags, moderation, voteRings } = s;
+  const { feeds, createUpload, uploads, uploadOutcomes, votes, tags, moderation, voteRings, webhooks } = s;
   return {
     feeds: { feeds },
     uploads: {
@@ -594,6 +635,7 @@ function routes(
     votes: { votes },
     tags: { tags },
     moderation: { moderation, voteRings },
+    webhooks: { webhooks },
     metrics: {
       registry: opts.clusterWorker ? clusterMetrics(metrics.registry) : registryText(metrics.registry),
       token: config.metricsToken,

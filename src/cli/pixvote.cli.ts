@@ -15,6 +15,7 @@ import { runMod } from './mod.command.ts';
 import { DEFAULT_RETRY, WaitTooLongError } from './retry.policy.ts';
 import { defaultResumePath } from './resume.store.ts';
 import { runTokens } from './tokens.command.ts';
+import { runWebhooks, WEBHOOKS_USAGE_LINE } from './webhooks.command.ts';
 import { normalizeTags, runUpload } from './upload.command.ts';
 
 const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
@@ -64,6 +65,16 @@ const TOKENS_USAGE = `usage: pixvote tokens create <name> [--scopes LIST] [--exp
   Managing tokens needs a token with the scope manage (any token may revoke itself).
 `;
 
+const WEBHOOKS_USAGE = `${WEBHOOKS_USAGE_LINE}
+                      [--url URL] [--token TOKEN]
+
+  The logged-in user's webhook endpoints: add prints the signing secret (whsec_…) once; --events is comma-separated
+  from upload.processed, upload.held, upload.removed, upload.restored, upload.vote_milestone (admins also
+  report.created, moderation.item_created). rotate prints a new secret (the old one signs too for 24 hours);
+  deliveries shows the newest 50 deliveries; enable turns on again an endpoint disabled after persistent failure.
+  Needs a token with the scope manage.
+`;
+
 const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help for its options)
 
   upload <files or folders…> [--tags a,b] [--private] [--concurrency N] [--max-wait S] [--resume FILE]
@@ -77,12 +88,14 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
         The token gets the scopes the CLI uses (upload, read, manage; moderate for admins) unless --scopes.
   logout [--url URL]     Revokes the saved API token and forgets it.
   tokens create <name> [--scopes LIST] [--expires-in DURATION] | list | revoke <id>
+  webhooks add <url> --events LIST | list | rm|rotate|deliveries|enable|disable <id>
+        Signed webhooks for events on your uploads. See \`pixvote webhooks --help\`.
   mod queue | approve|hold|remove ID | ban|unban USER | blocklist import|export FILE | modlog
         Moderation, for admins: the queue of reported, held and flagged uploads, decisions, bans, the
         blocklist as a CSV or JSON file, the moderation log. See \`pixvote mod --help\`.
 
-  upload, tokens and mod take --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved
-  login.
+  upload, tokens, webhooks and mod take --url URL and --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the
+  saved login.
 
   admin grant USERNAME | admin revoke USERNAME
         Operator command, run on the server's machine with its environment: changes the stored role in the
@@ -250,6 +263,17 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
     if (v.help) return (out.write(TOKENS_USAGE), 0);
     const { url, token } = await resolveTarget(v, { needToken: true });
     return runTokens(clientFor(url, token), positionals, out, { scopes: v.scopes, expiresIn: v['expires-in'] });
+  }
+
+  if (command === 'webhooks') {
+    const { values: v, positionals } = parse('webhooks', {
+      args: rest,
+      allowPositionals: true,
+      options: { ...common, events: { type: 'string' }, description: { type: 'string' } },
+    });
+    if (v.help) return (out.write(WEBHOOKS_USAGE), 0);
+    const { url, token } = await resolveTarget(v, { needToken: true });
+    return runWebhooks(clientFor(url, token), positionals, out, { events: v.events, description: v.description });
   }
 
   if (command === 'mod') {

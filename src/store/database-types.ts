@@ -89,6 +89,8 @@ export type BlocklistVersionTable = Tables['blocklist_version'];
 export type ModerationJobsTable = Tables['moderation_jobs'];
 export type ModlogTable = Tables['modlog'];
 export type VoteRingsTable = Tables['vote_rings'];
+export type WebhookEndpointsTable = Tables['webhook_endpoints'];
+export type WebhookDeliveriesTable = Tables['webhook_deliveries'];
 
 /** MikroORM's record of the migrations applied (its Migrator's table, not ours: no entity). */
 export interface SchemaMigrationsTable {

@@ -24,11 +24,11 @@ import type { NewUpload } from '../../src/domain/uploads/ports.ts';
 import { JOB_BATCH, ModerationService } from '../../src/domain/moderation/moderation.service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { insertUser } from '../support/users.ts';
 import { newUpload } from '../support/memory-ports.ts';
 
 const AT = new Date(Date.UTC(2026, 1, 1));
 const MOD = { id: randomUUID(), username: 'mod' };
-let n = 0;
 
 async function withDatabase(fn: (db: Database, repos: ReturnType<typeof reposOf>) => Promise<void>) {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-jobs-'));
@@ -54,25 +54,7 @@ function reposOf(db: Database) {
   };
 }
 
-async function addUser(db: Database): Promise<string> {
-  const id = randomUUID();
-  const name = `u${++n}_${id.slice(0, 6)}`;
-  await db
-    .db()
-    .insertInto('users')
-    .values({
-      id,
-      username: name,
-      username_key: name,
-      email: `${name}@x.test`,
-      email_key: `${name}@x.test`,
-      password_hash: 'x',
-      role: 'user',
-      created_at: db.dialect.date(AT),
-    })
-    .execute();
-  return id;
-}
+const addUser = (db: Database) => insertUser(db, AT);
 
 /** A row as the upload service builds it: an image with these hashes, or a link. */
 function row(userId: string, hashes: { sha256: string; phash: string } | null = null): NewUpload {

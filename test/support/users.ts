@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from './http.ts';
 import type { Composed } from '../../src/main.ts';
 import { setAdmin } from '../../src/domain/auth/admin-roles.ts';
 import { UserRepository } from '../../src/store/repositories/user.repository.ts';
+import type { Database } from '../../src/store/database.ts';
 
 export interface TestUser {
   id: string;
@@ -63,4 +64,25 @@ export async function setAccountAge(app: { composed: Composed }, userId: string,
     .where('id', '=', userId)
     .executeTakeFirst();
   if (Number(r.numUpdatedRows) !== 1) throw new Error(`no user ${userId} to age`);
+}
+
+/** A user row written straight into the database (store-level tests, no API): returns its id. */
+export async function insertUser(db: Database, createdAt: Date): Promise<string> {
+  const id = randomUUID();
+  const name = `u_${id.replace(/-/g, '').slice(0, 12)}`;
+  await db
+    .db()
+    .insertInto('users')
+    .values({
+      id,
+      username: name,
+      username_key: name,
+      email: `${name}@x.test`,
+      email_key: `${name}@x.test`,
+      password_hash: 'x',
+      role: 'user',
+      created_at: db.dialect.date(createdAt),
+    })
+    .execute();
+  return id;
 }

@@ -10,6 +10,7 @@ import * as moderation from '../schemas/moderation.schemas.ts';
 import * as oembed from '../schemas/oembed.schemas.ts';
 import * as upload from '../schemas/upload.schemas.ts';
 import * as voteRing from '../schemas/vote-ring.schemas.ts';
+import * as webhook from '../schemas/webhook.schemas.ts';
 
 /** Request bodies, converted as input (what a client may send). */
 export const requestSchemas: Record<string, z.ZodType> = {
@@ -31,6 +32,8 @@ export const requestSchemas: Record<string, z.ZodType> = {
   VoteRingRequest: voteRing.VoteRingBody,
   BlocklistRequest: moderation.BlocklistBody,
   BanRequest: moderation.BanBody,
+  WebhookCreateRequest: webhook.WebhookCreateBody,
+  WebhookUpdateRequest: webhook.WebhookUpdateBody,
 };
 
 /** Response bodies, converted as output (what the server sends). */
@@ -82,6 +85,15 @@ export const responseSchemas: Record<string, z.ZodType> = {
   ModlogPage: moderation.ModlogPage,
   Job: moderation.Job,
   JobsPage: moderation.JobsPage,
+  Webhook: webhook.WebhookView,
+  WebhookEvent: webhook.WebhookEventName,
+  WebhookCreated: webhook.WebhookCreated,
+  WebhookRotated: webhook.WebhookRotated,
+  WebhookList: webhook.WebhookList,
+  WebhookDeleted: webhook.WebhookDeleted,
+  WebhookDelivery: webhook.DeliveryView,
+  WebhookDeliveryPage: webhook.DeliveryPage,
+  WebhookPayload: webhook.WebhookPayload,
 };
 
 const str = { type: 'string' };
@@ -205,6 +217,12 @@ export const tagDescriptions = [
     name: 'moderation',
     description:
       'Reports (any user); the queue, actions, blocklist and bans (admins, the moderators); the public modlog.',
+  },
+  {
+    name: 'webhooks',
+    description:
+      "Signed webhooks (Standard Webhooks v1) for events on the caller's uploads and, for admins, the moderation " +
+      'queue: endpoints, secrets and their delivery log. The bodies sent are under `webhooks`.',
   },
   { name: 'operations', description: 'Probes, metrics and this document.' },
 ];

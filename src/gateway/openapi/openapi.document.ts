@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { STATUS_OF, type ErrorCode } from '../../domain/errors.ts';
+import { WEBHOOK_EVENTS, type WebhookEventType } from '../../domain/webhooks/webhook.types.ts';
 import { ERROR_WHEN, errorBodyOf } from '../schemas/common.schemas.ts';
+import { WebhookPayload } from '../schemas/webhook.schemas.ts';
 import {
   documentInfo,
   headerComponents,
@@ -326,6 +328,7 @@ function build(ops: readonly Operation[]): Json {
     servers: [{ url: '/' }],
     tags: tagDescriptions,
     paths,
+    webhooks: webhookItems(ref(WebhookPayload, 'output')),
     components: {
       schemas: merge(requests.schemas, responses.schemas),
       headers: headerComponents,
@@ -333,6 +336,54 @@ function build(ops: readonly Operation[]): Json {
       securitySchemes,
     },
   };
+}
+
+/** What each event means, for the document's `webhooks` (the requests the service sends to an endpoint). */
+const EVENT_MEANS: Readonly<Record<WebhookEventType, string>> = {
+  'upload.processed': 'One of your uploads was stored (its `moderation` says whether it is visible or held).',
+  'upload.held': 'One of your uploads was held for review.',
+  'upload.removed': 'One of your uploads was removed by the moderators.',
+  'upload.restored': 'One of your held or removed uploads was approved by a moderator: it is visible again.',
+  'upload.vote_milestone': 'One of your uploads reached 10, 100, 1000… upvotes (`milestone`), each once.',
+  'report.created': 'Admins: a user reported an upload.',
+  'moderation.item_created': 'Admins: an upload entered the moderation queue (`reason`: report, held, person_flag).',
+};
+
+/** OpenAPI 3.1 `webhooks`: one POST per event type, signed as Standard Webhooks v1 says. */
+function webhookItems(payload: Json): Json {
+  const header = (name: string, description: string) => ({
+    name,
+    in: 'header',
+    required: true,
+    description,
+    schema: { type: 'string' },
+  });
+  const parameters = [
+    header('webhook-id', 'The delivery id: the same on every retry of one event to one endpoint; deduplicate by it.'),
+    header('webhook-timestamp', 'Unix seconds of this attempt; refuse one too far from your clock.'),
+    header(
+      'webhook-signature',
+      '`v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">` keyed with the base64-decoded ' +
+        'secret after `whsec_`; during the 24 hours after a rotation, two of them separated by a space.',
+    ),
+  ];
+  return Object.fromEntries(
+    WEBHOOK_EVENTS.map((type) => [
+      type,
+      {
+        post: {
+          summary: type,
+          description: EVENT_MEANS[type],
+          tags: ['webhooks'],
+          parameters,
+          requestBody: { required: true, content: { 'application/json': { schema: payload } } },
+          responses: {
+            '2XX': { description: 'Delivered. Any other answer, or none in time, is retried with backoff.' },
+          },
+        },
+      },
+    ]),
+  );
 }
 
 function merge(a: Record<string, Json>, b: Record<string, Json>): Record<string, Json> {

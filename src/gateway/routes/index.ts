@@ -19,6 +19,7 @@ import { mounted, mountRoutes, type Route, type UserLimitName } from './route.ts
 import { tagRoutes } from './tags.routes.ts';
 import { uploadRoutes } from './uploads.routes.ts';
 import { voteRoutes } from './votes.routes.ts';
+import { webhookRoutes } from './webhooks.routes.ts';
 import { WEB_MEDIA_PATHS, webRoutes } from './web.routes.ts';
 
 const groups = {
@@ -30,6 +31,7 @@ const groups = {
   oembed: oembedRoutes,
   tags: tagRoutes,
   moderation: moderationRoutes,
+  webhooks: webhookRoutes,
   health: healthRoutes,
   metrics: metricsRoutes,
   docs: docsRoutes,

@@ -22,6 +22,14 @@ export {
 export { ModerationJob, type IModerationJob } from './moderation-job.entity.ts';
 export { ModlogEntry, type IModlogEntry } from './modlog.entity.ts';
 export { VoteRing, type IVoteRing } from './vote-ring.entity.ts';
+export {
+  UploadMilestone,
+  WebhookDelivery,
+  WebhookEndpoint,
+  type IUploadMilestone,
+  type IWebhookDelivery,
+  type IWebhookEndpoint,
+} from './webhook.entity.ts';
 
 import { User } from './user.entity.ts';
 import { ApiToken } from './api-token.entity.ts';
@@ -36,6 +44,7 @@ import { BlocklistEntry, BlocklistPending, BlocklistVersion } from './blocklist.
 import { ModerationJob } from './moderation-job.entity.ts';
 import { ModlogEntry } from './modlog.entity.ts';
 import { VoteRing } from './vote-ring.entity.ts';
+import { UploadMilestone, WebhookDelivery, WebhookEndpoint } from './webhook.entity.ts';
 
 export const ALL_ENTITIES = [
   User,
@@ -53,4 +62,7 @@ export const ALL_ENTITIES = [
   ModerationJob,
   ModlogEntry,
   VoteRing,
+  WebhookEndpoint,
+  WebhookDelivery,
+  UploadMilestone,
 ];

@@ -32,8 +32,20 @@ import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { lockUpload } from '../upload-rows.ts';
 import { addBlocklistEntries } from './blocklist.repository.ts';
 import { appendModlog, readModlog } from './modlog.ts';
+import { emitEvent, emitQueueItem, emitUploadEvent } from '../webhooks/outbox.ts';
 import { queueBanRemoval } from './job.repository.ts';
 import { closeOpenReports, holdUpload, lockForRemoval, removeUpload, setState } from './upload-states.ts';
+
+/** How many open reports the upload has. */
+async function openReports(db: Kysely<DB>, uploadId: string): Promise<number> {
+  const open = await db
+    .selectFrom('reports')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('upload_id', '=', uploadId)
+    .where('status', '=', 'open')
+    .executeTakeFirstOrThrow();
+  return Number(open.n);
+}
 
 const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> = {
   approve: 'visible',
@@ -65,7 +77,7 @@ export class ModerationRepository implements ModerationStore {
   report(input: Omit<ReportRecord, 'id'>, policy: ReportPolicy): Promise<ReportOutcome | null> {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
-      const upload = await lockUpload(db, d, input.uploadId, ['moderation', 'moderated_at']);
+      const upload = await lockUpload(db, d, input.uploadId, ['moderation', 'moderated_at', 'person_flag']);
       if (!upload) return null;
       const inserted = await db
         .insertInto('reports')
@@ -95,6 +107,27 @@ export class ModerationRepository implements ModerationStore {
         note: row.note,
         createdAt: d.readDate(row.created_at),
       };
+      if (inserted.length) {
+        await emitEvent(db, d, {
+          type: 'report.created',
+          ownerId: null,
+          data: {
+            report: {
+              id: report.id,
+              upload_id: report.uploadId,
+              reason: report.reason,
+              note: report.note,
+              created_at: report.createdAt.toISOString(),
+            },
+          },
+          at: input.createdAt,
+        });
+        // The upload's first open report puts it in the queue (unless it was there already: held or flagged).
+        if (upload.moderation === 'visible' && !d.readBool(upload.person_flag)) {
+          if ((await openReports(db, input.uploadId)) === 1)
+            await emitQueueItem(db, d, input.uploadId, 'report', input.createdAt);
+        }
+      }
       const threshold = policy.holdThreshold;
       const mayHold = reportsMayHold({
         moderation: upload.moderation,
@@ -104,13 +137,7 @@ export class ModerationRepository implements ModerationStore {
       if (inserted.length && threshold > 0 && mayHold) {
         // Decided here, under the upload's lock: concurrent reports see each other's rows in order, so the
         // report that brings the trusted count to the threshold is the one that holds, once.
-        const open = await db
-          .selectFrom('reports')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('upload_id', '=', input.uploadId)
-          .where('status', '=', 'open')
-          .executeTakeFirstOrThrow();
-        const n = Number(open.n);
+        const n = await openReports(db, input.uploadId);
         if (n >= threshold) {
           const reporters = await reporterHistories(db, d, policy.trust, [input.uploadId], 'open');
           const trusted = trustedCount(
@@ -162,6 +189,10 @@ export class ModerationRepository implements ModerationStore {
         if (action === 'approve') await closeOpenReports(db, d, uploadId, opts.at);
         await setState(db, d, uploadId, STATE_OF[action], opts.at, action === 'approve' ? { personFlag: false } : {});
         await appendModlog(db, d, [{ ...line, action, target: { type: 'upload', id: uploadId } }], opts.at);
+        if (action === 'approve' && row.moderation !== 'visible')
+          await emitUploadEvent(db, d, 'upload.restored', uploadId, opts.at);
+        if (action === 'hold' && row.moderation === 'visible')
+          await emitUploadEvent(db, d, 'upload.held', uploadId, opts.at);
       }
       const [upload] = await this.#uploads.hydrate(
         await this.#uploads.select(db).where('u.id', '=', uploadId).execute(),

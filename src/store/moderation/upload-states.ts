@@ -12,6 +12,7 @@ import { changingListing } from '../repositories/tag-links.ts';
 import { lockMedia, lockUpload, mediaReferenced } from '../upload-rows.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
 import { appendModlog } from './modlog.ts';
+import { emitQueueItem, emitUploadEvent, inQueue } from '../webhooks/outbox.ts';
 
 /**
  * Holds a visible upload (automatic rules: reports, the blocklist); true when it was visible and is now held,
@@ -26,8 +27,12 @@ export async function holdUpload(
 ): Promise<boolean> {
   const row = await lockUpload(db, d, uploadId, ['moderation']);
   if (row?.moderation !== 'visible') return false;
+  // A held upload is a queue item: a new one unless its reports or person flag made it one already.
+  const queued = await inQueue(db, d, uploadId);
   await setState(db, d, uploadId, 'held', opts.at);
   await appendModlog(db, d, [{ ...opts.line, target: { type: 'upload', id: uploadId } }], opts.at);
+  await emitUploadEvent(db, d, 'upload.held', uploadId, opts.at);
+  if (!queued) await emitQueueItem(db, d, uploadId, 'held', opts.at);
   return true;
 }
 
@@ -144,5 +149,6 @@ export async function removeUpload(
       ? null
       : await buryUpload(db, d, similarity, row.id, row.media_key, d.readDate(row.created_at));
   await appendModlog(db, d, [{ ...opts.line, action: 'remove', target: { type: 'upload', id: row.id } }], opts.at);
+  if (row.moderation !== 'removed') await emitUploadEvent(db, d, 'upload.removed', row.id, opts.at);
   return released;
 }

@@ -1,5 +1,6 @@
 import type { Database } from '../database.ts';
 import { lockUpload, setVoteCounts } from '../upload-rows.ts';
+import { reachMilestones } from '../webhooks/outbox.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { VoteGuard, VoteStore } from '../../domain/votes/vote.service.ts';
 import type { VoteValue } from '../../domain/uploads/upload.types.ts';
@@ -57,6 +58,7 @@ export class VoteRepository implements VoteStore {
       const up = Number(upload.upvotes) + (value === 1 ? 1 : 0) - (before === 1 ? 1 : 0);
       const down = Number(upload.downvote_count) + (value === -1 ? 1 : 0) - (before === -1 ? 1 : 0);
       await setVoteCounts(db, d, { id: uploadId, createdAt: d.readDate(upload.created_at) }, { up, down }, at);
+      if (up > Number(upload.upvotes)) await reachMilestones(db, d, uploadId, Number(upload.upvotes), up, at);
       return { value, upvotes: up, downvotes: down, changed: true };
     });
   }

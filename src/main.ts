@@ -445,6 +445,7 @@ function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: C
       humanThreshold: config.humanThreshold,
       nearDuplicateDistance: config.nearDuplicateDistance,
       blocklistDistance: config.blocklistDistance,
+      blocklistPdqDistance: config.blocklistPdqDistance,
     },
     events: { onChanged: changed },
   });
@@ -497,6 +498,7 @@ function moderationFor(
       reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
       jobPauseMs: config.moderationJobPauseMs,
       blocklistDistance: config.blocklistDistance,
+      blocklistPdqDistance: config.blocklistPdqDistance,
     },
     releaseMedia: (key) => media.release(key),
     events: {

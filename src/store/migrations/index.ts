@@ -10,6 +10,7 @@ import { M011VoteRings } from './m011-vote-rings.ts';
 import { M012Pdq } from './m012-pdq.ts';
 import { M013KeysetListings } from './m013-keyset-listings.ts';
 import { M014TokenScopes } from './m014-token-scopes.ts';
+import { M016PdqBlocklist } from './m016-pdq-blocklist.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   M012Pdq,
   M013KeysetListings,
   M014TokenScopes,
+  M016PdqBlocklist,
 ];

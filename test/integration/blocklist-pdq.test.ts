@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../../src/store/database.ts';
 import { BlocklistRepository } from '../../src/store/moderation/blocklist.repository.ts';
 import { blocklisted } from '../../src/store/moderation/insert-guard.ts';
+import { pdqBlocklisted } from '../../src/store/moderation/pdq-lookup.ts';
 import { pdqDistance } from '../../src/store/similarity/pdq-hamming.ts';
 import type { ModerationState } from '../../src/domain/uploads/upload.types.ts';
 import { insertImageUpload, withStoreDatabase } from '../support/store-db.ts';
@@ -53,7 +54,8 @@ test('the PDQ lookup finds exactly the entries within the distance, as a brute-f
     for (let i = 0; i < 120; i++) {
       const q = i < 80 ? flipRandom(entries[i]!, 24 + (i % 14), r) : randomPdq(r);
       const expected = entries.some((e) => pdqDistance(e, q) <= 31);
-      assert.equal(await blocklist.blocksPdq(q, 31), expected, `query ${i}`);
+      assert.equal(await blocklist.blocksPdq(q, 31), expected, `query ${i} (in memory)`);
+      assert.equal(await pdqBlocklisted(db.db(), q, 31), expected, `query ${i} (SQL)`);
       if (expected) matched++;
     }
     assert.ok(matched > 20 && matched < 80, `both answers exercised (${matched})`);
@@ -79,8 +81,21 @@ test('the PDQ lookup finds exactly the entries within the distance, as a brute-f
     );
     const listed = (await blocklist.list(0, 1000)).find((e) => e.pdq === entries[2]);
     assert.ok(listed, 'listed with its pdq');
+    // Another process's in-memory entries follow additions and removals (the blocklist's version).
+    const elsewhere = new BlocklistRepository(db);
+    const fresh = randomPdq(r);
+    assert.equal(await elsewhere.blocksPdq(fresh, 31), false);
+    await blocklist.add([{ sha256: null, phash: null, pdq: fresh, reason: 'new' }], {
+      source: 'import',
+      moderator,
+      at: AT,
+    });
+    assert.equal(await elsewhere.blocksPdq(flipRandom(fresh, 9, r), 31), true, 'an addition is seen at once');
+    assert.equal(await elsewhere.blocksPdq(entries[2]!, 0), true);
     assert.equal(await blocklist.remove(listed.id, { moderator, at: AT }), true);
     assert.equal(await blocklist.blocksPdq(entries[2]!, 0), false);
+    assert.equal(await elsewhere.blocksPdq(entries[2]!, 0), false, 'a removal is seen at once');
+    assert.equal(await pdqBlocklisted(db.db(), entries[2]!, 0), false);
     const left = await db
       .db()
       .selectFrom('blocklist_pdq_chunks')

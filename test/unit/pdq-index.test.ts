@@ -77,28 +77,31 @@ describe('PDQ multi-index hashing', () => {
         `chunk ${last} (one bit off) is found`,
       );
       assert.ok(new PdqSet([far], 31).matches(h));
+      assert.ok(new PdqSet([far], 31, 'probe').matches(h));
       // One bit more in that chunk: 32 bits, no chunk within one bit, and no match.
       const beyond = flip(far, [(15 - last) * 16 + 11]);
       assert.equal(brute(h, beyond), 32);
       assert.ok(!pdqCandidateKeys(h, 31).some((k) => new Set(pdqChunkKeys(beyond)).has(k)));
       assert.ok(!new PdqSet([beyond], 31).matches(h));
+      assert.ok(!new PdqSet([beyond], 31, 'probe').matches(h));
     }
   });
 
-  test('PdqSet answers as a brute-force scan does, near the boundary and far from it', () => {
-    const r = lcgRandom(4);
-    const entries = Array.from({ length: 500 }, () => randomPdq(r));
-    const set = new PdqSet(entries, 31);
-    const queries = [
-      ...Array.from({ length: 300 }, (_, i) => flipRandom(entries[i % entries.length]!, 25 + (i % 12), r)),
-      ...Array.from({ length: 300 }, () => randomPdq(r)),
-    ];
-    let matched = 0;
-    for (const q of queries) {
-      const expected = entries.some((e) => brute(e, q) <= 31);
-      assert.equal(set.matches(q), expected, q);
-      if (expected) matched++;
-    }
-    assert.ok(matched > 100 && matched < 300, `both answers are exercised (${matched} matches)`);
-  });
+  for (const layout of ['expand', 'probe'] as const)
+    test(`PdqSet (${layout}) answers as a brute-force scan does, near the boundary and far from it`, () => {
+      const r = lcgRandom(4);
+      const entries = Array.from({ length: 500 }, () => randomPdq(r));
+      const set = new PdqSet(entries, 31, layout);
+      const queries = [
+        ...Array.from({ length: 300 }, (_, i) => flipRandom(entries[i % entries.length]!, 25 + (i % 12), r)),
+        ...Array.from({ length: 300 }, () => randomPdq(r)),
+      ];
+      let matched = 0;
+      for (const q of queries) {
+        const expected = entries.some((e) => brute(e, q) <= 31);
+        assert.equal(set.matches(q), expected, q);
+        if (expected) matched++;
+      }
+      assert.ok(matched > 100 && matched < 300, `both answers are exercised (${matched} matches)`);
+    });
 });

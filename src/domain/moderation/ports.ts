@@ -91,7 +91,10 @@ export interface ModerationStore {
 }
 
 export interface BlocklistStore {
-  /** Bumped by every addition: an upload reads it before its checks, its insert re-checks only if it moved. */
+  /**
+   * Bumped by every addition and removal: an upload reads it before its checks, its insert re-checks only if it
+   * moved, and each process's in-memory PDQ entries are rebuilt when it moved.
+   */
   version(): Promise<number>;
   /** Whether these bytes are blocklisted (exact SHA-256): one indexed lookup. */
   blocksSha256(sha256: string): Promise<boolean>;

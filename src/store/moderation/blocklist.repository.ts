@@ -27,7 +27,7 @@ import { PhashSet } from './phash-set.ts';
 import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './insert-guard.ts';
 import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
 import { PdqSet, pdqChunkKeys } from '../similarity/pdq-hamming.ts';
-import { pdqBlocklisted } from './pdq-lookup.ts';
+import { PdqBlocklistCache } from './pdq-lookup.ts';
 
 type Hashes = { sha256: string | null; phash: string | null; pdq?: string | null };
 
@@ -132,9 +132,12 @@ export class BlocklistRepository implements BlocklistStore {
   readonly #scanFrom: number;
   /** Stored hashes read per page of that scan. */
   readonly #scanPage: number;
+  /** The PDQ entries in memory, rebuilt when the blocklist's version moves (pdq-lookup.ts). */
+  readonly #pdq: PdqBlocklistCache;
 
   constructor(db: Database, opts: { scanFrom?: number; scanPage?: number } = {}) {
     this.#db = db;
+    this.#pdq = new PdqBlocklistCache(() => db.db());
     this.#scanFrom = opts.scanFrom ?? 100;
     this.#scanPage = opts.scanPage ?? SCAN_PAGE;
   }
@@ -169,7 +172,7 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   blocksPdq(pdq: string, maxDistance: number): Promise<boolean> {
-    return pdqBlocklisted(this.#db.db(), pdq, maxDistance);
+    return this.#pdq.blocks(pdq, maxDistance);
   }
 
   async list(offset: number, limit: number): Promise<BlocklistEntry[]> {
@@ -225,6 +228,8 @@ export class BlocklistRepository implements BlocklistStore {
       await db.deleteFrom('blocklist_pdq_chunks').where('entry_id', '=', id).execute();
       const gone = await db.deleteFrom('blocklist').where('id', '=', id).returning(['reason']).execute();
       if (!gone.length) return false;
+      // Every process's in-memory PDQ entries are rebuilt at their next lookup (pdq-lookup.ts).
+      await bumpBlocklistVersion(db);
       // Still queued for the hold job: nothing left to hold for it, counted as handled in its job's progress.
       const pending = await db.deleteFrom('blocklist_pending').where('entry_id', '=', id).returning('job_id').execute();
       await countHandled(db, d, countsByJob(pending), opts.at);

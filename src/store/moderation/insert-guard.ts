@@ -39,7 +39,7 @@ export async function blocklistVersion(db: Kysely<DB>): Promise<number> {
   return Number(row?.version ?? 0);
 }
 
-/** Called by every addition that added entries, inside its transaction. */
+/** Called by every addition that added entries and every removal, inside its transaction. */
 export async function bumpBlocklistVersion(db: Kysely<DB>): Promise<void> {
   await db
     .updateTable('blocklist_version')

@@ -56,22 +56,27 @@ export function pdqCandidateKeys(hex: string, maxDistance: number): number[] {
 }
 
 /**
- * A set of PDQ hashes asked "is any of you within d of this hash?" many times (the hold job's scan of every stored
- * upload): each hash is filed under every value within the radius of each of its chunks, so a query reads sixteen
- * buckets and checks the distance of the few hashes in them. Buckets are one flat array per chunk (offsets, then
- * members), as PhashSet's.
+ * A set of PDQ hashes asked "is any of you within d of this hash?". Two layouts of the same buckets (one flat array
+ * per chunk: offsets, then members, as PhashSet's):
+ * - `expand` (the hold job's scan: a few thousand entries, a million queries): each hash is filed under every value
+ *   within the radius of each of its chunks (17 per chunk at d = 31), so a query reads sixteen buckets;
+ * - `probe` (the upload's lookup: 100k entries, one query per upload): each hash is filed under its own sixteen
+ *   chunk values (16 postings per entry, ~10 MB at 100k), and a query reads the 272 buckets within the radius.
+ * Either way a candidate's distance is checked on its eight 32-bit words.
  */
 export class PdqSet {
   readonly #words: Uint32Array;
   readonly #maxDistance: number;
+  readonly #probe: boolean;
   readonly #offsets: Uint32Array[] = [];
   readonly #members: Int32Array[] = [];
 
-  constructor(hashes: readonly string[], maxDistance: number) {
+  constructor(hashes: readonly string[], maxDistance: number, layout: 'expand' | 'probe' = 'expand') {
     this.#maxDistance = maxDistance;
+    this.#probe = layout === 'probe';
     this.#words = new Uint32Array(hashes.length * 8);
     hashes.forEach((h, i) => this.#words.set(pdqWords(h), i * 8));
-    const radius = pdqRadius(maxDistance);
+    const radius = this.#probe ? 0 : pdqRadius(maxDistance);
     const chunks = hashes.map(pdqChunks);
     for (let c = 0; c < PDQ_CHUNKS; c++) {
       const lists = chunks.map((ch) => neighbours(ch[c]!, radius));
@@ -88,15 +93,20 @@ export class PdqSet {
     }
   }
 
+  get size(): number {
+    return this.#words.length / 8;
+  }
+
   /** Whether a hash of the set lies within the distance of `hex`. */
   matches(hex: string): boolean {
     const q = pdqWords(hex);
+    const radius = this.#probe ? pdqRadius(this.#maxDistance) : 0;
     for (let c = 0; c < PDQ_CHUNKS; c++) {
-      const v = (q[c >> 1]! >>> (c & 1 ? 0 : 16)) & 0xffff;
       const offsets = this.#offsets[c]!;
       const members = this.#members[c]!;
-      for (let k = offsets[v]!; k < offsets[v + 1]!; k++)
-        if (pdqDistanceWords(this.#words, q, members[k]! * 8) <= this.#maxDistance) return true;
+      for (const v of neighbours((q[c >> 1]! >>> (c & 1 ? 0 : 16)) & 0xffff, radius))
+        for (let k = offsets[v]!; k < offsets[v + 1]!; k++)
+          if (pdqDistanceWords(this.#words, q, members[k]! * 8) <= this.#maxDistance) return true;
     }
     return false;
   }

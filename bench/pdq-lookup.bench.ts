@@ -97,7 +97,12 @@ async function seedEntries(db: Database, count: number, r: Rng): Promise<string[
 async function givePdqs(db: Database): Promise<void> {
   const random =
     db.dialect.name === 'postgres' ? sql`md5(random()::text) || md5(random()::text)` : sql`lower(hex(randomblob(32)))`;
-  await sql`update uploads set pdq = ${random}, pdq_quality = 80`.execute(db.db());
+  // In pages: one statement over a million rows outlasts the PostgreSQL client's read timeout.
+  for (;;) {
+    const { numAffectedRows } = await sql`update uploads set pdq = ${random}, pdq_quality = 80
+      where id in (select id from uploads where pdq is null limit 20000)`.execute(db.db());
+    if (!Number(numAffectedRows ?? 0)) return;
+  }
 }
 
 async function lookups(

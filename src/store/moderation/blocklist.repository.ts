@@ -137,7 +137,10 @@ export class BlocklistRepository implements BlocklistStore {
 
   constructor(db: Database, opts: { scanFrom?: number; scanPage?: number } = {}) {
     this.#db = db;
-    this.#pdq = new PdqBlocklistCache(() => db.db());
+    this.#pdq = new PdqBlocklistCache(
+      () => db.db(),
+      () => blocklistVersion(db.db()),
+    );
     this.#scanFrom = opts.scanFrom ?? 100;
     this.#scanPage = opts.scanPage ?? SCAN_PAGE;
   }

@@ -14,7 +14,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';
 import { PdqSet, pdqCandidateKeys, pdqDistanceWords, pdqWords } from '../similarity/pdq-hamming.ts';
-import { blocklistVersion } from './insert-guard.ts';
 
 /** Keys per `in (…)` list: far below both databases' limits of bound parameters. */
 const KEYS_PER_QUERY = 1000;
@@ -44,16 +43,19 @@ const LOAD_PAGE = 20_000;
 
 export class PdqBlocklistCache {
   readonly #db: () => Kysely<DB>;
+  /** The blocklist's version (insert-guard.ts's blocklistVersion, passed in: that module uses this one). */
+  readonly #version: () => Promise<number>;
   /** The set built at `version` for `distance`; a rebuild in flight is shared by the lookups waiting for it. */
   #built: { version: number; distance: number; set: Promise<PdqSet> } | null = null;
 
-  constructor(db: () => Kysely<DB>) {
+  constructor(db: () => Kysely<DB>, version: () => Promise<number>) {
     this.#db = db;
+    this.#version = version;
   }
 
   async blocks(pdq: string, maxDistance: number): Promise<boolean> {
     if (maxDistance < 0) return false;
-    const version = await blocklistVersion(this.#db());
+    const version = await this.#version();
     const built = this.#built;
     if (!built || built.version !== version || built.distance !== maxDistance) {
       const set = this.#load(maxDistance);

@@ -359,26 +359,36 @@ async function importing(
   return db;
 }
 
-const label = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+export const label = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+
+/** The command-line options of a blocklist lookup bench (this one's and pdq-lookup.bench.ts's). */
+export const LOOKUP_OPTIONS = {
+  uploads: { type: 'string', default: '1m' },
+  entries: { type: 'string', default: '100k' },
+  db: { type: 'string', default: 'sqlite,postgres' },
+  probes: { type: 'string', default: '300' },
+  rounds: { type: 'string', default: '3' },
+} as const;
+
+/** Those options parsed. */
+export const lookupOptions = (v: Record<keyof typeof LOOKUP_OPTIONS, unknown>) => ({
+  uploads: numbers(String(v.uploads))[0]!,
+  entries: numbers(String(v.entries))[0]!,
+  dbs: String(v.db).split(',') as DbKind[],
+  probes: Number(v.probes),
+  rounds: Number(v.rounds),
+});
 
 if (isMain(import.meta.url)) {
   const options = {
-    uploads: { type: 'string', default: '1m' },
-    entries: { type: 'string', default: '100k' },
-    db: { type: 'string', default: 'sqlite,postgres' },
-    probes: { type: 'string', default: '300' },
-    rounds: { type: 'string', default: '3' },
+    ...LOOKUP_OPTIONS,
     import: { type: 'string', default: '10k' },
     matches: { type: 'string', default: '300' },
     batch: { type: 'string' },
   } as const;
   await runAlone('blocklist', options, (rec, v) =>
     blocklistBench(rec, {
-      uploads: numbers(String(v.uploads))[0]!,
-      entries: numbers(String(v.entries))[0]!,
-      dbs: String(v.db).split(',') as DbKind[],
-      probes: Number(v.probes),
-      rounds: Number(v.rounds),
+      ...lookupOptions(v),
       imports: numbers(String(v.import))[0]!,
       matches: Number(v.matches),
       ...(v.batch ? { batch: numbers(String(v.batch))[0]! } : {}),

@@ -69,6 +69,8 @@ export interface Config {
   readonly moderationJobPauseMs: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
+  /** BLOCKLIST_PDQ_DISTANCE: max Hamming distance of a PDQ (quality ≥ 50) to a blocklisted one. */
+  readonly blocklistPdqDistance: number;
   readonly fetchAllowPrivate: boolean;
   readonly fetchTimeoutMs: number;
   /**
@@ -143,6 +145,13 @@ const nonNegativeInt = z
   .regex(/^\d+$/, 'expected a non-negative integer')
   .transform(Number)
   .refine((n) => Number.isSafeInteger(n), 'expected a non-negative integer');
+/** An integer from 0 to `max` (the blocklist's distances). */
+const intUpTo = (max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `expected an integer from 0 to ${max}`)
+    .transform(Number)
+    .refine((n) => n <= max, `expected an integer from 0 to ${max}`);
 const rate = z.string().transform((v, ctx) => {
   const r = parseRate(v);
   if (!r) ctx.addIssue({ code: 'custom', message: 'expected N/window, e.g. 20/1h (window units s, m, h)' });
@@ -271,12 +280,8 @@ const schema = z.object({
   MODERATION_JOB_PAUSE_MS: nonNegativeInt
     .refine((n) => n <= 5000, 'expected an integer from 0 to 5000 (milliseconds)')
     .prefault('0'),
-  BLOCKLIST_DISTANCE: z
-    .string()
-    .regex(/^\d+$/, 'expected an integer from 0 to 16')
-    .transform(Number)
-    .refine((n) => n <= 16, 'expected an integer from 0 to 16')
-    .prefault('8'),
+  BLOCKLIST_DISTANCE: intUpTo(16).prefault('8'),
+  BLOCKLIST_PDQ_DISTANCE: intUpTo(128).prefault('31'),
   NEAR_DUPLICATE_INDEX: z
     .enum(['multi-index-hashing', 'sqlite-vec'], 'expected multi-index-hashing or sqlite-vec')
     .default('multi-index-hashing'),
@@ -411,6 +416,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reportMinAccountAgeSeconds: e.REPORT_MIN_ACCOUNT_AGE,
     moderationJobPauseMs: e.MODERATION_JOB_PAUSE_MS,
     blocklistDistance: e.BLOCKLIST_DISTANCE,
+    blocklistPdqDistance: e.BLOCKLIST_PDQ_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
     fetchTimeoutMs: e.FETCH_TIMEOUT_MS,
     webhooks: Object.freeze({

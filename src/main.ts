@@ -453,6 +453,7 @@ function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: C
       humanThreshold: config.humanThreshold,
       nearDuplicateDistance: config.nearDuplicateDistance,
       blocklistDistance: config.blocklistDistance,
+      blocklistPdqDistance: config.blocklistPdqDistance,
     },
     events: { onChanged: changed },
   });
@@ -505,6 +506,7 @@ function moderationFor(
       reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
       jobPauseMs: config.moderationJobPauseMs,
       blocklistDistance: config.blocklistDistance,
+      blocklistPdqDistance: config.blocklistPdqDistance,
     },
     releaseMedia: (key) => media.release(key),
     events: {

@@ -1,23 +1,34 @@
 /**
- * Blocklist files for `pixvote mod blocklist import|export`: CSV with the header `sha256,phash,reason`, or JSON
- * (an array of entries, or `{"entries": [...]}`). Every entry is checked before anything is sent, and a bad one is
- * reported with the line it is on.
+ * Blocklist files for `pixvote mod blocklist import|export`: CSV with the header `sha256,phash,reason` (and a
+ * `pdq` column when an entry has a PDQ), JSON (an array of entries, or `{"entries": [...]}`), or `hma-csv`: the
+ * CSV python-threatexchange writes (`threatexchange dataset -P --csv`, columns
+ * `collab,signal_type,signal_str,category,tags`), the shape Hasher-Matcher-Actioner banks exchange. Its `pdq` rows
+ * become PDQ entries (reason: the tags, else the collaboration); rows of other signal types are counted and left
+ * out. A `.csv` file with that header is read as hma-csv. Every entry is checked before anything is sent, and a bad
+ * one is reported with the line it is on.
  */
 import { extname } from 'node:path';
 import { CliError } from './cli-config.store.ts';
 
-export type BlocklistFormat = 'csv' | 'json';
+export type BlocklistFormat = 'csv' | 'json' | 'hma-csv';
 
 export interface BlocklistEntry {
   sha256: string | null;
   phash: string | null;
+  /** Present only when the entry has one (64 hex). */
+  pdq?: string;
   reason: string | null;
 }
 
 export interface ParsedBlocklist {
   entries: Array<{ line: number; entry: BlocklistEntry }>;
   errors: Array<{ line: number; message: string }>;
+  /** hma-csv: rows of signal types the blocklist does not hold, by type. */
+  otherSignals?: Record<string, number>;
 }
+
+/** python-threatexchange's `dataset -P --csv` header; `signal_type` `pdq` is its PdqSignal. */
+export const HMA_CSV_COLUMNS = ['collab', 'signal_type', 'signal_str', 'category', 'tags'] as const;
 
 /** The contract's limit per POST /api/admin/blocklist. */
 export const MAX_CHUNK_ENTRIES = 10_000;
@@ -26,8 +37,8 @@ export const MAX_CHUNK_BYTES = 1_000_000;
 
 export function formatOf(file: string, explicit?: string): BlocklistFormat {
   const f = (explicit ?? extname(file).slice(1)).toLowerCase();
-  if (f === 'csv' || f === 'json') return f;
-  if (explicit !== undefined) throw new CliError(`--format must be csv or json (got "${explicit}")`);
+  if (f === 'csv' || f === 'json' || f === 'hma-csv') return f;
+  if (explicit !== undefined) throw new CliError(`--format must be csv, json or hma-csv (got "${explicit}")`);
   throw new CliError(`cannot tell the format of ${file} by its extension: pass --format csv or --format json`);
 }
 
@@ -76,23 +87,27 @@ export function parseCsv(input: string): CsvRecords {
 
 const SHA256 = /^[0-9a-f]{64}$/;
 const PHASH = /^[0-9a-f]{16}$/;
+const PDQ = SHA256;
 
 /** One entry checked: lowercased hashes, empty fields as null; or what is wrong with it. */
-export function checkEntry(sha256: unknown, phash: unknown, reason: unknown): BlocklistEntry | string {
+export function checkEntry(sha256: unknown, phash: unknown, reason: unknown, pdq?: unknown): BlocklistEntry | string {
   const str = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'string' ? v.trim() : null);
   const s = str(sha256)?.toLowerCase();
   const p = str(phash)?.toLowerCase();
+  const q = str(pdq)?.toLowerCase();
   const r = str(reason);
   if (s === undefined || s === null) return 'sha256 must be a string';
   if (p === undefined || p === null) return 'phash must be a string';
+  if (q === undefined || q === null) return 'pdq must be a string';
   if (r === null) return 'reason must be a string';
   if (s && !SHA256.test(s)) return `sha256 "${s.slice(0, 80)}" is not 64 hex digits`;
   if (p && !PHASH.test(p)) return `phash "${p.slice(0, 40)}" is not 16 hex digits`;
-  if (!s && !p) return 'neither sha256 nor phash: an entry needs at least one';
-  return { sha256: s || null, phash: p || null, reason: r || null };
+  if (q && !PDQ.test(q)) return `pdq "${q.slice(0, 80)}" is not 64 hex digits`;
+  if (!s && !p && !q) return 'neither sha256, phash nor pdq: an entry needs at least one';
+  return { sha256: s || null, phash: p || null, ...(q ? { pdq: q } : {}), reason: r || null };
 }
 
-function parseCsvEntries(text: string): ParsedBlocklist {
+function parseCsvEntries(text: string, hmaOnly = false): ParsedBlocklist {
   const out: ParsedBlocklist = { entries: [], errors: [] };
   const { records, unclosedAt } = parseCsv(text);
   if (unclosedAt) {
@@ -103,8 +118,16 @@ function parseCsvEntries(text: string): ParsedBlocklist {
   if (!header) return out;
   const names = header.fields.map((f) => f.trim().toLowerCase());
   const col = (n: string) => names.indexOf(n);
-  if (col('sha256') < 0 && col('phash') < 0) {
-    out.errors.push({ line: header.line, message: 'the first line must be the header sha256,phash,reason' });
+  const hma = col('signal_type') >= 0 && col('signal_str') >= 0;
+  if (hmaOnly && !hma) {
+    out.errors.push({ line: header.line, message: `the first line must be the header ${HMA_CSV_COLUMNS.join(',')}` });
+    return out;
+  }
+  if (!hma && col('sha256') < 0 && col('phash') < 0 && col('pdq') < 0) {
+    out.errors.push({
+      line: header.line,
+      message: `the first line must be the header sha256,phash,reason (or hma-csv's ${HMA_CSV_COLUMNS.join(',')})`,
+    });
     return out;
   }
   for (const { line, fields } of rows) {
@@ -113,7 +136,19 @@ function parseCsvEntries(text: string): ParsedBlocklist {
       continue;
     }
     const at = (n: string) => (col(n) < 0 ? '' : fields[col(n)]);
-    const e = checkEntry(at('sha256'), at('phash'), at('reason'));
+    if (hma) {
+      const type = at('signal_type')!.trim().toLowerCase();
+      if (type !== 'pdq') {
+        out.otherSignals = { ...out.otherSignals, [type]: (out.otherSignals?.[type] ?? 0) + 1 };
+        continue;
+      }
+      const reason = at('tags')!.trim() || at('collab')!.trim();
+      const e = checkEntry('', '', reason, at('signal_str'));
+      if (typeof e === 'string') out.errors.push({ line, message: e });
+      else out.entries.push({ line, entry: e });
+      continue;
+    }
+    const e = checkEntry(at('sha256'), at('phash'), at('reason'), at('pdq'));
     if (typeof e === 'string') out.errors.push({ line, message: e });
     else out.entries.push({ line, entry: e });
   }
@@ -179,7 +214,7 @@ function parseJsonEntries(text: string): ParsedBlocklist {
       return;
     }
     const o = item as Record<string, unknown>;
-    const e = checkEntry(o.sha256, o.phash, o.reason);
+    const e = checkEntry(o.sha256, o.phash, o.reason, o.pdq);
     if (typeof e === 'string') out.errors.push({ line, message: `entry ${i + 1}: ${e}` });
     else out.entries.push({ line, entry: e });
   });
@@ -210,30 +245,49 @@ function stringEnd(text: string, open: number): number {
 }
 
 export function parseBlocklist(text: string, format: BlocklistFormat): ParsedBlocklist {
-  return format === 'json' ? parseJsonEntries(text) : parseCsvEntries(text);
+  return format === 'json' ? parseJsonEntries(text) : parseCsvEntries(text, format === 'hma-csv');
 }
 
 const csvField = (v: string | null) =>
   v === null ? '' : /[",\r\n]|^\s|\s$/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 
+/** The CSV's lines, each ending in a newline. */
+const csvLines = (rows: Array<Array<string | null>>) => rows.map((r) => `${r.map(csvField).join(',')}\n`).join('');
+
+/**
+ * The file's text. `csv` gains a last column `pdq` when an entry has one (readers by header or by position of the
+ * first three are unaffected). `hma-csv` holds the PDQ entries only (the caller says how many others were left).
+ */
 export function formatBlocklist(entries: BlocklistEntry[], format: BlocklistFormat): string {
   if (format === 'json') {
-    const rows = entries.map((e) => `  ${JSON.stringify({ sha256: e.sha256, phash: e.phash, reason: e.reason })}`);
+    const rows = entries.map(
+      (e) =>
+        `  ${JSON.stringify({ sha256: e.sha256, phash: e.phash, ...(e.pdq ? { pdq: e.pdq } : {}), reason: e.reason })}`,
+    );
     return rows.length ? `[\n${rows.join(',\n')}\n]\n` : '[]\n';
   }
-  return ['sha256,phash,reason', ...entries.map((e) => [e.sha256, e.phash, e.reason].map(csvField).join(','))]
-    .map((l) => `${l}\n`)
-    .join('');
+  if (format === 'hma-csv')
+    return csvLines([
+      [...HMA_CSV_COLUMNS],
+      ...entries.filter((e) => e.pdq).map((e) => ['pixvote', 'pdq', e.pdq!, 'POSITIVE_CLASS', e.reason]),
+    ]);
+  if (!entries.some((e) => e.pdq))
+    return csvLines([['sha256', 'phash', 'reason'], ...entries.map((e) => [e.sha256, e.phash, e.reason])]);
+  return csvLines([
+    ['sha256', 'phash', 'reason', 'pdq'],
+    ...entries.map((e) => [e.sha256, e.phash, e.reason, e.pdq ?? null]),
+  ]);
 }
 
 /** Same hashes, same entry: the key repeated lines and the server's existing entries are compared by. */
-export const entryKey = (e: BlocklistEntry): string => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
+export const entryKey = (e: BlocklistEntry): string => `${e.sha256 ?? ''}:${e.phash ?? ''}${e.pdq ? `:${e.pdq}` : ''}`;
 
 /** The body of one POST: only the fields an entry has. */
 export function wireEntry(e: BlocklistEntry): Record<string, string> {
   return {
     ...(e.sha256 ? { sha256: e.sha256 } : {}),
     ...(e.phash ? { phash: e.phash } : {}),
+    ...(e.pdq ? { pdq: e.pdq } : {}),
     ...(e.reason ? { reason: e.reason } : {}),
   };
 }

@@ -37,20 +37,26 @@ export async function readEntries(file: string, format: BlocklistFormat, reason:
   } catch (e) {
     throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 1);
   }
-  const { entries, errors } = parseBlocklist(text, format);
+  const { entries, errors, otherSignals } = parseBlocklist(text, format);
   if (errors.length) {
     const shown = errors.slice(0, MAX_REPORTED_ERRORS).map((e) => `  ${file}:${e.line}: ${e.message}`);
     if (errors.length > shown.length) shown.push(`  … and ${errors.length - shown.length} more`);
     const n = errors.length === 1 ? '1 invalid entry' : `${errors.length} invalid entries`;
     throw new CliError(`${file} has ${n}; nothing was sent:\n${shown.join('\n')}`, 1);
   }
-  if (!entries.length) throw new CliError(`${file} has no entries; nothing was sent`, 1);
+  if (!entries.length)
+    throw new CliError(`${file} has no entries${otherNote(otherSignals ?? {}, ' (', ')')}; nothing was sent`, 1);
   const unique = new Map<string, BlocklistEntry>();
   for (const { entry } of entries) {
     const k = entryKey(entry);
     if (!unique.has(k)) unique.set(k, { ...entry, reason: entry.reason ?? reason });
   }
-  return { total: entries.length, unique: [...unique.values()], repeated: entries.length - unique.size };
+  return {
+    total: entries.length,
+    unique: [...unique.values()],
+    repeated: entries.length - unique.size,
+    otherSignals: otherSignals ?? {},
+  };
 }
 
 /** Every entry on the server's blocklist, page by page. */
@@ -61,7 +67,13 @@ export async function fetchBlocklist(client: ApiClient): Promise<BlocklistEntry[
       entries: BlocklistEntry[];
       has_more: boolean;
     };
-    for (const e of r.entries) all.push({ sha256: e.sha256 ?? null, phash: e.phash ?? null, reason: e.reason ?? null });
+    for (const e of r.entries)
+      all.push({
+        sha256: e.sha256 ?? null,
+        phash: e.phash ?? null,
+        ...(e.pdq ? { pdq: e.pdq } : {}),
+        reason: e.reason ?? null,
+      });
     if (!r.has_more || !r.entries.length) return all;
   }
 }
@@ -82,14 +94,24 @@ function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** hma-csv rows of signal types the blocklist does not hold (`md5: 3, url: 1`), with what goes around them. */
+function otherNote(other: Record<string, number>, before: string, after = ''): string {
+  const parts = Object.entries(other).map(([type, n]) => `${type || '(none)'}: ${n}`);
+  if (!parts.length) return '';
+  const n = Object.values(other).reduce((a, b) => a + b, 0);
+  return `${before}${plural(n, 'row')} of other signal types left out, ${parts.join(', ')}${after}`;
+}
+
 export async function runImport(
   client: ApiClient,
   req: { file: string; format: BlocklistFormat; dryRun: boolean; reason: string | null },
   out: Output,
 ): Promise<number> {
-  const { total, unique, repeated } = await readEntries(req.file, req.format, req.reason);
+  const { total, unique, repeated, otherSignals } = await readEntries(req.file, req.format, req.reason);
   const chunks = chunkEntries(unique.map(wireEntry), (e) => JSON.stringify(e).length);
-  const repeatedNote = repeated ? `; ${plural(repeated, 'line')} repeating an earlier one sent once` : '';
+  const repeatedNote =
+    (repeated ? `; ${plural(repeated, 'line')} repeating an earlier one sent once` : '') +
+    otherNote(otherSignals, '; ');
 
   if (req.dryRun) {
     let added = 0;
@@ -170,6 +192,16 @@ export async function runExport(
 ): Promise<number> {
   const entries = await fetchBlocklist(client);
   await writeAtomically(req.file, formatBlocklist(entries, req.format));
-  out.write(`exported ${plural(entries.length, 'entry', 'entries')} to ${req.file}\n`);
+  if (req.format !== 'hma-csv') {
+    out.write(`exported ${plural(entries.length, 'entry', 'entries')} to ${req.file}\n`);
+    return 0;
+  }
+  const pdq = entries.filter((e) => e.pdq).length;
+  const left = entries.length - pdq;
+  out.write(
+    `exported ${plural(pdq, 'PDQ entry', 'PDQ entries')} to ${req.file}` +
+      (left ? ` (${plural(left, 'entry', 'entries')} without a PDQ left out: hma-csv carries PDQ only)` : '') +
+      '\n',
+  );
   return 0;
 }

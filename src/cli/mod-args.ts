@@ -11,20 +11,24 @@ export const MOD_USAGE = `usage: pixvote mod <subcommand> [options]     (admins 
   approve ID --reason TEXT                 visible again; its reports and person flag closed
   hold ID --reason TEXT [--block exact|near]
   remove ID --reason TEXT [--block exact|near]
-        --block exact adds the image's SHA-256 to the blocklist, near its perceptual hash too.
+        --block exact adds the image's SHA-256 to the blocklist, near its perceptual hash and PDQ too.
   ban USER --reason TEXT [--until ISO-TIME | --days N] [--remove-uploads]
         USER is a username (any case) or a user id; without --until or --days the ban is permanent.
         --remove-uploads removes every upload of theirs (a background job, after the answer).
   unban USER
-  blocklist import FILE [--dry-run] [--reason TEXT] [--format csv|json]
-        CSV with the header sha256,phash,reason, or JSON (an array of {"sha256","phash","reason"}, or
-        {"entries": [...]}); the format is the extension's unless --format says. Each entry needs a 64-hex sha256
-        or a 16-hex phash or both. Every line is checked first: any bad one is reported with its line number and
-        nothing is sent. Sent in chunks of at most 10 000; --reason is for the entries without one.
+  blocklist import FILE [--dry-run] [--reason TEXT] [--format csv|json|hma-csv]
+        CSV with the header sha256,phash,reason (and optionally pdq), JSON (an array of
+        {"sha256","phash","pdq","reason"}, or {"entries": [...]}), or hma-csv: python-threatexchange's
+        collab,signal_type,signal_str,category,tags (its pdq rows; other signal types are counted and left out;
+        a .csv file with that header is read as it). The format is the extension's unless --format says. Each
+        entry needs a 64-hex sha256, a 16-hex phash or a 64-hex pdq. Every line is checked first: any bad one is
+        reported with its line number and nothing is sent. Sent in chunks of at most 10 000; --reason is for the
+        entries without one.
         --dry-run changes nothing: it says how many entries are new and how many already listed, and how many
         existing uploads the new ones would hold.
-  blocklist export FILE [--format csv|json]
-        Every blocklist entry, written to FILE (replaced at once, never half-written).
+  blocklist export FILE [--format csv|json|hma-csv]
+        Every blocklist entry, written to FILE (replaced at once, never half-written); hma-csv writes the PDQ
+        entries in python-threatexchange's CSV (collab pixvote, category POSITIVE_CLASS, tags the reason).
   modlog [--page N] [--limit N] [--json]
         The public moderation log, newest first.
   jobs [--status queued|running|done|failed] [--page N] [--limit N] [--json]

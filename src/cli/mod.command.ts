@@ -78,7 +78,7 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
       const blocked = {
         none: '',
         exact: '; its SHA-256 is blocklisted',
-        near: '; its SHA-256 and perceptual hash are blocklisted',
+        near: '; its SHA-256, perceptual hash and PDQ (when of quality 50 or more) are blocklisted',
       };
       out.write(`upload ${req.id} is ${u.moderation ?? req.action}${blocked[req.block]}\n`);
       return 0;

@@ -84,6 +84,7 @@ export type IdempotencyKeysTable = Tables['idempotency_keys'];
 export type MediaGarbageTable = Tables['media_garbage'];
 export type ReportsTable = Tables['reports'];
 export type BlocklistTable = Tables['blocklist'];
+export type BlocklistPdqChunksTable = Tables['blocklist_pdq_chunks'];
 export type BlocklistPendingTable = Tables['blocklist_pending'];
 export type BlocklistVersionTable = Tables['blocklist_version'];
 export type ModerationJobsTable = Tables['moderation_jobs'];

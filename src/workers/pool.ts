@@ -184,9 +184,9 @@ export class MediaPool implements ImageProcessor {
     const { afterHash } = hooks;
     const channel = afterHash ? new MessageChannel() : null;
     let hookError: { error: unknown } | null = null;
-    channel?.port1.on('message', (m: { phash: string }) => {
+    channel?.port1.on('message', (m: { phash: string; pdq?: { hash: string; quality: number } }) => {
       Promise.resolve()
-        .then(() => afterHash!(m.phash))
+        .then(() => afterHash!(m.phash, m.pdq))
         .then(
           (stop) => channel.port1.postMessage({ stop }),
           (error: unknown) => {

@@ -177,7 +177,7 @@ test('blocklist import: a bad line sends nothing; --dry-run counts, changes noth
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /has 2 invalid entries; nothing was sent/);
     assert.match(refused.stderr, new RegExp(`${bad}:6: sha256 "abc" is not 64 hex digits`));
-    assert.match(refused.stderr, new RegExp(`${bad}:7: neither sha256 nor phash`));
+    assert.match(refused.stderr, new RegExp(`${bad}:7: neither sha256, phash nor pdq`));
     assert.equal((await blocklist()).length, before);
 
     const file = join(dir, 'list.csv');

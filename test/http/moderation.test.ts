@@ -11,7 +11,7 @@ import { currentMetrics, stageRuns, startApp, type TestApp } from '../support/ap
 import { TRUST_EVERY_REPORTER, apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
-import { banRemovalDone } from '../support/jobs.ts';
+import { banRemovalDone, eventually } from '../support/jobs.ts';
 
 let app: TestApp;
 let owner: TestUser;
@@ -78,15 +78,6 @@ async function modlog(token?: string) {
     reason: string;
     moderator?: { id: string; username: string } | null;
   }>;
-}
-
-/** Polls `check` until it holds (the background job runs on its own); fails after `ms`. */
-async function eventually(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('admin routes', () => {

@@ -1,10 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openDatabase, type Database } from '../../src/store/database.ts';
+import type { Database } from '../../src/store/database.ts';
 import { chunksOf, hammingHex } from '../../src/store/similarity/hamming.ts';
 import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 import { BlocklistRepository } from '../../src/store/moderation/blocklist.repository.ts';
@@ -14,8 +10,7 @@ import { UploadRepository } from '../../src/store/repositories/upload.repository
 import { ModerationService } from '../../src/domain/moderation/moderation.service.ts';
 import type { NewBlocklistEntry } from '../../src/domain/moderation/moderation.types.ts';
 import type { ModerationState } from '../../src/domain/uploads/upload.types.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { onPostgres } from '../support/env.ts';
+import { insertImageUpload, withStoreDatabase } from '../support/store-db.ts';
 import { flipBits, hex8, lcgRandom } from '../support/hashes.ts';
 
 const DISTANCE = 8;
@@ -24,62 +19,21 @@ const AT = new Date(Date.UTC(2026, 1, 1));
 const randomHash = (r: () => number) => hex8(Math.floor(r() * 2 ** 32)) + hex8(Math.floor(r() * 2 ** 32));
 const randomSha = (r: () => number) => randomHash(r) + randomHash(r) + randomHash(r) + randomHash(r);
 
-async function withDatabase(fn: (db: Database, userId: string) => Promise<void>): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'pixvote-blocklist-'));
-  const pg = onPostgres ? await createTestDatabase() : null;
-  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
-  try {
-    const userId = randomUUID();
-    await db
-      .db()
-      .insertInto('users')
-      .values({
-        id: userId,
-        username: 'owner',
-        username_key: 'owner',
-        email: 'owner@x.test',
-        email_key: 'owner@x.test',
-        password_hash: 'x',
-        role: 'user',
-        created_at: db.dialect.date(AT),
-      })
-      .execute();
-    await fn(db, userId);
-  } finally {
-    await db.close();
-    await pg?.drop();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const withDatabase = (fn: (db: Database, userId: string) => Promise<void>) => withStoreDatabase('blocklist', AT, fn);
 
 async function insertUpload(
   db: Database,
   userId: string,
   u: { sha256: string; phash: string; moderation?: ModerationState; isPrivate?: boolean },
 ): Promise<string> {
-  const d = db.dialect;
-  const id = randomUUID();
   const [ph0, ph1, ph2, ph3] = chunksOf(u.phash);
-  await db
-    .db()
-    .insertInto('uploads')
-    .values({
-      id,
-      user_id: userId,
-      upload_type: 'image',
-      description: '',
-      is_private: d.bool(u.isPrivate ?? false),
-      created_at: d.date(AT),
-      sha256: u.sha256,
-      phash: u.phash,
-      ph0,
-      ph1,
-      ph2,
-      ph3,
-      moderation: u.moderation ?? 'visible',
-    })
-    .execute();
-  return id;
+  return insertImageUpload(db, userId, AT, {
+    is_private: db.dialect.bool(u.isPrivate ?? false),
+    sha256: u.sha256,
+    phash: u.phash,
+    ...{ ph0, ph1, ph2, ph3 },
+    moderation: u.moderation ?? 'visible',
+  });
 }
 
 const states = async (db: Database) =>

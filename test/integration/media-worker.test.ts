@@ -88,14 +88,17 @@ describe('media worker in a Piscina pool', () => {
   });
 
   it(
-    'asks, once the perceptual hash is known, whether to go on: ' + 'told to stop, it encodes and stages nothing',
+    'asks, once the perceptual hash and the PDQ are known, whether to go on: told to stop, it encodes and stages ' +
+      'nothing',
     async () => {
       const jpeg = await fx.photoJpeg({ width: 1600, height: 1200 });
       const ask = async (stop: boolean) => {
         const { port1, port2 } = new MessageChannel();
         const asked: string[] = [];
-        port1.on('message', (m: { phash: string }) => {
+        const pdqs: Array<{ hash: string; quality: number } | undefined> = [];
+        port1.on('message', (m: { phash: string; pdq?: { hash: string; quality: number } }) => {
           asked.push(m.phash);
+          pdqs.push(m.pdq);
           port1.postMessage({ stop });
         });
         const task: ProcessImageTask = {
@@ -111,7 +114,7 @@ describe('media worker in a Piscina pool', () => {
             name: 'processImage',
             transferList: [task.bytes, port2 as never],
           })) as ProcessImageResult;
-          return { task, result, asked };
+          return { task, result, asked, pdqs };
         } finally {
           port1.close();
         }
@@ -121,12 +124,17 @@ describe('media worker in a Piscina pool', () => {
       const halt = stopped.result as StoppedAfterHash;
       assert.equal(halt.stopped, true);
       assert.equal(halt.phash, stopped.asked[0]);
-      assert.deepEqual(Object.keys(halt.timings).sort(), ['decode', 'phash', 'sniff'], 'no detection, no encoding');
+      assert.deepEqual(
+        Object.keys(halt.timings).sort(),
+        ['decode', 'pdq', 'phash', 'sniff'],
+        'no detection, no encoding',
+      );
       assert.deepEqual(await staged(stopped.task), []);
       const went = await ask(false);
       assert.deepEqual(went.asked, stopped.asked, 'the same hash both times');
       const image = ok(went.result);
       assert.equal(image.phash, went.asked[0]);
+      assert.deepEqual(went.pdqs[0], { hash: image.pdq, quality: image.pdqQuality }, 'the PDQ is asked about too');
       assert.equal((await staged(went.task)).length, 3);
     },
   );

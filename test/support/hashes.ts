@@ -23,3 +23,16 @@ export function flipBits(hash: string, bits: number, r: () => number, span = 64)
   for (const b of picked) v ^= 1n << BigInt(b);
   return v.toString(16).padStart(16, '0');
 }
+
+/** A random 256-bit PDQ hash (64 hex digits). */
+export const randomPdq = (r: () => number): string =>
+  Array.from({ length: 8 }, () => hex8(Math.floor(r() * 2 ** 32))).join('');
+
+/** A PDQ hash with exactly `bits` distinct random bits flipped. */
+export function flipPdqBits(hash: string, bits: number, r: () => number): string {
+  let v = BigInt(`0x${hash}`);
+  const picked = new Set<number>();
+  while (picked.size < bits) picked.add(Math.floor(r() * 256));
+  for (const b of picked) v ^= 1n << BigInt(b);
+  return v.toString(16).padStart(64, '0');
+}

@@ -26,3 +26,12 @@ export async function banRemovalDone(api: Client, token: string, userId: string,
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Polls `check` until it holds (the background job runs on its own); fails after `ms`. */
+export async function eventually(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

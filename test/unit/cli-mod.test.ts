@@ -95,7 +95,12 @@ test('CSV: every bad line is reported with its line number', () => {
   assert.match(closed.errors[3]!.message, /^2 fields; the header has 3$/);
   assert.equal(closed.entries.length, 1);
   assert.deepEqual(parseBlocklist(`${SHA('a')},,x\n`, 'csv').errors, [
-    { line: 1, message: 'the first line must be the header sha256,phash,reason' },
+    {
+      line: 1,
+      message:
+        'the first line must be the header sha256,phash,reason ' +
+        "(or hma-csv's collab,signal_type,signal_str,category,tags)",
+    },
   ]);
 });
 
@@ -137,10 +142,68 @@ test('JSON: an array or {"entries": [...]}; bad entries are reported with the li
   ]);
 });
 
+test("hma-csv: python-threatexchange's dataset CSV; pdq rows become entries, other types are counted", () => {
+  const pdq = (c: string) => c.repeat(64);
+  // As `threatexchange dataset -P --csv` prints it (csv.DictWriter: CRLF line ends).
+  const te =
+    'collab,signal_type,signal_str,category,tags\r\n' +
+    `Sample Data,pdq,${pdq('A')},POSITIVE_CLASS,media_priority_s1 sample\r\n` +
+    'Sample Data,video_md5,d41d8cd98f00b204e9800998ecf8427e,POSITIVE_CLASS,\r\n' +
+    `Sample Data,pdq,${pdq('b')},POSITIVE_CLASS,\r\n` +
+    'Sample Data,url,https://example.com/,POSITIVE_CLASS,\r\n' +
+    'Sample Data,pdq,f00d,POSITIVE_CLASS,\r\n';
+  for (const format of ['csv', 'hma-csv'] as const) {
+    const parsed = parseBlocklist(te, format);
+    assert.deepEqual(parsed.errors, [{ line: 6, message: 'pdq "f00d" is not 64 hex digits' }]);
+    assert.deepEqual(
+      parsed.entries.map((e) => e.entry),
+      [
+        { sha256: null, phash: null, pdq: pdq('a'), reason: 'media_priority_s1 sample' },
+        { sha256: null, phash: null, pdq: pdq('b'), reason: 'Sample Data' },
+      ],
+    );
+    assert.deepEqual(parsed.otherSignals, { video_md5: 1, url: 1 });
+  }
+  assert.match(parseBlocklist('sha256,phash,reason\n', 'hma-csv').errors[0]!.message, /collab,signal_type/);
+
+  // Written back: PDQ entries only, in the same columns; read again, the same entries.
+  const entries: BlocklistEntry[] = [
+    { sha256: null, phash: null, pdq: pdq('c'), reason: 'spam, ring' },
+    { sha256: SHA('d'), phash: PH('e'), pdq: pdq('f'), reason: null },
+    { sha256: SHA('1'), phash: null, reason: 'no pdq: not in hma-csv' },
+  ];
+  const hma = formatBlocklist(entries, 'hma-csv');
+  assert.equal(
+    hma,
+    'collab,signal_type,signal_str,category,tags\n' +
+      `pixvote,pdq,${pdq('c')},POSITIVE_CLASS,"spam, ring"\n` +
+      `pixvote,pdq,${pdq('f')},POSITIVE_CLASS,\n`,
+  );
+  assert.deepEqual(
+    parseBlocklist(hma, 'csv').entries.map((e) => e.entry),
+    [
+      { sha256: null, phash: null, pdq: pdq('c'), reason: 'spam, ring' },
+      { sha256: null, phash: null, pdq: pdq('f'), reason: 'pixvote' },
+    ],
+  );
+  // The plain CSV gains a last column pdq only when an entry has one; it round-trips.
+  const csv = formatBlocklist(entries, 'csv');
+  assert.match(csv, /^sha256,phash,reason,pdq\n/);
+  assert.deepEqual(
+    parseBlocklist(csv, 'csv').entries.map((e) => e.entry),
+    entries,
+  );
+  assert.deepEqual(
+    parseBlocklist(formatBlocklist(entries, 'json'), 'json').entries.map((e) => e.entry),
+    entries,
+  );
+  assert.equal(formatOf('list.csv', 'hma-csv'), 'hma-csv');
+});
+
 test('an entry needs a 64-hex sha256 or a 16-hex phash; hashes are lowercased and trimmed', () => {
   assert.deepEqual(checkEntry(` ${SHA('F')} `, '', ''), { sha256: SHA('f'), phash: null, reason: null });
-  assert.equal(checkEntry('', '', 'why'), 'neither sha256 nor phash: an entry needs at least one');
-  assert.equal(checkEntry(null, undefined, null), 'neither sha256 nor phash: an entry needs at least one');
+  assert.equal(checkEntry('', '', 'why'), 'neither sha256, phash nor pdq: an entry needs at least one');
+  assert.equal(checkEntry(null, undefined, null), 'neither sha256, phash nor pdq: an entry needs at least one');
   assert.equal(checkEntry(SHA('a'), null, 5), 'reason must be a string');
 });
 
@@ -149,7 +212,7 @@ test('the format is the extension unless --format says', () => {
   assert.equal(formatOf('list.json'), 'json');
   assert.equal(formatOf('list.txt', 'json'), 'json');
   assert.throws(() => formatOf('list.txt'), /--format csv or --format json/);
-  assert.throws(() => formatOf('list.csv', 'xml'), /--format must be csv or json/);
+  assert.throws(() => formatOf('list.csv', 'xml'), /--format must be csv, json or hma-csv/);
 });
 
 test('chunks hold at most 10 000 entries and stay under the body limit', () => {
@@ -433,7 +496,7 @@ test('a file with a bad line sends nothing and names every bad line', () =>
         e.message ===
           `${file} has 2 invalid entries; nothing was sent:\n` +
             `  ${file}:3: sha256 "zz" is not 64 hex digits\n` +
-            `  ${file}:4: neither sha256 nor phash: an entry needs at least one`,
+            `  ${file}:4: neither sha256, phash nor pdq: an entry needs at least one`,
     );
     assert.equal(calls.length, 0);
     await assert.rejects(readEntries(join(dir, 'missing.csv'), 'csv', null), /cannot read .*ENOENT/);

@@ -89,6 +89,7 @@ test('every bad variable is listed in one error', () => {
       HUMAN_POLICY: 'maybe',
       REPORT_HOLD_THRESHOLD: '-1',
       BLOCKLIST_DISTANCE: '40',
+      BLOCKLIST_PDQ_DISTANCE: '200',
       RATE_LIMIT_VOTE: '20 per hour',
       RATE_LIMIT_MEDIA: '0/15m',
       NEAR_DUPLICATE_DISTANCE: '-2',
@@ -113,13 +114,14 @@ test('every bad variable is listed in one error', () => {
       'DATABASE_URL',
       'REPORT_HOLD_THRESHOLD',
       'BLOCKLIST_DISTANCE',
+      'BLOCKLIST_PDQ_DISTANCE',
     ])
       assert.match(m, new RegExp(`${v}=`));
     assert.match(m, /HUMAN_POLICY=maybe: expected reject, flag, hold or off/);
     assert.match(m, /HUMAN_INPUT_SIZE=300: expected a multiple of 32 from 128 to 1024/);
     assert.match(m, /HUMAN_SECOND_LOOK=tiles: expected off or boxes/);
     assert.match(m, /HUMAN_RUNTIME=gpu: expected auto, onnx or tfjs/);
-    assert.equal(e.problems.length, 13);
+    assert.equal(e.problems.length, 14);
   }
   // Rules between variables join the same list.
   assert.throws(

@@ -51,6 +51,8 @@ export interface ModerationPolicy {
   /** REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot report (0: no rule). */
   reportMinAccountAgeSeconds?: number;
   blocklistDistance: number;
+  /** BLOCKLIST_PDQ_DISTANCE (default 31). */
+  blocklistPdqDistance?: number;
   /** MODERATION_JOB_PAUSE_MS: a pause between a job's steps, to spread its writes (0 or unset: none). */
   jobPauseMs?: number;
 }
@@ -325,7 +327,8 @@ export class ModerationService {
     entries: NewBlocklistEntry[],
     opts: { dryRun: boolean },
   ): Promise<{ added: number; skipped: number; matches?: number }> {
-    if (opts.dryRun) return this.#blocklist.dryRun(entries, this.#policy.blocklistDistance);
+    if (opts.dryRun)
+      return this.#blocklist.dryRun(entries, this.#policy.blocklistDistance, this.#policy.blocklistPdqDistance);
     const result = await this.#blocklist.add(entries, {
       source: 'import',
       moderator: moderatorOf(principal),
@@ -383,7 +386,12 @@ export class ModerationService {
   async holdBlocklistMatches(batch = HOLD_BATCH): Promise<number> {
     let held = 0;
     for (;;) {
-      const step = await this.#blocklist.holdMatches(batch, this.#policy.blocklistDistance, this.#clock.now());
+      const step = await this.#blocklist.holdMatches(
+        batch,
+        this.#policy.blocklistDistance,
+        this.#clock.now(),
+        this.#policy.blocklistPdqDistance,
+      );
       held += step.held;
       if (step.held) {
         this.#events.action?.('auto_hold', step.held);
@@ -500,6 +508,7 @@ function blocklistView(e: BlocklistEntry): BlocklistEntryView {
     id: e.id,
     sha256: e.sha256,
     phash: e.phash,
+    pdq: e.pdq ?? null,
     reason: e.reason,
     source: e.source,
     created_at: e.createdAt.toISOString(),

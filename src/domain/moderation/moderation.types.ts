@@ -50,9 +50,17 @@ export interface QueueItemRecord {
   pos: ListPosition;
 }
 
+/**
+ * PDQ hashes whose quality is under this are too featureless to match (Meta's pdq README): an upload's PDQ below it
+ * is never matched against PDQ entries, nor added by `block: "near"`.
+ */
+export const PDQ_MIN_QUALITY = 50;
+
 export interface NewBlocklistEntry {
   sha256: string | null;
   phash: string | null;
+  /** PDQ, 64 hex characters (API.md Blocklist); optional for callers that know only the other two. */
+  pdq?: string | null;
   reason: string;
 }
 
@@ -66,6 +74,7 @@ export interface BlocklistEntryView {
   id: string;
   sha256: string | null;
   phash: string | null;
+  pdq: string | null;
   reason: string;
   source: 'moderation' | 'import';
   created_at: string;

@@ -95,12 +95,17 @@ export interface ModerationStore {
 }
 
 export interface BlocklistStore {
-  /** Bumped by every addition: an upload reads it before its checks, its insert re-checks only if it moved. */
+  /**
+   * Bumped by every addition and removal: an upload reads it before its checks, its insert re-checks only if it
+   * moved, and each process's in-memory PDQ entries are rebuilt when it moved.
+   */
   version(): Promise<number>;
   /** Whether these bytes are blocklisted (exact SHA-256): one indexed lookup. */
   blocksSha256(sha256: string): Promise<boolean>;
   /** Whether a blocklisted perceptual hash lies within `maxDistance` (multi-index hashing over its chunks). */
   blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
+  /** Whether a blocklisted PDQ lies within `maxDistance` (multi-index hashing over its sixteen chunks). */
+  blocksPdq(pdq: string, maxDistance: number): Promise<boolean>;
   list(offset: number, limit: number): Promise<BlocklistEntry[]>;
   /**
    * Adds the entries not present yet (same pair of hashes: skipped), each with a modlog `block` line, and queues
@@ -114,15 +119,22 @@ export interface BlocklistStore {
   dryRun(
     entries: NewBlocklistEntry[],
     maxDistance: number,
+    pdqDistance?: number,
   ): Promise<{ added: number; skipped: number; matches: number }>;
   remove(id: string, opts: { moderator: Moderator; at: Date }): Promise<boolean>;
   size(): Promise<number>;
   /**
    * One step of the background job: takes up to `batch` queued entries, holds every visible stored upload they
    * match (modlog `auto_hold`), and dequeues them. Returns how many entries and uploads it handled (0 entries:
-   * nothing is queued). Safe to run in several processes at once.
+   * nothing is queued). Safe to run in several processes at once. PDQ entries match stored uploads whose PDQ
+   * (of quality ≥ PDQ_MIN_QUALITY) is within `pdqDistance` (default 31).
    */
-  holdMatches(batch: number, maxDistance: number, at: Date): Promise<{ entries: number; held: number }>;
+  holdMatches(
+    batch: number,
+    maxDistance: number,
+    at: Date,
+    pdqDistance?: number,
+  ): Promise<{ entries: number; held: number }>;
 }
 
 /** One step of a `ban_removal` job (JobStore.removalStep). */

@@ -36,10 +36,11 @@ export const NO_IMAGE = {
 export type SharedMedia = { mediaKey: string; variants: NewUpload['variants'] };
 
 /**
- * What an image upload's early blocklist checks saw: the blocklist's version read before them, and the distance
- * its perceptual hash is matched within. The insert re-checks the blocklist if the version moved meanwhile.
+ * What an image upload's early blocklist checks saw: the blocklist's version read before them, and the distances
+ * its perceptual hash and its PDQ are matched within. The insert re-checks the blocklist if the version moved
+ * meanwhile (the PDQ only when its quality is at least PDQ_MIN_QUALITY).
  */
-export type BlocklistSeen = { version: number; distance: number };
+export type BlocklistSeen = { version: number; distance: number; pdqDistance?: number };
 
 /**
  * An insert refused inside its transaction, nothing written: the owner is banned (a ban committed while the upload
@@ -140,10 +141,11 @@ export interface MediaFiles {
 /** The worker pool, as the domain sees it. Rejections arrive as AppErrors (400 codes, or 503 busy). */
 export interface ProcessHooks {
   /**
-   * Called once the perceptual hash is known, before person detection and encoding (most of the work);
-   * resolving true stops the task there, with nothing staged, and `process` resolves null.
+   * Called once the perceptual hash and the PDQ are known, before person detection and encoding (most of the
+   * work); resolving true stops the task there, with nothing staged, and `process` resolves null. `pdq` is
+   * undefined from a processor that does not compute it.
    */
-  afterHash?: (phash: string) => Promise<boolean>;
+  afterHash?: (phash: string, pdq?: { hash: string; quality: number }) => Promise<boolean>;
 }
 
 export interface ImageProcessor {

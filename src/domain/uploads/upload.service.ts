@@ -23,6 +23,10 @@ import { toUploadView } from './upload-view.ts';
 import { originalNameOf } from './original-name.ts';
 import { checkHashes, type HashCheck } from './check-hashes.ts';
 import { NO_IMAGE } from './ports.ts';
+import { PDQ_MIN_QUALITY } from '../moderation/moderation.types.ts';
+
+/** BLOCKLIST_PDQ_DISTANCE's default (API.md Blocklist). */
+const BLOCKLIST_PDQ_DISTANCE = 31;
 
 export const MAX_DESCRIPTION = 500;
 
@@ -33,6 +37,8 @@ export interface UploadPolicy {
   nearDuplicateDistance: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   blocklistDistance: number;
+  /** Max Hamming distance of a PDQ (quality ≥ PDQ_MIN_QUALITY) to a blocklisted one (BLOCKLIST_PDQ_DISTANCE). */
+  blocklistPdqDistance?: number;
 }
 
 /** The moderators' blocklist, as an upload consults it: before any decoding, and once the perceptual hash is known. */
@@ -43,6 +49,8 @@ export interface BlocklistCheck {
   /** The digests among these that it blocks (the batch pre-check). */
   blockedSha256Among(sha256s: readonly string[]): Promise<Set<string>>;
   blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
+  /** Whether a blocklisted PDQ lies within `maxDistance` of this one. */
+  blocksPdq?(pdq: string, maxDistance: number): Promise<boolean>;
 }
 
 export interface ImageInput {
@@ -126,7 +134,12 @@ export class UploadService {
     const viewer = viewerOf(principal);
     // The blocklist decides first, on the hash of the bytes as they arrived: a blocked upload costs one lookup.
     // Its version, read before, tells the insert whether entries came since (then it checks again).
-    const blocklistSeen = { version: await this.#blocklist.version(), distance: this.#policy.blocklistDistance };
+    const pdqDistance = this.#policy.blocklistPdqDistance ?? BLOCKLIST_PDQ_DISTANCE;
+    const blocklistSeen = {
+      version: await this.#blocklist.version(),
+      distance: this.#policy.blocklistDistance,
+      pdqDistance,
+    };
     if (await this.#blocklist.blocksSha256(input.sha256)) throw errors.blockedContent();
     const exact = await this.#uploads.findVisibleBySha256(input.sha256, viewer);
     if (exact) return this.#duplicate(exact.id, 'exact', 0);
@@ -148,12 +161,14 @@ export class UploadService {
     // sweep of objects no row references.
     let persisted = false;
     try {
-      // A blocklisted perceptual hash, or a near duplicate, stops the task as soon as the hash is known, before
-      // detection and encoding: nothing is written to media.
+      // A blocklisted perceptual hash or PDQ (of quality ≥ 50), or a near duplicate, stops the task as soon as the
+      // hashes are known, before detection and encoding: nothing is written to media.
       let near: CreateResult | null = null;
       let blocked = false;
-      const afterHash = async (phash: string) => {
+      const afterHash = async (phash: string, pdq?: { hash: string; quality: number }) => {
         blocked = await this.#blocklist.blocksPhash(phash, this.#policy.blocklistDistance);
+        if (!blocked && pdq && pdq.quality >= PDQ_MIN_QUALITY && this.#blocklist.blocksPdq)
+          blocked = await this.#blocklist.blocksPdq(pdq.hash, pdqDistance);
         if (blocked) return true;
         near = await this.#nearDuplicate(phash, viewer);
         return near !== null;

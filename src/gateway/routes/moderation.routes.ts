@@ -334,7 +334,8 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       `${ADMIN_ONLY} \`approve\`: visible again, its reports and person flag closed. \`hold\`: out of every listing; ` +
       'only its owner and admins can open it. `remove`: its image files, votes and tag links go, the row stays as ' +
       'a tombstone (410 `removed` to everyone but admins), its reports are closed. ' +
-      '`block` (images only, else 400): `exact` blocklists its SHA-256, `near` its SHA-256 and perceptual hash; ' +
+      '`block` (images only, else 400): `exact` blocklists its SHA-256, `near` its SHA-256, perceptual hash and ' +
+      'PDQ (when its quality is at least 50); ' +
       'new entries also hold every stored upload they match. Every action is written to the modlog.',
     auth: 'required',
     scope: 'moderate',
@@ -415,6 +416,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
                   id: ENTRY_ID,
                   sha256: 'a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8',
                   phash: 'c3a1f0e2d4b69788',
+                  pdq: 'f8f8f0cee0f4e0e6e4e8ccd0e0e2c2a2b2e0c8e2a6f8d8d0c8f2e4f0e8c0b0e0',
                   reason: 'spam ring',
                   source: 'moderation',
                   created_at: '2026-11-25T10:15:00.000Z',
@@ -423,6 +425,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
                   id: '2c7f1e9b-5a3d-4c8e-b6f2-9d0a4e8c1b73',
                   sha256: null,
                   phash: 'f0e1d2c3b4a59687',
+                  pdq: null,
                   reason: 'known scam image',
                   source: 'import',
                   created_at: '2026-11-22T12:00:00.000Z',
@@ -453,9 +456,12 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     tag: 'moderation',
     summary: 'Add entries to the blocklist (an import)',
     description:
-      `${ADMIN_ONLY} 1 to 10 000 entries, each with a SHA-256, a perceptual hash or both; an entry already there is ` +
-      'skipped. An image upload whose SHA-256 is blocklisted, or whose perceptual hash is within ' +
-      '`BLOCKLIST_DISTANCE` of a blocklisted one, is then refused with 400 `blocked_content`. New entries also hold ' +
+      `${ADMIN_ONLY} 1 to 10 000 entries, each with a SHA-256, a perceptual hash, a PDQ or several; an entry ` +
+      'already there is skipped. An image upload whose SHA-256 is blocklisted, whose perceptual hash is within ' +
+      '`BLOCKLIST_DISTANCE` of a blocklisted one, or whose PDQ (quality ≥ 50) is within `BLOCKLIST_PDQ_DISTANCE` ' +
+      '(31) of a blocklisted one, is then refused with 400 `blocked_content`. A CSV file in the shape ' +
+      'python-threatexchange and Hasher-Matcher-Actioner exchange is imported by the CLI (`pixvote mod blocklist ' +
+      'import file.csv`), which sends it here as these entries. New entries also hold ' +
       'every stored upload they match (modlog `auto_hold`), in the background. With `dry_run=true` nothing ' +
       'changes: the answer counts what would be added and skipped and the stored uploads that would be held.',
     auth: 'required',
@@ -480,7 +486,12 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
       async (ctx, { user, query, body }) => {
         ctx.body = await deps.moderation.addToBlocklist(
           user,
-          body.entries.map((e) => ({ sha256: e.sha256 ?? null, phash: e.phash ?? null, reason: e.reason ?? '' })),
+          body.entries.map((e) => ({
+            sha256: e.sha256 ?? null,
+            phash: e.phash ?? null,
+            pdq: e.pdq ?? null,
+            reason: e.reason ?? '',
+          })),
           { dryRun: query.dry_run },
         );
       },

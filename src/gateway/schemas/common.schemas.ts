@@ -10,8 +10,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   invalid_image: 'truncated or corrupt image, more than 50 MP or more than 200 frames',
   human_detected: 'human detection policy `reject` and a person was found',
   blocked_content:
-    "the image matches the moderators' blocklist (exact SHA-256, or perceptual hash within " +
-    '`BLOCKLIST_DISTANCE`); which entry matched is not said',
+    "the image matches the moderators' blocklist (exact SHA-256, perceptual hash within `BLOCKLIST_DISTANCE`, " +
+    'or PDQ within `BLOCKLIST_PDQ_DISTANCE`); which entry matched is not said',
   fetch_failed: '`image_url` could not be fetched safely (blocked address, timeout, not an image, too big)',
   too_many_tags: 'more than 10 tags on the upload',
   invalid_tag:

@@ -10,6 +10,7 @@ const EXAMPLE_UPLOAD = '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90';
 const EXAMPLE_USER = '8c1d2e3f-4a5b-4c6d-8e7f-901234567890';
 const SHA = /^[0-9a-f]{64}$/;
 const PHASH = /^[0-9a-f]{16}$/;
+const PDQ = /^[0-9a-f]{64}$/;
 
 /** The longest note a report may carry (the upload page counts against it too). */
 export const MAX_REPORT_NOTE = 500;
@@ -102,7 +103,10 @@ export const ModerationBody = z
     block: z
       .enum(['none', 'exact', 'near'], { error: 'block must be none, exact or near' })
       .default('none')
-      .describe('`exact` blocklists the SHA-256, `near` the SHA-256 and the perceptual hash; images only.')
+      .describe(
+        '`exact` blocklists the SHA-256, `near` the SHA-256, the perceptual hash and the PDQ (when its quality is at ' +
+          'least 50); images only.',
+      )
       .meta({ examples: ['near'] }),
   })
   .meta({ examples: [{ action: 'remove', reason: 'spam ring', block: 'near' }] });
@@ -121,9 +125,21 @@ const BlocklistEntryIn = z
       .pipe(z.string().regex(PHASH, { error: 'phash must be 16 hexadecimal characters' }))
       .nullable()
       .optional(),
+    pdq: z
+      .string({ error: 'pdq must be a string of 64 hexadecimal characters' })
+      .transform((s) => s.toLowerCase())
+      .pipe(z.string().regex(PDQ, { error: 'pdq must be exactly 64 hexadecimal characters (a 256-bit PDQ hash)' }))
+      .nullable()
+      .optional()
+      .describe(
+        "Meta's 256-bit PDQ hash as python-threatexchange writes it; matches an image whose PDQ (quality ≥ 50) is " +
+          'within `BLOCKLIST_PDQ_DISTANCE` (31).',
+      ),
     reason: reason(500, 'reason').optional(),
   })
-  .refine((e) => Boolean(e.sha256 || e.phash), { error: 'each entry needs sha256, phash or both' });
+  .refine((e) => Boolean(e.sha256 || e.phash || e.pdq), {
+    error: 'each entry needs sha256, phash or pdq (or several)',
+  });
 
 export const BlocklistBody = z
   .object({
@@ -139,6 +155,7 @@ export const BlocklistBody = z
         entries: [
           { sha256: 'a3f5c0e1b2d4967880a1b2c3d4e5f60718293a4b5c6d7e8f9012a3b4c5d6e7f8', reason: 'spam ring' },
           { phash: 'c3a1f0e2d4b69788', reason: 'known scam image' },
+          { pdq: 'f8f8f0cee0f4e0e6e4e8ccd0e0e2c2a2b2e0c8e2a6f8d8d0c8f2e4f0e8c0b0e0', reason: 'shared hash list' },
         ],
       },
     ],
@@ -157,6 +174,7 @@ export const BlocklistEntry = z.object({
   id: z.uuid(),
   sha256: z.string().regex(SHA).nullable(),
   phash: z.string().regex(PHASH).nullable(),
+  pdq: z.string().regex(PDQ).nullable().describe('PDQ, 64 hex characters (256 bits); null when the entry has none.'),
   reason: z.string(),
   source: z.enum(['moderation', 'import']),
   created_at: z.iso.datetime(),

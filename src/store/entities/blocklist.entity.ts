@@ -12,14 +12,30 @@ export const BlocklistEntry = defineEntity({
     ph1: p.integer().nullable(),
     ph2: p.integer().nullable(),
     ph3: p.integer().nullable(),
-    /** `sha256:phash` (either may be empty): unique, so an entry is added once. */
-    entryKey: p.string().length(81).unique(),
+    /** PDQ (m016): 64 hex characters, matched within BLOCKLIST_PDQ_DISTANCE through blocklist_pdq_chunks. */
+    pdq: p.string().length(64).nullable(),
+    /** `sha256:phash`, or `sha256:phash:pdq` with a PDQ (any part may be empty): unique, so an entry is added once. */
+    entryKey: p.string().length(160).unique(),
     reason: p.text().default(''),
     source: p.string().length(16).$type<'moderation' | 'import'>(),
     createdAt: p.datetime(3),
   },
 });
 export type IBlocklistEntry = InferEntity<typeof BlocklistEntry>;
+
+/**
+ * A PDQ entry's sixteen chunks (m016), keyed `position × 65 536 + value`: multi-index hashing for the PDQ lookup
+ * (similarity/pdq-hamming.ts). Removed with their entry.
+ */
+export const BlocklistPdqChunk = defineEntity({
+  name: 'BlocklistPdqChunk',
+  tableName: 'blocklist_pdq_chunks',
+  properties: {
+    chunk: p.integer().primary(),
+    entryId: p.uuid().primary(),
+  },
+});
+export type IBlocklistPdqChunk = InferEntity<typeof BlocklistPdqChunk>;
 
 /**
  * Blocklist entries whose matches among stored uploads are still to be held: the background job's durable to-do

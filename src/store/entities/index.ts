@@ -13,9 +13,11 @@ export { MediaGarbage, type IMediaGarbage } from './media-garbage.entity.ts';
 export { Report, type IReport } from './report.entity.ts';
 export {
   BlocklistEntry,
+  BlocklistPdqChunk,
   BlocklistPending,
   BlocklistVersion,
   type IBlocklistEntry,
+  type IBlocklistPdqChunk,
   type IBlocklistPending,
   type IBlocklistVersion,
 } from './blocklist.entity.ts';
@@ -40,7 +42,7 @@ import { Vote } from './vote.entity.ts';
 import { IdempotencyKey } from './idempotency-key.entity.ts';
 import { MediaGarbage } from './media-garbage.entity.ts';
 import { Report } from './report.entity.ts';
-import { BlocklistEntry, BlocklistPending, BlocklistVersion } from './blocklist.entity.ts';
+import { BlocklistEntry, BlocklistPdqChunk, BlocklistPending, BlocklistVersion } from './blocklist.entity.ts';
 import { ModerationJob } from './moderation-job.entity.ts';
 import { ModlogEntry } from './modlog.entity.ts';
 import { VoteRing } from './vote-ring.entity.ts';
@@ -57,6 +59,7 @@ export const ALL_ENTITIES = [
   MediaGarbage,
   Report,
   BlocklistEntry,
+  BlocklistPdqChunk,
   BlocklistPending,
   BlocklistVersion,
   ModerationJob,

@@ -11,6 +11,7 @@ import { M012Pdq } from './m012-pdq.ts';
 import { M013KeysetListings } from './m013-keyset-listings.ts';
 import { M014TokenScopes } from './m014-token-scopes.ts';
 import { M015Webhooks } from './m015-webhooks.ts';
+import { M016PdqBlocklist } from './m016-pdq-blocklist.ts';
 import { M017TagSearchIndex } from './m017-tag-search-index.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
@@ -28,5 +29,6 @@ export const MIGRATIONS = [
   M013KeysetListings,
   M014TokenScopes,
   M015Webhooks,
+  M016PdqBlocklist,
   M017TagSearchIndex,
 ];

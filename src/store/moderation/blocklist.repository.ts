@@ -1,6 +1,7 @@
 /**
- * The moderators' blocklist: exact SHA-256 entries (one indexed lookup) and perceptual hashes matched within a
- * distance by the near-duplicate machinery (nearRows: multi-index hashing over the entries' chunk columns).
+ * The moderators' blocklist: exact SHA-256 entries (one indexed lookup), perceptual hashes matched within a
+ * distance by the near-duplicate machinery (nearRows: multi-index hashing over the entries' chunk columns), and PDQ
+ * hashes matched within BLOCKLIST_PDQ_DISTANCE (pdq-lookup.ts: multi-index hashing over blocklist_pdq_chunks).
  * New entries are queued (blocklist_pending) for the job that holds the stored uploads they match; the queue is
  * durable, so the job resumes after a restart and several processes may run it at once (holding is idempotent
  * under the upload's lock).
@@ -24,8 +25,17 @@ import { appendModlog } from './modlog.ts';
 import { holdUpload } from './upload-states.ts';
 import { PhashSet } from './phash-set.ts';
 import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './insert-guard.ts';
+import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
+import { PdqSet, pdqChunkKeys } from '../similarity/pdq-hamming.ts';
+import { PdqBlocklistCache } from './pdq-lookup.ts';
 
-const entryKey = (e: { sha256: string | null; phash: string | null }) => `${e.sha256 ?? ''}:${e.phash ?? ''}`;
+type Hashes = { sha256: string | null; phash: string | null; pdq?: string | null };
+
+/** `sha256:phash`, and `:pdq` when the entry has a PDQ (so the keys of entries before m016 stay as they were). */
+const entryKey = (e: Hashes) => `${e.sha256 ?? ''}:${e.phash ?? ''}${e.pdq ? `:${e.pdq}` : ''}`;
+
+/** BLOCKLIST_PDQ_DISTANCE's default (API.md Blocklist). */
+const PDQ_DISTANCE = 31;
 
 /** A blocklist row for an entry: a fresh id, the perceptual hash's chunks, and the key that makes it unique. */
 export function blocklistRow(d: Dialect, e: NewBlocklistEntry, source: 'moderation' | 'import', at: Date) {
@@ -38,6 +48,7 @@ export function blocklistRow(d: Dialect, e: NewBlocklistEntry, source: 'moderati
     ph1: c[1],
     ph2: c[2],
     ph3: c[3],
+    pdq: e.pdq ?? null,
     entry_key: entryKey(e),
     reason: e.reason,
     source,
@@ -71,10 +82,16 @@ export async function addBlocklistEntries(
       .insertInto('blocklist')
       .values(part.map((e) => blocklistRow(d, e, opts.source, opts.at)))
       .onConflict((oc) => oc.column('entry_key').doNothing())
-      .returning(['id', 'reason'])
+      .returning(['id', 'reason', 'pdq'])
       .execute();
     if (!rows.length) continue;
     added.push(...rows.map((r) => r.id));
+    const chunks = rows.flatMap((r) => (r.pdq ? pdqChunkKeys(r.pdq).map((chunk) => ({ chunk, entry_id: r.id })) : []));
+    for (let j = 0; j < chunks.length; j += INSERT_CHUNK)
+      await db
+        .insertInto('blocklist_pdq_chunks')
+        .values(chunks.slice(j, j + INSERT_CHUNK))
+        .execute();
     await db
       .insertInto('blocklist_pending')
       .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at), job_id: jobId })))
@@ -115,9 +132,15 @@ export class BlocklistRepository implements BlocklistStore {
   readonly #scanFrom: number;
   /** Stored hashes read per page of that scan. */
   readonly #scanPage: number;
+  /** The PDQ entries in memory, rebuilt when the blocklist's version moves (pdq-lookup.ts). */
+  readonly #pdq: PdqBlocklistCache;
 
   constructor(db: Database, opts: { scanFrom?: number; scanPage?: number } = {}) {
     this.#db = db;
+    this.#pdq = new PdqBlocklistCache(
+      () => db.db(),
+      () => blocklistVersion(db.db()),
+    );
     this.#scanFrom = opts.scanFrom ?? 100;
     this.#scanPage = opts.scanPage ?? SCAN_PAGE;
   }
@@ -151,12 +174,16 @@ export class BlocklistRepository implements BlocklistStore {
     return rows.length > 0;
   }
 
+  blocksPdq(pdq: string, maxDistance: number): Promise<boolean> {
+    return this.#pdq.blocks(pdq, maxDistance);
+  }
+
   async list(offset: number, limit: number): Promise<BlocklistEntry[]> {
     const d = this.#db.dialect;
     const rows = await this.#db
       .db()
       .selectFrom('blocklist')
-      .select(['id', 'sha256', 'phash', 'reason', 'source', 'created_at'])
+      .select(['id', 'sha256', 'phash', 'pdq', 'reason', 'source', 'created_at'])
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
@@ -166,6 +193,7 @@ export class BlocklistRepository implements BlocklistStore {
       id: r.id,
       sha256: r.sha256,
       phash: r.phash,
+      pdq: r.pdq,
       reason: r.reason,
       source: r.source,
       createdAt: d.readDate(r.created_at),
@@ -179,7 +207,7 @@ export class BlocklistRepository implements BlocklistStore {
     });
   }
 
-  async dryRun(entries: NewBlocklistEntry[], maxDistance: number) {
+  async dryRun(entries: NewBlocklistEntry[], maxDistance: number, pdqDistance = PDQ_DISTANCE) {
     const db = this.#db.db();
     const keys = [...new Set(entries.map(entryKey))];
     const present = new Set<string>();
@@ -193,15 +221,18 @@ export class BlocklistRepository implements BlocklistStore {
     }
     const fresh = entries.filter((e) => !present.has(entryKey(e)));
     const freshKeys = new Set(fresh.map(entryKey));
-    const matches = await this.#matchingUploads(db, [...freshKeys].map(fromKey), maxDistance);
+    const matches = await this.#matchingUploads(db, [...freshKeys].map(fromKey), maxDistance, pdqDistance);
     return { added: freshKeys.size, skipped: entries.length - freshKeys.size, matches: matches.size };
   }
 
   remove(id: string, opts: { moderator: Moderator; at: Date }) {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
+      await db.deleteFrom('blocklist_pdq_chunks').where('entry_id', '=', id).execute();
       const gone = await db.deleteFrom('blocklist').where('id', '=', id).returning(['reason']).execute();
       if (!gone.length) return false;
+      // Every process's in-memory PDQ entries are rebuilt at their next lookup (pdq-lookup.ts).
+      await bumpBlocklistVersion(db);
       // Still queued for the hold job: nothing left to hold for it, counted as handled in its job's progress.
       const pending = await db.deleteFrom('blocklist_pending').where('entry_id', '=', id).returning('job_id').execute();
       await countHandled(db, d, countsByJob(pending), opts.at);
@@ -224,18 +255,18 @@ export class BlocklistRepository implements BlocklistStore {
     return Number(row.n);
   }
 
-  async holdMatches(batch: number, maxDistance: number, at: Date) {
+  async holdMatches(batch: number, maxDistance: number, at: Date, pdqDistance = PDQ_DISTANCE) {
     const db = this.#db.db();
     const pending = await db
       .selectFrom('blocklist_pending as p')
       .leftJoin('blocklist as b', 'b.id', 'p.entry_id')
-      .select(['p.entry_id', 'b.sha256', 'b.phash'])
+      .select(['p.entry_id', 'b.sha256', 'b.phash', 'b.pdq'])
       .orderBy('p.created_at')
       .orderBy('p.entry_id')
       .limit(batch)
       .execute();
     if (!pending.length) return { entries: 0, held: 0 };
-    const ids = await this.#matchingUploads(db, pending, maxDistance);
+    const ids = await this.#matchingUploads(db, pending, maxDistance, pdqDistance);
     let held = 0;
     for (const uploadId of ids) {
       const done = await this.#db.transaction((_em, tx) =>
@@ -263,11 +294,15 @@ export class BlocklistRepository implements BlocklistStore {
     return { entries: pending.length, held };
   }
 
-  /** Ids of the visible stored uploads these entries match (exact SHA-256, or perceptual hash within maxDistance). */
+  /**
+   * Ids of the visible stored uploads these entries match: exact SHA-256, perceptual hash within maxDistance, or
+   * PDQ (of quality ≥ PDQ_MIN_QUALITY) within pdqDistance.
+   */
   async #matchingUploads(
     db: Kysely<DB>,
-    entries: Array<{ sha256: string | null; phash: string | null }>,
+    entries: Hashes[],
     maxDistance: number,
+    pdqDistance: number,
   ): Promise<Set<string>> {
     const d = this.#db.dialect;
     const out = new Set<string>();
@@ -281,7 +316,13 @@ export class BlocklistRepository implements BlocklistStore {
         .execute();
       for (const r of rows) out.add(r.id);
     }
+    const pdqs = [...new Set(entries.flatMap((e) => (e.pdq ? [e.pdq] : [])))];
+    if (pdqs.length) {
+      const set = new PdqSet(pdqs, pdqDistance);
+      await this.#scan(db, 'pdq', (h) => set.matches(h), out);
+    }
     const phashes = [...new Set(entries.flatMap((e) => (e.phash ? [e.phash] : [])))];
+    if (!phashes.length) return out;
     const visible = sql<boolean>`u.moderation = 'visible'`;
     if (phashes.length < this.#scanFrom) {
       for (const h of phashes) {
@@ -290,23 +331,31 @@ export class BlocklistRepository implements BlocklistStore {
       }
       return out;
     }
-    // Many hashes: one pass over the stored hashes (in id order, a page at a time) against an in-memory index.
-    // The job runs on a gateway's event loop, and SQLite reads a page synchronously: after each page the loop
-    // gets a turn, so requests wait for one page at most, not for the whole scan.
+    // Many hashes: one pass over the stored hashes against an in-memory index.
     const set = new PhashSet(phashes, maxDistance);
+    await this.#scan(db, 'phash', (h) => set.matches(h), out);
+    return out;
+  }
+
+  /**
+   * One pass over the visible uploads' stored hashes of a column (in id order, a page at a time), adding those
+   * `matches` says yes to. The job runs on a gateway's event loop, and SQLite reads a page synchronously: after
+   * each page the loop gets a turn, so requests wait for one page at most, not for the whole scan. PDQ: only those
+   * of quality ≥ 50. The stored PDQ has no index (16 chunk rows per upload would outweigh the blocklist itself).
+   */
+  async #scan(db: Kysely<DB>, column: 'phash' | 'pdq', matches: (hash: string) => boolean, out: Set<string>) {
     let after = '00000000-0000-0000-0000-000000000000';
     for (;;) {
-      const rows = await db
+      let q = db
         .selectFrom('uploads')
-        .select(['id', 'phash'])
+        .select(['id', `${column} as hash`])
         .where('id', '>', after)
-        .where('phash', 'is not', null)
-        .where('moderation', '=', 'visible')
-        .orderBy('id')
-        .limit(this.#scanPage)
-        .execute();
-      for (const r of rows) if (set.matches(r.phash!)) out.add(r.id);
-      if (rows.length < this.#scanPage) return out;
+        .where(column, 'is not', null)
+        .where('moderation', '=', 'visible');
+      if (column === 'pdq') q = q.where('pdq_quality', '>=', PDQ_MIN_QUALITY);
+      const rows = await q.orderBy('id').limit(this.#scanPage).execute();
+      for (const r of rows) if (matches(r.hash!)) out.add(r.id);
+      if (rows.length < this.#scanPage) return;
       after = rows.at(-1)!.id;
       await yieldToEventLoop();
     }
@@ -337,7 +386,7 @@ async function countHandled(db: Kysely<DB>, d: Dialect, perJob: Map<string, numb
 /** 5 000 rows of (id, phash): a few milliseconds of SQLite reading and matching on this machine. */
 const SCAN_PAGE = 5_000;
 
-const fromKey = (key: string) => {
-  const [sha256, phash] = key.split(':');
-  return { sha256: sha256 || null, phash: phash || null };
+const fromKey = (key: string): Hashes => {
+  const [sha256, phash, pdq] = key.split(':');
+  return { sha256: sha256 || null, phash: phash || null, pdq: pdq || null };
 };

@@ -9,7 +9,7 @@
  *   - SQLite: one writer at a time. The insert re-checks after its first write, holding the write lock, so an
  *     addition or a ban has committed before it (and is seen) or commits after it (and its job finds the row).
  *
- * The blocklist's two lookups run again only when its version moved since the upload read it (before its early
+ * The blocklist's lookups run again only when its version moved since the upload read it (before its early
  * checks): an addition bumps it in its own transaction, so an unchanged version means the early checks saw every
  * entry there is. Most inserts pay one primary-key read, not the lookups, while they hold the write lock.
  */
@@ -17,6 +17,8 @@ import { sql, type Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 import { nearRows } from '../similarity/similarity-index.ts';
+import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
+import { pdqBlocklisted } from './pdq-lookup.ts';
 
 /** Arbitrary, fixed: the blocklist's advisory lock among pixvote's others (the migration lock is 7_202_611). */
 const BLOCKLIST_LOCK_KEY = 7_202_612;
@@ -37,7 +39,7 @@ export async function blocklistVersion(db: Kysely<DB>): Promise<number> {
   return Number(row?.version ?? 0);
 }
 
-/** Called by every addition that added entries, inside its transaction. */
+/** Called by every addition that added entries and every removal, inside its transaction. */
 export async function bumpBlocklistVersion(db: Kysely<DB>): Promise<void> {
   await db
     .updateTable('blocklist_version')
@@ -57,8 +59,9 @@ export async function ownerBannedUntil(db: Kysely<DB>, d: Dialect, userId: strin
 }
 
 /**
- * Whether these bytes are blocklisted: their SHA-256 exactly, or a perceptual hash within `maxDistance` (negative:
- * not checked). The same two indexed lookups as the upload's early checks.
+ * Whether these bytes are blocklisted: their SHA-256 exactly, a perceptual hash within `maxDistance` (negative:
+ * not checked), or a PDQ of quality ≥ PDQ_MIN_QUALITY within `pdq.distance`. The same indexed lookups as the
+ * upload's early checks.
  */
 export async function blocklisted(
   db: Kysely<DB>,
@@ -66,10 +69,14 @@ export async function blocklisted(
   sha256: string,
   phash: string | null,
   maxDistance: number,
+  pdq?: { hash: string | null; quality: number | null; distance: number | undefined },
 ): Promise<boolean> {
   const exact = await db.selectFrom('blocklist').select('id').where('sha256', '=', sha256).limit(1).executeTakeFirst();
   if (exact) return true;
-  if (!phash || maxDistance < 0) return false;
-  const { rows } = await nearRows(d, 'blocklist', phash, maxDistance, { limit: 1, unordered: true }).execute(db);
-  return rows.length > 0;
+  if (phash && maxDistance >= 0) {
+    const { rows } = await nearRows(d, 'blocklist', phash, maxDistance, { limit: 1, unordered: true }).execute(db);
+    if (rows.length > 0) return true;
+  }
+  if (!pdq?.hash || pdq.distance === undefined || (pdq.quality ?? 0) < PDQ_MIN_QUALITY) return false;
+  return pdqBlocklisted(db, pdq.hash, pdq.distance);
 }

@@ -24,6 +24,7 @@ import type {
   ReportSummary,
   UploadAction,
 } from '../../domain/moderation/moderation.types.ts';
+import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
 import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
@@ -175,7 +176,15 @@ export class ModerationRepository implements ModerationStore {
         await addBlocklistEntries(
           db,
           d,
-          [{ sha256: row.sha256, phash: opts.block === 'near' ? row.phash : null, reason: opts.reason }],
+          [
+            {
+              sha256: row.sha256,
+              phash: opts.block === 'near' ? row.phash : null,
+              // `near` adds the PDQ too, when it is worth matching (quality ≥ 50; API.md Blocklist).
+              pdq: opts.block === 'near' && row.pdq && (row.pdq_quality ?? 0) >= PDQ_MIN_QUALITY ? row.pdq : null,
+              reason: opts.reason,
+            },
+          ],
           { source: 'moderation', moderator: opts.moderator, at: opts.at },
         );
       }

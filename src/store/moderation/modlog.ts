@@ -49,7 +49,7 @@ export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, l
     .leftJoin('blocklist as b', (j) => j.onRef('b.id', '=', 'm.target_id').on('m.target_type', '=', 'blocklist'))
     .selectAll('m')
     .select(['u.id as upload_id', 'u.is_private', 'u.moderation', 't.username as target_username'])
-    .select(['b.sha256 as target_sha256', 'b.phash as target_phash'])
+    .select(['b.sha256 as target_sha256', 'b.phash as target_phash', 'b.pdq as target_pdq'])
     .orderBy('m.at', 'desc')
     .orderBy('m.id', 'desc')
     .limit(limit)
@@ -68,6 +68,9 @@ export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, l
             ? { isPrivate: d.readBool(r.is_private), moderation: r.moderation as ModerationState }
             : null,
         }
-      : { targetName: r.target_username ?? (r.target_sha256 ?? r.target_phash)?.slice(0, HASH_SHOWN) ?? null }),
+      : {
+          targetName:
+            r.target_username ?? (r.target_sha256 ?? r.target_phash ?? r.target_pdq)?.slice(0, HASH_SHOWN) ?? null,
+        }),
   }));
 }

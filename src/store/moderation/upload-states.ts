@@ -89,6 +89,8 @@ export async function buryUpload(
       ph1: null,
       ph2: null,
       ph3: null,
+      pdq: null,
+      pdq_quality: null,
       media_key: null,
       person_flag: d.bool(false),
     })
@@ -114,6 +116,8 @@ export async function lockForRemoval(db: Kysely<DB>, d: Dialect, uploadId: strin
     'media_key',
     'sha256',
     'phash',
+    'pdq',
+    'pdq_quality',
     'upload_type',
     'created_at',
     'person_flag',

@@ -254,7 +254,11 @@ export class UploadRepository implements UploadStore {
           u.sha256 &&
           seen &&
           (await blocklistVersion(db)) !== seen.version &&
-          (await blocklisted(db, d, u.sha256, u.phash, seen.distance))
+          (await blocklisted(db, d, u.sha256, u.phash, seen.distance, {
+            hash: u.pdq,
+            quality: u.pdqQuality,
+            distance: seen.pdqDistance,
+          }))
         )
           throw new InsertRefused({ ok: false, refused: 'blocked' });
         if (u.phash) await this.#similarity.add(db, u.id, u.phash);

@@ -90,7 +90,7 @@ const STAGES: readonly Stage[] = [
       ),
     }),
   },
-  // After the near-duplicate verdict (a stopped task never needs it). From RGB shrunk to fit 512 px as the reference
+  // Before the verdict (the blocklist's PDQ entries need it). From RGB shrunk to fit 512 px as the reference
   // hashes (pdq.stage.ts), the first frame of an animation; alpha flattened on white, where the reference's PIL
   // convert('RGB') keeps the colour under transparent pixels: a transparent image may hash differently.
   {
@@ -148,7 +148,12 @@ async function timed<T>(timings: Timings, stage: StageName, fn: () => T | Promis
  * before anyone listens for it, while an earlier stage ran: the event is then lost, and a question posted to a
  * closed port is never answered, which held the worker forever. So the flag is read once the listeners are on.
  */
-export function verdict(port: MessagePort, hash: string, cancel?: Int32Array): Promise<{ stop: boolean }> {
+export function verdict(
+  port: MessagePort,
+  hash: string,
+  cancel?: Int32Array,
+  pdq?: { hash: string; quality: number },
+): Promise<{ stop: boolean }> {
   return new Promise((resolve) => {
     const onMessage = (m: { stop?: boolean }) => done({ stop: m?.stop === true });
     const onClose = () => done({ stop: false });
@@ -158,7 +163,7 @@ export function verdict(port: MessagePort, hash: string, cancel?: Int32Array): P
     };
     port.on('message', onMessage).on('close', onClose);
     if (cancel && Atomics.load(cancel, 0) !== 0) return done({ stop: false });
-    port.postMessage({ phash: hash });
+    port.postMessage(pdq ? { phash: hash, pdq } : { phash: hash });
   });
 }
 
@@ -182,8 +187,13 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     const out = await timed(timings, stage.name, () => stage.run({ draft, task, deps }));
     if ('ok' in out && out.ok === false) return out;
     Object.assign(draft, out);
-    // Once the hash is known the caller may stop the task (a near duplicate), before detection and encoding.
-    if (stage.name === 'phash' && task.afterHash && (await verdict(task.afterHash, draft.phash!, task.cancel)).stop) {
+    // Once the hashes are known the caller may stop the task (blocklisted, a near duplicate), before detection and
+    // encoding.
+    if (
+      stage.name === 'pdq' &&
+      task.afterHash &&
+      (await verdict(task.afterHash, draft.phash!, task.cancel, draft.pdq)).stop
+    ) {
       const stopped: StoppedAfterHash = {
         ok: false,
         code: 'conflict',

@@ -1,0 +1,113 @@
+/**
+ * PDQ hashes (256 bits as 64 lowercase hex characters, as python-threatexchange writes them): their Hamming
+ * distance, and multi-index hashing over sixteen 16-bit chunks. Two hashes within distance d differ by at most
+ * ⌊d/16⌋ bits on at least one chunk (pigeonhole: sixteen chunks each ≥ ⌊d/16⌋ + 1 apart sum to more than d), so
+ * looking up each chunk's values within that radius finds every match — exact, not a filter. At d = 31 that is the
+ * chunk's value and its 16 one-bit neighbours: 16 × 17 = 272 keys, each naming ~100k × 16 / 65 536 ≈ 25 entries
+ * spread over 272 keys ≈ 420 candidates at 100k uniformly random entries (python-threatexchange's PDQ index and
+ * HMA use the same scheme through faiss's binary multi-index hashing; 8-bit chunks would give ~12 500 candidates).
+ * A key is `position × 65 536 + value`: one integer column, one index.
+ */
+import { neighbours16 as neighbours, popcount32 } from './hamming.ts';
+
+export const PDQ_HEX = /^[0-9a-f]{64}$/;
+export const PDQ_CHUNKS = 16;
+
+/** The hash as eight 32-bit words, most significant first. */
+export function pdqWords(hex: string): Uint32Array {
+  if (!PDQ_HEX.test(hex)) throw new Error(`expected 64 lowercase hex characters for a PDQ hash, got "${hex}"`);
+  const out = new Uint32Array(8);
+  for (let i = 0; i < 8; i++) out[i] = parseInt(hex.slice(i * 8, i * 8 + 8), 16);
+  return out;
+}
+
+/** Hamming distance of two PDQ hashes as words. */
+export function pdqDistanceWords(a: Uint32Array, b: Uint32Array, aAt = 0, bAt = 0): number {
+  let n = 0;
+  for (let i = 0; i < 8; i++) n += popcount32((a[aAt + i]! ^ b[bAt + i]!) >>> 0);
+  return n;
+}
+
+/** Hamming distance of two PDQ hashes in hex. */
+export function pdqDistance(a: string, b: string): number {
+  return pdqDistanceWords(pdqWords(a), pdqWords(b));
+}
+
+/** The sixteen 16-bit chunks, most significant first. */
+export function pdqChunks(hex: string): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < PDQ_CHUNKS; i++) out.push(parseInt(hex.slice(i * 4, i * 4 + 4), 16));
+  return out;
+}
+
+/** The chunk keys an entry is stored under (one per chunk). */
+export function pdqChunkKeys(hex: string): number[] {
+  if (!PDQ_HEX.test(hex)) throw new Error(`expected 64 lowercase hex characters for a PDQ hash, got "${hex}"`);
+  return pdqChunks(hex).map((v, i) => i * 65536 + v);
+}
+
+/** The radius each chunk is searched within for matches at `maxDistance`. */
+export const pdqRadius = (maxDistance: number): number => Math.floor(maxDistance / PDQ_CHUNKS);
+
+/** The keys to look up for the hashes within `maxDistance` of `hex` (272 at distance 31). */
+export function pdqCandidateKeys(hex: string, maxDistance: number): number[] {
+  const radius = pdqRadius(maxDistance);
+  return pdqChunks(hex).flatMap((v, i) => neighbours(v, radius).map((n) => i * 65536 + n));
+}
+
+/**
+ * A set of PDQ hashes asked "is any of you within d of this hash?". Two layouts of the same buckets (one flat array
+ * per chunk: offsets, then members, as PhashSet's):
+ * - `expand` (the hold job's scan: a few thousand entries, a million queries): each hash is filed under every value
+ *   within the radius of each of its chunks (17 per chunk at d = 31), so a query reads sixteen buckets;
+ * - `probe` (the upload's lookup: 100k entries, one query per upload): each hash is filed under its own sixteen
+ *   chunk values (16 postings per entry, ~10 MB at 100k), and a query reads the 272 buckets within the radius.
+ * Either way a candidate's distance is checked on its eight 32-bit words.
+ */
+export class PdqSet {
+  readonly #words: Uint32Array;
+  readonly #maxDistance: number;
+  readonly #probe: boolean;
+  readonly #offsets: Uint32Array[] = [];
+  readonly #members: Int32Array[] = [];
+
+  constructor(hashes: readonly string[], maxDistance: number, layout: 'expand' | 'probe' = 'expand') {
+    this.#maxDistance = maxDistance;
+    this.#probe = layout === 'probe';
+    this.#words = new Uint32Array(hashes.length * 8);
+    hashes.forEach((h, i) => this.#words.set(pdqWords(h), i * 8));
+    const radius = this.#probe ? 0 : pdqRadius(maxDistance);
+    const chunks = hashes.map(pdqChunks);
+    for (let c = 0; c < PDQ_CHUNKS; c++) {
+      const lists = chunks.map((ch) => neighbours(ch[c]!, radius));
+      const counts = new Uint32Array(65537);
+      for (const l of lists) for (const v of l) counts[v + 1]!++;
+      for (let v = 1; v <= 65536; v++) counts[v]! += counts[v - 1]!;
+      const members = new Int32Array(counts[65536]!);
+      const fill = counts.slice(0, 65536);
+      lists.forEach((l, i) => {
+        for (const v of l) members[fill[v]!++] = i;
+      });
+      this.#offsets.push(counts);
+      this.#members.push(members);
+    }
+  }
+
+  get size(): number {
+    return this.#words.length / 8;
+  }
+
+  /** Whether a hash of the set lies within the distance of `hex`. */
+  matches(hex: string): boolean {
+    const q = pdqWords(hex);
+    const radius = this.#probe ? pdqRadius(this.#maxDistance) : 0;
+    for (let c = 0; c < PDQ_CHUNKS; c++) {
+      const offsets = this.#offsets[c]!;
+      const members = this.#members[c]!;
+      for (const v of neighbours((q[c >> 1]! >>> (c & 1 ? 0 : 16)) & 0xffff, radius))
+        for (let k = offsets[v]!; k < offsets[v + 1]!; k++)
+          if (pdqDistanceWords(this.#words, q, members[k]! * 8) <= this.#maxDistance) return true;
+    }
+    return false;
+  }
+}

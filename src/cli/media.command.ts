@@ -20,6 +20,7 @@ import { databaseOf } from './admin.command.ts';
 import { resolveDataDir } from '../data-dir.ts';
 
 export const MEDIA_USAGE = `usage: pixvote media migrate --to s3|disk [--batch N]
+       pixvote media backfill-pdq [--batch N]
 
   Copies every stored image variant to object storage (--to s3) or to local disk (--to disk), verifying each
   copy by SHA-256, with progress. Run it with the server's environment: DATABASE_URL or DATA_DIR, DATA_DIR (the
@@ -27,6 +28,11 @@ export const MEDIA_USAGE = `usage: pixvote media migrate --to s3|disk [--batch N
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (the object storage side). It can run while the service serves; an
   interrupted run resumes where it stopped ($DATA_DIR/media-migrate-<to>.json). Then point the servers at the
   target (set or unset MEDIA_STORE), restart them, and run it once more to copy what came in between.
+
+  backfill-pdq: computes the PDQ hash of every image stored before pixvote computed PDQ (from its stored full
+  variant: the original bytes are not kept) and holds, as the blocklist's hold job does, any visible upload whose
+  PDQ (quality ≥ 50) is within BLOCKLIST_PDQ_DISTANCE of a blocklisted PDQ. Safe to run while the service serves
+  and to run again: only rows without a PDQ are touched.
 `;
 
 interface Cursor {
@@ -52,11 +58,12 @@ export async function runMedia(
     options: { to: { type: 'string' }, batch: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) return (out.write(MEDIA_USAGE), 0);
+  if (positionals[0] === 'backfill-pdq' && positionals.length === 1 && values.to === undefined)
+    return backfillPdqCommand(batchOf(values.batch), out, env);
   if (positionals[0] !== 'migrate' || positionals.length !== 1 || (values.to !== 's3' && values.to !== 'disk'))
     throw new CliError(MEDIA_USAGE.trimEnd());
   const to = values.to;
-  const batch = Number(values.batch ?? 200);
-  if (!Number.isInteger(batch) || batch < 1) throw new CliError('media: --batch expects a positive integer');
+  const batch = batchOf(values.batch);
   if (!env.MEDIA_STORE) throw new CliError('media migrate: MEDIA_STORE=s3://BUCKET[/PREFIX] names the object storage');
 
   const { mediaStoreOf } = await import('../config.ts');
@@ -176,4 +183,50 @@ export async function runMedia(
       `${counts.present} already there, ${counts.missing} missing in the source (deleted meanwhile)\n`,
   );
   return 0;
+}
+
+function batchOf(text: string | undefined): number {
+  const batch = Number(text ?? 200);
+  if (!Number.isInteger(batch) || batch < 1) throw new CliError('media: --batch expects a positive integer');
+  return batch;
+}
+
+/** `pixvote media backfill-pdq` (store/moderation/pdq-backfill.ts), on the server's database and media store. */
+async function backfillPdqCommand(batch: number, out: NodeJS.WritableStream, env: NodeJS.ProcessEnv): Promise<number> {
+  const { mediaStoreOf, loadConfig } = await import('../config.ts');
+  const { openDatabase } = await import('../store/database.ts');
+  const { FileMediaStore } = await import('../store/media-store.ts');
+  const { S3MediaStore } = await import('../store/s3-media-store.ts');
+  const { backfillPdq } = await import('../store/moderation/pdq-backfill.ts');
+  const { pdqOfEncoded } = await import('../workers/pipeline/pdq.stage.ts');
+  const dataDir = resolveDataDir(env.DATA_DIR);
+  const media = env.MEDIA_STORE
+    ? new S3MediaStore(dataDir, mediaStoreOf(env.MEDIA_STORE, env))
+    : new FileMediaStore(dataDir);
+  const where = databaseOf(env);
+  const db = await openDatabase({ ...where, poolSize: 2 }).catch((e: Error) => {
+    if (media instanceof S3MediaStore) media.client.destroy();
+    throw new CliError(`cannot open the database ${where.label}: ${e.message}`, 1);
+  });
+  try {
+    const maxDistance = loadConfig(env).blocklistPdqDistance;
+    const counts = await backfillPdq(
+      db,
+      { read: (key, variant) => media.read(key, variant), hash: pdqOfEncoded },
+      {
+        batch,
+        maxDistance,
+        at: () => new Date(),
+        progress: (c) => out.write(`  ${c.hashed} hashed, ${c.held} held, ${c.missing} unreadable so far\n`),
+      },
+    );
+    out.write(
+      `backfill-pdq: ${counts.hashed} uploads hashed, ${counts.held} held (their PDQ is blocklisted), ` +
+        `${counts.missing} without a readable full variant\n`,
+    );
+    return 0;
+  } finally {
+    await db.close();
+    if (media instanceof S3MediaStore) media.client.destroy();
+  }
 }

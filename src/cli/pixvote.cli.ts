@@ -101,9 +101,10 @@ const USAGE = `usage: pixvote <command> [options]     (pixvote <command> --help 
         Operator command, run on the server's machine with its environment: changes the stored role in the
         server's database directly (DATABASE_URL, or $DATA_DIR/app.db). See \`pixvote admin --help\`.
 
-  media migrate --to s3|disk
-        Operator command: copies every stored image variant to object storage or to local disk, verified by
-        SHA-256, resumable, while the service serves. See \`pixvote media --help\`.
+  media migrate --to s3|disk | media backfill-pdq
+        Operator commands: copy every stored image variant to object storage or to local disk, verified by
+        SHA-256, resumable, while the service serves; compute the PDQ of images stored before pixvote did (and
+        hold the blocklisted ones). See \`pixvote media --help\`.
 
   tune-workers [options] | bench [options] | fetch-models [DIR]
         Operator scripts of the checkout (also \`npm run <name>\`): the worker-count tuner, the benchmarks,

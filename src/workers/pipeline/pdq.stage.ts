@@ -6,6 +6,7 @@
  * 16×16 low-frequency block of the 2-D DCT, one bit per coefficient above the (Torben) median. Conformance with
  * the reference: test/unit/pdq.test.ts and bench/README.md ("PDQ conformance").
  */
+import { decode, derive } from './decode.stage.ts';
 import type { RawImage } from './types.ts';
 
 /**
@@ -154,4 +155,22 @@ function qualityOf(small: Float64Array): number {
     }
   }
   return Math.min(100, Math.trunc(gradientSum / 90));
+}
+
+/**
+ * PDQ of an encoded image (a stored variant): decoded and shrunk as the pipeline's pdq stage does its upload (the
+ * first frame, fit inside 512 px, alpha on white). For images stored before PDQ was computed (`pixvote media
+ * backfill-pdq`): their originals are gone, so the hash is of the `full` variant (≤ 2048 px WebP), a few bits
+ * from the original's, well inside the match distance.
+ */
+export async function pdqOfEncoded(bytes: Uint8Array): Promise<PdqHash | null> {
+  const decoded = await decode(bytes, { format: 'webp' });
+  if (!decoded.ok) return null;
+  const rgb = await derive(decoded.image, {
+    width: PDQ_MAX_INPUT_SIDE,
+    height: PDQ_MAX_INPUT_SIDE,
+    fit: 'inside',
+    channels: 3,
+  });
+  return pdq(rgb);
 }

@@ -14,8 +14,11 @@ import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields, uploadLink } from '../support/uploads.ts';
 import { pixvote } from '../support/cli.ts';
+import { eventually, startReceiver, verified, type Receiver } from '../support/webhook-receiver.ts';
 
 let app: TestApp;
+let receiver: Receiver;
+let hook: { secret: string; path: string };
 let admin: TestUser;
 let boosted: TestUser;
 let other: TestUser;
@@ -69,8 +72,17 @@ const countsOf = async (id: string) => {
 
 before(async () => {
   // The job is triggered by the test (composed.detectVoteRings), so that it never sees a ring half-voted.
-  app = await startApp({ VOTE_RING_INTERVAL: '0' });
+  app = await startApp({ VOTE_RING_INTERVAL: '0', FETCH_ALLOW_PRIVATE: 'true', WEBHOOK_INTERVAL_MS: '100' });
   admin = await registerAdmin(app, `mod_${Math.random().toString(36).slice(2, 8)}`);
+  // The admins' webhook hears of every new queue item, vote rings included.
+  receiver = await startReceiver();
+  const created = await app.api.post(
+    '/api/webhooks',
+    { url: `${receiver.url}/rings`, events: ['moderation.item_created'] },
+    { token: admin.token },
+  );
+  assert.equal(created.status, 201, created.text);
+  hook = { secret: created.body.secret as string, path: '/rings' };
   const [first, second] = await users(2);
   boosted = first!;
   other = second!;
@@ -91,7 +103,10 @@ before(async () => {
   const rep = await app.api.post(`/api/upload/${b[0]}/report`, { reason: 'spam' }, { token: honest[0]!.token });
   assert.equal(rep.status, 201, rep.text);
 });
-after(() => app.close());
+after(async () => {
+  await app.close();
+  await receiver.close();
+});
 
 describe('vote rings', () => {
   let boostRing: Record<string, any>;
@@ -110,6 +125,12 @@ describe('vote rings', () => {
     const name = (i: Record<string, any>) => i.accounts.map((u: { username: string }) => u.username).sort();
     boostRing = items.find((i) => i.kind === 'vote_ring' && i.evidence.target.type === 'author')!;
     buryRing = items.find((i) => i.kind === 'vote_ring' && i.evidence.target.type === 'upload')!;
+    // Each new ring reached the admins' webhook as a queue item, once (the report's item came before).
+    await eventually(() => receiver.delivered(hook.path).length >= 3, 15_000, 'three queue-item events');
+    const events = receiver.delivered(hook.path).map((r) => verified(hook.secret, r));
+    const rings = events.filter((e) => e.data.reason === 'vote_ring');
+    assert.deepEqual(rings.map((e) => e.data.vote_ring.id).sort(), [boostRing.id, buryRing.id].sort());
+    assert.equal(rings.find((e) => e.data.vote_ring.id === boostRing.id)!.data.vote_ring.accounts, 5);
     assert.ok(boostRing && buryRing, JSON.stringify(items));
     assert.deepEqual(name(boostRing), ring.map((u) => u.username).sort());
     assert.deepEqual(name(buryRing), buriers.map((u) => u.username).sort());

@@ -346,7 +346,9 @@ const EVENT_MEANS: Readonly<Record<WebhookEventType, string>> = {
   'upload.restored': 'One of your held or removed uploads was approved by a moderator: it is visible again.',
   'upload.vote_milestone': 'One of your uploads reached 10, 100, 1000… upvotes (`milestone`), each once.',
   'report.created': 'Admins: a user reported an upload.',
-  'moderation.item_created': 'Admins: an upload entered the moderation queue (`reason`: report, held, person_flag).',
+  'moderation.item_created':
+    'Admins: an item entered the moderation queue: an upload (`reason`: report, held, person_flag) or a vote ring ' +
+    '(`reason`: vote_ring, with `vote_ring`: its id and number of accounts).',
 };
 
 /** OpenAPI 3.1 `webhooks`: one POST per event type, signed as Standard Webhooks v1 says. */

@@ -129,7 +129,9 @@ export const WebhookPayload = z.object({
     .describe(
       '`upload.*`: `{"upload": {"id", "user_id", "upload_type", "moderation", "is_private", "created_at", "url"}}` ' +
         '(`upload.vote_milestone` adds `milestone` and `upvotes`; `moderation.item_created` adds `reason`: ' +
-        '`report`, `held` or `person_flag`); `report.created`: `{"report": {"id", "upload_id", "reason", "note", ' +
+        "`report`, `held` or `person_flag`; a vote ring's is " +
+        '`{"reason": "vote_ring", "vote_ring": {"id", "accounts"}}`); ' +
+        '`report.created`: `{"report": {"id", "upload_id", "reason", "note", ' +
         '"created_at"}}`.',
     ),
 });

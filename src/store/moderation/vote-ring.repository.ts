@@ -5,6 +5,7 @@
  * upload's counters and ranks move by exactly the votes deleted, so the counters still equal the votes table.
  */
 import type { PageStart } from '../../domain/feeds/cursor.ts';
+import { emitEvent } from '../webhooks/outbox.ts';
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type {
@@ -135,7 +136,15 @@ export class VoteRingRepository implements VoteRingStore {
           )
           .returning('id')
           .execute();
-        return inserted.length > 0;
+        if (!inserted.length) return false;
+        // A new queue item: the admins' webhooks hear of it with the upload items' event.
+        await emitEvent(db, d, {
+          type: 'moderation.item_created',
+          ownerId: null,
+          data: { reason: 'vote_ring', vote_ring: { id: inserted[0]!.id, accounts: ring.accounts.length } },
+          at,
+        });
+        return true;
       });
       if (done) queued++;
     }

@@ -57,6 +57,17 @@ test('an unknown page is an HTML 404 with the pages’ CSP; the API and programs
   assert.match(post.headers.get('content-type') ?? '', /^application\/json/);
 });
 
+test('a cursor of another listing or a page too deep is an HTML 400 page saying so', async () => {
+  for (const path of ['/?cursor=bm90LWEtY3Vyc29y', '/?sort=top&page=100000']) {
+    const page = await fetch(app.url + path, { headers: HTML });
+    assert.equal(page.status, 400, path);
+    assert.match(page.headers.get('content-type') ?? '', /^text\/html/, path);
+    const html = await page.text();
+    assert.match(html, /cursor/, `${path}: the page names the way on`);
+    assert.doesNotMatch(html, /need JavaScript/, path);
+  }
+});
+
 test('a spent limit on a page is an HTML 429 that says how long to wait, with Retry-After', async () => {
   for (let i = 0; i < 2; i++) assert.equal((await fetch(`${limited.url}/`, { headers: HTML })).status, 200);
   const r = await fetch(`${limited.url}/`, { headers: HTML });

@@ -115,14 +115,8 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext, user = ''): Pr
   if (user) params.set('user', user);
   const parsed = FeedQuery.safeParse(Object.fromEntries(params));
   if (!parsed.success) return null;
-  let json: string;
-  try {
-    json = (await feeds.list(parsed.data)).body.toString('utf8');
-  } catch (e) {
-    // A foreign cursor or a page too deep: the module asks the API and shows its answer in words.
-    if (e instanceof AppError && e.status < 500) return null;
-    throw e;
-  }
+  // A foreign cursor or a page too deep: an HTML 400 page in words (error-page.ts), with JavaScript or without.
+  const json = (await feeds.list(parsed.data)).body.toString('utf8');
   const body = JSON.parse(json) as { uploads: CardUpload[]; has_more: boolean; next_cursor: string | null };
   const thumbnails = body.uploads.slice(0, EAGER_THUMBNAILS).flatMap((u) => (u.image ? [u.image.thumbnail_url] : []));
   const view = {

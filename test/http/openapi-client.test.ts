@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -191,8 +191,15 @@ async function typeCheck(document: object, into: string): Promise<{ ok: boolean;
   await writeFile(join(into, 'client.ts'), CLIENT);
   await writeFile(join(into, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
   await writeFile(join(into, 'package.json'), JSON.stringify({ type: 'module', private: true }));
-  const r = spawnSync(process.execPath, [TSC, '-p', join(into, 'tsconfig.json')], { encoding: 'utf8', cwd: into });
-  return { ok: r.status === 0, output: `${r.stdout}${r.stderr}`, types };
+  // Asynchronously: a synchronous spawn would freeze this process, the app's server with it, for the whole type
+  // check, and the server's keep-alive timer and the client's next request on that socket would then race (the
+  // request met a socket the server was closing: ECONNRESET).
+  const r = await new Promise<{ code: number; out: string }>((done) => {
+    execFile(process.execPath, [TSC, '-p', join(into, 'tsconfig.json')], { cwd: into }, (err, stdout, stderr) =>
+      done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    );
+  });
+  return { ok: r.code === 0, output: r.out, types };
 }
 
 async function servedDocument(): Promise<Record<string, any>> {

@@ -406,10 +406,13 @@ test('the new page routes: GET and HEAD only (405 otherwise), within 100 KB, JSO
     // (Handlers: the browser tests above look for them in the DOM; here the hostile text would match.)
     assert.doesNotMatch(html, /<style|\sstyle=|<script>/i, `${path}: no inline script or style`);
   }
-  // A cursor the listing does not take: the page (its module says why), still naming the user's Atom feed.
+  // A cursor the listing does not take: 400, an HTML page saying why to a browser, the contract's body to a program.
   const bad = await app.api.get(`/u/${owner.username}?cursor=nonsense`, { unchecked: 'a page route' });
-  assert.equal(bad.status, 200);
-  assert.ok(bad.text.includes(`href="/feed.atom?sort=new&amp;user=${owner.username}"`), 'the Atom link');
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error, 'invalid_cursor');
+  const badPage = await fetch(`${app.url}/u/${owner.username}?cursor=nonsense`, { headers: { accept: 'text/html' } });
+  assert.equal(badPage.status, 400);
+  assert.match(await badPage.text(), /<p class="alert error">[^<]*cursor/);
   // A program asking for an unknown user's page gets the contract's body.
   const missing = await app.api.get('/u/nobody_has_this_name', { unchecked: 'a page route' });
   assert.equal(missing.status, 404);

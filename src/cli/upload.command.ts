@@ -97,9 +97,23 @@ async function preCheck(client: ApiClient, digests: string[], note: (line: strin
   for (let i = 0; i < unique.length; i += CHECK_BATCH) {
     let r;
     try {
-      r = await client.request('POST', '/api/uploads/check', { json: { sha256: unique.slice(i, i + CHECK_BATCH) } });
+      r = await client.request('POST', '/api/uploads/check', {
+        json: { sha256: unique.slice(i, i + CHECK_BATCH) },
+        // Said as the uploads say theirs: a server that is down is waited for in plain sight, not in silence.
+        onRetry: (n) => {
+          const wait = `${(n.waitMs / 1000).toFixed(1)} s`;
+          note(
+            n.retryAfter
+              ? `waiting ${wait} before retrying the pre-check (${n.reason}; as Retry-After asks)`
+              : `retrying the pre-check in ${wait} (${n.reason}; retry ${n.attempt} of ${n.retries})`,
+          );
+        },
+      });
     } catch (e) {
-      if (e instanceof NetworkError) return known;
+      if (e instanceof NetworkError) {
+        note(`pre-check unavailable (server unreachable: ${e.message}); sending every file`);
+        return known;
+      }
       throw e;
     }
     if (r.status !== 200) {

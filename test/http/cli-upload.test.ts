@@ -193,25 +193,33 @@ async function lateRelay(target: string): Promise<{ port: number; open(): Promis
   };
 }
 
-test('pixvote upload retries through network errors until the server answers', async () => {
-  const relay = await lateRelay(app.url);
-  const dir = join(home, 'late');
-  await mkdir(dir);
-  await writeFile(join(dir, 'f.jpg'), await photoJpeg({ seed: 8106 }));
-  try {
-    let opened: Promise<void> | null = null;
-    const r = await pixvote(['upload', dir, '--url', `http://127.0.0.1:${relay.port}`, '--token', token], {
-      home,
-      // The server "comes back" once the CLI has met the refused connection.
-      onStdout: (chunk) => {
-        if (/retrying .*ECONNREFUSED/.test(chunk)) opened ??= relay.open();
-      },
-    });
-    assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /retrying .*f\.jpg in \d+\.\d s \(ECONNREFUSED; retry 1 of 8\)/);
-    assert.equal(summary(r.stdout), '1 uploaded, 0 already uploaded, 0 duplicates, 0 failed');
-  } finally {
-    await relay.close();
+test('pixvote upload retries through network errors until the server answers, saying so', async () => {
+  // Each run meets a refused connection first: with the pre-check, the pre-check's request; without it
+  // (--no-check), the file's upload. Either waits for the server in plain sight and then goes on.
+  for (const [name, args, retried] of [
+    ['late', [], /retrying the pre-check in \d+\.\d s \(ECONNREFUSED; retry 1 of 8\)/],
+    ['late-no-check', ['--no-check'], /retrying .*f\.jpg in \d+\.\d s \(ECONNREFUSED; retry 1 of 8\)/],
+  ] as const) {
+    const relay = await lateRelay(app.url);
+    const dir = join(home, name);
+    await mkdir(dir);
+    await writeFile(join(dir, 'f.jpg'), await photoJpeg({ seed: 8106 + args.length }));
+    try {
+      let opened: Promise<void> | null = null;
+      const url = `http://127.0.0.1:${relay.port}`;
+      const r = await pixvote(['upload', dir, ...args, '--url', url, '--token', token], {
+        home,
+        // The server "comes back" once the CLI has met the refused connection.
+        onStdout: (chunk) => {
+          if (/retrying .*ECONNREFUSED/.test(chunk)) opened ??= relay.open();
+        },
+      });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, retried);
+      assert.equal(summary(r.stdout), '1 uploaded, 0 already uploaded, 0 duplicates, 0 failed');
+    } finally {
+      await relay.close();
+    }
   }
 });
 

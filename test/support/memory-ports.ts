@@ -23,7 +23,7 @@ import { slugOf, type TagView } from '../../src/domain/tags.ts';
 import type { Principal } from '../../src/domain/users.ts';
 import type { VoteGuard, VoteStore } from '../../src/domain/votes/vote.service.ts';
 import type { Claim, ClaimResult, IdempotencyStore, StoredResponse } from '../../src/domain/idempotency.ts';
-import { personRefusal } from '../../src/domain/person-policy.ts';
+import { personVerdict } from '../../src/domain/person-policy.ts';
 import type {
   ImageFetcher,
   ImageProcessor,
@@ -292,8 +292,12 @@ export class FakeProcessor implements ImageProcessor {
     this.hashed++;
     if (await hooks.afterHash?.(image.phash)) return null;
     const humanScore = task.humanPolicy === 'off' ? null : (image.humanScore ?? 0);
-    const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
-    if (refusal) throw errors.humanDetected(refusal);
+    const verdict = personVerdict(
+      task.humanPolicy,
+      { sure: task.humanThreshold, review: task.humanReviewThreshold ?? task.humanThreshold },
+      humanScore,
+    );
+    if (verdict.decision === 'refuse') throw errors.humanDetected(verdict.message);
     this.encoded++;
     const variant = (name: string, width: number) => ({
       name,

@@ -10,7 +10,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startApp, type TestApp } from '../support/app.ts';
@@ -19,6 +21,8 @@ import { registerAdmin, registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
 import { getPhotos } from '../support/photos.ts';
 import { ConfigError } from '../../src/config.ts';
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const PHOTOS = [
   'group-four-standing',
@@ -211,6 +215,15 @@ test(
         assert.ok(Math.abs(at.width - b.width * img.width) <= 1.5, `box ${i} width`);
         assert.ok(Math.abs(at.height - b.height * img.height) <= 1.5, `box ${i} height`);
       }
+      // The outlines and their scores keep the page accessible (axe-core, as test/http/web-a11y.test.ts runs it).
+      await w.page.evaluate(axeSource);
+      const axe = await w.page.evaluate<{ violations: Array<{ id: string; impact: string }> }>(
+        "axe.run(document, { resultTypes: ['violations'] })",
+      );
+      assert.deepEqual(
+        axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id),
+        [],
+      );
       assert.deepEqual(w.take(), [], 'no failed request, no console error (no CSP violation)');
       await ctx.close();
     } finally {

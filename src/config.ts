@@ -13,7 +13,9 @@ import { parseDuration, parseRate, type Rate } from './domain/durations.ts';
 export type { Rate };
 import {
   CALIBRATED_BOXES_THRESHOLD,
+  CALIBRATED_FIRST_LOOK_REVIEW_THRESHOLD,
   CALIBRATED_FIRST_LOOK_THRESHOLD,
+  CALIBRATED_REVIEW_THRESHOLD,
   type HumanPolicy,
 } from './domain/person-policy.ts';
 import { pathProblem, reasonOf } from './path-problem.ts';
@@ -47,7 +49,10 @@ export interface Config {
   readonly workers: number;
   readonly workerQueue: number;
   readonly humanPolicy: HumanPolicy;
+  /** HUMAN_THRESHOLD: the "sure" person score (refused under `reject`). */
   readonly humanThreshold: number;
+  /** HUMAN_REVIEW_THRESHOLD (≤ humanThreshold): under `reject`, from here up to the sure score, held for review. */
+  readonly humanReviewThreshold: number;
   /** Long side of the person detector's input: 320 (the thumb, no resize) or larger for more accuracy. */
   readonly humanInputSize: number;
   /** HUMAN_SECOND_LOOK: `boxes` looks closer at each box of an unsure first look. */
@@ -240,6 +245,11 @@ const schema = z.object({
     .transform(Number)
     .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, 'expected a number in (0, 1]')
     .optional(),
+  HUMAN_REVIEW_THRESHOLD: z
+    .string()
+    .transform(Number)
+    .refine((n) => Number.isFinite(n) && n > 0 && n <= 1, 'expected a number in (0, 1]')
+    .optional(),
   HUMAN_INPUT_SIZE: z
     .string()
     .regex(/^\d+$/, 'expected a multiple of 32 from 128 to 1024')
@@ -341,6 +351,24 @@ const schema = z.object({
 });
 
 /**
+ * HUMAN_THRESHOLD and HUMAN_REVIEW_THRESHOLD, each the calibrated default of the HUMAN_SECOND_LOOK mode when unset
+ * (person-policy.ts); an unset review bound never exceeds the sure one (an operator's lower HUMAN_THRESHOLD alone
+ * narrows the gray zone instead of failing).
+ */
+function humanThresholds(e: {
+  HUMAN_THRESHOLD?: number | undefined;
+  HUMAN_REVIEW_THRESHOLD?: number | undefined;
+  HUMAN_SECOND_LOOK: 'off' | 'boxes';
+}): { sure: number; review: number } {
+  const boxes = e.HUMAN_SECOND_LOOK === 'boxes';
+  const sure = e.HUMAN_THRESHOLD ?? (boxes ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_FIRST_LOOK_THRESHOLD);
+  const review =
+    e.HUMAN_REVIEW_THRESHOLD ??
+    Math.min(sure, boxes ? CALIBRATED_REVIEW_THRESHOLD : CALIBRATED_FIRST_LOOK_REVIEW_THRESHOLD);
+  return { sure, review };
+}
+
+/**
  * Parses the environment. Throws ConfigError listing every bad variable.
  * `JWT_SECRET` is generated once into `$DATA_DIR/jwt-secret` unless NODE_ENV=production, where it is required.
  */
@@ -368,6 +396,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (input.MEDIA_REDIRECT && bool.safeParse(input.MEDIA_REDIRECT).data && !input.MEDIA_STORE) {
     problems.push('MEDIA_REDIRECT=true: needs object storage (MEDIA_STORE=s3://BUCKET[/PREFIX])');
   }
+  // Each of the three on its own, so that this rule is checked alongside any other bad variable.
+  const human = humanThresholds({
+    HUMAN_THRESHOLD: schema.shape.HUMAN_THRESHOLD.safeParse(input.HUMAN_THRESHOLD).data,
+    HUMAN_REVIEW_THRESHOLD: schema.shape.HUMAN_REVIEW_THRESHOLD.safeParse(input.HUMAN_REVIEW_THRESHOLD).data,
+    HUMAN_SECOND_LOOK: schema.shape.HUMAN_SECOND_LOOK.safeParse(input.HUMAN_SECOND_LOOK).data ?? 'boxes',
+  });
+  if (input.HUMAN_REVIEW_THRESHOLD !== undefined && human.review > human.sure) {
+    problems.push(
+      `HUMAN_REVIEW_THRESHOLD=${input.HUMAN_REVIEW_THRESHOLD}: must not be above HUMAN_THRESHOLD (${human.sure}` +
+        `${input.HUMAN_THRESHOLD ? '' : ', the default'}); equal turns the gray zone off`,
+    );
+  }
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const nodeEnv = e.NODE_ENV;
@@ -392,9 +432,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers,
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
-    humanThreshold:
-      e.HUMAN_THRESHOLD ??
-      (e.HUMAN_SECOND_LOOK === 'boxes' ? CALIBRATED_BOXES_THRESHOLD : CALIBRATED_FIRST_LOOK_THRESHOLD),
+    humanThreshold: human.sure,
+    humanReviewThreshold: human.review,
     humanInputSize: e.HUMAN_INPUT_SIZE,
     humanSecondLook: e.HUMAN_SECOND_LOOK,
     humanRuntime: e.HUMAN_RUNTIME,

@@ -451,6 +451,7 @@ function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: C
     policy: {
       humanPolicy: config.humanPolicy,
       humanThreshold: config.humanThreshold,
+      humanReviewThreshold: config.humanReviewThreshold,
       nearDuplicateDistance: config.nearDuplicateDistance,
       blocklistDistance: config.blocklistDistance,
       blocklistPdqDistance: config.blocklistPdqDistance,

@@ -22,6 +22,16 @@ export interface QueueItem {
   };
   person_flag: boolean;
   human_score: number | null;
+  /** The detector's best boxes, fractions of the image (absent from servers before issue 32). */
+  human_boxes?: PersonBoxView[] | null;
+}
+
+export interface PersonBoxView {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  score: number;
 }
 
 /** A `vote_ring` item of the queue (API.md Moderation, "Vote rings"): one row, its id acted on by the API. */
@@ -77,7 +87,22 @@ export function personCell(flag: boolean, score: number | null): string {
   return flag ? `yes${s ? ` ${s}` : ''}` : (s ?? '-');
 }
 
-/** The queue in the server's order (held first, then most reported, then oldest). */
+const pct = (v: number) => String(Math.round(v * 100));
+
+/**
+ * The person detector's boxes as text, best first: `0.41 at 12,30 size 20x45` (left, top, width, height in % of the
+ * image).
+ */
+export function personBoxes(boxes: readonly PersonBoxView[]): string {
+  return boxes
+    .map((b) => `${b.score.toFixed(2)} at ${pct(b.x)},${pct(b.y)} size ${pct(b.width)}x${pct(b.height)}`)
+    .join('; ');
+}
+
+/**
+ * The queue in the server's order (held first, then most reported, then oldest); then, for uploads person detection
+ * queued, where the detector saw people (its boxes in % of the image).
+ */
 export function renderQueue(items: Array<QueueItem | VoteRingQueueItem>, now: number): string {
   const rows = [
     ['UPLOAD', 'STATE', 'REPORTS', 'REASONS', 'PERSON', 'UPLOADER', 'AGE'],
@@ -103,7 +128,12 @@ export function renderQueue(items: Array<QueueItem | VoteRingQueueItem>, now: nu
           ],
     ),
   ];
-  return renderTable(rows);
+  const boxed = items.flatMap((it) => (it.kind !== 'vote_ring' && it.human_boxes?.length ? [it] : []));
+  const notes = boxed.length
+    ? '\nPerson boxes (score at left,top size width x height, in % of the image):\n' +
+      boxed.map((it) => `  ${it.upload.id}: ${personBoxes(it.human_boxes!)}\n`).join('')
+    : '';
+  return renderTable(rows) + notes;
 }
 
 const oneLine = (s: string | null, max: number) => {

@@ -1,36 +1,84 @@
 /**
- * The default HUMAN_THRESHOLD of the shipped detector (CenterNet: a 320 px first look, and HUMAN_SECOND_LOOK=boxes, a
- * closer look whose score decides where the first look is unsure), tuned on the tuning part of the evaluation set
- * by research/detector-eval.ts (figures on the held-out part: research/detector-eval.md).
+ * The person detector's two scores (issue 32): at or above the "sure" one (HUMAN_THRESHOLD) a person is detected;
+ * under HUMAN_POLICY=reject, a score from the "unsure" one (HUMAN_REVIEW_THRESHOLD) up to the sure one is a gray
+ * zone that a person decides: the upload is accepted held for the moderators instead of refused.
+ *
+ * The defaults below are the only place these numbers live (config.ts reads them; the README's table names them).
+ * PLACEHOLDERS until the calibration on the large evaluation set lands (issue 32): the review bounds keep today's
+ * detection threshold (0.30 with HUMAN_SECOND_LOOK=boxes, 0.15 with off), so nothing refused today is let through
+ * unreviewed; the sure bounds are placeholders above them. The shipped detector: CenterNet, a 320 px first look,
+ * and HUMAN_SECOND_LOOK=boxes, a closer look whose score decides where the first look is unsure
+ * (research/detector-eval.ts, research/detector-eval.md).
  */
-export const CALIBRATED_BOXES_THRESHOLD = 0.3;
-/** The default HUMAN_THRESHOLD with HUMAN_SECOND_LOOK=off (the first look alone), tuned the same way. */
-export const CALIBRATED_FIRST_LOOK_THRESHOLD = 0.15;
+
+/** The default HUMAN_THRESHOLD (sure: refused under `reject`) with HUMAN_SECOND_LOOK=boxes. Placeholder. */
+export const CALIBRATED_BOXES_THRESHOLD = 0.5;
+/** The default HUMAN_REVIEW_THRESHOLD (unsure: held for review under `reject`) with HUMAN_SECOND_LOOK=boxes. */
+export const CALIBRATED_REVIEW_THRESHOLD = 0.3;
+/** The default HUMAN_THRESHOLD with HUMAN_SECOND_LOOK=off (the first look alone). Placeholder. */
+export const CALIBRATED_FIRST_LOOK_THRESHOLD = 0.3;
+/** The default HUMAN_REVIEW_THRESHOLD with HUMAN_SECOND_LOOK=off. */
+export const CALIBRATED_FIRST_LOOK_REVIEW_THRESHOLD = 0.15;
 
 /** What happens to an image in which the detector finds a person (HUMAN_POLICY). */
 export type HumanPolicy = 'reject' | 'flag' | 'hold' | 'off';
 
-/**
- * What an accepted image's person score asks of moderation: `flag` and `hold` queue it for review when the score
- * is at or above the threshold, and `hold` keeps it out of every listing until a moderator approves it.
- */
-export function personReview(
-  policy: HumanPolicy,
-  threshold: number,
-  score: number | null,
-): { flag: boolean; hold: boolean } {
-  const found = score !== null && score >= threshold && (policy === 'flag' || policy === 'hold');
-  return { flag: found, hold: found && policy === 'hold' };
+/** The two scores: `sure` (HUMAN_THRESHOLD) and `review` (HUMAN_REVIEW_THRESHOLD, ≤ sure; equal: no gray zone). */
+export interface PersonThresholds {
+  sure: number;
+  review: number;
 }
 
+/** A box the detector found, as fractions (0–1) of the image's width and height, with its score. */
+export interface PersonBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  score: number;
+}
+
+/** How many of the detector's boxes (best first) an upload keeps for the moderators. */
+export const MAX_PERSON_BOXES = 5;
+
 /**
- * Why an image is refused for showing a person, or null when the policy lets it in. One rule for images the
- * workers score now and for bytes already stored (and scored) under another upload.
+ * What person detection decides for an image:
+ * - `refuse`: 400 human_detected (`reject`, a sure detection), with the message to give;
+ * - `hold`: accepted held and queued with a person flag (`hold` at or above sure; `reject` in the gray zone);
+ * - `flag`: accepted visible and queued with a person flag (`flag` at or above sure);
+ * - `accept`: nothing to do (no score, `off`, or under every bound that applies).
  */
-export function personRefusal(policy: HumanPolicy, threshold: number, score: number | null): string | null {
-  if (policy !== 'reject' || score === null || score < threshold) return null;
-  return (
-    `a person was detected (score ${score.toFixed(3)}, threshold ${threshold}); ` +
-    'images showing people are not accepted'
-  );
+export type PersonVerdict =
+  | { decision: 'refuse'; message: string }
+  | { decision: 'hold'; grayZone: boolean }
+  | { decision: 'flag' }
+  | { decision: 'accept' };
+
+/**
+ * The one rule for every policy, for images the workers score now and for bytes scored before. `null` score:
+ * detection did not run (HUMAN_POLICY=off).
+ */
+export function personVerdict(policy: HumanPolicy, thresholds: PersonThresholds, score: number | null): PersonVerdict {
+  if (policy === 'off' || score === null) return { decision: 'accept' };
+  const { sure, review } = thresholds;
+  if (score >= sure) {
+    if (policy === 'flag') return { decision: 'flag' };
+    if (policy === 'hold') return { decision: 'hold', grayZone: false };
+    return {
+      decision: 'refuse',
+      message:
+        `a person was detected (score ${score.toFixed(3)}, threshold ${sure}); ` +
+        'images showing people are not accepted',
+    };
+  }
+  if (policy === 'reject' && score >= review && review < sure) return { decision: 'hold', grayZone: true };
+  return { decision: 'accept' };
+}
+
+/** What a verdict asks of moderation: queued with a person flag, and held out of every listing. */
+export function personReview(verdict: PersonVerdict): { flag: boolean; hold: boolean } {
+  return {
+    flag: verdict.decision === 'flag' || verdict.decision === 'hold',
+    hold: verdict.decision === 'hold',
+  };
 }

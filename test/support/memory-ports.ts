@@ -23,7 +23,7 @@ import { slugOf, type TagView } from '../../src/domain/tags.ts';
 import type { Principal } from '../../src/domain/users.ts';
 import type { VoteGuard, VoteStore } from '../../src/domain/votes/vote.service.ts';
 import type { Claim, ClaimResult, IdempotencyStore, StoredResponse } from '../../src/domain/idempotency.ts';
-import { personRefusal } from '../../src/domain/person-policy.ts';
+import { personVerdict, type PersonBox } from '../../src/domain/person-policy.ts';
 import type {
   ImageFetcher,
   ImageProcessor,
@@ -266,6 +266,8 @@ export class MemoryMedia implements MediaStore {
 export interface FakeImage {
   phash: string;
   humanScore?: number;
+  /** The detector's boxes (fractions of the image), as the workers return them when detection ran. */
+  humanBoxes?: PersonBox[];
 }
 
 type Processed = NonNullable<Awaited<ReturnType<ImageProcessor['process']>>>;
@@ -292,8 +294,12 @@ export class FakeProcessor implements ImageProcessor {
     this.hashed++;
     if (await hooks.afterHash?.(image.phash)) return null;
     const humanScore = task.humanPolicy === 'off' ? null : (image.humanScore ?? 0);
-    const refusal = personRefusal(task.humanPolicy, task.humanThreshold, humanScore);
-    if (refusal) throw errors.humanDetected(refusal);
+    const verdict = personVerdict(
+      task.humanPolicy,
+      { sure: task.humanThreshold, review: task.humanReviewThreshold ?? task.humanThreshold },
+      humanScore,
+    );
+    if (verdict.decision === 'refuse') throw errors.humanDetected(verdict.message);
     this.encoded++;
     const variant = (name: string, width: number) => ({
       name,
@@ -314,6 +320,7 @@ export class FakeProcessor implements ImageProcessor {
       pdqQuality: 100,
       thumbhash: 'AAAA',
       humanScore,
+      ...(humanScore === null ? {} : { humanBoxes: image.humanBoxes ?? [] }),
       variants: [variant('thumb', 320), variant('medium', 1024), variant('full', 1200)],
       timings: {},
     } as Processed;

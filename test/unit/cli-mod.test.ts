@@ -384,6 +384,32 @@ test('the queue table: held first as the server sent it, top reasons, person fla
     'UPLOAD  STATE      REPORTS     REASONS        PERSON  UPLOADER  AGE\n' +
       'r-1     vote_ring  5 accounts  up author a-9  -       -         1h\n',
   );
+  // An upload held in the gray zone: its boxes, best first, in % of the image, under the table.
+  const boxed = renderQueue(
+    [
+      item(
+        'u-gray',
+        'held',
+        {},
+        {
+          person_flag: true,
+          human_score: 0.412,
+          human_boxes: [
+            { x: 0.12, y: 0.3, width: 0.2, height: 0.451, score: 0.412 },
+            { x: 0.6, y: 0.05, width: 0.1, height: 0.2, score: 0.08 },
+          ],
+        },
+      ),
+    ] as any,
+    now,
+  );
+  assert.equal(
+    boxed,
+    'UPLOAD  STATE  REPORTS  REASONS  PERSON    UPLOADER  AGE\n' +
+      'u-gray  held   0        -        yes 0.41  ada       9d\n' +
+      '\nPerson boxes (score at left,top size width x height, in % of the image):\n' +
+      '  u-gray: 0.41 at 12,30 size 20x45; 0.08 at 60,5 size 10x20\n',
+  );
   assert.equal(topReasons({ spam: 2, copyright: 2 }), 'copyright×2, spam×2');
   assert.equal(personCell(false, 0.1), '0.10');
   assert.equal(personCell(true, null), 'yes');

@@ -7,7 +7,12 @@ import { PACKAGE_ROOT } from '../../src/data-dir.ts';
 import { spawnSync } from 'node:child_process';
 import { ConfigError, isListenHost, loadConfig, maskPassword } from '../../src/config.ts';
 import { parseDuration, parseRate } from '../../src/domain/durations.ts';
-import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD } from '../../src/domain/person-policy.ts';
+import {
+  CALIBRATED_BOXES_THRESHOLD,
+  CALIBRATED_FIRST_LOOK_REVIEW_THRESHOLD,
+  CALIBRATED_FIRST_LOOK_THRESHOLD,
+  CALIBRATED_REVIEW_THRESHOLD,
+} from '../../src/domain/person-policy.ts';
 
 const made: string[] = [];
 const dataDir = () => {
@@ -78,6 +83,44 @@ test('HUMAN_SECOND_LOOK=off has its own calibrated threshold default; HUMAN_THRE
   );
   assert.equal(loadConfig({ DATA_DIR: dataDir(), HUMAN_THRESHOLD: '0.5' }).humanThreshold, 0.5);
   assert.equal(loadConfig({ DATA_DIR: dataDir(), HUMAN_RUNTIME: 'tfjs' }).humanRuntime, 'tfjs');
+});
+
+test('HUMAN_REVIEW_THRESHOLD: calibrated defaults per HUMAN_SECOND_LOOK, never above HUMAN_THRESHOLD', () => {
+  const d = loadConfig({ DATA_DIR: dataDir() });
+  assert.deepEqual(
+    [d.humanReviewThreshold, d.humanThreshold],
+    [CALIBRATED_REVIEW_THRESHOLD, CALIBRATED_BOXES_THRESHOLD],
+  );
+  assert.ok(CALIBRATED_REVIEW_THRESHOLD < CALIBRATED_BOXES_THRESHOLD, 'a gray zone by default');
+  const off = loadConfig({ DATA_DIR: dataDir(), HUMAN_SECOND_LOOK: 'off' });
+  assert.deepEqual(
+    [off.humanReviewThreshold, off.humanThreshold],
+    [CALIBRATED_FIRST_LOOK_REVIEW_THRESHOLD, CALIBRATED_FIRST_LOOK_THRESHOLD],
+  );
+  const set = loadConfig({ DATA_DIR: dataDir(), HUMAN_THRESHOLD: '0.6', HUMAN_REVIEW_THRESHOLD: '0.4' });
+  assert.deepEqual([set.humanReviewThreshold, set.humanThreshold], [0.4, 0.6]);
+  const equal = loadConfig({ DATA_DIR: dataDir(), HUMAN_THRESHOLD: '0.4', HUMAN_REVIEW_THRESHOLD: '0.4' });
+  assert.equal(equal.humanReviewThreshold, 0.4, 'equal: the gray zone is off');
+  // A HUMAN_THRESHOLD under the review default alone narrows the gray zone to nothing instead of failing.
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), HUMAN_THRESHOLD: '0.2' }).humanReviewThreshold, 0.2);
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), HUMAN_THRESHOLD: '0.4', HUMAN_REVIEW_THRESHOLD: '0.45' }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      /HUMAN_REVIEW_THRESHOLD=0\.45: must not be above HUMAN_THRESHOLD \(0\.4\)/.test(e.message),
+  );
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), HUMAN_REVIEW_THRESHOLD: '0.9', WORKERS: 'abc' }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      /HUMAN_REVIEW_THRESHOLD=0\.9: must not be above HUMAN_THRESHOLD \(0\.5, the default\)/.test(e.message) &&
+      /WORKERS=abc/.test(e.message),
+  );
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), HUMAN_REVIEW_THRESHOLD: '1.5' }),
+    (e: Error) =>
+      e instanceof ConfigError && /HUMAN_REVIEW_THRESHOLD=1\.5: expected a number in \(0, 1\]/.test(e.message),
+  );
 });
 
 test('every bad variable is listed in one error', () => {

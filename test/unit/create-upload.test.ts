@@ -39,6 +39,7 @@ function setup(opts: { humanPolicy?: HumanPolicy; shuttingDown?: boolean } = {})
     policy: {
       humanPolicy: opts.humanPolicy ?? 'reject',
       humanThreshold: 0.5,
+      humanReviewThreshold: 0.3,
       nearDuplicateDistance: 4,
       blocklistDistance: 8,
     },
@@ -249,6 +250,24 @@ describe('person policy', () => {
     assert.equal(s.media.stored.size, 0);
     s.assertNothingStaged();
     assert.deepEqual(s.outcomes, ['rejected human_detected']);
+  });
+
+  test('reject, gray zone (review 0.3 ≤ score < sure 0.5): 201 held with a person flag and its boxes', async () => {
+    const s = setup({ humanPolicy: 'reject' });
+    const boxes = [{ x: 0.1, y: 0.2, width: 0.3, height: 0.4, score: 0.4 }];
+    s.processor.images.set('unsure', { phash: '0000000000000000', humanScore: 0.4, humanBoxes: boxes });
+    s.processor.images.set('clear', { phash: 'ffffffffffffffff', humanScore: 0.29, humanBoxes: boxes });
+    const answer = await s.useCase.run(alice, image(file('unsure')));
+    assert.equal(answer.status, 201);
+    assert.equal(body(answer).moderation, 'held');
+    const row = [...s.uploads.rows.values()][0]!;
+    assert.deepEqual([row.moderation, row.personFlag, row.humanBoxes], ['held', true, boxes]);
+    // Under the review bound: accepted visible, no flag, no boxes kept.
+    const clear = await s.useCase.run(bob, image(file('clear')));
+    assert.equal(body(clear).moderation, 'visible');
+    const other = [...s.uploads.rows.values()][1]!;
+    assert.deepEqual([other.personFlag, other.humanBoxes], [false, null]);
+    assert.deepEqual(s.outcomes, ['accepted image', 'accepted image']);
   });
 
   test('flag: accepted with its score stored', async () => {

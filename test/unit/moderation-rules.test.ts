@@ -5,7 +5,7 @@ import { assertReachable } from '../../src/domain/moderation/access.ts';
 import { banEndView } from '../../src/domain/moderation/moderation.service.ts';
 import { BAN_PERMANENT } from '../../src/domain/moderation/moderation.types.ts';
 import { RepeatingJob } from '../../src/domain/moderation/hold-job.ts';
-import { personReview } from '../../src/domain/person-policy.ts';
+import { personReview, personVerdict } from '../../src/domain/person-policy.ts';
 import { banRefusal } from '../../src/domain/users.ts';
 import { PhashSet } from '../../src/store/moderation/phash-set.ts';
 import { hammingHex } from '../../src/store/similarity/hamming.ts';
@@ -56,13 +56,52 @@ describe('bans', () => {
 });
 
 describe('person review', () => {
+  const at = (sure: number, review = sure) => ({ sure, review });
+  const review = (...args: Parameters<typeof personVerdict>) => personReview(personVerdict(...args));
+
   test('flag and hold queue a person at or above the threshold; hold also holds; reject and off never queue', () => {
-    assert.deepEqual(personReview('flag', 0.2, 0.2), { flag: true, hold: false });
-    assert.deepEqual(personReview('hold', 0.2, 0.9), { flag: true, hold: true });
-    assert.deepEqual(personReview('hold', 0.2, 0.19), { flag: false, hold: false });
-    assert.deepEqual(personReview('hold', 0.2, null), { flag: false, hold: false });
-    assert.deepEqual(personReview('reject', 0.2, 0.9), { flag: false, hold: false });
-    assert.deepEqual(personReview('off', 0.2, 0.9), { flag: false, hold: false });
+    assert.deepEqual(review('flag', at(0.2), 0.2), { flag: true, hold: false });
+    assert.deepEqual(review('hold', at(0.2), 0.9), { flag: true, hold: true });
+    assert.deepEqual(review('hold', at(0.2), 0.19), { flag: false, hold: false });
+    assert.deepEqual(review('hold', at(0.2), null), { flag: false, hold: false });
+    assert.deepEqual(review('reject', at(0.2), 0.9), { flag: false, hold: false });
+    assert.deepEqual(review('off', at(0.2), 0.9), { flag: false, hold: false });
+  });
+
+  describe('reject with a gray zone (review 0.3, sure 0.5)', () => {
+    const t = at(0.5, 0.3);
+    const decision = (score: number | null) => personVerdict('reject', t, score).decision;
+    test('just under review: accepted', () => assert.equal(decision(0.2999), 'accept'));
+    test('at review: held, flagged, in the gray zone', () => {
+      assert.deepEqual(personVerdict('reject', t, 0.3), { decision: 'hold', grayZone: true });
+      assert.deepEqual(review('reject', t, 0.3), { flag: true, hold: true });
+    });
+    test('just under sure: held', () => assert.equal(decision(0.4999), 'hold'));
+    test('at sure: refused, naming the score and the sure threshold', () => {
+      const v = personVerdict('reject', t, 0.5);
+      assert.equal(v.decision, 'refuse');
+      assert.match(v.decision === 'refuse' ? v.message : '', /score 0\.500, threshold 0\.5\)/);
+      assert.deepEqual(review('reject', t, 0.5), { flag: false, hold: false });
+    });
+    test('above sure: refused', () => assert.equal(decision(0.97), 'refuse'));
+    test('no score (detection off): accepted', () => assert.equal(decision(null), 'accept'));
+  });
+
+  test('equal review and sure thresholds turn the gray zone off', () => {
+    assert.equal(personVerdict('reject', at(0.5, 0.5), 0.4999).decision, 'accept');
+    assert.equal(personVerdict('reject', at(0.5, 0.5), 0.5).decision, 'refuse');
+  });
+
+  test('the review threshold changes nothing under flag, hold and off (their line is the sure one)', () => {
+    const t = at(0.5, 0.3);
+    for (const score of [0.2999, 0.3, 0.4999]) {
+      assert.equal(personVerdict('flag', t, score).decision, 'accept', `flag ${score}`);
+      assert.equal(personVerdict('hold', t, score).decision, 'accept', `hold ${score}`);
+      assert.equal(personVerdict('off', t, score).decision, 'accept', `off ${score}`);
+    }
+    assert.deepEqual(personVerdict('flag', t, 0.5), { decision: 'flag' });
+    assert.deepEqual(personVerdict('hold', t, 0.5), { decision: 'hold', grayZone: false });
+    assert.deepEqual(personVerdict('off', t, 0.99), { decision: 'accept' });
   });
 });
 

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import sharp from 'sharp';
 import { processImage, verdict } from '../../src/workers/pipeline/process-image.ts';
+import { normalizeBoxes } from '../../src/workers/pipeline/detect-frames.ts';
+import { MAX_PERSON_BOXES } from '../../src/domain/person-policy.ts';
 import type {
   DetectorInputSpec,
   HumanPolicy,
@@ -163,6 +165,32 @@ describe('processImage', () => {
     assert.deepEqual(await staged(t), []);
     const below = await processImage(task(await fx.photoJpeg(), 'reject'), { detector: fakeDetector(0.49) });
     assert.equal(below.ok && below.humanScore, 0.49);
+  });
+
+  it("keeps a gray-zone score under 'reject' (the service holds it), its boxes as fractions of the image", async () => {
+    const detector = fakeDetector(0.4);
+    const result = await processImage(task(await fx.photoJpeg(), 'reject', { humanReviewThreshold: 0.3 }), {
+      detector,
+    });
+    assert.ok(result.ok, JSON.stringify(result));
+    assert.equal(result.humanScore, 0.4);
+    const { width, height } = detector.inputs[0]!;
+    const r4 = (v: number) => Math.round(v * 10_000) / 10_000;
+    assert.deepEqual(result.humanBoxes, [
+      { x: r4(1 / width), y: r4(2 / height), width: r4(3 / width), height: r4(4 / height), score: 0.4 },
+    ]);
+  });
+
+  it('normalizeBoxes: best first, at most MAX_PERSON_BOXES, clamped to the image', () => {
+    const boxes = [0.1, 0.9, 0.5, 0.3, 0.7, 0.2].map((score, i) => ({ x: i * 10, y: 0, width: 20, height: 10, score }));
+    boxes.push({ x: -10, y: 90, width: 30, height: 40, score: 0.95 });
+    const out = normalizeBoxes(boxes, 100, 100);
+    assert.equal(out.length, MAX_PERSON_BOXES);
+    assert.deepEqual(
+      out.map((b) => b.score),
+      [0.95, 0.9, 0.7, 0.5, 0.3],
+    );
+    assert.deepEqual(out[0], { x: 0, y: 0.9, width: 0.2, height: 0.1, score: 0.95 });
   });
 
   it('looks at every distinct frame of an animation and keeps the highest score', async () => {

@@ -153,8 +153,10 @@ function queueItem(item) {
     return b;
   });
   const reasons = Object.entries(item.reports?.reasons ?? {}).map(([k, n]) => `${k} ×${n}`);
+  const preview = /** @type {HTMLElement} */ (card(u, false).firstChild);
+  drawPersonBoxes(preview, item.human_boxes);
   li.append(
-    h('div', { class: 'qthumb' }, card(u, false).firstChild),
+    h('div', { class: 'qthumb' }, preview),
     h(
       'div',
       {},
@@ -169,7 +171,7 @@ function queueItem(item) {
         reasons.length ? ` (${reasons.join(', ')})` : '',
         // How many reporters the report-trust rule counts (only they hold an upload automatically).
         item.reports?.count ? ` · ${item.reports.trusted ?? 0} trusted` : '',
-        item.person_flag ? ' · person detected' : '',
+        item.person_flag ? personNote(item) : '',
       ),
       (item.reports?.notes ?? []).length
         ? h(
@@ -187,6 +189,39 @@ function queueItem(item) {
     ),
   );
   return li;
+}
+
+/**
+ * What person detection said, for an item it queued: its score, and how many boxes the preview outlines.
+ * @param {any} item
+ */
+function personNote(item) {
+  const score = typeof item.human_score === 'number' ? ` (score ${item.human_score.toFixed(2)})` : '';
+  const boxes = item.human_boxes?.length ? `, ${plural(item.human_boxes.length, 'box', 'boxes')} outlined` : '';
+  return ` · person detected${score}${boxes}`;
+}
+
+/**
+ * Outlines the person detector's boxes over the preview's image, each with its score. The boxes are fractions of the
+ * image, set through the style API (the CSP allows no inline style attribute in markup).
+ * @param {HTMLElement} preview the card's link, holding the thumbnail
+ * @param {Array<{ x: number, y: number, width: number, height: number, score: number }> | null | undefined} boxes
+ */
+function drawPersonBoxes(preview, boxes) {
+  const img = preview.querySelector('img');
+  if (!img || !boxes?.length) return;
+  const frame = h('span', { class: 'personframe' });
+  img.replaceWith(frame);
+  frame.append(img);
+  for (const b of boxes) {
+    const score = b.score.toFixed(2);
+    const box = h('span', { class: 'personbox', title: `person ${score}` }, h('span', { class: 'score' }, score));
+    box.style.left = `${b.x * 100}%`;
+    box.style.top = `${b.y * 100}%`;
+    box.style.width = `${b.width * 100}%`;
+    box.style.height = `${b.height * 100}%`;
+    frame.append(box);
+  }
 }
 
 /**

@@ -19,6 +19,7 @@ import type { Clock } from '../clock.ts';
 import { isUuid } from '../ids.ts';
 import type { Principal } from '../users.ts';
 import type { UploadStore } from '../uploads/ports.ts';
+import type { PersonBox } from '../person-policy.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
 import { assertOldEnough } from '../account-age.ts';
@@ -103,6 +104,8 @@ export interface QueueItemView {
   };
   person_flag: boolean;
   human_score: number | null;
+  /** The detector's best boxes (fractions of the image) when person detection queued it; else null. */
+  human_boxes: PersonBox[] | null;
 }
 
 export interface ModlogEntryView {
@@ -241,6 +244,7 @@ export class ModerationService {
         },
         person_flag: upload.personFlag,
         human_score: upload.humanScore,
+        human_boxes: upload.humanBoxes,
       },
     }));
   }

@@ -29,6 +29,7 @@ export const NO_IMAGE = {
   originalFormat: null,
   thumbhash: null,
   humanScore: null,
+  humanBoxes: null,
   variants: null,
 } as const satisfies Partial<NewUpload>;
 

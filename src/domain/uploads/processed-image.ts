@@ -6,7 +6,7 @@
  * typed arrays, no classes.
  */
 import type { ImageFormat } from '../image-format.ts';
-import type { HumanPolicy } from '../person-policy.ts';
+import type { HumanPolicy, PersonBox } from '../person-policy.ts';
 
 export type VariantName = 'thumb' | 'medium' | 'full';
 
@@ -49,7 +49,10 @@ export interface ImageTask {
   /** Base name for staged files, e.g. the upload id; variants become `${baseName}.${variant}.webp`. */
   baseName: string;
   humanPolicy: HumanPolicy;
+  /** HUMAN_THRESHOLD: the sure score, refused under `reject` (person-policy.ts). */
   humanThreshold: number;
+  /** HUMAN_REVIEW_THRESHOLD; absent: equal to humanThreshold (no gray zone). */
+  humanReviewThreshold?: number;
 }
 
 export interface ProcessedImage {
@@ -70,6 +73,11 @@ export interface ProcessedImage {
   thumbhash: string;
   /** Highest person score, or null when humanPolicy is 'off'. */
   humanScore: number | null;
+  /**
+   * The detector's best boxes (at most MAX_PERSON_BOXES, best first) on the frame that scored highest, as fractions of
+   * the image's width and height; present when detection ran.
+   */
+  humanBoxes?: PersonBox[];
   /** Present when detection ran. */
   detection?: DetectionInfo;
   variants: EncodedVariant[];

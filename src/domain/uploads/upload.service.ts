@@ -7,7 +7,7 @@ import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import { banRefusal, type Principal } from '../users.ts';
 import { validateExternalUrl } from '../embeds.ts';
-import { personReview, type HumanPolicy } from '../person-policy.ts';
+import { personReview, personVerdict, type HumanPolicy } from '../person-policy.ts';
 import { assertReachable, type Reader } from '../moderation/access.ts';
 import type {
   ImageFetcher,
@@ -32,7 +32,10 @@ export const MAX_DESCRIPTION = 500;
 
 export interface UploadPolicy {
   humanPolicy: HumanPolicy;
+  /** HUMAN_THRESHOLD: the sure score. */
   humanThreshold: number;
+  /** HUMAN_REVIEW_THRESHOLD (≤ humanThreshold); absent: equal to it, no gray zone. */
+  humanReviewThreshold?: number;
   /** -1 turns near-duplicate matching off. */
   nearDuplicateDistance: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
@@ -125,6 +128,13 @@ export class UploadService {
     };
   }
 
+  get #personThresholds() {
+    return {
+      sure: this.#policy.humanThreshold,
+      review: this.#policy.humanReviewThreshold ?? this.#policy.humanThreshold,
+    };
+  }
+
   /** Which of these SHA-256 digests an upload would refuse as blocked or answer as a duplicate (check-hashes.ts). */
   checkHashes(principal: Principal, sha256s: readonly string[]): Promise<HashCheck[]> {
     return checkHashes({ uploads: this.#uploads, blocklist: this.#blocklist }, principal, sha256s);
@@ -180,13 +190,17 @@ export class UploadService {
           baseName: mediaKey,
           humanPolicy: this.#policy.humanPolicy,
           humanThreshold: this.#policy.humanThreshold,
+          humanReviewThreshold: this.#personThresholds.review,
         },
         signal,
         { afterHash },
       );
       if (blocked) throw errors.blockedContent();
       if (!processed) return near!;
-      const review = personReview(this.#policy.humanPolicy, this.#policy.humanThreshold, processed.humanScore);
+      // The workers refused a sure detection already; the same rule says what the score asks of moderation.
+      const verdict = personVerdict(this.#policy.humanPolicy, this.#personThresholds, processed.humanScore);
+      if (verdict.decision === 'refuse') throw errors.humanDetected(verdict.message);
+      const review = personReview(verdict);
       const row: NewUpload = {
         ...this.#base(id, principal, { ...input, originalName: originalNameOf(input.originalName) }),
         uploadType: 'image',
@@ -202,6 +216,7 @@ export class UploadService {
         originalFormat: processed.format,
         thumbhash: processed.thumbhash,
         humanScore: processed.humanScore,
+        humanBoxes: review.flag ? (processed.humanBoxes ?? []) : null,
         moderation: review.hold ? 'held' : 'visible',
         personFlag: review.flag,
         variants: Object.fromEntries(

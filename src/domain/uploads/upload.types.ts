@@ -1,5 +1,6 @@
 import type { TagView } from '../tags.ts';
 import type { Embed } from '../embeds.ts';
+import type { PersonBox } from '../person-policy.ts';
 
 export type UploadType = 'image' | 'link';
 /** API.md Moderation: `held` is out of every listing until a moderator decides; `removed` is a tombstone. */
@@ -36,6 +37,11 @@ export interface UploadRecord {
   originalFormat: string | null;
   thumbhash: string | null;
   humanScore: number | null;
+  /**
+   * The detector's best boxes (fractions of the image, best first) when person detection queued it for review (a
+   * person flag or a hold); else null.
+   */
+  humanBoxes: PersonBox[] | null;
   variants: Record<string, VariantInfo> | null;
   moderation: ModerationState;
   /** Person detection flagged it for review (HUMAN_POLICY flag/hold) and no moderator approved it yet. */

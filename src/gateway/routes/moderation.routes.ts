@@ -295,6 +295,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
                   },
                   person_flag: false,
                   human_score: 0.03,
+                  human_boxes: null,
                 },
               ],
               page: 1,

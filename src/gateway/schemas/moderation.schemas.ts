@@ -5,6 +5,7 @@ import { UserSchema } from './auth.schemas.ts';
 import { cursorParam, FeedQuery, MAX_PAGE, nextCursor } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
 import { VoteRingItem } from './vote-ring.schemas.ts';
+import { MAX_PERSON_BOXES } from '../../domain/person-policy.ts';
 
 const EXAMPLE_UPLOAD = '3f2b8c1e-9a4d-4e7b-8f0a-6c5d2e1b7a90';
 const EXAMPLE_USER = '8c1d2e3f-4a5b-4c6d-8e7f-901234567890';
@@ -82,6 +83,23 @@ export const QueueItem = z.object({
   }),
   person_flag: z.boolean(),
   human_score: z.number().min(0).max(1).nullable(),
+  human_boxes: z
+    .array(
+      z.object({
+        x: z.number().min(0).max(1),
+        y: z.number().min(0).max(1),
+        width: z.number().min(0).max(1),
+        height: z.number().min(0).max(1),
+        score: z.number().min(0).max(1),
+      }),
+    )
+    .max(MAX_PERSON_BOXES)
+    .nullable()
+    .describe(
+      "The person detector's best boxes (at most 5, best first) when person detection queued the upload (a person " +
+        'flag, or held, e.g. in the gray zone between `HUMAN_REVIEW_THRESHOLD` and `HUMAN_THRESHOLD`): left, top, ' +
+        "width and height as fractions (0–1) of the image's width and height, so they fit every variant; else null.",
+    ),
 });
 
 export const QueuePage = z.object({

@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { ModerationState, UploadType, VariantInfo } from '../../domain/uploads/upload.types.ts';
+import type { PersonBox } from '../../domain/person-policy.ts';
 import { User } from './user.entity.ts';
 
 /**
@@ -52,6 +53,8 @@ export const Upload = defineEntity({
     originalFormat: p.string().length(8).nullable(),
     thumbhash: p.string().length(64).nullable(),
     humanScore: p.double().$type<number>().runtimeType('number').nullable(),
+    /** The detector's best boxes, as fractions of the image, kept when person detection queued it for review. */
+    humanBoxes: p.json<PersonBox[]>().nullable(),
     /** Variant dimensions and byte sizes: {thumb: {width, height, bytes}, …}. */
     variants: p.json<Record<string, VariantInfo>>().nullable(),
     /** `visible`, `held` or `removed` (API.md Moderation). */

@@ -13,6 +13,7 @@ import { M014TokenScopes } from './m014-token-scopes.ts';
 import { M015Webhooks } from './m015-webhooks.ts';
 import { M016PdqBlocklist } from './m016-pdq-blocklist.ts';
 import { M017TagSearchIndex } from './m017-tag-search-index.ts';
+import { M018HumanBoxes } from './m018-human-boxes.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   M015Webhooks,
   M016PdqBlocklist,
   M017TagSearchIndex,
+  M018HumanBoxes,
 ];

@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import type { BlocklistSeen, InsertRefusal, NewUpload, SharedMedia, UploadStore } from '../../domain/uploads/ports.ts';
 import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
 import type { TagView } from '../../domain/tags.ts';
+import type { PersonBox } from '../../domain/person-policy.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
@@ -53,6 +54,7 @@ export const UPLOAD_COLUMNS = [
   'u.original_format',
   'u.thumbhash',
   'u.human_score',
+  'u.human_boxes',
   'u.variants',
   'u.moderation',
   'u.person_flag',
@@ -93,6 +95,7 @@ export function rowToRecord(dialect: Dialect, r: UploadRow, tags: TagView[]): Up
     originalFormat: r.original_format,
     thumbhash: r.thumbhash,
     humanScore: r.human_score === null ? null : Number(r.human_score),
+    humanBoxes: typeof r.human_boxes === 'string' ? (JSON.parse(r.human_boxes) as PersonBox[]) : r.human_boxes,
     // jsonb arrives parsed (PostgreSQL), json as its text (SQLite).
     variants: typeof r.variants === 'string' ? (JSON.parse(r.variants) as Record<string, VariantInfo>) : r.variants,
     moderation: r.moderation,
@@ -238,6 +241,7 @@ export class UploadRepository implements UploadStore {
             original_format: u.originalFormat,
             thumbhash: u.thumbhash,
             human_score: u.humanScore,
+            human_boxes: u.humanBoxes === null ? null : JSON.stringify(u.humanBoxes),
             variants: media.variants === null ? null : JSON.stringify(media.variants),
             moderation: u.moderation,
             person_flag: d.bool(u.personFlag),

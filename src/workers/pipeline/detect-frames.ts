@@ -6,6 +6,7 @@
 import { derive, type DecodedImage } from './decode.stage.ts';
 import type { StackedPixels } from './encode.stage.ts';
 import type { DetectionInfo, DetectorInputSpec, PersonDetection, PersonDetector, RawImage } from './types.ts';
+import { MAX_PERSON_BOXES, type PersonBox } from '../../domain/person-policy.ts';
 
 /** Cells per side of a frame's signature (fewer when the frame is smaller). */
 export const SIGNATURE_GRID = 32;
@@ -144,7 +145,31 @@ export function frameRgb(stack: StackedPixels, frame: number): RawImage {
   return { data: rgb, width, height, channels: 3 };
 }
 
-export type PeopleInImage = PersonDetection & { info: DetectionInfo };
+/**
+ * The detection of the image's best frame, with its best boxes (at most MAX_PERSON_BOXES) as fractions of the frame
+ * read (which keeps the image's proportions, so they fit every variant).
+ */
+export type PeopleInImage = PersonDetection & { info: DetectionInfo; normalizedBoxes: PersonBox[] };
+
+/** Boxes in the pixels of a `width`×`height` input as fractions of it, clamped to it, best first. */
+export function normalizeBoxes(boxes: PersonDetection['boxes'], width: number, height: number): PersonBox[] {
+  const clamp = (v: number) => Math.min(1, Math.max(0, v));
+  const round = (v: number) => Math.round(v * 10_000) / 10_000;
+  return [...boxes]
+    .sort((a, b) => b.score - a.score)
+    .slice(0, MAX_PERSON_BOXES)
+    .map((b) => {
+      const x = clamp(b.x / width);
+      const y = clamp(b.y / height);
+      return {
+        x: round(x),
+        y: round(y),
+        width: round(clamp((b.x + b.width) / width) - x),
+        height: round(clamp((b.y + b.height) / height) - y),
+        score: round(b.score),
+      };
+    });
+}
 
 /**
  * Runs the detector's first look on every distinct frame, prepared per its inputSpec, in batches of its maxBatch
@@ -207,11 +232,13 @@ export async function detectPeople(
       if (result) looks[i]!.result = result;
     });
   }
-  for (const { frame, result } of looks) {
+  let bestSize = { width: 1, height: 1 };
+  for (const { frame, width, height, result } of looks) {
     if (result.score > best.score) {
       best = result;
+      bestSize = { width, height };
       info.bestFrame = frame;
     }
   }
-  return { ...best, info };
+  return { ...best, info, normalizedBoxes: normalizeBoxes(best.boxes, bestSize.width, bestSize.height) };
 }

@@ -12,7 +12,7 @@ import { PDQ_MAX_INPUT_SIDE, pdq, type PdqHash } from './pdq.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
-import { personRefusal } from '../../domain/person-policy.ts';
+import { personVerdict, type PersonBox } from '../../domain/person-policy.ts';
 import type { ImageFormat } from '../../domain/image-format.ts';
 import type {
   DetectionInfo,
@@ -42,6 +42,7 @@ interface Draft {
   phash?: string;
   pdq?: PdqHash;
   humanScore: number | null;
+  humanBoxes?: PersonBox[];
   detection?: DetectionInfo;
   /** Every variant's pixels, resampled before detection (which reads the thumb) and encoding. */
   resampled?: VariantPixels;
@@ -118,9 +119,14 @@ const STAGES: readonly Stage[] = [
       const stopAt = task.humanPolicy === 'reject' ? task.humanThreshold : undefined;
       const { thumb, medium } = draft.resampled!;
       const found = await detectPeople(draft.image!, detector, { stopAt, resampled: [thumb, medium] });
-      const refusal = personRefusal(task.humanPolicy, task.humanThreshold, found.score);
-      if (refusal) return { ok: false, code: 'human_detected', message: refusal, detection: found.info };
-      return { humanScore: found.score, detection: found.info };
+      const verdict = personVerdict(
+        task.humanPolicy,
+        { sure: task.humanThreshold, review: task.humanReviewThreshold ?? task.humanThreshold },
+        found.score,
+      );
+      if (verdict.decision === 'refuse')
+        return { ok: false, code: 'human_detected', message: verdict.message, detection: found.info };
+      return { humanScore: found.score, humanBoxes: found.normalizedBoxes, detection: found.info };
     },
   },
   {
@@ -218,6 +224,7 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     pdqQuality: draft.pdq!.quality,
     thumbhash: draft.thumbhash!,
     humanScore: draft.humanScore,
+    ...(draft.humanBoxes ? { humanBoxes: draft.humanBoxes } : {}),
     ...(draft.detection ? { detection: draft.detection } : {}),
     variants: draft.variants!,
     timings,

@@ -4,6 +4,12 @@
  * by research/detector-eval.ts (figures on the held-out part: research/detector-eval.md).
  */
 export const CALIBRATED_BOXES_THRESHOLD = 0.3;
+/**
+ * The default HUMAN_REVIEW_THRESHOLD (issue 32's gray zone: from it up to CALIBRATED_BOXES_THRESHOLD an upload is
+ * held for a moderator), tuned on the tuning part by research/person-filter-eval.ts (held-out figures:
+ * bench/person-filter.md).
+ */
+export const CALIBRATED_REVIEW_THRESHOLD = 0.3;
 /** The default HUMAN_THRESHOLD with HUMAN_SECOND_LOOK=off (the first look alone), tuned the same way. */
 export const CALIBRATED_FIRST_LOOK_THRESHOLD = 0.15;
 

@@ -327,12 +327,23 @@ type Scores = [first: number, closer: number];
 /** The score the shipped pipeline gives with the closer look's "sure" bound at `sure` (BOX_CLOSER_LOOK.sure). */
 export const scoreAt = ([first, closer]: Scores, sure: number): number => (first >= sure ? first : closer);
 
-async function scoreAll(list: Item[], reuse: boolean): Promise<Map<string, Scores>> {
-  const cache: Record<string, Scores> = (await exists(CACHE))
-    ? (JSON.parse(await readFile(CACHE, 'utf8')) as { scores: Record<string, Scores> }).scores
-    : {};
+/**
+ * Scores what no cache file has yet (shard `shard` of `shards`: an image's shard is its id's hash modulo `shards`,
+ * so two processes can share the work; each writes its own cache file, and every file is read).
+ */
+async function scoreAll(list: Item[], reuse: boolean, shard = 0, shards = 1): Promise<Map<string, Scores>> {
+  const cache: Record<string, Scores> = {};
+  await mkdir(RESULTS, { recursive: true });
+  for (const file of (await readdir(RESULTS)).filter((f) => /^person-filter(\.\d+)?\.json$/.test(f))) {
+    Object.assign(cache, (JSON.parse(await readFile(path.join(RESULTS, file), 'utf8')) as { scores: Cache }).scores);
+  }
+  const mine: Cache = {};
+  const cacheFile = shards > 1 ? CACHE.replace(/\.json$/, `.${shard}.json`) : CACHE;
+  if (await exists(cacheFile)) {
+    Object.assign(mine, (JSON.parse(await readFile(cacheFile, 'utf8')) as { scores: Cache }).scores);
+  }
   // In a shuffled order (by id), so that a run stopped early has scored every kind alike.
-  const todo = (reuse ? [] : list.filter((item) => !cache[item.id])).sort(
+  const todo = (reuse ? [] : list.filter((item) => !cache[item.id] && hash32(item.id) % shards === shard)).sort(
     (a, b) => hash32(a.id) - hash32(b.id) || a.id.localeCompare(b.id),
   );
   if (todo.length) {
@@ -353,9 +364,9 @@ async function scoreAll(list: Item[], reuse: boolean): Promise<Map<string, Score
       if (!decoded.ok) throw new Error(`${item.id}: ${decoded.message}`);
       firstLook.score = 0;
       const found = await detectPeople(decoded.image, recording);
-      cache[item.id] = [round(firstLook.score), round(found.score)];
-      if ((i + 1) % 100 === 0 || i === todo.length - 1) {
-        await save(cache);
+      cache[item.id] = mine[item.id] = [round(firstLook.score), round(found.score)];
+      if ((i + 1) % 50 === 0 || i === todo.length - 1) {
+        await writeFile(cacheFile, JSON.stringify({ scores: mine }));
         console.log(`${i + 1}/${todo.length} scored, ${((Date.now() - started) / (i + 1)).toFixed(0)} ms/image`);
       }
     }
@@ -366,9 +377,26 @@ async function scoreAll(list: Item[], reuse: boolean): Promise<Map<string, Score
 
 const round = (x: number) => Math.round(x * 10000) / 10000;
 
-async function save(scores: Record<string, Scores>): Promise<void> {
-  await mkdir(RESULTS, { recursive: true });
-  await writeFile(CACHE, JSON.stringify({ scores }));
+type Cache = Record<string, Scores>;
+
+/** Bounds under which the closer look decides, replayed from the cached scores. */
+const CLOSER_SURE_OPTIONS = [0.35, 0.4, 0.45, 0.5, 0.55, 0.6];
+
+/** Whether the closer look runs for an image: the first look found a box, scoring under the bound. */
+const closerRan = ([first]: Scores, closerSure: number) => first > 0 && first < closerSure;
+
+function summary(part: Item[], scores: Map<string, Scores>, d: Decision) {
+  const at = (i: Item) => scoreAt(scores.get(i.id)!, d.closerSure);
+  const people = part.filter((i) => i.people);
+  const free = part.filter((i) => !i.people);
+  return {
+    people: people.length,
+    peopleRefused: people.filter((i) => at(i) >= d.sure).length,
+    peopleHeld: people.filter((i) => at(i) >= d.review && at(i) < d.sure).length,
+    free: free.length,
+    freeRefused: free.filter((i) => at(i) >= d.sure).length,
+    freeHeld: free.filter((i) => at(i) >= d.review && at(i) < d.sure).length,
+  };
 }
 
 interface Decision {
@@ -423,7 +451,9 @@ function tuneDecision(tune: Item[], scores: Map<string, Scores>, labels: Labels,
       return inCat.filter((i) => scoreAt(scores.get(i.id)!, closerSure) >= t).length >= now;
     });
   const highest = [...grid(0.05, sure)].reverse().find(keeps) ?? 0.05;
-  return { lowest, sure, highestReview: highest, review: Math.min(highest, today) };
+  const review = Math.min(highest, today);
+  // Never refuse below the review score: then there is no gray zone, and the sure score is the review score.
+  return { lowest, sure: Math.max(sure, review), highestReview: highest, review };
 }
 
 const row = (cells: ReadonlyArray<string | number>) => `| ${cells.join(' | ')} |`;
@@ -497,19 +527,36 @@ async function main(): Promise<void> {
   const { values } = parseCommandLine('node research/person-filter-eval.ts', {
     // Re-tune and re-write the report from the cached scores only (images not yet scored are left out).
     reuse: { type: 'boolean', default: false },
+    // `i/n`: score only the images of shard i of n (run n processes to share the work).
+    shard: { type: 'string', default: '0/1' },
   });
+  const [shard, shards] = String(values.shard).split('/').map(Number) as [number, number];
   const labels = JSON.parse(await readFile(path.join(HERE, 'person-filter-labels.json'), 'utf8')) as Labels;
   const list = await items(labels);
   const withPeople = list.filter((i) => i.people).length;
   console.log(`${list.length} images: ${list.length - withPeople} people-free, ${withPeople} with people`);
-  const scores = await scoreAll(list, values.reuse === true);
+  const scores = await scoreAll(list, values.reuse === true, shard, shards);
   const scored = list.filter((i) => scores.has(i.id));
   const tune = scored.filter((i) => i.split === 'tune');
   const held = scored.filter((i) => i.split === 'held-out');
   const today = 0.3;
   const todayDecision: Decision = { closerSure: BOX_CLOSER_LOOK.sure, sure: today, review: today };
-  const t = tuneDecision(tune, scores, labels, today, BOX_CLOSER_LOOK.sure);
-  const chosen: Decision = { closerSure: BOX_CLOSER_LOOK.sure, sure: t.sure, review: t.review };
+  // The decision's cheap variant: the closer look must confirm first-look scores under `closerSure` (today 0.35).
+  const variants = CLOSER_SURE_OPTIONS.map((closerSure) => {
+    const tuned = tuneDecision(tune, scores, labels, today, closerSure);
+    const d: Decision = { closerSure, sure: tuned.sure, review: tuned.review };
+    return { d, tuned, tune: summary(tune, scores, d), held: summary(held, scores, d) };
+  });
+  // On the tuning part: the most people refused outright, then the fewest people-free pictures held, then the
+  // shipped bound (no change).
+  const best = [...variants].sort(
+    (a, b) =>
+      b.tune.peopleRefused - a.tune.peopleRefused ||
+      a.tune.freeHeld - b.tune.freeHeld ||
+      Number(b.d.closerSure === BOX_CLOSER_LOOK.sure) - Number(a.d.closerSure === BOX_CLOSER_LOOK.sure),
+  )[0]!;
+  const t = best.tuned;
+  const chosen = best.d;
   const md = [
     '# Person filter: false rejects per kind, recall per category (issue 32)',
     '',
@@ -534,6 +581,31 @@ async function main(): Promise<void> {
       `category's refused + held at least today's (refused at ${today}) on the tuning part is ` +
       `${t.highestReview.toFixed(2)}; ` +
       `capped at today's ${today} (about 20 people per part are too few to move it up on): **${t.review.toFixed(2)}**.`,
+    '',
+    `Closer look's bound (first-look scores under it need the closer look to confirm; shipped ` +
+      `${BOX_CLOSER_LOOK.sure}): ${chosen.closerSure}.`,
+    '',
+    '## Candidates: the bound under which the closer look decides',
+    '',
+    'Each tuned on the tuning part as above; the row chosen has the most people refused outright on the tuning part, ' +
+      'then the fewest people-free pictures held there. "closer looks" is the share of all images (both parts) ' +
+      'that get the closer look (its cost: 3 crops at 320 px).',
+    '',
+    '| bound | sure | review | tune: people refused | tune: people-free refused / held | ' +
+      'held out: people refused / + held | held out: people-free refused / held | closer looks |',
+    '|---|---|---|---|---|---|---|---|',
+    ...variants.map(({ d, tune: a, held: h }) =>
+      row([
+        d === chosen ? `**${d.closerSure}**` : d.closerSure,
+        d.sure.toFixed(2),
+        d.review.toFixed(2),
+        `${a.peopleRefused} of ${a.people}`,
+        `${a.freeRefused} / ${a.freeHeld} of ${a.free}`,
+        `${h.peopleRefused} / ${h.peopleRefused + h.peopleHeld} of ${h.people}`,
+        `${h.freeRefused} / ${h.freeHeld} of ${h.free}`,
+        pct(scored.filter((i) => closerRan(scores.get(i.id)!, d.closerSure)).length, scored.length),
+      ]),
+    ),
     '',
     `## Held out, with the chosen scores (review ${chosen.review.toFixed(2)}, sure ${chosen.sure.toFixed(2)})`,
     '',

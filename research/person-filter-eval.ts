@@ -427,8 +427,8 @@ function perKind(list: Item[], scores: Map<string, Scores>, closerSure: number, 
 
 /**
  * On the tuning part: the sure score = the lowest whose false rejects are ≤ the goal in every people-free kind, plus
- * the margin; the review score = the highest that keeps every people category's recall (refused + held) at least
- * today's (the shipped pipeline at today's threshold), capped at today's threshold.
+ * the margin, and never under today's threshold; the review score = the highest that keeps every people category's
+ * recall (refused + held) at least today's (the shipped pipeline at today's threshold), capped at today's threshold.
  */
 function tuneDecision(tune: Item[], scores: Map<string, Scores>, labels: Labels, today: number, closerSure: number) {
   const free = tune.filter((i) => !i.people);
@@ -441,7 +441,8 @@ function tuneDecision(tune: Item[], scores: Map<string, Scores>, labels: Labels,
       return refused / inKind.length <= labels.goal.falseRejects;
     });
   const lowest = grid(0.2, 0.9).find(rateOk) ?? 0.9;
-  const sure = Math.round((lowest + labels.goal.scoreMargin) * 100) / 100;
+  // Never under today's threshold: the gray zone only moves refusals up into review, never refuses more.
+  const sure = Math.max(today, Math.round((lowest + labels.goal.scoreMargin) * 100) / 100);
   const todayScore = (i: Item) => scoreAt(scores.get(i.id)!, BOX_CLOSER_LOOK.sure);
   const cats = [...new Set(people.map((i) => i.kind))];
   const keeps = (t: number) =>
@@ -575,7 +576,7 @@ async function main(): Promise<void> {
     '',
     '- sure score (HUMAN_THRESHOLD, refused at or above): the lowest with false rejects ' +
       `≤ ${100 * labels.goal.falseRejects} % in every people-free kind of the tuning part is ` +
-      `${t.lowest.toFixed(2)}; plus a margin of ${labels.goal.scoreMargin}: ` +
+      `${t.lowest.toFixed(2)}; plus a margin of ${labels.goal.scoreMargin}, and never under today's ${today}: ` +
       `**${t.sure.toFixed(2)}**.`,
     `- review score (HUMAN_REVIEW_THRESHOLD, held for a moderator at or above): the highest keeping every people ` +
       `category's refused + held at least today's (refused at ${today}) on the tuning part is ` +

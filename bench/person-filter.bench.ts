@@ -6,7 +6,7 @@
  * sure score (CALIBRATED_BOXES_THRESHOLD) and as held at or above the review score (CALIBRATED_REVIEW_THRESHOLD).
  * bench:ci guards the count of refused pictures (a rate, not a time: exact for the seed).
  *
- *   npm run bench:person-filter [-- --images 400 --seed 7]
+ *   npm run bench:person-filter [-- --images 300 --seed 7]
  */
 import { parseArgs } from 'node:util';
 import { CALIBRATED_BOXES_THRESHOLD, CALIBRATED_REVIEW_THRESHOLD } from '../src/domain/person-policy.ts';
@@ -32,7 +32,7 @@ export async function personFilterBench(
   rec: RecorderType,
   opts: { images?: number; seed?: number } = {},
 ): Promise<PersonFilterResult> {
-  const images = opts.images ?? 400;
+  const images = opts.images ?? 300;
   const seed = opts.seed ?? 2;
   const started = Date.now();
   const { dir: modelDir } = await ensureModels();
@@ -89,7 +89,7 @@ export async function personFilterBench(
 
 if (isMain(import.meta.url)) {
   const { values } = parseArgs({
-    options: { images: { type: 'string', default: '400' }, seed: { type: 'string', default: '2' } },
+    options: { images: { type: 'string', default: '300' }, seed: { type: 'string', default: '2' } },
   });
   const rec = new Recorder('person-filter');
   await personFilterBench(rec, { images: Number(values.images), seed: Number(values.seed) });

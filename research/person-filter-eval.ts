@@ -579,6 +579,19 @@ async function main(): Promise<void> {
   const shipped = variants.find((v) => v.d.closerSure === BOX_CLOSER_LOOK.sure)!;
   const t = shipped.tuned;
   const chosen = shipped.d;
+  /** The `n` pictures scoring furthest toward a wrong call (`direction` -1: highest first; 1: lowest first). */
+  const extremes = (label: string, which: (i: Item) => boolean, direction: 1 | -1, n: number): string[] => [
+    `| image | ${label} | split | first look | with the closer look | shipped score |`,
+    '|---|---|---|---|---|---|',
+    ...scored
+      .filter(which)
+      .map((i) => ({ i, s: scores.get(i.id)! }))
+      .sort((a, b) => direction * (scoreAt(a.s, BOX_CLOSER_LOOK.sure) - scoreAt(b.s, BOX_CLOSER_LOOK.sure)))
+      .slice(0, n)
+      .map(({ i, s }) =>
+        row([i.id, i.kind, i.split, s[0].toFixed(3), s[1].toFixed(3), scoreAt(s, BOX_CLOSER_LOOK.sure).toFixed(3)]),
+      ),
+  ];
   const md = [
     '# Person filter: false rejects per kind, recall per category (issue 32)',
     '',
@@ -642,47 +655,11 @@ async function main(): Promise<void> {
     ...partTable(tune, scores, chosen, 'Tuning part'),
     '## Highest-scoring people-free pictures (both parts)',
     '',
-    '| image | kind | split | first look | with the closer look | shipped score |',
-    '|---|---|---|---|---|---|',
-    ...scored
-      .filter((i) => !i.people)
-      .sort(
-        (a, b) => scoreAt(scores.get(b.id)!, BOX_CLOSER_LOOK.sure) - scoreAt(scores.get(a.id)!, BOX_CLOSER_LOOK.sure),
-      )
-      .slice(0, 30)
-      .map((i) => {
-        const s = scores.get(i.id)!;
-        return row([
-          i.id,
-          i.kind,
-          i.split,
-          s[0].toFixed(3),
-          s[1].toFixed(3),
-          scoreAt(s, BOX_CLOSER_LOOK.sure).toFixed(3),
-        ]);
-      }),
+    ...extremes('kind', (i) => !i.people, -1, 30),
     '',
     '## Lowest-scoring people (both parts)',
     '',
-    '| image | category | split | first look | with the closer look | shipped score |',
-    '|---|---|---|---|---|---|',
-    ...scored
-      .filter((i) => i.people)
-      .sort(
-        (a, b) => scoreAt(scores.get(a.id)!, BOX_CLOSER_LOOK.sure) - scoreAt(scores.get(b.id)!, BOX_CLOSER_LOOK.sure),
-      )
-      .slice(0, 15)
-      .map((i) => {
-        const s = scores.get(i.id)!;
-        return row([
-          i.id,
-          i.kind,
-          i.split,
-          s[0].toFixed(3),
-          s[1].toFixed(3),
-          scoreAt(s, BOX_CLOSER_LOOK.sure).toFixed(3),
-        ]);
-      }),
+    ...extremes('category', (i) => i.people, 1, 15),
     '',
   ];
   await writeFile(REPORT, md.join('\n'));

@@ -9,6 +9,9 @@
  */
 import sharp from 'sharp';
 import type { ImageFormat } from '../../src/domain/image-format.ts';
+import { seededRandom } from '../../test/support/fixtures.ts';
+
+export { seededRandom };
 
 export const GENERATED_KINDS = ['shapes', 'chart', 'screenshot', 'meme', 'animated'] as const;
 export type GeneratedKind = (typeof GENERATED_KINDS)[number];
@@ -21,18 +24,6 @@ export interface GeneratedImage {
   bytes: Buffer;
   width: number;
   height: number;
-}
-
-/** mulberry32: a small deterministic generator of floats in [0, 1). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A 32-bit FNV-1a hash of a string: per-picture seeds, and the evaluation's split. */

@@ -10,6 +10,7 @@
  * accounts are months or years old, 5 % were created during the window; about 20 % of votes are down.
  */
 import type { RingVote } from '../../src/domain/votes/vote-rings.ts';
+import { seededRandom } from '../../test/support/fixtures.ts';
 
 export const STRATEGIES = [
   'up-author-burst-young',
@@ -38,18 +39,6 @@ export interface Population {
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
-
-/** mulberry32: small, fast, seedable. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Draws an index proportional to `weights` (cumulative sums + binary search). */
 function sampler(weights: number[], rand: () => number) {
@@ -81,7 +70,7 @@ export function generatePopulation(opts: {
   perCell?: number;
   days?: number;
 }): Population {
-  const rand = rng(opts.seed);
+  const rand = seededRandom(opts.seed);
   const honest = opts.honest ?? 100_000;
   const nAuthors = opts.authors ?? Math.round(honest / 10);
   const nUploads = opts.uploads ?? Math.round(honest / 2);

@@ -113,7 +113,9 @@ test('HUMAN_REVIEW_THRESHOLD: calibrated defaults per HUMAN_SECOND_LOOK, never a
     () => loadConfig({ DATA_DIR: dataDir(), HUMAN_REVIEW_THRESHOLD: '0.9', WORKERS: 'abc' }),
     (e: Error) =>
       e instanceof ConfigError &&
-      /HUMAN_REVIEW_THRESHOLD=0\.9: must not be above HUMAN_THRESHOLD \(0\.5, the default\)/.test(e.message) &&
+      e.message.includes(
+        `HUMAN_REVIEW_THRESHOLD=0.9: must not be above HUMAN_THRESHOLD (${CALIBRATED_BOXES_THRESHOLD}, the default)`,
+      ) &&
       /WORKERS=abc/.test(e.message),
   );
   assert.throws(

@@ -205,9 +205,10 @@ function votes(users: readonly SeededUser[], uploads: readonly string[], r: () =
 }
 
 const neverHits: FeedCache = {
-  read: async () => ({ hit: null, generation: '0' }),
+  read: async () => ({ hit: null, generation: '0', seq: 0, recount: [] }),
   write: async () => {},
   invalidate: async () => {},
+  voted: async () => {},
 };
 
 /** Page 1 of each sort built from the database (query, tags, JSON, ETag) with no cache, one at a time. */

@@ -58,7 +58,7 @@ test(
       const viaRedis = await b.read('k');
       assert.equal(viaRedis.hit?.body.toString(), '{"text":"one"}');
       assert.equal(viaRedis.hit?.etag, 'W/"one"');
-      await rb.del(`${prefix}feed:${viaRedis.generation}:k`);
+      await rb.del(`${prefix}feedpage:${viaRedis.generation}:k`);
       assert.equal((await b.read('k')).hit?.etag, 'W/"one"', 'served from memory while the generation holds');
       // A write through A: B's next read misses, and a page built before the write is not kept.
       await a.invalidate();

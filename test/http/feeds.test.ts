@@ -146,7 +146,7 @@ describe('server-side cache invalidation', () => {
     assert.notEqual(recent.body.items[0].id, fresh.body.id);
   });
 
-  test('a vote keeps sort=new pages cached (counts read again), reorders the top pages it is in, no others', async () => {
+  test('a vote keeps sort=new pages cached (counts read again) and reorders only the top pages it is in', async () => {
     const owner = await registerUser(app.api);
     const voters = await Promise.all(Array.from({ length: 3 }, () => registerUser(app.api)));
     const hex = randomBytes(3).toString('hex');

@@ -125,6 +125,20 @@ test(
       await until('B stops trusting pushed generations', () => !b.pushed);
       await a.invalidate();
       assert.equal((await b.read('k')).hit, null);
+      // A vote meanwhile: B, asking Redis for the generations (one MULTI), drops the voted scope's page and
+      // recounts the pages it keeps.
+      for (const [key, scopes, ids] of [
+        ['top', ['rank:tag:cats'], undefined],
+        ['new', [], ['u0', 'u1']],
+      ] as const) {
+        const r = await b.read(key, scopes);
+        await b.write(key, r.generation, { ...page(key), ids }, 60, { scopes, seq: r.seq });
+      }
+      await a.voted({ scopes: ['rank:all', 'rank:tag:cats'], uploads: ['u1'] });
+      assert.equal((await b.read('top', ['rank:tag:cats'])).hit, null);
+      const kept = await b.read('new', []);
+      assert.equal(kept.hit?.etag, 'W/"new"');
+      assert.ok(kept.recount.includes('u1'));
       // Reconnected: B resubscribes, catches up with Redis, and trusts announcements again.
       await until('B live again', () => b.pushed);
       const now = await b.read('k');

@@ -7,12 +7,25 @@
  * - votes: POST /api/vote by 200 users on random uploads.
  * Then the uncached page build alone (FeedService over a cache that never hits: query, tags, JSON, ETag),
  * at 10k and 100k uploads. On SQLite, and on PostgreSQL + Redis.
+ * And the cache's hit rate under mixed votes and reads (FeedService and VoteService over the in-process cache:
+ * 10 reads of 4 sorts × pages 1–5 × 6 filters per vote), a vote bumping its scopes (now) or the global
+ * generation (before), in the same run; `--hit-rate-only` runs only that.
  *
- *   npm run bench:feeds [-- --db sqlite,postgres --rounds 5 --seconds 2 --cached-only]
+ *   npm run bench:feeds [-- --db sqlite,postgres --rounds 5 --seconds 2 --cached-only --hit-rate-only]
  */
 import path from 'node:path';
 import type { Database } from '../src/store/database.ts';
-import { FeedService, type FeedCache, type FeedSort } from '../src/domain/feeds/feed.service.ts';
+import {
+  FeedService,
+  type CacheOutcome,
+  type FeedCache,
+  type FeedQuery,
+  type FeedSort,
+} from '../src/domain/feeds/feed.service.ts';
+import { VoteService } from '../src/domain/votes/vote.service.ts';
+import type { Principal } from '../src/domain/users.ts';
+import { VoteRepository } from '../src/store/repositories/vote.repository.ts';
+import { memoryFeedCache } from '../src/store/cache/memory-feed-cache.ts';
 import { FeedRepository } from '../src/store/repositories/feed.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
 import { multiIndexHashing, sqliteVecIndex } from '../src/store/similarity/similarity-index.ts';
@@ -36,6 +49,8 @@ export interface FeedsOptions {
   cachedOnly?: boolean;
   /** Also build uncached pages directly at 100k uploads. */
   at100k: boolean;
+  /** Only the hit rate under mixed votes and reads. */
+  hitRateOnly?: boolean;
 }
 
 const SORTS: FeedSort[] = ['new', 'top', 'hot', 'best'];
@@ -69,6 +84,14 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, op
   const users = await seedUsers(db, 1000);
   const uploads = await seedUploads(db, { count: 10_000, users, r, votes: 100_000, tags: 50 });
   if (bdb.kind === 'postgres') await analyze(db);
+  if (opts.hitRateOnly) {
+    try {
+      await mixedHitRate(rec, db, users, uploads);
+    } finally {
+      await db.close();
+    }
+    return;
+  }
   await db.close();
 
   const app = await startServer({
@@ -179,6 +202,7 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, op
 
   db = await bdb.open();
   try {
+    await mixedHitRate(rec, db, users, uploads);
     await pageBuild(rec, db, where, '10k');
     if (opts.at100k) {
       await withIndexesDeferred(db, 'uploads', () =>
@@ -205,9 +229,10 @@ function votes(users: readonly SeededUser[], uploads: readonly string[], r: () =
 }
 
 const neverHits: FeedCache = {
-  read: async () => ({ hit: null, generation: '0' }),
+  read: async () => ({ hit: null, generation: '0', seq: 0, recount: [] }),
   write: async () => {},
   invalidate: async () => {},
+  voted: async () => {},
 };
 
 /** Page 1 of each sort built from the database (query, tags, JSON, ETag) with no cache, one at a time. */
@@ -242,6 +267,86 @@ async function pageBuild(rec: Recorder, db: Database, where: string, size: strin
   }
 }
 
+/**
+ * The share of cacheable reads answered from the cache (a hit, or a hit with counts read again) under votes
+ * and reads mixed 1:10, a vote bumping only its scopes, or (as before) the global generation.
+ */
+async function mixedHitRate(
+  rec: Recorder,
+  db: Database,
+  users: readonly SeededUser[],
+  uploads: readonly string[],
+): Promise<void> {
+  const index = db.dialect.name === 'sqlite' ? sqliteVecIndex(db.dialect) : multiIndexHashing(db.dialect);
+  const store = new FeedRepository(db, new UploadRepository(db, index));
+  const tags = (await db.read().selectFrom('tags').select('slug').orderBy('slug').limit(3).execute()).map(
+    (t) => t.slug,
+  );
+  const filters: Array<{ tag?: string; type?: 'image' | 'link' }> = [{}, { type: 'image' }, { type: 'link' }];
+  for (const tag of tags) filters.push({ tag });
+  const reads: FeedQuery[] = [];
+  for (const sort of SORTS)
+    for (let page = 1; page <= 5; page++) for (const f of filters) reads.push({ page, limit: 12, sort, ...f });
+  for (const mode of ['scoped', 'global'] as const) {
+    const outcomes: Record<CacheOutcome, number> = { hit: 0, recount: 0, miss: 0 };
+    const feeds = new FeedService({
+      store,
+      cache: memoryFeedCache(),
+      me: async () => {
+        throw new Error('unused');
+      },
+      onCache: (o) => void outcomes[o]++,
+    });
+    const votes = new VoteService({
+      votes: new VoteRepository(db),
+      clock: { now: () => new Date() },
+      ...(mode === 'scoped' ? { onVoted: (u) => feeds.voted(u) } : { onChanged: () => feeds.invalidate() }),
+    });
+    // Each mode its own votes: the same ones again would be no-ops (a vote already cast), which change nothing.
+    const r = rng(mode === 'scoped' ? 11 : 12);
+    const values = ['fucks', 'does_not_fuck', 'none'] as const;
+    const started = performance.now();
+    const N = 4000;
+    for (let i = 0; i < N; i++) {
+      if (i % 11 === 10) {
+        const u = users[Math.floor(r() * users.length)]!;
+        const principal = {
+          userId: u.id,
+          username: u.username,
+          isAdmin: false,
+          accountCreatedAt: new Date(0),
+          method: 'jwt',
+          viaCookie: false,
+        } as Principal;
+        const upload = uploads[Math.floor(r() * uploads.length)]!;
+        await votes.vote(principal, upload, values[Math.floor(r() * 3)]!);
+      } else {
+        // Skewed to the front of the list (sort=new and low pages read most), as readers do.
+        const q = reads[Math.floor(r() ** 2 * reads.length)]!;
+        await feeds.list(q);
+      }
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const total = outcomes.hit + outcomes.recount + outcomes.miss;
+    const rate = (100 * (outcomes.hit + outcomes.recount)) / total;
+    const dbName = db.dialect.name === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+    const invalidating = mode === 'scoped' ? 'its scopes' : 'everything (before)';
+    rec.add(
+      figure(
+        'feeds',
+        `${dbName}, in-process cache: cache hit rate, votes:reads 1:10, a vote invalidating ${invalidating}`,
+        '%',
+        [rate],
+        {
+          note:
+            `${outcomes.hit} hits, ${outcomes.recount} recounted, ${outcomes.miss} built of ${total} reads; ` +
+            `${(N / seconds).toFixed(0)} ops/s`,
+        },
+      ),
+    );
+  }
+}
+
 function shuffled<T>(xs: T[], r: () => number): T[] {
   for (let i = xs.length - 1; i > 0; i--) {
     const j = Math.floor(r() * (i + 1));
@@ -259,6 +364,7 @@ if (isMain(import.meta.url)) {
       seconds: { type: 'string', default: '2' },
       connections: { type: 'string', default: '8' },
       'cached-only': { type: 'boolean' },
+      'hit-rate-only': { type: 'boolean' },
     },
     (rec, v) =>
       feedsBench(rec, {
@@ -268,6 +374,7 @@ if (isMain(import.meta.url)) {
         connections: Number(v.connections),
         cachedOnly: Boolean(v['cached-only']),
         at100k: !v['cached-only'],
+        hitRateOnly: Boolean(v['hit-rate-only']),
       }),
   );
 }

@@ -54,9 +54,10 @@ const CHUNK = 50_000;
 const LIMIT = 12;
 
 const neverHits: FeedCache = {
-  read: async () => ({ hit: null, generation: '0' }),
+  read: async () => ({ hit: null, generation: '0', seq: 0, recount: [] }),
   write: async () => {},
   invalidate: async () => {},
+  voted: async () => {},
 };
 
 interface Read {

@@ -34,7 +34,7 @@ import { similarityIndexFor } from './store/similarity/similarity-index.ts';
 import { UploadService } from './domain/uploads/upload.service.ts';
 import { IdempotencyService } from './domain/idempotency.ts';
 import { VoteService } from './domain/votes/vote.service.ts';
-import { FeedService } from './domain/feeds/feed.service.ts';
+import { FeedService, type VotedUpload } from './domain/feeds/feed.service.ts';
 import { TagService } from './domain/tag.service.ts';
 import { FeedRepository } from './store/repositories/feed.repository.ts';
 import { TagRepository } from './store/repositories/tag.repository.ts';
@@ -316,7 +316,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const { log, media, metrics, stores } = resources;
   const clock = opts.clock ?? systemClock;
   const auth = authFor(config, opts, resources, clock);
-  const { feeds, feedCache, clusterCache, changed } = feedsFor(config, opts, resources, auth);
+  const { feeds, feedCache, clusterCache, changed, voted } = feedsFor(config, opts, resources, auth);
   const uploads = uploadsFor(config, resources, clock, changed);
   const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
   const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
@@ -330,6 +330,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     votes: stores.votes,
     clock,
     onChanged: changed,
+    onVoted: voted,
     minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
   });
   const app = createApp({
@@ -415,7 +416,7 @@ function limitersFor(config: Config, opts: ComposeOptions, { redis, metrics }: R
 }
 
 /** The feeds over their cache, and `changed`: what every write that changes a public page calls. */
-function feedsFor(config: Config, opts: ComposeOptions, { log, redis, stores }: Resources, auth: AuthService) {
+function feedsFor(config: Config, opts: ComposeOptions, { log, metrics, redis, stores }: Resources, auth: AuthService) {
   const feedCache = redis
     ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix))
     : null;
@@ -426,10 +427,13 @@ function feedsFor(config: Config, opts: ComposeOptions, { log, redis, stores }: 
     store: stores.feeds,
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
+    onCache: (outcome) => metrics.feedCache.inc({ outcome }),
   });
-  // Every write that changes what a public page shows makes every cached page stale.
+  // Every structural write that changes what a public page shows makes every cached page stale; a vote only
+  // the score-sorted pages of the listings its upload is in (and the counts of the others are read again).
   const changed = () => feeds.invalidate().catch(warnOn(log, 'feed cache invalidation failed'));
-  return { feeds, feedCache, clusterCache, changed };
+  const voted = (u: VotedUpload) => feeds.voted(u).catch(warnOn(log, 'feed cache invalidation failed'));
+  return { feeds, feedCache, clusterCache, changed, voted };
 }
 
 function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: Clock, changed: () => Promise<void>) {

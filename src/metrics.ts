@@ -18,6 +18,8 @@ export interface Metrics {
   uploadsAccepted: Counter<'type'>;
   uploadsRejected: Counter<'reason'>;
   rateLimited: Counter<'limit'>;
+  /** Cacheable public pages answered: from the cache (hit), from it with counts read again (recount), or built. */
+  feedCache: Counter<'outcome'>;
   detectorBackend: Gauge<'backend'>;
   reportsReceived: Counter;
   moderationActions: Counter<'action'>;
@@ -146,6 +148,12 @@ export function createMetrics(opts: { pool?: () => PoolGauges; moderation?: Mode
       name: 'pixvote_rate_limit_rejections_total',
       help: 'Requests refused with 429, by limit',
       labelNames: ['limit'],
+      registers: [registry],
+    }),
+    feedCache: new Counter({
+      name: 'pixvote_feed_cache_reads_total',
+      help: 'Cacheable feed pages answered, by outcome: hit, recount (cached, counts read again) or miss (built)',
+      labelNames: ['outcome'],
       registers: [registry],
     }),
     detectorBackend: new Gauge({

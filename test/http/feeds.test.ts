@@ -146,6 +146,50 @@ describe('server-side cache invalidation', () => {
     assert.notEqual(recent.body.items[0].id, fresh.body.id);
   });
 
+  test('a vote keeps sort=new pages cached (counts read again) and reorders only the top pages it is in', async () => {
+    const owner = await registerUser(app.api);
+    const voters = await Promise.all(Array.from({ length: 3 }, () => registerUser(app.api)));
+    const hex = randomBytes(3).toString('hex');
+    const [tagA, tagB] = [`scopea${hex}`, `scopeb${hex}`];
+    const a1 = (await link(owner, { tags: tagA })).body.id as string;
+    const a2 = (await link(owner, { tags: tagA })).body.id as string;
+    await link(owner, { tags: tagB });
+    await vote(voters[0]!, a1, 'fucks');
+    const ids = (r: { body: { uploads: Array<{ id: string }> } }) => r.body.uploads.map((u) => u.id);
+    const outcomes = async () => {
+      const values = (await app.composed.metrics.feedCache.get()).values;
+      const of = (o: string) => values.find((v) => v.labels.outcome === o)?.value ?? 0;
+      return { hit: of('hit'), recount: of('recount'), miss: of('miss') };
+    };
+    // Cached: the newest page, the top page of each tag.
+    const newPage = await app.api.get('/api/uploads?limit=50');
+    const topB = await app.api.get(`/api/uploads?sort=top&tag=${tagB}`);
+    assert.deepEqual(ids(await app.api.get(`/api/uploads?sort=top&tag=${tagA}`)), [a1, a2]);
+    const before = await outcomes();
+    // a2 overtakes a1: two votes.
+    for (const v of voters.slice(1)) assert.equal((await vote(v, a2, 'fucks')).status, 200);
+    const newAfter = await app.api.get('/api/uploads?limit=50');
+    assert.deepEqual(ids(newAfter), ids(newPage), 'the new order is the same');
+    assert.equal(newAfter.body.uploads.find((u: { id: string }) => u.id === a2).upvotes, 2, 'with the new counts');
+    assert.notEqual(newAfter.headers.get('etag'), newPage.headers.get('etag'));
+    const topBAfter = await app.api.get(`/api/uploads?sort=top&tag=${tagB}`);
+    assert.equal(topBAfter.headers.get('etag'), topB.headers.get('etag'));
+    assert.deepEqual(ids(await app.api.get(`/api/uploads?sort=top&tag=${tagA}`)), [a2, a1], 'reordered at once');
+    const after = await outcomes();
+    assert.deepEqual(
+      { hit: after.hit - before.hit, recount: after.recount - before.recount, miss: after.miss - before.miss },
+      { hit: 1, recount: 1, miss: 1 },
+      'the new page recounted from the cache, the other tag a hit, the voted tag built again',
+    );
+    // Read again: both served from the cache as they are.
+    assert.equal((await app.api.get('/api/uploads?limit=50')).headers.get('etag'), newAfter.headers.get('etag'));
+    assert.equal((await outcomes()).hit, after.hit + 1);
+    // A structural write still invalidates every page it touches: a2 made private leaves the new and top pages.
+    await app.api.patch(`/api/upload/${a2}/privacy`, { is_private: true }, { token: owner.token });
+    assert.ok(!ids(await app.api.get('/api/uploads?limit=50')).includes(a2));
+    assert.deepEqual(ids(await app.api.get(`/api/uploads?sort=top&tag=${tagA}`)), [a1]);
+  });
+
   test(
     'with Redis, a write through one process shows on the next read through another',
     { skip: !onPostgres && 'needs Redis (PostgreSQL + Redis pass)' },

@@ -58,7 +58,7 @@ test(
       const viaRedis = await b.read('k');
       assert.equal(viaRedis.hit?.body.toString(), '{"text":"one"}');
       assert.equal(viaRedis.hit?.etag, 'W/"one"');
-      await rb.del(`${prefix}feed:${viaRedis.generation}:k`);
+      await rb.del(`${prefix}feedpage:${viaRedis.generation}:k`);
       assert.equal((await b.read('k')).hit?.etag, 'W/"one"', 'served from memory while the generation holds');
       // A write through A: B's next read misses, and a page built before the write is not kept.
       await a.invalidate();
@@ -125,6 +125,20 @@ test(
       await until('B stops trusting pushed generations', () => !b.pushed);
       await a.invalidate();
       assert.equal((await b.read('k')).hit, null);
+      // A vote meanwhile: B, asking Redis for the generations (one MULTI), drops the voted scope's page and
+      // recounts the pages it keeps.
+      for (const [key, scopes, ids] of [
+        ['top', ['rank:tag:cats'], undefined],
+        ['new', [], ['u0', 'u1']],
+      ] as const) {
+        const r = await b.read(key, scopes);
+        await b.write(key, r.generation, { ...page(key), ids }, 60, { scopes, seq: r.seq });
+      }
+      await a.voted({ scopes: ['rank:all', 'rank:tag:cats'], uploads: ['u1'] });
+      assert.equal((await b.read('top', ['rank:tag:cats'])).hit, null);
+      const kept = await b.read('new', []);
+      assert.equal(kept.hit?.etag, 'W/"new"');
+      assert.ok(kept.recount.includes('u1'));
       // Reconnected: B resubscribes, catches up with Redis, and trusts announcements again.
       await until('B live again', () => b.pushed);
       const now = await b.read('k');
@@ -183,5 +197,40 @@ test(
       const now = await a.read('k');
       await a.write('k', now.generation, page('after'), 60);
       assert.equal((await a.read('k')).hit?.etag, 'W/"after"', 'caching again once nothing is owed');
+    }),
+);
+
+test(
+  'Redis feed cache: a vote through one process drops only the pages of its scopes in the other, ' +
+    'which recounts its upload on the pages it keeps',
+  { skip },
+  () =>
+    twoProcesses(async (a, b) => {
+      const keep = async (key: string, scopes: string[], ids?: string[]) => {
+        const r = await b.read(key, scopes);
+        assert.notEqual(r.generation, 'none');
+        await b.write(key, r.generation, { ...page(key), ids }, 60, { scopes, seq: r.seq });
+      };
+      const rounds = async (label: string) => {
+        for (let i = 0; i < 10; i++) {
+          await keep('top-cats', ['rank:tag:cats']);
+          await keep('top-dogs', ['rank:tag:dogs']);
+          await keep('new', [], ['u0', 'u1']);
+          await keep('new-other', [], ['u2']);
+          await a.voted({ scopes: ['rank:all', 'rank:tag:cats'], uploads: ['u1'] });
+          assert.equal((await b.read('top-cats', ['rank:tag:cats'])).hit, null, `${label} ${i}: voted scope dropped`);
+          assert.equal((await b.read('top-dogs', ['rank:tag:dogs'])).hit?.etag, 'W/"top-dogs"');
+          const fresh = await b.read('new', []);
+          assert.equal(fresh.hit?.etag, 'W/"new"');
+          assert.ok(fresh.recount.includes('u1'), `${label} ${i}: the voted upload is recounted`);
+          if (b.pushed) assert.deepEqual((await b.read('new-other', [])).recount, [], 'nothing else to recount');
+        }
+      };
+      // With pushed generations: no wait between the vote's answer and the other process's read.
+      await until('both live', () => a.pushed && b.pushed);
+      await rounds('pushed');
+      // Two processes that never heard of a scope agree on its generation (asked for in one round trip).
+      const g = await a.read('x', ['rank:tag:cats']);
+      assert.equal((await b.read('x', ['rank:tag:cats'])).generation, g.generation);
     }),
 );

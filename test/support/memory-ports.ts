@@ -420,6 +420,16 @@ export class MemoryFeeds implements FeedStore {
   async stats(userId: string) {
     return this.profileStats.get(userId) ?? { uploads: 0, upvotes_received: 0, downvotes_received: 0, votes_cast: 0 };
   }
+  counted: string[][] = [];
+  async counts(ids: readonly string[]) {
+    this.counted.push([...ids]);
+    const counts = new Map<string, { upvotes: number; downvote_count: number }>();
+    for (const id of ids) {
+      const u = this.uploads.rows.get(id);
+      if (u) counts.set(id, { upvotes: u.upvotes, downvote_count: u.downvoteCount });
+    }
+    return counts;
+  }
 }
 
 /** The feed cache's contract in memory: pages kept under the generation they were read at; writes are logged. */
@@ -430,7 +440,12 @@ export class MemoryFeedCache implements FeedCache {
   async read(key: string) {
     const page = this.pages.get(key);
     const generation = String(this.generation);
-    return { hit: page?.generation === generation ? page.value : null, generation };
+    return { hit: page?.generation === generation ? page.value : null, generation, seq: 0, recount: [] };
+  }
+  votes: Array<{ scopes: readonly string[]; uploads: readonly string[] }> = [];
+  async voted(change: { scopes: readonly string[]; uploads: readonly string[] }) {
+    this.votes.push(change);
+    this.generation++;
   }
   async write(key: string, generation: string, value: CachedJson, ttlSeconds: number) {
     this.writes.push({ key, generation, ttlSeconds });

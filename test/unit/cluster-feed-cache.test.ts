@@ -151,3 +151,36 @@ test('cluster primary: a process that exits without confirming is not waited for
   assert.equal(log.warnings, 0, 'settled by the exit, not by the timeout');
   for (const p of processes) p.cache.close();
 });
+
+test(
+  'cluster primary: a vote through one process drops only the pages of its scopes in every process, ' +
+    'and has the others recount its upload',
+  async () => {
+    const { processes } = primaryWith(2);
+    const [a, b] = processes.map((p) => p.cache);
+    await turns(); // both joined
+    const voted = { scopes: ['rank:all', 'rank:tag:cats'], uploads: ['u1'] };
+    const keep = async (key: string, scopes: string[], ids?: string[]) => {
+      const r = await b!.read(key, scopes);
+      await b!.write(key, r.generation, { ...page(key), ids }, 60, { scopes, seq: r.seq });
+    };
+    for (let i = 0; i < 3; i++) {
+      await keep('top-cats', ['rank:tag:cats']);
+      await keep('top-dogs', ['rank:tag:dogs']);
+      await keep('new', [], ['u0', 'u1', 'u2']);
+      await keep('new-other', [], ['u0', 'u2']);
+      await a!.voted(voted);
+      assert.equal((await b!.read('top-cats', ['rank:tag:cats'])).hit, null, `round ${i}: the voted scope is dropped`);
+      assert.equal((await b!.read('top-dogs', ['rank:tag:dogs'])).hit?.etag, 'W/"top-dogs"', 'another scope is kept');
+      const fresh = await b!.read('new', []);
+      assert.equal(fresh.hit?.etag, 'W/"new"', 'a page no vote reorders is kept');
+      assert.deepEqual(fresh.recount, ['u1'], 'with the voted upload to recount');
+      assert.deepEqual((await b!.read('new-other', [])).recount, [], 'a page without it has nothing to recount');
+    }
+    // A global bump still drops everything.
+    await a!.invalidate();
+    assert.equal((await b!.read('top-dogs', ['rank:tag:dogs'])).hit, null);
+    assert.equal((await b!.read('new', [])).hit, null);
+    for (const p of processes) p.cache.close();
+  },
+);

@@ -1,7 +1,9 @@
 /**
  * Public feeds (paginated, filtered, sorted in SQL), the recent-items list and the caller's profile.
- * Public pages are cached server-side as serialized JSON with their ETag; every write that changes what
- * they hold (upload, vote, privacy, delete, tags) invalidates the whole feed cache at once.
+ * Public pages are cached server-side as serialized JSON with their ETag. A structural write (upload, privacy,
+ * delete, tags, moderation) invalidates the whole feed cache at once; a vote invalidates only the score-sorted
+ * pages of the listings its upload is in (`voteScopes`), and a cached page whose order no vote moves (sort=new,
+ * recent) keeps being served with the counts of its uploads that were voted on read again by primary key.
  *
  * Every listing pages by keyset (cursor.ts): a page reads its own rows from an index, however deep it is. Number
  * pages stay for the first 10 000 rows (page_too_deep past them); each page also answers `next_cursor`.
@@ -59,24 +61,88 @@ export interface FeedStore {
   /** The user's own uploads (private included, removed not), newest first, after `after` when given. */
   ownUploads(userId: string, after: ListAfter | null, fetch: number): Promise<Positioned[]>;
   stats(userId: string): Promise<ProfileStats>;
+  /** The vote counts of these uploads (by primary key: as many rows as ids). */
+  counts(ids: readonly string[]): Promise<Map<string, { upvotes: number; downvote_count: number }>>;
+}
+
+/** A voted-on upload, as the scopes of the listings it is in name it. */
+export interface VotedUpload {
+  id: string;
+  uploadType: 'image' | 'link';
+  /** The owner's username key (lowercase), as a `user` filter names it. */
+  ownerKey: string;
+  /** Its tags' slugs, as a `tag` filter names them. */
+  tags: readonly string[];
+}
+
+/** What a vote changes: the scopes whose order it may move, and the uploads whose counts it changed. */
+export interface VoteChange {
+  scopes: readonly string[];
+  uploads: readonly string[];
 }
 
 /** A serialized page: the UTF-8 bytes are kept, so a cache hit is written out without encoding again. */
 export interface CachedJson {
   body: Buffer;
   etag: string;
+  /** The uploads whose counts the page shows, when no vote can move its order: recounted instead of dropped. */
+  ids?: readonly string[] | undefined;
+}
+
+/** What a read of the cache found, and the generations it looked under (given back to `write`). */
+export interface CacheRead {
+  hit: CachedJson | null;
+  /** The global generation with those of the page's scopes. */
+  generation: string;
+  /** The vote sequence number read under: a page kept with it is current as of that vote. */
+  seq: number;
+  /** Of the hit's `ids`, the uploads whose counts may have changed since it was kept (read them again). */
+  recount: readonly string[];
 }
 
 /**
- * A cache of public pages keyed by a generation that every write bumps. `read` returns the generation it
- * looked under; `write` stores under that same generation, so a page built from data read before a write
- * can never be served after it.
+ * A cache of public pages keyed by the global generation, which every structural write bumps, and those of the
+ * scopes a page depends on (`scopes`), which votes bump. `read` returns the generations it looked under;
+ * `write` stores under those same ones, so a page built from data read before a write can never be served
+ * after it (counts of a page with `ids` excepted: they are recounted, CacheRead.recount).
  */
 export interface FeedCache {
-  read(key: string): Promise<{ hit: CachedJson | null; generation: string }>;
-  write(key: string, generation: string, value: CachedJson, ttlSeconds: number): Promise<void>;
+  read(key: string, scopes?: readonly string[]): Promise<CacheRead>;
+  write(
+    key: string,
+    generation: string,
+    value: CachedJson,
+    ttlSeconds: number,
+    at?: { scopes?: readonly string[]; seq?: number },
+  ): Promise<void>;
   /** Makes every cached page stale, in every process sharing the cache. */
   invalidate(): Promise<void>;
+  /** Makes the pages of `change.scopes` stale and the counts of `change.uploads` recounted, in every process. */
+  voted(change: VoteChange): Promise<void>;
+}
+
+/** How a page was answered: from the cache, from the cache with counts read again, or built. */
+export type CacheOutcome = 'hit' | 'recount' | 'miss';
+
+/** The scope of a score-sorted listing whose order a vote may move: its most selective filter. */
+export function rankScope(q: { tag?: string | undefined; user?: string | undefined; type?: string | undefined }) {
+  if (q.tag) return `rank:tag:${q.tag}`;
+  if (q.user) return `rank:user:${q.user.toLowerCase()}`;
+  if (q.type) return `rank:type:${q.type}`;
+  return 'rank:all';
+}
+
+/**
+ * The scopes a vote on `u` may reorder: every score-sorted listing `u` is in has one of them (each of its
+ * filters matches `u`, and its scope is one of those filters, rankScope).
+ */
+export function voteScopes(u: VotedUpload): string[] {
+  return [
+    'rank:all',
+    `rank:type:${u.uploadType}`,
+    `rank:user:${u.ownerKey.toLowerCase()}`,
+    ...u.tags.map((t) => `rank:tag:${t}`),
+  ];
 }
 
 export const FEED_TTL_SECONDS = 120;
@@ -112,12 +178,21 @@ export class FeedService {
   readonly #cache: FeedCache;
   readonly #me: (p: Principal) => Promise<UserView>;
   readonly #clock: Clock;
+  readonly #onCache: (outcome: CacheOutcome) => void;
 
-  constructor(deps: { store: FeedStore; cache: FeedCache; me: (p: Principal) => Promise<UserView>; clock?: Clock }) {
+  constructor(deps: {
+    store: FeedStore;
+    cache: FeedCache;
+    me: (p: Principal) => Promise<UserView>;
+    clock?: Clock;
+    /** Told how each cacheable page was answered (metrics). */
+    onCache?: (outcome: CacheOutcome) => void;
+  }) {
     this.#store = deps.store;
     this.#cache = deps.cache;
     this.#me = deps.me;
     this.#clock = deps.clock ?? systemClock;
+    this.#onCache = deps.onCache ?? (() => {});
   }
 
   async list(q: FeedQuery): Promise<CachedJson> {
@@ -128,19 +203,24 @@ export class FeedService {
     const page = cursor?.page ?? q.page;
     const at = q.cursor ? `c:${q.cursor}` : String(q.page);
     const key = `feed:${q.sort}:${at}:${q.limit}:${q.type ?? ''}:${user ?? ''}:${q.tag ?? ''}`;
-    return this.#cached(key, FEED_TTL_SECONDS, async () => {
+    // No vote moves the `new` order: its pages are recounted instead. A score-sorted page depends on its scope.
+    const ranked = q.sort !== 'new';
+    const scopes = ranked ? [rankScope({ ...q, user })] : [];
+    return this.#cached(key, FEED_TTL_SECONDS, scopes, async () => {
       const since = cursor?.after.since ?? this.#clock.now();
       const start: PageStart = cursor ? { after: cursor.after } : { offset: (q.page - 1) * q.limit };
       const rows = await this.#store.publicPage(q, start, q.limit + 1);
       const { uploads, has_more, next_cursor } = keysetPage(rows, q.limit, listing, { page: page + 1, since });
-      return { uploads, page, limit: q.limit, has_more, next_cursor };
+      const value = { uploads, page, limit: q.limit, has_more, next_cursor };
+      return { value, ids: ranked ? undefined : uploads.map((u) => u.id) };
     });
   }
 
   async recent(limit: number): Promise<CachedJson> {
-    return this.#cached(`recent:${limit}`, RECENT_TTL_SECONDS, async () => {
+    return this.#cached(`recent:${limit}`, RECENT_TTL_SECONDS, [], async () => {
       const rows = await this.#store.publicPage({ page: 1, limit, sort: 'new' }, { offset: 0 }, limit);
-      return { items: rows.map((r) => toUploadView(r.upload)) };
+      const items = rows.map((r) => toUploadView(r.upload));
+      return { value: { items }, ids: items.map((u) => u.id) };
     });
   }
 
@@ -174,15 +254,53 @@ export class FeedService {
     return { ...page, limit };
   }
 
+  /** Every cached page stale: a structural write (upload, privacy, delete, tags, moderation). */
   invalidate(): Promise<void> {
     return this.#cache.invalidate();
   }
 
-  async #cached(key: string, ttl: number, build: () => Promise<unknown>): Promise<CachedJson> {
-    const { hit, generation } = await this.#cache.read(key);
-    if (hit) return hit;
-    const value = serialize(await build());
-    await this.#cache.write(key, generation, value, ttl);
-    return value;
+  /** A vote on `u` changed its counts: the score-sorted pages it may reorder go stale, the others recount it. */
+  voted(u: VotedUpload): Promise<void> {
+    return this.#cache.voted({ scopes: voteScopes(u), uploads: [u.id] });
+  }
+
+  async #cached(
+    key: string,
+    ttl: number,
+    scopes: readonly string[],
+    build: () => Promise<{ value: unknown; ids: string[] | undefined }>,
+  ): Promise<CachedJson> {
+    const { hit, generation, seq, recount } = await this.#cache.read(key, scopes);
+    if (hit && !recount.length) {
+      this.#onCache('hit');
+      return hit;
+    }
+    let page: CachedJson;
+    if (hit) {
+      page = await this.#recounted(hit, recount);
+      this.#onCache('recount');
+    } else {
+      const built = await build();
+      page = { ...serialize(built.value), ids: built.ids };
+      this.#onCache('miss');
+    }
+    await this.#cache.write(key, generation, page, ttl, { scopes, seq });
+    return page;
+  }
+
+  /** `page` with the counts of `ids` read again (by primary key); the same bytes and ETag if none moved. */
+  async #recounted(page: CachedJson, ids: readonly string[]): Promise<CachedJson> {
+    const counts = await this.#store.counts(ids);
+    const doc = JSON.parse(page.body.toString('utf8')) as { uploads?: UploadView[]; items?: UploadView[] };
+    let moved = false;
+    for (const u of [...(doc.uploads ?? []), ...(doc.items ?? [])]) {
+      const c = counts.get(u.id);
+      if (c && (c.upvotes !== u.upvotes || c.downvote_count !== u.downvote_count)) {
+        u.upvotes = c.upvotes;
+        u.downvote_count = c.downvote_count;
+        moved = true;
+      }
+    }
+    return moved ? { ...serialize(doc), ids: page.ids } : page;
   }
 }

@@ -10,6 +10,7 @@ import type { Principal } from '../users.ts';
 import type { ModerationState, VoteValue } from '../uploads/upload.types.ts';
 import { assertReachable } from '../moderation/access.ts';
 import { assertOldEnough } from '../account-age.ts';
+import type { VotedUpload } from '../feeds/feed.service.ts';
 
 /** Checks the (locked) upload before a vote is written; throws to refuse it (nothing is written). */
 export type VoteGuard = (upload: { id: string; userId: string; moderation: ModerationState }) => void;
@@ -31,7 +32,14 @@ export interface VoteStore {
     value: 1 | -1 | 0,
     at: Date,
     guard?: VoteGuard,
-  ): Promise<{ value: 1 | -1 | 0; upvotes: number; downvotes: number; changed: boolean } | null>;
+  ): Promise<{
+    value: 1 | -1 | 0;
+    upvotes: number;
+    downvotes: number;
+    changed: boolean;
+    /** When changed: the upload as the listings it is in name it (what the feed cache invalidates). */
+    target?: VotedUpload;
+  } | null>;
   myVote(uploadId: string, userId: string): Promise<VoteValue | null>;
 }
 
@@ -41,18 +49,23 @@ export class VoteService {
   readonly #votes: VoteStore;
   readonly #clock: Clock;
   readonly #onChanged: () => Promise<void>;
+  readonly #onVoted: ((u: VotedUpload) => Promise<void>) | null;
   /** VOTE_MIN_ACCOUNT_AGE in seconds: younger accounts cannot vote (0: no rule). */
   readonly #minAccountAgeSeconds: number;
 
   constructor(deps: {
     votes: VoteStore;
     clock: Clock;
+    /** A vote changed what public pages show (when the store does not say of which upload, or no onVoted). */
     onChanged?: () => Promise<void>;
+    /** A vote changed the counts (and ranks) of upload `u`: invalidates only what that changes. */
+    onVoted?: (u: VotedUpload) => Promise<void>;
     minAccountAgeSeconds?: number;
   }) {
     this.#votes = deps.votes;
     this.#clock = deps.clock;
     this.#onChanged = deps.onChanged ?? (async () => {});
+    this.#onVoted = deps.onVoted ?? null;
     this.#minAccountAgeSeconds = deps.minAccountAgeSeconds ?? 0;
   }
 
@@ -72,7 +85,7 @@ export class VoteService {
       if (u.moderation === 'removed') throw errors.removed(`upload ${uploadId} was removed by the moderators`);
     });
     if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
-    if (r.changed) await this.#onChanged();
+    if (r.changed) await (r.target && this.#onVoted ? this.#onVoted(r.target) : this.#onChanged());
     return {
       uploadId,
       vote: r.value === 1 ? 'fucks' : r.value === -1 ? 'does_not_fuck' : null,

@@ -5,33 +5,51 @@
  * redis-feed-cache.ts (shared by every process); where generations come from: generations.ts.
  */
 import { LRUCache } from 'lru-cache';
-import type { CachedJson, FeedCache } from '../../domain/feeds/feed.service.ts';
+import type { CachedJson, CacheRead, FeedCache } from '../../domain/feeds/feed.service.ts';
 import type { Generations } from './generations.ts';
 
-export type { CachedJson, FeedCache };
+export type { CachedJson, CacheRead, FeedCache };
 
 /** How many pages a process keeps in memory by default. */
 export const DEFAULT_MAX_ENTRIES = 2000;
 
+/** A page as kept: with the vote sequence number it is current as of (its `ids`' counts). */
+export interface KeptPage {
+  page: CachedJson;
+  seq: number;
+}
+
 /**
- * The pages this process holds, all of the current generation: a move to another generation drops them,
- * and a page built under an older one is never kept.
+ * The pages this process holds, each under its generations (`token`): a move to another global generation
+ * drops them all, a page of a scope bumped since is no longer found (its key names the old generation), and a
+ * page built under older generations is never kept.
  */
 export class LocalPages {
   readonly #generations: Generations;
-  readonly #lru: LRUCache<string, CachedJson>;
+  readonly #lru: LRUCache<string, KeptPage>;
 
   constructor(generations: Generations, maxEntries = DEFAULT_MAX_ENTRIES) {
     this.#generations = generations;
-    this.#lru = new LRUCache<string, CachedJson>({ max: maxEntries, ttlAutopurge: false });
+    this.#lru = new LRUCache<string, KeptPage>({ max: maxEntries, ttlAutopurge: false });
     generations.onMove(() => this.#lru.clear());
   }
 
-  get(key: string): CachedJson | null {
-    return this.#lru.get(key) ?? null;
+  get(token: string, key: string): KeptPage | null {
+    return this.#lru.get(`${token}:${key}`) ?? null;
   }
 
-  keep(key: string, generation: string, value: CachedJson, ttlMs: number): void {
-    if (generation === this.#generations.current) this.#lru.set(key, value, { ttl: ttlMs });
+  keep(token: string, scopes: readonly string[], key: string, kept: KeptPage, ttlMs: number): void {
+    if (token === this.#generations.token(scopes)) this.#lru.set(`${token}:${key}`, kept, { ttl: ttlMs });
+  }
+
+  /** The read of a page found (or not) under `token`, read at vote sequence number `seq`. */
+  found(kept: KeptPage | null, token: string, seq: number): CacheRead {
+    const ids = kept?.page.ids;
+    return {
+      hit: kept?.page ?? null,
+      generation: token,
+      seq,
+      recount: kept && ids ? this.#generations.recount(ids, kept.seq) : [],
+    };
   }
 }

@@ -13,9 +13,15 @@ export function memoryFeedCache(
 ): FeedCache & { close(): void } {
   const pages = new LocalPages(generations, maxEntries);
   return {
-    read: async (key) => ({ hit: pages.get(key), generation: generations.current }),
-    write: async (key, g, value, ttlSeconds) => pages.keep(key, g, value, ttlSeconds * 1000),
+    async read(key, scopes = []) {
+      // Every scope's generation is known here (one that was never bumped is 0).
+      const token = generations.token(scopes) ?? 'none';
+      return pages.found(pages.get(token, key), token, generations.seq);
+    },
+    write: async (key, token, page, ttlSeconds, at = {}) =>
+      pages.keep(token, at.scopes ?? [], key, { page, seq: at.seq ?? 0 }, ttlSeconds * 1000),
     invalidate: () => generations.bump(),
+    voted: (change) => generations.bumpScopes(change),
     close: () => generations.close(),
   };
 }

@@ -123,6 +123,19 @@ export class FeedRepository implements FeedStore {
       votes_cast: Number(cast.n),
     };
   }
+
+  async counts(ids: readonly string[]): Promise<Map<string, { upvotes: number; downvote_count: number }>> {
+    const counts = new Map<string, { upvotes: number; downvote_count: number }>();
+    if (!ids.length) return counts;
+    const rows = await this.#db
+      .read()
+      .selectFrom('uploads')
+      .select(['id', 'upvotes', 'downvote_count'])
+      .where('id', 'in', [...ids])
+      .execute();
+    for (const r of rows) counts.set(r.id, { upvotes: Number(r.upvotes), downvote_count: Number(r.downvote_count) });
+    return counts;
+  }
 }
 
 /** Not moved by votes after `since`: its key now is the key it had when the traversal began. */

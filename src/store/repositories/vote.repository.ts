@@ -1,8 +1,11 @@
+import type { Kysely } from 'kysely';
 import type { Database } from '../database.ts';
+import type { DB } from '../database-types.ts';
 import { lockUpload, setVoteCounts } from '../upload-rows.ts';
 import { reachMilestones } from '../webhooks/outbox.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { VoteGuard, VoteStore } from '../../domain/votes/vote.service.ts';
+import type { VotedUpload } from '../../domain/feeds/feed.service.ts';
 import type { VoteValue } from '../../domain/uploads/upload.types.ts';
 
 export const voteName = (value: number): VoteValue => (value > 0 ? 'fucks' : 'does_not_fuck');
@@ -27,6 +30,7 @@ export class VoteRepository implements VoteStore {
         'created_at',
         'user_id',
         'moderation',
+        'upload_type',
       ]);
       if (!upload) return null;
       guard?.({ id: uploadId, userId: upload.user_id, moderation: upload.moderation });
@@ -59,7 +63,8 @@ export class VoteRepository implements VoteStore {
       const down = Number(upload.downvote_count) + (value === -1 ? 1 : 0) - (before === -1 ? 1 : 0);
       await setVoteCounts(db, d, { id: uploadId, createdAt: d.readDate(upload.created_at) }, { up, down }, at);
       if (up > Number(upload.upvotes)) await reachMilestones(db, d, uploadId, Number(upload.upvotes), up, at);
-      return { value, upvotes: up, downvotes: down, changed: true };
+      const target = await votedUpload(db, uploadId, upload.user_id, upload.upload_type);
+      return { value, upvotes: up, downvotes: down, changed: true, target };
     });
   }
 
@@ -74,4 +79,22 @@ export class VoteRepository implements VoteStore {
       .executeTakeFirst();
     return row ? voteName(Number(row.value)) : null;
   }
+}
+
+/** The voted-on upload as the listings it is in name it: its type, its owner's username key, its tags' slugs. */
+async function votedUpload(db: Kysely<DB>, id: string, userId: string, uploadType: string): Promise<VotedUpload> {
+  // One after the other: the transaction's one connection.
+  const owner = await db.selectFrom('users').select('username_key').where('id', '=', userId).executeTakeFirst();
+  const tags = await db
+    .selectFrom('upload_tags')
+    .innerJoin('tags', 'tags.id', 'upload_tags.tag_id')
+    .select('tags.slug')
+    .where('upload_tags.upload_id', '=', id)
+    .execute();
+  return {
+    id,
+    uploadType: uploadType === 'link' ? 'link' : 'image',
+    ownerKey: owner?.username_key ?? '',
+    tags: tags.map((t) => t.slug),
+  };
 }

@@ -39,27 +39,39 @@ export async function startApp(
 ): Promise<TestApp> {
   const dataDir = opts.sharedDataDir ?? (await mkdtemp(join(tmpdir(), 'pixvote-test-')));
   const database = onPostgres && !opts.databaseUrl ? await createTestDatabase() : null;
-  const config = loadConfig({
-    LOG_LEVEL: 'silent',
-    DATA_DIR: dataDir,
-    WORKERS: '1',
-    HUMAN_POLICY: 'off',
-    // Generous defaults so unrelated tests never trip a limit; limit tests set their own.
-    RATE_LIMIT_AUTH: '1000/15m',
-    RATE_LIMIT_GENERAL: '100000/15m',
-    RATE_LIMIT_MEDIA: '100000/15m',
-    RATE_LIMIT_UPLOAD: '1000/1h',
-    RATE_LIMIT_VOTE: '100000/1h',
-    MAX_CONNECTIONS_PER_IP: '1000',
-    ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : database ? { DATABASE_URL: database.url } : {}),
-    ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() } : {}),
-    ...env,
-  });
-  // `log`: a test that reads the log lines passes its own logger.
-  const composed = await compose(config, {
-    ...(opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT }),
-    ...(opts.log ? { log: opts.log } : {}),
-  });
+  // A start that fails (a config error a test expects, say) leaves nothing behind either.
+  const discard = async () => {
+    await database?.drop();
+    if (!opts.sharedDataDir) await rm(dataDir, { recursive: true, force: true });
+  };
+  let config: Config;
+  let composed: Awaited<ReturnType<typeof compose>>;
+  try {
+    config = loadConfig({
+      LOG_LEVEL: 'silent',
+      DATA_DIR: dataDir,
+      WORKERS: '1',
+      HUMAN_POLICY: 'off',
+      // Generous defaults so unrelated tests never trip a limit; limit tests set their own.
+      RATE_LIMIT_AUTH: '1000/15m',
+      RATE_LIMIT_GENERAL: '100000/15m',
+      RATE_LIMIT_MEDIA: '100000/15m',
+      RATE_LIMIT_UPLOAD: '1000/1h',
+      RATE_LIMIT_VOTE: '100000/1h',
+      MAX_CONNECTIONS_PER_IP: '1000',
+      ...(opts.databaseUrl ? { DATABASE_URL: opts.databaseUrl } : database ? { DATABASE_URL: database.url } : {}),
+      ...(onPostgres ? { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() } : {}),
+      ...env,
+    });
+    // `log`: a test that reads the log lines passes its own logger.
+    composed = await compose(config, {
+      ...(opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT }),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
+  } catch (e) {
+    await discard();
+    throw e;
+  }
   // The server `npm start` runs (timeouts, answers to what fails below the app), not a bare one.
   const server = createHttpServer(composed.app.callback(), { ...serverOptions(composed), ...opts.http });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

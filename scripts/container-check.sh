@@ -13,6 +13,7 @@
 #     command, scripts/smoke.mjs (sign-up, token, an image upload: 201, read back); then SIGTERM, and an exit 0
 #     within STOP_GRACE seconds.
 #   - the image's size is printed and compared with the one README states.
+# `bash scripts/container-check.sh --prepare` installs the tools and builds the base image only.
 # Environment: PIXVOTE_PODMAN_ROOT / PIXVOTE_PODMAN_RUNROOT (the storage, own to this script by default),
 # PIXVOTE_CONTAINER_CACHE (container-base.sh's download cache), STOP_GRACE (seconds, default 10 as docker stop).
 set -euo pipefail
@@ -39,6 +40,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# `--prepare`: only the tools and the base image (downloads and unpacking, little CPU), so that .ci/run can do it
+# while the tests run; the check itself then finds them there.
+if [ "${1:-}" = --prepare ]; then
+  bash scripts/container-base.sh
+  log "prepared: podman, buildah, the base image"
+  exit 0
 fi
 podman() { command podman --root "$ROOT_DIR" --runroot "$RUN_DIR" "$@"; }
 buildah() { command buildah --root "$ROOT_DIR" --runroot "$RUN_DIR" "$@"; }

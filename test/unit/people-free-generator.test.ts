@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import sharp from 'sharp';
+import { setupSharpProcess } from '../../src/workers/sharp-setup.ts';
 import {
   generatePeopleFree,
   GENERATED_KINDS,
@@ -44,4 +45,12 @@ test('seededRandom and hash32 are deterministic', () => {
   const b = seededRandom(hash32('x'));
   for (let i = 0; i < 5; i++) assert.equal(a(), b());
   assert.notEqual(hash32('x'), hash32('y'));
+});
+
+test("the pictures are drawn in a process whose worker pool blocked sharp's SVG loader (bench:ci's)", async () => {
+  await setupSharpProcess();
+  for (const kind of GENERATED_KINDS) {
+    const g = await generatePeopleFree(kind, 5, 2);
+    assert.ok(g.bytes.length > 0 && g.width > 0, kind);
+  }
 });

@@ -423,11 +423,17 @@ function feedsFor(config: Config, opts: ComposeOptions, { log, metrics, redis, s
   // PROCESSES=N without Redis: the processes share invalidations through the primary.
   const clusterCache =
     !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
+  // Bound once: a cached page is the hottest read there is, and a labelled inc() hashes its labels every call.
+  const cacheReads = {
+    hit: metrics.feedCache.labels('hit'),
+    recount: metrics.feedCache.labels('recount'),
+    miss: metrics.feedCache.labels('miss'),
+  };
   const feeds = new FeedService({
     store: stores.feeds,
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
-    onCache: (outcome) => metrics.feedCache.inc({ outcome }),
+    onCache: (outcome) => cacheReads[outcome].inc(),
   });
   // Every structural write that changes what a public page shows makes every cached page stale; a vote only
   // the score-sorted pages of the listings its upload is in (and the counts of the others are read again).

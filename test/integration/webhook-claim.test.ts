@@ -16,6 +16,8 @@ import { join } from 'node:path';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { emitEvent } from '../../src/store/webhooks/outbox.ts';
 import { WebhookRepository } from '../../src/store/webhooks/webhook.repository.ts';
+import { JobRepository } from '../../src/store/moderation/job.repository.ts';
+import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 import { insertUser } from '../support/users.ts';
@@ -189,3 +191,33 @@ test('an event is queued in its change’s transaction: a rollback leaves nothin
     assert.deepEqual(await new WebhookRepository(a).claim('a', LEASE, 10, AT), []);
   });
 });
+
+test(
+  'an idle poll writes nothing: while another connection holds the write lock, claiming deliveries or jobs finds none',
+  { skip: onPostgres && 'SQLite: an UPDATE takes the database write lock even when it matches no row' },
+  async () => {
+    await withTwoConnections(async (a, b) => {
+      const userId = await addUser(a);
+      // b holds the write lock while a polls. Without a read first, a's UPDATE would wait on b for the busy timeout,
+      // blocking its thread (node:sqlite is synchronous), and then fail with SQLITE_BUSY.
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const lockTaken = new Promise<void>((r) => (locked = r));
+      const holder = b.transaction(async (_em, tx) => {
+        await tx.updateTable('users').set({ ban_reason: 'busy' }).where('id', '=', userId).execute();
+        locked();
+        await released;
+      });
+      await lockTaken;
+      try {
+        assert.deepEqual(await new WebhookRepository(a).claim('poller', LEASE, 10, AT), []);
+        const jobs = new JobRepository(a, similarityIndexFor(a.dialect, 'multi-index-hashing'));
+        assert.equal(await jobs.claim('poller', LEASE, AT), null);
+      } finally {
+        release();
+        await holder;
+      }
+    });
+  },
+);

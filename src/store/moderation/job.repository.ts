@@ -78,9 +78,22 @@ export class JobRepository implements JobStore {
 
   async claim(owner: string, leaseMs: number, at: Date): Promise<JobRecord | null> {
     const d = this.#db.dialect;
+    const db = this.#db.db();
     const now = d.date(at);
-    const rows = await this.#db
-      .db()
+    // The next job free to run, read first: an idle poll writes nothing (on SQLite an UPDATE takes the database's
+    // write lock even when it matches no row).
+    const next = () =>
+      db
+        .selectFrom('moderation_jobs')
+        .select('id')
+        .where('kind', '=', 'ban_removal')
+        .where('status', 'in', ['queued', 'running'])
+        .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(1);
+    if (!(await next().executeTakeFirst())) return null;
+    const rows = await db
       .updateTable('moderation_jobs')
       .set({
         status: 'running',
@@ -88,19 +101,7 @@ export class JobRepository implements JobStore {
         lease_until: d.date(new Date(at.getTime() + leaseMs)),
         updated_at: now,
       })
-      .where('id', '=', (eb) => {
-        let q = eb
-          .selectFrom('moderation_jobs')
-          .select('id')
-          .where('kind', '=', 'ban_removal')
-          .where('status', 'in', ['queued', 'running'])
-          .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
-          .orderBy('created_at')
-          .orderBy('id')
-          .limit(1);
-        if (d.name === 'postgres') q = q.forUpdate().skipLocked();
-        return q;
-      })
+      .where('id', '=', d.name === 'postgres' ? next().forUpdate().skipLocked() : next())
       .returningAll()
       .execute();
     return rows[0] ? this.#record(rows[0]) : null;

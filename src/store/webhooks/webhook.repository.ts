@@ -161,36 +161,38 @@ export class WebhookRepository implements WebhookStore {
     const d = this.#db.dialect;
     const db = this.#db.db();
     const now = d.date(at);
+    // The heads due, read first: an idle poll (every WEBHOOK_INTERVAL_MS) writes nothing. On SQLite an UPDATE takes
+    // the database's write lock even when it matches no row, and a writer of another connection in the same process
+    // then blocks the event loop for up to the busy timeout.
+    const due = () =>
+      db
+        .selectFrom('webhook_deliveries as h')
+        .innerJoin('webhook_endpoints as e', 'e.id', 'h.endpoint_id')
+        .select('h.id')
+        .where('h.status', '=', 'pending')
+        .where('h.next_attempt_at', '<=', now)
+        .where((w) => w.or([w('h.lease_until', 'is', null), w('h.lease_until', '<', now)]))
+        .where('e.enabled', '=', d.bool(true))
+        .where((w) =>
+          w.not(
+            w.exists(
+              w
+                .selectFrom('webhook_deliveries as p')
+                .select('p.id')
+                .whereRef('p.endpoint_id', '=', 'h.endpoint_id')
+                .where('p.status', '=', 'pending')
+                .whereRef('p.seq', '<', 'h.seq'),
+            ),
+          ),
+        )
+        .orderBy('h.next_attempt_at')
+        .orderBy('h.seq');
+    if (!(await due().limit(1).executeTakeFirst())) return [];
+    const heads = due().limit(limit);
     const claimed = await db
       .updateTable('webhook_deliveries')
       .set({ lease_owner: owner, lease_until: d.date(new Date(at.getTime() + leaseMs)) })
-      .where('id', 'in', (eb) => {
-        let q = eb
-          .selectFrom('webhook_deliveries as h')
-          .innerJoin('webhook_endpoints as e', 'e.id', 'h.endpoint_id')
-          .select('h.id')
-          .where('h.status', '=', 'pending')
-          .where('h.next_attempt_at', '<=', now)
-          .where((w) => w.or([w('h.lease_until', 'is', null), w('h.lease_until', '<', now)]))
-          .where('e.enabled', '=', d.bool(true))
-          .where((w) =>
-            w.not(
-              w.exists(
-                w
-                  .selectFrom('webhook_deliveries as p')
-                  .select('p.id')
-                  .whereRef('p.endpoint_id', '=', 'h.endpoint_id')
-                  .where('p.status', '=', 'pending')
-                  .whereRef('p.seq', '<', 'h.seq'),
-              ),
-            ),
-          )
-          .orderBy('h.next_attempt_at')
-          .orderBy('h.seq')
-          .limit(limit);
-        if (d.name === 'postgres') q = q.forUpdate('h').skipLocked();
-        return q;
-      })
+      .where('id', 'in', d.name === 'postgres' ? heads.forUpdate('h').skipLocked() : heads)
       .returning(['id', 'endpoint_id', 'payload', 'attempts'])
       .execute();
     if (!claimed.length) return [];

@@ -45,6 +45,7 @@ import { TARGETS } from './support/targets.ts';
 import { postgresUnavailable } from './support/bench-database.ts';
 import { meets, Recorder, table, writeResults, type Figure } from './support/report.ts';
 import { summarize } from './support/stats.ts';
+import { parseCommandLine } from './support/cli.ts';
 
 interface Check {
   name: string;
@@ -135,6 +136,21 @@ function merged(a: Figure, b: Figure): Figure {
     note: `${a.note ? `${a.note}; ` : ''}run twice: ${a.summary.median.toFixed(3)} then ${b.summary.median.toFixed(3)}`,
   };
 }
+
+parseCommandLine(
+  'npm run bench:ci --',
+  {},
+  {
+    help: {
+      summary:
+        'The throughput guard .ci/run calls after the tests: each ratio measured against its yardstick in the same ' +
+        'interleaved rounds, judged against its floor in bench/support/targets.ts (the list is at the top of ' +
+        'bench/ci.ts). About 8 minutes on 2 cores. Prints every ratio; exits 1 naming each that regressed.',
+      options: {},
+      footer: 'PIXVOTE_REQUIRE_SERVICES=1: a missing PostgreSQL fails the run instead of skipping its checks.',
+    },
+  },
+);
 
 const started = Date.now();
 const all = new Recorder('ci');

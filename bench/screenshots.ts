@@ -17,6 +17,7 @@ import sharp from 'sharp';
 import { launchBrowser } from '../test/support/browser.ts';
 import { escapeHtml } from '../src/gateway/web-render.ts';
 import { startSeededApp } from './support/web-seed.ts';
+import { parseCommandLine } from './support/cli.ts';
 
 async function save(name: string, png: Buffer, width: number): Promise<void> {
   const small = await sharp(png).resize({ width }).png({ palette: true, colors: 128, effort: 10 }).toBuffer();
@@ -45,6 +46,20 @@ body { margin: 0; padding: 24px; background: #fff; font: 15px/1.4 system-ui, san
 <p class="desc">${escapeHtml(card.description)}</p>
 <img src="${escapeHtml(card.image)}" alt=""></div></div></div></body></html>`;
 }
+
+parseCommandLine(
+  'npm run screenshots --',
+  {},
+  {
+    help: {
+      summary:
+        "Draws the README's pictures of issue 30 from the app seeded with generated images, in Debian's Chromium: " +
+        "docs/unfurl-card.png (an upload's page as a chat app's unfurler reads it) and docs/nojs-feed.png (the feed " +
+        'at 1280 px with JavaScript off).',
+      options: {},
+    },
+  },
+);
 
 const app = await startSeededApp();
 const browser = await launchBrowser();

@@ -74,6 +74,8 @@ test(
 );
 
 const scripts = [
+  'bench/ci.ts',
+  'bench/screenshots.ts',
   'bench/tune-workers.ts',
   'bench/run-all.ts',
   'bench/pipeline.bench.ts',
@@ -92,7 +94,8 @@ const scripts = [
 test(
   'the bench and scripts commands answer --help with exit 0 ' + 'and refuse an unknown flag in one line with exit 2',
   async () => {
-    for (const file of scripts) {
+    // Two scripts at a time: each run is mostly loading its modules.
+    const check = async (file: string) => {
       const help = await script(file, ['--help']);
       assert.equal(help.code, 0, `${file} --help: ${help.stderr}`);
       assert.match(help.stdout, /^usage: /, file);
@@ -100,7 +103,12 @@ test(
       assert.equal(bad.code, 2, `${file} --frobnicate: ${bad.stdout}${bad.stderr}`);
       assert.ok(oneLine(bad.stderr), `${file}: ${bad.stderr}`);
       assert.match(bad.stderr, /Unknown option '--frobnicate' \(see .*--help\)/, file);
-    }
+    };
+    const queue = [...scripts];
+    const lane = async () => {
+      for (let file = queue.shift(); file; file = queue.shift()) await check(file);
+    };
+    await Promise.all([lane(), lane()]);
     const tune = await script('bench/tune-workers.ts', ['--help']);
     assert.match(tune.stdout, /^usage: npm run tune-workers -- \[--max MAX \(default \d+\)\] .*\[--help\]$/m);
   },

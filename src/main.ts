@@ -67,7 +67,7 @@ import { WebhookService } from './domain/webhooks/webhook.service.ts';
 import { WebhookDispatcher } from './domain/webhooks/dispatcher.ts';
 import { postWebhook, webhookUrlProblem } from './net/webhook-post.ts';
 
-/** Housekeeping's period: idempotency keys purged, media swept. */
+/** Housekeeping's period: idempotency keys purged, the journal of rank moves pruned, media swept. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** How often every process looks for moderation jobs to run (a job queued here is run at once). */
 const JOB_POLL_MS = 5_000;
@@ -108,6 +108,8 @@ export interface Composed {
   sweepMedia(opts?: { periodic?: boolean }): Promise<void>;
   /** One run of the vote-ring detector now (what the VOTE_RING_INTERVAL job runs); resolves with the rings queued. */
   detectVoteRings(): Promise<number>;
+  /** One prune of the journal of rank moves now (what housekeeping runs); resolves with the rows deleted. */
+  pruneRankMoves(): Promise<number>;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   drain(): void;
   /** Releases every resource (waits for running media tasks). Idempotent. */
@@ -171,6 +173,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     pool,
     sweepMedia: (o) => mediaSweep.sweep(o),
     detectVoteRings: () => voteRings.detect(),
+    pruneRankMoves: () => wired.feeds.pruneRankMoves(),
     drain: wired.drain,
     close() {
       wired.drain();
@@ -316,7 +319,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const { log, media, metrics, stores } = resources;
   const clock = opts.clock ?? systemClock;
   const auth = authFor(config, opts, resources, clock);
-  const { feeds, feedCache, clusterCache, changed, voted } = feedsFor(config, opts, resources, auth);
+  const { feeds, feedCache, clusterCache, changed, voted } = feedsFor(config, opts, resources, auth, clock);
   const uploads = uploadsFor(config, resources, clock, changed);
   const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
   const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
@@ -363,9 +366,21 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     deliveries,
     // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
     periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), warnOn(log, 'idempotency purge failed')),
+    // …and the journal of rank moves past what cursors use (every process: a batch deleted twice is no harm).
+    periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), warnOn(log, 'rank moves prune failed')),
   ];
   /** drain(): starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
-  return { app, auth, feedCache, clusterCache, mediaSweep, voteRings, services, drain: () => draining.abort() };
+  return {
+    app,
+    auth,
+    feeds,
+    feedCache,
+    clusterCache,
+    mediaSweep,
+    voteRings,
+    services,
+    drain: () => draining.abort(),
+  };
 }
 
 /** Logs a background task's failure as a warning: `what` failed (and when it is retried). */
@@ -416,7 +431,13 @@ function limitersFor(config: Config, opts: ComposeOptions, { redis, metrics }: R
 }
 
 /** The feeds over their cache, and `changed`: what every write that changes a public page calls. */
-function feedsFor(config: Config, opts: ComposeOptions, { log, metrics, redis, stores }: Resources, auth: AuthService) {
+function feedsFor(
+  config: Config,
+  opts: ComposeOptions,
+  { log, metrics, redis, stores }: Resources,
+  auth: AuthService,
+  clock: Clock,
+) {
   const feedCache = redis
     ? redisFeedCache(redis, config.redisPrefix, new RedisGenerations(redis, config.redisPrefix))
     : null;
@@ -433,6 +454,8 @@ function feedsFor(config: Config, opts: ComposeOptions, { log, metrics, redis, s
     store: stores.feeds,
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
+    // The votes' clock: a cursor's `since` and the `ranked_at` of a move are compared.
+    clock,
     onCache: (outcome) => cacheReads[outcome].inc(),
   });
   // Every structural write that changes what a public page shows makes every cached page stale; a vote only

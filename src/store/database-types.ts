@@ -79,6 +79,7 @@ export type ApiTokensTable = Tables['api_tokens'];
 export type TagsTable = Tables['tags'];
 export type UploadsTable = Tables['uploads'];
 export type UploadTagsTable = Tables['upload_tags'];
+export type RankMovesTable = Tables['rank_moves'];
 export type VotesTable = Tables['votes'];
 export type IdempotencyKeysTable = Tables['idempotency_keys'];
 export type MediaGarbageTable = Tables['media_garbage'];

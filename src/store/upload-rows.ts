@@ -67,8 +67,9 @@ export async function mediaReferenced(db: Kysely<DB>, mediaKey: string): Promise
 
 /**
  * Sets a (locked) upload's vote counters and the ranks they make, in one UPDATE of its row and one of its tag links
- * (which carry the ranks for the tag listings' indexes), and stamps `ranked_at`: a ranked listing's cursor skips
- * what moved after it began.
+ * (which carry the ranks for the tag listings' indexes), and stamps `ranked_at`. First, in the same transaction, the
+ * journal of rank moves (m019) gets the keys the row has before the move, copied in one INSERT … SELECT: a ranked
+ * listing's cursor lists what moved after its traversal began at the keys of its first move after that.
  */
 export async function setVoteCounts(
   db: Kysely<DB>,
@@ -84,6 +85,26 @@ export async function setVoteCounts(
     best_rank: wilsonLowerBound(up, down),
     ranked_at: dialect.date(at),
   };
+  // One row per upload and millisecond: a second move in the same one keeps the first's keys (those before both).
+  await db
+    .insertInto('rank_moves')
+    .columns(['upload_id', 'moved_at', 'prev_at', 'score', 'hot_rank', 'best_rank'])
+    .expression((eb) =>
+      eb
+        .selectFrom('uploads as u')
+        .select([
+          'u.id',
+          // PostgreSQL types a bare parameter in a select list as text.
+          (dialect.name === 'postgres' ? sql`cast(${at} as timestamptz)` : sql`${dialect.date(at)}`).as('moved_at'),
+          'u.ranked_at',
+          'u.score',
+          'u.hot_rank',
+          'u.best_rank',
+        ])
+        .where('u.id', '=', upload.id),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .execute();
   await db
     .updateTable('uploads')
     .set({ upvotes: up, downvote_count: down, ...ranks })

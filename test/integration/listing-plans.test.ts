@@ -12,19 +12,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
-import { feedKeysQuery } from '../../src/store/repositories/feed.repository.ts';
+import { feedKeysQuery, movedKeysQuery } from '../../src/store/repositories/feed.repository.ts';
 import { tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
 import type { FeedQuery, PageStart } from '../../src/domain/feeds/feed.service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 
-/** The database's plan for `query`; on PostgreSQL with sorts and sequential scans priced out. */
-function planOf(db: Database, query: CompiledQuery): Promise<string> {
+/** The database's plan for `query`; on PostgreSQL with sequential scans (and, unless `sorts`, sorts) priced out. */
+function planOf(db: Database, query: CompiledQuery, sorts = false): Promise<string> {
   return db.transaction(async (_em, tx) => {
     const explain = <R>(prefix: string) =>
       tx.executeQuery<R>(CompiledQuery.raw(`${prefix} ${query.sql}`, [...query.parameters]));
     if (db.dialect.name === 'postgres') {
-      await sql`set local enable_sort = off`.execute(tx);
+      if (!sorts) await sql`set local enable_sort = off`.execute(tx);
       await sql`set local enable_seqscan = off`.execute(tx);
       const r = await explain<{ 'QUERY PLAN': string }>('explain');
       return r.rows.map((x) => x['QUERY PLAN']).join('\n');
@@ -73,6 +73,65 @@ test('every feed order, filter and page start is read from an index, never sorte
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("a ranked cursor's moved uploads are found from the journal's index, not by reading the listing", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-plans-'));
+  const pg = onPostgres ? await createTestDatabase() : null;
+  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+  try {
+    const after = { since: new Date(), pos: { key: 3, createdAt: new Date(), id: randomUUID() } };
+    // As in use: many uploads (with tag links), a few moves since the cursor's time. PostgreSQL plans by its
+    // statistics (empty tables would have it hash the listing); SQLite's order is written in the query.
+    const popular = db.dialect.name === 'postgres' ? await fillForPlans(db) : randomUUID();
+    for (const sort of ['top', 'hot', 'best'] as const) {
+      for (const filter of [{}, { type: 'link' as const }, { user: 'ada' }]) {
+        for (const tagId of [null, popular]) {
+          const label = `moved ${sort} ${JSON.stringify(filter)} ${tagId ? 'tag' : ''}`;
+          const query = movedKeysQuery(db.dialect, { page: 1, limit: 12, sort, ...filter }, after, 13, tagId);
+          // The moves since the cursor's time are sorted (no index holds keys as of a time the cursor picks).
+          const plan = await planOf(db, query.compile(db.db()), true);
+          if (process.env.SHOW_PLANS) console.log(`${label}\n${plan}`);
+          assert.match(plan, /rank_moves_moved_index/, `${label}:\n${plan}`);
+          // Neither the listing's indexes nor a scan of its tables: the uploads (and links) by primary key.
+          assert.doesNotMatch(plan, /uploads_(public|link)_\w+_index|upload_tags_\w+_index/, `${label}:\n${plan}`);
+          if (db.dialect.name === 'postgres') assert.doesNotMatch(plan, /Seq Scan/, `${label}:\n${plan}`);
+          else assert.doesNotMatch(plan, /^SCAN /m, `${label}:\n${plan}`);
+        }
+      }
+    }
+  } finally {
+    await db.close();
+    await pg?.drop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * 50 000 listed uploads of one user, each linked to one tag, 50 of them moved just now; then ANALYZE (PostgreSQL).
+ * Resolves with the tag's id.
+ */
+async function fillForPlans(db: Database): Promise<string> {
+  const tx = db.db();
+  const user = randomUUID();
+  const tag = randomUUID();
+  await sql`insert into users (id, username, username_key, email, email_key, password_hash, created_at)
+    values (${user}, 'ada', 'ada', 'ada@example.test', 'ada@example.test', 'x', now())`.execute(tx);
+  await sql`insert into tags (id, name, slug, created_at) values (${tag}, 'cats', 'cats', now())`.execute(tx);
+  await sql`insert into uploads (id, user_id, upload_type, external_url, created_at, score, hot_rank, best_rank)
+    select gen_random_uuid(), ${user}, 'link', 'https://example.com/', now() - g * interval '1 second', g % 50,
+      g / 1000.0, (g % 100) / 100.0
+    from generate_series(1, 50000) g`.execute(tx);
+  await sql`insert into upload_tags (upload_id, tag_id, created_at, upload_created_at, score, hot_rank, best_rank)
+    select u.id, t.id, now(), u.created_at, u.score, u.hot_rank, u.best_rank from uploads u, tags t`.execute(tx);
+  await sql`insert into rank_moves (upload_id, moved_at, prev_at, score, hot_rank, best_rank)
+    select id, now() + interval '1 second', null, score, hot_rank, best_rank from uploads limit 50`.execute(tx);
+  await sql`update uploads set ranked_at = now() + interval '1 second'
+    where id in (select upload_id from rank_moves)`.execute(tx);
+  await sql`update upload_tags set ranked_at = now() + interval '1 second'
+    where upload_id in (select upload_id from rank_moves)`.execute(tx);
+  await sql`analyze`.execute(tx);
+  return tag;
+}
 
 test('tag search (with and without a prefix, first or later page) is read from its index, never sorted', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-plans-'));

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
+import type { Clock } from '../../src/domain/clock.ts';
 import { compose, type Composed } from '../../src/main.ts';
 import { createHttpServer, serverOptions, type HttpServerOptions } from '../../src/server.ts';
 import { createTestDatabase } from './pg.ts';
@@ -35,6 +36,8 @@ export async function startApp(
     databaseUrl?: string;
     http?: HttpServerOptions;
     log?: Logger;
+    /** The app's clock (votes, cursors, sessions…): a test that moves time passes its own. */
+    clock?: Clock;
   } = {},
 ): Promise<TestApp> {
   const dataDir = opts.sharedDataDir ?? (await mkdtemp(join(tmpdir(), 'pixvote-test-')));
@@ -67,6 +70,7 @@ export async function startApp(
     composed = await compose(config, {
       ...(opts.productionScrypt ? {} : { scrypt: TEST_SCRYPT }),
       ...(opts.log ? { log: opts.log } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
     });
   } catch (e) {
     await discard();

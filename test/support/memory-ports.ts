@@ -420,6 +420,10 @@ export class MemoryFeeds implements FeedStore {
   async stats(userId: string) {
     return this.profileStats.get(userId) ?? { uploads: 0, upvotes_received: 0, downvotes_received: 0, votes_cast: 0 };
   }
+  /** No journal of rank moves here: the ranks are read as they are. */
+  async pruneRankMoves() {
+    return 0;
+  }
   counted: string[][] = [];
   async counts(ids: readonly string[]) {
     this.counted.push([...ids]);

@@ -5,8 +5,9 @@
  * A cursor is opaque to clients: base64url of a small JSON array. It carries
  * - the listing it belongs to (a digest of its filters, sort and limit): another listing's cursor is refused;
  * - the page number it leads to (the envelope's `page` keeps counting);
- * - when the traversal began (its first page): a ranked listing skips uploads whose ranks moved after that, so
- *   an upload is never shown twice however votes move it;
+ * - when the traversal began (its first page's rows were read): a ranked listing shows an upload whose ranks moved
+ *   after that at the keys it had then (a journal of rank moves keeps them for RANK_MOVES_WINDOW_MS), so every
+ *   upload is shown exactly once however votes move it; past that window it skips such uploads (at most once);
  * - the last row's key: its rank (absent for orders by time), creation time and id.
  */
 import { createHash } from 'node:crypto';
@@ -25,8 +26,22 @@ export interface ListAfter {
   pos: ListPosition;
 }
 
-/** Where a page starts: a number of rows in (at most MAX_OFFSET), or right after a cursor's position. */
-export type PageStart = { offset: number } | { after: ListAfter };
+/**
+ * Where a page starts: a number of rows in (at most MAX_OFFSET), or right after a cursor's position. After a cursor
+ * of a ranked sort, `frozen`: the uploads whose ranks moved after `since` are listed at the keys they had then
+ * (the journal of rank moves still covers `since`); else they are skipped.
+ */
+export type PageStart = { offset: number } | { after: ListAfter; frozen?: boolean };
+
+/**
+ * How long the journal of rank moves serves cursors: a ranked cursor whose traversal began longer ago than this
+ * skips the uploads whose ranks moved since (at most once, as API.md allows) instead of listing them exactly once.
+ */
+export const RANK_MOVES_WINDOW_MS = 60 * 60_000;
+/** The journal keeps its rows this much longer than the window: a page that began inside it finds them all. */
+export const RANK_MOVES_KEEP_MS = RANK_MOVES_WINDOW_MS + 10 * 60_000;
+/** Rows pruned per DELETE: a short write, however many are due. */
+export const RANK_MOVES_PRUNE_BATCH = 1_000;
 
 export interface Cursor {
   after: ListAfter;

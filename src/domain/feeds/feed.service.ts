@@ -14,6 +14,9 @@ import type { Principal, UserView } from '../users.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
 import {
+  RANK_MOVES_KEEP_MS,
+  RANK_MOVES_PRUNE_BATCH,
+  RANK_MOVES_WINDOW_MS,
   checkPageDepth,
   decodeCursor,
   encodeCursor,
@@ -55,9 +58,12 @@ export interface ProfileStats {
 export interface FeedStore {
   /**
    * Public uploads only, in the query's order, from `start`; `limit` + 1 rows are asked for to learn `has_more`.
-   * After a cursor of a ranked sort, uploads whose ranks moved after `since` are skipped (they may have been shown).
+   * After a cursor of a ranked sort, uploads whose ranks moved after `since` are listed at the keys they had at
+   * `since` (their position is that key) when `start.frozen`, else skipped (they may have been shown).
    */
   publicPage(q: FeedQuery, start: PageStart, fetch: number): Promise<Positioned[]>;
+  /** Deletes up to `batch` rows of the journal of rank moves older than `before`; resolves with how many. */
+  pruneRankMoves(before: Date, batch: number): Promise<number>;
   /** The user's own uploads (private included, removed not), newest first, after `after` when given. */
   ownUploads(userId: string, after: ListAfter | null, fetch: number): Promise<Positioned[]>;
   stats(userId: string): Promise<ProfileStats>;
@@ -207,8 +213,12 @@ export class FeedService {
     const ranked = q.sort !== 'new';
     const scopes = ranked ? [rankScope({ ...q, user })] : [];
     return this.#cached(key, FEED_TTL_SECONDS, scopes, async () => {
-      const since = cursor?.after.since ?? this.#clock.now();
-      const start: PageStart = cursor ? { after: cursor.after } : { offset: (q.page - 1) * q.limit };
+      // When this traversal's first page is read (a cached page keeps the time it was built at, in its cursor).
+      const now = this.#clock.now();
+      const since = cursor?.after.since ?? now;
+      const start: PageStart = cursor
+        ? { after: cursor.after, frozen: now.getTime() - since.getTime() <= RANK_MOVES_WINDOW_MS }
+        : { offset: (q.page - 1) * q.limit };
       const rows = await this.#store.publicPage(q, start, q.limit + 1);
       const { uploads, has_more, next_cursor } = keysetPage(rows, q.limit, listing, { page: page + 1, since });
       const value = { uploads, page, limit: q.limit, has_more, next_cursor };
@@ -252,6 +262,20 @@ export class FeedService {
       since: cursor?.after.since ?? this.#clock.now(),
     });
     return { ...page, limit };
+  }
+
+  /**
+   * Prunes the journal of rank moves of what no cursor needs any more (older than the window, with a margin), a
+   * batch per statement; resolves with how many rows went.
+   */
+  async pruneRankMoves(): Promise<number> {
+    const before = new Date(this.#clock.now().getTime() - RANK_MOVES_KEEP_MS);
+    let pruned = 0;
+    for (;;) {
+      const n = await this.#store.pruneRankMoves(before, RANK_MOVES_PRUNE_BATCH);
+      pruned += n;
+      if (n < RANK_MOVES_PRUNE_BATCH) return pruned;
+    }
   }
 
   /** Every cached page stale: a structural write (upload, privacy, delete, tags, moderation). */

@@ -7,6 +7,7 @@ export { ApiToken, type IApiToken } from './api-token.entity.ts';
 export { Tag, type ITag } from './tag.entity.ts';
 export { Upload, type IUpload } from './upload.entity.ts';
 export { UploadTag, type IUploadTag } from './upload-tag.entity.ts';
+export { RankMove, type IRankMove } from './rank-move.entity.ts';
 export { Vote, type IVote } from './vote.entity.ts';
 export { IdempotencyKey, type IIdempotencyKey } from './idempotency-key.entity.ts';
 export { MediaGarbage, type IMediaGarbage } from './media-garbage.entity.ts';
@@ -38,6 +39,7 @@ import { ApiToken } from './api-token.entity.ts';
 import { Tag } from './tag.entity.ts';
 import { Upload } from './upload.entity.ts';
 import { UploadTag } from './upload-tag.entity.ts';
+import { RankMove } from './rank-move.entity.ts';
 import { Vote } from './vote.entity.ts';
 import { IdempotencyKey } from './idempotency-key.entity.ts';
 import { MediaGarbage } from './media-garbage.entity.ts';
@@ -54,6 +56,7 @@ export const ALL_ENTITIES = [
   Tag,
   Upload,
   UploadTag,
+  RankMove,
   Vote,
   IdempotencyKey,
   MediaGarbage,

@@ -14,6 +14,7 @@ import { M015Webhooks } from './m015-webhooks.ts';
 import { M016PdqBlocklist } from './m016-pdq-blocklist.ts';
 import { M017TagSearchIndex } from './m017-tag-search-index.ts';
 import { M018HumanBoxes } from './m018-human-boxes.ts';
+import { M019RankMoves } from './m019-rank-moves.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   M016PdqBlocklist,
   M017TagSearchIndex,
   M018HumanBoxes,
+  M019RankMoves,
 ];

@@ -6,7 +6,10 @@
  *
  * - No tag: the public partial indexes of `uploads`; `type=link` has partial indexes of its own.
  * - A tag: the tag's link rows, which carry their upload's keys (`upload_tags_<sort>_index`).
- * - A ranked sort after a cursor skips uploads whose ranks moved since the traversal began (`ranked_at`).
+ * - A ranked sort after a cursor reads the index only for uploads whose ranks did not move since the traversal
+ *   began (`ranked_at`), and lists those that moved at the keys they had then, from the journal of rank moves
+ *   (`movedKeysQuery`, m019): the two are merged in the order's key. A cursor older than the journal's window skips
+ *   the moved ones instead.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { ListAfter } from '../../domain/feeds/cursor.ts';
@@ -60,8 +63,37 @@ export class FeedRepository implements FeedStore {
       if (!tag) return [];
       tagId = tag.id;
     }
-    const keys = await feedKeysQuery(this.#db.dialect, q, start, fetch, tagId).execute(db);
-    return this.#records(db, keys.rows, RANK[q.sort] !== null);
+    const d = this.#db.dialect;
+    const rank = RANK[q.sort];
+    if (!rank || !('after' in start) || !start.frozen) {
+      const keys = await feedKeysQuery(d, q, start, fetch, tagId).execute(db);
+      return this.#records(db, keys.rows, rank !== null);
+    }
+    // Both reads in one statement: one snapshot, so a move committing meanwhile is in exactly one of them.
+    const keys = await sql<KeyRow>`select * from (${feedKeysQuery(d, q, start, fetch, tagId)}) unmoved
+      union all select * from (${movedKeysQuery(d, q, start.after, fetch, tagId)}) moved`.execute(db);
+    return this.#records(db, mergeKeys(d, keys.rows, fetch), true);
+  }
+
+  async pruneRankMoves(before: Date, batch: number): Promise<number> {
+    // By the journal's index on moved_at, a batch at a time (each its own short write), by primary key.
+    const r = await this.#db
+      .db()
+      .deleteFrom('rank_moves')
+      .where((eb) =>
+        eb(
+          eb.refTuple('upload_id', 'moved_at'),
+          'in',
+          eb
+            .selectFrom('rank_moves')
+            .select(['upload_id', 'moved_at'])
+            .where('moved_at', '<', this.#db.dialect.date(before))
+            .limit(batch)
+            .$asTuple('upload_id', 'moved_at'),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 
   /** The records of the keyed rows, in their order, each with its position. */
@@ -141,6 +173,73 @@ export class FeedRepository implements FeedStore {
 /** Not moved by votes after `since`: its key now is the key it had when the traversal began. */
 function movedBefore(d: Dialect, rankedAt: RawBuilder<unknown>, since: Date): RawBuilder<boolean> {
   return sql<boolean>`(${rankedAt} is null or ${rankedAt} <= ${d.date(since)})`;
+}
+
+/**
+ * The two reads of a ranked page after a cursor (each in its order), merged by (key, created_at, id) descending: the
+ * first `fetch`. They are disjoint (`ranked_at` ≤ since or not); an id twice would be listed once.
+ */
+function mergeKeys(d: Dialect, rows: KeyRow[], fetch: number): KeyRow[] {
+  const at = (k: KeyRow) => d.readDate(k.created_at).getTime();
+  const desc = (a: KeyRow, b: KeyRow) =>
+    Number(b.rank) - Number(a.rank) || at(b) - at(a) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+  const out: KeyRow[] = [];
+  const ids = new Set<string>();
+  for (const k of [...rows].sort(desc)) {
+    if (out.length === fetch) break;
+    if (ids.has(k.id)) continue;
+    ids.add(k.id);
+    out.push(k);
+  }
+  return out;
+}
+
+/**
+ * The uploads of a ranked listing whose ranks moved after `after.since`, at the keys they had then: those of their
+ * first move after it in the journal of rank moves (the row with `moved_at` > since and `prev_at` null or ≤ since,
+ * one per upload), kept when that position is after the cursor's, in that order, `fetch` of them. Read from the
+ * journal's index on `moved_at` (as many entries as moves since the traversal began, however large the listing),
+ * each joined to its upload (and tag link) by primary key; the filters as `feedKeysQuery`'s. The order is sorted:
+ * no index can hold keys as of a time each cursor picks.
+ */
+export function movedKeysQuery(
+  d: Dialect,
+  q: FeedQuery,
+  after: ListAfter,
+  fetch: number,
+  tagId: string | null,
+): RawBuilder<KeyRow> {
+  const rank = RANK[q.sort];
+  if (!rank) throw new Error(`sort=${q.sort} has no ranks to move`);
+  const since = d.date(after.since);
+  const moves = sql`m.moved_at > ${since} and (m.prev_at is null or m.prev_at <= ${since})`;
+  // The journal is read first, then the rest by key. SQLite's planner takes the tables of a CROSS JOIN in the order
+  // written; PostgreSQL's is told by a materialized CTE (on a small or freshly filled journal its estimates would
+  // rather read the listing's index and look each upload up in the journal).
+  const pg = d.name === 'postgres';
+  const head = pg ? sql`with m as materialized (select * from rank_moves m where ${moves}) ` : sql``;
+  const journal = pg ? sql`m` : sql`rank_moves m`;
+  const from = tagId
+    ? sql`${journal} cross join upload_tags ut cross join uploads u`
+    : sql`${journal} cross join uploads u`;
+  const keys = tagId ? 'ut' : 'u';
+  const created = sql.ref(tagId ? 'ut.upload_created_at' : 'u.created_at');
+  const id = sql.ref(tagId ? 'ut.upload_id' : 'u.id');
+  const key = sql.ref(`m.${rank}`);
+  const where: RawBuilder<unknown>[] = [
+    ...(pg ? [] : [moves]),
+    sql`u.id = m.upload_id`,
+    visibleTo(d, null),
+    // The complement of feedKeysQuery's rows: what the index read skips as moved.
+    sql`${sql.ref(`${keys}.ranked_at`)} > ${since}`,
+  ];
+  if (tagId) where.push(sql`ut.upload_id = m.upload_id and ut.tag_id = ${tagId}`);
+  if (q.type) where.push(sql`u.upload_type = ${sql.lit(q.type)}`);
+  if (q.user) where.push(sql`u.user_id = (select id from users where username_key = ${q.user.toLowerCase()})`);
+  where.push(afterPosition(d, [key, created, id], after, true));
+  return sql<KeyRow>`${head}select ${id} as id, ${created} as created_at, ${key} as rank
+    from ${from} where ${sql.join(where, sql` and `)}
+    order by ${key} desc, ${created} desc, ${id} desc limit ${fetch}`;
 }
 
 /**

@@ -76,9 +76,12 @@ export class FeedRepository implements FeedStore {
   }
 
   async pruneRankMoves(before: Date, batch: number): Promise<number> {
+    const db = this.#db.db();
+    const due = db.selectFrom('rank_moves').select('upload_id').where('moved_at', '<', this.#db.dialect.date(before));
+    // Read first: a prune with nothing due writes nothing (on SQLite a DELETE takes the write lock even then).
+    if (!(await due.limit(1).executeTakeFirst())) return 0;
     // By the journal's index on moved_at, a batch at a time (each its own short write), by primary key.
-    const r = await this.#db
-      .db()
+    const r = await db
       .deleteFrom('rank_moves')
       .where((eb) =>
         eb(

@@ -1,6 +1,6 @@
 /**
  * A database of its own for a store-level test (SQLite in a temp directory, or a fresh PostgreSQL database on the
- * PostgreSQL pass), migrated, with one user to own uploads; dropped afterwards.
+ * PostgreSQL pass), migrated, with one user to own uploads, and more connections to it on request; dropped afterwards.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,11 +15,19 @@ import { onPostgres } from './env.ts';
 export async function withStoreDatabase(
   name: string,
   at: Date,
-  fn: (db: Database, userId: string) => Promise<void>,
+  fn: (db: Database, userId: string, another: () => Promise<Database>) => Promise<void>,
 ): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), `pixvote-${name}-`));
   const pg = onPostgres ? await createTestDatabase() : null;
-  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
+  const opts = { databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') };
+  const db = await openDatabase(opts);
+  // More connections to the same database, as other processes would hold them; closed with it.
+  const others: Database[] = [];
+  const another = async () => {
+    const other = await openDatabase(opts);
+    others.push(other);
+    return other;
+  };
   try {
     const userId = randomUUID();
     await db
@@ -36,8 +44,9 @@ export async function withStoreDatabase(
         created_at: db.dialect.date(at),
       })
       .execute();
-    await fn(db, userId);
+    await fn(db, userId, another);
   } finally {
+    for (const other of others) await other.close();
     await db.close();
     await pg?.drop();
     await rm(dir, { recursive: true, force: true });

@@ -307,16 +307,26 @@ export class UploadRepository implements UploadStore {
     }
   }
 
+  /**
+   * Removes the files of a key no row references, then its journal entry. Only the decision is made under the files'
+   * lock: files whose last row went can never be referenced again (an insert shares only files a row still
+   * references, `lockMedia`), so the removal itself (an S3 round trip) runs outside any transaction and holds no
+   * lock, neither the key's on PostgreSQL nor SQLite's one write lock, which every other writer (in every process)
+   * would otherwise wait for. The journal entry stays until the files are gone: a crash or a failed removal in
+   * between leaves it for the sweep, which repeats the removal (removing absent files is not an error).
+   */
   async releaseMedia(mediaKey: string, remove: () => Promise<void>): Promise<boolean> {
-    return this.#db.transaction(async (_em, db) => {
+    const unreferenced = await this.#db.transaction(async (_em, db) => {
       await lockMedia(db, this.#db.dialect, mediaKey);
-      // A write first: on SQLite it takes the database's write lock, held (like the key's lock on PostgreSQL)
-      // until the files are gone, so no insert can share them in between. A failed remove rolls it back.
+      if (!(await mediaReferenced(db, mediaKey))) return true;
+      // Still (or again, through an insert that shared them before the last delete) referenced: nothing to release.
       await db.deleteFrom('media_garbage').where('media_key', '=', mediaKey).execute();
-      if (await mediaReferenced(db, mediaKey)) return false;
-      await remove();
-      return true;
+      return false;
     });
+    if (!unreferenced) return false;
+    await remove();
+    await this.#db.db().deleteFrom('media_garbage').where('media_key', '=', mediaKey).execute();
+    return true;
   }
 
   async pendingGarbage(limit = 1000): Promise<string[]> {

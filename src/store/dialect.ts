@@ -14,6 +14,8 @@ export interface Dialect {
   readBool(v: unknown): boolean;
   /** Literal `false`, spelled so that SQLite's planner can match partial indexes (`is_private = 0`). */
   readonly falseLit: string;
+  /** Literal `true`, likewise (`person_flag = 1`). */
+  readonly trueLit: string;
   /** Runs fn again when the database reports a transient conflict (deadlock, serialization, busy). */
   retrying<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -68,6 +70,7 @@ export const sqliteDialect: Dialect = {
   bool: (b) => (b ? 1 : 0),
   readBool: (v) => v === 1 || v === true || v === '1',
   falseLit: '0',
+  trueLit: '1',
   // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT: another process committed after this
   // transaction's first read): the whole transaction runs again, on a fresh snapshot.
   retrying: (fn) => retry(fn, (e) => codeOf(e)?.startsWith('SQLITE_BUSY') === true),
@@ -80,6 +83,7 @@ export const postgresDialect: Dialect = {
   bool: (b) => b,
   readBool: (v) => v === true,
   falseLit: 'false',
+  trueLit: 'true',
   // 40001 serialization_failure, 40P01 deadlock_detected
   retrying: (fn) => retry(fn, (e) => codeOf(e) === '40001' || codeOf(e) === '40P01'),
 };

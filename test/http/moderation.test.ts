@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { currentMetrics, stageRuns, startApp, type TestApp } from '../support/app.ts';
 import { TRUST_EVERY_REPORTER, apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
-import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
+import { countUploads, diskState, queueKeyMismatches, uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { banRemovalDone, eventually } from '../support/jobs.ts';
 
@@ -701,5 +701,18 @@ describe('metrics', () => {
     assert.ok(value(/^pixvote_moderation_actions_total\{action="auto_hold"\} (\d+)$/m) >= 1);
     assert.ok(value(/^pixvote_blocklist_entries (\d+)$/m) >= 2);
     assert.ok(value(/^pixvote_blocked_uploads_total (\d+)$/m) >= 3);
+  });
+});
+
+describe("the open queue's index", () => {
+  test("after this file's reports, holds, removals and bans, each upload's queue columns match its rows", async () => {
+    const queued = await app.composed.db
+      .db()
+      .selectFrom('uploads')
+      .select('id')
+      .where('queue_key', 'is not', null)
+      .execute();
+    assert.ok(queued.length >= 3, `the file's tests left uploads in the queue (${queued.length})`);
+    assert.deepEqual(await queueKeyMismatches(app.composed.db), []);
   });
 });

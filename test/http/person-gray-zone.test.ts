@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage } from '../support/browser.ts';
 import { registerAdmin, registerUser } from '../support/users.ts';
-import { countUploads, diskState, uploadFields, uploadImage } from '../support/uploads.ts';
+import { countUploads, diskState, queueKeyMismatches, uploadFields, uploadImage } from '../support/uploads.ts';
 import { getPhotos } from '../support/photos.ts';
 import { ConfigError } from '../../src/config.ts';
 
@@ -243,6 +243,7 @@ test('a moderator approves the gray-zone upload: listed for everyone, its person
   assert.equal(ok.body.moderation, 'visible');
   assert.ok((await ids(first.otherToken)).includes(first.id), 'listed once approved');
   assert.equal(await queueItem(first.adminToken, first.id), undefined, 'the person flag is closed');
+  assert.deepEqual(await queueKeyMismatches(app.composed.db), [], "the queue's index matches every upload's state");
 });
 
 test('HUMAN_REVIEW_THRESHOLD above HUMAN_THRESHOLD stops the start with a config error naming it', async () => {

@@ -14,9 +14,12 @@ import { CompiledQuery, sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { feedKeysQuery, movedKeysQuery } from '../../src/store/repositories/feed.repository.ts';
 import { tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
+import { queueKeysQuery } from '../../src/store/moderation/moderation.repository.ts';
+import { QUEUE_HELD_STEP } from '../../src/store/moderation/upload-states.ts';
 import type { FeedQuery, PageStart } from '../../src/domain/feeds/feed.service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { withStoreDatabase } from '../support/store-db.ts';
 
 /** The database's plan for `query`; on PostgreSQL with sequential scans (and, unless `sorts`, sorts) priced out. */
 function planOf(db: Database, query: CompiledQuery, sorts = false): Promise<string> {
@@ -156,4 +159,21 @@ test('tag search (with and without a prefix, first or later page) is read from i
     await pg?.drop();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('the open moderation queue (first page, an offset, a cursor) is read from its index, never sorted', async () => {
+  await withStoreDatabase('plans', new Date(), async (db) => {
+    const d = db.dialect;
+    const after: PageStart = {
+      after: { since: new Date(), pos: { key: QUEUE_HELD_STEP - 2, createdAt: new Date(), id: randomUUID() } },
+    };
+    for (const start of [{ offset: 0 }, { offset: 120 }, after]) {
+      const label = `queue ${'after' in start ? 'cursor' : `offset ${start.offset}`}`;
+      const plan = await planOf(db, queueKeysQuery(d, 'open', start, 13).compile(db.db()));
+      if (process.env.SHOW_PLANS) console.log(`${label}\n${plan}`);
+      assertNoSort(d.name, label, plan);
+      assert.match(plan, /uploads_queue_index/, `${label}:\n${plan}`);
+      if ('after' in start && d.name === 'postgres') assert.match(plan, /Index Cond: .*queue_key/, plan);
+    }
+  });
 });

@@ -9,6 +9,7 @@ import { openDatabase } from '../../src/store/database.ts';
 import type { UploadsTable } from '../../src/store/database-types.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { queueKeyMismatches } from '../support/uploads.ts';
 
 type Db = Awaited<ReturnType<typeof openDatabase>>;
 
@@ -160,3 +161,84 @@ test(
     );
   },
 );
+
+test("m020 fills the open queue's columns from the reports and states stored before it", async () => {
+  await afterRerunOf(
+    'm020-queue-key',
+    async (db, { at, upload }) => {
+      const d = db.dialect;
+      const reporters = Array.from({ length: 3 }, () => randomUUID());
+      await db
+        .db()
+        .insertInto('users')
+        .values(
+          reporters.map((id, i) => ({
+            id,
+            username: `reporter${i}`,
+            username_key: `reporter${i}`,
+            email: `r${i}@example.test`,
+            email_key: `r${i}@example.test`,
+            password_hash: 'x',
+            role: 'user',
+            created_at: at,
+          })),
+        )
+        .execute();
+      // Every row names every column: one INSERT of rows of several shapes would give SQLite NULLs for the others.
+      const row = (moderation: 'visible' | 'held' | 'removed', flagged = false) => ({
+        ...upload(false),
+        moderation,
+        person_flag: d.bool(flagged),
+      });
+      const rows = [
+        row('visible'), // reported twice (and once more, closed)
+        row('held'), // held, reported once
+        row('visible', true), // flagged
+        row('removed'), // removed, with a report left open
+        row('visible'), // nothing
+      ];
+      await db.db().insertInto('uploads').values(rows).execute();
+      const report = (u: number, r: number, status: 'open' | 'closed') => ({
+        id: randomUUID(),
+        upload_id: rows[u]!.id,
+        user_id: reporters[r]!,
+        reason: 'spam',
+        status,
+        created_at: at,
+      });
+      await db
+        .db()
+        .insertInto('reports')
+        .values([
+          report(0, 0, 'open'),
+          report(0, 1, 'open'),
+          report(0, 2, 'closed'),
+          report(1, 0, 'open'),
+          report(3, 0, 'open'),
+        ])
+        .execute();
+      // As the code before m020 left the table: without its columns.
+      await db.db().schema.dropIndex('uploads_queue_index').execute();
+      await db.db().schema.alterTable('uploads').dropColumn('queue_key').execute();
+      await db.db().schema.alterTable('uploads').dropColumn('open_reports').execute();
+    },
+    async (db) => {
+      assert.deepEqual(await queueKeyMismatches(db), []);
+      const queued = await db
+        .db()
+        .selectFrom('uploads')
+        .select(['moderation', 'queue_key'])
+        .where('queue_key', 'is not', null)
+        .orderBy('queue_key')
+        .execute();
+      assert.deepEqual(
+        queued.map((r) => [r.moderation, Number(r.queue_key)]),
+        [
+          ['held', -1],
+          ['visible', 999_999_998],
+          ['visible', 1_000_000_000],
+        ],
+      );
+    },
+  );
+});

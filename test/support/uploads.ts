@@ -3,6 +3,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client, Reply } from './http.ts';
 import type { TestApp } from './app.ts';
+import type { Database } from '../../src/store/database.ts';
 
 /** POST /api/v1/upload as multipart with a file. */
 export function uploadImage(
@@ -74,4 +75,30 @@ export async function countUploads(app: TestApp): Promise<number> {
     .select((eb) => eb.fn.countAll().as('n'))
     .executeTakeFirstOrThrow();
   return Number(r.n);
+}
+
+/**
+ * Every upload whose stored open-queue columns (m020: `open_reports`, `queue_key`) differ from what its reports and
+ * state make them, recomputed here from the source rows: `[]` when the queue's index is exact.
+ */
+export async function queueKeyMismatches(database: Database): Promise<string[]> {
+  const db = database.db();
+  const d = database.dialect;
+  const open = new Map<string, number>();
+  for (const r of await db.selectFrom('reports').select('upload_id').where('status', '=', 'open').execute())
+    open.set(r.upload_id, (open.get(r.upload_id) ?? 0) + 1);
+  const rows = await db
+    .selectFrom('uploads')
+    .select(['id', 'moderation', 'person_flag', 'open_reports', 'queue_key'])
+    .execute();
+  return rows.flatMap((u) => {
+    const n = open.get(u.id) ?? 0;
+    const flagged = d.readBool(u.person_flag);
+    const key =
+      u.moderation === 'removed' ? null : u.moderation === 'held' ? -n : flagged || n > 0 ? 1_000_000_000 - n : null;
+    const stored = u.queue_key === null ? null : Number(u.queue_key);
+    return Number(u.open_reports) === n && stored === key
+      ? []
+      : [`${u.id} (${u.moderation}, flag ${flagged}, ${n} open): open_reports ${u.open_reports}, queue_key ${stored}`];
+  });
 }

@@ -61,6 +61,10 @@ export const Upload = defineEntity({
     moderation: p.string().length(8).$type<ModerationState>().default('visible'),
     personFlag: p.boolean().default(false),
     moderatedAt: p.datetime(3).nullable(),
+    /** How many of its reports are open. */
+    openReports: p.integer().default(0),
+    /** Its place in the open moderation queue (held first, then most open reports); null when not in it (m020). */
+    queueKey: p.integer().nullable(),
   },
 });
 export type IUpload = InferEntity<typeof Upload>;

@@ -15,6 +15,7 @@ import { M016PdqBlocklist } from './m016-pdq-blocklist.ts';
 import { M017TagSearchIndex } from './m017-tag-search-index.ts';
 import { M018HumanBoxes } from './m018-human-boxes.ts';
 import { M019RankMoves } from './m019-rank-moves.ts';
+import { M020QueueKey } from './m020-queue-key.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   M017TagSearchIndex,
   M018HumanBoxes,
   M019RankMoves,
+  M020QueueKey,
 ];

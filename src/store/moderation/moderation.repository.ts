@@ -35,17 +35,19 @@ import { addBlocklistEntries } from './blocklist.repository.ts';
 import { appendModlog, readModlog } from './modlog.ts';
 import { emitEvent, emitQueueItem, emitUploadEvent } from '../webhooks/outbox.ts';
 import { queueBanRemoval } from './job.repository.ts';
-import { closeOpenReports, holdUpload, lockForRemoval, removeUpload, setState } from './upload-states.ts';
+import {
+  closeOpenReports,
+  countOpenReport,
+  holdUpload,
+  lockForRemoval,
+  removeUpload,
+  setState,
+} from './upload-states.ts';
 
-/** How many open reports the upload has. */
+/** How many open reports the upload has (its count, kept with the reports: m020). */
 async function openReports(db: Kysely<DB>, uploadId: string): Promise<number> {
-  const open = await db
-    .selectFrom('reports')
-    .select((eb) => eb.fn.countAll().as('n'))
-    .where('upload_id', '=', uploadId)
-    .where('status', '=', 'open')
-    .executeTakeFirstOrThrow();
-  return Number(open.n);
+  const row = await db.selectFrom('uploads').select('open_reports').where('id', '=', uploadId).executeTakeFirst();
+  return Number(row?.open_reports ?? 0);
 }
 
 const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> = {
@@ -61,8 +63,34 @@ interface QueueKeyRow {
   k: number | string;
 }
 
-/** How far apart held and not-held uploads are in the open queue's key: more than any upload's report count. */
-const QUEUE_HELD_STEP = 1_000_000_000;
+/**
+ * A page of the queue's keys. The open queue is one seek in uploads_queue_index (m020): `queue_key` is its order as
+ * one number (held first, then most open reports), then oldest first; a cursor's key is that number, and the next
+ * page seeks past (key, created_at, id). The closed queue reads uploads_moderated_index newest first.
+ */
+export function queueKeysQuery(d: Dialect, status: 'open' | 'closed', start: PageStart, limit: number) {
+  const offset = 'offset' in start ? start.offset : 0;
+  const after = 'after' in start ? start.after.pos : null;
+  if (status === 'open') {
+    const seek = after
+      ? sql`and (u.queue_key, u.created_at, u.id) > (${after.key ?? 0}, ${d.date(after.createdAt)}, ${after.id})`
+      : sql``;
+    return sql<QueueKeyRow>`
+      select u.id as id, u.created_at as at, u.queue_key as k from uploads u
+      where u.queue_key is not null ${seek}
+      order by u.queue_key, u.created_at, u.id
+      limit ${limit} offset ${offset}`;
+  }
+  const seek = after ? sql`and (u.moderated_at, u.id) < (${d.date(after.createdAt)}, ${after.id})` : sql``;
+  return sql<QueueKeyRow>`
+    select u.id as id, u.moderated_at as at, 0 as k from uploads u
+    where u.moderated_at is not null
+      and (u.moderation = 'removed' or (u.moderation = 'visible' and u.person_flag = ${sql.raw(d.falseLit)}
+        and u.open_reports = 0))
+      ${seek}
+    order by u.moderated_at desc, u.id desc
+    limit ${limit} offset ${offset}`;
+}
 
 export class ModerationRepository implements ModerationStore {
   readonly #db: Database;
@@ -123,6 +151,7 @@ export class ModerationRepository implements ModerationStore {
           },
           at: input.createdAt,
         });
+        await countOpenReport(db, d, input.uploadId);
         // The upload's first open report puts it in the queue (unless it was there already: held or flagged).
         if (upload.moderation === 'visible' && !d.readBool(upload.person_flag)) {
           if ((await openReports(db, input.uploadId)) === 1)
@@ -221,39 +250,7 @@ export class ModerationRepository implements ModerationStore {
   ): Promise<QueueItemRecord[]> {
     const db = this.#db.read();
     const d = this.#db.dialect;
-    const trueLit = sql.raw(d.name === 'postgres' ? 'true' : '1');
-    const falseLit = sql.raw(d.falseLit);
-    const offset = 'offset' in start ? start.offset : 0;
-    const after = 'after' in start ? start.after.pos : null;
-    // The open queue's order as one number (held first, then most open reports), then oldest first: a cursor's
-    // key is that number, and the next page seeks past (key, created_at, id).
-    const openKey = sql`(case when u.moderation = 'held' then 0 else 1 end) * ${QUEUE_HELD_STEP} - coalesce(r.n, 0)`;
-    const seekOpen = after
-      ? sql`and (${openKey}, u.created_at, u.id) > (${after.key ?? 0}, ${d.date(after.createdAt)}, ${after.id})`
-      : sql``;
-    const { rows } =
-      status === 'open'
-        ? await sql<QueueKeyRow>`
-            with open_reports as (
-              select upload_id, count(*) as n from reports where status = 'open' group by upload_id),
-            ids as (
-              select upload_id as id from open_reports
-              union select id from uploads where moderation = 'held'
-              union select id from uploads where person_flag = ${trueLit})
-            select u.id as id, u.created_at as at, ${openKey} as k from ids join uploads u on u.id = ids.id
-              left join open_reports r on r.upload_id = u.id
-            where u.moderation <> 'removed'
-              ${seekOpen}
-            order by k, u.created_at, u.id
-            limit ${limit} offset ${offset}`.execute(db)
-        : await sql<QueueKeyRow>`
-            select u.id as id, u.moderated_at as at, 0 as k from uploads u
-            where u.moderated_at is not null
-              and (u.moderation = 'removed' or (u.moderation = 'visible' and u.person_flag = ${falseLit}
-                and not exists (select 1 from reports r where r.upload_id = u.id and r.status = 'open')))
-              ${after ? sql`and (u.moderated_at, u.id) < (${d.date(after.createdAt)}, ${after.id})` : sql``}
-            order by u.moderated_at desc, u.id desc
-            limit ${limit} offset ${offset}`.execute(db);
+    const { rows } = await queueKeysQuery(d, status, start, limit).execute(db);
     if (!rows.length) return [];
     const ids = rows.map((r) => r.id);
     const keys = new Map(rows.map((r) => [r.id, r]));
@@ -277,13 +274,8 @@ export class ModerationRepository implements ModerationStore {
   }
 
   async openQueueDepth(): Promise<number> {
-    const trueLit = sql.raw(this.#db.dialect.name === 'postgres' ? 'true' : '1');
     const { rows } = await sql<{ n: number | string }>`
-      select count(*) as n from (
-        select upload_id as id from reports where status = 'open'
-        union select id from uploads where moderation = 'held'
-        union select id from uploads where person_flag = ${trueLit}) ids
-      join uploads u on u.id = ids.id where u.moderation <> 'removed'`.execute(this.#db.read());
+      select count(*) as n from uploads where queue_key is not null`.execute(this.#db.read());
     return Number(rows[0]?.n ?? 0);
   }
 

@@ -2,7 +2,7 @@
  * Changes of an upload's moderation state, inside the caller's transaction and under the upload's lock: the
  * listing counts of its tags move with it (changingListing), and the modlog line is written in the same commit.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { NewModlogEntry } from '../../domain/moderation/moderation.types.ts';
 import type { ModerationState } from '../../domain/uploads/upload.types.ts';
 import { hotRank } from '../../domain/ranking.ts';
@@ -36,16 +36,19 @@ export async function holdUpload(
   return true;
 }
 
-/** Sets the state (and the time a moderator last acted), moving the tag counts when listings gain or lose it. */
-export function setState(
+/**
+ * Sets the state (and the time a moderator last acted), moving the tag counts when listings gain or lose it, and the
+ * upload's place in the open queue.
+ */
+export async function setState(
   db: Kysely<DB>,
   d: Dialect,
   uploadId: string,
   state: ModerationState,
   at: Date,
   extra: { personFlag?: boolean } = {},
-): Promise<unknown> {
-  return changingListing(db, d, uploadId, () =>
+): Promise<void> {
+  await changingListing(db, d, uploadId, () =>
     db
       .updateTable('uploads')
       .set({
@@ -56,6 +59,39 @@ export function setState(
       .where('id', '=', uploadId)
       .execute(),
   );
+  await refreshQueueKey(db, d, uploadId);
+}
+
+/** How far apart held and not-held uploads are in the open queue's key: more than any upload's report count. */
+export const QUEUE_HELD_STEP = 1_000_000_000;
+
+/**
+ * Sets the upload's place in the open moderation queue (`queue_key`, m020) from its state, person flag and count of
+ * open reports: null when it is not in the queue (removed, or visible with neither), otherwise held first, then most
+ * open reports. Called in the transaction of every change of one of the three, after it.
+ */
+export async function refreshQueueKey(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<void> {
+  await db
+    .updateTable('uploads')
+    .set({
+      queue_key: sql<number | null>`case
+        when moderation = 'removed' then null
+        when moderation = 'held' then 0 - open_reports
+        when person_flag = ${sql.raw(d.trueLit)} or open_reports > 0 then ${QUEUE_HELD_STEP} - open_reports
+        else null end`,
+    })
+    .where('id', '=', uploadId)
+    .execute();
+}
+
+/** Counts a new open report in the upload's `open_reports`, and moves its place in the queue. */
+export async function countOpenReport(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<void> {
+  await db
+    .updateTable('uploads')
+    .set((eb) => ({ open_reports: eb('open_reports', '+', 1) }))
+    .where('id', '=', uploadId)
+    .execute();
+  await refreshQueueKey(db, d, uploadId);
 }
 
 /**
@@ -132,6 +168,8 @@ export async function closeOpenReports(db: Kysely<DB>, d: Dialect, uploadId: str
     .where('upload_id', '=', uploadId)
     .where('status', '=', 'open')
     .execute();
+  await db.updateTable('uploads').set({ open_reports: 0 }).where('id', '=', uploadId).execute();
+  await refreshQueueKey(db, d, uploadId);
 }
 
 /**

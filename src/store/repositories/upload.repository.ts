@@ -18,6 +18,7 @@ import { changingListing, leaveTagCounts, linkTags, tagsOf } from './tag-links.t
 import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
 import { appendModlog } from '../moderation/modlog.ts';
+import { refreshQueueKey } from '../moderation/upload-states.ts';
 import { emitQueueItem, emitUploadEvent } from '../webhooks/outbox.ts';
 import { blocklisted, blocklistVersion, lockBlocklistForInsert, ownerBannedUntil } from '../moderation/insert-guard.ts';
 
@@ -287,8 +288,10 @@ export class UploadRepository implements UploadStore {
         // Webhooks (outbox.ts): in this commit, so none is lost to a crash and none reports an upload rolled back.
         await emitUploadEvent(db, d, 'upload.processed', u.id, u.createdAt);
         if (u.moderation === 'held') await emitUploadEvent(db, d, 'upload.held', u.id, u.createdAt);
-        if (u.moderation === 'held' || u.personFlag)
+        if (u.moderation === 'held' || u.personFlag) {
+          await refreshQueueKey(db, d, u.id);
           await emitQueueItem(db, d, u.id, u.moderation === 'held' ? 'held' : 'person_flag', u.createdAt);
+        }
         return { ok: true as const, sharedMedia };
       });
     } catch (e) {

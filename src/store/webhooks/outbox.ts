@@ -139,20 +139,9 @@ export function emitQueueItem(
 /** Whether the upload is in the open queue already: open reports, or a person flag (held is the caller's to say). */
 export async function inQueue(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<boolean> {
   const row = await db
-    .selectFrom('uploads as u')
-    .select(['u.person_flag'])
-    .select((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('reports as r')
-            .select('r.id')
-            .whereRef('r.upload_id', '=', 'u.id')
-            .where('r.status', '=', 'open'),
-        )
-        .as('reported'),
-    )
-    .where('u.id', '=', uploadId)
+    .selectFrom('uploads')
+    .select(['person_flag', 'open_reports'])
+    .where('id', '=', uploadId)
     .executeTakeFirst();
-  return !!row && (d.readBool(row.person_flag) || d.readBool(row.reported));
+  return !!row && (d.readBool(row.person_flag) || Number(row.open_reports) > 0);
 }

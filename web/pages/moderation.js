@@ -202,8 +202,9 @@ function personNote(item) {
 }
 
 /**
- * Outlines the person detector's boxes over the preview's image, each with its score. The boxes are fractions of the
- * image, set through the style API (the CSP allows no inline style attribute in markup).
+ * Outlines the person detector's boxes over the preview's image. Only the best box carries its score as a label (on
+ * an 8 rem preview, labels of boxes close together covered each other); every box has its score as a tooltip. The
+ * boxes are fractions of the image, set through the style API (the CSP allows no inline style attribute in markup).
  * @param {HTMLElement} preview the card's link, holding the thumbnail
  * @param {Array<{ x: number, y: number, width: number, height: number, score: number }> | null | undefined} boxes
  */
@@ -213,9 +214,15 @@ function drawPersonBoxes(preview, boxes) {
   const frame = h('span', { class: 'personframe' });
   img.replaceWith(frame);
   frame.append(img);
+  // The first of the best-scoring boxes.
+  const best = boxes.reduce((top, b) => (b.score > top.score ? b : top));
   for (const b of boxes) {
     const score = b.score.toFixed(2);
-    const box = h('span', { class: 'personbox', title: `person ${score}` }, h('span', { class: 'score' }, score));
+    const box = h(
+      'span',
+      { class: 'personbox', title: `person ${score}` },
+      b === best ? h('span', { class: 'score' }, score) : null,
+    );
     box.style.left = `${b.x * 100}%`;
     box.style.top = `${b.y * 100}%`;
     box.style.width = `${b.width * 100}%`;

@@ -107,8 +107,9 @@ const CHECKS: Check[] = [
   { name: 'vote-ring detector', run: async (rec) => void voteRingsBench(rec, { rounds: 3 }) },
   // Issue 32: people-free pictures the check generates itself (seed 2), scored as a worker scores an upload.
   { name: 'person filter false rejects', run: async (rec) => void (await personFilterBench(rec, { images: 300 })) },
-  // Issue 29 at a size CI seeds in seconds: listing reads at 50k uploads ÷ at 12k (the smallest size whose deepest
-  // number page is a full page; bench:scale runs 1M), and /healthz while 16 clients list deep pages at 50k.
+  // Issue 29 at a size CI seeds in seconds: listing reads at 50k uploads ÷ at 12k (a size whose deepest number page
+  // is a full page: bench:scale refuses under 11k; bench:scale runs 1M), and /healthz while 16 clients list deep
+  // pages at 50k.
   {
     name: 'listing reads as the data grows',
     run: (rec) =>

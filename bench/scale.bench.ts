@@ -28,7 +28,7 @@ import { UploadRepository } from '../src/store/repositories/upload.repository.ts
 import { similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
 import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
 import { analyze, insertRows } from './support/bulk-insert.ts';
-import { isMain, numbers, runAlone } from './support/cli.ts';
+import { isMain, numbers, runAlone, UsageError } from './support/cli.ts';
 import { figure, atMost, type Recorder, type Target } from './support/report.ts';
 import { rng, seedUploads, seedUsers, type SeededUser } from './support/seed.ts';
 import { LoadClient } from './support/http-load.ts';
@@ -52,6 +52,8 @@ export interface ScaleOptions {
 
 const CHUNK = 50_000;
 const LIMIT = 12;
+/** The deepest number page measured: 10 000 rows in, the deepest that API.md's ceiling lets a page go. */
+const DEEPEST_PAGE = Math.floor(10_000 / LIMIT) + 1;
 
 const neverHits: FeedCache = {
   read: async () => ({ hit: null, generation: '0', seq: 0, recount: [] }),
@@ -98,10 +100,9 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
     out.push({ name: `page 1, ${sort}`, run: () => feeds.list(q({ sort })) });
   for (const sort of ['new', 'top'] as const) {
     out.push({ name: `popular tag, page 1, ${sort}`, run: () => feeds.list(q({ sort, tag: popular })) });
-    const last = Math.floor(10_000 / LIMIT) + 1;
+    const last = DEEPEST_PAGE;
     // A yardstick must be the same read: at a size whose listed uploads end before this page it would be an empty
-    // page (no rows to hydrate), and the ratio would measure that, not growth. 10k uploads (5 % private) is such a
-    // size; the default `--small` is 12k.
+    // page (no rows to hydrate), and the ratio would measure that, not growth (MIN_SMALL keeps it from happening).
     const shown = (JSON.parse((await feeds.list(q({ sort, page: last }))).body.toString()) as { uploads: unknown[] })
       .uploads.length;
     if (shown < LIMIT)
@@ -347,7 +348,16 @@ async function rowCount(db: Database, table: 'uploads' | 'votes' | 'upload_tags'
   return Number(r.n);
 }
 
+/**
+ * The smallest `--small`: the deepest number page measured (10 000 rows in) must be a full page at the small size
+ * too, or its yardstick is an empty page; 5 % of the seeded uploads are private, so 11k lists ~10 450.
+ */
+const MIN_SMALL = 11_000;
+
 export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> {
+  if (!(o.small >= MIN_SMALL))
+    throw new UsageError(`--small must be at least ${MIN_SMALL} (its page ${DEEPEST_PAGE} must be a full page)`);
+  if (!(o.large > o.small)) throw new UsageError('--large must be larger than --small');
   for (const kind of o.dbs) {
     if (kind === 'postgres') {
       const why = await postgresUnavailable();

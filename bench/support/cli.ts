@@ -115,6 +115,9 @@ export function parseCommandLine<O extends Options>(
   }
 }
 
+/** Options that parse but cannot be run (a size too small for a read it measures): exit 2 before any work. */
+export class UsageError extends Error {}
+
 /**
  * Parses the command line, runs the benchmark into a fresh Recorder, prints its table and writes its JSON.
  * Exits 1 with the message when it throws.
@@ -138,6 +141,10 @@ export async function runAlone<O extends Options>(
   try {
     await bench(rec, values);
   } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`${command.replace(/ --$/, '')}: ${e.message} (see ${command} --help)`);
+      process.exit(2);
+    }
     console.error(`\n${name} failed: ${(e as Error).stack ?? String(e)}`);
     process.exit(1);
   }

@@ -44,12 +44,6 @@ import {
   setState,
 } from './upload-states.ts';
 
-/** How many open reports the upload has (its count, kept with the reports: m020). */
-async function openReports(db: Kysely<DB>, uploadId: string): Promise<number> {
-  const row = await db.selectFrom('uploads').select('open_reports').where('id', '=', uploadId).executeTakeFirst();
-  return Number(row?.open_reports ?? 0);
-}
-
 const STATE_OF: Readonly<Record<UploadAction, 'visible' | 'held' | 'removed'>> = {
   approve: 'visible',
   hold: 'held',
@@ -136,6 +130,8 @@ export class ModerationRepository implements ModerationStore {
         note: row.note,
         createdAt: d.readDate(row.created_at),
       };
+      // The upload's count of open reports with this one (its column, kept with the reports: m020).
+      let open = 0;
       if (inserted.length) {
         await emitEvent(db, d, {
           type: 'report.created',
@@ -151,12 +147,10 @@ export class ModerationRepository implements ModerationStore {
           },
           at: input.createdAt,
         });
-        await countOpenReport(db, d, input.uploadId);
+        open = await countOpenReport(db, d, input.uploadId);
         // The upload's first open report puts it in the queue (unless it was there already: held or flagged).
-        if (upload.moderation === 'visible' && !d.readBool(upload.person_flag)) {
-          if ((await openReports(db, input.uploadId)) === 1)
-            await emitQueueItem(db, d, input.uploadId, 'report', input.createdAt);
-        }
+        if (upload.moderation === 'visible' && !d.readBool(upload.person_flag) && open === 1)
+          await emitQueueItem(db, d, input.uploadId, 'report', input.createdAt);
       }
       const threshold = policy.holdThreshold;
       const mayHold = reportsMayHold({
@@ -167,7 +161,7 @@ export class ModerationRepository implements ModerationStore {
       if (inserted.length && threshold > 0 && mayHold) {
         // Decided here, under the upload's lock: concurrent reports see each other's rows in order, so the
         // report that brings the trusted count to the threshold is the one that holds, once.
-        const n = await openReports(db, input.uploadId);
+        const n = open;
         if (n >= threshold) {
           const reporters = await reporterHistories(db, d, policy.trust, [input.uploadId], 'open');
           const trusted = trustedCount(

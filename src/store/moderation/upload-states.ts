@@ -2,7 +2,7 @@
  * Changes of an upload's moderation state, inside the caller's transaction and under the upload's lock: the
  * listing counts of its tags move with it (changingListing), and the modlog line is written in the same commit.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { NewModlogEntry } from '../../domain/moderation/moderation.types.ts';
 import type { ModerationState } from '../../domain/uploads/upload.types.ts';
 import { hotRank } from '../../domain/ranking.ts';
@@ -66,32 +66,40 @@ export async function setState(
 export const QUEUE_HELD_STEP = 1_000_000_000;
 
 /**
- * Sets the upload's place in the open moderation queue (`queue_key`, m020) from its state, person flag and count of
- * open reports: null when it is not in the queue (removed, or visible with neither), otherwise held first, then most
- * open reports. Called in the transaction of every change of one of the three, after it.
+ * The upload's place in the open moderation queue (`queue_key`, m020) from its state, person flag and `open`, its
+ * count of open reports as of the statement that sets it: null when it is not in the queue (removed, or visible
+ * with neither), otherwise held first, then most open reports.
  */
+function queueKeyOf(d: Dialect, open: RawBuilder<number>) {
+  return sql<number | null>`case
+    when moderation = 'removed' then null
+    when moderation = 'held' then 0 - (${open})
+    when person_flag = ${sql.raw(d.trueLit)} or (${open}) > 0 then ${QUEUE_HELD_STEP} - (${open})
+    else null end`;
+}
+
+/** Sets the upload's place in the open queue; called in the transaction of every change of its state or flag. */
 export async function refreshQueueKey(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<void> {
   await db
     .updateTable('uploads')
-    .set({
-      queue_key: sql<number | null>`case
-        when moderation = 'removed' then null
-        when moderation = 'held' then 0 - open_reports
-        when person_flag = ${sql.raw(d.trueLit)} or open_reports > 0 then ${QUEUE_HELD_STEP} - open_reports
-        else null end`,
-    })
+    .set({ queue_key: queueKeyOf(d, sql<number>`open_reports`) })
     .where('id', '=', uploadId)
     .execute();
 }
 
-/** Counts a new open report in the upload's `open_reports`, and moves its place in the queue. */
-export async function countOpenReport(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<void> {
-  await db
+/**
+ * Counts a new open report in the upload's `open_reports` and moves its place in the queue, in one UPDATE (whose
+ * right-hand sides read the row as it was, hence `open_reports + 1` in both). Returns the new count.
+ */
+export async function countOpenReport(db: Kysely<DB>, d: Dialect, uploadId: string): Promise<number> {
+  const counted = sql<number>`open_reports + 1`;
+  const row = await db
     .updateTable('uploads')
-    .set((eb) => ({ open_reports: eb('open_reports', '+', 1) }))
+    .set({ open_reports: counted, queue_key: queueKeyOf(d, counted) })
     .where('id', '=', uploadId)
-    .execute();
-  await refreshQueueKey(db, d, uploadId);
+    .returning('open_reports')
+    .executeTakeFirst();
+  return Number(row?.open_reports ?? 0);
 }
 
 /**
@@ -168,8 +176,11 @@ export async function closeOpenReports(db: Kysely<DB>, d: Dialect, uploadId: str
     .where('upload_id', '=', uploadId)
     .where('status', '=', 'open')
     .execute();
-  await db.updateTable('uploads').set({ open_reports: 0 }).where('id', '=', uploadId).execute();
-  await refreshQueueKey(db, d, uploadId);
+  await db
+    .updateTable('uploads')
+    .set({ open_reports: 0, queue_key: queueKeyOf(d, sql<number>`0`) })
+    .where('id', '=', uploadId)
+    .execute();
 }
 
 /**

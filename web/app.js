@@ -1,32 +1,22 @@
-// pixvote's pages: vanilla ES modules, no build step. The server sends each page as a small HTML shell
-// (src/gateway/routes/web.routes.ts) naming the page and the signed-in visitor, with this module and the page's
-// own (web/pages/) preloaded; the page module renders it from the public API and does every write through it.
-// Every import names a file under web/ (or thumbhash); src/gateway/web-assets.ts serves each under its hashed name.
+// pixvote's pages: vanilla ES modules, no build step of their own. The server renders each page's HTML
+// (src/gateway/routes/web.routes.ts) naming the page and the signed-in visitor, and sends one script with it: this
+// boot and the page's own module (web/pages/), bundled together at startup (src/gateway/web-assets.ts). The page
+// module enhances what the server rendered, or renders from the public API, and does every write through it.
 import { api } from './lib/api.js';
 import { body } from './lib/dom.js';
 
 /** @typedef {{ render(page: string): unknown }} Page */
 
-/** Page name (the shell's data-page) → its module. */
-/** @type {Record<string, () => Promise<Page>>} */
-const pages = {
-  feed: () => import('./pages/feed.js'),
-  user: () => import('./pages/feed.js'),
-  upload: () => import('./pages/upload.js'),
-  new: () => import('./pages/new.js'),
-  signin: () => import('./pages/auth.js'),
-  signup: () => import('./pages/auth.js'),
-  profile: () => import('./pages/profile.js'),
-  moderation: () => import('./pages/moderation.js'),
-  modlog: () => import('./pages/modlog.js'),
-};
-
-document.getElementById('signout')?.addEventListener('click', async () => {
-  await api('POST', '/api/auth', { action: 'logout' });
-  location.assign('/');
-});
-
-const name = body.dataset.page ?? '';
-const page = await pages[name]?.();
-await page?.render(name);
-body.dataset.ready = 'true';
+/**
+ * Runs the page: the shared sign-out button, then the page module on the page the shell names (`data-page`);
+ * `data-ready` marks the end (tests wait for it).
+ * @param {Page} page
+ */
+export async function boot(page) {
+  document.getElementById('signout')?.addEventListener('click', async () => {
+    await api('POST', '/api/auth', { action: 'logout' });
+    location.assign('/');
+  });
+  await page.render(body.dataset.page ?? '');
+  body.dataset.ready = 'true';
+}

@@ -137,20 +137,26 @@ function time(iso: string): string {
   return el('time', { datetime: iso }, text(shown));
 }
 
+/** The image that makes the upload page's largest paint (its medium variant), for the page to preload; or null. */
+export function uploadPageImage(u: UploadView): string | null {
+  return u.upload_type === 'image' && u.image ? `${u.image.url}?size=medium` : null;
+}
+
 /**
  * The content of `<main>` for an upload: what web/pages/upload.js shows, read-only (no vote buttons, owner
  * tools or report form: those need the script). `signedIn`: whether to offer the sign-in link for voting.
  */
 export function uploadMainHtml(u: UploadView, signedIn: boolean): string {
   let media: string;
-  if (u.upload_type === 'image' && u.image) {
+  const src = uploadPageImage(u);
+  if (src && u.image) {
     const size = variantSize(u.image, 1024);
     const full = el('a', { href: `${u.image.url}?size=full` }, 'Open the full-size image');
     media = el(
       'figure',
       { class: 'media' },
       el('img', {
-        src: `${u.image.url}?size=medium`,
+        src,
         alt: u.description || u.original_name || 'Image',
         width: size.width,
         height: size.height,

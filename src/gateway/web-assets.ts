@@ -1,32 +1,49 @@
 /**
- * The pages' static assets (issue 20, issue 28): web/app.css, web/icon.svg, and the ES modules of web/ — the entry
- * web/app.js, the shared web/lib/*.js, one web/pages/*.js per page — with the thumbhash package and the generated
+ * The pages' static assets (issue 20, issue 28, issue 30): web/app.css, web/icon.svg, and the ES modules of web/ — the
+ * boot web/app.js, the shared web/lib/*.js, one web/pages/*.js per page — with the thumbhash package and the generated
  * limits module (src/gateway/web-limits.ts) they import.
  *
- * Each is served from memory under a content-hashed name (`/assets/feed.3f2a9c1b0d4e.js`), precompressed. The
- * modules are read as the browser will: starting at web/app.js, every `import … from '…'` and `import('…')` names
- * a module of web/ (or `thumbhash`) and is rewritten to that module's hashed path, so a module's hash covers the
- * hashes of all it imports and a changed module renames every module above it. A specifier that names anything
- * else, a cycle, or two modules of the same file name stop the server at startup.
+ * Each is served from memory under a content-hashed name (`/assets/feed.3f2a9c1b0d4e.js`), compressed once.
  *
- * The entry maps each page name to its module (`feed: () => import('./pages/feed.js')`): the page's shell preloads
- * that module's static imports and the entry's (`preloads(page)`), so a first load asks for them all at once
- * instead of discovering them import by import.
+ * A page loads one script: its bundle, the boot and the page's module with everything they import, built by esbuild
+ * at startup (minified; pages that share a module share the bundle). One request instead of one per module: on a
+ * slow connection each module was a round trip before the page's first paint (Lighthouse counts a page's scripts as
+ * render-blocking), and the page's image shared the connections with them.
+ *
+ * The modules are also served one by one, as the browser would import them unbundled (tests import `card` and `ago`
+ * from them to compare with the server's rendering): every `import … from '…'` names a module of web/ (or
+ * `thumbhash`) and is rewritten to that module's hashed path, so a module's hash covers the hashes of all it imports.
+ * A specifier that names anything else, a cycle, or two modules of the same file name stop the server at startup.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename } from 'node:path';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { buildSync } from 'esbuild';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { limitsModule } from './web-limits.ts';
 
 const require = createRequire(import.meta.url);
 const WEB_DIR = new URL('../../web/', import.meta.url);
-const ENTRY = new URL('app.js', WEB_DIR);
+const BOOT = new URL('app.js', WEB_DIR);
 const THUMBHASH = pathToFileURL(require.resolve('thumbhash/thumbhash.js'));
 /** Modules that are no file of web/: made here. */
 const GENERATED = new Map([[new URL('lib/limits.js', WEB_DIR).href, limitsModule]]);
+
+/** Each page (the shell's `data-page`) → its module in web/, which exports `render(page)`. */
+const PAGE_MODULES: Readonly<Record<string, string>> = {
+  feed: 'pages/feed.js',
+  user: 'pages/feed.js',
+  upload: 'pages/upload.js',
+  new: 'pages/new.js',
+  signin: 'pages/auth.js',
+  signup: 'pages/auth.js',
+  profile: 'pages/profile.js',
+  moderation: 'pages/moderation.js',
+  modlog: 'pages/modlog.js',
+};
 
 const JS = 'text/javascript; charset=utf-8';
 
@@ -40,42 +57,41 @@ export interface Asset {
   etag: string;
 }
 
-interface ModuleAsset extends Asset {
-  /** What its static imports name (dynamic `import()`s load later, on demand). */
-  imports: ModuleAsset[];
-}
-
 export interface WebAssets {
   css: Asset;
   icon: Asset;
-  /** The entry module the page's shell names in its `<script type="module">`. */
-  app: Asset;
   /** Every asset by its public path. */
   byPath: Map<string, Asset>;
-  /** Whether the entry has a module for this page. */
+  /** Whether there is a module for this page. */
   hasPage(page: string): boolean;
-  /** The paths of the modules a page needs besides the entry: the entry's static imports and the page module's. */
-  preloads(page: string): string[];
+  /** The one script a page's shell names in its `<script type="module">`: the boot and the page's module, bundled. */
+  bundle(page: string): Asset;
+  /** A module of web/ served on its own, by its file name (`cards.js`). */
+  module(name: string): Asset | undefined;
 }
 
+/** An asset; its compressed forms are made when first asked for (at the best levels, once: most are never sent). */
 function makeAsset(name: string, type: string, raw: Buffer): Asset {
   const hash = createHash('sha256').update(raw).digest('hex').slice(0, 12);
   const dot = name.lastIndexOf('.');
+  let br: Buffer | undefined;
+  let gzip: Buffer | undefined;
   return {
     path: `/assets/${name.slice(0, dot)}.${hash}${name.slice(dot)}`,
     type,
     raw,
-    br: brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }),
-    gzip: gzipSync(raw, { level: 9 }),
+    get br() {
+      return (br ??= brotliCompressSync(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }));
+    },
+    get gzip() {
+      return (gzip ??= gzipSync(raw, { level: 9 }));
+    },
     etag: `"${hash}"`,
   };
 }
 
 /** A static import or re-export at the start of a line (not an `@import` in a comment), and its specifier. */
 const STATIC_IMPORT = /^(?:import|export)\s+(?:[\w$*{},\s]+?\s+from\s+)?'([^']+)';/gm;
-const DYNAMIC_IMPORT = /\bimport\('([^']+)'\)/g;
-/** The entry's page table: `feed: () => import('./pages/feed.js'),`. */
-const PAGE_ENTRY = /^\s*(\w+): \(\) => import\('([^']+)'\),?$/gm;
 
 function resolve(specifier: string, from: URL): URL {
   if (specifier === 'thumbhash') return THUMBHASH;
@@ -88,12 +104,12 @@ function resolve(specifier: string, from: URL): URL {
   return url;
 }
 
-/** Loads the module graph from the entry, each module once, its imports first. */
-function loadModules(): { modules: Map<string, ModuleAsset>; names: Map<string, string> } {
-  const modules = new Map<string, ModuleAsset>();
+/** Loads the module graph from the boot and each page's module, each module once, its imports first. */
+function loadModules(): Map<string, Asset> {
+  const modules = new Map<string, Asset>();
   const names = new Map<string, string>();
   const loading = new Set<string>();
-  const load = (url: URL): ModuleAsset => {
+  const load = (url: URL): Asset => {
     const done = modules.get(url.href);
     if (done) return done;
     if (loading.has(url.href)) throw new Error(`web/: import cycle through ${fileURLToPath(url)}`);
@@ -105,30 +121,54 @@ function loadModules(): { modules: Map<string, ModuleAsset>; names: Map<string, 
     names.set(name, url.href);
     const generate = GENERATED.get(url.href);
     const source = generate ? generate() : readFileSync(url, 'utf8');
-    const imports: ModuleAsset[] = [];
-    const rewrite = (isStatic: boolean) => (statement: string, specifier: string) => {
-      const dep = load(resolve(specifier, url));
-      if (isStatic) imports.push(dep);
-      return statement.replace(`'${specifier}'`, `'${dep.path}'`);
-    };
-    const served = source.replace(STATIC_IMPORT, rewrite(true)).replace(DYNAMIC_IMPORT, rewrite(false));
-    const asset = { ...makeAsset(name, JS, Buffer.from(served)), imports };
+    const served = source.replace(STATIC_IMPORT, (statement: string, specifier: string) =>
+      statement.replace(`'${specifier}'`, `'${load(resolve(specifier, url)).path}'`),
+    );
+    const asset = makeAsset(name, JS, Buffer.from(served));
     loading.delete(url.href);
     modules.set(url.href, asset);
     return asset;
   };
-  load(ENTRY);
-  return { modules, names };
+  load(BOOT);
+  for (const path of Object.values(PAGE_MODULES)) load(new URL(path, WEB_DIR));
+  return modules;
 }
 
-/** A module's static imports, all the way down (itself excluded), each once. */
-function staticGraph(module: ModuleAsset, into = new Set<ModuleAsset>()): Set<ModuleAsset> {
-  for (const dep of module.imports) {
-    if (into.has(dep)) continue;
-    into.add(dep);
-    staticGraph(dep, into);
+/**
+ * One bundle per page module: the boot and the module, with all they import, as one minified ES module. esbuild
+ * reads them from a copy of web/ that holds the generated modules too (its synchronous API takes no plugin that
+ * could serve them from memory), removed at once; `thumbhash` resolves from our node_modules.
+ */
+function bundlePages(): Map<string, Asset> {
+  const copy = mkdtempSync(join(tmpdir(), 'pixvote-web-'));
+  try {
+    cpSync(fileURLToPath(WEB_DIR), copy, { recursive: true });
+    for (const [href, generate] of GENERATED) {
+      writeFileSync(join(copy, fileURLToPath(href).slice(fileURLToPath(WEB_DIR).length)), generate());
+    }
+    const bundles = new Map<string, Asset>();
+    for (const path of new Set(Object.values(PAGE_MODULES))) {
+      const { outputFiles } = buildSync({
+        stdin: {
+          contents: `import { boot } from './app.js';\nimport * as page from './${path}';\nawait boot(page);\n`,
+          resolveDir: copy,
+          sourcefile: `${path} (bundle)`,
+        },
+        bundle: true,
+        format: 'esm',
+        target: 'es2022',
+        minify: true,
+        legalComments: 'none',
+        nodePaths: [dirname(dirname(fileURLToPath(THUMBHASH)))],
+        write: false,
+        logLevel: 'silent',
+      });
+      bundles.set(path, makeAsset(basename(path), JS, Buffer.from(outputFiles[0]!.contents)));
+    }
+    return bundles;
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
   }
-  return into;
 }
 
 let loaded: WebAssets | undefined;
@@ -138,33 +178,26 @@ export function webAssets(): WebAssets {
   return (loaded ??= loadWebAssets());
 }
 
-/** Loads and hashes the assets. */
+/** Loads, bundles and hashes the assets. */
 export function loadWebAssets(): WebAssets {
   const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
   const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));
   const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'));
-  const { modules } = loadModules();
-  const app = modules.get(ENTRY.href)!;
-
-  const preloads = new Map<string, string[]>();
-  for (const [, page, specifier] of readFileSync(ENTRY, 'utf8').matchAll(PAGE_ENTRY)) {
-    const module = modules.get(resolve(specifier!, ENTRY).href)!;
-    const graph = staticGraph(app);
-    graph.add(module);
-    staticGraph(module, graph);
-    preloads.set(
-      page!,
-      [...graph].map((m) => m.path),
-    );
-  }
-
-  const byPath = new Map<string, Asset>([css, icon, ...modules.values()].map((a) => [a.path, a]));
+  const modules = [...loadModules().values()];
+  const bundles = bundlePages();
+  const byName = new Map(modules.map((m) => [basename(m.path).replace(/\.[0-9a-f]{12}\./, '.'), m]));
+  // A bundle and the module of the same name differ in content, so in hash and path.
+  const byPath = new Map<string, Asset>([css, icon, ...modules, ...bundles.values()].map((a) => [a.path, a]));
   return {
     css,
     icon,
-    app,
     byPath,
-    hasPage: (page) => preloads.has(page),
-    preloads: (page) => preloads.get(page) ?? [],
+    hasPage: (page) => Object.hasOwn(PAGE_MODULES, page),
+    bundle: (page) => {
+      const bundle = Object.hasOwn(PAGE_MODULES, page) ? bundles.get(PAGE_MODULES[page]!) : undefined;
+      if (!bundle) throw new Error(`web: no module for the page ${page}`);
+      return bundle;
+    },
+    module: (name) => byName.get(name),
   };
 }

@@ -13,6 +13,7 @@ import { pngImage } from '../support/fixtures.ts';
 import { PAGE_CSP, escapeHtml } from '../../src/gateway/routes/web.routes.ts';
 import { SECURITY_HEADERS } from '../../src/gateway/security-headers.ts';
 import { WEB_LIMITS } from '../../src/gateway/web-limits.ts';
+import { webAssets } from '../../src/gateway/web-assets.ts';
 import { USERNAME_RE } from '../../src/gateway/schemas/auth.schemas.ts';
 import { REPORT_REASONS } from '../../src/domain/moderation/moderation.types.ts';
 import { MAX_FILE_BYTES } from '../../src/domain/uploads/limits.ts';
@@ -78,61 +79,51 @@ test('the API keeps its own headers: a CSP that allows nothing', async () => {
   assert.equal((await get('/api/nothing')).body.error, 'not_found');
 });
 
-test('assets: content-hashed names, one-year immutable caching, Brotli or gzip, 404 for anything else', async () => {
+test('assets: a bundle per page, hashed names, immutable for a year, Brotli or gzip, 404 otherwise', async () => {
   const html = (await get('/')).text;
   const assets = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
-  // icon, stylesheet, the entry module, and the modules the feed needs at once, preloaded
+  // icon, stylesheet, and the page's one script: its bundle (no module is fetched on its own, none preloaded)
   assert.equal(assets.filter((a) => /\.(svg|css)$/.test(a)).length, 2, assets.join(', '));
-  assert.equal([...html.matchAll(/<script type="module" src="\/assets\/app\.\w+\.js"><\/script>/g)].length, 1);
-  const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)].map((m) => m[1]!);
-  for (const path of assets) {
+  const scripts = [...html.matchAll(/<script type="module" src="(\/assets\/[^"]+)"><\/script>/g)].map((m) => m[1]!);
+  assert.deepEqual(scripts, [webAssets().bundle('feed').path]);
+  assert.equal(html.includes('modulepreload'), false);
+  const served = webAssets();
+  const bundles = ['feed', 'user', 'upload', 'new', 'signin', 'signup', 'profile', 'moderation', 'modlog'].map(
+    (page) => served.bundle(page).path,
+  );
+  assert.equal(new Set(bundles).size, 7, 'pages with the same module share its bundle');
+  const modules = ['app.js', 'cards.js', 'dom.js', 'limits.js', 'thumbhash.js', 'feed.js'].map(
+    (name) => served.module(name)?.path ?? name,
+  );
+  for (const path of new Set([...assets, ...bundles, ...modules])) {
     assert.match(path, /^\/assets\/[a-z]+\.[0-9a-f]{12}\.(js|css|svg)$/);
     const plain = await get(path, { 'accept-encoding': 'identity' });
     assert.equal(plain.status, 200, path);
     assert.equal(plain.headers.get('cache-control'), 'public, max-age=31536000, immutable');
     assert.equal(plain.headers.get('content-encoding'), null);
     if (path.endsWith('.js')) assert.equal(plain.headers.get('content-type'), 'text/javascript; charset=utf-8', path);
+    // A bundle imports nothing: everything its page runs is in it.
+    if (bundles.includes(path)) assert.equal(/\bimport\s*[("'{*]|from\s*["']/.test(plain.text), false, path);
     const br = await fetch(app.url + path, { headers: { 'accept-encoding': 'br' } });
     assert.equal(br.headers.get('content-encoding'), 'br');
     assert.equal(Buffer.from(await br.arrayBuffer()).equals(plain.bytes), true, 'fetch decodes to the same bytes');
     const gz = await fetch(app.url + path, { headers: { 'accept-encoding': 'gzip' } });
     assert.equal(gz.headers.get('content-encoding'), 'gzip');
   }
-  // Every module imports the others by their hashed paths: the feed's static graph is all preloaded, and every
-  // module of every page (loaded with import()) is served as JavaScript under its hashed, immutable name.
-  const entry = assets.find((a) => /\/app\.\w+\.js$/.test(a))!;
-  const feed = (await get(entry)).text.match(/feed: \(\) => import\('([^']+)'\)/)![1]!;
-  const staticImports = (js: string) =>
-    [...js.matchAll(/^(?:import|export) [^;]*?from '([^']+)';$/gm)].map((m) => m[1]!);
-  const seen = new Set<string>();
-  const crawl = async (path: string, needed: boolean): Promise<void> => {
-    if (seen.has(path)) return;
-    seen.add(path);
-    assert.match(path, /^\/assets\/[a-z]+\.[0-9a-f]{12}\.js$/);
-    const r = await get(path);
-    assert.equal(r.status, 200, path);
-    assert.equal(r.headers.get('content-type'), 'text/javascript; charset=utf-8', path);
-    assert.equal(r.headers.get('cache-control'), 'public, max-age=31536000, immutable');
-    if (needed && path !== entry) assert.ok(preloaded.includes(path), `${path} is preloaded`);
-    for (const dep of staticImports(r.text)) await crawl(dep, needed);
-    for (const m of r.text.matchAll(/\bimport\('([^']+)'\)/g)) if (m[1] !== feed) await crawl(m[1]!, false);
-  };
-  await crawl(feed, true);
-  await crawl(entry, true);
-  const thumbhash = preloaded.find((a) => a.includes('/thumbhash.'));
-  assert.ok(thumbhash, 'the feed preloads the hashed thumbhash module its cards import');
-  assert.ok(seen.size >= 10, `every page's module is served: ${[...seen].join(', ')}`);
+  // The modules served one by one import each other by their hashed paths.
+  const cards = (await get(served.module('cards.js')!.path)).text;
+  assert.ok(cards.includes(`from '${served.module('thumbhash.js')!.path}'`), 'cards.js imports the hashed thumbhash');
   assert.equal((await get('/assets/app.000000000000.js')).status, 404);
   assert.equal((await get('/favicon.ico')).status, 200);
 });
 
 test("the pages' limits module is the server's own limits", async () => {
-  const html = (await get('/new')).text;
-  const path = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)]
-    .map((m) => m[1]!)
-    .find((p) => p.startsWith('/assets/limits.'));
-  assert.ok(path, 'the upload form preloads the limits module');
+  const path = webAssets().module('limits.js')?.path;
+  assert.ok(path, 'the limits module is served');
   const source = (await get(path)).text;
+  // The upload form's bundle carries the same limits.
+  const bundle = (await get(webAssets().bundle('new').path)).text;
+  assert.ok(bundle.includes(`maxFileBytes:${MAX_FILE_BYTES}`), 'the upload form has the limits in its bundle');
   const { limits } = (await import(`data:text/javascript,${encodeURIComponent(source)}`)) as { limits: unknown };
   assert.deepEqual(limits, WEB_LIMITS);
   assert.deepEqual(WEB_LIMITS.reportReasons, REPORT_REASONS);

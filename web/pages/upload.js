@@ -35,20 +35,33 @@ function renderUpload(u) {
   if (u.upload_type === 'image' && u.image) {
     const image = u.image;
     const size = fit(image.width, image.height, 1024);
-    const img = h('img', {
-      src: `${image.url}?size=medium`,
-      alt: u.description || u.original_name || 'Image',
-      width: size.width,
-      height: size.height,
-      fetchpriority: 'high',
-    });
-    placeholder(img, image.thumbhash);
+    const src = `${image.url}?size=medium`;
+    // The image the server rendered (src/gateway/upload-page.ts) stays where it painted: a new <img> would paint
+    // again, later, and be the page's largest paint.
+    const served = document.querySelector('#main > article.upload > figure.media > img');
+    const img =
+      served instanceof HTMLImageElement && served.getAttribute('src') === src
+        ? served
+        : h('img', {
+            src,
+            alt: u.description || u.original_name || 'Image',
+            width: size.width,
+            height: size.height,
+            fetchpriority: 'high',
+          });
+    if (img !== served) placeholder(img, image.thumbhash);
     const full = h('button', { type: 'button', class: 'secondary' }, 'Show full size');
     full.addEventListener('click', () => {
       img.src = `${image.url}?size=full`;
       full.replaceWith(h('a', { href: `${image.url}?size=full` }, 'Open the full-size image'));
     });
-    media = h('figure', { class: 'media' }, img, h('figcaption', {}, u.original_name ?? '', ' ', full));
+    const caption = h('figcaption', {}, u.original_name ?? '', ' ', full);
+    if (img === served && img.parentElement) {
+      img.parentElement.querySelector(':scope > figcaption')?.replaceWith(caption);
+      media = img.parentElement;
+    } else {
+      media = h('figure', { class: 'media' }, img, caption);
+    }
   } else {
     const href = safeUrl(u.external_url);
     const embedBox = h('div', { class: 'embed' });
@@ -119,32 +132,34 @@ function renderUpload(u) {
   // Nobody reports their own upload.
   const report = ME && ME.id !== u.user_id ? reportForm(u) : null;
 
-  show(
+  const about = h(
+    'div',
+    { class: 'about' },
+    h('h1', {}, 'Upload by ', u.username),
+    u.description ? h('p', { class: 'description' }, u.description) : null,
     h(
-      'article',
-      { class: 'upload' },
-      media,
-      h(
-        'div',
-        { class: 'about' },
-        h('h1', {}, 'Upload by ', u.username),
-        u.description ? h('p', { class: 'description' }, u.description) : null,
-        h(
-          'p',
-          { class: 'meta' },
-          when(u.created_at),
-          u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
-          u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
-        ),
-        h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, upNoun, ' · ▼ ', down, downNoun),
-        votes,
-        tags,
-        notice,
-        owner,
-        report,
-      ),
+      'p',
+      { class: 'meta' },
+      when(u.created_at),
+      u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
+      u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
     ),
+    h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, upNoun, ' · ▼ ', down, downNoun),
+    votes,
+    tags,
+    notice,
+    owner,
+    report,
   );
+  const article = media.parentElement;
+  if (media.isConnected && article) {
+    // The server's article, its image kept: everything else in it replaced.
+    for (const child of [...article.children]) if (child !== media) child.remove();
+    article.append(about);
+    document.getElementById('main')?.setAttribute('aria-busy', 'false');
+  } else {
+    show(h('article', { class: 'upload' }, media, about));
+  }
 }
 
 /**

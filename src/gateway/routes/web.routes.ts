@@ -2,12 +2,12 @@
  * The web front end (issue 20): the pages people use in a browser, served by the same process.
  *
  * Each page is one small HTML document (this file) that names its page, the signed-in visitor (from the
- * auth-token cookie the authenticate middleware already resolved) and its static assets: the entry module
- * `web/app.js` loads the page's own module (`web/pages/*.js`, checked JavaScript like `web/lib/*.js`; the shell
- * preloads both graphs, src/gateway/web-assets.ts), which renders the page from the public API (`/api/*`) and
- * does every write through it with the cookie, so the pages use nothing the API does not offer anyone. User
- * text only ever reaches the DOM as text nodes or attribute values (never as markup); every server-rendered
- * string (the visitor's name, the feed's first page) goes through `escapeHtml`.
+ * auth-token cookie the authenticate middleware already resolved) and its static assets: one script, the page's
+ * bundle of the boot `web/app.js` and the page's own module (`web/pages/*.js`, checked JavaScript like
+ * `web/lib/*.js`; src/gateway/web-assets.ts), which enhances what the server rendered or renders the page from the
+ * public API (`/api/*`) and does every write through it with the cookie, so the pages use nothing the API does not
+ * offer anyone. User text only ever reaches the DOM as text nodes or attribute values (never as markup); every
+ * server-rendered string (the visitor's name, the feed's first page) goes through `escapeHtml`.
  *
  * Assets are served from memory under content-hashed names with one-year immutable caching, precompressed
  * (Brotli, gzip). Pages get their own Content-Security-Policy: scripts, styles, fetches from this origin only,
@@ -35,7 +35,7 @@ import { FeedQuery } from '../schemas/community.schemas.ts';
 import { requestOrigin } from '../request-origin.ts';
 import { DOCUMENT_HEADERS } from '../security-headers.ts';
 import { descriptionMeta } from '../page-meta.ts';
-import { missingUploadPage, uploadHead, uploadMainHtml } from '../upload-page.ts';
+import { missingUploadPage, uploadHead, uploadMainHtml, uploadPageImage } from '../upload-page.ts';
 import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE, MODLOG_PAGE_SIZE } from '../web-limits.ts';
 import { el, escapeHtml, feedHtml, userPath, type CardUpload, type FeedView } from '../web-render.ts';
@@ -139,27 +139,31 @@ function scriptJson(json: string): string {
   return json.replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
 }
 
+/** The images that make the page's largest paint, preloaded in its head. */
+function imagePreloads(images: readonly string[]): string {
+  return images
+    .map((src) => `<link rel="preload" as="image" href="${escapeHtml(src)}" fetchpriority="high">\n`)
+    .join('');
+}
+
 /** The feed's first page in the head: its first thumbnails preloaded, its JSON as a data block. */
 function firstPageHead(feed: FirstPage): string {
-  const preloads = feed.thumbnails.map(
-    (src) => `<link rel="preload" as="image" href="${escapeHtml(src)}" fetchpriority="high">\n`,
-  );
   const data = `<script type="application/json" id="first-page" data-query="${escapeHtml(feed.query)}">`;
-  return `${preloads.join('')}${data}${scriptJson(feed.json)}</script>\n`;
+  return `${imagePreloads(feed.thumbnails)}${data}${scriptJson(feed.json)}</script>\n`;
 }
 
 const NOSCRIPT = `<noscript><p>pixvote's pages need JavaScript; the API reference is at
 <a href="/docs">/docs</a>.</p></noscript>`;
 
 /**
- * The feed's stylesheet and first thumbnails as preloads in the response's `Link` header: Chromium starts them
- * when it commits the navigation, before the parser (and its preload scanner) reaches the `<link>`s in the head,
- * so the thumbnails are more often in by the first layout and paint with it (the LCP). Only plain same-origin
- * paths: nothing in a header value can be user text.
+ * The stylesheet and the images that make the page's largest paint (the feed's first thumbnails, an upload's image)
+ * as preloads in the response's `Link` header: Chromium starts them when it commits the navigation, before the
+ * parser (and its preload scanner) reaches the `<link>`s in the head, so the images are more often in by the first
+ * layout and paint with it (the LCP). Only plain same-origin paths: nothing in a header value can be user text.
  */
-function linkHeader(assets: WebAssets, feed: FirstPage): string {
+function linkHeader(assets: WebAssets, images: readonly string[]): string {
   const links = [`<${assets.css.path}>; rel=preload; as=style`];
-  for (const src of feed.thumbnails) {
+  for (const src of images) {
     if (/^\/[\w\-./?=&%]*$/.test(src)) links.push(`<${src}>; rel=preload; as=image; fetchpriority=high`);
   }
   return links.join(', ');
@@ -185,6 +189,8 @@ interface OwnContent {
   title: string;
   head: string;
   main?: string;
+  /** Images that make its largest paint (an upload's), preloaded. */
+  images?: string[];
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -199,7 +205,13 @@ async function uploadPage(uploads: UploadService, ctx: AppContext): Promise<OwnC
   try {
     if (!UUID.test(id)) throw errors.notFound(`upload ${id} does not exist`);
     const u = await uploads.get(me ? { userId: me.userId, isAdmin: me.isAdmin } : null, id);
-    return { status: 200, ...uploadHead(u, requestOrigin(ctx)), main: uploadMainHtml(u, Boolean(me)) };
+    const image = uploadPageImage(u);
+    return {
+      status: 200,
+      ...uploadHead(u, requestOrigin(ctx)),
+      main: uploadMainHtml(u, Boolean(me)),
+      ...(image ? { images: [image] } : {}),
+    };
   } catch (e) {
     if (e instanceof AppError && (e.code === 'not_found' || e.code === 'removed')) {
       const status = e.code === 'removed' ? 410 : 404;
@@ -293,10 +305,7 @@ function renderPage(
 <title>${escapeHtml(own?.title ?? title)}</title>
 ${own ? own.head : descriptionMeta(page, ctx.query)}<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
 <link rel="stylesheet" href="${assets.css.path}">
-${assets
-  .preloads(page)
-  .map((path) => `<link rel="modulepreload" href="${path}">\n`)
-  .join('')}<script type="module" src="${assets.app.path}"></script>
+${own?.images ? imagePreloads(own.images) : ''}<script type="module" src="${assets.bundle(page).path}"></script>
 ${feed ? firstPageHead(feed) : ''}${page === 'feed' || page === 'user' ? atomLink(ctx, pageUser(ctx)) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
@@ -369,7 +378,8 @@ export function webRoutes(
   const csp = pageCsp(deps.mediaOrigin ? [deps.mediaOrigin] : []);
   const assets = webAssets();
   const missing = PAGES.filter(([, page]) => !assets.hasPage(page));
-  if (missing.length) throw new Error(`web/app.js has no module for the pages ${missing.map(([, p]) => p).join(', ')}`);
+  if (missing.length)
+    throw new Error(`web-assets.ts has no module for the pages ${missing.map(([, p]) => p).join(', ')}`);
 
   for (const [path, page, title] of PAGES) {
     router.get(path, async (ctx) => {
@@ -392,7 +402,8 @@ export function webRoutes(
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');
-      if (feed) ctx.set('Link', linkHeader(assets, feed));
+      const images = feed?.thumbnails ?? own?.images;
+      if (images) ctx.set('Link', linkHeader(assets, images));
       ctx.type = 'text/html; charset=utf-8';
       if (own) ctx.status = own.status;
       sendCompressed(ctx, renderPage(assets, page, title, ctx, feed, own));

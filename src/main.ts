@@ -47,6 +47,7 @@ import { ensureModels } from './workers/detector/model-files.fetch.ts';
 import { fetchImage } from './net/safe-fetch.ts';
 import { MAX_FILE_BYTES } from './domain/uploads/limits.ts';
 import { createApp, type AppDeps } from './gateway/app.ts';
+import { webAssetsReady } from './gateway/web-assets.ts';
 import { listen, exitOnSignals } from './server.ts';
 import { clusterMetrics, runPrimary } from './cluster.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -146,6 +147,8 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   let wired: ReturnType<typeof wire>;
   try {
     resources = await open(config, log, releases);
+    // The pages' bundles, built once per process before the web routes that serve them (gateway/web-assets.ts).
+    await webAssetsReady();
     wired = wire(config, opts, resources);
     releases.add(() => wired.feedCache?.close());
     releases.add(() => wired.clusterCache?.close());

@@ -6,9 +6,9 @@
  * Each is served from memory under a content-hashed name (`/assets/feed.3f2a9c1b0d4e.js`), compressed once.
  *
  * A page loads one script: its bundle, the boot and the page's module with everything they import, built by esbuild
- * at startup (minified; pages that share a module share the bundle). One request instead of one per module: on a
- * slow connection each module was a round trip before the page's first paint (Lighthouse counts a page's scripts as
- * render-blocking), and the page's image shared the connections with them.
+ * at startup, in memory (minified; pages that share a module share the bundle). One request instead of one per
+ * module: on a slow connection each module was a round trip before the page's first paint (Lighthouse counts a
+ * page's scripts as render-blocking), and the page's image shared the connections with them.
  *
  * The modules are also served one by one, as the browser would import them unbundled (tests import `card` and `ago`
  * from them to compare with the server's rendering): every `import … from '…'` names a module of web/ (or
@@ -16,11 +16,10 @@
  * A specifier that names anything else, a cycle, or two modules of the same file name stop the server at startup.
  */
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
-import { buildSync } from 'esbuild';
+import { basename, dirname } from 'node:path';
+import { build, stop, type Plugin } from 'esbuild';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { limitsModule } from './web-limits.ts';
@@ -134,24 +133,30 @@ function loadModules(): Map<string, Asset> {
   return modules;
 }
 
-/**
- * One bundle per page module: the boot and the module, with all they import, as one minified ES module. esbuild
- * reads them from a copy of web/ that holds the generated modules too (its synchronous API takes no plugin that
- * could serve them from memory), removed at once; `thumbhash` resolves from our node_modules.
- */
-function bundlePages(): Map<string, Asset> {
-  const copy = mkdtempSync(join(tmpdir(), 'pixvote-web-'));
+/** Serves esbuild the modules that are no file of web/ (GENERATED) from memory. */
+const generatedModules: Plugin = {
+  name: 'pixvote-generated',
+  setup(b) {
+    b.onResolve({ filter: /\.js$/ }, (args) => {
+      const href = args.resolveDir ? new URL(args.path, pathToFileURL(`${args.resolveDir}/`)).href : '';
+      return GENERATED.has(href) ? { path: href, namespace: 'generated' } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'generated' }, (args) => ({
+      contents: GENERATED.get(args.path)!(),
+      loader: 'js',
+    }));
+  },
+};
+
+/** One bundle per page module: the boot and the module, with all they import, as one minified ES module. */
+async function bundlePages(): Promise<Map<string, Asset>> {
+  const bundles = new Map<string, Asset>();
   try {
-    cpSync(fileURLToPath(WEB_DIR), copy, { recursive: true });
-    for (const [href, generate] of GENERATED) {
-      writeFileSync(join(copy, fileURLToPath(href).slice(fileURLToPath(WEB_DIR).length)), generate());
-    }
-    const bundles = new Map<string, Asset>();
     for (const path of new Set(Object.values(PAGE_MODULES))) {
-      const { outputFiles } = buildSync({
+      const { outputFiles } = await build({
         stdin: {
           contents: `import { boot } from './app.js';\nimport * as page from './${path}';\nawait boot(page);\n`,
-          resolveDir: copy,
+          resolveDir: fileURLToPath(WEB_DIR),
           sourcefile: `${path} (bundle)`,
         },
         bundle: true,
@@ -159,32 +164,42 @@ function bundlePages(): Map<string, Asset> {
         target: 'es2022',
         minify: true,
         legalComments: 'none',
+        // `thumbhash` from our node_modules
         nodePaths: [dirname(dirname(fileURLToPath(THUMBHASH)))],
+        plugins: [generatedModules],
         write: false,
         logLevel: 'silent',
       });
       bundles.set(path, makeAsset(basename(path), JS, Buffer.from(outputFiles[0]!.contents)));
     }
-    return bundles;
   } finally {
-    rmSync(copy, { recursive: true, force: true });
+    // esbuild's service process is not needed again.
+    await stop();
   }
+  return bundles;
 }
 
 let loaded: WebAssets | undefined;
+let loading: Promise<WebAssets> | undefined;
 
-/** The assets, loaded and hashed once per process (they do not change while it runs). */
+/** Loads, bundles and hashes the assets, once per process (they do not change while it runs); main awaits it. */
+export function webAssetsReady(): Promise<WebAssets> {
+  return (loading ??= loadWebAssets().then((assets) => (loaded = assets)));
+}
+
+/** The assets, once `webAssetsReady()` has settled. */
 export function webAssets(): WebAssets {
-  return (loaded ??= loadWebAssets());
+  if (!loaded) throw new Error('the web assets are not loaded: await webAssetsReady() first');
+  return loaded;
 }
 
 /** Loads, bundles and hashes the assets. */
-export function loadWebAssets(): WebAssets {
+export async function loadWebAssets(): Promise<WebAssets> {
   const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
   const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));
   const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'));
   const modules = [...loadModules().values()];
-  const bundles = bundlePages();
+  const bundles = await bundlePages();
   const byName = new Map(modules.map((m) => [basename(m.path).replace(/\.[0-9a-f]{12}\./, '.'), m]));
   // A bundle and the module of the same name differ in content, so in hash and path.
   const byPath = new Map<string, Asset>([css, icon, ...modules, ...bundles.values()].map((a) => [a.path, a]));

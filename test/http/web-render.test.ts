@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ago, cardHtml, type CardUpload } from '../../src/gateway/web-render.ts';
-import { webAssets } from '../../src/gateway/web-assets.ts';
+import { webAssetsReady } from '../../src/gateway/web-assets.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
 import { pngImage } from '../support/fixtures.ts';
@@ -202,7 +202,7 @@ test('every branch of card() is mirrored by the server: badges, link cards, titl
   ] as const) {
     await openPage(p, `${app.url}/`);
     // web/lib/cards.js, served on its own (the page runs it from its bundle).
-    const cardsModule = webAssets().module('cards.js')?.path;
+    const cardsModule = (await webAssetsReady()).module('cards.js')?.path;
     assert.ok(cardsModule, 'web/lib/cards.js is served');
     for (const eager of [true, false]) {
       const built: string[] = await p.evaluate(
@@ -225,7 +225,7 @@ test('every branch of card() is mirrored by the server: badges, link cards, titl
   }
 
   // The ages read the same from both sides, at every step.
-  const domModule = webAssets().module('dom.js')?.path;
+  const domModule = (await webAssetsReady()).module('dom.js')?.path;
   assert.ok(domModule);
   const now = Date.parse('2026-11-27T12:00:00.000Z');
   const offsets = [0, 59_999, 60_000, 119_999, 120_000, 3_599_999, 3_600_000, 7_200_000, 86_399_999, 86_400_000];

@@ -13,7 +13,7 @@ import { pngImage } from '../support/fixtures.ts';
 import { PAGE_CSP, escapeHtml } from '../../src/gateway/routes/web.routes.ts';
 import { SECURITY_HEADERS } from '../../src/gateway/security-headers.ts';
 import { WEB_LIMITS } from '../../src/gateway/web-limits.ts';
-import { webAssets } from '../../src/gateway/web-assets.ts';
+import { webAssetsReady } from '../../src/gateway/web-assets.ts';
 import { USERNAME_RE } from '../../src/gateway/schemas/auth.schemas.ts';
 import { REPORT_REASONS } from '../../src/domain/moderation/moderation.types.ts';
 import { MAX_FILE_BYTES } from '../../src/domain/uploads/limits.ts';
@@ -85,9 +85,9 @@ test('assets: a bundle per page, hashed names, immutable for a year, Brotli or g
   // icon, stylesheet, and the page's one script: its bundle (no module is fetched on its own, none preloaded)
   assert.equal(assets.filter((a) => /\.(svg|css)$/.test(a)).length, 2, assets.join(', '));
   const scripts = [...html.matchAll(/<script type="module" src="(\/assets\/[^"]+)"><\/script>/g)].map((m) => m[1]!);
-  assert.deepEqual(scripts, [webAssets().bundle('feed').path]);
+  const served = await webAssetsReady();
+  assert.deepEqual(scripts, [served.bundle('feed').path]);
   assert.equal(html.includes('modulepreload'), false);
-  const served = webAssets();
   const bundles = ['feed', 'user', 'upload', 'new', 'signin', 'signup', 'profile', 'moderation', 'modlog'].map(
     (page) => served.bundle(page).path,
   );
@@ -118,11 +118,12 @@ test('assets: a bundle per page, hashed names, immutable for a year, Brotli or g
 });
 
 test("the pages' limits module is the server's own limits", async () => {
-  const path = webAssets().module('limits.js')?.path;
+  const served = await webAssetsReady();
+  const path = served.module('limits.js')?.path;
   assert.ok(path, 'the limits module is served');
   const source = (await get(path)).text;
   // The upload form's bundle carries the same limits.
-  const bundle = (await get(webAssets().bundle('new').path)).text;
+  const bundle = (await get(served.bundle('new').path)).text;
   assert.ok(bundle.includes(`maxFileBytes:${MAX_FILE_BYTES}`), 'the upload form has the limits in its bundle');
   const { limits } = (await import(`data:text/javascript,${encodeURIComponent(source)}`)) as { limits: unknown };
   assert.deepEqual(limits, WEB_LIMITS);

@@ -106,7 +106,10 @@ function resolve(specifier: string, from: URL): URL {
   return url;
 }
 
-/** Loads the module graph from the boot and each page's module, each module once, its imports first. */
+/**
+ * Loads the module graph from the boot and each page's module, each module once, its imports first; by file name
+ * (unique in the graph).
+ */
 function loadModules(): Map<string, Asset> {
   const modules = new Map<string, Asset>();
   const names = new Map<string, string>();
@@ -133,7 +136,7 @@ function loadModules(): Map<string, Asset> {
   };
   load(BOOT);
   for (const path of Object.values(PAGE_MODULES)) load(new URL(path, WEB_DIR));
-  return modules;
+  return new Map([...names].map(([name, href]) => [name, modules.get(href)!]));
 }
 
 /** Serves esbuild the modules that are no file of web/ (GENERATED) from memory. */
@@ -201,9 +204,9 @@ export async function loadWebAssets(): Promise<WebAssets> {
   const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
   const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));
   const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'));
-  const modules = [...loadModules().values()];
+  const byName = loadModules();
+  const modules = [...byName.values()];
   const bundles = await bundlePages();
-  const byName = new Map(modules.map((m) => [basename(m.path).replace(/\.[0-9a-f]{12}\./, '.'), m]));
   // A bundle and the module of the same name differ in content, so in hash and path.
   const byPath = new Map<string, Asset>([css, icon, ...modules, ...bundles.values()].map((a) => [a.path, a]));
   // What every page loads is compressed now, not by its first request's event-loop turn (~20 ms each at Brotli 11).

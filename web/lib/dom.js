@@ -36,6 +36,11 @@ function present(children) {
  */
 export function show(...children) {
   main.replaceChildren(...present(children).map((c) => (c instanceof Node ? c : String(c))));
+  settled();
+}
+
+/** Marks `<main>` as done loading (what `show` does after it replaces the content; for a page that adopted it). */
+export function settled() {
   main.setAttribute('aria-busy', 'false');
 }
 

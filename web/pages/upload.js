@@ -2,7 +2,7 @@
 // privacy switch, tags and delete; for any signed-in visitor the report form.
 import { api, explain } from '../lib/api.js';
 import { fit, placeholder, tagList } from '../lib/cards.js';
-import { alertBox, h, hostOf, ME, safeUrl, say, setTitle, show, signinLink, when } from '../lib/dom.js';
+import { alertBox, h, hostOf, ME, safeUrl, say, setTitle, settled, show, signinLink, when } from '../lib/dom.js';
 import { lengthCounter, splitTags, tagsCounter } from '../lib/forms.js';
 import { limits } from '../lib/limits.js';
 import { bindVotes } from '../lib/votes.js';
@@ -156,7 +156,7 @@ function renderUpload(u) {
     // The server's article, its image kept: everything else in it replaced.
     for (const child of [...article.children]) if (child !== media) child.remove();
     article.append(about);
-    document.getElementById('main')?.setAttribute('aria-busy', 'false');
+    settled();
   } else {
     show(h('article', { class: 'upload' }, media, about));
   }

@@ -146,11 +146,14 @@ function imagePreloads(images: readonly string[]): string {
     .join('');
 }
 
-/** The feed's first page in the head: its first thumbnails preloaded, its JSON as a data block. */
+/** The feed's first page in the head, as a data block (its JSON). */
 function firstPageHead(feed: FirstPage): string {
   const data = `<script type="application/json" id="first-page" data-query="${escapeHtml(feed.query)}">`;
-  return `${imagePreloads(feed.thumbnails)}${data}${scriptJson(feed.json)}</script>\n`;
+  return `${data}${scriptJson(feed.json)}</script>\n`;
 }
+
+/** The images that make a page's largest paint: the feed's first thumbnails, or an upload's image. */
+const paintImages = (feed: FirstPage | null, own: OwnContent | null) => feed?.thumbnails ?? own?.images ?? [];
 
 const NOSCRIPT = `<noscript><p>pixvote's pages need JavaScript; the API reference is at
 <a href="/docs">/docs</a>.</p></noscript>`;
@@ -305,7 +308,7 @@ function renderPage(
 <title>${escapeHtml(own?.title ?? title)}</title>
 ${own ? own.head : descriptionMeta(page, ctx.query)}<link rel="icon" href="${assets.icon.path}" type="image/svg+xml">
 <link rel="stylesheet" href="${assets.css.path}">
-${own?.images ? imagePreloads(own.images) : ''}<script type="module" src="${assets.bundle(page).path}"></script>
+${imagePreloads(paintImages(feed, own))}<script type="module" src="${assets.bundle(page).path}"></script>
 ${feed ? firstPageHead(feed) : ''}${page === 'feed' || page === 'user' ? atomLink(ctx, pageUser(ctx)) : ''}</head>
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
@@ -402,8 +405,8 @@ export function webRoutes(
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');
-      const images = feed?.thumbnails ?? own?.images;
-      if (images) ctx.set('Link', linkHeader(assets, images));
+      const images = paintImages(feed, own);
+      if (feed || images.length) ctx.set('Link', linkHeader(assets, images));
       ctx.type = 'text/html; charset=utf-8';
       if (own) ctx.status = own.status;
       sendCompressed(ctx, renderPage(assets, page, title, ctx, feed, own));

@@ -161,8 +161,7 @@ export class ModerationRepository implements ModerationStore {
       if (inserted.length && threshold > 0 && mayHold) {
         // Decided here, under the upload's lock: concurrent reports see each other's rows in order, so the
         // report that brings the trusted count to the threshold is the one that holds, once.
-        const n = open;
-        if (n >= threshold) {
+        if (open >= threshold) {
           const reporters = await reporterHistories(db, d, policy.trust, [input.uploadId], 'open');
           const trusted = trustedCount(
             policy.trust,
@@ -174,7 +173,7 @@ export class ModerationRepository implements ModerationStore {
               at: input.createdAt,
               line: {
                 action: 'auto_hold',
-                reason: `reported by ${n} users, ${trusted} of them trusted`,
+                reason: `reported by ${open} users, ${trusted} of them trusted`,
                 moderator: null,
               },
             });

@@ -19,7 +19,7 @@
  *     (SQLite's reads off the event loop: 195× with them on it at 100k; PostgreSQL's is reported)
  *   vote-ring detector ÷ sorting and grouping the same ~0.9M votes                 ≤ 4 (with its recall ≥ 0.9
  *     and false accusations ≤ 1 per 10k honest accounts on population seed 2, exact for the seed)
- *   person filter: people-free pictures refused, of 300 it generates (seed 2)       ≤ 1 (a rate, not a ratio:
+ *   person filter: people-free pictures refused, of 300 it generates (seed 2)       0 (a rate, not a ratio:
  *     issue 32's ≤ 0.3 %, exact for the seed; bench/person-filter.bench.ts)
  *
  * The floors live in bench/support/targets.ts (the login burst's, the probe flood's and the scrapers' in their own

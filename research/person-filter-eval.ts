@@ -128,7 +128,6 @@ async function asUpload(bytes: Buffer): Promise<{ bytes: Buffer; format: ImageFo
   return { bytes, format: await formatOf(bytes) };
 }
 
-/** The wallpaper files of the Debian packages: one (the largest) per `contents/images` folder, else every file. */
 /** The files of a Debian package, downloaded (`apt-get download`) and unpacked under research/results/debs/x/. */
 async function debFiles(name: string): Promise<string[]> {
   const debs = path.join(RESULTS, 'debs');
@@ -144,6 +143,7 @@ async function debFiles(name: string): Promise<string[]> {
   return walk(into);
 }
 
+/** The wallpaper files of the Debian packages: one (the largest) per `contents/images` folder, else every file. */
 async function wallpapers(labels: Labels): Promise<string[]> {
   const files: string[] = [];
   for (const name of labels.wallpapers.packages) files.push(...(await debFiles(name)));

@@ -112,8 +112,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       ? new SqliteReaders({ path: opts.sqlitePath, threads: opts.sqliteReaders! })
       : null;
   const reader = readers ? readerKysely(readers) : null;
-  // One read now: a reader that cannot open the file fails the start, not the first listing.
-  await readers?.all('select 1 as ok', []).catch(async (e: unknown) => {
+  // One read on every thread now: a reader that cannot open the file fails the start, not the first listing.
+  await readers?.ready().catch(async (e: unknown) => {
     await readers.close().catch(() => {});
     await orm.close(true).catch(() => {});
     throw e;

@@ -44,6 +44,8 @@ export class SqliteReaders {
   readonly #piscina: Piscina;
   readonly #path: string;
   readonly #maxQueue: number;
+  /** One read on each thread, sent at once: settled when every thread has loaded its module and opened the file. */
+  readonly #started: Promise<unknown>;
   #closed = false;
 
   constructor(opts: SqliteReadersOptions) {
@@ -58,6 +60,15 @@ export class SqliteReaders {
       // A listing's rows are small; this only bounds a runaway statement's JavaScript side.
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
+    // One task per thread (each takes one at a time, so each gets one).
+    const task: ReadTask = { path: this.#path, sql: 'select 1 as ok', params: [] };
+    this.#started = Promise.all(Array.from({ length: opts.threads }, () => this.#piscina.run(task)));
+    this.#started.catch(() => {}); // awaited by ready() and close()
+  }
+
+  /** Resolves once every thread has read the file; rejects with the first that could not (a start fails on it). */
+  async ready(): Promise<void> {
+    await this.#started;
   }
 
   /** The rows of one statement that returns rows, run on a reader thread. */
@@ -86,10 +97,16 @@ export class SqliteReaders {
     return this.#piscina.threads.map((t) => t.threadId);
   }
 
-  /** Finishes the reads under way and queued, then stops the threads (their connections close with them). */
+  /**
+   * Finishes the reads under way and queued, then stops the threads (their connections close with them). It first
+   * waits for the start-up reads: a thread terminated while still loading its modules can abort the whole process
+   * (seen once in CI: V8's "IsGraphAsync must be used on an instantiated module", Node 22.23, when a start failed
+   * right after the database opened).
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#started.catch(() => {});
     await this.#piscina.close();
   }
 }

@@ -405,8 +405,7 @@ export function webRoutes(
       for (const [name, value] of DOCUMENT_HEADERS) ctx.set(name, value);
       // Who is signed in is part of the page: never kept by a shared cache, revalidated by the browser.
       ctx.set('Cache-Control', 'private, no-cache');
-      const images = paintImages(feed, own);
-      if (feed || images.length) ctx.set('Link', linkHeader(assets, images));
+      ctx.set('Link', linkHeader(assets, paintImages(feed, own)));
       ctx.type = 'text/html; charset=utf-8';
       if (own) ctx.status = own.status;
       sendCompressed(ctx, renderPage(assets, page, title, ctx, feed, own));

@@ -130,9 +130,9 @@ async function asUpload(bytes: Buffer): Promise<{ bytes: Buffer; format: ImageFo
 
 /** The files of a Debian package, downloaded (`apt-get download`) and unpacked under research/results/debs/x/. */
 async function debFiles(name: string): Promise<string[]> {
-  const debs = path.join(RESULTS, 'debs');
+  const debs = path.dirname(DEBS);
   await mkdir(debs, { recursive: true });
-  const into = path.join(debs, 'x', name);
+  const into = path.join(DEBS, name);
   if (!(await exists(into))) {
     await run('apt-get', ['download', name], { cwd: debs });
     const deb = (await readdir(debs)).find((f) => f.startsWith(`${name}_`) && f.endsWith('.deb'));
@@ -383,7 +383,7 @@ async function items(labels: Labels): Promise<Item[]> {
     const file = path.join(cvBase, name);
     const split = splitOf(`debian-photo:${cvPackage}:${subject}`);
     const source = `Debian ${cvPackage}: ${cvRoot}/${name} (${subject})`;
-    out.push(...wholeAndCrops(`photo:${name}`, 'photo', split, source, file, labels.photoCrops));
+    out.push(...photoAndCrops(name, split, source, file, labels.photoCrops));
   }
   const photos = await getLabelledPhotos();
   for (const [n, photo] of photos.entries()) {
@@ -406,27 +406,29 @@ async function items(labels: Labels): Promise<Item[]> {
         load: async () => ({ bytes: await panning(photo.path, format), format }),
       });
     } else {
-      out.push(
-        ...wholeAndCrops(`photo:${photo.name}`, 'photo', photo.split, photo.source, photo.path, labels.photoCrops),
-      );
+      out.push(...photoAndCrops(photo.name, photo.split, photo.source, photo.path, labels.photoCrops));
     }
   }
   return out;
 }
 
-/** A people-free picture whole and in `crops` crops (seeded by its name: the ids stay those of earlier runs). */
-function wholeAndCrops(id: string, kind: string, split: Item['split'], source: string, file: string, crops: number) {
-  const name = id.slice(id.indexOf(':') + 1);
-  const whole: Item = { id, kind, people: false, split, source, load: async () => asUpload(await readFile(file)) };
-  return [
-    whole,
-    ...Array.from({ length: crops }, (_, c): Item => ({
-      ...whole,
-      id: `${id}#crop${c}`,
-      source: `${source} (crop ${c})`,
-      load: async () => ({ bytes: await crop(await readFile(file), name, c), format: 'jpeg' }),
-    })),
-  ];
+/** A people-free photo whole and in `crops` crops, seeded by its name (so the ids stay those of earlier runs). */
+function photoAndCrops(name: string, split: Item['split'], source: string, file: string, crops: number): Item[] {
+  const whole: Item = {
+    id: `photo:${name}`,
+    kind: 'photo',
+    people: false,
+    split,
+    source,
+    load: async () => asUpload(await readFile(file)),
+  };
+  const cropped = Array.from({ length: crops }, (_, c): Item => ({
+    ...whole,
+    id: `${whole.id}#crop${c}`,
+    source: `${source} (crop ${c})`,
+    load: async () => ({ bytes: await crop(await readFile(file), name, c), format: 'jpeg' }),
+  }));
+  return [whole, ...cropped];
 }
 
 /** An image's scores: the first look's best (all frames), and the score with the closer look always run. */

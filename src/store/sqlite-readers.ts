@@ -99,9 +99,9 @@ export class SqliteReaders {
 
   /**
    * Finishes the reads under way and queued, then stops the threads (their connections close with them). It first
-   * waits for the start-up reads: a thread terminated while still loading its modules can abort the whole process
-   * (seen once in CI: V8's "IsGraphAsync must be used on an instantiated module", Node 22.23, when a start failed
-   * right after the database opened).
+   * waits for the start-up reads, so that no thread is terminated while still loading its modules: the likely cause
+   * of one CI run's abort (V8's "IsGraphAsync must be used on an instantiated module", Node 22.23) in a start that
+   * failed right after the database opened.
    */
   async close(): Promise<void> {
     if (this.#closed) return;

@@ -240,7 +240,10 @@ async function healthUnderListings(
   popular: string,
   rounds: number,
 ): Promise<void> {
-  const readers = where === 'SQLite' ? (process.env.SQLITE_READERS ?? '2') : null;
+  const readers =
+    where === 'SQLite'
+      ? `SQLITE_READERS=${process.env.SQLITE_READERS ?? '2'}`
+      : `PG_READERS=${process.env.PG_READERS ?? '2'}`;
   const server = await startServer({
     env: appEnv({ ...env, HUMAN_POLICY: 'off', WORKERS: '1', LOG_LEVEL: 'warn' }),
     logFile: join(dataDir, 'server.log'),
@@ -258,6 +261,9 @@ async function healthUnderListings(
     return `/api/uploads?sort=${sort}${tag}&limit=${limit}&page=${page}`;
   };
   const times = { deep: [] as number[], idle: [] as number[] };
+  // Listings answered per second in each deep phase: what a reader cap (PG_READERS, SQLITE_READERS) trades for it.
+  const rates: number[] = [];
+  let answered = 0;
   const stalls: number[] = [];
   const ratios: number[] = [];
   try {
@@ -266,11 +272,13 @@ async function healthUnderListings(
       for (const phase of ['idle', 'deep'] as const) {
         await loopStallMs(probe);
         const path = deep(round);
+        const [counted, started] = [answered, performance.now()];
         const health = await whileLoaded(
           phase === 'idle' ? 0 : 16,
           async (lane, i) => {
             const status = await clients.status({ method: 'GET', path: path(lane, i) });
             statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            answered++;
           },
           () =>
             timeSequentially('/healthz', () => probe.send({ method: 'GET', path: '/healthz' }), {
@@ -279,14 +287,17 @@ async function healthUnderListings(
               capMs: 30_000,
             }),
         );
-        if (phase === 'deep') stalls.push(await loopStallMs(probe));
+        if (phase === 'deep') {
+          rates.push(((answered - counted) / (performance.now() - started)) * 1000);
+          stalls.push(await loopStallMs(probe));
+        }
         times[phase].push(...health);
         p99[phase] = quantile(health, 0.99);
       }
       ratios.push(p99.deep / p99.idle);
     }
     const answers = [...statuses].map(([st, n]) => `${n} × ${st}`).join(', ');
-    const setup = readers === null ? '' : `SQLITE_READERS=${readers}; `;
+    const setup = `${readers}; `;
     for (const [p, label] of [
       [0.5, 'p50'],
       [0.99, 'p99'],
@@ -301,6 +312,11 @@ async function healthUnderListings(
     rec.add(
       figure('scale', `${where} longest event-loop stall while 16 clients list deep pages`, 'ms', stalls, {
         note: 'nodejs_eventloop_lag_max_seconds over each round',
+      }),
+    );
+    rec.add(
+      figure('scale', `${where} deep listings answered per second meanwhile`, '1/s', rates, {
+        note: `${readers}; 16 clients back to back`,
       }),
     );
     rec.add(

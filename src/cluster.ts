@@ -19,8 +19,8 @@ const METRICS_RES = 'pixvote:metrics-response';
 
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel).child({ role: 'primary' });
-  // Migrate once, before any gateway opens the database (no SQLite reader threads: the primary reads nothing).
-  const db = await openConfiguredDatabase({ ...config, sqliteReaders: 0 }, log);
+  // Migrate once, before any gateway opens the database (no readers of either kind: the primary reads nothing).
+  const db = await openConfiguredDatabase({ ...config, sqliteReaders: 0, pgReaders: 0 }, log);
   await db.close();
   if (!config.redisUrl) {
     // Without Redis the primary is what the processes share: rate-limit counts and feed cache generations.

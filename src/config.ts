@@ -97,6 +97,8 @@ export interface Config {
   readonly databaseWaitMs: number;
   /** SQLite: reader threads that run listings and other long reads off the event loop (0: on it). */
   readonly sqliteReaders: number;
+  /** PostgreSQL: connections of their own for listings and other long reads, at most this many at once (0: none). */
+  readonly pgReaders: number;
   readonly modelsDir: string;
   /** Gateway processes started by `npm start` (1 = no cluster). */
   readonly processes: number;
@@ -346,6 +348,7 @@ const schema = z.object({
   SHUTDOWN_GRACE_MS: z.string().regex(/^\d+$/, 'expected a non-negative integer').transform(Number).prefault('25000'),
   DATABASE_WAIT_MS: z.string().regex(/^\d+$/, 'expected a non-negative integer').transform(Number).prefault('60000'),
   SQLITE_READERS: nonNegativeInt.refine((n) => n <= 64, 'expected an integer from 0 to 64').prefault('2'),
+  PG_READERS: nonNegativeInt.refine((n) => n <= 64, 'expected an integer from 0 to 64').prefault('2'),
   MODELS_DIR: z.string().min(1).optional(),
   PROCESSES: positiveInt.prefault('1'),
 });
@@ -483,6 +486,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     databaseWaitMs: e.DATABASE_WAIT_MS,
     sqliteReaders: e.SQLITE_READERS,
+    pgReaders: e.PG_READERS,
     modelsDir: e.MODELS_DIR ? resolve(e.MODELS_DIR) : DEFAULT_MODELS_DIR,
     processes: e.PROCESSES,
   });

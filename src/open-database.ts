@@ -26,7 +26,7 @@ export async function openConfiguredDatabase(config: Config, log: Logger): Promi
   const started = Date.now();
   try {
     return await openDatabaseWhenReachable(
-      { databaseUrl: config.databaseUrl, sqlitePath, sqliteReaders: config.sqliteReaders },
+      { databaseUrl: config.databaseUrl, sqlitePath, sqliteReaders: config.sqliteReaders, pgReaders: config.pgReaders },
       {
         waitMs: config.databaseWaitMs,
         onRetry: ({ attempt, delayMs, remainingMs, err }) =>

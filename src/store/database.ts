@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/sql';
 import { Migrator } from '@mikro-orm/migrations';
-import type { Kysely } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
+import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
 import type { DB } from './database-types.ts';
 import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -27,6 +28,12 @@ export interface DatabaseOptions {
    * default): `read()` runs on the main connection, on the event loop (the CLI's commands, one-off scripts).
    */
   sqliteReaders?: number;
+  /**
+   * PostgreSQL: connections of a pool of their own that run `read()`'s queries; when all are busy a long read waits
+   * for one, so at most this many run at once per process (each deep listing is a backend busy on the CPU the
+   * gateway needs too). 0 (the default): `read()` shares the main pool.
+   */
+  pgReaders?: number;
   debug?: boolean;
 }
 
@@ -39,7 +46,8 @@ export interface Database {
   db(em?: SqlEntityManager): Kysely<DB>;
   /**
    * Query builder for reads outside any transaction that may be long (listings, counts, the moderation queue): on
-   * SQLite with `sqliteReaders`, run on reader threads so that the event loop only awaits them; else as `db()`.
+   * SQLite with `sqliteReaders`, run on reader threads so that the event loop only awaits them; on PostgreSQL with
+   * `pgReaders`, on that many connections of their own, so that no more run at once; else as `db()`.
    * Sees every write committed before the query is sent.
    */
   read(): Kysely<DB>;
@@ -111,7 +119,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     !opts.databaseUrl && (opts.sqliteReaders ?? 0) > 0
       ? new SqliteReaders({ path: opts.sqlitePath, threads: opts.sqliteReaders! })
       : null;
-  const reader = readers ? readerKysely(readers) : null;
+  const pgReader = opts.databaseUrl && (opts.pgReaders ?? 0) > 0 ? await postgresReader(orm, opts.pgReaders!) : null;
+  const reader = readers ? readerKysely(readers) : pgReader;
   // One read on every thread now: a reader that cannot open the file fails the start, not the first listing.
   await readers?.ready().catch(async (e: unknown) => {
     await readers.close().catch(() => {});
@@ -139,12 +148,27 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     async close() {
       try {
         await readers?.close();
+        await pgReader?.destroy();
       } finally {
         await orm.close(true);
       }
     },
   };
   return database;
+}
+
+/**
+ * A Kysely over a pool of `size` connections of its own, set up as MikroORM sets up its own (type parsers, timeouts):
+ * the long reads wait here for one of them instead of taking the main pool's, which stays free for writes.
+ */
+async function postgresReader(orm: MikroORM, size: number): Promise<Kysely<DB>> {
+  const { default: pg } = await import('pg');
+  const connection = orm.em.getConnection() as unknown as PostgreSqlConnection;
+  const pool = new pg.Pool(connection.mapOptions({ min: 0, max: size }));
+  // A connection the server drops reports an 'error' event: the query in flight rejects on its own.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
 }
 
 /**

@@ -356,14 +356,19 @@ test('MODERATION_JOB_PAUSE_MS: 0 by default, milliseconds up to 5000, anything e
     );
 });
 
-test('SQLITE_READERS: 2 reader threads by default, 0 (reads on the event loop) to 64, anything else names it', () => {
-  assert.equal(loadConfig({ DATA_DIR: dataDir() }).sqliteReaders, 2);
-  assert.equal(loadConfig({ DATA_DIR: dataDir(), SQLITE_READERS: '0' }).sqliteReaders, 0);
-  assert.equal(loadConfig({ DATA_DIR: dataDir(), SQLITE_READERS: '4' }).sqliteReaders, 4);
-  for (const bad of ['65', '-1', 'two'])
-    assert.throws(
-      () => loadConfig({ DATA_DIR: dataDir(), SQLITE_READERS: bad }),
-      (e: unknown) => e instanceof ConfigError && e.message.includes('SQLITE_READERS'),
-      bad,
-    );
-});
+for (const [name, key, what] of [
+  ['SQLITE_READERS', 'sqliteReaders', 'reader threads; 0: reads on the event loop'],
+  ['PG_READERS', 'pgReaders', 'reader connections; 0: reads on the main pool'],
+] as const) {
+  test(`${name}: 2 by default (${what}), 0 to 64, anything else names it`, () => {
+    assert.equal(loadConfig({ DATA_DIR: dataDir() })[key], 2);
+    assert.equal(loadConfig({ DATA_DIR: dataDir(), [name]: '0' })[key], 0);
+    assert.equal(loadConfig({ DATA_DIR: dataDir(), [name]: '4' })[key], 4);
+    for (const bad of ['65', '-1', 'two'])
+      assert.throws(
+        () => loadConfig({ DATA_DIR: dataDir(), [name]: bad }),
+        (e: unknown) => e instanceof ConfigError && e.message.includes(name),
+        bad,
+      );
+  });
+}

@@ -7,7 +7,8 @@
  *
  * Reads: page 1 of each sort; the popular tag's page 1 (new, top); the last number page (10 000 rows in, new and
  * top); a page by cursor half-way through everything (new, top, best) and half-way through the popular tag (top);
- * a heavy user's own uploads by cursor, half-way through.
+ * a heavy user's own uploads by cursor, half-way through; the near-duplicate check of an upload (a new hash, and one
+ * 2 bits from a stored one).
  *
  * At the large size, through HTTP: /healthz p50/p99 while 16 clients ask back to back for the costliest uncached
  * listings (goal < 50 ms), its p99 ÷ the same while they ask for a cached page (bench:ci's guard), and how many of
@@ -25,12 +26,12 @@ import type { Principal } from '../src/domain/users.ts';
 import type { Database } from '../src/store/database.ts';
 import { FeedRepository, feedKeysQuery } from '../src/store/repositories/feed.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
-import { similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
+import { multiIndexHashing, similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
 import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
 import { analyze, insertRows, withIndexesDeferred } from './support/bulk-insert.ts';
 import { isMain, numbers, runAlone, UsageError } from './support/cli.ts';
 import { figure, atMost, type Recorder, type Target } from './support/report.ts';
-import { rng, seedUploads, seedUsers, type SeededUser } from './support/seed.ts';
+import { flipBits, randomHash, rng, seedUploads, seedUsers, someStoredHash, type SeededUser } from './support/seed.ts';
 import { LoadClient } from './support/http-load.ts';
 import { appEnv, startServer } from './support/server-process.ts';
 import { timeSequentially, whileLoaded } from './support/under-load.ts';
@@ -143,6 +144,18 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
     after: { since: new Date(), pos: mid },
   });
   out.push({ name: 'heavy user, own uploads by cursor', run: () => feeds.ownUploads(heavy, LIMIT, ownCursor) });
+  // The near-duplicate check an upload makes (distance ≤ 4, as an uploader who owns none of the matches): a new
+  // picture's hash (no match, the common case), and one 2 bits from a stored hash.
+  const mih = multiIndexHashing(db.dialect);
+  const viewer = { userId: randomUUID(), isAdmin: false };
+  const r = rng(size);
+  const fresh = randomHash(r);
+  const edited = flipBits((await someStoredHash(db))!, 2, r);
+  out.push({ name: 'near-duplicate check, a new hash', run: () => mih.findNear(db.db(), fresh, 4, viewer) });
+  out.push({
+    name: 'near-duplicate check, 2 bits from a stored one',
+    run: () => mih.findNear(db.db(), edited, 4, viewer),
+  });
   return out;
 }
 

@@ -215,3 +215,17 @@ export async function growUploads(
   if (db.dialect.name === 'postgres') await analyze(db);
   return { ids, seconds: (performance.now() - started) / 1000 };
 }
+
+/** A stored upload's perceptual hash: the first after a random id (ids are random, so any row may come). */
+export async function someStoredHash(db: Database): Promise<string | null> {
+  const row = await db
+    .db()
+    .selectFrom('uploads')
+    .select('phash')
+    .where('id', '>', randomUUID())
+    .where('phash', 'is not', null)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.phash ?? null;
+}

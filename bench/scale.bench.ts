@@ -15,6 +15,9 @@
  * those answers were not 200 (`--no-http` skips it; `--health-rounds` sets how many rounds of both).
  *
  *   npm run bench:scale [-- --db sqlite,postgres --small 12k --large 1m --probes 40 --health-rounds 3 --no-http]
+ *
+ * 10M PostgreSQL uploads take about an hour to seed on 2 cores: `--keep` leaves the large PostgreSQL database in
+ * place (its URL in the notes), and `--large-url URL` measures such a database again instead of seeding one.
  */
 import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
@@ -27,7 +30,12 @@ import type { Database } from '../src/store/database.ts';
 import { FeedRepository, feedKeysQuery } from '../src/store/repositories/feed.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
 import { multiIndexHashing, similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
-import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
+import {
+  createBenchDatabase,
+  existingBenchDatabase,
+  postgresUnavailable,
+  type DbKind,
+} from './support/bench-database.ts';
 import { analyze, insertRows, withIndexesDeferred } from './support/bulk-insert.ts';
 import { isMain, numbers, runAlone, UsageError } from './support/cli.ts';
 import { figure, atMost, type Recorder, type Target } from './support/report.ts';
@@ -49,6 +57,10 @@ export interface ScaleOptions {
   healthRounds?: number;
   /** The ratios' target: `ci` in bench:ci. */
   target?: Target;
+  /** PostgreSQL: the large database is this one, seeded earlier with `keep` (its size is its uploads' count). */
+  largeUrl?: string;
+  /** PostgreSQL: leave the large database in place, its URL printed, for `largeUrl` (10M take an hour to seed). */
+  keep?: boolean;
 }
 
 const CHUNK = 50_000;
@@ -362,6 +374,16 @@ async function loopStallMs(client: LoadClient): Promise<number> {
   return max === undefined ? Number.NaN : Number(max) * 1000;
 }
 
+/** The seeded uploader of a tenth of everything (seedShape's first user), in a database seeded earlier. */
+async function heavyOf(db: Database): Promise<SeededUser> {
+  return db
+    .db()
+    .selectFrom('users')
+    .select(['id', 'username'])
+    .where('username', '=', 'bench_user_0')
+    .executeTakeFirstOrThrow();
+}
+
 /** Bytes of a table with its indexes (and TOAST on PostgreSQL). */
 async function tableBytes(db: Database, table: string): Promise<number> {
   if (db.dialect.name === 'postgres') {
@@ -391,7 +413,7 @@ const MIN_SMALL = 11_000;
 export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> {
   if (!(o.small >= MIN_SMALL))
     throw new UsageError(`--small must be at least ${MIN_SMALL} (its page ${DEEPEST_PAGE} must be a full page)`);
-  if (!(o.large > o.small)) throw new UsageError('--large must be larger than --small');
+  if (!o.largeUrl && !(o.large > o.small)) throw new UsageError('--large must be larger than --small');
   for (const kind of o.dbs) {
     if (kind === 'postgres') {
       const why = await postgresUnavailable();
@@ -402,24 +424,36 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
     }
     // Two databases of the same shape, one small and one large, measured in the same interleaved rounds: the ratio
     // holds on a machine whose load changes while the large one is seeded.
-    const benches = [await createBenchDatabase(kind), await createBenchDatabase(kind)] as const;
+    const existing = kind === 'postgres' && o.largeUrl ? o.largeUrl : null;
+    const benches = [
+      await createBenchDatabase(kind),
+      existing ? await existingBenchDatabase(existing) : await createBenchDatabase(kind),
+    ] as const;
     const [smallDb, db] = [await benches[0].open(), await benches[1].open()];
     const bench = benches[1];
+    let kept = false;
     try {
       const where = kind === 'sqlite' ? 'SQLite' : 'PostgreSQL';
       const principal = (u: SeededUser) => ({ userId: u.id, username: u.username, isAdmin: false }) as Principal;
       const few = await seedShape(smallDb, o.small);
-      const { heavy, seconds: seedSeconds } = await seedShape(db, o.large);
+      const { heavy, seconds: seedSeconds } = existing
+        ? { heavy: await heavyOf(db), seconds: 0 }
+        : await seedShape(db, o.large);
+      const size = existing ? await rowCount(db, 'uploads') : o.large;
+      if (kind === 'postgres' && o.keep && !existing) {
+        kept = true;
+        rec.notes.push(`PostgreSQL: the ${size} uploads are kept at ${bench.databaseUrl} (--large-url)`);
+      }
       const [small, large] = (await measure(
         [
           await reads(smallDb, o.small, 'tag-0', principal(few.heavy)),
-          await reads(db, o.large, 'tag-0', principal(heavy)),
+          await reads(db, size, 'tag-0', principal(heavy)),
         ],
         o.probes,
       )) as [Map<string, number[]>, Map<string, number[]>];
       const bytes = await sizeOf(db, bench.dataDir);
       if (o.http) await healthUnderListings(rec, where, bench.env, bench.dataDir, 'tag-0', o.healthRounds ?? 3);
-      rec.notes.push(`${where}: seeded ${o.large} uploads in ${seedSeconds.toFixed(0)} s`);
+      if (!existing) rec.notes.push(`${where}: seeded ${size} uploads in ${seedSeconds.toFixed(0)} s`);
       for (const [name, at] of large) {
         const before = small.get(name)!;
         for (const [p, label] of [
@@ -429,7 +463,7 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
           const a = quantile(before, p);
           const b = quantile(at, p);
           rec.add(
-            figure('scale', `${where} ${name}: ${label} at ${o.large} ÷ at ${o.small}`, '×', b / a, {
+            figure('scale', `${where} ${name}: ${label} at ${size} ÷ at ${o.small}`, '×', b / a, {
               // Number pages near the ceiling read up to 10 000 rows by design: reported, not guarded.
               ...(p === 0.5 && o.target && !name.includes('rows in') ? { target: o.target } : { target: atMost(1.5) }),
               note: `${a.toFixed(2)} → ${b.toFixed(2)} ms`,
@@ -437,7 +471,7 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
           );
         }
       }
-      rec.add(figure('scale', `${where} database size per million uploads`, 'GB', ((bytes / o.large) * 1e6) / 1e9));
+      rec.add(figure('scale', `${where} database size per million uploads`, 'GB', ((bytes / size) * 1e6) / 1e9));
       // Per upload: its row, its tag links, their indexes; per vote: the vote row and its indexes.
       const uploads = await rowCount(db, 'uploads');
       const perUpload = ((await tableBytes(db, 'uploads')) + (await tableBytes(db, 'upload_tags'))) / uploads;
@@ -447,7 +481,8 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
     } finally {
       await smallDb.close();
       await db.close();
-      for (const x of benches) await x.dispose();
+      await benches[0].dispose();
+      await (kept ? benches[1].keep() : benches[1].dispose());
     }
   }
 }
@@ -460,6 +495,8 @@ if (isMain(import.meta.url)) {
     probes: { type: 'string', default: '40' },
     'health-rounds': { type: 'string', default: '3' },
     'no-http': { type: 'boolean' },
+    'large-url': { type: 'string' },
+    keep: { type: 'boolean' },
   } as const;
   await runAlone('scale', options, (rec, v) =>
     scaleBench(rec, {
@@ -469,6 +506,8 @@ if (isMain(import.meta.url)) {
       probes: Number(v.probes),
       http: !v['no-http'],
       healthRounds: Number(v['health-rounds']),
+      ...(v['large-url'] ? { largeUrl: String(v['large-url']) } : {}),
+      keep: Boolean(v.keep),
     }),
   );
 }

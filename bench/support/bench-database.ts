@@ -26,7 +26,10 @@ export interface BenchDatabase {
   /** DATA_DIR, and DATABASE_URL + REDIS_URL + REDIS_PREFIX on PostgreSQL. */
   env: Record<string, string>;
   open(): Promise<Database>;
+  /** Removes everything it made: the data directory, its Redis keys, its database. */
   dispose(): Promise<void>;
+  /** As dispose(), but a PostgreSQL database stays (bench:scale --keep), to be measured again with --large-url. */
+  keep(): Promise<void>;
 }
 
 /** Null when PostgreSQL and Redis answer; otherwise why not. */
@@ -44,6 +47,25 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+/** A PostgreSQL database seeded earlier (bench:scale --keep), used as it is and never dropped. */
+export async function existingBenchDatabase(databaseUrl: string): Promise<BenchDatabase> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-'));
+  const prefix = `pvbench:${randomBytes(4).toString('hex')}:`;
+  const release = async () => {
+    await deleteRedisPrefix(prefix);
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  return {
+    kind: 'postgres',
+    dataDir,
+    databaseUrl,
+    env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, REDIS_URL: BENCH_REDIS_URL, REDIS_PREFIX: prefix },
+    open: () => openDatabase({ databaseUrl, sqlitePath: path.join(dataDir, 'app.db') }),
+    dispose: release,
+    keep: release,
+  };
+}
+
 export async function createBenchDatabase(kind: DbKind): Promise<BenchDatabase> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-'));
   const sqlitePath = path.join(dataDir, 'app.db');
@@ -55,6 +77,7 @@ export async function createBenchDatabase(kind: DbKind): Promise<BenchDatabase> 
       env: { DATA_DIR: dataDir },
       open: () => openDatabase({ databaseUrl: null, sqlitePath }),
       dispose: () => rm(dataDir, { recursive: true, force: true }),
+      keep: () => rm(dataDir, { recursive: true, force: true }),
     };
   }
   const name = `pv_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -70,6 +93,10 @@ export async function createBenchDatabase(kind: DbKind): Promise<BenchDatabase> 
     open: () => openDatabase({ databaseUrl: url.toString(), sqlitePath }),
     async dispose() {
       await admin((c) => c.query(`drop database if exists ${name} with (force)`));
+      await deleteRedisPrefix(prefix);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+    async keep() {
       await deleteRedisPrefix(prefix);
       await rm(dataDir, { recursive: true, force: true });
     },

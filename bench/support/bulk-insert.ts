@@ -3,6 +3,7 @@
  * after a big load, planner statistics refreshed.
  */
 import { CompiledQuery } from 'kysely';
+import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
 import type { Database } from '../../src/store/database.ts';
 
 /**
@@ -71,7 +72,7 @@ async function columnTypes(db: Database, table: string): Promise<Map<string, str
  * Statistics, and on PostgreSQL the visibility map index-only scans rely on: what autovacuum keeps on a live database.
  */
 export async function analyze(db: Database): Promise<void> {
-  await db.db().executeQuery(CompiledQuery.raw(db.dialect.name === 'postgres' ? 'vacuum analyze' : 'analyze'));
+  await longStatements(db, [db.dialect.name === 'postgres' ? 'vacuum analyze' : 'analyze']);
 }
 
 /**
@@ -107,13 +108,31 @@ export async function withIndexesDeferred<T>(
   try {
     return await load();
   } finally {
-    for (const r of rows) {
-      if (!pg) await k.executeQuery(CompiledQuery.raw(r.sql));
-      else
-        await db.transaction(async (_em, t) => {
-          await t.executeQuery(CompiledQuery.raw(`set local maintenance_work_mem = '1GB'`));
-          await t.executeQuery(CompiledQuery.raw(r.sql));
-        });
-    }
+    await longStatements(
+      db,
+      rows.map((r) => r.sql),
+    );
+  }
+}
+
+/**
+ * Statements that may run for minutes (index builds, VACUUM over 10M rows), one after the other. On PostgreSQL on a
+ * connection of their own with 1 GB of maintenance memory: the app's pool gives up on a query after 10 s
+ * (`query_timeout`), and a statement given up on is left idle in its transaction.
+ */
+async function longStatements(db: Database, statements: readonly string[]): Promise<void> {
+  if (db.dialect.name !== 'postgres') {
+    for (const text of statements) await db.db().executeQuery(CompiledQuery.raw(text));
+    return;
+  }
+  const { default: pg } = await import('pg');
+  const connection = db.orm.em.getConnection() as unknown as PostgreSqlConnection;
+  const client = new pg.Client({ ...connection.mapOptions({}), query_timeout: 0, statement_timeout: 0 });
+  await client.connect();
+  try {
+    await client.query(`set maintenance_work_mem = '1GB'`);
+    for (const text of statements) await client.query(text);
+  } finally {
+    await client.end();
   }
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../../src/store/database.ts';
-import { chunksOf } from '../../src/store/similarity/hamming.ts';
+import { uploadChunkColumns } from '../../src/store/similarity/hamming.ts';
 import { hotRank, wilsonLowerBound } from '../../src/domain/ranking.ts';
 import { seededRandom } from '../../test/support/fixtures.ts';
 import { flipBits as flipAnyBits, hex8 } from '../../test/support/hashes.ts';
@@ -99,7 +99,6 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
   const rows = ids.map((id, i) => {
     const createdAt = new Date(newest - (s.count - 1 - i) * 60_000);
     const phash = s.phash ? s.phash(i) : randomHash(r);
-    const [ph0, ph1, ph2, ph3] = chunksOf(phash);
     const mediaKey = randomUUID();
     const score = up[i]! - down[i]!;
     const picked = tagIds.length
@@ -127,10 +126,7 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
       created_at: d.date(createdAt),
       sha256: randomUUID().replace(/-/g, '') + randomUUID().replace(/-/g, ''),
       phash,
-      ph0,
-      ph1,
-      ph2,
-      ph3,
+      ...uploadChunkColumns(phash),
       media_key: mediaKey,
       width: 1600,
       height: 1200,

@@ -2,13 +2,13 @@
  * SQLite through Node's own `node:sqlite` (no native addon to install: nothing to compile, no binary to
  * download, whatever npm and whichever install scripts it runs). A Kysely dialect MikroORM's generic
  * `SqliteDriver` takes as `driverOptions`; each connection it opens is set up here, before anything runs on it
- * (WAL, durability, foreign keys, the busy wait, sqlite-vec, the `hamming64` function), so a reconnect gets
- * the same connection as the first.
+ * (WAL, durability, foreign keys, the busy wait, sqlite-vec, the `hamming64` and `phash_chunk` functions), so a
+ * reconnect gets the same connection as the first.
  */
 import { createRequire } from 'node:module';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
-import { hammingHex } from './similarity/hamming.ts';
+import { HASH_HEX, hammingHex } from './similarity/hamming.ts';
 
 type NodeSqlite = typeof import('node:sqlite');
 
@@ -48,7 +48,7 @@ export async function openSqlite(path: string): Promise<DatabaseSync> {
     db.exec('pragma synchronous = NORMAL');
     db.exec('pragma foreign_keys = ON');
     db.exec(`pragma busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    addHamming64(db);
+    addHashFunctions(db);
   } catch (e) {
     db.close();
     throw e;
@@ -59,24 +59,30 @@ export async function openSqlite(path: string): Promise<DatabaseSync> {
 const BUSY_TIMEOUT_MS = 10_000;
 
 /** Hamming distance of two 16-hex-digit hashes, for multi-index hashing on SQLite (PostgreSQL has bit_count). */
-function addHamming64(db: DatabaseSync): void {
+function addHashFunctions(db: DatabaseSync): void {
   db.function('hamming64', { deterministic: true }, (a, b) =>
     typeof a === 'string' && typeof b === 'string' ? hammingHex(a, b) : null,
+  );
+  // `width` bits of the hash from bit `shift` up: the chunk columns' values (migration m021).
+  db.function('phash_chunk', { deterministic: true }, (hash, shift, width) =>
+    typeof hash === 'string' && HASH_HEX.test(hash)
+      ? Number((BigInt(`0x${hash}`) >> BigInt(Number(shift))) & ((1n << BigInt(Number(width))) - 1n))
+      : null,
   );
 }
 
 /**
  * Opens `path` read-only, for a reader thread (sqlite-readers.ts): WAL lets it read while the main connection
  * writes, each statement seeing every transaction committed before it began. No extension is loaded (listings
- * read plain tables); `hamming64` is there for a query that uses it. The database must exist and be in WAL mode
- * already (the main connection made it so).
+ * read plain tables); `hamming64` and `phash_chunk` are there for a query that uses them. The database must exist
+ * and be in WAL mode already (the main connection made it so).
  */
 export function openSqliteReader(path: string): DatabaseSync {
   const { DatabaseSync } = nodeSqlite();
   const db = new DatabaseSync(path, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
   try {
     db.exec('pragma query_only = ON');
-    addHamming64(db);
+    addHashFunctions(db);
   } catch (e) {
     db.close();
     throw e;

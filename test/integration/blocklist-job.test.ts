@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../src/store/database.ts';
-import { chunksOf, hammingHex } from '../../src/store/similarity/hamming.ts';
+import { hammingHex, uploadChunkColumns } from '../../src/store/similarity/hamming.ts';
 import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 import { BlocklistRepository } from '../../src/store/moderation/blocklist.repository.ts';
 import { ModerationRepository } from '../../src/store/moderation/moderation.repository.ts';
@@ -26,12 +26,11 @@ async function insertUpload(
   userId: string,
   u: { sha256: string; phash: string; moderation?: ModerationState; isPrivate?: boolean },
 ): Promise<string> {
-  const [ph0, ph1, ph2, ph3] = chunksOf(u.phash);
   return insertImageUpload(db, userId, AT, {
     is_private: db.dialect.bool(u.isPrivate ?? false),
     sha256: u.sha256,
     phash: u.phash,
-    ...{ ph0, ph1, ph2, ph3 },
+    ...uploadChunkColumns(u.phash),
     moderation: u.moderation ?? 'visible',
   });
 }

@@ -5,14 +5,25 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/store/database.ts';
-import { chunksOf, hammingHex } from '../../src/store/similarity/hamming.ts';
-import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
+import {
+  BLOCKLIST_CHUNKS,
+  UPLOAD_CHUNKS,
+  candidateCount,
+  chunksOf,
+  hammingHex,
+  neighbourhoodSize,
+  neighbours,
+  popcount32,
+  uploadChunkColumns,
+} from '../../src/store/similarity/hamming.ts';
+import { MAX_CHUNK_PROBES, similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 import { flipBits, hex8, lcgRandom } from '../support/hashes.ts';
 
 test(
-  'near-duplicate lookup is exact: every method agrees with brute force, ' + 'visibility respected, up to distance 8',
+  'near-duplicate lookup is exact: every method agrees with brute force, visibility respected, up to distance 14 ' +
+    'through the chunk indexes and at 20 by a scan (past MAX_CHUNK_PROBES)',
   async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pixvote-sim-'));
     const pg = onPostgres ? await createTestDatabase() : null;
@@ -44,7 +55,8 @@ test(
       const rows: Array<{ id: string; phash: string; userId: string; isPrivate: boolean; at: number }> = [];
       const bases = Array.from(
         { length: 200 },
-        () => hex8(Math.floor(r() * 2 ** 31)) + hex8(Math.floor(r() * 2 ** 32)),
+        // Any 64 bits: a hash with its top bit set must be found as well (hashes made elsewhere may set it).
+        () => hex8(Math.floor(r() * 2 ** 32)) + hex8(Math.floor(r() * 2 ** 32)),
       );
       for (let i = 0; i < 400; i++) {
         const phash = i < 200 ? bases[i]! : flipBits(bases[i % 200]!, 1 + (i % 8), r);
@@ -57,7 +69,6 @@ test(
         });
       }
       for (const row of rows) {
-        const [ph0, ph1, ph2, ph3] = chunksOf(row.phash);
         await db
           .db()
           .insertInto('uploads')
@@ -69,10 +80,7 @@ test(
             is_private: d.bool(row.isPrivate),
             created_at: d.date(new Date(row.at)),
             phash: row.phash,
-            ph0,
-            ph1,
-            ph2,
-            ph3,
+            ...uploadChunkColumns(row.phash),
           })
           .execute();
         await indexes[0]!.add(db.db(), row.id, row.phash);
@@ -81,7 +89,8 @@ test(
         ...bases.slice(0, 40),
         ...bases.slice(0, 20).map((b) => flipBits(b, 3, r)),
       ].entries()) {
-        for (const maxDistance of [0, 4, 8]) {
+        // Distance 14 (24 203 chunk values per lookup) on a few probes only: each statement is ~170 kB of SQL.
+        for (const maxDistance of qi < 6 ? [0, 4, 8, 14, 20] : [0, 4, 8, 20]) {
           for (const viewer of [
             { userId: other, isAdmin: false },
             { userId: owner, isAdmin: false },
@@ -115,4 +124,25 @@ test('hammingHex counts differing bits of two 64-bit hashes', () => {
   assert.equal(hammingHex('0000000000000000', 'ffffffffffffffff'), 64);
   assert.equal(hammingHex('8000000000000001', '0000000000000000'), 2);
   assert.equal(hammingHex('0123456789abcdef', '0123456789abcdef'), 0);
+});
+
+test('chunk layouts: uploads split a hash 22/21/21, the blocklist 16×4; neighbourhoods and their sizes agree', () => {
+  assert.deepEqual(chunksOf('0123456789abcdef', UPLOAD_CHUNKS), [0x48d1, 0xb3c4d, 0xbcdef]);
+  assert.deepEqual(chunksOf('0123456789abcdef'), [0x0123, 0x4567, 0x89ab, 0xcdef]);
+  assert.equal(candidateCount(4, UPLOAD_CHUNKS), 23 + 22 + 22);
+  assert.equal(candidateCount(8, BLOCKLIST_CHUNKS), 4 * 137);
+  assert.ok(candidateCount(14, UPLOAD_CHUNKS) <= MAX_CHUNK_PROBES, 'distance 14 is answered by the chunk indexes');
+  assert.ok(candidateCount(20, UPLOAD_CHUNKS) > MAX_CHUNK_PROBES, 'distance 20 is answered by a scan');
+  assert.ok(candidateCount(16, BLOCKLIST_CHUNKS) <= MAX_CHUNK_PROBES, 'the blocklist never scans');
+  for (const [radius, bits] of [
+    [0, 22],
+    [1, 21],
+    [2, 22],
+    [3, 16],
+  ] as const) {
+    const values = neighbours(5, radius, bits);
+    assert.equal(values.length, neighbourhoodSize(radius, bits));
+    assert.equal(new Set(values).size, values.length);
+    assert.ok(values.every((v) => v >= 0 && v < 2 ** bits && popcount32((v ^ 5) >>> 0) <= radius));
+  }
 });

@@ -10,6 +10,7 @@ import type { UploadsTable } from '../../src/store/database-types.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 import { queueKeyMismatches } from '../support/uploads.ts';
+import { uploadChunkColumns } from '../../src/store/similarity/hamming.ts';
 
 type Db = Awaited<ReturnType<typeof openDatabase>>;
 
@@ -238,6 +239,49 @@ test("m020 fills the open queue's columns from the reports and states stored bef
           ['visible', 999_999_998],
           ['visible', 1_000_000_000],
         ],
+      );
+    },
+  );
+});
+
+test('m021 splits every stored hash into the three chunk columns and drops the four old ones', async () => {
+  // The top bit set, every bit, none, and hashes whose chunk borders (bits 42 and 21) matter.
+  const hashes = ['8000000000000001', 'ffffffffffffffff', '0000000000000000', '0000040000200000', '3c4a5b6c7d8e9fa0'];
+  let ids: string[] = [];
+  await afterRerunOf(
+    'm021-three-chunk-phash',
+    async (db, { upload }) => {
+      const s = db.db().schema;
+      const rows = [...hashes.map((phash) => ({ ...upload(false), phash })), { ...upload(false), phash: null }];
+      ids = rows.map((r) => r.id);
+      await db.db().insertInto('uploads').values(rows).execute();
+      // As the code before m021 left the table: four 16-bit chunk columns with their indexes, none of the three.
+      for (const c of ['mih0', 'mih1', 'mih2']) {
+        await s.dropIndex(`uploads_${c}_covering_index`).execute();
+        await s.alterTable('uploads').dropColumn(c).execute();
+      }
+      for (const c of ['ph0', 'ph1', 'ph2', 'ph3']) {
+        await s.alterTable('uploads').addColumn(c, 'integer').execute();
+        await s.createIndex(`uploads_${c}_covering_index`).on('uploads').columns([c, 'phash']).execute();
+      }
+    },
+    async (db) => {
+      const rows = await db.db().selectFrom('uploads').selectAll().execute();
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      for (const [i, id] of ids.entries()) {
+        const r = byId.get(id)!;
+        const chunks = { mih0: r.mih0, mih1: r.mih1, mih2: r.mih2 };
+        assert.deepEqual(chunks, uploadChunkColumns(hashes[i] ?? null), `hash ${hashes[i] ?? 'none'}`);
+      }
+      assert.deepEqual(uploadChunkColumns('ffffffffffffffff'), {
+        mih0: 2 ** 22 - 1,
+        mih1: 2 ** 21 - 1,
+        mih2: 2 ** 21 - 1,
+      });
+      assert.deepEqual(uploadChunkColumns('0000040000200000'), { mih0: 1, mih1: 1, mih2: 0 });
+      assert.ok(
+        rows.every((r) => !('ph0' in r)),
+        'the old chunk columns are gone',
       );
     },
   );

@@ -36,11 +36,10 @@ export const Upload = defineEntity({
     sha256: p.string().length(64).nullable(),
     /** 64-bit perceptual hash as 16 hex characters: exact on both databases. */
     phash: p.string().length(16).nullable(),
-    /** The perceptual hash split into four 16-bit chunks, for multi-index hashing. */
-    ph0: p.integer().nullable(),
-    ph1: p.integer().nullable(),
-    ph2: p.integer().nullable(),
-    ph3: p.integer().nullable(),
+    /** The perceptual hash split into chunks of 22, 21 and 21 bits, for multi-index hashing (hamming.ts). */
+    mih0: p.integer().nullable(),
+    mih1: p.integer().nullable(),
+    mih2: p.integer().nullable(),
     /** PDQ, Meta's 256-bit perceptual hash, as 64 hex characters (the blocklist's shared hashes); images only. */
     pdq: p.string().length(64).nullable(),
     /** PDQ's quality, 0–100: a hash below 50 is too featureless to match. */

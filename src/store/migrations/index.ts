@@ -16,6 +16,7 @@ import { M017TagSearchIndex } from './m017-tag-search-index.ts';
 import { M018HumanBoxes } from './m018-human-boxes.ts';
 import { M019RankMoves } from './m019-rank-moves.ts';
 import { M020QueueKey } from './m020-queue-key.ts';
+import { M021ThreeChunkPhash } from './m021-three-chunk-phash.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   M018HumanBoxes,
   M019RankMoves,
   M020QueueKey,
+  M021ThreeChunkPhash,
 ];

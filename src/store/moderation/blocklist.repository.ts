@@ -19,7 +19,7 @@ import type {
 import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
-import { chunksOf } from '../similarity/hamming.ts';
+import { blocklistChunkColumns } from '../similarity/hamming.ts';
 import { nearRows } from '../similarity/similarity-index.ts';
 import { appendModlog } from './modlog.ts';
 import { holdUpload } from './upload-states.ts';
@@ -39,15 +39,11 @@ const PDQ_DISTANCE = 31;
 
 /** A blocklist row for an entry: a fresh id, the perceptual hash's chunks, and the key that makes it unique. */
 export function blocklistRow(d: Dialect, e: NewBlocklistEntry, source: 'moderation' | 'import', at: Date) {
-  const c = e.phash ? chunksOf(e.phash) : [null, null, null, null];
   return {
     id: randomUUID(),
     sha256: e.sha256,
     phash: e.phash,
-    ph0: c[0],
-    ph1: c[1],
-    ph2: c[2],
-    ph3: c[3],
+    ...blocklistChunkColumns(e.phash),
     pdq: e.pdq ?? null,
     entry_key: entryKey(e),
     reason: e.reason,

@@ -1,10 +1,10 @@
 /**
  * A set of perceptual hashes asked "is any of you within d of this hash?" many times: multi-index hashing in
  * memory. Each hash is filed under every 16-bit value within ⌊d/4⌋ flips of each of its four chunks (the same
- * neighbourhoods as the database lookup, hamming.ts), so a query reads four buckets and checks the distance of
- * the few hashes in them. Buckets are one flat array per chunk (CSR: offsets, then members); the hashes are kept as
- * two 32-bit halves, so a check is two XORs and popcounts, not four string parses (the job's scan checks every
- * stored hash against ~50 members: bench/README.md, Blocklist).
+ * neighbourhoods as the blocklist's lookup in the database, hamming.ts), so a query reads four buckets and checks
+ * the distance of the few hashes in them. Buckets are one flat array per chunk (CSR: offsets, then members); the
+ * hashes are kept as two 32-bit halves, so a check is two XORs and popcounts, not four string parses (the job's
+ * scan checks every stored hash against ~50 members: bench/README.md, Blocklist).
  */
 import { HASH_HEX, chunkCandidates, popcount32 } from '../similarity/hamming.ts';
 

@@ -11,6 +11,7 @@ import type { Dialect } from '../dialect.ts';
 import { changingListing } from '../repositories/tag-links.ts';
 import { lockMedia, lockUpload, mediaReferenced } from '../upload-rows.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
+import { uploadChunkColumns } from '../similarity/hamming.ts';
 import { appendModlog } from './modlog.ts';
 import { emitQueueItem, emitUploadEvent, inQueue } from '../webhooks/outbox.ts';
 
@@ -129,10 +130,7 @@ export async function buryUpload(
       hot_rank: hotRank(0, createdAt),
       sha256: null,
       phash: null,
-      ph0: null,
-      ph1: null,
-      ph2: null,
-      ph3: null,
+      ...uploadChunkColumns(null),
       pdq: null,
       pdq_quality: null,
       media_key: null,

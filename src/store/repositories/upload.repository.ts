@@ -13,7 +13,7 @@ import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
 import { isUniqueViolation, type Dialect } from '../dialect.ts';
 import type { SimilarityIndex } from '../similarity/similarity-index.ts';
-import { chunksOf } from '../similarity/hamming.ts';
+import { uploadChunkColumns } from '../similarity/hamming.ts';
 import { changingListing, leaveTagCounts, linkTags, tagsOf } from './tag-links.ts';
 import { lockMedia, lockUpload, mediaReferenced, visibleTo } from '../upload-rows.ts';
 import { hotRank } from '../../domain/ranking.ts';
@@ -199,7 +199,6 @@ export class UploadRepository implements UploadStore {
 
   async insert(u: NewUpload, tagNames: string[], opts: { shareMedia?: SharedMedia; blocklist?: BlocklistSeen } = {}) {
     const d = this.#db.dialect;
-    const chunks = u.phash ? chunksOf(u.phash) : [null, null, null, null];
     try {
       return await this.#db.transaction(async (_em, db) => {
         // Shared files are referenced only while another row still references them, checked under their lock:
@@ -229,10 +228,7 @@ export class UploadRepository implements UploadStore {
             hot_rank: hotRank(0, u.createdAt),
             sha256: u.sha256,
             phash: u.phash,
-            ph0: chunks[0],
-            ph1: chunks[1],
-            ph2: chunks[2],
-            ph3: chunks[3],
+            ...uploadChunkColumns(u.phash),
             pdq: u.pdq,
             pdq_quality: u.pdqQuality,
             media_key: media.mediaKey,

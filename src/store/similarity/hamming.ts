@@ -1,11 +1,51 @@
-/** 64-bit perceptual hashes as 16 hex characters, their four 16-bit chunks, and chunk neighbourhoods. */
+/**
+ * 64-bit perceptual hashes as 16 hex characters, their chunks for multi-index hashing, and chunk neighbourhoods.
+ *
+ * Two layouts: the uploads' three chunks of 22, 21 and 21 bits (columns mih0..mih2), and the blocklist's four of
+ * 16 (ph0..ph3, which PhashSet's in-memory buckets also use). Within a distance d, two hashes agree within ⌊d/m⌋
+ * bits on at least one of m chunks (pigeonhole), so each chunk is looked up with its neighbourhood of that radius.
+ * With three chunks the default d = 4 still needs radius 1 (23 + 22 + 22 lookups, as four chunks need 4 × 17), but
+ * each lookup matches N ÷ 2²¹ stored hashes instead of N ÷ 2¹⁶: about 320 candidates at 10M uploads instead of
+ * ~10 000 (bench/README.md, "Near-duplicate lookup").
+ */
 
 export const HASH_HEX = /^[0-9a-f]{16}$/;
 
-/** The hash split into four 16-bit chunks, most significant first (columns ph0..ph3). */
-export function chunksOf(hex: string): [number, number, number, number] {
+/** A chunk layout: the chunks' widths in bits, most significant first, summing to 64. */
+export type ChunkLayout = readonly number[];
+
+/** The uploads' layout (m021): a pHash never sets its top bit, so each chunk has 21 bits that vary. */
+export const UPLOAD_CHUNKS: ChunkLayout = [22, 21, 21];
+/** The blocklist's layout (m009), and PhashSet's. */
+export const BLOCKLIST_CHUNKS: ChunkLayout = [16, 16, 16, 16];
+
+/** The hash split into chunks of `layout`, most significant first. */
+export function chunksOf(hex: string, layout: ChunkLayout = BLOCKLIST_CHUNKS): number[] {
   if (!HASH_HEX.test(hex)) throw new Error(`expected 16 lowercase hex characters for a perceptual hash, got "${hex}"`);
-  return [0, 4, 8, 12].map((i) => parseInt(hex.slice(i, i + 4), 16)) as [number, number, number, number];
+  let rest = BigInt(`0x${hex}`);
+  const out: number[] = [];
+  for (let i = layout.length - 1; i >= 0; i--) {
+    const bits = BigInt(layout[i]!);
+    out[i] = Number(rest & ((1n << bits) - 1n));
+    rest >>= bits;
+  }
+  return out;
+}
+
+/** The uploads' chunk columns of a hash (null for none), as every writer of an upload row stores them. */
+export function uploadChunkColumns(phash: string | null): {
+  mih0: number | null;
+  mih1: number | null;
+  mih2: number | null;
+} {
+  const [mih0 = null, mih1 = null, mih2 = null] = phash ? chunksOf(phash, UPLOAD_CHUNKS) : [];
+  return { mih0, mih1, mih2 };
+}
+
+/** The blocklist's chunk columns of a hash (null for none). */
+export function blocklistChunkColumns(phash: string | null) {
+  const [ph0 = null, ph1 = null, ph2 = null, ph3 = null] = phash ? chunksOf(phash, BLOCKLIST_CHUNKS) : [];
+  return { ph0, ph1, ph2, ph3 };
 }
 
 /** Set bits of a 32-bit value (SWAR popcount). */
@@ -23,11 +63,11 @@ export function hammingHex(a: string, b: string): number {
   );
 }
 
-/** Every 16-bit value within `radius` bit flips of `value` (1 + 16 + 120 + … values). */
-export function neighbours16(value: number, radius: number): number[] {
+/** Every `bits`-bit value within `radius` bit flips of `value` (for 16 bits: 1 + 16 + 120 + … values). */
+export function neighbours(value: number, radius: number, bits = 16): number[] {
   const out = [value];
   const walk = (v: number, from: number, left: number) => {
-    for (let bit = from; bit < 16; bit++) {
+    for (let bit = from; bit < bits; bit++) {
       const flipped = v ^ (1 << bit);
       out.push(flipped);
       if (left > 1) walk(flipped, bit + 1, left - 1);
@@ -37,12 +77,28 @@ export function neighbours16(value: number, radius: number): number[] {
   return out;
 }
 
+/** How many values `neighbours` returns, without listing them: Σ C(bits, k) for k ≤ radius. */
+export function neighbourhoodSize(radius: number, bits: number): number {
+  let total = 0;
+  let c = 1;
+  for (let k = 0; k <= Math.min(radius, bits); k++) {
+    total += c;
+    c = (c * (bits - k)) / (k + 1);
+  }
+  return total;
+}
+
 /**
- * Multi-index hashing: two hashes within distance d agree within ⌊d/4⌋ bits on at least one of the four
- * chunks (pigeonhole), so looking up each chunk's neighbourhood of that radius finds every match — exact,
- * not a filter, for any d (the lists grow: 17 values per chunk up to d = 7, 137 up to d = 11).
+ * Multi-index hashing: each chunk's neighbourhood of radius ⌊d/m⌋ (see the module comment) — exact, not a filter,
+ * for any d; the lists grow with d (neighbourhoodSize).
  */
-export function chunkCandidates(hex: string, maxDistance: number): number[][] {
-  const radius = Math.floor(maxDistance / 4);
-  return chunksOf(hex).map((c) => neighbours16(c, radius));
+export function chunkCandidates(hex: string, maxDistance: number, layout: ChunkLayout = BLOCKLIST_CHUNKS): number[][] {
+  const radius = Math.floor(maxDistance / layout.length);
+  return chunksOf(hex, layout).map((c, i) => neighbours(c, radius, layout[i]));
+}
+
+/** The number of values chunkCandidates would list for a distance: what a lookup probes. */
+export function candidateCount(maxDistance: number, layout: ChunkLayout): number {
+  const radius = Math.floor(maxDistance / layout.length);
+  return layout.reduce((sum, bits) => sum + neighbourhoodSize(radius, bits), 0);
 }

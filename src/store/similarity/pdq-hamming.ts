@@ -8,7 +8,7 @@
  * HMA use the same scheme through faiss's binary multi-index hashing; 8-bit chunks would give ~12 500 candidates).
  * A key is `position × 65 536 + value`: one integer column, one index.
  */
-import { neighbours16 as neighbours, popcount32 } from './hamming.ts';
+import { neighbours, popcount32 } from './hamming.ts';
 
 export const PDQ_HEX = /^[0-9a-f]{64}$/;
 export const PDQ_CHUNKS = 16;

@@ -1,13 +1,13 @@
 /**
  * Near-duplicate lookup by Hamming distance of 64-bit perceptual hashes, behind one interface: multi-index
- * hashing over four indexed 16-bit chunks (both databases, the default), or sqlite-vec `bit[64]` KNN on
+ * hashing over indexed chunks of the hash (both databases, the default), or sqlite-vec `bit[64]` KNN on
  * SQLite (NEAR_DUPLICATE_INDEX=sqlite-vec).
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Viewer } from '../../domain/uploads/upload.types.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
-import { chunkCandidates } from './hamming.ts';
+import { BLOCKLIST_CHUNKS, UPLOAD_CHUNKS, candidateCount, chunkCandidates } from './hamming.ts';
 import { visibleTo } from '../upload-rows.ts';
 
 export interface NearMatch {
@@ -59,14 +59,28 @@ export function sqliteVecIndex(dialect: Dialect): SimilarityIndex {
   };
 }
 
+/** Each table's chunk columns and their layout (hamming.ts): the uploads' three (m021), the blocklist's four (m009). */
+const CHUNKED = {
+  uploads: { columns: ['mih0', 'mih1', 'mih2'], layout: UPLOAD_CHUNKS },
+  blocklist: { columns: ['ph0', 'ph1', 'ph2', 'ph3'], layout: BLOCKLIST_CHUNKS },
+} as const;
+
 /**
- * The rows of `table` (aliased `u`, with columns `id`, `created_at`, `phash` and the chunks ph0..ph3) within
- * `maxDistance` of `phash`, closest (then oldest) first: the four chunk lookups as a UNION ALL, each an
- * index-only scan of its covering index (migrations m003, m009) with the distance and `filter` inside, so no
- * candidate row is read from the table (figures: bench/README.md, "Near-duplicate lookup"). A row matching on
- * several chunks comes once per chunk. Used for uploads (near duplicates) and the blocklist alike. `unordered`:
- * any rows within the distance, as they come (an existence check stops at the first; sorting every candidate
- * first made PostgreSQL plan a parallel append costing ~15 ms more at distance 8: bench/README.md, Blocklist).
+ * Past this many chunk values to look up, a lookup reads every hashed row instead: exact either way, and one scan is
+ * cheaper than a statement of a hundred thousand literals. The defaults probe 67 values (d = 4 on uploads) and 548
+ * (d = 8 on the blocklist); uploads scan from d = 15 (NEAR_DUPLICATE_DISTANCE allows 32), the blocklist never
+ * (BLOCKLIST_DISTANCE ≤ 16: 10 068 values).
+ */
+export const MAX_CHUNK_PROBES = 32_768;
+
+/**
+ * The rows of `table` (aliased `u`, with columns `id`, `created_at`, `phash` and its chunk columns, CHUNKED) within
+ * `maxDistance` of `phash`, closest (then oldest) first: the chunk lookups as a UNION ALL, each an index-only scan
+ * of its covering index (migrations m009, m021) with the distance and `filter` inside, so no candidate row is read
+ * from the table (figures: bench/README.md, "Near-duplicate lookup"). A row matching on several chunks comes once
+ * per chunk. Used for uploads (near duplicates) and the blocklist alike. `unordered`: any rows within the
+ * distance, as they come (an existence check stops at the first; sorting every candidate first made PostgreSQL
+ * plan a parallel append costing ~15 ms more at distance 8: bench/README.md, Blocklist).
  */
 export function nearRows(
   dialect: Dialect,
@@ -75,17 +89,20 @@ export function nearRows(
   maxDistance: number,
   opts: { filter?: RawBuilder<boolean>; limit?: number; unordered?: boolean } = {},
 ): RawBuilder<{ id: string; distance: number }> {
-  const candidates = chunkCandidates(phash, maxDistance);
+  const { columns, layout } = CHUNKED[table];
   const distance =
     dialect.name === 'postgres'
       ? sql`bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64))`
       : sql`hamming64(u.phash, ${sql.lit(phash)})`;
-  const parts = CHUNKS.map(
-    (c, i) =>
-      sql`select u.id as id, u.created_at as created_at, ${distance} as distance from ${sql.table(table)} u
-          where u.${sql.ref(c)} in (${sql.join(candidates[i]!.map((v) => sql.lit(v)))})
-            ${opts.filter ? sql`and ${opts.filter}` : sql``}`,
-  );
+  const filter = opts.filter ? sql`and ${opts.filter}` : sql``;
+  const select = sql`select u.id as id, u.created_at as created_at, ${distance} as distance from ${sql.table(table)} u`;
+  const parts =
+    candidateCount(maxDistance, layout) > MAX_CHUNK_PROBES
+      ? [sql`${select} where u.phash is not null ${filter}`]
+      : chunkCandidates(phash, maxDistance, layout).map(
+          (values, i) =>
+            sql`${select} where u.${sql.ref(columns[i]!)} in (${sql.join(values.map((v) => sql.lit(v)))}) ${filter}`,
+        );
   return sql<{ id: string; distance: number }>`
     select id, distance from (${sql.join(parts, sql` union all `)}) m
     where distance <= ${maxDistance}
@@ -110,8 +127,6 @@ export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
     },
   };
 }
-
-const CHUNKS = ['ph0', 'ph1', 'ph2', 'ph3'] as const;
 
 /**
  * The index of a database: on SQLite the sqlite-vec table is always kept (so either lookup can be chosen

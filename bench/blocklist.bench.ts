@@ -102,7 +102,7 @@ async function seedEntries(db: Database, count: number, r: Rng) {
   const started = performance.now();
   const d = db.dialect;
   const rows = Array.from({ length: count }, (_, i) => randomEntry(i, r));
-  await withIndexesDeferred(db, 'blocklist', () =>
+  await withIndexesDeferred(db, ['blocklist'], () =>
     insertRows(
       db,
       'blocklist',

@@ -205,7 +205,7 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, op
     await mixedHitRate(rec, db, users, uploads);
     await pageBuild(rec, db, where, '10k');
     if (opts.at100k) {
-      await withIndexesDeferred(db, 'uploads', () =>
+      await withIndexesDeferred(db, ['uploads'], () =>
         seedUploads(db, { count: 90_000, users, r, newest: new Date(Date.now() - 10_000 * 60_000) }),
       );
       if (bdb.kind === 'postgres') await analyze(db);

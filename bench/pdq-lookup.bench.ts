@@ -87,9 +87,9 @@ async function seedEntries(db: Database, count: number, r: Rng): Promise<string[
   const rows = hashes.map((pdq, i) =>
     blocklistRow(d, { sha256: null, phash: null, pdq, reason: 'bench' }, 'import', new Date(AT.getTime() - i * 1000)),
   );
-  await withIndexesDeferred(db, 'blocklist', () => insertRows(db, 'blocklist', rows));
+  await withIndexesDeferred(db, ['blocklist'], () => insertRows(db, 'blocklist', rows));
   const chunks = rows.flatMap((row) => pdqChunkKeys(row.pdq!).map((chunk) => ({ chunk, entry_id: row.id })));
-  await withIndexesDeferred(db, 'blocklist_pdq_chunks', () => insertRows(db, 'blocklist_pdq_chunks', chunks));
+  await withIndexesDeferred(db, ['blocklist_pdq_chunks'], () => insertRows(db, 'blocklist_pdq_chunks', chunks));
   return hashes;
 }
 

@@ -51,16 +51,13 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
 export async function existingBenchDatabase(databaseUrl: string): Promise<BenchDatabase> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-'));
   const prefix = `pvbench:${randomBytes(4).toString('hex')}:`;
-  const release = async () => {
-    await deleteRedisPrefix(prefix);
-    await rm(dataDir, { recursive: true, force: true });
-  };
+  const release = releaser(dataDir, prefix);
   return {
     kind: 'postgres',
     dataDir,
     databaseUrl,
     env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, REDIS_URL: BENCH_REDIS_URL, REDIS_PREFIX: prefix },
-    open: () => openDatabase({ databaseUrl, sqlitePath: path.join(dataDir, 'app.db') }),
+    open: () => openDatabase({ databaseUrl, sqlitePath: path.join(dataDir, 'app.db'), queryTimeoutMs: 0 }),
     dispose: release,
     keep: release,
   };
@@ -76,8 +73,8 @@ export async function createBenchDatabase(kind: DbKind): Promise<BenchDatabase> 
       databaseUrl: null,
       env: { DATA_DIR: dataDir },
       open: () => openDatabase({ databaseUrl: null, sqlitePath }),
-      dispose: () => rm(dataDir, { recursive: true, force: true }),
-      keep: () => rm(dataDir, { recursive: true, force: true }),
+      dispose: releaser(dataDir),
+      keep: releaser(dataDir),
     };
   }
   const name = `pv_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -85,21 +82,27 @@ export async function createBenchDatabase(kind: DbKind): Promise<BenchDatabase> 
   const url = new URL(BENCH_PG_URL);
   url.pathname = `/${name}`;
   const prefix = `pvbench:${randomBytes(4).toString('hex')}:`;
+  const release = releaser(dataDir, prefix);
   return {
     kind,
     dataDir,
     databaseUrl: url.toString(),
     env: { DATA_DIR: dataDir, DATABASE_URL: url.toString(), REDIS_URL: BENCH_REDIS_URL, REDIS_PREFIX: prefix },
-    open: () => openDatabase({ databaseUrl: url.toString(), sqlitePath }),
+    // No query timeout: a seed's 10k-row insert can outlast the app's 10 s on a busy machine.
+    open: () => openDatabase({ databaseUrl: url.toString(), sqlitePath, queryTimeoutMs: 0 }),
     async dispose() {
       await admin((c) => c.query(`drop database if exists ${name} with (force)`));
-      await deleteRedisPrefix(prefix);
-      await rm(dataDir, { recursive: true, force: true });
+      await release();
     },
-    async keep() {
-      await deleteRedisPrefix(prefix);
-      await rm(dataDir, { recursive: true, force: true });
-    },
+    keep: release,
+  };
+}
+
+/** Removes what a bench database leaves beside its database: the data directory, and its Redis keys if any. */
+function releaser(dataDir: string, redisPrefix?: string): () => Promise<void> {
+  return async () => {
+    if (redisPrefix) await deleteRedisPrefix(redisPrefix);
+    await rm(dataDir, { recursive: true, force: true });
   };
 }
 

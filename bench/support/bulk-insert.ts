@@ -3,8 +3,7 @@
  * after a big load, planner statistics refreshed.
  */
 import { CompiledQuery } from 'kysely';
-import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
-import type { Database } from '../../src/store/database.ts';
+import { postgresOptions, type Database } from '../../src/store/database.ts';
 
 /**
  * Multi-row INSERTs of `rows` (objects with the same keys) inside transactions of 50k rows. SQLite: VALUES
@@ -82,13 +81,13 @@ export async function analyze(db: Database): Promise<void> {
  */
 export async function withIndexesDeferred<T>(
   db: Database,
-  tables: string | readonly string[],
+  tables: readonly string[],
   load: () => Promise<T>,
 ): Promise<T> {
   const k = db.db();
   const pg = db.dialect.name === 'postgres';
   const rows: Array<{ name: string; sql: string }> = [];
-  for (const table of typeof tables === 'string' ? [tables] : tables) {
+  for (const table of tables) {
     const found = await k.executeQuery<{ name: string; sql: string }>(
       pg
         ? CompiledQuery.raw(
@@ -126,8 +125,7 @@ async function longStatements(db: Database, statements: readonly string[]): Prom
     return;
   }
   const { default: pg } = await import('pg');
-  const connection = db.orm.em.getConnection() as unknown as PostgreSqlConnection;
-  const client = new pg.Client({ ...connection.mapOptions({}), query_timeout: 0, statement_timeout: 0 });
+  const client = new pg.Client({ ...postgresOptions(db.orm, {}), query_timeout: 0, statement_timeout: 0 });
   await client.connect();
   try {
     await client.query(`set maintenance_work_mem = '1GB'`);

@@ -207,7 +207,7 @@ export async function growUploads(
       ids.push(...added);
     }
   };
-  await (size - from >= SEED_CHUNK ? withIndexesDeferred(db, 'uploads', load) : load());
+  await (size - from >= SEED_CHUNK ? withIndexesDeferred(db, ['uploads'], load) : load());
   if (db.dialect.name === 'postgres') await analyze(db);
   return { ids, seconds: (performance.now() - started) / 1000 };
 }

@@ -34,6 +34,12 @@ export interface DatabaseOptions {
    * gateway needs too). 0 (the default): `read()` shares the main pool.
    */
   pgReaders?: number;
+  /**
+   * PostgreSQL: how long a query may run before the client gives up on it (default 10 s: a dropped server fails a
+   * request fast). 0: no limit, for bulk loads (the benchmarks' seeds, where one insert can outlast 10 s on a busy
+   * machine).
+   */
+  queryTimeoutMs?: number;
   debug?: boolean;
 }
 
@@ -87,7 +93,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       // Keep the pool from hanging forever when PostgreSQL goes away: fail fast, let the caller answer 503.
       driverOptions: {
         connectionTimeoutMillis: 3000,
-        query_timeout: 10_000,
+        query_timeout: opts.queryTimeoutMs ?? 10_000,
         idleTimeoutMillis: 30000,
         keepAlive: true,
       },
@@ -157,14 +163,24 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return database;
 }
 
+type PgOverrides = Parameters<PostgreSqlConnection['mapOptions']>[0];
+
+/**
+ * Options for a `pg` client or pool of its own, as MikroORM sets up its connections: type parsers, and the
+ * `driverOptions` above (the 3 s connection timeout, the 10 s query timeout), which `mapOptions` alone leaves out.
+ */
+export function postgresOptions(orm: MikroORM, overrides: PgOverrides) {
+  const driverOptions: PgOverrides = orm.config.get('driverOptions');
+  return (orm.em.getConnection() as unknown as PostgreSqlConnection).mapOptions({ ...driverOptions, ...overrides });
+}
+
 /**
  * A Kysely over a pool of `size` connections of its own, set up as MikroORM sets up its own (type parsers, timeouts):
  * the long reads wait here for one of them instead of taking the main pool's, which stays free for writes.
  */
 async function postgresReader(orm: MikroORM, size: number): Promise<Kysely<DB>> {
   const { default: pg } = await import('pg');
-  const connection = orm.em.getConnection() as unknown as PostgreSqlConnection;
-  const pool = new pg.Pool(connection.mapOptions({ min: 0, max: size }));
+  const pool = new pg.Pool(postgresOptions(orm, { min: 0, max: size }));
   // A connection the server drops reports an 'error' event: the query in flight rejects on its own.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));

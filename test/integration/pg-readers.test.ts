@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
+import { isDatabaseUnavailable } from '../../src/store/dialect.ts';
 
 const skip = !onPostgres && 'PostgreSQL pass only';
 let pg: Awaited<ReturnType<typeof createTestDatabase>> | null = null;
@@ -104,3 +105,27 @@ test('closing the database ends the readers’ connections', { skip }, async () 
   }
   assert.equal(left, 0, `reader backend ${pid} still connected after close()`);
 });
+
+test(
+  'a read that waits past the connection timeout for a reader fails as the database being busy (503)',
+  { skip },
+  async () => {
+    const order: string[] = [];
+    // Both readers held longer than the pool's 3 s connection timeout (database.ts).
+    const held = [slowRead(4.5), slowRead(4.5)].map((p) => p.then(() => order.push('held')));
+    await new Promise((r) => setTimeout(r, 200));
+    const waiting = sql`select 1`.execute(db.read());
+    const failure = await waiting.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    order.push('waiting');
+    await Promise.all(held);
+    assert.ok(failure, 'the read waiting for a reader failed');
+    assert.ok(
+      isDatabaseUnavailable(failure),
+      `${(failure as Error).message}: mapped to 503 busy (main.ts classifyError)`,
+    );
+    assert.deepEqual(order, ['waiting', 'held', 'held'], 'it gave up before a reader was free');
+  },
+);

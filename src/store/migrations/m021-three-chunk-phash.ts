@@ -9,7 +9,7 @@ const CHUNKS = [
 ] as const;
 
 /**
- * Near-duplicate lookup that reads the same number of rows at 10M uploads as at 10k (issue 29): the uploads' hash
+ * Near-duplicate lookup reading ~32× fewer candidate rows (issue 29: it grew 3× from 12k to 10M): the uploads' hash
  * chunks go from four of 16 bits (ph0..ph3) to three of 22, 21 and 21 bits (mih0..mih2). At the default distance 4
  * the lookup still probes each chunk within one bit (67 values instead of 68), but each value matches N ÷ 2²¹ rows
  * instead of N ÷ 2¹⁶: ~320 candidates at 10M instead of ~8 100, whose distances made the check 3× slower than at

@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
-import { HASH_HEX, hammingHex } from './similarity/hamming.ts';
+import { HASH_HEX, bitsOf, hammingHex } from './similarity/hamming.ts';
 
 type NodeSqlite = typeof import('node:sqlite');
 
@@ -65,9 +65,7 @@ function addHashFunctions(db: DatabaseSync): void {
   );
   // `width` bits of the hash from bit `shift` up: the chunk columns' values (migration m021).
   db.function('phash_chunk', { deterministic: true }, (hash, shift, width) =>
-    typeof hash === 'string' && HASH_HEX.test(hash)
-      ? Number((BigInt(`0x${hash}`) >> BigInt(Number(shift))) & ((1n << BigInt(Number(width))) - 1n))
-      : null,
+    typeof hash === 'string' && HASH_HEX.test(hash) ? bitsOf(hash, Number(shift), Number(width)) : null,
   );
 }
 

@@ -19,31 +19,28 @@ export const UPLOAD_CHUNKS: ChunkLayout = [22, 21, 21];
 /** The blocklist's layout (m009), and PhashSet's. */
 export const BLOCKLIST_CHUNKS: ChunkLayout = [16, 16, 16, 16];
 
-/** The hash split into chunks of `layout`, most significant first. */
-export function chunksOf(hex: string, layout: ChunkLayout = BLOCKLIST_CHUNKS): number[] {
+/** `width` bits of the hash from bit `shift` up (bit 0 the least significant): one chunk's value. */
+export function bitsOf(hex: string, shift: number, width: number): number {
   if (!HASH_HEX.test(hex)) throw new Error(`expected 16 lowercase hex characters for a perceptual hash, got "${hex}"`);
-  let rest = BigInt(`0x${hex}`);
-  const out: number[] = [];
-  for (let i = layout.length - 1; i >= 0; i--) {
-    const bits = BigInt(layout[i]!);
-    out[i] = Number(rest & ((1n << bits) - 1n));
-    rest >>= bits;
-  }
-  return out;
+  return Number((BigInt(`0x${hex}`) >> BigInt(shift)) & ((1n << BigInt(width)) - 1n));
 }
 
+/** The hash split into chunks of `layout`, most significant first. */
+export function chunksOf(hex: string, layout: ChunkLayout = BLOCKLIST_CHUNKS): number[] {
+  let shift = 64;
+  return layout.map((width) => bitsOf(hex, (shift -= width), width));
+}
+
+type ChunkColumns<K extends string> = Record<K, number | null>;
+
 /** The uploads' chunk columns of a hash (null for none), as every writer of an upload row stores them. */
-export function uploadChunkColumns(phash: string | null): {
-  mih0: number | null;
-  mih1: number | null;
-  mih2: number | null;
-} {
+export function uploadChunkColumns(phash: string | null): ChunkColumns<'mih0' | 'mih1' | 'mih2'> {
   const [mih0 = null, mih1 = null, mih2 = null] = phash ? chunksOf(phash, UPLOAD_CHUNKS) : [];
   return { mih0, mih1, mih2 };
 }
 
 /** The blocklist's chunk columns of a hash (null for none). */
-export function blocklistChunkColumns(phash: string | null) {
+export function blocklistChunkColumns(phash: string | null): ChunkColumns<'ph0' | 'ph1' | 'ph2' | 'ph3'> {
   const [ph0 = null, ph1 = null, ph2 = null, ph3 = null] = phash ? chunksOf(phash, BLOCKLIST_CHUNKS) : [];
   return { ph0, ph1, ph2, ph3 };
 }

@@ -13,6 +13,7 @@
  * finding; a run of named files skips it, to stay quick.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
  * PIXVOTE_TEST_CONCURRENCY: test files run side by side (default 3).
+ * PIXVOTE_TEST_TIMINGS=FILE: each pass appends its files' test time to FILE, slowest first.
  * After the run, the summary fails on any Redis key of the run left without expiry and any temp file left in the
  * run's TMPDIR.
  */
@@ -46,6 +47,10 @@ const runEnv = {
     process.env.NODE_COMPILE_CACHE ?? join(import.meta.dirname, '../node_modules/.cache/node-compile'),
 };
 
+// PIXVOTE_TEST_TIMINGS (header): a second reporter, beside spec, writes each file's test time there.
+const timings = process.env.PIXVOTE_TEST_TIMINGS;
+const timingsReporter = join(import.meta.dirname, 'test-timings-reporter.mjs');
+
 function run(label: string, patterns: string[], env: Record<string, string>, leave: string[] = []): boolean {
   const selected = files.length
     ? files.filter((f) => patterns.some((p) => globMatch(f, p)))
@@ -65,6 +70,8 @@ function run(label: string, patterns: string[], env: Record<string, string>, lea
       '--experimental-async-context-frame',
       '--test',
       '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      ...(timings ? [`--test-reporter=${timingsReporter}`, '--test-reporter-destination=stdout'] : []),
       `--test-concurrency=${concurrency}`,
       '--test-timeout=300000',
       ...selected,

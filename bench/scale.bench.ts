@@ -158,7 +158,7 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
   out.push({ name: 'heavy user, own uploads by cursor', run: () => feeds.ownUploads(heavy, LIMIT, ownCursor) });
   // The near-duplicate check an upload makes (distance ≤ 4, as an uploader who owns none of the matches): a new
   // picture's hash (no match, the common case), and one 2 bits from a stored hash.
-  const mih = multiIndexHashing(db.dialect);
+  const mih = multiIndexHashing(db.dialect, db.prepared);
   const viewer = { userId: randomUUID(), isAdmin: false };
   const r = rng(size);
   const fresh = randomHash(r);

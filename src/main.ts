@@ -294,7 +294,7 @@ async function openMedia(
 
 /** The repositories over the database (no I/O of their own). */
 function repositories(config: Config, db: Database) {
-  const similarity = similarityIndexFor(db.dialect, config.nearDuplicateIndex);
+  const similarity = similarityIndexFor(db.dialect, config.nearDuplicateIndex, db.prepared);
   const uploads = new UploadRepository(db, similarity);
   return {
     users: new UserRepository(db),

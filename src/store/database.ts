@@ -3,12 +3,13 @@
  * `DATABASE_URL=postgres://…`), applies the migrations and exposes what the repositories need.
  * This folder is the only place that imports MikroORM.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/sql';
 import { Migrator } from '@mikro-orm/migrations';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
 import type { DB } from './database-types.ts';
 import { ALL_ENTITIES } from './entities/index.ts';
@@ -57,6 +58,12 @@ export interface Database {
    * Sees every write committed before the query is sent.
    */
   read(): Kysely<DB>;
+  /**
+   * PostgreSQL only (null on SQLite): statements prepared once per connection and planned once (PostgreSQL's generic
+   * plan), on LOOKUP_CONNECTIONS connections of their own. For short, frequent reads whose planning is most of their
+   * cost: the near-duplicate check (bench/README.md, Growth). Kysely sends every statement unnamed, planned anew.
+   */
+  readonly prepared: PreparedStatements | null;
   /** Runs `fn` in one transaction; retried on serialization failures/deadlocks on PostgreSQL. */
   transaction<T>(fn: (em: SqlEntityManager, db: Kysely<DB>) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
@@ -64,6 +71,14 @@ export interface Database {
   check(): Promise<{ dialect: string }>;
   close(): Promise<void>;
 }
+
+/** Runs a compiled statement as a named, prepared one: the same `sql` text, the same name, planned once. */
+export interface PreparedStatements {
+  query<R>(compiled: CompiledQuery<R>): Promise<R[]>;
+}
+
+/** The prepared statements' connections: a near-duplicate check takes ~1 ms, and one runs per upload. */
+const LOOKUP_CONNECTIONS = 2;
 
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   const common = {
@@ -127,6 +142,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       : null;
   const pgReader = opts.databaseUrl && (opts.pgReaders ?? 0) > 0 ? await postgresReader(orm, opts.pgReaders!) : null;
   const reader = readers ? readerKysely(readers) : pgReader;
+  const prepared = opts.databaseUrl ? await postgresPrepared(orm) : null;
   // One read on every thread now: a reader that cannot open the file fails the start, not the first listing.
   await readers?.ready().catch(async (e: unknown) => {
     await readers.close().catch(() => {});
@@ -139,6 +155,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     em: () => rootEm.fork(),
     db: (em) => (em ?? rootEm.fork()).getKysely<DB>(),
     read: () => reader ?? rootEm.fork().getKysely<DB>(),
+    prepared,
     transaction: (fn) => dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
     async ping() {
       await rootEm
@@ -155,6 +172,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       try {
         await readers?.close();
         await pgReader?.destroy();
+        await prepared?.close();
       } finally {
         await orm.close(true);
       }
@@ -185,6 +203,36 @@ async function postgresReader(orm: MikroORM, size: number): Promise<Kysely<DB>> 
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * PreparedStatements on a pool of LOOKUP_CONNECTIONS connections set up as MikroORM's (timeouts: a statement
+ * waiting 3 s for a connection fails as unavailable, 503 `busy`). Each statement's name is a digest of its text, so
+ * each text is parsed once per connection (callers pass a fixed set of texts, parameters apart); PostgreSQL plans it
+ * generically after five runs when that costs no more.
+ */
+async function postgresPrepared(orm: MikroORM): Promise<PreparedStatements & { close(): Promise<void> }> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool(postgresOptions(orm, { min: 0, max: LOOKUP_CONNECTIONS }));
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const names = new Map<string, string>();
+  const nameOf = (text: string) => {
+    let name = names.get(text);
+    if (!name) names.set(text, (name = `pv_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
+    return name;
+  };
+  return {
+    async query<R>(compiled: CompiledQuery<R>) {
+      const { rows } = await pool.query({
+        name: nameOf(compiled.sql),
+        text: compiled.sql,
+        values: [...compiled.parameters],
+      });
+      return rows as R[];
+    },
+    close: () => pool.end(),
+  };
 }
 
 /**

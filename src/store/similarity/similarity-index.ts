@@ -7,6 +7,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Viewer } from '../../domain/uploads/upload.types.ts';
 import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
+import type { PreparedStatements } from '../database.ts';
 import { BLOCKLIST_CHUNKS, UPLOAD_CHUNKS, candidateCount, chunkCandidates } from './hamming.ts';
 import { visibleTo } from '../upload-rows.ts';
 
@@ -80,28 +81,32 @@ export const MAX_CHUNK_PROBES = 32_768;
  * from the table (figures: bench/README.md, "Near-duplicate lookup"). A row matching on several chunks comes once
  * per chunk. Used for uploads (near duplicates) and the blocklist alike. `unordered`: any rows within the
  * distance, as they come (an existence check stops at the first; sorting every candidate first made PostgreSQL
- * plan a parallel append costing ~15 ms more at distance 8: bench/README.md, Blocklist).
+ * plan a parallel append costing ~15 ms more at distance 8: bench/README.md, Blocklist). `parameterized`
+ * (PostgreSQL): the hash and each chunk's values as parameters (`= any($n::int[])`), so that the statement's text is
+ * the same for every hash, as a prepared statement needs.
  */
 export function nearRows(
   dialect: Dialect,
   table: 'uploads' | 'blocklist',
   phash: string,
   maxDistance: number,
-  opts: { filter?: RawBuilder<boolean>; limit?: number; unordered?: boolean } = {},
+  opts: { filter?: RawBuilder<boolean>; limit?: number; unordered?: boolean; parameterized?: boolean } = {},
 ): RawBuilder<{ id: string; distance: number }> {
   const { columns, layout } = CHUNKED[table];
+  const params = opts.parameterized === true && dialect.name === 'postgres';
   const distance =
     dialect.name === 'postgres'
-      ? sql`bit_count(('x' || u.phash)::bit(64) # ${sql.lit(`x${phash}`)}::bit(64))`
+      ? sql`bit_count(('x' || u.phash)::bit(64) # ${params ? sql.val(`x${phash}`) : sql.lit(`x${phash}`)}::bit(64))`
       : sql`hamming64(u.phash, ${sql.lit(phash)})`;
+  const among = (values: number[]) =>
+    params ? sql`= any(${sql.val(values)}::int[])` : sql`in (${sql.join(values.map((v) => sql.lit(v)))})`;
   const filter = opts.filter ? sql`and ${opts.filter}` : sql``;
   const select = sql`select u.id as id, u.created_at as created_at, ${distance} as distance from ${sql.table(table)} u`;
   const parts =
     candidateCount(maxDistance, layout) > MAX_CHUNK_PROBES
       ? [sql`${select} where u.phash is not null ${filter}`]
       : chunkCandidates(phash, maxDistance, layout).map(
-          (values, i) =>
-            sql`${select} where u.${sql.ref(columns[i]!)} in (${sql.join(values.map((v) => sql.lit(v)))}) ${filter}`,
+          (values, i) => sql`${select} where u.${sql.ref(columns[i]!)} ${among(values)} ${filter}`,
         );
   return sql<{ id: string; distance: number }>`
     select id, distance from (${sql.join(parts, sql` union all `)}) m
@@ -110,8 +115,11 @@ export function nearRows(
     ${opts.limit ? sql`limit ${sql.lit(opts.limit)}` : sql``}`;
 }
 
-/** Multi-index hashing over the uploads' chunk columns (nearRows), for the near-duplicate check. */
-export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
+/**
+ * Multi-index hashing over the uploads' chunk columns (nearRows), for the near-duplicate check. With `prepared`
+ * (PostgreSQL), as a prepared statement: planning was 0.4 ms of a ~1 ms lookup (bench/README.md, Growth).
+ */
+export function multiIndexHashing(dialect: Dialect, prepared: PreparedStatements | null = null): SimilarityIndex {
   return {
     kind: 'multi-index-hashing',
     async add() {
@@ -119,10 +127,12 @@ export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
     },
     async remove() {},
     async findNear(db, phash, maxDistance, viewer) {
-      const { rows } = await nearRows(dialect, 'uploads', phash, maxDistance, {
+      const query = nearRows(dialect, 'uploads', phash, maxDistance, {
         filter: visibleTo(dialect, viewer),
         limit: 1,
-      }).execute(db);
+        parameterized: prepared !== null,
+      });
+      const rows = prepared ? await prepared.query(query.compile(db)) : (await query.execute(db)).rows;
       return rows[0] ? { id: rows[0].id, distance: Number(rows[0].distance) } : null;
     },
   };
@@ -130,10 +140,15 @@ export function multiIndexHashing(dialect: Dialect): SimilarityIndex {
 
 /**
  * The index of a database: on SQLite the sqlite-vec table is always kept (so either lookup can be chosen
- * at any time) and `method` answers; PostgreSQL has multi-index hashing only.
+ * at any time) and `method` answers; PostgreSQL has multi-index hashing only, prepared when `prepared` is given
+ * (Database.prepared).
  */
-export function similarityIndexFor(dialect: Dialect, method: LookupMethod): SimilarityIndex {
-  const mih = multiIndexHashing(dialect);
+export function similarityIndexFor(
+  dialect: Dialect,
+  method: LookupMethod,
+  prepared: PreparedStatements | null = null,
+): SimilarityIndex {
+  const mih = multiIndexHashing(dialect, prepared);
   if (dialect.name === 'postgres') return mih;
   const vec = sqliteVecIndex(dialect);
   return { ...vec, kind: method, findNear: (...args) => (method === 'sqlite-vec' ? vec : mih).findNear(...args) };

@@ -197,12 +197,17 @@ export function postgresOptions(orm: MikroORM, overrides: PgOverrides) {
  * the long reads wait here for one of them instead of taking the main pool's, which stays free for writes.
  */
 async function postgresReader(orm: MikroORM, size: number): Promise<Kysely<DB>> {
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool: await postgresPool(orm, size) }) });
+}
+
+/** A `pg` pool of `size` connections of its own (none opened until used), set up as MikroORM's (postgresOptions). */
+async function postgresPool(orm: MikroORM, size: number) {
   const { default: pg } = await import('pg');
   const pool = new pg.Pool(postgresOptions(orm, { min: 0, max: size }));
   // A connection the server drops reports an 'error' event: the query in flight rejects on its own.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return pool;
 }
 
 /**
@@ -212,23 +217,11 @@ async function postgresReader(orm: MikroORM, size: number): Promise<Kysely<DB>> 
  * generically after five runs when that costs no more.
  */
 async function postgresPrepared(orm: MikroORM): Promise<PreparedStatements & { close(): Promise<void> }> {
-  const { default: pg } = await import('pg');
-  const pool = new pg.Pool(postgresOptions(orm, { min: 0, max: LOOKUP_CONNECTIONS }));
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  const names = new Map<string, string>();
-  const nameOf = (text: string) => {
-    let name = names.get(text);
-    if (!name) names.set(text, (name = `pv_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`));
-    return name;
-  };
+  const pool = await postgresPool(orm, LOOKUP_CONNECTIONS);
   return {
     async query<R>(compiled: CompiledQuery<R>) {
-      const { rows } = await pool.query({
-        name: nameOf(compiled.sql),
-        text: compiled.sql,
-        values: [...compiled.parameters],
-      });
+      const name = `pv_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 20)}`;
+      const { rows } = await pool.query({ name, text: compiled.sql, values: [...compiled.parameters] });
       return rows as R[];
     },
     close: () => pool.end(),

@@ -21,14 +21,23 @@ export const BLOCKLIST_CHUNKS: ChunkLayout = [16, 16, 16, 16];
 
 /** `width` bits of the hash from bit `shift` up (bit 0 the least significant): one chunk's value. */
 export function bitsOf(hex: string, shift: number, width: number): number {
-  if (!HASH_HEX.test(hex)) throw new Error(`expected 16 lowercase hex characters for a perceptual hash, got "${hex}"`);
-  return Number((BigInt(`0x${hex}`) >> BigInt(shift)) & ((1n << BigInt(width)) - 1n));
+  return bits(parseHash(hex), shift, width);
 }
 
-/** The hash split into chunks of `layout`, most significant first. */
+/** The hash split into chunks of `layout`, most significant first (parsed once). */
 export function chunksOf(hex: string, layout: ChunkLayout = BLOCKLIST_CHUNKS): number[] {
+  const value = parseHash(hex);
   let shift = 64;
-  return layout.map((width) => bitsOf(hex, (shift -= width), width));
+  return layout.map((width) => bits(value, (shift -= width), width));
+}
+
+function parseHash(hex: string): bigint {
+  if (!HASH_HEX.test(hex)) throw new Error(`expected 16 lowercase hex characters for a perceptual hash, got "${hex}"`);
+  return BigInt(`0x${hex}`);
+}
+
+function bits(value: bigint, shift: number, width: number): number {
+  return Number((value >> BigInt(shift)) & ((1n << BigInt(width)) - 1n));
 }
 
 type ChunkColumns<K extends string> = Record<K, number | null>;

@@ -221,6 +221,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
   const metrics = createMetrics({
     pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 },
     moderation: { queueDepth: () => stores.moderation.openQueueDepth(), blocklistSize: () => stores.blocklist.size() },
+    ...(redis ? { redisUp: () => redis.status === 'ready' } : {}),
   });
   const { media, mediaOrigin } = await openMedia(config, redis, log, releases);
   const passwordHashes = new PasswordHashPool();

@@ -50,12 +50,47 @@ export interface ModerationGauges {
   blocklistSize(): Promise<number>;
 }
 
-/** Where the gauges read from at scrape time: the media pool, the moderation figures (the database). */
-export function createMetrics(opts: { pool?: () => PoolGauges; moderation?: ModerationGauges } = {}): Metrics {
+/**
+ * How long a scrape waits for the database's figures. Past it (or on any error: the database is down) the scrape
+ * answers all the same, with the last figures read and `pixvote_dependency_up{dependency="database"} 0`:
+ * monitoring must not go blind during the very outage it should show.
+ */
+export const DATABASE_READ_MS = 500;
+
+/** The moderation figures of one scrape, or null when the database did not give them in time. */
+type DatabaseReading = { queueDepth: number; blocklistSize: number } | null;
+
+function readDatabase(moderation: ModerationGauges): Promise<DatabaseReading> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<null>((resolve) => {
+    timer = setTimeout(resolve, DATABASE_READ_MS, null);
+  });
+  const read = Promise.all([moderation.queueDepth(), moderation.blocklistSize()]).then(
+    ([queueDepth, blocklistSize]) => ({ queueDepth, blocklistSize }),
+    () => null,
+  );
+  return Promise.race([read, deadline]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Where the gauges read from at scrape time: the media pool, the moderation figures (the database), and whether
+ * Redis is connected (`redisUp`; absent when Redis is not configured).
+ */
+export function createMetrics(
+  opts: { pool?: () => PoolGauges; moderation?: ModerationGauges; redisUp?: () => boolean } = {},
+): Metrics {
   const registry = new Registry();
   // Process CPU/memory, GC, and event-loop lag (nodejs_eventloop_lag_*), sampled every 10 ms.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
-  const { pool, moderation } = opts;
+  const { pool, moderation, redisUp } = opts;
+  // One database reading per scrape, shared by the gauges that show it (prom-client collects them side by side).
+  let reading: { at: number; value: Promise<DatabaseReading> } | null = null;
+  const databaseReading = (): Promise<DatabaseReading> | null => {
+    if (!moderation) return null;
+    const now = Date.now();
+    if (!reading || now - reading.at > DATABASE_READ_MS) reading = { at: now, value: readDatabase(moderation) };
+    return reading.value;
+  };
   // Per (method, route, status): the request count kept as a plain number and read at scrape time, and the
   // histogram's label set bound once. prom-client re-validates and re-hashes labels on every inc()/observe(),
   // which on every request cost more than the rest of the bookkeeping together.
@@ -210,13 +245,15 @@ export function createMetrics(opts: { pool?: () => PoolGauges; moderation?: Mode
       s.time.observe(seconds);
     },
   };
+  // A failed reading leaves these at their last figures; pixvote_dependency_up says they are stale.
   new Gauge({
     name: 'pixvote_moderation_queue_depth',
     help: 'Open moderation queue items: held, reported or person-flagged uploads',
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      if (moderation) this.set(await moderation.queueDepth());
+      const r = await databaseReading();
+      if (r) this.set(r.queueDepth);
     },
   });
   new Gauge({
@@ -225,7 +262,23 @@ export function createMetrics(opts: { pool?: () => PoolGauges; moderation?: Mode
     registers: [registry],
     aggregator: 'max',
     async collect() {
-      if (moderation) this.set(await moderation.blocklistSize());
+      const r = await databaseReading();
+      if (r) this.set(r.blocklistSize);
+    },
+  });
+  new Gauge({
+    name: 'pixvote_dependency_up',
+    help:
+      'Whether a dependency answered at this scrape: database (the moderation figures read within ' +
+      `${DATABASE_READ_MS} ms), redis (connected; 0 while the in-process fallbacks serve)`,
+    labelNames: ['dependency'],
+    registers: [registry],
+    // Across PROCESSES>1: down when any process finds it down.
+    aggregator: 'min',
+    async collect() {
+      const database = databaseReading();
+      if (database) this.set({ dependency: 'database' }, (await database) ? 1 : 0);
+      if (redisUp) this.set({ dependency: 'redis' }, redisUp() ? 1 : 0);
     },
   });
   return m;

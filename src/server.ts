@@ -26,13 +26,25 @@ import { capConnectionsPerAddress, isRefusedConnection } from './gateway/connect
  * What `listen` serves and shuts down: the composed application (main.ts's `compose()` returns it), as
  * far as serving needs it. Declared here, not imported from main.ts, so that the two import no cycle.
  */
+
+/**
+ * The "listening" line's account of Redis: `connected`, `not configured`, or (REDIS_URL set but Redis not answering
+ * at start) that the in-process limits and caches serve until it answers (ioredis keeps reconnecting).
+ */
+export function redisInUse(redis: { status: string } | null): string {
+  if (!redis) return 'not configured';
+  return redis.status === 'ready'
+    ? 'connected'
+    : `configured but ${redis.status}: in-process limits and caches serve until it answers`;
+}
+
 export interface Servable {
   config: Pick<Config, 'port' | 'host' | 'dataDir' | 'shutdownGraceMs' | 'maxConnectionsPerIp' | 'trustProxy'>;
   log: Logger;
   metrics: { connectionsRefused: { inc(): void } };
   app: { callback(): Handler };
   db: { dialect: { name: string } };
-  redis: unknown;
+  redis: { status: string } | null;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   drain(): void;
   /** Releases every resource. Idempotent. */
@@ -229,7 +241,8 @@ export async function listen(composed: Servable): Promise<Running> {
     {
       address: server.address(),
       database: composed.db.dialect.name,
-      redis: Boolean(composed.redis),
+      // What is really in use: a configured Redis that refused at start serves nothing until it answers.
+      redis: redisInUse(composed.redis),
       dataDir: config.dataDir,
     },
     'pixvote listening',

@@ -8,7 +8,9 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startApp } from '../support/app.ts';
+import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
+import { startFaultProxy } from '../support/fault-proxy.ts';
+import { createTestDatabase } from '../support/pg.ts';
 import { registerUser } from '../support/users.ts';
 import { uploadFields } from '../support/uploads.ts';
 import { onPostgres } from '../support/env.ts';
@@ -82,3 +84,61 @@ test('every dependency up: /readyz 200 ok with the database, workers, media (and
     await app.close();
   }
 });
+
+/** The Prometheus sample `name{labels} value` in a scrape, or undefined. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** Scrapes /metrics (each must answer 200) until `series` reads `want`; the scrapes share a rendering per second. */
+async function scrapeUntil(app: TestApp, series: string, want: number): Promise<string> {
+  let last: number | undefined;
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const r = await app.api.get('/metrics');
+    assert.equal(r.status, 200, r.text);
+    if ((last = sample(r.text, series)) === want) return r.text;
+    await sleep(200);
+  }
+  assert.fail(`${series} stayed at ${last} over 300 scrapes; expected ${want}`);
+}
+
+test(
+  'the database down: /metrics and /healthz answer 200, the scrape shows the database down and the failing ' +
+    'requests, and the database up again once it is back',
+  { skip: !onPostgres && 'PostgreSQL + Redis profile (an embedded SQLite cannot go away)' },
+  async () => {
+    const database = await createTestDatabase();
+    const pgUrl = new URL(database.url);
+    const proxy = await startFaultProxy(`tcp://${pgUrl.host}`);
+    const proxied = new URL(database.url);
+    proxied.host = new URL(proxy.url).host;
+    const app = await startApp({}, { databaseUrl: proxied.toString() });
+    const up = 'pixvote_dependency_up{dependency="database"}';
+    try {
+      await scrapeUntil(app, up, 1);
+      assert.equal(sample(await currentMetrics(app), 'pixvote_dependency_up{dependency="redis"}'), 1);
+
+      proxy.set('refuse');
+      // A request that needs the database fails as the contract says (503, not a hang, not a 500)…
+      const failing = await app.api.get('/api/modlog');
+      assert.equal(failing.status, 503, failing.text);
+      assert.equal((await app.api.get('/healthz')).status, 200);
+      // …and the scrape still answers, naming the database as down and counting that failure.
+      const text = await scrapeUntil(app, up, 0);
+      assert.ok(
+        (sample(text, 'pixvote_http_requests_total{method="GET",route="/api/modlog",status="503"}') ?? 0) >= 1,
+        'the failed request is counted',
+      );
+      // The last figures read stay in place rather than vanishing.
+      assert.notEqual(sample(text, 'pixvote_blocklist_entries'), undefined);
+
+      proxy.set('pass');
+      await scrapeUntil(app, up, 1);
+    } finally {
+      await app.close();
+      await proxy.close();
+      await database.drop();
+    }
+  },
+);

@@ -112,3 +112,35 @@ test(
     }
   },
 );
+
+test(
+  'REDIS_URL refused at start: the "listening" line says the in-process fallbacks serve, not that Redis is in use',
+  { skip: onPostgres && 'needs no database: the SQLite pass runs it' },
+  async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'pixvote-start-'));
+    const probe = createServer().listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const { port } = probe.address() as { port: number };
+    await new Promise((r) => probe.close(r));
+    try {
+      const server = await spawnServer({
+        DATA_DIR: dataDir,
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        HUMAN_POLICY: 'off',
+        WORKERS: '1',
+      });
+      try {
+        const listening = server.logs.find((l) => l.msg === 'pixvote listening');
+        assert.ok(listening, 'logged "pixvote listening"');
+        assert.notEqual(listening.redis, true);
+        assert.match(String(listening.redis), /^configured but \w+: in-process limits and caches serve/);
+        assert.equal((await server.api.get('/readyz')).body.status, 'degraded');
+      } finally {
+        server.kill('SIGKILL');
+        await server.exited;
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  },
+);

@@ -26,7 +26,8 @@ export type ErrorCode =
   | 'busy'
   | 'storage_unavailable'
   | 'method_not_allowed'
-  | 'internal';
+  | 'internal'
+  | 'not_implemented';
 
 export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   invalid_request: 400,
@@ -53,6 +54,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   storage_unavailable: 503,
   method_not_allowed: 405,
   internal: 500,
+  not_implemented: 501,
 });
 
 export class AppError extends Error {
@@ -73,6 +75,7 @@ export class AppError extends Error {
 /** Small factories, one per code, so call sites read like the contract. */
 export const errors = {
   invalid: (message: string) => new AppError('invalid_request', message),
+  notImplemented: (message: string) => new AppError('not_implemented', message),
   unsupportedFormat: (message: string) => new AppError('unsupported_format', message),
   invalidImage: (message: string) => new AppError('invalid_image', message),
   humanDetected: (message: string) => new AppError('human_detected', message),

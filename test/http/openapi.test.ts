@@ -72,10 +72,18 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 24);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 25);
   const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
   assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
-  for (const code of ['blocked_content', 'banned', 'removed', 'storage_unavailable', 'invalid_cursor', 'page_too_deep'])
+  for (const code of [
+    'blocked_content',
+    'banned',
+    'removed',
+    'storage_unavailable',
+    'invalid_cursor',
+    'page_too_deep',
+    'not_implemented',
+  ])
     assert.ok(codes.includes(code), code);
 
   const upload = doc.paths['/api/v1/upload'].post;

@@ -257,6 +257,7 @@ describe('what is not public describes nothing', () => {
     assert.equal((await oembed('not a url')).status, 404);
     const xml = await oembed(page(imageId), '&format=xml');
     assert.equal(xml.status, 501);
+    assert.equal(xml.body.error, 'not_implemented');
     assert.match(xml.body.message, /json/);
     assert.equal((await oembed(page(imageId), '&maxwidth=wide')).status, 400);
     assert.equal((await app.api.get('/api/oembed')).status, 400);

@@ -7,7 +7,6 @@
 import { AppError, errors } from '../../domain/errors.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import { requestOrigin } from '../request-origin.ts';
-import { ErrorBody } from '../schemas/common.schemas.ts';
 import { OEmbedQuery, OEmbedResponse } from '../schemas/oembed.schemas.ts';
 import { OEMBED_CACHE_AGE, oembedOf, unfurlable } from '../upload-page.ts';
 import { routes } from './route.ts';
@@ -44,22 +43,14 @@ export const oembedRoutes = routes<{ uploads: UploadService }>((route) => [
     query: OEmbedQuery,
     responses: {
       200: { description: 'The oEmbed answer.', json: OEmbedResponse, cacheControl: [CACHE] },
-      501: {
-        description: 'A `format` other than `json`: not implemented (oEmbed 2.3.4).',
-        json: ErrorBody,
-        cacheControl: ['no-store'],
-      },
     },
-    errors: ['invalid_request', 'not_found'],
+    // not_implemented: a `format` other than `json` (oEmbed 2.3.4).
+    errors: ['invalid_request', 'not_found', 'not_implemented'],
     handler:
       (deps) =>
       async (ctx, { query }) => {
-        if (query.format !== undefined && query.format !== 'json') {
-          ctx.status = 501;
-          ctx.set('Cache-Control', 'no-store');
-          ctx.body = { error: 'invalid_request', message: `format ${query.format} is not implemented: only json` };
-          return;
-        }
+        if (query.format !== undefined && query.format !== 'json')
+          throw errors.notImplemented(`format ${query.format} is not implemented: only json`);
         const id = uploadIdOf(query.url, ctx.host);
         if (!id) throw errors.notFound('url is not an upload page of this service');
         const nothing = () => errors.notFound(`no public upload at ${query.url}`);

@@ -40,6 +40,7 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
     'retry after `Retry-After` seconds',
   method_not_allowed: 'a known path called with a method it does not serve; `Allow` lists those it does',
   internal: 'anything else; logged with the request id',
+  not_implemented: '`GET /api/oembed` with a `format` other than `json` (oEmbed 1.0, 2.3.4)',
 };
 
 export const ErrorBody = z

@@ -23,7 +23,10 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeCursor, listingId } from '../src/domain/feeds/cursor.ts';
+import { Cursors, listingId } from '../src/domain/feeds/cursor.ts';
+
+/** The cursors the bench makes up and the service it times check (one key). */
+const cursors = new Cursors('bench:scale cursor key');
 import { FeedService, type FeedCache, type FeedQuery } from '../src/domain/feeds/feed.service.ts';
 import type { Principal } from '../src/domain/users.ts';
 import type { Database } from '../src/store/database.ts';
@@ -95,7 +98,7 @@ async function cursorAt(db: Database, q: FeedQuery, depth: number): Promise<stri
     id: row.id,
   };
   const listing = listingId(['feed', q.sort, q.limit, q.type, q.user, q.tag]);
-  return encodeCursor(listing, { page: 2, after: { since: new Date(), pos } });
+  return cursors.encode(listing, { page: 2, after: { since: new Date(), pos } });
 }
 
 async function reads(db: Database, size: number, popular: string, heavy: Principal): Promise<Read[]> {
@@ -106,6 +109,7 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
     me: async () => {
       throw new Error('unused');
     },
+    cursors,
   });
   const q = (x: Partial<FeedQuery>): FeedQuery => ({ page: 1, limit: LIMIT, sort: 'new', ...x });
   const out: Read[] = [];
@@ -151,7 +155,7 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
     .limit(1)
     .executeTakeFirstOrThrow();
   const mid = { key: null, createdAt: db.dialect.readDate(middle.created_at), id: middle.id };
-  const ownCursor = encodeCursor(listingId(['own', heavy.userId, LIMIT]), {
+  const ownCursor = cursors.encode(listingId(['own', heavy.userId, LIMIT]), {
     page: 2,
     after: { since: new Date(), pos: mid },
   });

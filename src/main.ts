@@ -35,6 +35,7 @@ import { UploadService } from './domain/uploads/upload.service.ts';
 import { IdempotencyService } from './domain/idempotency.ts';
 import { VoteService } from './domain/votes/vote.service.ts';
 import { FeedService, type VotedUpload } from './domain/feeds/feed.service.ts';
+import { Cursors } from './domain/feeds/cursor.ts';
 import { TagService } from './domain/tag.service.ts';
 import { FeedRepository } from './store/repositories/feed.repository.ts';
 import { TagRepository } from './store/repositories/tag.repository.ts';
@@ -356,7 +357,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       uploads,
       uploadOutcomes: outcomes,
       votes,
-      tags: new TagService({ tags: stores.tags, clock, onChanged: changed }),
+      tags: new TagService({ tags: stores.tags, clock, onChanged: changed, cursors: new Cursors(config.jwtSecret) }),
       moderation,
       voteRings,
       webhooks,
@@ -461,6 +462,8 @@ function feedsFor(
     // The votes' clock: a cursor's `since` and the `ranked_at` of a move are compared.
     clock,
     onCache: (outcome) => cacheReads[outcome].inc(),
+    // Every process signs cursors with the same key: JWT_SECRET, which they already share.
+    cursors: new Cursors(config.jwtSecret),
   });
   // Every structural write that changes what a public page shows makes every cached page stale; a vote only
   // the score-sorted pages of the listings its upload is in (and the counts of the others are read again).
@@ -547,6 +550,7 @@ function moderationFor(
       blocklistPdqDistance: config.blocklistPdqDistance,
     },
     releaseMedia: (key) => media.release(key),
+    cursors: new Cursors(config.jwtSecret),
     events: {
       onChanged: changed,
       reportReceived: () => metrics.reportsReceived.inc(),

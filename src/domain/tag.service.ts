@@ -1,6 +1,6 @@
 /** Tags of an upload (read by anyone, changed by its owner or an admin) and tag suggestions. */
 import { errors } from './errors.ts';
-import { decodeCursor, encodeCursor, listingId } from './feeds/cursor.ts';
+import { Cursors, listingId } from './feeds/cursor.ts';
 import { isUuid } from './ids.ts';
 import type { Clock } from './clock.ts';
 import type { Principal } from './users.ts';
@@ -38,8 +38,10 @@ export class TagService {
   readonly #tags: TagStore;
   readonly #clock: Clock;
   readonly #onChanged: () => Promise<void>;
+  readonly #cursors: Cursors;
 
-  constructor(deps: { tags: TagStore; clock: Clock; onChanged?: () => Promise<void> }) {
+  constructor(deps: { tags: TagStore; clock: Clock; onChanged?: () => Promise<void>; cursors?: Cursors }) {
+    this.#cursors = deps.cursors ?? new Cursors();
     this.#tags = deps.tags;
     this.#clock = deps.clock;
     this.#onChanged = deps.onChanged ?? (async () => {});
@@ -84,14 +86,14 @@ export class TagService {
   ): Promise<{ tags: TagSuggestion[]; next_cursor: string | null }> {
     const prefix = normalizeTag(q);
     const listing = listingId(['tags', prefix, limit]);
-    const cursor = cursorText ? decodeCursor(listing, cursorText) : null;
+    const cursor = cursorText ? this.#cursors.decode(listing, cursorText) : null;
     const after = cursor ? { uploads: cursor.after.pos.key ?? 0, id: cursor.after.pos.id } : null;
     const rows = await this.#tags.suggest(prefix, after, limit + 1);
     const tags = rows.slice(0, limit);
     const last = tags.at(-1);
     const next =
       rows.length > limit && last
-        ? encodeCursor(listing, {
+        ? this.#cursors.encode(listing, {
             page: (cursor?.page ?? 1) + 1,
             after: { since: this.#clock.now(), pos: { key: last.uploads, createdAt: new Date(0), id: last.id } },
           })

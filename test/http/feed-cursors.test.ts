@@ -139,6 +139,18 @@ describe('cursor and page errors', () => {
       assert.equal(r.status, 400, q);
       assert.equal(r.body.error, 'invalid_cursor', q);
     }
+    // A position forged within the same listing (its JSON edited, the MAC kept) is refused as tampered with.
+    const bytes = Buffer.from(first.next_cursor, 'base64url');
+    const json = bytes.subarray(0, -16).toString();
+    const forged = json.replace(/"[0-9a-f-]{36}"\]$/, '"00000000-0000-4000-8000-000000000000"]');
+    assert.notEqual(forged, json);
+    const tampered = Buffer.concat([Buffer.from(forged), bytes.subarray(-16)]).toString('base64url');
+    const refused = await app.api.get(`/api/uploads?sort=top&limit=3&cursor=${tampered}`);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error, 'invalid_cursor');
+    assert.match(refused.body.message, /tampered/);
+    assert.equal((await app.api.get(`/api/uploads?sort=top&limit=3&cursor=${first.next_cursor}`)).status, 200);
+
     assert.equal((await app.api.get('/api/uploads?page=201&limit=50')).status, 200);
     const deep = await app.api.get('/api/uploads?page=202&limit=50');
     assert.equal(deep.status, 400);

@@ -2,7 +2,9 @@
  * Keyset positions (API.md, Listing and feeds): `next_cursor` names the last row of a page by its order's key, and
  * `cursor=` starts the next page right after it, reading only that page's rows however deep it is.
  *
- * A cursor is opaque to clients: base64url of a small JSON array. It carries
+ * A cursor is opaque to clients: base64url of a small JSON array and its MAC (HMAC-SHA256 under a key derived from
+ * the server's secret, truncated to 128 bits), so a position a client made up, even within the same listing, is
+ * refused as tampered with (`invalid_cursor`). It carries
  * - the listing it belongs to (a digest of its filters, sort and limit): another listing's cursor is refused;
  * - the page number it leads to (the envelope's `page` keeps counting);
  * - when the traversal began (its first page's rows were read): a ranked listing shows an upload whose ranks moved
@@ -10,7 +12,7 @@
  *   upload is shown exactly once however votes move it; past that window it skips such uploads (at most once);
  * - the last row's key: its rank (absent for orders by time), creation time and id.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors.ts';
 
 /** Where a page ends: the last row's rank (null for orders by time), creation time and id. */
@@ -66,17 +68,16 @@ export function listingId(parts: ReadonlyArray<string | number | undefined | nul
     .slice(0, 12);
 }
 
-export function encodeCursor(listing: string, c: Cursor): string {
+function payloadOf(listing: string, c: Cursor): Buffer {
   const { since, pos } = c.after;
   const json = [VERSION, listing, c.page, since.getTime(), pos.key, pos.createdAt.getTime(), pos.id];
-  return Buffer.from(JSON.stringify(json)).toString('base64url');
+  return Buffer.from(JSON.stringify(json));
 }
 
-export function decodeCursor(listing: string, text: string): Cursor {
-  if (text.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(text)) throw invalidCursor('malformed');
+function cursorOf(listing: string, payload: Buffer): Cursor {
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    value = JSON.parse(payload.toString('utf8'));
   } catch {
     throw invalidCursor('malformed');
   }
@@ -101,6 +102,43 @@ export function decodeCursor(listing: string, text: string): Cursor {
     page: page as number,
     after: { since: sinceAt, pos: { key, createdAt: created, id } },
   };
+}
+
+/** Bytes of MAC a cursor ends with. */
+const MAC_BYTES = 16;
+
+/**
+ * Encodes and checks cursors under one key. Every process that serves the same listings must use the same secret
+ * (main.ts derives the key from JWT_SECRET, which they already share); without one (tests that build a service
+ * alone) a random key serves this instance only.
+ */
+export class Cursors {
+  readonly #key: Buffer;
+
+  constructor(secret?: string) {
+    this.#key = secret
+      ? createHash('sha256').update('pixvote cursor mac v1\u0000').update(secret).digest()
+      : randomBytes(32);
+  }
+
+  #mac(payload: Buffer): Buffer {
+    return createHmac('sha256', this.#key).update(payload).digest().subarray(0, MAC_BYTES);
+  }
+
+  encode(listing: string, c: Cursor): string {
+    const payload = payloadOf(listing, c);
+    return Buffer.concat([payload, this.#mac(payload)]).toString('base64url');
+  }
+
+  decode(listing: string, text: string): Cursor {
+    if (text.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(text)) throw invalidCursor('malformed');
+    const bytes = Buffer.from(text, 'base64url');
+    if (bytes.length <= MAC_BYTES) throw invalidCursor('malformed');
+    const payload = bytes.subarray(0, bytes.length - MAC_BYTES);
+    if (!timingSafeEqual(bytes.subarray(bytes.length - MAC_BYTES), this.#mac(payload)))
+      throw invalidCursor('tampered with, or made by another server');
+    return cursorOf(listing, payload);
+  }
 }
 
 /** `page` beyond the number pages' ceiling: 400 `page_too_deep`, naming the way on. */

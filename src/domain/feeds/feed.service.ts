@@ -18,8 +18,7 @@ import {
   RANK_MOVES_PRUNE_BATCH,
   RANK_MOVES_WINDOW_MS,
   checkPageDepth,
-  decodeCursor,
-  encodeCursor,
+  Cursors,
   listingId,
   type Cursor,
   type ListAfter,
@@ -161,6 +160,7 @@ export function keysetPage(
   limit: number,
   listing: string,
   next: { page: number; since: Date },
+  cursors: Cursors,
 ): { uploads: UploadView[]; has_more: boolean; next_cursor: string | null } {
   const shown = rows.slice(0, limit);
   const last = shown.at(-1);
@@ -169,7 +169,7 @@ export function keysetPage(
     uploads: shown.map((r) => toUploadView(r.upload)),
     has_more: hasMore,
     next_cursor: hasMore
-      ? encodeCursor(listing, { page: next.page, after: { since: next.since, pos: last.pos } })
+      ? cursors.encode(listing, { page: next.page, after: { since: next.since, pos: last.pos } })
       : null,
   };
 }
@@ -185,6 +185,7 @@ export class FeedService {
   readonly #me: (p: Principal) => Promise<UserView>;
   readonly #clock: Clock;
   readonly #onCache: (outcome: CacheOutcome) => void;
+  readonly #cursors: Cursors;
 
   constructor(deps: {
     store: FeedStore;
@@ -193,7 +194,10 @@ export class FeedService {
     clock?: Clock;
     /** Told how each cacheable page was answered (metrics). */
     onCache?: (outcome: CacheOutcome) => void;
+    /** Signs and checks `next_cursor` (main.ts: keyed by the server's secret). */
+    cursors?: Cursors;
   }) {
+    this.#cursors = deps.cursors ?? new Cursors();
     this.#store = deps.store;
     this.#cache = deps.cache;
     this.#me = deps.me;
@@ -204,7 +208,7 @@ export class FeedService {
   async list(q: FeedQuery): Promise<CachedJson> {
     const user = q.user?.toLowerCase();
     const listing = listingId(['feed', q.sort, q.limit, q.type, user, q.tag]);
-    const cursor: Cursor | null = q.cursor ? decodeCursor(listing, q.cursor) : null;
+    const cursor: Cursor | null = q.cursor ? this.#cursors.decode(listing, q.cursor) : null;
     if (!cursor) checkPageDepth(q.page, q.limit);
     const page = cursor?.page ?? q.page;
     const at = q.cursor ? `c:${q.cursor}` : String(q.page);
@@ -220,7 +224,13 @@ export class FeedService {
         ? { after: cursor.after, frozen: now.getTime() - since.getTime() <= RANK_MOVES_WINDOW_MS }
         : { offset: (q.page - 1) * q.limit };
       const rows = await this.#store.publicPage(q, start, q.limit + 1);
-      const { uploads, has_more, next_cursor } = keysetPage(rows, q.limit, listing, { page: page + 1, since });
+      const { uploads, has_more, next_cursor } = keysetPage(
+        rows,
+        q.limit,
+        listing,
+        { page: page + 1, since },
+        this.#cursors,
+      );
       const value = { uploads, page, limit: q.limit, has_more, next_cursor };
       return { value, ids: ranked ? undefined : uploads.map((u) => u.id) };
     });
@@ -255,12 +265,15 @@ export class FeedService {
     cursorText?: string,
   ): Promise<{ uploads: UploadView[]; limit: number; has_more: boolean; next_cursor: string | null }> {
     const listing = listingId(['own', principal.userId, limit]);
-    const cursor = cursorText ? decodeCursor(listing, cursorText) : null;
+    const cursor = cursorText ? this.#cursors.decode(listing, cursorText) : null;
     const rows = await this.#store.ownUploads(principal.userId, cursor?.after ?? null, limit + 1);
-    const page = keysetPage(rows, limit, listing, {
-      page: (cursor?.page ?? 1) + 1,
-      since: cursor?.after.since ?? this.#clock.now(),
-    });
+    const page = keysetPage(
+      rows,
+      limit,
+      listing,
+      { page: (cursor?.page ?? 1) + 1, since: cursor?.after.since ?? this.#clock.now() },
+      this.#cursors,
+    );
     return { ...page, limit };
   }
 

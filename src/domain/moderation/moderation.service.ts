@@ -4,14 +4,7 @@
  * caches like any other write; stored files a removal released go after the commit (journalled: the media sweep
  * retries a failure).
  */
-import {
-  checkPageDepth,
-  decodeCursor,
-  encodeCursor,
-  listingId,
-  type ListPosition,
-  type PageStart,
-} from '../feeds/cursor.ts';
+import { checkPageDepth, Cursors, listingId, type ListPosition, type PageStart } from '../feeds/cursor.ts';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errors } from '../errors.ts';
@@ -157,6 +150,8 @@ export class ModerationService {
   readonly #events: ModerationEvents;
   readonly #releaseMedia: (mediaKey: string) => Promise<unknown>;
   readonly #jobs: JobStore;
+  /** Signs and checks the modlog's and the queue's `next_cursor` (main.ts: keyed by the server's secret). */
+  readonly cursors: Cursors;
   /** This process's name on the leases it takes. */
   readonly #runner = `runner-${randomUUID()}`;
 
@@ -170,7 +165,9 @@ export class ModerationService {
     events?: ModerationEvents;
     /** Removes stored files no row references any more (under their lock; journalled). */
     releaseMedia: (mediaKey: string) => Promise<unknown>;
+    cursors?: Cursors;
   }) {
+    this.cursors = deps.cursors ?? new Cursors();
     this.#store = deps.store;
     this.#blocklist = deps.blocklist;
     this.#uploads = deps.uploads;
@@ -362,7 +359,7 @@ export class ModerationService {
     q: Page & { cursor?: string | undefined },
   ): Promise<{ entries: ModlogEntryView[]; page: number; has_more: boolean; next_cursor: string | null }> {
     const listing = listingId(['modlog', q.limit]);
-    const cursor = q.cursor ? decodeCursor(listing, q.cursor) : null;
+    const cursor = q.cursor ? this.cursors.decode(listing, q.cursor) : null;
     if (!cursor) checkPageDepth(q.page, q.limit);
     const start: PageStart = cursor ? { after: cursor.after } : { offset: (q.page - 1) * q.limit };
     const rows = await this.#store.modlog(start, q.limit + 1);
@@ -375,7 +372,7 @@ export class ModerationService {
       page,
       has_more: hasMore,
       next_cursor: hasMore
-        ? encodeCursor(listing, {
+        ? this.cursors.encode(listing, {
             page: page + 1,
             after: { since: this.#clock.now(), pos: { key: null, createdAt: last.at, id: last.id } },
           })

@@ -9,14 +9,7 @@
  * paging on after acting on the items of a page skips nothing, which number pages would (each acted-on item leaves
  * the open queue and moves the rest up).
  */
-import {
-  checkPageDepth,
-  decodeCursor,
-  encodeCursor,
-  listingId,
-  type ListPosition,
-  type PageStart,
-} from '../feeds/cursor.ts';
+import { checkPageDepth, listingId, type Cursors, type ListPosition, type PageStart } from '../feeds/cursor.ts';
 import type { QueueItemView } from './moderation.service.ts';
 import type { VoteRingItemView } from './vote-rings.service.ts';
 
@@ -25,6 +18,8 @@ export type AnyQueueItem = QueueItemView | VoteRingItemView;
 type Status = 'open' | 'closed';
 
 export interface QueueSources {
+  /** Signs and checks `next_cursor` (the moderation service's). */
+  cursors: Cursors;
   rings: {
     count(status: Status): Promise<number>;
     list(status: Status, start: PageStart, limit: number): Promise<VoteRingItemView[]>;
@@ -39,7 +34,7 @@ export async function queuePage(
   now: Date,
 ): Promise<{ items: AnyQueueItem[]; page: number; has_more: boolean; next_cursor: string | null }> {
   const listing = listingId(['queue', status, q.limit]);
-  const cursor = q.cursor ? decodeCursor(listing, q.cursor) : null;
+  const cursor = q.cursor ? sources.cursors.decode(listing, q.cursor) : null;
   if (!cursor) checkPageDepth(q.page, q.limit);
   // One more than a page, to say whether there are more.
   const want = q.limit + 1;
@@ -75,7 +70,7 @@ export async function queuePage(
     has_more: rows.length > q.limit,
     next_cursor:
       rows.length > q.limit && last
-        ? encodeCursor(listing, { page: page + 1, after: { since: now, pos: last.pos } })
+        ? sources.cursors.encode(listing, { page: page + 1, after: { since: now, pos: last.pos } })
         : null,
   };
 }

@@ -316,6 +316,7 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
           q.status,
           q,
           {
+            cursors: deps.moderation.cursors,
             rings: deps.voteRings,
             uploads: (status, start, limit) => deps.moderation.queueItems(status, start, limit),
           },

@@ -208,15 +208,17 @@ export class FeedService {
   async list(q: FeedQuery): Promise<CachedJson> {
     const user = q.user?.toLowerCase();
     const listing = listingId(['feed', q.sort, q.limit, q.type, user, q.tag]);
-    const cursor: Cursor | null = q.cursor ? this.#cursors.decode(listing, q.cursor) : null;
-    if (!cursor) checkPageDepth(q.page, q.limit);
-    const page = cursor?.page ?? q.page;
+    if (!q.cursor) checkPageDepth(q.page, q.limit);
     const at = q.cursor ? `c:${q.cursor}` : String(q.page);
     const key = `feed:${q.sort}:${at}:${q.limit}:${q.type ?? ''}:${user ?? ''}:${q.tag ?? ''}`;
     // No vote moves the `new` order: its pages are recounted instead. A score-sorted page depends on its scope.
     const ranked = q.sort !== 'new';
     const scopes = ranked ? [rankScope({ ...q, user })] : [];
     return this.#cached(key, FEED_TTL_SECONDS, scopes, async () => {
+      // The cursor is checked (its MAC, its listing) when its page is built: a page is cached under the cursor's
+      // very text, only once that text was checked, so a cached page's request costs no check.
+      const cursor: Cursor | null = q.cursor ? this.#cursors.decode(listing, q.cursor) : null;
+      const page = cursor?.page ?? q.page;
       // When this traversal's first page is read (a cached page keeps the time it was built at, in its cursor).
       const now = this.#clock.now();
       const since = cursor?.after.since ?? now;

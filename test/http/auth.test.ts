@@ -182,6 +182,36 @@ describe('authentication', () => {
     assert.equal(basic.status, 401);
   });
 
+  test('a bad Bearer token is 401 on public routes too; a stale cookie browses anonymously; signing in again works', async () => {
+    const u = await registerUser(app.api);
+    const now = Math.floor(Date.now() / 1000);
+    const expired = jwt.sign({ sub: u.id, iat: now - 7200, exp: now - 3600 }, app.config.jwtSecret, {
+      algorithm: 'HS256',
+    });
+    for (const token of [expired, 'not-a-token', 'pv_' + 'x'.repeat(43)]) {
+      for (const path of ['/api/uploads', '/api/modlog', '/api/tags?q=a']) {
+        const r = await app.api.get(path, { token });
+        assert.equal(r.status, 401, `${path} with ${token.slice(0, 12)}…`);
+        assert.equal(r.body.error, 'unauthorized');
+        assert.equal(r.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
+      }
+    }
+    // The cookie of an expired session: the pages and public reads serve an anonymous visitor.
+    const cookie = { headers: { cookie: `auth-token=${expired}` } };
+    assert.equal((await app.api.get('/api/uploads', cookie)).status, 200);
+    assert.equal((await app.api.get('/api/me', cookie)).status, 401);
+    // A client holding a stale token signs in again with it still attached.
+    const again = await app.api.post(
+      '/api/auth',
+      { action: 'login', username: u.username, password: u.password },
+      { token: expired },
+    );
+    assert.equal(again.status, 200, again.text);
+    // Another scheme (a proxy's Basic credentials) is not judged on a public route.
+    const basic = await app.api.get('/api/uploads', { headers: { authorization: 'Basic dXNlcjpwYXNz' } });
+    assert.equal(basic.status, 200);
+  });
+
   test("a deleted user's tokens stop working", async () => {
     const u = await registerUser(app.api);
     const pv = await apiToken(app.api, u);

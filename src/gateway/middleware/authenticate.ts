@@ -5,11 +5,17 @@ import type { AppContext } from '../context.ts';
 
 export const AUTH_COOKIE = 'auth-token';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Where a client with a stale token signs in again (register, login, logout). */
+const SIGN_IN_PATH = '/api/auth';
 
 /**
  * Resolves the caller from `Authorization: Bearer <JWT or API token>` or, failing that, the auth-token
- * cookie. A credential that does not verify leaves an anonymous request with `authError` set: public
- * routes still answer, routes that need a user throw it (401).
+ * cookie. A Bearer token that does not verify (invalid, expired, revoked) is 401 `unauthorized` on every route,
+ * public ones included (as most APIs answer, and API.md's table says): a client learns its token is bad on its
+ * first request, not only on a route that needs a user. Two exceptions stay anonymous with `authError` set (routes
+ * that need a user throw it): `POST /api/auth` (signing in again is how a client replaces a stale token), and a
+ * cookie that does not verify (an expired session still browses the pages and signs in again); another scheme
+ * (`Basic` from a proxy in front) is not ours to judge on a public route.
  */
 export function authenticate(opts: { auth: AuthService }) {
   const resolve = async (ctx: AppContext, next: () => Promise<unknown>) => {
@@ -23,6 +29,10 @@ export function authenticate(opts: { auth: AuthService }) {
         ctx.state.authError = errors.unauthorized(
           m ? 'token is invalid, expired or revoked' : 'Authorization header must be "Bearer <token>"',
         );
+        if (m && !(ctx.method === 'POST' && ctx.path === SIGN_IN_PATH)) {
+          ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+          throw ctx.state.authError;
+        }
       }
     } else if (cookie) {
       ctx.state.principal = await opts.auth.authenticate(cookie, true);

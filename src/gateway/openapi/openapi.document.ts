@@ -134,7 +134,9 @@ export function errorCodesOf(op: Operation): ErrorCode[] {
   // An unreachable database is 503 busy wherever it is asked, by the route or by authentication.
   codes.add('busy');
   if (op.limit) codes.add('rate_limited');
-  if (op.auth === 'required') codes.add('unauthorized');
+  // A Bearer token that does not verify is refused by authentication itself, public routes included
+  // (middleware/authenticate.ts); a route that needs a user also refuses a request without one.
+  codes.add('unauthorized');
   if (op.auth === 'required' && op.scope) codes.add('insufficient_scope');
   // A banned user's credential is refused by authentication itself, before any route, public ones included:
   // "every request the user authenticates" (API.md Moderation, Bans).

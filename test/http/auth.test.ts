@@ -182,7 +182,7 @@ describe('authentication', () => {
     assert.equal(basic.status, 401);
   });
 
-  test('a bad Bearer token is 401 on public routes too; a stale cookie browses anonymously; signing in again works', async () => {
+  test('a bad Bearer token is 401 on public routes too; a stale cookie is anonymous; sign-in works', async () => {
     const u = await registerUser(app.api);
     const now = Math.floor(Date.now() / 1000);
     const expired = jwt.sign({ sub: u.id, iat: now - 7200, exp: now - 3600 }, app.config.jwtSecret, {

@@ -29,6 +29,7 @@ import type { UploadService } from '../../domain/uploads/upload.service.ts';
 import { banRefusal, hasScope, type UserRecord } from '../../domain/users.ts';
 import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
+import { localPath } from '../local-path.ts';
 import { modlogHtml } from '../modlog-page.ts';
 import { USERNAME_RE } from '../schemas/auth.schemas.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
@@ -389,7 +390,7 @@ export function webRoutes(
       const user = page === 'user' && deps.userByName ? await userOf(deps.userByName, ctx) : null;
       if (user && 'redirect' in user) {
         ctx.status = 301;
-        return ctx.redirect(user.redirect);
+        return ctx.redirect(localPath(user.redirect, requestOrigin(ctx)));
       }
       const feed =
         (page === 'feed' || user) && deps.feeds ? await firstFeedPage(deps.feeds, ctx, user?.username) : null;
@@ -425,7 +426,7 @@ export function webRoutes(
     if (sort && sort !== 'new') q.set('sort', sort);
     q.set('tag', (ctx.params.slug ?? '').normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-'));
     ctx.status = 301;
-    ctx.redirect(`/?${q.toString()}`);
+    ctx.redirect(localPath(`/?${q.toString()}`, requestOrigin(ctx)));
   });
   // Browsers ask for /favicon.ico on their own (pages name the SVG icon; this is for everything else).
   router.get('/favicon.ico', (ctx) => {

@@ -293,18 +293,28 @@ describe('moderation events need `moderate`, and stop with it (issue 44)', () =>
     assert.equal(r.body.error, 'forbidden');
   });
 
-  test('deliveries stop when the token that subscribed is revoked or loses the admin role', async () => {
+  test('deliveries stop when the token that subscribed is revoked, runs out, or its owner is no admin', async () => {
     const control = await endpoint(await registerAdmin(app), ['report.created']);
     const admin = await registerAdmin(app);
     const t = await tokenOf(admin, ['manage', 'moderate']);
     const byToken = await endpoint(admin, ['report.created'], t.token);
+    const expiring = await tokenOf(admin, ['manage', 'moderate']);
+    const byExpiring = await endpoint(admin, ['report.created'], expiring.token);
     const byJwt = await endpoint(admin, ['report.created']);
     const first = await reportAndSettle(control);
-    assert.equal(reportsTo(byToken, first).length, 1, 'the token subscribed');
-    assert.equal(reportsTo(byJwt, first).length, 1);
+    for (const hook of [byToken, byExpiring, byJwt]) assert.equal(reportsTo(hook, first).length, 1, 'subscribed');
     assert.equal((await app.api.del(`/api/auth/tokens/${t.id}`, { token: admin.token })).status, 200);
+    // Run out (moved in the database, as token-scopes.test.ts does).
+    const db = app.composed.db;
+    await db
+      .db()
+      .updateTable('api_tokens')
+      .set({ expires_at: db.dialect.date(new Date(Date.now() - 1000)) })
+      .where('id', '=', expiring.id)
+      .execute();
     const second = await reportAndSettle(control);
     assert.equal(reportsTo(byToken, second).length, 0, 'its token is revoked: no reporter notes');
+    assert.equal(reportsTo(byExpiring, second).length, 0, 'its token has run out: no reporter notes');
     assert.equal(reportsTo(byJwt, second).length, 1, 'the JWT has every scope');
     await setAdmin(new UserRepository(app.composed.db), admin.username, false);
     const third = await reportAndSettle(control);

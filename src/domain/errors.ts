@@ -85,11 +85,11 @@ export const errors = {
   unauthorized: (message = 'authentication required: send a valid Bearer token or the auth-token cookie') =>
     new AppError('unauthorized', message),
   forbidden: (message: string) => new AppError('forbidden', message),
-  /** The request's API token lacks the scope the route needs; the message names it. */
-  insufficientScope: (scope: string) =>
+  /** The request's API token lacks the scope the route (or `what` the request asks for) needs; the message names it. */
+  insufficientScope: (scope: string, what = 'this request') =>
     new AppError(
       'insufficient_scope',
-      `this API token lacks the scope "${scope}" this request needs: create a token with it (or without scopes)`,
+      `this API token lacks the scope "${scope}" ${what} needs: create a token with it (or without scopes)`,
     ),
   blockedContent: (message = "this image matches the moderators' blocklist and cannot be uploaded") =>
     new AppError('blocked_content', message),

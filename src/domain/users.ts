@@ -35,6 +35,15 @@ export function hasScope(principal: Principal, scope: Scope): boolean {
   return !principal.token || principal.token.scopes.includes(scope);
 }
 
+/**
+ * Whom a read that takes an optional caller serves (issue 44): the caller when their credential allows `scope`, else
+ * no one (an API token without it reads what anyone may). The API's optional routes (gateway/routes/route.ts) and
+ * the pages (gateway/routes/web.routes.ts) resolve their viewer with it, so a page shows a token what the API would.
+ */
+export function viewerWith(principal: Principal | null, scope: Scope): Principal | null {
+  return principal && hasScope(principal, scope) ? principal : null;
+}
+
 /** API.md's User object. `email` only to the user themself or an admin. */
 export interface UserView {
   id: string;

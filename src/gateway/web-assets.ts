@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname } from 'node:path';
-import { build, stop, type Plugin } from 'esbuild';
+import { build, stop, transformSync, type Plugin } from 'esbuild';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { limitsModule } from './web-limits.ts';
@@ -28,8 +28,18 @@ const require = createRequire(import.meta.url);
 const WEB_DIR = new URL('../../web/', import.meta.url);
 const BOOT = new URL('app.js', WEB_DIR);
 const THUMBHASH = pathToFileURL(require.resolve('thumbhash/thumbhash.js'));
+/** A module of src/gateway that imports nothing, as the JavaScript the pages import (its types stripped). */
+const fromGateway = (name: string) => () =>
+  `// Generated from src/gateway/${name}: the server runs the same code.\n${
+    transformSync(readFileSync(new URL(name, import.meta.url), 'utf8'), { loader: 'ts', format: 'esm' }).code
+  }`;
+
 /** Modules that are no file of web/: made here. */
-const GENERATED = new Map([[new URL('lib/limits.js', WEB_DIR).href, limitsModule]]);
+const GENERATED = new Map([
+  [new URL('lib/limits.js', WEB_DIR).href, limitsModule],
+  // Where a visitor may be sent back to (issue 44): one check, the server's and the pages'.
+  [new URL('lib/local-path.js', WEB_DIR).href, fromGateway('local-path.ts')],
+]);
 
 /** Each page (the shell's `data-page`) → its module in web/, which exports `render(page)`. */
 const PAGE_MODULES: Readonly<Record<string, string>> = {

@@ -92,6 +92,33 @@ describe('a token with only `upload`', () => {
   });
 });
 
+test('a page asked for with a token shows what the API shows that token (issue 44)', async () => {
+  const owner = await registerUser(app.api);
+  const admin = await registerAdmin(app);
+  const secret = `held note ${Math.random().toString(36).slice(2)}`;
+  const held = await uploadLink(app.api, owner, { description: secret, is_private: 'true' });
+  const hold = await app.api.post(`/api/admin/uploads/${held}/moderation`, { action: 'hold' }, { token: admin.token });
+  assert.equal(hold.status, 200, hold.text);
+  const page = (path: string, headers: Record<string, string>) =>
+    app.api.get(path, { headers: { accept: 'text/html', ...headers }, unchecked: 'an HTML page, not an API route' });
+  for (const [scopes, shown] of [
+    [['upload', 'vote', 'manage'], false],
+    [['read'], true],
+  ] as const) {
+    const t = (await scoped(owner, { scopes })).token;
+    const api = await app.api.get(`/api/upload/${held}`, { token: t });
+    const html = await page(`/uploads/${held}`, { authorization: `Bearer ${t}` });
+    assert.equal(api.status, shown ? 200 : 404, `${scopes}: ${api.text}`);
+    assert.equal(html.status, api.status, `${scopes}: the page answers as the API does`);
+    assert.equal(html.text.includes(secret), shown, `${scopes}: the description is shown only with \`read\``);
+    assert.equal(html.text.includes(`data-user-id="${owner.id}"`), shown, `${scopes}: the visitor is the owner`);
+  }
+  // The cookie (and a JWT) have every scope: the owner sees their held upload.
+  const cookie = await page(`/uploads/${held}`, { cookie: `auth-token=${owner.token}` });
+  assert.equal(cookie.status, 200);
+  assert.ok(cookie.text.includes(secret));
+});
+
 test('a token made without scopes does everything its owner may (tokens made before scopes keep working)', async () => {
   const owner = await registerUser(app.api);
   const r = await token(owner, {});

@@ -244,7 +244,7 @@ test(
     const user = await registerUser(app.api);
     const host = new URL(app.url).host;
     // As an attacker writes them (the query string's own encoding). The URL parser drops tab, LF and CR and reads
-    // a backslash as a slash: each of the first six is another host.
+    // a backslash as a slash: each of the first eight is another host.
     const cases: Array<[string, string]> = [
       ['/%09/evil.example/phish', '/'],
       ['/%0a/evil.example/phish', '/'],
@@ -252,6 +252,9 @@ test(
       ['/%5C/evil.example/phish', '/'],
       ['//evil.example/phish', '/'],
       ['https://evil.example/phish', '/'],
+      // Issue 44: paths that resolve to `//evil.example/phish` (dot segments; a backslash after one).
+      ['/.//evil.example/phish', '/'],
+      ['/./%5Cevil.example/phish', '/'],
       [`/%09/${host}/new`, '/new'], // read as //<this host>/new: this origin, so it is kept
       [encodeURIComponent('/new?tab=1#top'), '/new?tab=1#top'],
     ];

@@ -7,6 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, TRUST_EVERY_REPORTER, type TestUser } from '../support/users.ts';
+import { setAdmin } from '../../src/domain/auth/admin-roles.ts';
+import { UserRepository } from '../../src/store/repositories/user.repository.ts';
 import { reportUpload, uploadLink } from '../support/uploads.ts';
 import { eventually, startReceiver, verified, type Receiver } from '../support/webhook-receiver.ts';
 import { pixvote } from '../support/cli.ts';
@@ -238,6 +240,85 @@ describe('events', () => {
     );
     assert.equal(mine[1]!.data.reason, 'report');
     assert.equal(mine[0]!.data.report.reason, 'spam');
+  });
+});
+
+describe('moderation events need `moderate`, and stop with it (issue 44)', () => {
+  /** A token of `user`'s with these scopes: its secret and id. */
+  const tokenOf = async (user: TestUser, scopes: string[]) => {
+    const r = await app.api.post('/api/auth/tokens/generate', { name: 'hooks', scopes }, { token: user.token });
+    assert.equal(r.status, 201, r.text);
+    return { token: r.body.token as string, id: r.body.id as string };
+  };
+  const refused = (r: { status: number; text: string; body: { error: string; message: string } }) => {
+    assert.equal(r.status, 403, r.text);
+    assert.equal(r.body.error, 'insufficient_scope');
+    assert.match(r.body.message, /"moderate"/);
+  };
+  /** The reports of `uploadId` delivered to an endpoint. */
+  const reportsTo = (hook: { path: string; secret: string }, uploadId: string) =>
+    payloads(hook.path, hook.secret).filter((p) => p.type === 'report.created' && p.data.report.upload_id === uploadId);
+  /** Reports a fresh upload; waits until `control` (an endpoint that takes it) has the event, then a little more. */
+  async function reportAndSettle(control: { path: string; secret: string }): Promise<string> {
+    const id = await uploadLink(app.api, await registerUser(app.api));
+    const r = await reportUpload(app.api, id, await registerUser(app.api), 'other');
+    assert.equal(r.status, 201, r.text);
+    await eventually(() => reportsTo(control, id).length === 1, 15_000, 'the control endpoint got the report');
+    await new Promise((done) => setTimeout(done, 500));
+    return id;
+  }
+
+  test('an admin token with `manage` but not `moderate` may not subscribe to them (POST or PATCH)', async () => {
+    const admin = await registerAdmin(app);
+    const manage = await tokenOf(admin, ['manage']);
+    for (const events of [['report.created'], ['upload.held', 'moderation.item_created']]) {
+      refused(await app.api.post('/api/webhooks', { url: `${receiver.url}/x`, events }, { token: manage.token }));
+    }
+    const own = await endpoint(admin, ['upload.held'], manage.token);
+    refused(await app.api.patch(`/api/webhooks/${own.id}`, { events: ['report.created'] }, { token: manage.token }));
+    // An endpoint that takes them (made with the JWT): a new URL is a new subscriber, so is enabling it.
+    const mod = await endpoint(admin, ['report.created', 'upload.held']);
+    for (const patch of [{ url: `${receiver.url}/elsewhere` }, { enabled: true }, { description: 'x' }]) {
+      refused(await app.api.patch(`/api/webhooks/${mod.id}`, patch, { token: manage.token }));
+    }
+    // Taking them off needs no `moderate`; with it (or a JWT) an admin subscribes.
+    const off = await app.api.patch(`/api/webhooks/${mod.id}`, { events: ['upload.held'] }, { token: manage.token });
+    assert.equal(off.status, 200, off.text);
+    const both = await tokenOf(admin, ['manage', 'moderate']);
+    await endpoint(admin, ['report.created'], both.token);
+    // A user who is no admin still hears `forbidden`, whatever the token.
+    const user = await registerUser(app.api);
+    const r = await app.api.post('/api/webhooks', { url: `${receiver.url}/x`, events: ['report.created'] }, user);
+    assert.equal(r.status, 403);
+    assert.equal(r.body.error, 'forbidden');
+  });
+
+  test('deliveries stop when the token that subscribed is revoked, runs out, or its owner is no admin', async () => {
+    const control = await endpoint(await registerAdmin(app), ['report.created']);
+    const admin = await registerAdmin(app);
+    const t = await tokenOf(admin, ['manage', 'moderate']);
+    const byToken = await endpoint(admin, ['report.created'], t.token);
+    const expiring = await tokenOf(admin, ['manage', 'moderate']);
+    const byExpiring = await endpoint(admin, ['report.created'], expiring.token);
+    const byJwt = await endpoint(admin, ['report.created']);
+    const first = await reportAndSettle(control);
+    for (const hook of [byToken, byExpiring, byJwt]) assert.equal(reportsTo(hook, first).length, 1, 'subscribed');
+    assert.equal((await app.api.del(`/api/auth/tokens/${t.id}`, { token: admin.token })).status, 200);
+    // Run out (moved in the database, as token-scopes.test.ts does).
+    const db = app.composed.db;
+    await db
+      .db()
+      .updateTable('api_tokens')
+      .set({ expires_at: db.dialect.date(new Date(Date.now() - 1000)) })
+      .where('id', '=', expiring.id)
+      .execute();
+    const second = await reportAndSettle(control);
+    assert.equal(reportsTo(byToken, second).length, 0, 'its token is revoked: no reporter notes');
+    assert.equal(reportsTo(byExpiring, second).length, 0, 'its token has run out: no reporter notes');
+    assert.equal(reportsTo(byJwt, second).length, 1, 'the JWT has every scope');
+    await setAdmin(new UserRepository(app.composed.db), admin.username, false);
+    const third = await reportAndSettle(control);
+    assert.equal(reportsTo(byJwt, third).length, 0, 'no longer an admin: no reporter notes');
   });
 });
 

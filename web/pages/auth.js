@@ -3,18 +3,10 @@ import { api, explain } from '../lib/api.js';
 import { alertBox, h, ME, say, setTitle, show } from '../lib/dom.js';
 import { field } from '../lib/forms.js';
 import { limits } from '../lib/limits.js';
+import { localPath } from '../lib/local-path.js';
 
-/**
- * A same-origin path to go back to after signing in, judged as the browser will read it: resolved by the URL
- * parser itself (which drops tabs and newlines and reads a backslash as `/`, so `/<tab>/evil.example` is another host),
- * and kept only when it stays on this origin.
- */
-function nextPath() {
-  const next = new URLSearchParams(location.search).get('next') ?? '/';
-  if (!next.startsWith('/')) return '/';
-  const url = new URL(next, location.origin);
-  return url.origin === location.origin ? url.pathname + url.search + url.hash : '/';
-}
+/** Where to go back to after signing in: `next` when it is a path of this origin (../lib/local-path.js), else `/`. */
+const nextPath = () => localPath(new URLSearchParams(location.search).get('next') ?? '/', location.origin);
 
 /** @param {string} page `signin` or `signup` */
 export function render(page) {

@@ -12,6 +12,8 @@ export interface NewWebhook {
   description: string;
   events: WebhookEventType[];
   secret: string;
+  /** The API token it is made with (its scopes bound the moderation events it gets); null/absent: a JWT or cookie. */
+  tokenId?: string | null;
   at: Date;
 }
 
@@ -28,8 +30,17 @@ export interface WebhookStore {
   list(userId: string): Promise<WebhookRecord[]>;
   /** The user's endpoint; null when there is none of that id, or it is someone else's. */
   find(userId: string, id: string): Promise<WebhookRecord | null>;
-  /** Re-enabling also clears why it was disabled. Null when it is not the user's. */
-  update(userId: string, id: string, patch: WebhookPatch, at: Date): Promise<WebhookRecord | null>;
+  /**
+   * Re-enabling also clears why it was disabled; `tokenId`, when given, becomes the endpoint's credential (as
+   * `NewWebhook`'s). Null when it is not the user's.
+   */
+  update(
+    userId: string,
+    id: string,
+    patch: WebhookPatch,
+    at: Date,
+    tokenId?: string | null,
+  ): Promise<WebhookRecord | null>;
   delete(userId: string, id: string): Promise<boolean>;
   /** The new secret signs from now on; the current one keeps signing next to it until `previousUntil`. */
   rotate(userId: string, id: string, secret: string, previousUntil: Date, at: Date): Promise<WebhookRecord | null>;

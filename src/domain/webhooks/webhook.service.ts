@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { errors } from '../errors.ts';
-import type { Principal } from '../users.ts';
+import { hasScope, type Principal } from '../users.ts';
 import type { WebhookPatch, WebhookStore } from './ports.ts';
 import { newSecret } from './signing.ts';
 import {
@@ -56,6 +56,7 @@ export class WebhookService {
       description: input.description ?? '',
       events: unique(input.events),
       secret,
+      tokenId: credentialOf(user),
       at: this.#clock.now(),
     });
     return { ...record, secret };
@@ -65,13 +66,20 @@ export class WebhookService {
     return this.#store.list(user.userId);
   }
 
+  /**
+   * The endpoint as it will be must be allowed: one that keeps taking moderation events needs an admin and `moderate`
+   * whatever the patch changes (a new URL is a new subscriber), and the credential of the patch becomes its own.
+   */
   async update(user: Principal, id: string, patch: WebhookPatch): Promise<WebhookRecord> {
-    this.#allowed(user, patch.url, patch.events);
+    const events = patch.events ?? (await this.#store.find(user.userId, id))?.events;
+    if (!events) throw notFound(id);
+    this.#allowed(user, patch.url, events);
     const updated = await this.#store.update(
       user.userId,
       id,
       { ...patch, ...(patch.events ? { events: unique(patch.events) } : {}) },
       this.#clock.now(),
+      credentialOf(user),
     );
     if (!updated) throw notFound(id);
     if (patch.enabled) this.#onEnabled();
@@ -101,17 +109,25 @@ export class WebhookService {
     return this.#store.deliveries(id, offset, limit);
   }
 
-  /** The URL's address rules and, for a non-admin, no moderation events (403, as `moderate` is for tokens). */
-  #allowed(user: Principal, url: string | undefined, events: WebhookEventType[] | undefined): void {
+  /**
+   * The URL's address rules; moderation events only for an admin (403 `forbidden`) whose credential has `moderate`
+   * (403 `insufficient_scope`, as the admin routes answer a token without it).
+   */
+  #allowed(user: Principal, url: string | undefined, events: WebhookEventType[]): void {
     if (url !== undefined) {
       const problem = this.#checkUrl(url);
       if (problem) throw errors.invalid(`url ${problem}`);
     }
-    const adminOnly = (events ?? []).filter(isAdminEvent);
-    if (adminOnly.length && !user.isAdmin)
-      throw errors.forbidden(`events: ${adminOnly.join(', ')} ${adminOnly.length > 1 ? 'are' : 'is'} for admins only`);
+    const adminOnly = events.filter(isAdminEvent);
+    if (!adminOnly.length) return;
+    const these = `${adminOnly.join(', ')} ${adminOnly.length > 1 ? 'are' : 'is'}`;
+    if (!user.isAdmin) throw errors.forbidden(`events: ${these} for admins only`);
+    if (!hasScope(user, 'moderate')) throw errors.insufficientScope('moderate', `the events ${adminOnly.join(', ')}`);
   }
 }
+
+/** The API token a request came with, which an endpoint it configures keeps (null: a JWT or the cookie). */
+const credentialOf = (user: Principal): string | null => user.token?.id ?? null;
 
 const unique = (events: WebhookEventType[]): WebhookEventType[] => [...new Set(events)];
 const notFound = (id: string) => errors.notFound(`no webhook ${id} of yours`);

@@ -19,7 +19,7 @@ import { LRUCache } from 'lru-cache';
 import type { z } from 'zod';
 import { errors } from '../../domain/errors.ts';
 import type { Limiter } from '../../domain/rate-limit.ts';
-import { hasScope, type Principal } from '../../domain/users.ts';
+import { hasScope, viewerWith, type Principal } from '../../domain/users.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { HotRoutes } from '../hot-routes.ts';
 import { requireUser } from '../middleware/authenticate.ts';
@@ -136,7 +136,7 @@ function chainOf<D>(route: Route<D>, deps: D, limiters: Record<UserLimitName, Li
     let user = required ? requireUser(ctx) : ctx.state.principal;
     if (required) allowed(ctx, user!);
     // An optional route serves a token without its scope as it serves an anonymous caller.
-    else if (scope && user && !hasScope(user, scope)) user = null;
+    else if (scope) user = viewerWith(user, scope);
     return handler(ctx, {
       user,
       // Path parameters are strings by the router; the declared schema names them (and the document checks it

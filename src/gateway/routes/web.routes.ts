@@ -26,9 +26,11 @@ import { AppError, errors } from '../../domain/errors.ts';
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import type { ModerationService } from '../../domain/moderation/moderation.service.ts';
 import type { UploadService } from '../../domain/uploads/upload.service.ts';
-import { banRefusal, hasScope, type UserRecord } from '../../domain/users.ts';
+import type { Scope } from '../../domain/auth/scopes.ts';
+import { banRefusal, viewerWith, type Principal, type UserRecord } from '../../domain/users.ts';
 import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
+import { localPath } from '../local-path.ts';
 import { modlogHtml } from '../modlog-page.ts';
 import { USERNAME_RE } from '../schemas/auth.schemas.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
@@ -101,7 +103,12 @@ interface FirstPage {
  * The first feed page as GET /api/uploads answers it, or null when the page's query is not one it takes.
  * `user`: the feed of that user's uploads (`/u/{username}`).
  */
-async function firstFeedPage(feeds: FeedService, ctx: AppContext, user = ''): Promise<FirstPage | null> {
+async function firstFeedPage(
+  feeds: FeedService,
+  ctx: AppContext,
+  me: Principal | null,
+  user = '',
+): Promise<FirstPage | null> {
   const one = (v: unknown) => (typeof v === 'string' ? v : '');
   const sort = one(ctx.query.sort) || 'new';
   const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
@@ -128,7 +135,7 @@ async function firstFeedPage(feeds: FeedService, ctx: AppContext, user = ''): Pr
     uploads: body.uploads,
     hasMore: body.has_more,
     nextCursor: body.next_cursor,
-    signedIn: Boolean(ctx.state.principal),
+    signedIn: Boolean(me),
     now: Date.now(),
   };
   return { query: params.toString(), json, thumbnails, view };
@@ -196,15 +203,17 @@ interface OwnContent {
   images?: string[];
 }
 
+/** The scope of the reads a page shows its visitor (an upload as GET /api/upload/{id} does, the profile's name). */
+const PAGE_SCOPE: Scope = 'read';
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * `/uploads/{id}` (issue 30): the upload as GET /api/upload/{id} shows it to this visitor, rendered, with its
  * link-preview metadata (src/gateway/upload-page.ts); 404 or 410 with a page saying so when it is not there.
  */
-async function uploadPage(uploads: UploadService, ctx: AppContext): Promise<OwnContent> {
+async function uploadPage(uploads: UploadService, ctx: AppContext, me: Principal | null): Promise<OwnContent> {
   const id = String((ctx as AppContext & { params: Record<string, string> }).params.id ?? '');
-  const me = ctx.state.principal;
   try {
     if (!UUID.test(id)) throw errors.notFound(`upload ${id} does not exist`);
     const u = await uploads.get(me ? { userId: me.userId, isAdmin: me.isAdmin } : null, id);
@@ -261,9 +270,8 @@ async function modlogPage(moderation: ModerationService, ctx: AppContext): Promi
   const one = (v: unknown) => (typeof v === 'string' ? v : '');
   const cursor = one(ctx.query.cursor) || null;
   const page = Math.max(1, Number.parseInt(one(ctx.query.page) || '1', 10) || 1);
-  const me = ctx.state.principal;
   // As the API's optional auth with scope `moderate`: a token without it reads the public view.
-  const viewer = me && hasScope(me, 'moderate') ? me : null;
+  const viewer = viewerWith(ctx.state.principal, 'moderate');
   const log = await moderation.modlog(viewer, { page, limit: MODLOG_PAGE_SIZE, ...(cursor ? { cursor } : {}) });
   return {
     status: 200,
@@ -278,10 +286,10 @@ function renderPage(
   page: string,
   title: string,
   ctx: AppContext,
+  me: Principal | null,
   feed: FirstPage | null,
   own: OwnContent | null = null,
 ): string {
-  const me = ctx.state.principal;
   const nav = [
     `<a href="/">Feed</a>`,
     `<a href="/new">Upload</a>`,
@@ -386,16 +394,19 @@ export function webRoutes(
 
   for (const [path, page, title] of PAGES) {
     router.get(path, async (ctx) => {
+      // Who the page is for, as the API resolves an optional caller of the reads it shows (GET /api/upload/{id},
+      // /api/profile): an API token without `read` is served what anyone is.
+      const me = viewerWith(ctx.state.principal, PAGE_SCOPE);
       const user = page === 'user' && deps.userByName ? await userOf(deps.userByName, ctx) : null;
       if (user && 'redirect' in user) {
         ctx.status = 301;
-        return ctx.redirect(user.redirect);
+        return ctx.redirect(localPath(user.redirect, requestOrigin(ctx)));
       }
       const feed =
-        (page === 'feed' || user) && deps.feeds ? await firstFeedPage(deps.feeds, ctx, user?.username) : null;
+        (page === 'feed' || user) && deps.feeds ? await firstFeedPage(deps.feeds, ctx, me, user?.username) : null;
       const own =
         page === 'upload' && deps.uploads
-          ? await uploadPage(deps.uploads, ctx)
+          ? await uploadPage(deps.uploads, ctx, me)
           : page === 'modlog' && deps.moderation
             ? await modlogPage(deps.moderation, ctx)
             : user
@@ -408,7 +419,7 @@ export function webRoutes(
       ctx.set('Link', linkHeader(assets, paintImages(feed, own)));
       ctx.type = 'text/html; charset=utf-8';
       if (own) ctx.status = own.status;
-      sendCompressed(ctx, renderPage(assets, page, title, ctx, feed, own));
+      sendCompressed(ctx, renderPage(assets, page, title, ctx, me, feed, own));
     });
   }
 
@@ -425,7 +436,7 @@ export function webRoutes(
     if (sort && sort !== 'new') q.set('sort', sort);
     q.set('tag', (ctx.params.slug ?? '').normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-'));
     ctx.status = 301;
-    ctx.redirect(`/?${q.toString()}`);
+    ctx.redirect(localPath(`/?${q.toString()}`, requestOrigin(ctx)));
   });
   // Browsers ask for /favicon.ico on their own (pages name the SVG icon; this is for everything else).
   router.get('/favicon.ico', (ctx) => {

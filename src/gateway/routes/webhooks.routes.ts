@@ -27,6 +27,12 @@ const DELIVERY =
   'delivered or given up), retried with backoff (`WEBHOOK_RETRY_SCHEDULE`, 27.5 hours by default); a receiver ' +
   'deduplicates by `webhook-id`. When every attempt failed the endpoint is disabled until its owner enables it.';
 
+const ADMIN_EVENTS_RULE =
+  'The moderation events (`report.created`, `moderation.item_created`) are for admins (else 403 `forbidden`) and ' +
+  'need the scope `moderate` of an API token that registers or changes an endpoint taking them (else 403 ' +
+  '`insufficient_scope` naming it). The endpoint keeps that token: its moderation events stop when the token is ' +
+  'revoked or expires, or its owner is no longer an admin.';
+
 const known = (id: string): string => {
   if (!isUuid(id)) throw errors.notFound(`no webhook ${String(id)} of yours`);
   return id;
@@ -82,7 +88,7 @@ export const webhookRoutes = routes<{ webhooks: WebhookService }>((route) => [
     operationId: 'createWebhook',
     tag: 'webhooks',
     summary: 'Register a webhook endpoint',
-    description: `The secret (\`whsec_…\`) is shown only in this response. ${DELIVERY}`,
+    description: `The secret (\`whsec_…\`) is shown only in this response. ${ADMIN_EVENTS_RULE} ${DELIVERY}`,
     auth: 'required',
     scope: 'manage',
     limit: 'general',
@@ -131,7 +137,7 @@ export const webhookRoutes = routes<{ webhooks: WebhookService }>((route) => [
     summary: 'Change a webhook endpoint, or enable or disable it',
     description:
       'Only the fields sent change. `enabled: true` re-enables an endpoint the service disabled after persistent ' +
-      'failure: its queued events are delivered from the one that failed on.',
+      `failure: its queued events are delivered from the one that failed on. ${ADMIN_EVENTS_RULE}`,
     auth: 'required',
     scope: 'manage',
     limit: 'general',

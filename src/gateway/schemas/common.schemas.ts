@@ -22,7 +22,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   unauthorized: 'missing, invalid, expired or revoked token; bad credentials',
   forbidden: 'authenticated but not allowed (not the owner or an admin; cross-site request authenticated by cookie)',
   insufficient_scope:
-    "the request's API token lacks the scope the operation needs (its `x-scope`); the message names the scope",
+    "the request's API token lacks the scope the operation needs (its `x-scope`), or `moderate` for the moderation " +
+    'events of a webhook; the message names the scope',
   banned: 'the account is banned; the message says until when',
   account_too_new:
     'the account is younger than `VOTE_MIN_ACCOUNT_AGE` / `REPORT_MIN_ACCOUNT_AGE` requires; the message says ' +

@@ -23,6 +23,11 @@ export const WebhookEndpoint = defineEntity({
     disabledReason: p.text().nullable(),
     /** The number of its last delivery: the next event takes the next one, under this row's lock. */
     nextSeq: p.integer().default(0),
+    /**
+     * The API token that created or last changed it (migration m022): moderation events go only while that token
+     * exists, has not expired and has `moderate`; null: made with a JWT or the cookie (every scope).
+     */
+    tokenId: p.uuid().nullable(),
     createdAt: p.datetime(3),
     updatedAt: p.datetime(3),
   },

@@ -17,6 +17,7 @@ import { M018HumanBoxes } from './m018-human-boxes.ts';
 import { M019RankMoves } from './m019-rank-moves.ts';
 import { M020QueueKey } from './m020-queue-key.ts';
 import { M021ThreeChunkPhash } from './m021-three-chunk-phash.ts';
+import { M022WebhookTokenScope } from './m022-webhook-token-scope.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   M019RankMoves,
   M020QueueKey,
   M021ThreeChunkPhash,
+  M022WebhookTokenScope,
 ];

@@ -13,7 +13,9 @@ import type { Dialect } from '../dialect.ts';
 
 /**
  * Queues `type` for every enabled endpoint that takes it: the upload owner's (`ownerId`) for an upload event, every
- * admin's for a moderation event. Nothing is written when no endpoint takes it.
+ * admin's for a moderation event, when the credential that configured the endpoint still has `moderate` (issue 44:
+ * a JWT or the cookie, or an API token that exists, has not expired and has the scope). A user no longer admin, a
+ * token revoked or run out: no more moderation events. Nothing is written when no endpoint takes it.
  */
 export async function emitEvent(
   db: Kysely<DB>,
@@ -26,7 +28,24 @@ export async function emitEvent(
     .where('e.enabled', '=', d.bool(true))
     .where('e.events', 'like', `%${event.type}%`);
   if (isAdminEvent(event.type)) {
-    q = q.innerJoin('users as u', 'u.id', 'e.user_id').where('u.role', '=', 'admin');
+    q = q
+      .innerJoin('users as u', 'u.id', 'e.user_id')
+      .where('u.role', '=', 'admin')
+      .where((w) =>
+        w.or([
+          w('e.token_id', 'is', null),
+          w.exists(
+            w
+              .selectFrom('api_tokens as t')
+              .select('t.id')
+              .whereRef('t.id', '=', 'e.token_id')
+              .whereRef('t.user_id', '=', 'e.user_id')
+              // Stored scopes are space-separated names (null: every scope of the owner, an admin's has `moderate`).
+              .where((t) => t.or([t('t.scopes', 'is', null), t('t.scopes', 'like', '%moderate%')]))
+              .where((t) => t.or([t('t.expires_at', 'is', null), t('t.expires_at', '>', d.date(event.at))])),
+          ),
+        ]),
+      );
   } else {
     if (!event.ownerId) return;
     q = q.where('e.user_id', '=', event.ownerId);

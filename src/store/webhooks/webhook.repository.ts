@@ -45,6 +45,7 @@ export class WebhookRepository implements WebhookStore {
         description: w.description,
         events: w.events.join(' '),
         secret: w.secret,
+        token_id: w.tokenId ?? null,
         enabled: d.bool(true),
         next_seq: 0,
         created_at: d.date(w.at),
@@ -81,13 +82,14 @@ export class WebhookRepository implements WebhookStore {
     return row ? this.#record(row) : null;
   }
 
-  update(userId: string, id: string, patch: WebhookPatch, at: Date): Promise<WebhookRecord | null> {
+  update(userId: string, id: string, patch: WebhookPatch, at: Date, tokenId?: string | null) {
     const d = this.#db.dialect;
     return this.#updateOwn(userId, id, {
       ...(patch.url === undefined ? {} : { url: patch.url }),
       ...(patch.description === undefined ? {} : { description: patch.description }),
       ...(patch.events === undefined ? {} : { events: patch.events.join(' ') }),
       ...(patch.enabled === undefined ? {} : { enabled: d.bool(patch.enabled), disabled_reason: null }),
+      ...(tokenId === undefined ? {} : { token_id: tokenId }),
       updated_at: d.date(at),
     });
   }

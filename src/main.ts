@@ -79,6 +79,14 @@ const HOLD_POLL_MS = 30_000;
  * interval; a dead holder's lease passes on within this long.
  */
 const SWEEP_LEASE_MS = 15 * 60_000;
+/**
+ * Webhook requests each process keeps in flight, and of those at most WEBHOOK_PER_ACCOUNT to one account's endpoints:
+ * an account whose 25 endpoints all hang holds 4 slots for a timeout, and every other account's deliveries go on.
+ */
+const WEBHOOK_CONCURRENCY = 64;
+const WEBHOOK_PER_ACCOUNT = 4;
+/** How often the outbox's figures (pending deliveries, endpoints backing off) are read for /metrics. */
+const WEBHOOK_BACKLOG_MS = 15_000;
 
 export interface ComposeOptions {
   log?: Logger;
@@ -326,7 +334,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const uploads = uploadsFor(config, resources, clock, changed);
   const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
   const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
-  const { webhooks, deliveries } = webhooksFor(config, resources, clock);
+  const { webhooks, deliveries, backlog } = webhooksFor(config, resources, clock);
   const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
   const draining = new AbortController();
   const isShuttingDown = () => draining.signal.aborted;
@@ -367,6 +375,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     mediaSweep,
     ...jobs,
     deliveries,
+    backlog,
     // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
     periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), warnOn(log, 'idempotency purge failed')),
     // …and the journal of rank moves past what cursors use (every process: a batch deleted twice is no harm).
@@ -602,7 +611,7 @@ function moderationFor(
  * start for what was queued before a restart or left by a process that died). Outgoing requests keep to the
  * address rules of `image_url`.
  */
-function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
+function webhooksFor(config: Config, { log, metrics, stores }: Resources, clock: Clock) {
   const { timeoutMs, intervalMs, retryScheduleMs } = config.webhooks;
   const dispatcher = new WebhookDispatcher({
     store: stores.webhooks,
@@ -611,9 +620,20 @@ function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
     schedule: retryScheduleMs,
     // Longer than an attempt may take: a lease runs out only when its process died (or hung) mid-delivery.
     leaseMs: 2 * timeoutMs + 5_000,
+    concurrency: WEBHOOK_CONCURRENCY,
+    perAccount: WEBHOOK_PER_ACCOUNT,
+    pollMs: intervalMs,
     send: (url, headers, body, signal) =>
       postWebhook(url, headers, body, { timeoutMs, allowPrivate: config.fetchAllowPrivate, signal }),
     onError: (err, d) => log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed; it is retried'),
+    events: {
+      delivered: (_d, lagMs) => {
+        metrics.webhookLag.observe(lagMs / 1000);
+        metrics.webhookAttempts.inc({ outcome: 'delivered' });
+      },
+      failed: (_d, gaveUp) => metrics.webhookAttempts.inc({ outcome: gaveUp ? 'given_up' : 'retried' }),
+      sending: (n) => metrics.webhookSending.set(n),
+    },
   });
   const deliveries = new RepeatingJob(
     (signal) => dispatcher.run(signal),
@@ -626,7 +646,16 @@ function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
     checkUrl: (url) => webhookUrlProblem(url, config.fetchAllowPrivate),
     onEnabled: () => deliveries.kick(),
   });
-  return { webhooks, deliveries };
+  const backlog = periodic(
+    WEBHOOK_BACKLOG_MS,
+    async () => {
+      const { pending, backingOff } = await stores.webhooks.backlog();
+      metrics.webhookPending.set(pending);
+      metrics.webhookBackingOff.set(backingOff);
+    },
+    warnOn(log, 'reading the webhook backlog failed'),
+  );
+  return { webhooks, deliveries, backlog };
 }
 
 /**

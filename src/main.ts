@@ -18,9 +18,10 @@ import { promoteListedAdmins } from './domain/auth/admin-roles.ts';
 import { PasswordHashPool } from './workers/password-hash.pool.ts';
 import type { Database } from './store/database.ts';
 import { describeDataDirFailure, oneLine, openConfiguredDatabase, StartupError } from './open-database.ts';
-import { isDatabaseUnavailable } from './store/dialect.ts';
-import { errors } from './domain/errors.ts';
-import { connectRedis, redisCheck, redisReady } from './store/redis.ts';
+import { isDatabaseBusy, isDatabaseUnavailable } from './store/dialect.ts';
+import { AppError, errors } from './domain/errors.ts';
+import { connectRedis, isRedisUnavailable, redisCheck, redisReady } from './store/redis.ts';
+import { OutageTracker, type Dependency } from './outages.ts';
 import { createLimiter } from './store/rate-limiter.ts';
 import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
@@ -138,6 +139,8 @@ interface Resources {
   metrics: Metrics;
   passwordHashes: PasswordHashPool;
   pool: MediaPool;
+  /** What the background loops log when a dependency is down: one line when it goes, one when it is back. */
+  outages: OutageTracker;
 }
 
 /**
@@ -231,6 +234,8 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     moderation: { queueDepth: () => stores.moderation.openQueueDepth(), blocklistSize: () => stores.blocklist.size() },
   });
   const { media, mediaOrigin } = await openMedia(config, redis, log, releases);
+  const outages = new OutageTracker({ log, dependencies: dependencies(db, redis, media) });
+  releases.add(() => outages.close());
   const passwordHashes = new PasswordHashPool();
   releases.add(() => passwordHashes.close());
 
@@ -268,7 +273,30 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     },
     'media workers ready',
   );
-  return { log, db, redis, stores, media, mediaOrigin, metrics, passwordHashes, pool };
+  return { log, db, redis, stores, media, mediaOrigin, metrics, passwordHashes, pool, outages };
+}
+
+/**
+ * The dependencies of the background loops, and the failures that say each is down (expected: logged once per
+ * outage, without a stack). Redis's and the object store's first: their errors can carry a network code too.
+ */
+function dependencies(db: Database, redis: Redis | null, media: StoredMedia): Dependency[] {
+  return [
+    ...(redis ? [{ name: 'redis', isDown: isRedisUnavailable, check: () => redisCheck(redis) }] : []),
+    {
+      name: 'media store',
+      // The object store's own refusal (storage_unavailable), or an error of its SDK (those carry `$metadata`).
+      isDown: (e) =>
+        (e instanceof AppError && e.code === 'storage_unavailable') ||
+        (typeof e === 'object' && e !== null && '$metadata' in e && !(e instanceof AppError)),
+      check: () => media.check(),
+    },
+    {
+      name: 'database',
+      isDown: (e) => isDatabaseUnavailable(e) || isDatabaseBusy(e),
+      check: () => db.check(),
+    },
+  ];
 }
 
 /**
@@ -327,12 +355,18 @@ type Stores = ReturnType<typeof repositories>;
  * built: src/store/cache).
  */
 function wire(config: Config, opts: ComposeOptions, resources: Resources) {
-  const { log, media, metrics, stores } = resources;
+  const { log, media, metrics, stores, outages } = resources;
   const clock = opts.clock ?? systemClock;
   const auth = authFor(config, opts, resources, clock);
   const { feeds, feedCache, clusterCache, changed, voted } = feedsFor(config, opts, resources, auth, clock);
   const uploads = uploadsFor(config, resources, clock, changed);
-  const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
+  const mediaSweep = new MediaSweep({
+    media,
+    uploads: stores.uploads,
+    log,
+    everyMs: SWEEP_INTERVAL_MS,
+    onError: outages.onError('media sweep failed'),
+  });
   const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
   const { webhooks, deliveries, backlog } = webhooksFor(config, resources, clock);
   const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
@@ -377,9 +411,9 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     deliveries,
     backlog,
     // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
-    periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), warnOn(log, 'idempotency purge failed')),
+    periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), outages.onError('idempotency purge failed')),
     // …and the journal of rank moves past what cursors use (every process: a batch deleted twice is no harm).
-    periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), warnOn(log, 'rank moves prune failed')),
+    periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), outages.onError('rank moves prune failed')),
   ];
   /** drain(): starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   return {
@@ -522,7 +556,7 @@ function uploadOutcomesFor(metrics: Metrics): UploadOutcomes {
  */
 function moderationFor(
   config: Config,
-  { log, redis, metrics, stores }: Resources,
+  { log, redis, metrics, stores, outages }: Resources,
   clock: Clock,
   changed: () => Promise<void>,
   media: { release(key: string): Promise<unknown> },
@@ -530,14 +564,14 @@ function moderationFor(
   // Blocklist entries queued before a restart (or by another process) hold their matches.
   const holdJob = new RepeatingJob(
     () => moderation.holdBlocklistMatches(),
-    warnOn(log, 'holding the uploads new blocklist entries match failed; retried'),
+    outages.onError('holding the uploads new blocklist entries match failed; retried'),
     { everyMs: HOLD_POLL_MS, atStart: true },
   );
   // Durable moderation jobs (a ban's removal of uploads): any process runs them, a job killed mid-way resumes;
   // at start the ones queued before a restart, by another process, or left by one that died (its lease expired).
   const jobRunner = new RepeatingJob(
     (signal) => moderation.runJobs(signal),
-    warnOn(log, 'a moderation job failed; retried'),
+    outages.onError('a moderation job failed; retried'),
     { everyMs: JOB_POLL_MS, atStart: true },
   );
   const moderation = new ModerationService({
@@ -600,7 +634,7 @@ function moderationFor(
       if (ringLease && !(await ringLease.held())) return;
       await voteRings.detect();
     },
-    warnOn(log, 'vote-ring detection failed; retried at the next interval'),
+    outages.onError('vote-ring detection failed; retried at the next interval'),
     { everyMs: config.voteRings.intervalMs },
   );
   return { moderation, voteRings, jobs: [holdJob, jobRunner, voteRingJob] };
@@ -611,7 +645,8 @@ function moderationFor(
  * start for what was queued before a restart or left by a process that died). Outgoing requests keep to the
  * address rules of `image_url`.
  */
-function webhooksFor(config: Config, { log, metrics, stores }: Resources, clock: Clock) {
+function webhooksFor(config: Config, { metrics, stores, outages }: Resources, clock: Clock) {
+  const attemptNotRecorded = outages.onError('recording a webhook attempt failed; it is retried');
   const { timeoutMs, intervalMs, retryScheduleMs } = config.webhooks;
   const dispatcher = new WebhookDispatcher({
     store: stores.webhooks,
@@ -625,7 +660,7 @@ function webhooksFor(config: Config, { log, metrics, stores }: Resources, clock:
     pollMs: intervalMs,
     send: (url, headers, body, signal) =>
       postWebhook(url, headers, body, { timeoutMs, allowPrivate: config.fetchAllowPrivate, signal }),
-    onError: (err, d) => log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed; it is retried'),
+    onError: (err, d) => attemptNotRecorded(err, { delivery: d.id }),
     events: {
       delivered: (_d, lagMs) => {
         metrics.webhookLag.observe(lagMs / 1000);
@@ -637,7 +672,7 @@ function webhooksFor(config: Config, { log, metrics, stores }: Resources, clock:
   });
   const deliveries = new RepeatingJob(
     (signal) => dispatcher.run(signal),
-    warnOn(log, 'webhook deliveries failed; retried'),
+    outages.onError('webhook deliveries failed; retried'),
     { everyMs: intervalMs, atStart: true },
   );
   const webhooks = new WebhookService({
@@ -653,7 +688,7 @@ function webhooksFor(config: Config, { log, metrics, stores }: Resources, clock:
       metrics.webhookPending.set(pending);
       metrics.webhookBackingOff.set(backingOff);
     },
-    warnOn(log, 'reading the webhook backlog failed'),
+    outages.onError('reading the webhook backlog failed'),
   );
   return { webhooks, deliveries, backlog };
 }

@@ -80,12 +80,6 @@ const HOLD_POLL_MS = 30_000;
  * interval; a dead holder's lease passes on within this long.
  */
 const SWEEP_LEASE_MS = 15 * 60_000;
-/**
- * Webhook requests each process keeps in flight, and of those at most WEBHOOK_PER_ACCOUNT to one account's endpoints:
- * an account whose 25 endpoints all hang holds 4 slots for a timeout, and every other account's deliveries go on.
- */
-const WEBHOOK_CONCURRENCY = 64;
-const WEBHOOK_PER_ACCOUNT = 4;
 /** How often the outbox's figures (pending deliveries, endpoints backing off) are read for /metrics. */
 const WEBHOOK_BACKLOG_MS = 15_000;
 
@@ -655,8 +649,6 @@ function webhooksFor(config: Config, { metrics, stores, outages }: Resources, cl
     schedule: retryScheduleMs,
     // Longer than an attempt may take: a lease runs out only when its process died (or hung) mid-delivery.
     leaseMs: 2 * timeoutMs + 5_000,
-    concurrency: WEBHOOK_CONCURRENCY,
-    perAccount: WEBHOOK_PER_ACCOUNT,
     pollMs: intervalMs,
     send: (url, headers, body, signal) =>
       postWebhook(url, headers, body, { timeoutMs, allowPrivate: config.fetchAllowPrivate, signal }),

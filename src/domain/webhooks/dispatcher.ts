@@ -37,6 +37,14 @@ export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
   10 * 3600_000,
 ];
 
+/**
+ * Sends a process keeps in flight, and of those at most DEFAULT_PER_ACCOUNT to one account's endpoints: an account
+ * whose 25 endpoints all hang holds 4 slots for a timeout each, and every other account's deliveries go on
+ * (bench/README.md, "Webhook isolation").
+ */
+export const DEFAULT_CONCURRENCY = 64;
+export const DEFAULT_PER_ACCOUNT = 4;
+
 /** What the loop reports, for the metrics. */
 export interface DispatchEvents {
   /** A 2xx answer: `lagMs` after its event was queued. */
@@ -57,9 +65,9 @@ export interface DispatcherDeps {
   schedule: readonly number[];
   /** How long a claim holds a delivery: longer than a send may take (its timeout), with a margin. */
   leaseMs: number;
-  /** Sends in flight at a time, each to another endpoint (default 64). */
+  /** Sends in flight at a time, each to another endpoint (default DEFAULT_CONCURRENCY). */
   concurrency?: number;
-  /** Of those, at most this many to the endpoints of one account (default 4). */
+  /** Of those, at most this many to the endpoints of one account (default DEFAULT_PER_ACCOUNT). */
   perAccount?: number;
   /** While sends are in flight, how often the loop looks for new due deliveries too (default 1 s). */
   pollMs?: number;
@@ -85,7 +93,15 @@ export class WebhookDispatcher {
    * (or `signal` aborts); resolves with how many it sent. A claim that fails ends the run after the sends in flight.
    */
   async run(signal: AbortSignal): Promise<number> {
-    const { store, clock, owner, leaseMs, concurrency = 64, perAccount = 4, pollMs = 1_000 } = this.#deps;
+    const {
+      store,
+      clock,
+      owner,
+      leaseMs,
+      concurrency = DEFAULT_CONCURRENCY,
+      perAccount = DEFAULT_PER_ACCOUNT,
+    } = this.#deps;
+    const { pollMs = 1_000 } = this.#deps;
     const sending = new Set<Promise<void>>();
     const busy = new Map<string, number>();
     let sent = 0;

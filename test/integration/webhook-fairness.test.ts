@@ -4,7 +4,9 @@
  *   - the claim gives every account with room its oldest due head before a second one of any, and no account more
  *     than its room;
  *   - while one account's 24 endpoints accept the connection and never answer, another account's event is
- *     delivered while those requests are all still open (before the batch loop this took three timeouts).
+ *     delivered while those requests are all still open (before the batch loop this took three timeouts);
+ *   - an endpoint is its own circuit: after a failed attempt it is skipped until the schedule's wait passed, then its
+ *     head alone is sent as the probe; the events behind it stay queued and follow in order once it goes through.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -178,5 +180,62 @@ test("one account's endpoints all hang: another account's event is delivered whi
     stop.abort();
     await receiver.close();
     await hanging.close();
+  }
+});
+
+test('a failing endpoint is its own circuit: skipped until its backoff passed, then its head probes', async () => {
+  const receiver = await startReceiver();
+  try {
+    await withDatabase(async (db) => {
+      const user = await insertUser(db, AT);
+      await addEndpoints(db, user, [`${receiver.url}/c`]);
+      for (let i = 0; i < 3; i++) await emit(db, user);
+      let now = AT.getTime() + 1000;
+      const lags: number[] = [];
+      const dispatcher = new WebhookDispatcher({
+        store: new WebhookRepository(db),
+        clock: { now: () => new Date(now) },
+        owner: 'test',
+        schedule: [5_000, 60_000],
+        leaseMs: 20_000,
+        pollMs: 50,
+        send: (url, headers, body, signal) =>
+          postWebhook(url, headers, body, { timeoutMs: 10_000, allowPrivate: true, signal }),
+        events: { delivered: (_d, lagMs) => void lags.push(lagMs) },
+      });
+      const run = () => dispatcher.run(new AbortController().signal);
+      const sent = () => receiver.all.filter((r) => r.path === '/c');
+      receiver.down('/c', true);
+      assert.equal(await run(), 1, 'the head only: the rest wait behind it');
+      now += 4_000;
+      assert.equal(await run(), 0, 'open: nothing is sent before the backoff passed');
+      now += 2_000;
+      assert.equal(await run(), 1, 'half-open: the head alone, as the probe');
+      assert.equal(sent().length, 2);
+      assert.equal(sent()[1]!.headers['webhook-id'], sent()[0]!.headers['webhook-id']);
+      receiver.down('/c', false);
+      now += 59_000;
+      assert.equal(await run(), 0, 'the second wait is longer');
+      now += 2_000;
+      assert.equal(await run(), 3, 'closed: the probe went through, and the queue behind it follows in order');
+      const ids = receiver.delivered('/c').map((r) => String(r.headers['webhook-id']));
+      const log = await new WebhookRepository(db).deliveries(
+        (await db.db().selectFrom('webhook_endpoints').select('id').executeTakeFirstOrThrow()).id,
+        0,
+        10,
+      );
+      assert.deepEqual(ids, log.map((d) => d.id).reverse());
+      assert.deepEqual(
+        log.map((d) => [d.status, d.attempts]),
+        [
+          ['delivered', 1],
+          ['delivered', 1],
+          ['delivered', 3],
+        ],
+      );
+      assert.deepEqual(lags, [68_000, 68_000, 68_000], 'each lag runs from its event (queued at AT)');
+    });
+  } finally {
+    await receiver.close();
   }
 });

@@ -271,6 +271,17 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
 }
 
 /**
+ * The object store's own refusal (storage_unavailable), or an error of its SDK (they carry `$metadata`) that had no
+ * answer (refused, timed out) or a 5xx one; a 4xx (a missing key, denied access) is a bug or a misconfiguration.
+ */
+function isMediaStoreUnavailable(e: unknown): boolean {
+  if (e instanceof AppError) return e.code === 'storage_unavailable';
+  if (typeof e !== 'object' || e === null || !('$metadata' in e)) return false;
+  const status = (e.$metadata as { httpStatusCode?: number } | undefined)?.httpStatusCode;
+  return status === undefined || status >= 500;
+}
+
+/**
  * The dependencies of the background loops, and the failures that say each is down (expected: logged once per
  * outage, without a stack). Redis's and the object store's first: their errors can carry a network code too.
  */
@@ -279,10 +290,7 @@ function dependencies(db: Database, redis: Redis | null, media: StoredMedia): De
     ...(redis ? [{ name: 'redis', isDown: isRedisUnavailable, check: () => redisCheck(redis) }] : []),
     {
       name: 'media store',
-      // The object store's own refusal (storage_unavailable), or an error of its SDK (those carry `$metadata`).
-      isDown: (e) =>
-        (e instanceof AppError && e.code === 'storage_unavailable') ||
-        (typeof e === 'object' && e !== null && '$metadata' in e && !(e instanceof AppError)),
+      isDown: isMediaStoreUnavailable,
       check: () => media.check(),
     },
     {

@@ -18,9 +18,10 @@ import { promoteListedAdmins } from './domain/auth/admin-roles.ts';
 import { PasswordHashPool } from './workers/password-hash.pool.ts';
 import type { Database } from './store/database.ts';
 import { describeDataDirFailure, oneLine, openConfiguredDatabase, StartupError } from './open-database.ts';
-import { isDatabaseUnavailable } from './store/dialect.ts';
-import { errors } from './domain/errors.ts';
-import { connectRedis, redisCheck, redisReady } from './store/redis.ts';
+import { isDatabaseBusy, isDatabaseUnavailable } from './store/dialect.ts';
+import { AppError, errors } from './domain/errors.ts';
+import { connectRedis, isRedisUnavailable, redisCheck, redisReady } from './store/redis.ts';
+import { OutageTracker, type Dependency } from './outages.ts';
 import { createLimiter } from './store/rate-limiter.ts';
 import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
@@ -80,6 +81,8 @@ const HOLD_POLL_MS = 30_000;
  * interval; a dead holder's lease passes on within this long.
  */
 const SWEEP_LEASE_MS = 15 * 60_000;
+/** How often the outbox's figures (pending deliveries, endpoints backing off) are read for /metrics. */
+const WEBHOOK_BACKLOG_MS = 15_000;
 
 export interface ComposeOptions {
   log?: Logger;
@@ -131,6 +134,8 @@ interface Resources {
   metrics: Metrics;
   passwordHashes: PasswordHashPool;
   pool: MediaPool;
+  /** What the background loops log when a dependency is down: one line when it goes, one when it is back. */
+  outages: OutageTracker;
 }
 
 /**
@@ -225,6 +230,8 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     ...(redis ? { redisUp: () => redis.status === 'ready' } : {}),
   });
   const { media, mediaOrigin } = await openMedia(config, redis, log, releases);
+  const outages = new OutageTracker({ log, dependencies: dependencies(db, redis, media) });
+  releases.add(() => outages.close());
   const passwordHashes = new PasswordHashPool();
   releases.add(() => passwordHashes.close());
 
@@ -262,7 +269,38 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     },
     'media workers ready',
   );
-  return { log, db, redis, stores, media, mediaOrigin, metrics, passwordHashes, pool };
+  return { log, db, redis, stores, media, mediaOrigin, metrics, passwordHashes, pool, outages };
+}
+
+/**
+ * The object store's own refusal (storage_unavailable), or an error of its SDK (they carry `$metadata`) that had no
+ * answer (refused, timed out) or a 5xx one; a 4xx (a missing key, denied access) is a bug or a misconfiguration.
+ */
+function isMediaStoreUnavailable(e: unknown): boolean {
+  if (e instanceof AppError) return e.code === 'storage_unavailable';
+  if (typeof e !== 'object' || e === null || !('$metadata' in e)) return false;
+  const status = (e.$metadata as { httpStatusCode?: number } | undefined)?.httpStatusCode;
+  return status === undefined || status >= 500;
+}
+
+/**
+ * The dependencies of the background loops, and the failures that say each is down (expected: logged once per
+ * outage, without a stack). Redis's and the object store's first: their errors can carry a network code too.
+ */
+function dependencies(db: Database, redis: Redis | null, media: StoredMedia): Dependency[] {
+  return [
+    ...(redis ? [{ name: 'redis', isDown: isRedisUnavailable, check: () => redisCheck(redis) }] : []),
+    {
+      name: 'media store',
+      isDown: isMediaStoreUnavailable,
+      check: () => media.check(),
+    },
+    {
+      name: 'database',
+      isDown: (e) => isDatabaseUnavailable(e) || isDatabaseBusy(e),
+      check: () => db.check(),
+    },
+  ];
 }
 
 /**
@@ -321,14 +359,20 @@ type Stores = ReturnType<typeof repositories>;
  * built: src/store/cache).
  */
 function wire(config: Config, opts: ComposeOptions, resources: Resources) {
-  const { log, media, metrics, stores } = resources;
+  const { log, media, metrics, stores, outages } = resources;
   const clock = opts.clock ?? systemClock;
   const auth = authFor(config, opts, resources, clock);
   const { feeds, feedCache, clusterCache, changed, voted } = feedsFor(config, opts, resources, auth, clock);
   const uploads = uploadsFor(config, resources, clock, changed);
-  const mediaSweep = new MediaSweep({ media, uploads: stores.uploads, log, everyMs: SWEEP_INTERVAL_MS });
+  const mediaSweep = new MediaSweep({
+    media,
+    uploads: stores.uploads,
+    log,
+    everyMs: SWEEP_INTERVAL_MS,
+    onError: outages.onError('media sweep failed'),
+  });
   const { moderation, voteRings, jobs } = moderationFor(config, resources, clock, changed, mediaSweep);
-  const { webhooks, deliveries } = webhooksFor(config, resources, clock);
+  const { webhooks, deliveries, backlog } = webhooksFor(config, resources, clock);
   const idempotency = new IdempotencyService({ store: stores.idempotency, clock });
   const draining = new AbortController();
   const isShuttingDown = () => draining.signal.aborted;
@@ -369,10 +413,11 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     mediaSweep,
     ...jobs,
     deliveries,
+    backlog,
     // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
-    periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), warnOn(log, 'idempotency purge failed')),
+    periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), outages.onError('idempotency purge failed')),
     // …and the journal of rank moves past what cursors use (every process: a batch deleted twice is no harm).
-    periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), warnOn(log, 'rank moves prune failed')),
+    periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), outages.onError('rank moves prune failed')),
   ];
   /** drain(): starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   return {
@@ -517,7 +562,7 @@ function uploadOutcomesFor(metrics: Metrics): UploadOutcomes {
  */
 function moderationFor(
   config: Config,
-  { log, redis, metrics, stores }: Resources,
+  { log, redis, metrics, stores, outages }: Resources,
   clock: Clock,
   changed: () => Promise<void>,
   media: { release(key: string): Promise<unknown> },
@@ -525,14 +570,14 @@ function moderationFor(
   // Blocklist entries queued before a restart (or by another process) hold their matches.
   const holdJob = new RepeatingJob(
     () => moderation.holdBlocklistMatches(),
-    warnOn(log, 'holding the uploads new blocklist entries match failed; retried'),
+    outages.onError('holding the uploads new blocklist entries match failed; retried'),
     { everyMs: HOLD_POLL_MS, atStart: true },
   );
   // Durable moderation jobs (a ban's removal of uploads): any process runs them, a job killed mid-way resumes;
   // at start the ones queued before a restart, by another process, or left by one that died (its lease expired).
   const jobRunner = new RepeatingJob(
     (signal) => moderation.runJobs(signal),
-    warnOn(log, 'a moderation job failed; retried'),
+    outages.onError('a moderation job failed; retried'),
     { everyMs: JOB_POLL_MS, atStart: true },
   );
   const moderation = new ModerationService({
@@ -596,7 +641,7 @@ function moderationFor(
       if (ringLease && !(await ringLease.held())) return;
       await voteRings.detect();
     },
-    warnOn(log, 'vote-ring detection failed; retried at the next interval'),
+    outages.onError('vote-ring detection failed; retried at the next interval'),
     { everyMs: config.voteRings.intervalMs },
   );
   return { moderation, voteRings, jobs: [holdJob, jobRunner, voteRingJob] };
@@ -607,7 +652,8 @@ function moderationFor(
  * start for what was queued before a restart or left by a process that died). Outgoing requests keep to the
  * address rules of `image_url`.
  */
-function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
+function webhooksFor(config: Config, { metrics, stores, outages }: Resources, clock: Clock) {
+  const attemptNotRecorded = outages.onError('recording a webhook attempt failed; it is retried');
   const { timeoutMs, intervalMs, retryScheduleMs } = config.webhooks;
   const dispatcher = new WebhookDispatcher({
     store: stores.webhooks,
@@ -616,13 +662,22 @@ function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
     schedule: retryScheduleMs,
     // Longer than an attempt may take: a lease runs out only when its process died (or hung) mid-delivery.
     leaseMs: 2 * timeoutMs + 5_000,
+    pollMs: intervalMs,
     send: (url, headers, body, signal) =>
       postWebhook(url, headers, body, { timeoutMs, allowPrivate: config.fetchAllowPrivate, signal }),
-    onError: (err, d) => log.warn({ err, delivery: d.id }, 'recording a webhook attempt failed; it is retried'),
+    onError: (err, d) => attemptNotRecorded(err, { delivery: d.id }),
+    events: {
+      delivered: (_d, lagMs) => {
+        metrics.webhookLag.observe(lagMs / 1000);
+        metrics.webhookAttempts.inc({ outcome: 'delivered' });
+      },
+      failed: (_d, gaveUp) => metrics.webhookAttempts.inc({ outcome: gaveUp ? 'given_up' : 'retried' }),
+      sending: (n) => metrics.webhookSending.set(n),
+    },
   });
   const deliveries = new RepeatingJob(
     (signal) => dispatcher.run(signal),
-    warnOn(log, 'webhook deliveries failed; retried'),
+    outages.onError('webhook deliveries failed; retried'),
     { everyMs: intervalMs, atStart: true },
   );
   const webhooks = new WebhookService({
@@ -631,7 +686,16 @@ function webhooksFor(config: Config, { log, stores }: Resources, clock: Clock) {
     checkUrl: (url) => webhookUrlProblem(url, config.fetchAllowPrivate),
     onEnabled: () => deliveries.kick(),
   });
-  return { webhooks, deliveries };
+  const backlog = periodic(
+    WEBHOOK_BACKLOG_MS,
+    async () => {
+      const { pending, backingOff } = await stores.webhooks.backlog();
+      metrics.webhookPending.set(pending);
+      metrics.webhookBackingOff.set(backingOff);
+    },
+    outages.onError('reading the webhook backlog failed'),
+  );
+  return { webhooks, deliveries, backlog };
 }
 
 /**

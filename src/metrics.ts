@@ -29,6 +29,12 @@ export interface Metrics {
   voteRingsQueued: Counter;
   voteRingActions: Counter<'action'>;
   voteRingVotesVoided: Counter;
+  /** Webhook deliveries: event-to-delivery lag, attempts by outcome, and the outbox (sending, pending, backing off). */
+  webhookLag: Histogram;
+  webhookAttempts: Counter<'outcome'>;
+  webhookSending: Gauge;
+  webhookPending: Gauge;
+  webhookBackingOff: Gauge;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
   recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
@@ -233,6 +239,35 @@ export function createMetrics(
       name: 'pixvote_vote_ring_votes_voided_total',
       help: 'Votes deleted by voiding vote rings',
       registers: [registry],
+    }),
+    webhookLag: new Histogram({
+      name: 'pixvote_webhook_delivery_lag_seconds',
+      help: 'Time from an event to its delivery (2xx answer), retries included',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600, 6 * 3600, 24 * 3600],
+      registers: [registry],
+    }),
+    webhookAttempts: new Counter({
+      name: 'pixvote_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome: delivered, retried (a failure, tried again later) or given_up',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookSending: new Gauge({
+      name: 'pixvote_webhook_deliveries_sending',
+      help: 'Webhook requests in flight in this process',
+      registers: [registry],
+    }),
+    webhookPending: new Gauge({
+      name: 'pixvote_webhook_deliveries_pending',
+      help: 'Webhook deliveries queued and not yet delivered or given up (all processes; refreshed every 15 s)',
+      registers: [registry],
+      aggregator: 'max',
+    }),
+    webhookBackingOff: new Gauge({
+      name: 'pixvote_webhook_endpoints_backing_off',
+      help: 'Webhook endpoints whose circuit is open: the last attempt failed, the next waits for the retry schedule',
+      registers: [registry],
+      aggregator: 'max',
     }),
     recordRequest(method, route, status, seconds) {
       const key = `${method} ${route} ${status}`;

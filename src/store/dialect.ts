@@ -73,7 +73,7 @@ export const sqliteDialect: Dialect = {
   trueLit: '1',
   // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT: another process committed after this
   // transaction's first read): the whole transaction runs again, on a fresh snapshot.
-  retrying: (fn) => retry(fn, (e) => codeOf(e)?.startsWith('SQLITE_BUSY') === true),
+  retrying: (fn) => retry(fn, isDatabaseBusy),
 };
 
 export const postgresDialect: Dialect = {
@@ -114,6 +114,11 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|not queryable|terminating connection|the database system is (starting up|shutting down)|Connection refused/i;
+
+/** True when SQLite answered that the database is locked by another writer for longer than the busy timeout. */
+export function isDatabaseBusy(e: unknown): boolean {
+  return codeOf(e)?.startsWith('SQLITE_BUSY') === true;
+}
 
 /**
  * True when `e` says the database cannot be reached (refused, dropped, timed out, shutting down) rather

@@ -17,7 +17,14 @@ export class MediaSweep implements Service {
   readonly #refs: MediaReferences;
   readonly #housekeeping: Service;
 
-  constructor(deps: { media: StoredMedia; uploads: UploadRepository; log: Logger; everyMs: number }) {
+  constructor(deps: {
+    media: StoredMedia;
+    uploads: UploadRepository;
+    log: Logger;
+    everyMs: number;
+    /** A periodic sweep's failure (default: a warning with its stack). */
+    onError?: (err: unknown) => void;
+  }) {
     const { media, uploads, log } = deps;
     this.#media = media;
     this.#uploads = uploads;
@@ -30,7 +37,7 @@ export class MediaSweep implements Service {
     this.#housekeeping = periodic(
       deps.everyMs,
       () => this.sweep({ periodic: true }),
-      (err) => log.warn({ err }, 'media sweep failed'),
+      deps.onError ?? ((err) => log.warn({ err }, 'media sweep failed')),
     );
   }
 

@@ -28,6 +28,19 @@ export function connectRedis(url: string, log: Logger): Redis {
   return redis;
 }
 
+/**
+ * True when a command failed because Redis is not reachable now: the connection is down or closed (no offline
+ * queue: the command is refused at once), or it did not answer within the command timeout.
+ */
+export function isRedisUnavailable(e: unknown): boolean {
+  const err = e as { name?: unknown; message?: unknown } | null;
+  return (
+    err?.name === 'MaxRetriesPerRequestError' ||
+    (typeof err?.message === 'string' &&
+      /^(Connection is closed\.|Stream isn't writeable|Command timed out|Reached the max retries)/.test(err.message))
+  );
+}
+
 /** /readyz: Redis answers (without it the limits and the feed cache fall back to in-process ones). */
 export async function redisCheck(redis: Redis): Promise<void> {
   await redis.ping();

@@ -24,6 +24,14 @@ export interface WebhookPatch {
   enabled?: boolean;
 }
 
+/** How a claim shares out among accounts (the owners of the endpoints). */
+export interface ClaimFairness {
+  /** At most this many deliveries of one account held by the claimer at a time. */
+  perAccount: number;
+  /** What the claimer holds already, by account (counted against `perAccount`). */
+  busy: ReadonlyMap<string, number>;
+}
+
 export interface WebhookStore {
   create(w: NewWebhook): Promise<WebhookRecord>;
   countOf(userId: string): Promise<number>;
@@ -51,8 +59,11 @@ export interface WebhookStore {
    * Claims up to `limit` due deliveries, each the head of its endpoint's queue (no earlier one of the endpoint still
    * pending) on an enabled endpoint, that no live lease holds, for `leaseMs`. Concurrent claimers (processes) never
    * get the same delivery (PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite: one statement of the single writer).
+   * With `fair`, no account gets more than its room, and every account's oldest head comes before any second one.
    */
-  claim(owner: string, leaseMs: number, limit: number, at: Date): Promise<ClaimedDelivery[]>;
+  claim(owner: string, leaseMs: number, limit: number, at: Date, fair?: ClaimFairness): Promise<ClaimedDelivery[]>;
+  /** The outbox as a whole: deliveries pending, and endpoints waiting for a retry of their head (open circuits). */
+  backlog(): Promise<{ pending: number; backingOff: number }>;
   /** Records a 2xx answer: delivered (the endpoint's next event becomes due). */
   delivered(id: string, owner: string, status: number, at: Date): Promise<void>;
   /**

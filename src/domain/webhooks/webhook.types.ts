@@ -69,9 +69,13 @@ export interface DeliveryRecord {
 export interface ClaimedDelivery {
   id: string;
   endpointId: string;
+  /** The endpoint's owner: deliveries are shared out fairly among accounts. */
+  accountId: string;
   url: string;
   payload: string;
   attempts: number;
   /** The current secret, then the previous one while it still signs. */
   secrets: string[];
+  /** When the event was queued (its delivery lag runs from here). */
+  createdAt: Date;
 }

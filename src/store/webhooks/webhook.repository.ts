@@ -9,7 +9,7 @@
  * events in order, each after the one before was delivered or given up.
  */
 import type { ExpressionBuilder, Kysely, Selectable, UpdateObject } from 'kysely';
-import type { NewWebhook, WebhookPatch, WebhookStore } from '../../domain/webhooks/ports.ts';
+import type { ClaimFairness, NewWebhook, WebhookPatch, WebhookStore } from '../../domain/webhooks/ports.ts';
 import {
   WEBHOOK_EVENTS,
   type ClaimedDelivery,
@@ -159,7 +159,13 @@ export class WebhookRepository implements WebhookStore {
     }));
   }
 
-  async claim(owner: string, leaseMs: number, limit: number, at: Date): Promise<ClaimedDelivery[]> {
+  async claim(
+    owner: string,
+    leaseMs: number,
+    limit: number,
+    at: Date,
+    fair: ClaimFairness = { perAccount: limit, busy: new Map() },
+  ): Promise<ClaimedDelivery[]> {
     const d = this.#db.dialect;
     const db = this.#db.db();
     const now = d.date(at);
@@ -170,7 +176,6 @@ export class WebhookRepository implements WebhookStore {
       db
         .selectFrom('webhook_deliveries as h')
         .innerJoin('webhook_endpoints as e', 'e.id', 'h.endpoint_id')
-        .select('h.id')
         .where('h.status', '=', 'pending')
         .where('h.next_attempt_at', '<=', now)
         .where((w) => w.or([w('h.lease_until', 'is', null), w('h.lease_until', '<', now)]))
@@ -186,23 +191,73 @@ export class WebhookRepository implements WebhookStore {
                 .whereRef('p.seq', '<', 'h.seq'),
             ),
           ),
-        )
-        .orderBy('h.next_attempt_at')
-        .orderBy('h.seq');
-    if (!(await due().limit(1).executeTakeFirst())) return [];
-    const heads = due().limit(limit);
+        );
+    if (!(await due().select('h.id').limit(1).executeTakeFirst())) return [];
+    // Fair across accounts: each account's heads ranked oldest first, and no account given more than its room
+    // (`perAccount` less what this claimer already sends for it). One account's many endpoints cannot take every
+    // slot, and the oldest head of every account with room comes before the second of any.
+    const ranked = due().select((eb) => [
+      'h.id',
+      'h.next_attempt_at',
+      'h.seq',
+      'e.user_id',
+      eb.fn
+        .agg<number>('row_number')
+        .over((ob) => ob.partitionBy('e.user_id').orderBy('h.next_attempt_at').orderBy('h.seq'))
+        .as('rank'),
+    ]);
+    const busy = [...fair.busy].filter(([, n]) => n > 0);
+    const heads = db
+      .selectFrom(ranked.as('r'))
+      .select('r.id')
+      .where((w) =>
+        w.or([
+          w.and([
+            w('r.rank', '<=', fair.perAccount),
+            ...(busy.length
+              ? [
+                  w(
+                    'r.user_id',
+                    'not in',
+                    busy.map(([user]) => user),
+                  ),
+                ]
+              : []),
+          ]),
+          ...busy
+            .filter(([, n]) => n < fair.perAccount)
+            .map(([user, n]) => w.and([w('r.user_id', '=', user), w('r.rank', '<=', fair.perAccount - n)])),
+        ]),
+      )
+      .orderBy('r.rank')
+      .orderBy('r.next_attempt_at')
+      .orderBy('r.seq')
+      .limit(limit);
+    // PostgreSQL: the rows are locked where they are read again (a window cannot be locked), with the conditions
+    // that another claimer's commit may have changed, so that they are checked again on the row's newest version.
+    const claimable =
+      d.name === 'postgres'
+        ? db
+            .selectFrom('webhook_deliveries as x')
+            .select('x.id')
+            .where('x.id', 'in', heads)
+            .where('x.status', '=', 'pending')
+            .where((w) => w.or([w('x.lease_until', 'is', null), w('x.lease_until', '<', now)]))
+            .forUpdate()
+            .skipLocked()
+        : heads;
     const claimed = await db
       .updateTable('webhook_deliveries')
       .set({ lease_owner: owner, lease_until: d.date(new Date(at.getTime() + leaseMs)) })
-      .where('id', 'in', d.name === 'postgres' ? heads.forUpdate('h').skipLocked() : heads)
-      .returning(['id', 'endpoint_id', 'payload', 'attempts'])
+      .where('id', 'in', claimable)
+      .returning(['id', 'endpoint_id', 'payload', 'attempts', 'created_at'])
       .execute();
     if (!claimed.length) return [];
     const endpoints = new Map(
       (
         await db
           .selectFrom('webhook_endpoints')
-          .select(['id', 'url', 'secret', 'previous_secret', 'previous_secret_until'])
+          .select(['id', 'user_id', 'url', 'secret', 'previous_secret', 'previous_secret_until'])
           .where('id', 'in', [...new Set(claimed.map((c) => c.endpoint_id))])
           .execute()
       ).map((e) => [e.id, e]),
@@ -218,13 +273,29 @@ export class WebhookRepository implements WebhookStore {
         {
           id: c.id,
           endpointId: c.endpoint_id,
+          accountId: e.user_id,
           url: e.url,
           payload: c.payload,
           attempts: Number(c.attempts),
           secrets: [e.secret, ...previous],
+          createdAt: d.readDate(c.created_at),
         },
       ];
     });
+  }
+
+  async backlog(): Promise<{ pending: number; backingOff: number }> {
+    // Only a head is ever attempted: a pending delivery with failed attempts is an endpoint waiting for its retry.
+    const row = await this.#db
+      .db()
+      .selectFrom('webhook_deliveries')
+      .select((eb) => [
+        eb.fn.countAll().as('pending'),
+        eb.fn.sum(eb.case().when('attempts', '>', 0).then(1).else(0).end()).as('backing_off'),
+      ])
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow();
+    return { pending: Number(row.pending), backingOff: Number(row.backing_off ?? 0) };
   }
 
   async delivered(id: string, _owner: string, status: number, at: Date): Promise<void> {

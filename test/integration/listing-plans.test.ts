@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { feedKeysQuery, movedKeysQuery } from '../../src/store/repositories/feed.repository.ts';
-import { tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
+import { prefixPageQuery, prefixRangeQuery, tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
 import { queueKeysQuery } from '../../src/store/moderation/moderation.repository.ts';
 import { QUEUE_HELD_STEP } from '../../src/store/moderation/upload-states.ts';
 import type { FeedQuery, PageStart } from '../../src/domain/feeds/feed.service.ts';
@@ -153,6 +153,25 @@ test('tag search (with and without a prefix, first or later page) is read from i
           if (after && db.dialect.name === 'postgres') assert.match(plan, /Index Cond: .*upload_count/, plan);
         }
       }
+    }
+    // A prefix is first read as a range of names (issue 46): from the prefix index, in its order, never a scan.
+    for (const prefix of ['ca', 'zzz', 'é']) {
+      const plan = await planOf(db, prefixRangeQuery(db.db(), db.dialect.name, prefix).limit(2001).compile());
+      if (process.env.SHOW_PLANS) console.log(`tags range ${prefix}\n${plan}`);
+      assertNoSort(db.dialect.name, `tags range ${prefix}`, plan);
+      assert.match(plan, /tags_prefix_index/, plan);
+      for (const after of [null, { uploads: 3, id: randomUUID() }]) {
+        const page = await planOf(db, prefixPageQuery(db.db(), db.dialect.name, prefix, after, 21).compile(), true);
+        if (process.env.SHOW_PLANS) console.log(`tags range page ${prefix} ${after ? 'cursor' : 'first'}\n${page}`);
+        assert.match(page, /tags_prefix_index/, page);
+      }
+      assert.match(
+        plan,
+        db.dialect.name === 'postgres'
+          ? /Index Cond: .*name/
+          : /USING (COVERING )?INDEX tags_prefix_index \(name>\? AND name<\?\)/,
+        plan,
+      );
     }
   } finally {
     await db.close();

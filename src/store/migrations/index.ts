@@ -18,6 +18,7 @@ import { M019RankMoves } from './m019-rank-moves.ts';
 import { M020QueueKey } from './m020-queue-key.ts';
 import { M021ThreeChunkPhash } from './m021-three-chunk-phash.ts';
 import { M022WebhookTokenScope } from './m022-webhook-token-scope.ts';
+import { M023TagPrefixIndex } from './m023-tag-prefix-index.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   M020QueueKey,
   M021ThreeChunkPhash,
   M022WebhookTokenScope,
+  M023TagPrefixIndex,
 ];

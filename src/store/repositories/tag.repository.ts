@@ -58,13 +58,110 @@ export class TagRepository implements TagStore {
     after: { uploads: number; id: string } | null,
     fetch: number,
   ): Promise<TagSuggestion[]> {
+    if (prefix) {
+      // How many tags are named prefix…, counted in the name index up to PREFIX_RANGE_ROWS + 1: when they are few (a
+      // rare prefix, or none), the page is read from that range, sorted, however many tags there are. When they are
+      // many, they are dense among the tags, and the most-used-first index below finds a page within its first rows.
+      const db = this.#db.read();
+      const range = prefixRangeQuery(db, this.#db.dialect.name, prefix);
+      const { n } = await db
+        .selectFrom(
+          range
+            .clearSelect()
+            .select('id')
+            .limit(PREFIX_RANGE_ROWS + 1)
+            .as('named'),
+        )
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .executeTakeFirstOrThrow();
+      if (Number(n) <= PREFIX_RANGE_ROWS)
+        return (await prefixPageQuery(db, this.#db.dialect.name, prefix, after, fetch).execute()).map(suggestion);
+    }
     const rows = [];
     for (const query of tagSearchQueries(this.#db.read(), prefix, after, fetch)) {
       rows.push(...(await query.limit(fetch - rows.length).execute()));
       if (rows.length >= fetch) break;
     }
-    return rows.map((r) => ({ id: r.id, name: r.name, slug: r.slug, uploads: Number(r.upload_count) }));
+    return rows.map(suggestion);
   }
+}
+
+const suggestion = (r: { id: string; name: string; slug: string; upload_count: number | string }): TagSuggestion => ({
+  id: r.id,
+  name: r.name,
+  slug: r.slug,
+  uploads: Number(r.upload_count),
+});
+
+/**
+ * How many tags named prefix… are read from the name index before tag search leaves the prefix to the
+ * most-used-first index: past it, the prefix matches ≥ PREFIX_RANGE_ROWS ÷ (tags) of the tags, so a page of them
+ * lies within the first rows of that order.
+ */
+export const PREFIX_RANGE_ROWS = 2_000;
+
+/**
+ * The listed tags whose name starts with `prefix`, as a range of the name index (tags_prefix_index): names in code
+ * point order (SQLite's BINARY, PostgreSQL's "C" collation, whatever the database's own), from `prefix` up to the
+ * next string of its length. `LIKE 'p%'` reads every tag on PostgreSQL under a non-C collation (C.UTF-8 included)
+ * and on SQLite (whose LIKE folds case, so no BINARY index serves it).
+ */
+export function prefixRangeQuery(db: Kysely<DB>, dialect: 'sqlite' | 'postgres', prefix: string) {
+  const name = dialect === 'postgres' ? sql<string>`name collate "C"` : sql<string>`name`;
+  let q = db
+    .selectFrom('tags')
+    .select(['id', 'name', 'slug', 'upload_count'])
+    .where('upload_count', '>', 0)
+    .where(sql<boolean>`${name} >= ${prefix}`);
+  const end = prefixEnd(prefix);
+  if (end !== null) q = q.where(sql<boolean>`${name} < ${end}`);
+  return q.orderBy(name);
+}
+
+/** The least string (in code point order) above every string that starts with `prefix`; null: none. */
+export function prefixEnd(prefix: string): string | null {
+  const points = Array.from(prefix, (c) => c.codePointAt(0)!);
+  while (points.length) {
+    let last = points.pop()! + 1;
+    if (last >= 0xd800 && last <= 0xdfff) last = 0xe000; // surrogates are no characters of their own
+    if (last <= 0x10ffff) return String.fromCodePoint(...points, last);
+  }
+  return null;
+}
+
+/**
+ * A page of the tags named prefix… (when they are at most PREFIX_RANGE_ROWS): read from their range of the name
+ * index and sorted, in tag search's order (ties by name in the database's collation, as tags_search_index has them,
+ * so that a traversal may pass from one way to the other as counts move).
+ */
+export function prefixPageQuery(
+  db: Kysely<DB>,
+  dialect: 'sqlite' | 'postgres',
+  prefix: string,
+  after: { uploads: number; id: string } | null,
+  fetch: number,
+) {
+  return afterCursor(prefixRangeQuery(db, dialect, prefix).clearOrderBy(), after)
+    .orderBy('upload_count', 'desc')
+    .orderBy('name')
+    .limit(fetch);
+}
+
+/** Tag search's cursor condition: the rest of the cursor tag's count (after its name), then the lower counts. */
+function afterCursor<Q extends ReturnType<typeof prefixRangeQuery>>(
+  q: Q,
+  after: { uploads: number; id: string } | null,
+) {
+  if (!after) return q;
+  return q.where((eb) =>
+    eb.or([
+      eb('upload_count', '<', after.uploads),
+      eb.and([
+        eb('upload_count', '=', after.uploads),
+        eb('name', '>', eb.selectFrom('tags as t').select('t.name').where('t.id', '=', after.id)),
+      ]),
+    ]),
+  );
 }
 
 /**

@@ -56,20 +56,31 @@ export function blocklistRow(d: Dialect, e: NewBlocklistEntry, source: 'moderati
 const INSERT_CHUNK = 500;
 
 /**
+ * The `blocklist_hold` job that counts an addition's entries. An import writes its entries in several transactions
+ * (BlocklistRepository.add): the first one that adds an entry queues the job (`added` 0 so far), each later one adds
+ * its entries to the job's total, so the job is listed (GET /api/admin/jobs) from the import's first step on.
+ */
+export interface HoldJobRef {
+  id: string;
+  /** Entries the addition's earlier, committed transactions added to it. */
+  added: number;
+}
+
+/**
  * Adds the entries not present yet (inside the caller's transaction), each with its modlog `block` line, and
- * queues them for the holding job. Returns the ids added.
+ * queues them for the holding job (a new one, or `opts.job` of an import's earlier steps). Returns the ids added.
  */
 export async function addBlocklistEntries(
   db: Kysely<DB>,
   d: Dialect,
   entries: NewBlocklistEntry[],
-  opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date },
+  opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date; job?: HoldJobRef },
 ): Promise<string[]> {
   // Exclusive: waits for the uploads being inserted (the hold job then finds them), and later inserts wait for
   // these entries and are refused by them (insert-guard.ts).
   await lockBlocklistForAdd(db, d);
   const added: string[] = [];
-  const jobId = randomUUID();
+  const job = opts.job ?? { id: randomUUID(), added: 0 };
   const seen = new Set<string>();
   const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
   for (let i = 0; i < unique.length; i += INSERT_CHUNK) {
@@ -90,7 +101,7 @@ export async function addBlocklistEntries(
         .execute();
     await db
       .insertInto('blocklist_pending')
-      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at), job_id: jobId })))
+      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at), job_id: job.id })))
       .execute();
     const lines: NewModlogEntry[] = rows.map((r) => ({
       action: 'block',
@@ -100,27 +111,52 @@ export async function addBlocklistEntries(
     }));
     await appendModlog(db, d, lines, opts.at);
   }
+  if (!added.length) return added;
+  await bumpBlocklistVersion(db);
   // Visible among the moderation jobs (GET /api/admin/jobs): its progress counts the entries the hold job handled.
-  if (added.length) await bumpBlocklistVersion(db);
-  if (added.length)
+  const total = job.added + added.length;
+  const reason = total === 1 ? (entries.find((e) => e.reason)?.reason ?? '') : `${total} entries`;
+  if (job.added === 0)
     await db
       .insertInto('moderation_jobs')
       .values({
-        id: jobId,
+        id: job.id,
         kind: 'blocklist_hold',
         status: 'queued',
         target_type: 'blocklist',
         target_id: null,
-        reason: added.length === 1 ? (entries.find((e) => e.reason)?.reason ?? '') : `${added.length} entries`,
+        reason,
         moderator_id: opts.moderator?.id ?? null,
         moderator_name: opts.moderator?.username ?? null,
-        total: added.length,
+        total,
         created_at: d.date(opts.at),
         updated_at: d.date(opts.at),
       })
       .execute();
+  else
+    await db
+      .updateTable('moderation_jobs')
+      .set((eb) => ({
+        total: sql`${eb.ref('total')} + ${added.length}`,
+        reason,
+        // The hold job may have handled every entry of the earlier steps already: these are still to do.
+        status: sql`case when ${eb.ref('status')} = 'done' then 'running' else ${eb.ref('status')} end`,
+        updated_at: d.date(opts.at),
+      }))
+      .where('id', '=', job.id)
+      .execute();
   return added;
 }
+
+/**
+ * An import's step: a transaction that takes about this long (its size adapts to what the last one took), then the
+ * event loop's turn. On SQLite every statement runs on the event loop, and a transaction keeps the connection:
+ * 5 000 PDQ entries in one transaction kept /healthz waiting 26.7 s (issue 44).
+ */
+const IMPORT_STEP_MS = 10;
+const IMPORT_STEP_MIN = 10;
+/** At most INSERT_CHUNK: a step is one multi-row insert of entries. */
+const IMPORT_STEP_MAX = INSERT_CHUNK;
 
 export class BlocklistRepository implements BlocklistStore {
   readonly #db: Database;
@@ -196,11 +232,37 @@ export class BlocklistRepository implements BlocklistStore {
     }));
   }
 
-  add(entries: NewBlocklistEntry[], opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date }) {
-    return this.#db.transaction(async (_em, db) => {
-      const added = await addBlocklistEntries(db, this.#db.dialect, entries, opts);
-      return { added: added.length, skipped: entries.length - added.length };
-    });
+  /**
+   * An import: the entries in transactions of bounded size (IMPORT_STEP_MS), each committed with its modlog lines and
+   * its share of one `blocklist_hold` job, the event loop getting a turn between them. A process that dies mid-way
+   * keeps the steps committed and their job (the hold job runs them after a restart); sending the entries again
+   * skips those, as any entry already present.
+   */
+  async add(entries: NewBlocklistEntry[], opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date }) {
+    const seen = new Set<string>();
+    const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
+    const job: HoldJobRef = { id: randomUUID(), added: 0 };
+    let size = IMPORT_STEP_MIN;
+    for (let i = 0; i < unique.length;) {
+      const part = unique.slice(i, i + size);
+      const started = performance.now();
+      const added = await this.#db.transaction((_em, db) =>
+        addBlocklistEntries(db, this.#db.dialect, part, { ...opts, job: { ...job } }),
+      );
+      const took = performance.now() - started;
+      job.added += added.length;
+      i += part.length;
+      if (i >= unique.length) break;
+      size = Math.round(
+        Math.min(IMPORT_STEP_MAX, Math.max(IMPORT_STEP_MIN, (size * IMPORT_STEP_MS) / Math.max(took, 1))),
+      );
+      await yieldToEventLoop();
+    }
+    return {
+      added: job.added,
+      skipped: entries.length - job.added,
+      job: job.added ? { id: job.id } : null,
+    };
   }
 
   async dryRun(entries: NewBlocklistEntry[], maxDistance: number, pdqDistance = PDQ_DISTANCE) {

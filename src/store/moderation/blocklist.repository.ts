@@ -28,6 +28,7 @@ import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './i
 import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
 import { PdqSet, pdqChunkKeys } from '../similarity/pdq-hamming.ts';
 import { PdqBlocklistCache } from './pdq-lookup.ts';
+import { importStepOnThread } from './blocklist-import.ts';
 
 type Hashes = { sha256: string | null; phash: string | null; pdq?: string | null };
 
@@ -66,6 +67,13 @@ export interface HoldJobRef {
   added: number;
 }
 
+export interface AddOptions {
+  source: 'moderation' | 'import';
+  moderator: Moderator;
+  at: Date;
+  job?: HoldJobRef;
+}
+
 /**
  * Adds the entries not present yet (inside the caller's transaction), each with its modlog `block` line, and
  * queues them for the holding job (a new one, or `opts.job` of an import's earlier steps). Returns the ids added.
@@ -74,7 +82,7 @@ export async function addBlocklistEntries(
   db: Kysely<DB>,
   d: Dialect,
   entries: NewBlocklistEntry[],
-  opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date; job?: HoldJobRef },
+  opts: AddOptions,
 ): Promise<string[]> {
   // Exclusive: waits for the uploads being inserted (the hold job then finds them), and later inserts wait for
   // these entries and are refused by them (insert-guard.ts).
@@ -150,10 +158,11 @@ export async function addBlocklistEntries(
 
 /**
  * An import's step: a transaction that takes about this long (its size adapts to what the last one took), then the
- * event loop's turn. On SQLite every statement runs on the event loop, and a transaction keeps the connection:
- * 5 000 PDQ entries in one transaction kept /healthz waiting 26.7 s (issue 44).
+ * event loop's turn. It is what the other writers may wait for (on PostgreSQL the blocklist's lock, which every
+ * upload's insert takes; on SQLite the one writer's place), and on SQLite without an import thread what the event
+ * loop waits for: 5 000 PDQ entries in one transaction kept /healthz waiting 26.7 s (issue 44).
  */
-const IMPORT_STEP_MS = 10;
+const IMPORT_STEP_MS = 20;
 const IMPORT_STEP_MIN = 10;
 /** At most INSERT_CHUNK: a step is one multi-row insert of entries. */
 const IMPORT_STEP_MAX = INSERT_CHUNK;
@@ -246,9 +255,11 @@ export class BlocklistRepository implements BlocklistStore {
     for (let i = 0; i < unique.length;) {
       const part = unique.slice(i, i + size);
       const started = performance.now();
-      const added = await this.#db.transaction((_em, db) =>
-        addBlocklistEntries(db, this.#db.dialect, part, { ...opts, job: { ...job } }),
-      );
+      const step = { ...opts, job: { ...job } };
+      const file = this.#db.sqliteFile;
+      const added = file
+        ? await importStepOnThread(file, part, step)
+        : await this.#db.transaction((_em, db) => addBlocklistEntries(db, this.#db.dialect, part, step));
       const took = performance.now() - started;
       job.added += added.length;
       i += part.length;

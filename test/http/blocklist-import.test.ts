@@ -138,7 +138,7 @@ test(
       let s = (server = await spawnServer(env));
       const admin = await registerUser(s.api);
       await withDb((db) => setAdmin(new UserRepository(db), admin.username, true));
-      const entries = pdqEntries(10_000);
+      const entries = pdqEntries(4_000);
       const importing = s.api.post('/api/admin/blocklist', { entries }, { token: admin.token }).catch(() => null);
       let partial: JobBody | undefined;
       while (!partial) {

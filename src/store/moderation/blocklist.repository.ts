@@ -157,13 +157,14 @@ export async function addBlocklistEntries(
 }
 
 /**
- * An import's step: a transaction that takes about this long (its size adapts to what the last one took), then the
- * event loop's turn. It is what the other writers may wait for (on PostgreSQL the blocklist's lock, which every
- * upload's insert takes; on SQLite the one writer's place), and on SQLite without an import thread what the event
- * loop waits for: 5 000 PDQ entries in one transaction kept /healthz waiting 26.7 s (issue 44).
+ * An import's step: a transaction that takes about `ms` (its size adapts to what the last one took, from `min`
+ * entries), then the event loop's turn. A step is what the other writers may wait for: on SQLite the one writer's
+ * place (the main connection's writes wait on the event loop, so steps are short; without an import thread the
+ * event loop waits for the whole step: 5 000 PDQ entries in one transaction kept /healthz waiting 26.7 s, issue 44);
+ * on PostgreSQL the blocklist's lock, which every upload's insert takes shared, while the event loop only awaits:
+ * longer steps there, each paying its commit's WAL flush once for more entries.
  */
-const IMPORT_STEP_MS = 20;
-const IMPORT_STEP_MIN = 10;
+const IMPORT_STEP = { sqlite: { ms: 20, min: 10 }, postgres: { ms: 200, min: 50 } } as const;
 /** At most INSERT_CHUNK: a step is one multi-row insert of entries. */
 const IMPORT_STEP_MAX = INSERT_CHUNK;
 
@@ -179,7 +180,7 @@ export class BlocklistRepository implements BlocklistStore {
   constructor(db: Database, opts: { scanFrom?: number; scanPage?: number } = {}) {
     this.#db = db;
     this.#pdq = new PdqBlocklistCache(
-      () => db.db(),
+      () => db.read(),
       () => blocklistVersion(db.db()),
     );
     this.#scanFrom = opts.scanFrom ?? 100;
@@ -242,7 +243,7 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   /**
-   * An import: the entries in transactions of bounded size (IMPORT_STEP_MS), each committed with its modlog lines and
+   * An import: the entries in transactions of bounded size (IMPORT_STEP), each committed with its modlog lines and
    * its share of one `blocklist_hold` job, the event loop getting a turn between them. A process that dies mid-way
    * keeps the steps committed and their job (the hold job runs them after a restart); sending the entries again
    * skips those, as any entry already present.
@@ -251,7 +252,8 @@ export class BlocklistRepository implements BlocklistStore {
     const seen = new Set<string>();
     const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
     const job: HoldJobRef = { id: randomUUID(), added: 0 };
-    let size = IMPORT_STEP_MIN;
+    const budget = IMPORT_STEP[this.#db.dialect.name];
+    let size: number = budget.min;
     for (let i = 0; i < unique.length;) {
       const part = unique.slice(i, i + size);
       const started = performance.now();
@@ -264,9 +266,7 @@ export class BlocklistRepository implements BlocklistStore {
       job.added += added.length;
       i += part.length;
       if (i >= unique.length) break;
-      size = Math.round(
-        Math.min(IMPORT_STEP_MAX, Math.max(IMPORT_STEP_MIN, (size * IMPORT_STEP_MS) / Math.max(took, 1))),
-      );
+      size = Math.round(Math.min(IMPORT_STEP_MAX, Math.max(budget.min, (size * budget.ms) / Math.max(took, 1))));
       await yieldToEventLoop();
     }
     return {
@@ -277,7 +277,8 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   async dryRun(entries: NewBlocklistEntry[], maxDistance: number, pdqDistance = PDQ_DISTANCE) {
-    const db = this.#db.db();
+    // Reads only, of what is committed: on SQLite's reader threads, off the event loop (as the hold job's).
+    const db = this.#db.read();
     const keys = [...new Set(entries.map(entryKey))];
     const present = new Set<string>();
     for (let i = 0; i < keys.length; i += INSERT_CHUNK) {
@@ -325,7 +326,10 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   async holdMatches(batch: number, maxDistance: number, at: Date, pdqDistance = PDQ_DISTANCE) {
-    const db = this.#db.db();
+    // The queue and the scan of the stored hashes are reads of what is committed (the entries were, before the job
+    // was kicked): on SQLite's reader threads, so that a page of 5 000 rows, or sorting a long queue, does not hold
+    // the event loop; the holds and the dequeue are writes, on the main connection.
+    const db = this.#db.read();
     const pending = await db
       .selectFrom('blocklist_pending as p')
       .leftJoin('blocklist as b', 'b.id', 'p.entry_id')
@@ -350,7 +354,7 @@ export class BlocklistRepository implements BlocklistStore {
     // Each job's progress counts the entries this run dequeued (not another process running the same entries).
     const done = pending.map((p) => p.entry_id);
     const gone: Array<{ job_id: string | null }> = [];
-    for (let i = 0; i < done.length; i += INSERT_CHUNK)
+    for (let i = 0; i < done.length; i += INSERT_CHUNK) {
       gone.push(
         ...(await this.#db
           .db()
@@ -359,6 +363,8 @@ export class BlocklistRepository implements BlocklistStore {
           .returning('job_id')
           .execute()),
       );
+      await yieldToEventLoop();
+    }
     await countHandled(this.#db.db(), this.#db.dialect, countsByJob(gone), at);
     return { entries: pending.length, held };
   }
@@ -408,8 +414,9 @@ export class BlocklistRepository implements BlocklistStore {
 
   /**
    * One pass over the visible uploads' stored hashes of a column (in id order, a page at a time), adding those
-   * `matches` says yes to. The job runs on a gateway's event loop, and SQLite reads a page synchronously: after
-   * each page the loop gets a turn, so requests wait for one page at most, not for the whole scan. PDQ: only those
+   * `matches` says yes to. The job runs on a gateway's event loop: `db` is the reader (SQLite reads the pages on
+   * its reader threads), and after each page's matching the loop gets a turn, so requests wait for one page's
+   * matching at most, not for the whole scan. PDQ: only those
    * of quality ≥ 50. The stored PDQ has no index (16 chunk rows per upload would outweigh the blocklist itself).
    */
   async #scan(db: Kysely<DB>, column: 'phash' | 'pdq', matches: (hash: string) => boolean, out: Set<string>) {

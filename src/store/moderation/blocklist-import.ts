@@ -7,9 +7,32 @@
  * import is rare, and an idle thread must not keep a process alive.
  */
 import { Piscina } from 'piscina';
-import type { NewBlocklistEntry } from '../../domain/moderation/moderation.types.ts';
-import type { AddOptions } from './blocklist.repository.ts';
-import type { ImportStepTask } from './blocklist-import.worker.ts';
+import type { Moderator, NewBlocklistEntry } from '../../domain/moderation/moderation.types.ts';
+
+/**
+ * The `blocklist_hold` job that counts an addition's entries. An import writes its entries in several transactions
+ * (BlocklistRepository.add): the first one that adds an entry queues the job (`added` 0 so far), each later one adds
+ * its entries to the job's total, so the job is listed (GET /api/admin/jobs) from the import's first step on.
+ */
+export interface HoldJobRef {
+  id: string;
+  /** Entries the addition's earlier, committed transactions added to it. */
+  added: number;
+}
+
+export interface AddOptions {
+  source: 'moderation' | 'import';
+  moderator: Moderator;
+  at: Date;
+  job?: HoldJobRef;
+}
+
+/** One step for the import thread. */
+export interface ImportStepTask {
+  path: string;
+  entries: NewBlocklistEntry[];
+  opts: AddOptions;
+}
 
 // `.ts` when run from src/, `.js` when run from the compiled dist/.
 const WORKER_FILE = new URL(

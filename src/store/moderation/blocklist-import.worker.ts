@@ -9,14 +9,8 @@ import { Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';
 import { sqliteDialect } from '../dialect.ts';
 import { nodeSqliteDialect } from '../node-sqlite.ts';
-import { addBlocklistEntries, type AddOptions } from './blocklist.repository.ts';
-import type { NewBlocklistEntry } from '../../domain/moderation/moderation.types.ts';
-
-export interface ImportStepTask {
-  path: string;
-  entries: NewBlocklistEntry[];
-  opts: AddOptions;
-}
+import { addBlocklistEntries } from './blocklist.repository.ts';
+import type { ImportStepTask } from './blocklist-import.ts';
 
 /** A connection per database file (a test process opens several). */
 const connections = new Map<string, Kysely<DB>>();

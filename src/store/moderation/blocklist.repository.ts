@@ -28,7 +28,7 @@ import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './i
 import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
 import { PdqSet, pdqChunkKeys } from '../similarity/pdq-hamming.ts';
 import { PdqBlocklistCache } from './pdq-lookup.ts';
-import { importStepOnThread } from './blocklist-import.ts';
+import { importStepOnThread, type AddOptions, type HoldJobRef } from './blocklist-import.ts';
 
 type Hashes = { sha256: string | null; phash: string | null; pdq?: string | null };
 
@@ -55,24 +55,6 @@ export function blocklistRow(d: Dialect, e: NewBlocklistEntry, source: 'moderati
 
 /** Rows per multi-row insert: well under both databases' limits of bound parameters. */
 const INSERT_CHUNK = 500;
-
-/**
- * The `blocklist_hold` job that counts an addition's entries. An import writes its entries in several transactions
- * (BlocklistRepository.add): the first one that adds an entry queues the job (`added` 0 so far), each later one adds
- * its entries to the job's total, so the job is listed (GET /api/admin/jobs) from the import's first step on.
- */
-export interface HoldJobRef {
-  id: string;
-  /** Entries the addition's earlier, committed transactions added to it. */
-  added: number;
-}
-
-export interface AddOptions {
-  source: 'moderation' | 'import';
-  moderator: Moderator;
-  at: Date;
-  job?: HoldJobRef;
-}
 
 /**
  * Adds the entries not present yet (inside the caller's transaction), each with its modlog `block` line, and

@@ -146,7 +146,7 @@ export async function addBlocklistEntries(
  * on PostgreSQL the blocklist's lock, which every upload's insert takes shared, while the event loop only awaits:
  * longer steps there, each paying its commit's WAL flush once for more entries.
  */
-const IMPORT_STEP = { sqlite: { ms: 20, min: 10 }, postgres: { ms: 200, min: 50 } } as const;
+const IMPORT_STEP = { sqlite: { ms: 25, min: 50 }, postgres: { ms: 200, min: 50 } } as const;
 /** At most INSERT_CHUNK: a step is one multi-row insert of entries. */
 const IMPORT_STEP_MAX = INSERT_CHUNK;
 

@@ -64,6 +64,11 @@ export interface Database {
    * cost: the near-duplicate check (bench/README.md, Growth). Kysely sends every statement unnamed, planned anew.
    */
   readonly prepared: PreparedStatements | null;
+  /**
+   * SQLite: the database file, for work that runs on a thread of its own with its own connection (the blocklist
+   * import's steps: blocklist-import.ts); null on PostgreSQL.
+   */
+  readonly sqliteFile: string | null;
   /** Runs `fn` in one transaction; retried on serialization failures/deadlocks on PostgreSQL. */
   transaction<T>(fn: (em: SqlEntityManager, db: Kysely<DB>) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
@@ -156,6 +161,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     db: (em) => (em ?? rootEm.fork()).getKysely<DB>(),
     read: () => reader ?? rootEm.fork().getKysely<DB>(),
     prepared,
+    sqliteFile: opts.databaseUrl ? null : opts.sqlitePath,
     transaction: (fn) => dialect.retrying(() => rootEm.fork().transactional((em) => fn(em, em.getKysely<DB>()))),
     async ping() {
       await rootEm

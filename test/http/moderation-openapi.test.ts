@@ -119,7 +119,8 @@ test('every moderation route and every upload state answers as the OpenAPI docum
   assert.equal(typeof dry.body.matches, 'number');
   assert.equal((await api.post('/api/admin/blocklist', { entries: [] }, { token: admin.token })).status, 400);
   const added = await api.post('/api/admin/blocklist', { entries }, { token: admin.token });
-  assert.deepEqual(added.body, { added: 1, skipped: 0 });
+  assert.deepEqual({ ...added.body, job: undefined }, { added: 1, skipped: 0, job: undefined });
+  assert.match(added.body.job.id, /^[0-9a-f-]{36}$/, 'the hold job that runs the new entry');
   assert.equal((await api.get('/api/admin/blocklist', { token: alice.token })).status, 403);
   assert.equal((await api.del(`/api/admin/blocklist/${list.body.entries[0].id}`, { token: admin.token })).status, 200);
   assert.equal((await api.del(`/api/admin/blocklist/${missing}`, { token: admin.token })).status, 404);

@@ -261,11 +261,9 @@ test('a job whose runs fail is claimed again after a back-off, and fails for goo
 test('a blocklist addition is a blocklist_hold job; its progress counts the entries the hold job handled', async () => {
   await withDatabase(async (db, { blocklist, jobs }) => {
     const entries = Array.from({ length: 5 }, () => ({ sha256: hex(64), phash: null, reason: 'r' }));
-    assert.deepEqual(await blocklist.add(entries, { source: 'import', moderator: MOD, at: AT }), {
-      added: 5,
-      skipped: 0,
-    });
+    const added = await blocklist.add(entries, { source: 'import', moderator: MOD, at: AT });
     const [job] = await jobs.list(null, 0, 10);
+    assert.deepEqual(added, { added: 5, skipped: 0, job: { id: job?.id } });
     assert.equal(job?.kind, 'blocklist_hold');
     assert.deepEqual([job?.status, job?.done, job?.total], ['queued', 0, 5]);
     assert.deepEqual(job?.target, { type: 'blocklist', id: null });

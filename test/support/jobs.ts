@@ -35,3 +35,10 @@ export async function eventually(check: () => Promise<boolean>, what: string, ms
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** The `blocklist_hold` jobs listed now (the newest 100 jobs of any kind, filtered). */
+export async function blocklistHoldJobs(api: Client, token: string): Promise<JobBody[]> {
+  const r = await api.get('/api/admin/jobs?limit=100', { token });
+  assert.equal(r.status, 200, r.text);
+  return (r.body.jobs as JobBody[]).filter((j) => j.kind === 'blocklist_hold');
+}

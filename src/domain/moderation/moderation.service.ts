@@ -327,19 +327,26 @@ export class ModerationService {
     principal: Principal,
     entries: NewBlocklistEntry[],
     opts: { dryRun: boolean },
-  ): Promise<{ added: number; skipped: number; matches?: number }> {
+  ): Promise<{
+    added: number;
+    skipped: number;
+    matches?: number;
+    job?: { id: string; status: JobStatus } | null;
+  }> {
     if (opts.dryRun)
       return this.#blocklist.dryRun(entries, this.#policy.blocklistDistance, this.#policy.blocklistPdqDistance);
-    const result = await this.#blocklist.add(entries, {
+    const { added, skipped, job } = await this.#blocklist.add(entries, {
       source: 'import',
       moderator: moderatorOf(principal),
       at: this.#clock.now(),
     });
-    if (result.added) {
-      this.#events.action?.('block', result.added);
+    if (added) {
+      this.#events.action?.('block', added);
       this.#events.blocklistGrew?.();
     }
-    return result;
+    // The durable job that holds the stored uploads the new entries match (GET /api/admin/jobs/{id}), as it is now.
+    const record = job ? await this.#jobs.find(job.id) : null;
+    return { added, skipped, job: record ? { id: record.id, status: record.status } : null };
   }
 
   async removeFromBlocklist(principal: Principal, id: string): Promise<{ success: true }> {

@@ -114,7 +114,7 @@ export interface BlocklistStore {
   add(
     entries: NewBlocklistEntry[],
     opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date },
-  ): Promise<{ added: number; skipped: number }>;
+  ): Promise<{ added: number; skipped: number; job: { id: string } | null }>;
   /** Counts what `add` would add and skip, and the stored uploads the new entries would hold. */
   dryRun(
     entries: NewBlocklistEntry[],

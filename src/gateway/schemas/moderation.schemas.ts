@@ -209,6 +209,14 @@ export const BlocklistAdded = z.object({
   added: z.int().nonnegative(),
   skipped: z.int().nonnegative().describe('Entries already on the blocklist.'),
   matches: z.int().nonnegative().optional().describe('Dry run only: stored uploads the new entries would hold.'),
+  job: z
+    .object({ id: z.uuid(), status: z.enum(JOB_STATUSES) })
+    .nullable()
+    .optional()
+    .describe(
+      'The `blocklist_hold` job holding the stored uploads the new entries match (`GET /api/admin/jobs/{id}`); ' +
+        'null when nothing was added, absent on a dry run.',
+    ),
 });
 
 export const UsersQuery = PageQuery.extend({

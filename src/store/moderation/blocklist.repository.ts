@@ -28,6 +28,7 @@ import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './i
 import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
 import { PdqSet, pdqChunkKeys } from '../similarity/pdq-hamming.ts';
 import { PdqBlocklistCache } from './pdq-lookup.ts';
+import { importStepOnThread, type AddOptions, type HoldJobRef } from './blocklist-import.ts';
 
 type Hashes = { sha256: string | null; phash: string | null; pdq?: string | null };
 
@@ -57,19 +58,19 @@ const INSERT_CHUNK = 500;
 
 /**
  * Adds the entries not present yet (inside the caller's transaction), each with its modlog `block` line, and
- * queues them for the holding job. Returns the ids added.
+ * queues them for the holding job (a new one, or `opts.job` of an import's earlier steps). Returns the ids added.
  */
 export async function addBlocklistEntries(
   db: Kysely<DB>,
   d: Dialect,
   entries: NewBlocklistEntry[],
-  opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date },
+  opts: AddOptions,
 ): Promise<string[]> {
   // Exclusive: waits for the uploads being inserted (the hold job then finds them), and later inserts wait for
   // these entries and are refused by them (insert-guard.ts).
   await lockBlocklistForAdd(db, d);
   const added: string[] = [];
-  const jobId = randomUUID();
+  const job = opts.job ?? { id: randomUUID(), added: 0 };
   const seen = new Set<string>();
   const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
   for (let i = 0; i < unique.length; i += INSERT_CHUNK) {
@@ -90,7 +91,7 @@ export async function addBlocklistEntries(
         .execute();
     await db
       .insertInto('blocklist_pending')
-      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at), job_id: jobId })))
+      .values(rows.map((r) => ({ entry_id: r.id, created_at: d.date(opts.at), job_id: job.id })))
       .execute();
     const lines: NewModlogEntry[] = rows.map((r) => ({
       action: 'block',
@@ -100,27 +101,54 @@ export async function addBlocklistEntries(
     }));
     await appendModlog(db, d, lines, opts.at);
   }
+  if (!added.length) return added;
+  await bumpBlocklistVersion(db);
   // Visible among the moderation jobs (GET /api/admin/jobs): its progress counts the entries the hold job handled.
-  if (added.length) await bumpBlocklistVersion(db);
-  if (added.length)
+  const total = job.added + added.length;
+  const reason = total === 1 ? (entries.find((e) => e.reason)?.reason ?? '') : `${total} entries`;
+  if (job.added === 0)
     await db
       .insertInto('moderation_jobs')
       .values({
-        id: jobId,
+        id: job.id,
         kind: 'blocklist_hold',
         status: 'queued',
         target_type: 'blocklist',
         target_id: null,
-        reason: added.length === 1 ? (entries.find((e) => e.reason)?.reason ?? '') : `${added.length} entries`,
+        reason,
         moderator_id: opts.moderator?.id ?? null,
         moderator_name: opts.moderator?.username ?? null,
-        total: added.length,
+        total,
         created_at: d.date(opts.at),
         updated_at: d.date(opts.at),
       })
       .execute();
+  else
+    await db
+      .updateTable('moderation_jobs')
+      .set((eb) => ({
+        total: sql`${eb.ref('total')} + ${added.length}`,
+        reason,
+        // The hold job may have handled every entry of the earlier steps already: these are still to do.
+        status: sql`case when ${eb.ref('status')} = 'done' then 'running' else ${eb.ref('status')} end`,
+        updated_at: d.date(opts.at),
+      }))
+      .where('id', '=', job.id)
+      .execute();
   return added;
 }
+
+/**
+ * An import's step: a transaction that takes about `ms` (its size adapts to what the last one took, from `min`
+ * entries), then the event loop's turn. A step is what the other writers may wait for: on SQLite the one writer's
+ * place (the main connection's writes wait on the event loop, so steps are short; without an import thread the
+ * event loop waits for the whole step: 5 000 PDQ entries in one transaction kept /healthz waiting 26.7 s, issue 44);
+ * on PostgreSQL the blocklist's lock, which every upload's insert takes shared, while the event loop only awaits:
+ * longer steps there, each paying its commit's WAL flush once for more entries.
+ */
+const IMPORT_STEP = { sqlite: { ms: 25, min: 50 }, postgres: { ms: 200, min: 50 } } as const;
+/** At most INSERT_CHUNK: a step is one multi-row insert of entries. */
+const IMPORT_STEP_MAX = INSERT_CHUNK;
 
 export class BlocklistRepository implements BlocklistStore {
   readonly #db: Database;
@@ -134,7 +162,7 @@ export class BlocklistRepository implements BlocklistStore {
   constructor(db: Database, opts: { scanFrom?: number; scanPage?: number } = {}) {
     this.#db = db;
     this.#pdq = new PdqBlocklistCache(
-      () => db.db(),
+      () => db.read(),
       () => blocklistVersion(db.db()),
     );
     this.#scanFrom = opts.scanFrom ?? 100;
@@ -196,15 +224,43 @@ export class BlocklistRepository implements BlocklistStore {
     }));
   }
 
-  add(entries: NewBlocklistEntry[], opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date }) {
-    return this.#db.transaction(async (_em, db) => {
-      const added = await addBlocklistEntries(db, this.#db.dialect, entries, opts);
-      return { added: added.length, skipped: entries.length - added.length };
-    });
+  /**
+   * An import: the entries in transactions of bounded size (IMPORT_STEP), each committed with its modlog lines and
+   * its share of one `blocklist_hold` job, the event loop getting a turn between them. A process that dies mid-way
+   * keeps the steps committed and their job (the hold job runs them after a restart); sending the entries again
+   * skips those, as any entry already present.
+   */
+  async add(entries: NewBlocklistEntry[], opts: { source: 'moderation' | 'import'; moderator: Moderator; at: Date }) {
+    const seen = new Set<string>();
+    const unique = entries.filter((e) => !seen.has(entryKey(e)) && seen.add(entryKey(e)));
+    const job: HoldJobRef = { id: randomUUID(), added: 0 };
+    const budget = IMPORT_STEP[this.#db.dialect.name];
+    let size: number = budget.min;
+    for (let i = 0; i < unique.length;) {
+      const part = unique.slice(i, i + size);
+      const started = performance.now();
+      const step = { ...opts, job: { ...job } };
+      const file = this.#db.sqliteFile;
+      const added = file
+        ? await importStepOnThread(file, part, step)
+        : await this.#db.transaction((_em, db) => addBlocklistEntries(db, this.#db.dialect, part, step));
+      const took = performance.now() - started;
+      job.added += added.length;
+      i += part.length;
+      if (i >= unique.length) break;
+      size = Math.round(Math.min(IMPORT_STEP_MAX, Math.max(budget.min, (size * budget.ms) / Math.max(took, 1))));
+      await yieldToEventLoop();
+    }
+    return {
+      added: job.added,
+      skipped: entries.length - job.added,
+      job: job.added ? { id: job.id } : null,
+    };
   }
 
   async dryRun(entries: NewBlocklistEntry[], maxDistance: number, pdqDistance = PDQ_DISTANCE) {
-    const db = this.#db.db();
+    // Reads only, of what is committed: on SQLite's reader threads, off the event loop (as the hold job's).
+    const db = this.#db.read();
     const keys = [...new Set(entries.map(entryKey))];
     const present = new Set<string>();
     for (let i = 0; i < keys.length; i += INSERT_CHUNK) {
@@ -252,7 +308,10 @@ export class BlocklistRepository implements BlocklistStore {
   }
 
   async holdMatches(batch: number, maxDistance: number, at: Date, pdqDistance = PDQ_DISTANCE) {
-    const db = this.#db.db();
+    // The queue and the scan of the stored hashes are reads of what is committed (the entries were, before the job
+    // was kicked): on SQLite's reader threads, so that a page of 5 000 rows, or sorting a long queue, does not hold
+    // the event loop; the holds and the dequeue are writes, on the main connection.
+    const db = this.#db.read();
     const pending = await db
       .selectFrom('blocklist_pending as p')
       .leftJoin('blocklist as b', 'b.id', 'p.entry_id')
@@ -277,7 +336,7 @@ export class BlocklistRepository implements BlocklistStore {
     // Each job's progress counts the entries this run dequeued (not another process running the same entries).
     const done = pending.map((p) => p.entry_id);
     const gone: Array<{ job_id: string | null }> = [];
-    for (let i = 0; i < done.length; i += INSERT_CHUNK)
+    for (let i = 0; i < done.length; i += INSERT_CHUNK) {
       gone.push(
         ...(await this.#db
           .db()
@@ -286,6 +345,8 @@ export class BlocklistRepository implements BlocklistStore {
           .returning('job_id')
           .execute()),
       );
+      await yieldToEventLoop();
+    }
     await countHandled(this.#db.db(), this.#db.dialect, countsByJob(gone), at);
     return { entries: pending.length, held };
   }
@@ -335,8 +396,9 @@ export class BlocklistRepository implements BlocklistStore {
 
   /**
    * One pass over the visible uploads' stored hashes of a column (in id order, a page at a time), adding those
-   * `matches` says yes to. The job runs on a gateway's event loop, and SQLite reads a page synchronously: after
-   * each page the loop gets a turn, so requests wait for one page at most, not for the whole scan. PDQ: only those
+   * `matches` says yes to. The job runs on a gateway's event loop: `db` is the reader (SQLite reads the pages on
+   * its reader threads), and after each page's matching the loop gets a turn, so requests wait for one page's
+   * matching at most, not for the whole scan. PDQ: only those
    * of quality ≥ 50. The stored PDQ has no index (16 chunk rows per upload would outweigh the blocklist itself).
    */
   async #scan(db: Kysely<DB>, column: 'phash' | 'pdq', matches: (hash: string) => boolean, out: Set<string>) {

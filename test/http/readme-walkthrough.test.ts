@@ -86,6 +86,9 @@ test('the README walkthrough runs as written against a fresh server with the def
     assert.equal((out.match(/"username":"ada"/g) ?? []).length >= 2, true, out);
     assert.match(out, /\{"success":true\}/);
     assert.match(out, /"name":"ci uploader"/);
+    // The narrowed token: made with its scope and expiry, then refused by name on a route outside it (not 401).
+    assert.match(out, /"name":"uploads only"[^\n]*"scopes":\["upload"\],"expires_at":"\d{4}-/);
+    assert.match(out, /^\{"error":"insufficient_scope","message":"this API token lacks the scope \\"read\\" /m);
     // Uploads: the exact duplicate, the near duplicate fetched by image_url, the 304, the 404, the 401.
     assert.match(out, /"duplicate":true,[^\n]*"match":"exact"/);
     assert.match(out, /"duplicate":true,[^\n]*"match":"near"/);
@@ -99,7 +102,10 @@ test('the README walkthrough runs as written against a fresh server with the def
     assert.match(out, /^ratelimit-limit: \d+$/im);
     assert.match(out, /\{"status":"ok"\}/);
     assert.match(out, /^# TYPE pixvote_/m);
-    assert.match(out, /^3\.1\.\d+$/m);
+    // The OpenAPI version the README's comment says.
+    const promised = /field openapi +# (\d+\.\d+\.\d+);/.exec(all)?.[1];
+    assert.ok(promised, 'the README says which OpenAPI version the document is');
+    assert.match(out, new RegExp(`^${promised.replaceAll('.', '\\.')}$`, 'm'));
     // Nothing was refused for a limit along the way.
     assert.doesNotMatch(out, /rate_limited/);
 

@@ -10,18 +10,40 @@ import { test } from 'node:test';
 const root = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
 const lock = JSON.parse(read('package-lock.json')) as {
-  packages: Record<string, { hasInstallScript?: boolean; resolved?: string; bin?: Record<string, string> }>;
+  packages: Record<
+    string,
+    { hasInstallScript?: boolean; resolved?: string; bin?: Record<string, string>; libc?: string[] }
+  >;
 };
 const pkg = JSON.parse(read('package.json')) as {
   dependencies: Record<string, string>;
   optionalDependencies: Record<string, string>;
+  engines?: Record<string, string>;
 };
 
-test('.npmrc: no dependency install script runs, whatever the npm', () => {
+test('.npmrc: no dependency install script runs, and no registry URL goes into the lockfile, whatever the npm', () => {
   const settings = read('.npmrc')
     .split('\n')
     .filter((l) => l.trim() && !l.startsWith('#'));
-  assert.deepEqual(settings, ['ignore-scripts=true']);
+  assert.deepEqual(settings, ['ignore-scripts=true', 'omit-lockfile-registry-resolved=true']);
+});
+
+test('package-lock.json is in the form npm 10.9 and npm 11 both leave as it is', () => {
+  // npm 11.11+ writes `libc` for platform packages (sharp's, @swc/core's), npm 10.9's writer deletes every one: a
+  // lockfile with any is rewritten by one npm or the other. Without them, both install it without a change.
+  const withLibc = Object.entries(lock.packages).filter(([, p]) => p.libc);
+  assert.deepEqual(
+    withLibc.map(([path]) => path),
+    [],
+    'libc fields: run `PATH=$PWD/node_modules/.bin:$PATH npx -y npm@10.9 install` and commit the lockfile it leaves',
+  );
+  // Registry URLs (`resolved`) are left out (.npmrc); npm 11 and 10.9 would otherwise add the two of the packages
+  // asked for by a dist-tag, whatever the lockfile said.
+  const registryResolved = Object.entries(lock.packages).filter(([, p]) => p.resolved?.startsWith('https:'));
+  assert.deepEqual(
+    registryResolved.map(([path]) => path),
+    [],
+  );
 });
 
 test('the dependencies with install scripts are the known ones, none of them needed', () => {
@@ -62,4 +84,13 @@ test('everything comes from the npm registry', () => {
       assert.match(p.resolved, /^https:\/\/registry\.npmjs\.org\//, path);
     }
   }
+});
+
+test('Node 22 is asked for by the service when it starts, not by its install', () => {
+  // npm checks `engines` only while installing, against the Node that runs npm: the machine's (20 here), not the
+  // Node 22 the install brings and everything then runs on, so pixvote's own would only add an EBADENGINE warning.
+  assert.equal(pkg.engines?.node, undefined);
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+  for (const name of ['start', 'test']) assert.match(scripts[name] ?? '', /^node scripts\/require-node\.js && /, name);
+  assert.match(read('bin/pixvote.js'), /needs Node\.js >= 22\.17/);
 });

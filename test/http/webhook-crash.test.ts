@@ -44,7 +44,10 @@ test('SIGKILL mid-delivery: after restart every event reaches the receiver once 
       delayMs: 20,
       // The kill: while the server waits for this answer (the receiver has the request, the sender no reply).
       beforeAnswer: async (r) => {
-        if (r.path === '/a' && receiver!.all.filter((x) => x.path === '/a').length + 1 === killAt) {
+        // Counted by webhook-id: on a loaded machine a send may time out and come again (at least once), and a
+        // repeat is no new upload.
+        const seen = new Set(receiver!.all.filter((x) => x.path === '/a').map((x) => String(x.headers['webhook-id'])));
+        if (r.path === '/a' && !seen.has(String(r.headers['webhook-id'])) && seen.size + 1 === killAt) {
           server!.kill('SIGKILL');
           await server!.exited;
           killed!();
@@ -125,7 +128,9 @@ test('SIGKILL mid-delivery: after restart every event reaches the receiver once 
     }
     // The delivery cut off by the kill came again, with the same id.
     const again = receiver.delivered('/a').filter((r) => r.headers['webhook-id'] === inFlight.headers['webhook-id']);
-    assert.equal(again.length, 2, 'the in-flight delivery was sent again after the restart');
+    // At least once more: a send that timed out on a loaded machine may have come a third time, as at-least-once
+    // allows (the receiver's deduplication above is what a consumer does).
+    assert.ok(again.length >= 2, `the in-flight delivery was sent again after the restart (${again.length} arrivals)`);
     s.kill('SIGTERM');
     assert.equal((await s.exited).code, 0);
   } finally {

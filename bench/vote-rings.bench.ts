@@ -34,7 +34,12 @@ export interface VoteRingResult {
 
 /** A ring counts as found when one reported group holds at least half of its accounts. */
 export function evaluate(pop: Population, policy: RingPolicy = DEFAULT_RING_POLICY, rounds = 3): VoteRingResult {
-  const created = (u: string) => pop.created.get(u);
+  const created = (u: string) => {
+    const c = pop.created.get(u);
+    return c === undefined
+      ? undefined
+      : { createdAt: c, signupNet: null, signupUa: null, uploads: 0, reports: 0, votes: 0 };
+  };
   const detTimes: number[] = [];
   const yardTimes: number[] = [];
   let found = detectVoteRings(pop.votes, created, policy);

@@ -5,11 +5,22 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { AccountFacts } from '../../src/domain/votes/vote-facts.ts';
 import { DEFAULT_RING_POLICY, detectVoteRings, type RingVote } from '../../src/domain/votes/vote-rings.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 const T0 = Date.UTC(2026, 10, 20);
+
+/** Account facts from creation times alone (vote-facts.ts). */
+function facts(created: Map<string, number>): (u: string) => AccountFacts | undefined {
+  return (u) => {
+    const c = created.get(u);
+    return c === undefined
+      ? undefined
+      : { createdAt: c, signupNet: null, signupUa: null, uploads: 0, reports: 0, votes: 0 };
+  };
+}
 
 /** Honest background: `n` voters, each voting a few uploads of many authors, spread over days, old accounts. */
 function background(n: number, created: Map<string, number>): RingVote[] {
@@ -42,7 +53,7 @@ describe('detectVoteRings', () => {
       for (const p of ['q1', 'q2', 'q3'])
         votes.push({ userId: u, uploadId: p, authorId: 'boosted', value: 1, at: t + i * 60_000 });
     });
-    const found = detectVoteRings(votes, (u) => created.get(u));
+    const found = detectVoteRings(votes, facts(created));
     assert.equal(found.length, 1, JSON.stringify(found));
     const [only] = found;
     assert.deepEqual(only!.accounts, [...ring].sort());
@@ -68,7 +79,7 @@ describe('detectVoteRings', () => {
       created.set(`d${i}`, t - HOUR);
       votes.push({ userId: `d${i}`, uploadId: 'p7', authorId: 'a7', value: -1, at: t + i * 120_000 });
     }
-    const found = detectVoteRings(votes, (u) => created.get(u));
+    const found = detectVoteRings(votes, facts(created));
     assert.equal(found.length, 1, JSON.stringify(found));
     assert.deepEqual(found[0]!.evidence.target, { type: 'upload', id: 'p7' });
     assert.equal(found[0]!.evidence.direction, 'down');
@@ -114,7 +125,7 @@ describe('detectVoteRings', () => {
           at: T0 + k * HOUR,
         });
     });
-    const found = detectVoteRings(votes, (u) => created.get(u));
+    const found = detectVoteRings(votes, facts(created));
     assert.equal(found.length, 1, JSON.stringify(found));
     const [only] = found;
     assert.deepEqual(only!.accounts, [...ring].sort());
@@ -139,10 +150,7 @@ describe('detectVoteRings', () => {
       const at = i < 80 ? T0 + i * 40 * 60_000 : T0 + 3 * DAY + (i - 80) * 7 * HOUR;
       votes.push({ userId: user, uploadId: 'meh', authorId: 'b', value: i % 5 < 3 ? -1 : 1, at });
     }
-    assert.deepEqual(
-      detectVoteRings(votes, (u) => created.get(u)),
-      [],
-    );
+    assert.deepEqual(detectVoteRings(votes, facts(created)), []);
   });
 
   test('honest voters are not accused: spread votes, and friends who often upvote one author among others', () => {
@@ -171,10 +179,7 @@ describe('detectVoteRings', () => {
           at: T0 + k * DAY,
         });
     }
-    assert.deepEqual(
-      detectVoteRings(votes, (u) => created.get(u)),
-      [],
-    );
+    assert.deepEqual(detectVoteRings(votes, facts(created)), []);
   });
 
   test("a ring among a target's honest fans is reported without the fans", () => {
@@ -192,7 +197,7 @@ describe('detectVoteRings', () => {
       for (const p of ['s0', 's1', 's2', 's3'])
         votes.push({ userId: u, uploadId: p, authorId: 'star', value: 1, at: T0 + 2 * DAY + i * 5 * 60_000 });
     });
-    const found = detectVoteRings(votes, (u) => created.get(u));
+    const found = detectVoteRings(votes, facts(created));
     assert.equal(found.length, 1, JSON.stringify(found));
     assert.deepEqual(found[0]!.accounts, [...ring].sort());
     assert.equal(found[0]!.evidence.youngAccounts, 0);
@@ -204,10 +209,7 @@ describe('detectVoteRings', () => {
       { userId: 'x', uploadId: 'u1', authorId: 'x', value: 1, at: T0 },
       { userId: 'y', uploadId: 'u1', authorId: 'x', value: 1, at: T0 },
     ];
-    assert.deepEqual(
-      detectVoteRings(votes, (u) => created.get(u)),
-      [],
-    );
+    assert.deepEqual(detectVoteRings(votes, facts(created)), []);
     assert.deepEqual(
       detectVoteRings([], () => undefined),
       [],

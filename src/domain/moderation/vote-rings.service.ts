@@ -11,6 +11,7 @@ import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import { isUuid } from '../ids.ts';
 import type { Principal, UserRecord } from '../users.ts';
+import type { AccountFacts } from '../votes/vote-facts.ts';
 import { detectVoteRings, type RingCandidate, type RingPolicy, type RingVote } from '../votes/vote-rings.ts';
 
 /** The evidence as the queue shows it (snake_case, times as ISO strings). */
@@ -134,7 +135,7 @@ export class VoteRingService {
     const now = this.#clock.now();
     const since = new Date(now.getTime() - this.#config.windowMs);
     const { votes, createdAt } = await this.#store.recentVotes(since);
-    const rings = detectVoteRings(votes, (u) => createdAt.get(u), this.#config.policy);
+    const rings = detectVoteRings(votes, (u) => factsOf(createdAt.get(u)), this.#config.policy);
     const window = { from: since.toISOString(), to: now.toISOString() };
     const queued = await this.#store.add(
       rings.map((r) => toNew(r, window)),
@@ -176,6 +177,13 @@ export class VoteRingService {
     if (outcome.voided) await this.#events.onChanged?.();
     return itemView(outcome.record);
   }
+}
+
+/** Until the store records more (issue 45), an account's facts are its creation time. */
+function factsOf(createdAt: number | undefined): AccountFacts | undefined {
+  return createdAt === undefined
+    ? undefined
+    : { createdAt, signupNet: null, signupUa: null, uploads: 0, reports: 0, votes: 0 };
 }
 
 function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteRing {

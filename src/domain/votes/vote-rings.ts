@@ -18,6 +18,7 @@
  * than the window before it, and at least `surgeMinAccounts` of its downvoters cast no other downvote. Thresholds:
  * bench/vote-rings.md (tuned on one generated population, reported on another).
  */
+import type { AccountFacts } from './vote-facts.ts';
 
 export interface RingVote {
   userId: string;
@@ -27,6 +28,10 @@ export interface RingVote {
   value: 1 | -1;
   /** When the vote was cast (ms since epoch). */
   at: number;
+  /** The keyed hash of the voter's network when voting (vote-facts.ts; null or absent: unknown). */
+  net?: string | null;
+  /** The voter's user-agent family when voting (null or absent: unknown). */
+  ua?: string | null;
 }
 
 export interface RingPolicy {
@@ -141,12 +146,12 @@ class Interner {
 
 /**
  * The candidate rings among `votes`, strongest first; a group that overlaps a stronger one by half its accounts
- * or more is dropped (the same ring seen from its author and from one upload). `createdAt` gives an account's
- * creation time (ms), undefined when unknown (not young then).
+ * or more is dropped (the same ring seen from its author and from one upload). `facts` gives an account's facts
+ * (vote-facts.ts; its creation time in ms), undefined when unknown (not young then).
  */
 export function detectVoteRings(
   votes: readonly RingVote[],
-  createdAt: (userId: string) => number | undefined,
+  facts: (userId: string) => AccountFacts | undefined,
   policy: RingPolicy = DEFAULT_RING_POLICY,
 ): RingCandidate[] {
   const users = new Interner();
@@ -188,7 +193,7 @@ export function detectVoteRings(
 
   const created = new Float64Array(users.names.length).fill(NaN);
   users.names.forEach((name, i) => {
-    const c = createdAt(name);
+    const c = facts(name)?.createdAt;
     if (c !== undefined) created[i] = c;
   });
 

@@ -12,34 +12,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openDatabase, type Database } from '../../src/store/database.ts';
+import type { Database } from '../../src/store/database.ts';
+import { withStoreDatabase } from '../support/store-db.ts';
 import { emitEvent } from '../../src/store/webhooks/outbox.ts';
 import { WebhookRepository } from '../../src/store/webhooks/webhook.repository.ts';
 import { WebhookDispatcher } from '../../src/domain/webhooks/dispatcher.ts';
 import { postWebhook } from '../../src/net/webhook-post.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { onPostgres } from '../support/env.ts';
 import { insertUser } from '../support/users.ts';
 import { eventually, startReceiver } from '../support/webhook-receiver.ts';
 
 const AT = new Date(Date.UTC(2026, 1, 1));
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
-async function withDatabase(fn: (db: Database) => Promise<void>) {
-  const dir = await mkdtemp(join(tmpdir(), 'pixvote-webhook-fair-'));
-  const pg = onPostgres ? await createTestDatabase() : null;
-  const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
-  try {
-    await fn(db);
-  } finally {
-    await db.close();
-    await pg?.drop();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+const withDatabase = (fn: (db: Database) => Promise<void>) => withStoreDatabase('webhook-fair', AT, (db) => fn(db));
 
 async function addEndpoints(db: Database, userId: string, urls: string[]): Promise<string[]> {
   const repo = new WebhookRepository(db);

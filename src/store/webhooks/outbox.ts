@@ -12,6 +12,35 @@ import type { DB } from '../database-types.ts';
 import type { Dialect } from '../dialect.ts';
 
 /**
+ * The endpoints allowed moderation events at `at`: their owner is an admin and the credential that configured the
+ * endpoint still has `moderate` (a JWT or the cookie: no token recorded; or an API token that exists, has not expired
+ * and has the scope). Checked when an event is queued (emitEvent) and again when a delivery is claimed
+ * (webhook.repository.ts), so that what was queued before the role or the scope went is not sent.
+ */
+export function moderationEndpoints(db: Kysely<DB>, d: Dialect, at: Date) {
+  return db
+    .selectFrom('webhook_endpoints as e')
+    .innerJoin('users as u', 'u.id', 'e.user_id')
+    .select('e.id')
+    .where('u.role', '=', 'admin')
+    .where((w) =>
+      w.or([
+        w('e.token_id', 'is', null),
+        w.exists(
+          w
+            .selectFrom('api_tokens as t')
+            .select('t.id')
+            .whereRef('t.id', '=', 'e.token_id')
+            .whereRef('t.user_id', '=', 'e.user_id')
+            // Stored scopes are space-separated names (null: every scope of the owner, an admin's has `moderate`).
+            .where((t) => t.or([t('t.scopes', 'is', null), t('t.scopes', 'like', '%moderate%')]))
+            .where((t) => t.or([t('t.expires_at', 'is', null), t('t.expires_at', '>', d.date(at))])),
+        ),
+      ]),
+    );
+}
+
+/**
  * Queues `type` for every enabled endpoint that takes it: the upload owner's (`ownerId`) for an upload event, every
  * admin's for a moderation event, when the credential that configured the endpoint still has `moderate` (issue 44:
  * a JWT or the cookie, or an API token that exists, has not expired and has the scope). A user no longer admin, a
@@ -28,24 +57,7 @@ export async function emitEvent(
     .where('e.enabled', '=', d.bool(true))
     .where('e.events', 'like', `%${event.type}%`);
   if (isAdminEvent(event.type)) {
-    q = q
-      .innerJoin('users as u', 'u.id', 'e.user_id')
-      .where('u.role', '=', 'admin')
-      .where((w) =>
-        w.or([
-          w('e.token_id', 'is', null),
-          w.exists(
-            w
-              .selectFrom('api_tokens as t')
-              .select('t.id')
-              .whereRef('t.id', '=', 'e.token_id')
-              .whereRef('t.user_id', '=', 'e.user_id')
-              // Stored scopes are space-separated names (null: every scope of the owner, an admin's has `moderate`).
-              .where((t) => t.or([t('t.scopes', 'is', null), t('t.scopes', 'like', '%moderate%')]))
-              .where((t) => t.or([t('t.expires_at', 'is', null), t('t.expires_at', '>', d.date(event.at))])),
-          ),
-        ]),
-      );
+    q = q.where('e.id', 'in', moderationEndpoints(db, d, event.at));
   } else {
     if (!event.ownerId) return;
     q = q.where('e.user_id', '=', event.ownerId);

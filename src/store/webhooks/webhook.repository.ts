@@ -11,6 +11,7 @@
 import type { ExpressionBuilder, Kysely, Selectable, UpdateObject } from 'kysely';
 import type { ClaimFairness, NewWebhook, WebhookPatch, WebhookStore } from '../../domain/webhooks/ports.ts';
 import {
+  isAdminEvent,
   WEBHOOK_EVENTS,
   type ClaimedDelivery,
   type DeliveryRecord,
@@ -18,6 +19,7 @@ import {
   type WebhookRecord,
 } from '../../domain/webhooks/webhook.types.ts';
 import type { Database } from '../database.ts';
+import { moderationEndpoints } from './outbox.ts';
 import type { DB, WebhookDeliveriesTable, WebhookEndpointsTable } from '../database-types.ts';
 
 type EndpointRow = Selectable<WebhookEndpointsTable>;
@@ -246,12 +248,15 @@ export class WebhookRepository implements WebhookStore {
             .forUpdate()
             .skipLocked()
         : heads;
-    const claimed = await db
+    let claimed = await db
       .updateTable('webhook_deliveries')
       .set({ lease_owner: owner, lease_until: d.date(new Date(at.getTime() + leaseMs)) })
       .where('id', 'in', claimable)
-      .returning(['id', 'endpoint_id', 'payload', 'attempts', 'created_at'])
+      .returning(['id', 'endpoint_id', 'event_type', 'payload', 'attempts', 'created_at'])
       .execute();
+    if (!claimed.length) return [];
+    const withheld = await this.#withhold(db, claimed, at);
+    if (withheld.size) claimed = claimed.filter((c) => !withheld.has(c.id));
     if (!claimed.length) return [];
     const endpoints = new Map(
       (
@@ -282,6 +287,42 @@ export class WebhookRepository implements WebhookStore {
         },
       ];
     });
+  }
+
+  /**
+   * Moderation events claimed for an endpoint that may no longer have them (its owner is no longer an admin, or the
+   * token that configured it was revoked, ran out or lost `moderate` since the event was queued): never sent, closed
+   * as failed with the reason. The endpoint stays enabled (its later events are not queued: outbox.ts).
+   */
+  async #withhold(
+    db: Kysely<DB>,
+    claimed: readonly { id: string; endpoint_id: string; event_type: string }[],
+    at: Date,
+  ): Promise<Set<string>> {
+    const admin = claimed.filter((c) => isAdminEvent(c.event_type as WebhookEventType));
+    if (!admin.length) return new Set();
+    const d = this.#db.dialect;
+    const allowed = new Set(
+      (
+        await moderationEndpoints(db, d, at)
+          .where('e.id', 'in', [...new Set(admin.map((c) => c.endpoint_id))])
+          .execute()
+      ).map((e) => e.id),
+    );
+    const withheld = admin.filter((c) => !allowed.has(c.endpoint_id)).map((c) => c.id);
+    if (!withheld.length) return new Set();
+    await db
+      .updateTable('webhook_deliveries')
+      .set({
+        status: 'failed',
+        last_error: 'withheld: the endpoint is no longer allowed moderation events (admin role or moderate scope gone)',
+        lease_owner: null,
+        lease_until: null,
+      })
+      .where('id', 'in', withheld)
+      .where('status', '=', 'pending')
+      .execute();
+    return new Set(withheld);
   }
 
   async backlog(): Promise<{ pending: number; backingOff: number }> {

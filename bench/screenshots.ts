@@ -1,6 +1,6 @@
 /**
- * The README's pictures of issue 30, from the app seeded with generated images (bench/support/web-seed.ts; never
- * photos of people), in Debian's Chromium:
+ * The pictures of issue 30 in docs/web-pages.md, from the app seeded with generated images
+ * (bench/support/web-seed.ts; never photos of people), in Debian's Chromium:
  *
  * - docs/unfurl-card.png, "the unfurled card": an upload's page scraped by open-graph-scraper as a chat app's
  *   link unfurler scrapes it, its title, description, image and site name drawn as a link preview;
@@ -53,7 +53,8 @@ parseCommandLine(
   {
     help: {
       summary:
-        "Draws the README's pictures of issue 30 from the app seeded with generated images, in Debian's Chromium: " +
+        'Draws the pictures of issue 30 (docs/web-pages.md) from the app seeded with generated images, ' +
+        "in Debian's Chromium: " +
         "docs/unfurl-card.png (an upload's page as a chat app's unfurler reads it) and docs/nojs-feed.png (the feed " +
         'at 1280 px with JavaScript off).',
       options: {},

@@ -6,8 +6,8 @@
  *   Brotli), images apart; the budget is 100 KB;
  * - Largest Contentful Paint of the feed, cold cache, CPU throttled 4× by Chromium itself
  *   (Emulation.setCPUThrottlingRate), on loopback: median and worst of --runs; the budget is 1 s;
- * - with --screenshots, the README's screenshots (feed and upload page at 1280 and 375 px) into docs/, as
- *   small palette PNGs.
+ * - with --screenshots, the screenshots of README and docs/web-pages.md (feed and upload page at 1280 and
+ *   375 px) into docs/, as small palette PNGs.
  *
  *   npm run bench:web [-- --runs 7 --screenshots]
  */

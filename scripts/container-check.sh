@@ -12,7 +12,7 @@
 #     (the detector's weights, say) fails. Probed from inside that namespace: /healthz, the image's HEALTHCHECK
 #     command, scripts/smoke.mjs (sign-up, token, an image upload: 201, read back); then SIGTERM, and an exit 0
 #     within STOP_GRACE seconds.
-#   - the image's size is printed and compared with the one README states.
+#   - the image's size is printed and compared with the one docs/install.md states.
 # `bash scripts/container-check.sh --prepare` installs the tools and builds the base image only.
 # Environment: PIXVOTE_PODMAN_ROOT / PIXVOTE_PODMAN_RUNROOT (the storage, own to this script by default),
 # PIXVOTE_CONTAINER_CACHE (container-base.sh's download cache), STOP_GRACE (seconds, default 10 as docker stop).
@@ -256,8 +256,8 @@ log "exited 0 after SIGTERM (within ${STOP_GRACE} s)"
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 mb=$((size / 1000000))
 log "image size: $size bytes ($mb MB)"
-stated=$(sed -n 's/.*The image is about \([0-9]*\) MB.*/\1/p' README.md | head -n1)
-[ -n "$stated" ] || fail "README states no image size (\"The image is about N MB\")"
+stated=$(sed -n 's/.*The image is about \([0-9]*\) MB.*/\1/p' docs/install.md | head -n1)
+[ -n "$stated" ] || fail "docs/install.md states no image size (\"The image is about N MB\")"
 [ $((mb * 10)) -ge $((stated * 9)) ] && [ $((mb * 10)) -le $((stated * 11)) ] ||
-  fail "README says about $stated MB, the image is $mb MB: update README"
-log "done: the image is $mb MB (README: about $stated MB)"
+  fail "docs/install.md says about $stated MB, the image is $mb MB: update docs/install.md"
+log "done: the image is $mb MB (docs/install.md: about $stated MB)"

@@ -161,7 +161,9 @@ if (dbArg !== 'postgres') {
 if (dbArg !== 'sqlite') {
   const why = (await postgresUnreachable(TEST_PG_URL)) ?? (await redisUnreachable(TEST_REDIS_URL));
   if (why) {
-    results.push(`PostgreSQL + Redis pass: SKIPPED — ${why}. Start them (see README, "Tests") to run it.`);
+    results.push(
+      `PostgreSQL + Redis pass: SKIPPED — ${why}. Start them (see docs/contributing.md, "Tests") to run it.`,
+    );
     if (required) ok = false;
   } else {
     const leave = Object.keys(SQLITE_PASS_ONLY);

@@ -353,6 +353,9 @@ const schema = z.object({
   PROCESSES: positiveInt.prefault('1'),
 });
 
+/** The schema, for the generated docs/configuration.md (scripts/docs-config.ts); descriptions: config.docs.ts. */
+export const configSchema = schema;
+
 /**
  * HUMAN_THRESHOLD and HUMAN_REVIEW_THRESHOLD, each the calibrated default of the HUMAN_SECOND_LOOK mode when unset
  * (person-policy.ts); an unset review bound never exceeds the sure one (an operator's lower HUMAN_THRESHOLD alone

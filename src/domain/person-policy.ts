@@ -3,7 +3,7 @@
  * under HUMAN_POLICY=reject, a score from the "unsure" one (HUMAN_REVIEW_THRESHOLD) up to the sure one is a gray
  * zone that a person decides: the upload is accepted held for the moderators instead of refused.
  *
- * The defaults below are the only place these numbers live (config.ts reads them; the README's table names them).
+ * The defaults below are the only place these numbers live (config.ts reads them; docs/configuration.md names them).
  * The shipped detector: CenterNet, a 320 px first look, and HUMAN_SECOND_LOOK=boxes, a closer look whose score
  * decides where the first look is unsure.
  */

@@ -1,5 +1,5 @@
 /**
- * Feed orders (the README's "Feeds" section writes them out):
+ * Feed orders (docs/architecture.md, "Feeds, votes and caching", writes them out):
  * - top:  score = upvotes − downvotes
  * - hot:  sign(s)·log10(max(|s|, 1)) + (t − t0) / 45000  (Reddit): every 12.5 h of age costs a factor of ten in score.
  *         It does not depend on "now", so it is stored and indexed, and moved with every vote.

@@ -5,7 +5,7 @@
  * answers exact where they matter: far from a limit a key's points are admitted here and sent in batches
  * (one INCRBY at least every 25 ms, or at once when half of `maxUncounted` is waiting); near it (fewer than
  * `exactMargin(points)` left) every request is counted by the store before it is answered, as without
- * batching. README "Running at scale" describes the guarantees.
+ * batching. docs/scaling.md describes the guarantees.
  */
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { LimitDecision } from '../domain/rate-limit.ts';

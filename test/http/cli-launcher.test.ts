@@ -1,8 +1,8 @@
 /**
  * bin/pixvote.js run where the `node` first on PATH is older than 22.17 (the machine's Node 20 here), as an
  * operator runs it outside `npm exec`: `node bin/pixvote.js …`, or the `pixvote` that `npm link` puts on PATH. The
- * README says nothing is installed globally: the checkout's own Node 22 runs it, and without one the advice is the
- * checkout's `npm install`, never a global Node.
+ * README and docs/install.md say nothing is installed globally: the checkout's own Node 22 runs it, and without
+ * one the advice is the checkout's `npm install`, never a global Node.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -3,7 +3,7 @@
  * checks any checkout can run): two stages, npm ci without dev dependencies after the project's .npmrc, the
  * weights fetched at build time, a runtime stage that copies only what runs, a non-root user, a HEALTHCHECK
  * without curl, /data as a volume, and as CMD exactly the node command line `npm start` execs (the one
- * test/http/container-start runs). README says how podman keeps the HEALTHCHECK and how large the image is.
+ * test/http/container-start runs). docs/install.md says how podman keeps the HEALTHCHECK and how large the image is.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -144,9 +144,12 @@ test('.dockerignore keeps node_modules, data, weights, tests, research, secrets,
   }
 });
 
-test('README: podman keeps the HEALTHCHECK only with --format docker; the image size is stated', () => {
-  const readme = readFileSync(`${ROOT}/README.md`, 'utf8');
-  const section = readme.slice(readme.indexOf('### With Docker / compose'), readme.indexOf('## Web pages'));
+test('docs/install.md: podman keeps the HEALTHCHECK only with --format docker; the image size is stated', () => {
+  const page = readFileSync(`${ROOT}/docs/install.md`, 'utf8');
+  const start = page.indexOf('\n## With Docker / compose\n');
+  assert.ok(start >= 0, 'docs/install.md has its "With Docker / compose" section');
+  const end = page.indexOf('\n## ', start + 1);
+  const section = page.slice(start, end < 0 ? undefined : end);
   assert.match(section, /podman build --format docker/);
   assert.match(section, /HEALTHCHECK/);
   // scripts/container-check.sh compares this with the built image (±10 %).

@@ -1,6 +1,7 @@
 /**
  * What makes `npm install` work with every npm (10.9, which Node 22 LTS ships and which runs every install
- * script, and 11) on a machine that reaches only the npm registry and has no toolchain: see README, "Run it".
+ * script, and 11) on a machine that reaches only the npm registry and has no toolchain: see docs/install.md,
+ * "From a checkout".
  * scripts/install-matrix.sh (in .ci/run) does the real installs; these checks name the cause when it breaks.
  */
 import assert from 'node:assert/strict';

@@ -150,6 +150,18 @@ const IMPORT_STEP = { sqlite: { ms: 25, min: 50 }, postgres: { ms: 200, min: 50 
 /** At most INSERT_CHUNK: a step is one multi-row insert of entries. */
 const IMPORT_STEP_MAX = INSERT_CHUNK;
 
+/**
+ * PostgreSQL plans each chunk row's foreign-key check once per connection, from the blocklist's statistics: planned
+ * while the blocklist was analyzed small (or empty), it scans the whole table for every row, and an import slows
+ * as it grows (3 000 PDQ entries: 5.2 s instead of 0.56 s, the steps shrinking to ~60 entries of 200 ms). ANALYZE
+ * after bulk writes, as PostgreSQL's manual advises: new statistics invalidate the cached plans. The sample is
+ * bounded (300 × default_statistics_target rows), so it costs ~100 ms even at 300k entries.
+ */
+const ANALYZE_FROM = 1000;
+async function analyzeBlocklist(db: Kysely<DB>): Promise<void> {
+  await sql`analyze blocklist, blocklist_pdq_chunks`.execute(db);
+}
+
 export class BlocklistRepository implements BlocklistStore {
   readonly #db: Database;
   /** From this many perceptual hashes on, the job scans the uploads once instead of one lookup per entry. */
@@ -236,6 +248,8 @@ export class BlocklistRepository implements BlocklistStore {
     const job: HoldJobRef = { id: randomUUID(), added: 0 };
     const budget = IMPORT_STEP[this.#db.dialect.name];
     let size: number = budget.min;
+    // PostgreSQL: fresh statistics as the tables grow (the first step, then each time the import doubled them).
+    let analyzedAt = 0;
     for (let i = 0; i < unique.length;) {
       const part = unique.slice(i, i + size);
       const started = performance.now();
@@ -247,6 +261,10 @@ export class BlocklistRepository implements BlocklistStore {
       const took = performance.now() - started;
       job.added += added.length;
       i += part.length;
+      if (!file && job.added >= analyzedAt * 2) {
+        await analyzeBlocklist(this.#db.db());
+        analyzedAt = Math.max(job.added, ANALYZE_FROM);
+      }
       if (i >= unique.length) break;
       size = Math.round(Math.min(IMPORT_STEP_MAX, Math.max(budget.min, (size * budget.ms) / Math.max(took, 1))));
       await yieldToEventLoop();

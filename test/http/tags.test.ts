@@ -281,6 +281,20 @@ describe('tags see only what a listing shows (public uploads, for everyone)', ()
       .where('slug', '=', 'flipcount')
       .executeTakeFirstOrThrow();
     assert.equal(Number(row.upload_count), expected);
+    // Each link's `listed` (m025: what the tag's listing reads) is its upload's visibility, read from the rows.
+    const links = await app.composed.db
+      .db()
+      .selectFrom('upload_tags as ut')
+      .innerJoin('uploads as u', 'u.id', 'ut.upload_id')
+      .innerJoin('tags as t', 't.id', 'ut.tag_id')
+      .select(['u.id', 'ut.listed', 'u.is_private', 'u.moderation'])
+      .where('t.slug', '=', 'flipcount')
+      .execute();
+    const d = app.composed.db.dialect;
+    for (const l of links)
+      assert.equal(d.readBool(l.listed), !d.readBool(l.is_private) && l.moderation === 'visible', `link of ${l.id}`);
+    const truth = links.filter((l) => !d.readBool(l.is_private) && l.moderation === 'visible').map((l) => l.id);
+    assert.deepEqual(listed.body.uploads.map((u: { id: string }) => u.id).sort(), truth.sort());
   });
 });
 

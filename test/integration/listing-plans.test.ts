@@ -1,5 +1,5 @@
 /**
- * Every feed page is read in an index's order (issue 29): for each sort, with and without a tag, with type=link,
+ * Every feed page is read in an index's order (issue 29; `user` × every sort and a tag's links alone, issue 46): for each sort, with and without a tag, with type=link,
  * by offset and after a cursor, the database's own plan has no sort step. So a page reads its own rows (plus the
  * few it skips), not every row before it or every upload of a tag. On PostgreSQL the planner is told to avoid sorts
  * and sequential scans: a plan that still sorts has no index to read the order from.
@@ -65,6 +65,9 @@ test('every feed order, filter and page start is read from an index, never sorte
             plans.push(`${label}\n${plan}`);
             if (process.env.SHOW_PLANS) console.log(`${label}\n${plan}`);
             assertNoSort(d.name, label, plan);
+            // A tag's page (and the links it skips) is read from the tag's links alone: they say whether listings
+            // show their upload (m025), so no upload row is looked up for a link the page does not return.
+            if (tagId) assert.doesNotMatch(plan, /\bon uploads\b|^SEARCH u /m, `${label} reads upload rows:\n${plan}`);
           }
         }
       }

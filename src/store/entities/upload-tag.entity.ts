@@ -16,6 +16,8 @@ export const UploadTag = defineEntity({
     hotRank: p.double().$type<number>().runtimeType('number').default(0),
     bestRank: p.double().$type<number>().runtimeType('number').default(0),
     rankedAt: p.datetime(3).nullable(),
+    // Whether listings show the upload (m025-tag-link-listed), moved with the tag counts (tag-links.ts).
+    listed: p.boolean().default(false),
   },
 });
 export type IUploadTag = InferEntity<typeof UploadTag>;

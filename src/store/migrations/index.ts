@@ -20,6 +20,7 @@ import { M021ThreeChunkPhash } from './m021-three-chunk-phash.ts';
 import { M022WebhookTokenScope } from './m022-webhook-token-scope.ts';
 import { M023TagPrefixIndex } from './m023-tag-prefix-index.ts';
 import { M024UserRankedIndexes } from './m024-user-ranked-indexes.ts';
+import { M025TagLinkListed } from './m025-tag-link-listed.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   M022WebhookTokenScope,
   M023TagPrefixIndex,
   M024UserRankedIndexes,
+  M025TagLinkListed,
 ];

@@ -247,8 +247,8 @@ export function movedKeysQuery(
 
 /**
  * The ids and keys of one feed page, read in the order's index order. Without a tag: the upload rows themselves.
- * With one (`tagId`): the tag's link rows, which carry their upload's keys, read in the tag's own index order (the
- * upload row only for its visibility and the other filters).
+ * With one (`tagId`): the tag's link rows, which carry their upload's keys and whether listings show it (`listed`),
+ * read in the tag's own index order; the upload row only for the other filters (type, user).
  */
 export function feedKeysQuery(
   d: Dialect,
@@ -258,16 +258,19 @@ export function feedKeysQuery(
   tagId: string | null,
 ): RawBuilder<KeyRow> {
   const rank = RANK[q.sort];
+  // A tag's links say whether listings show their upload (m025): its rows are read only for a filter of their own.
+  const uploadRow = !tagId || Boolean(q.type || q.user);
   const source = tagId
     ? {
-        from: sql`upload_tags ut join uploads u on u.id = ut.upload_id`,
+        from: uploadRow ? sql`upload_tags ut join uploads u on u.id = ut.upload_id` : sql`upload_tags ut`,
         keys: 'ut',
         created: 'upload_created_at',
         id: 'upload_id',
       }
     : { from: sql`uploads u`, keys: 'u', created: 'created_at', id: 'id' };
-  const where: RawBuilder<unknown>[] = [visibleTo(d, null)];
-  if (tagId) where.push(sql`ut.tag_id = ${tagId}`);
+  const where: RawBuilder<unknown>[] = tagId
+    ? [sql`ut.tag_id = ${tagId}`, sql`ut.listed = ${sql.raw(d.trueLit)}`]
+    : [visibleTo(d, null)];
   const col = (c: string) => sql.ref(`${source.keys}.${c}`);
   const cols = [...(rank ? [col(rank)] : []), col(source.created), col(source.id)];
   // `type` as a literal, so that SQLite matches the link-only partial indexes.

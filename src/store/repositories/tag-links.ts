@@ -7,6 +7,7 @@
  * what it counts, with the upload row locked (`lockUpload`): a link made or removed (`linkTags`,
  * `unlinkTag`), an upload deleted (`leaveTagCounts`), and a change of whether listings show an upload
  * (`changingListing`: privacy today; any later state that hides an upload goes through it too).
+ * The same places keep each link's `listed` (m025), so that a tag's listing is read from the tag's index alone.
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
@@ -54,7 +55,14 @@ export async function changingListing<T>(
   const before = await isListed(db, d, uploadId);
   const result = await change();
   const after = await isListed(db, d, uploadId);
-  if (before !== after) await moveCounts(db, await tagIdsOf(db, uploadId), after ? 1 : -1);
+  if (before !== after) {
+    await moveCounts(db, await tagIdsOf(db, uploadId), after ? 1 : -1);
+    await db
+      .updateTable('upload_tags')
+      .set({ listed: d.bool(after) })
+      .where('upload_id', '=', uploadId)
+      .execute();
+  }
   return result;
 }
 
@@ -82,7 +90,17 @@ export async function linkTags(
   // Each link carries its upload's listing keys (creation time, ranks), copied from the row in the same statement.
   const linked = await db
     .insertInto('upload_tags')
-    .columns(['upload_id', 'tag_id', 'created_at', 'upload_created_at', 'score', 'hot_rank', 'best_rank', 'ranked_at'])
+    .columns([
+      'upload_id',
+      'tag_id',
+      'created_at',
+      'upload_created_at',
+      'score',
+      'hot_rank',
+      'best_rank',
+      'ranked_at',
+      'listed',
+    ])
     .expression((eb) =>
       eb
         .selectFrom('uploads as u')
@@ -97,6 +115,10 @@ export async function linkTags(
           'u.hot_rank',
           'u.best_rank',
           'u.ranked_at',
+          // Whether listings show it: moved with the counts by changingListing from now on.
+          sql<boolean>`case when ${visibleTo(d, null)} then ${sql.raw(d.trueLit)} else ${sql.raw(d.falseLit)} end`.as(
+            'listed',
+          ),
         ])
         .where('u.id', '=', uploadId),
     )

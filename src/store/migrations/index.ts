@@ -19,6 +19,7 @@ import { M020QueueKey } from './m020-queue-key.ts';
 import { M021ThreeChunkPhash } from './m021-three-chunk-phash.ts';
 import { M022WebhookTokenScope } from './m022-webhook-token-scope.ts';
 import { M023TagPrefixIndex } from './m023-tag-prefix-index.ts';
+import { M024VoteFacts } from './m024-vote-facts.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   M021ThreeChunkPhash,
   M022WebhookTokenScope,
   M023TagPrefixIndex,
+  M024VoteFacts,
 ];

@@ -338,6 +338,19 @@ export class VoteRingRepository implements VoteRingStore {
         if (n < PURGE_BATCH) return total;
       }
     };
+    // First the voided votes past the restore limit (no restore can bring them back any more), then the facts.
+    const voided = await batches(() =>
+      db
+        .deleteFrom('voided_votes')
+        .where(
+          sql<boolean>`(voided_by, user_id, upload_id) in (${db
+            .selectFrom('voided_votes')
+            .select(['voided_by', 'user_id', 'upload_id'])
+            .where('voided_at', '<', d.date(opts.voidedBefore))
+            .limit(PURGE_BATCH)})`,
+        )
+        .executeTakeFirst(),
+    );
     facts += await batches(() =>
       db
         .updateTable('users')
@@ -370,19 +383,6 @@ export class VoteRingRepository implements VoteRingStore {
           .executeTakeFirst(),
       );
     }
-    // Voided votes past the restore limit: no restore can bring them back any more.
-    const voided = await batches(() =>
-      db
-        .deleteFrom('voided_votes')
-        .where(
-          sql<boolean>`(voided_by, user_id, upload_id) in (${db
-            .selectFrom('voided_votes')
-            .select(['voided_by', 'user_id', 'upload_id'])
-            .where('voided_at', '<', d.date(opts.voidedBefore))
-            .limit(PURGE_BATCH)})`,
-        )
-        .executeTakeFirst(),
-    );
     return { facts, voided };
   }
 

@@ -123,9 +123,10 @@ export interface VoteRingStore {
   /** Open: oldest first; closed: most recently closed first; from `start` (past a cursor's position, or an offset). */
   list(status: 'open' | 'closed', start: PageStart, limit: number): Promise<VoteRingRecord[]>;
   /**
-   * Closes an open item with `action`; `void` first deletes every vote of its accounts and moves each affected
-   * upload's counters (and ranks) by exactly those votes, in the same transaction. Null when there is no such
-   * item; `closed` (nothing changed) when it was closed before.
+   * Closes an open item with `action`; `void` first moves every vote of its accounts out of the votes table into
+   * the kept votes (flagged with the item, for `restore`), moves each affected upload's counters (and ranks) by
+   * exactly those votes and appends the modlog line `void_votes`, in the same transaction. Null when there is no
+   * such item; `closed` (nothing changed) when it was closed before.
    */
   close(
     id: string,

@@ -64,9 +64,9 @@ export class VoteRingRepository implements VoteRingStore {
   }
 
   /**
-   * One read of the window's votes (with their network hash and user-agent family), then, per 500 voters, four
-   * index reads: the voters' rows (creation, sign-up facts) and their counts of uploads, reports and votes. Linear
-   * in the window's votes and voters.
+   * Two reads: the window's votes (with their network hash and user-agent family), then the window's voters (their
+   * rows: creation, sign-up facts; and their counts of uploads, reports and votes, by index). Linear in the window's
+   * votes and voters (bench/vote-facts-read.bench.ts).
    */
   async recentVotes(since: Date): Promise<RecentVotes> {
     const d = this.#db.dialect;
@@ -94,37 +94,29 @@ export class VoteRingRepository implements VoteRingStore {
       net: r.net === null ? null : one(r.net),
       ua: r.ua === null ? null : one(r.ua),
     }));
+    // The voters' facts in one statement: each voter's row, and its activity counted by correlated index reads
+    // (uploads by user, reports by user, the votes' primary key), so linear in the voters and their activity.
+    const count = (table: 'uploads' | 'reports' | 'votes', as: string) =>
+      sql<number | string>`(select count(*) from ${sql.table(table)} c where c.user_id = w.id)`.as(as);
+    const voters = await db
+      .with('voters', (q) =>
+        q.selectFrom('votes').select('user_id').distinct().where('updated_at', '>=', d.date(since)),
+      )
+      .selectFrom('voters')
+      .innerJoin('users as w', 'w.id', 'voters.user_id')
+      .select(['w.id', 'w.created_at', 'w.signup_net', 'w.signup_ua'])
+      .select([count('uploads', 'uploads'), count('reports', 'reports'), count('votes', 'votes')])
+      .execute();
     const facts = new Map<string, AccountFacts>();
-    const counts = (rows: Array<{ user_id: string; n: number | string }>) =>
-      new Map(rows.map((r) => [r.user_id, Number(r.n)]));
-    for (const part of chunks([...new Set(votes.map((v) => v.userId))])) {
-      const users = await db
-        .selectFrom('users')
-        .select(['id', 'created_at', 'signup_net', 'signup_ua'])
-        .where('id', 'in', part)
-        .execute();
-      const count = (table: 'uploads' | 'reports' | 'votes') =>
-        db
-          .selectFrom(table)
-          .select((e) => ['user_id', e.fn.countAll<number | string>().as('n')])
-          .where('user_id', 'in', part)
-          .groupBy('user_id')
-          .execute()
-          .then(counts);
-      // One after the other: SQLite's one connection.
-      const uploads = await count('uploads');
-      const reports = await count('reports');
-      const cast = await count('votes');
-      for (const u of users)
-        facts.set(u.id, {
-          createdAt: d.readDate(u.created_at).getTime(),
-          signupNet: u.signup_net === null ? null : one(u.signup_net),
-          signupUa: u.signup_ua === null ? null : one(u.signup_ua),
-          uploads: uploads.get(u.id) ?? 0,
-          reports: reports.get(u.id) ?? 0,
-          votes: cast.get(u.id) ?? 0,
-        });
-    }
+    for (const u of voters)
+      facts.set(one(u.id), {
+        createdAt: d.readDate(u.created_at).getTime(),
+        signupNet: u.signup_net === null ? null : one(u.signup_net),
+        signupUa: u.signup_ua === null ? null : one(u.signup_ua),
+        uploads: Number(u.uploads),
+        reports: Number(u.reports),
+        votes: Number(u.votes),
+      });
     return { votes, facts };
   }
 

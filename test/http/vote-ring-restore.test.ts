@@ -334,6 +334,37 @@ describe('void keeps the votes aside; restore puts them back exactly', () => {
   });
 });
 
+describe('restore under concurrent votes', () => {
+  test('a restore while the members vote leaves every counter equal to the votes table', async () => {
+    const author = await registerUser(app.api);
+    const ids = [
+      await uploadLink(app.api, author),
+      await uploadLink(app.api, author),
+      await uploadLink(app.api, author),
+    ];
+    const crew: TestUser[] = [];
+    for (let i = 0; i < 4; i++) crew.push(await registerUser(app.api));
+    for (const c of crew) for (const id of ids) await vote(c, id, 'fucks');
+    await app.composed.detectVoteRings();
+    const item = await itemOf(crew);
+    const voided = await act(item.id, { action: 'void' });
+    assert.equal(voided.status, 200, voided.text);
+    const churn = crew.flatMap((c, k) =>
+      ids.map(async (id, j) => {
+        const value = (k + j) % 3 === 0 ? 'none' : (k + j) % 2 ? 'fucks' : 'does_not_fuck';
+        const r = await app.api.post('/api/vote', { uploadId: id, vote: value }, { token: c.token });
+        assert.equal(r.status, 200, r.text);
+      }),
+    );
+    const [restored] = await Promise.all([act(item.id, { action: 'restore' }), ...churn]);
+    assert.equal(restored.status, 200, restored.text);
+    // Each kept vote came back or was skipped (its voter had voted there again first), whatever the interleaving.
+    assert.equal(restored.body.restored_votes + restored.body.skipped_votes, voided.body.voided_votes);
+    assert.equal(await keptVotes(item.id), 0);
+    assert.deepEqual(await counterMismatches(), []);
+  });
+});
+
 describe('retention', () => {
   const title =
     'past VOTE_RING_RESTORE_DAYS restore is 409 naming it and the purge deletes the kept votes; ' +

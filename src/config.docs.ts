@@ -216,6 +216,17 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'the score (0–6) a group needs to be queued; tuned in `bench/vote-rings.md` (lower finds more ' +
       'rings and accuses more honest voters)',
   },
+  VOTE_FACTS_RETENTION: {
+    meaning:
+      'how long the facts the vote-ring detector reads are kept: the keyed hash of the sign-up and vote networks ' +
+      '(IPv4 /24, IPv6 /48; never the address) and the user-agent family; at least `VOTE_RING_WINDOW`. See ' +
+      '[Vote rings](vote-rings.md)',
+  },
+  VOTE_RING_RESTORE_DAYS: {
+    meaning:
+      "days during which a voided ring's votes are kept (out of every count) and `restore` puts them back; " +
+      'after that they are deleted',
+  },
   BLOCKLIST_DISTANCE: {
     meaning:
       "max Hamming distance (0–16) of an upload's perceptual hash to a blocklisted one for 400 `blocked_content`",

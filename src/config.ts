@@ -64,7 +64,16 @@ export interface Config {
   /** Distinct trusted reporters that hold an upload automatically; 0 turns it off. */
   readonly reportHoldThreshold: number;
   /** Vote-ring detection (API.md Moderation, "Vote rings"): how often the job runs (ms; 0: off), over which window. */
-  readonly voteRings: Readonly<{ intervalMs: number; windowMs: number; minAccounts: number; minScore: number }>;
+  readonly voteRings: Readonly<{
+    intervalMs: number;
+    windowMs: number;
+    minAccounts: number;
+    minScore: number;
+    /** VOTE_FACTS_RETENTION: how long the client facts (network hash, user-agent family) are kept (ms). */
+    factsRetentionMs: number;
+    /** VOTE_RING_RESTORE_DAYS: how long a void can be restored, and its votes are kept for it (ms). */
+    restoreMs: number;
+  }>;
   /** Which reporters count toward it (REPORT_TRUST_MIN_AGE, _MIN_UPLOADS, _MIN_VOTES). */
   readonly reportTrust: Readonly<{ minAgeSeconds: number; minUploads: number; minVotes: number }>;
   /** VOTE_MIN_ACCOUNT_AGE / REPORT_MIN_ACCOUNT_AGE in seconds: younger accounts cannot vote / report (0: none). */
@@ -279,6 +288,13 @@ const schema = z.object({
     .transform(Number)
     .refine((n) => n >= 2 && n <= 1000, 'expected an integer from 2 to 1000')
     .prefault('3'),
+  VOTE_FACTS_RETENTION: duration.prefault('30d'),
+  VOTE_RING_RESTORE_DAYS: z
+    .string()
+    .regex(/^\d+$/, 'expected a whole number of days from 1 to 3650')
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 3650, 'expected a whole number of days from 1 to 3650')
+    .prefault('30'),
   VOTE_RING_MIN_SCORE: z
     .string()
     .transform(Number)
@@ -414,6 +430,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         `${input.HUMAN_THRESHOLD ? '' : ', the default'}); equal turns the gray zone off`,
     );
   }
+  // The detector reads the facts of its whole window: they must be kept at least that long.
+  const retention = schema.shape.VOTE_FACTS_RETENTION.safeParse(input.VOTE_FACTS_RETENTION ?? '30d').data;
+  const ringWindow = schema.shape.VOTE_RING_WINDOW.safeParse(input.VOTE_RING_WINDOW ?? '14d').data;
+  if (retention && ringWindow && retention < ringWindow) {
+    problems.push(
+      `VOTE_FACTS_RETENTION=${input.VOTE_FACTS_RETENTION ?? '30d'}: must be at least VOTE_RING_WINDOW ` +
+        `(${input.VOTE_RING_WINDOW ?? '14d'}), the votes the detector reads`,
+    );
+  }
   if (!parsed.success || problems.length) throw new ConfigError(problems);
   const e = parsed.data;
   const nodeEnv = e.NODE_ENV;
@@ -451,6 +476,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       windowMs: e.VOTE_RING_WINDOW * 1000,
       minAccounts: e.VOTE_RING_MIN_ACCOUNTS,
       minScore: e.VOTE_RING_MIN_SCORE,
+      factsRetentionMs: e.VOTE_FACTS_RETENTION * 1000,
+      restoreMs: e.VOTE_RING_RESTORE_DAYS * 86_400_000,
     }),
     reportTrust: Object.freeze({
       minAgeSeconds: e.REPORT_TRUST_MIN_AGE,

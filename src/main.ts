@@ -50,6 +50,7 @@ import { fetchImage } from './net/safe-fetch.ts';
 import { MAX_FILE_BYTES } from './domain/uploads/limits.ts';
 import { createApp, type AppDeps } from './gateway/app.ts';
 import { webAssetsReady } from './gateway/web-assets.ts';
+import { ClientFactsReader } from './gateway/client-facts.ts';
 import { listen, exitOnSignals } from './server.ts';
 import { clusterMetrics, runPrimary } from './cluster.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
@@ -113,6 +114,8 @@ export interface Composed {
   sweepMedia(opts?: { periodic?: boolean }): Promise<void>;
   /** One run of the vote-ring detector now (what the VOTE_RING_INTERVAL job runs); resolves with the rings queued. */
   detectVoteRings(): Promise<number>;
+  /** One retention purge of the vote-ring evidence now (what housekeeping runs): the rows it changed. */
+  purgeVoteFacts(): Promise<{ facts: number; voided: number }>;
   /** One prune of the journal of rank moves now (what housekeeping runs); resolves with the rows deleted. */
   pruneRankMoves(): Promise<number>;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
@@ -182,6 +185,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     pool,
     sweepMedia: (o) => mediaSweep.sweep(o),
     detectVoteRings: () => voteRings.detect(),
+    purgeVoteFacts: () => voteRings.purge(),
     pruneRankMoves: () => wired.feeds.pruneRankMoves(),
     drain: wired.drain,
     close() {
@@ -385,10 +389,13 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     onVoted: voted,
     minAccountAgeSeconds: config.voteMinAccountAgeSeconds,
   });
+  // The sign-up's and each vote's network hash and user-agent family (vote-ring evidence; docs/vote-rings.md).
+  const clientFacts = new ClientFactsReader(config.jwtSecret);
   const app = createApp({
     log,
     trustProxy: config.trustProxy,
     auth,
+    clientFacts,
     limiters,
     readiness: readinessChecks(resources),
     isShuttingDown,
@@ -401,6 +408,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
       uploads,
       uploadOutcomes: outcomes,
       votes,
+      clientFacts,
       tags: new TagService({ tags: stores.tags, clock, onChanged: changed, cursors: new Cursors(config.jwtSecret) }),
       moderation,
       voteRings,
@@ -418,6 +426,9 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), outages.onError('idempotency purge failed')),
     // …and the journal of rank moves past what cursors use (every process: a batch deleted twice is no harm).
     periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), outages.onError('rank moves prune failed')),
+    // …and the vote-ring evidence past VOTE_FACTS_RETENTION, the voided votes past VOTE_RING_RESTORE_DAYS (every
+    // process: a purge that finds nothing left is one indexed read).
+    periodic(SWEEP_INTERVAL_MS, () => voteRings.purge(), outages.onError('vote facts purge failed')),
   ];
   /** drain(): starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   return {
@@ -614,6 +625,8 @@ function moderationFor(
         minAccounts: config.voteRings.minAccounts,
         minScore: config.voteRings.minScore,
       },
+      factsRetentionMs: config.voteRings.factsRetentionMs,
+      restoreMs: config.voteRings.restoreMs,
     },
     events: {
       onChanged: changed,
@@ -621,11 +634,12 @@ function moderationFor(
         metrics.voteRingsQueued.inc(n);
         log.info({ queued: n }, 'vote rings queued for moderation');
       },
-      // The modlog's actions are fixed by the contract: a void is logged and counted here instead.
+      // Void and restore are in the modlog too (void_votes); every action is counted and logged here.
       acted: (info) => {
         metrics.voteRingActions.inc({ action: info.action });
-        metrics.voteRingVotesVoided.inc(info.votes);
-        log.info({ voteRing: info }, `vote ring ${info.action === 'void' ? 'voided' : 'dismissed'}`);
+        if (info.action === 'void') metrics.voteRingVotesVoided.inc(info.votes);
+        const done = { void: 'voided', dismiss: 'dismissed', restore: 'restored' } as const;
+        log.info({ voteRing: info }, `vote ring ${done[info.action]}`);
       },
     },
   });
@@ -722,13 +736,14 @@ function routes(
     uploads: UploadService;
     uploadOutcomes: UploadOutcomes;
     votes: VoteService;
+    clientFacts: ClientFactsReader;
     tags: TagService;
     moderation: ModerationService;
     voteRings: VoteRingService;
     webhooks: WebhookService;
   },
 ): AppDeps['routes'] {
-  const { feeds, createUpload, uploads, uploadOutcomes, votes, tags, moderation, voteRings, webhooks } = s;
+  const { feeds, createUpload, uploads, uploadOutcomes, votes, clientFacts, tags, moderation, voteRings, webhooks } = s;
   return {
     feeds: { feeds },
     uploads: {
@@ -740,7 +755,7 @@ function routes(
       onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
     },
     images: { uploads, media, redirect: config.mediaRedirect },
-    votes: { votes },
+    votes: { votes, facts: clientFacts },
     tags: { tags },
     moderation: { moderation, voteRings },
     webhooks: { webhooks },

@@ -231,7 +231,7 @@ export function createMetrics(
     }),
     voteRingActions: new Counter({
       name: 'pixvote_vote_ring_actions_total',
-      help: "Moderators' actions on vote rings (void, dismiss)",
+      help: "Moderators' actions on vote rings (void, dismiss, restore)",
       labelNames: ['action'],
       registers: [registry],
     }),

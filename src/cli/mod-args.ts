@@ -34,9 +34,9 @@ export const MOD_USAGE = `usage: pixvote mod <subcommand> [options]     (admins 
   jobs [--status queued|running|done|failed] [--page N] [--limit N] [--json]
         The durable moderation jobs, newest first: a ban's removal of uploads, the holds of new blocklist entries,
         with their progress (done/total).
-  ring void|dismiss ID [--reason TEXT]
-        A vote_ring item of the queue: void deletes every vote of its accounts (the counts stay exact); dismiss
-        closes it.
+  ring void|dismiss|restore ID [--reason TEXT]
+        A vote_ring item of the queue: void takes every vote of its accounts out of the counts (kept aside; the
+        counts stay exact); dismiss closes it; restore puts a void's votes back (within VOTE_RING_RESTORE_DAYS).
 
   --url URL, --token TOKEN (or PIXVOTE_URL, PIXVOTE_TOKEN); by default the saved login, which must be an admin's.
   Exit 0: done; 1: the server refused or failed (its message is printed); 2: usage error.
@@ -57,7 +57,7 @@ export type ModRequest =
   | { kind: 'export'; file: string; format: BlocklistFormat }
   | { kind: 'modlog'; page: number; limit: number | null; json: boolean }
   | { kind: 'jobs'; status: JobStatus | null; page: number; limit: number | null; json: boolean }
-  | { kind: 'ring'; action: 'void' | 'dismiss'; id: string; reason: string };
+  | { kind: 'ring'; action: 'void' | 'dismiss' | 'restore'; id: string; reason: string };
 
 export interface ParsedMod {
   request: ModRequest;
@@ -97,6 +97,7 @@ const ALLOWED: Record<string, readonly Flag[]> = {
   jobs: ['status', 'page', 'limit', 'json'],
   'ring void': ['reason'],
   'ring dismiss': ['reason'],
+  'ring restore': ['reason'],
 };
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -134,7 +135,7 @@ export function parseModArgs(argv: string[], now = Date.now()): ParsedMod {
   if (!first) throw usage('which subcommand? queue, approve, hold, remove, ban, unban, blocklist, modlog, jobs, ring');
   const sub = first === 'blocklist' || first === 'ring' ? `${first} ${rest.shift() ?? ''}`.trim() : first;
   if (first === 'blocklist' && !Object.hasOwn(ALLOWED, sub)) throw usage('blocklist takes import FILE or export FILE');
-  if (first === 'ring' && !Object.hasOwn(ALLOWED, sub)) throw usage('ring takes void ID or dismiss ID');
+  if (first === 'ring' && !Object.hasOwn(ALLOWED, sub)) throw usage('ring takes void ID, dismiss ID or restore ID');
   if (!Object.hasOwn(ALLOWED, sub)) throw usage(`unknown subcommand "${sub}"`);
   const allowed = ALLOWED[sub]!;
   for (const flag of Object.keys(v) as Array<keyof typeof OPTIONS>)
@@ -183,10 +184,11 @@ export function parseModArgs(argv: string[], now = Date.now()): ParsedMod {
       };
     }
     case 'ring void':
-    case 'ring dismiss': {
+    case 'ring dismiss':
+    case 'ring restore': {
       const id = one('vote-ring ID');
       if (!UUID.test(id)) throw usage(`"${id}" is not a vote-ring id (a UUID)`);
-      const action = sub === 'ring void' ? 'void' : 'dismiss';
+      const action = sub === 'ring void' ? 'void' : sub === 'ring restore' ? 'restore' : 'dismiss';
       return { request: { kind: 'ring', action, id, reason: v.reason?.trim() ?? '' }, target };
     }
     case 'jobs': {

@@ -87,12 +87,18 @@ async function run(client: ApiClient, req: ModRequest, out: Output, ctx: ModCont
       const body = { action: req.action, reason: req.reason };
       const r = (await client.call('POST', `/api/admin/vote-rings/${req.id}`, { json: body })) as {
         voided_votes?: number | null;
+        restored_votes?: number | null;
+        skipped_votes?: number | null;
         accounts?: unknown[];
       };
+      const accounts = r.accounts?.length ?? 0;
       out.write(
         req.action === 'void'
-          ? `vote ring ${req.id} voided: ${r.voided_votes ?? 0} votes of ${r.accounts?.length ?? 0} accounts removed\n`
-          : `vote ring ${req.id} dismissed\n`,
+          ? `vote ring ${req.id} voided: ${r.voided_votes ?? 0} votes of ${accounts} accounts removed\n`
+          : req.action === 'restore'
+            ? `vote ring ${req.id} restored: ${r.restored_votes ?? 0} votes back, ${r.skipped_votes ?? 0} skipped ` +
+              '(voted again since, or the upload is gone)\n'
+            : `vote ring ${req.id} dismissed\n`,
       );
       return 0;
     }

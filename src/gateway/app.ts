@@ -7,6 +7,7 @@ import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from 'pino';
 import type { AuthService } from '../domain/auth/auth.service.ts';
+import type { ClientFactsReader } from './client-facts.ts';
 import type { Limiter } from '../domain/rate-limit.ts';
 import type { AppError, ErrorCode } from '../domain/errors.ts';
 import type { AppState } from './context.ts';
@@ -31,6 +32,8 @@ export interface AppDeps {
   log: Logger;
   trustProxy: boolean;
   auth: AuthService;
+  /** Turns a request into the client facts kept as vote-ring evidence (sign-up, votes): client-facts.ts. */
+  clientFacts: ClientFactsReader;
   limiters: { auth: Limiter; general: Limiter; media: Limiter; upload: Limiter; vote: Limiter; report: Limiter };
   readiness: ReadinessCheck[];
   isShuttingDown: () => boolean;
@@ -53,7 +56,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const routes = buildRoutes(
     {
       ...deps.routes,
-      auth: { auth: deps.auth },
+      auth: { auth: deps.auth, facts: deps.clientFacts },
       health: { checks: deps.readiness, isShuttingDown: deps.isShuttingDown },
       docs: { document: openApiDocument },
     },

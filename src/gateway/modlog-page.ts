@@ -36,6 +36,7 @@ function targetOf(target: ModlogEntryView['target']): string {
       : 'an upload (not public)';
   }
   if (target.type === 'user') return target.name ? `user ${el('b', {}, text(target.name))}` : 'a deleted user';
+  if (target.type === 'vote_ring') return 'a vote ring';
   return target.name
     ? `blocklist entry ${el('code', { class: 'hash' }, text(`${target.name}…`))}`
     : 'a blocklist entry (since removed)';

@@ -91,6 +91,7 @@ export type BlocklistVersionTable = Tables['blocklist_version'];
 export type ModerationJobsTable = Tables['moderation_jobs'];
 export type ModlogTable = Tables['modlog'];
 export type VoteRingsTable = Tables['vote_rings'];
+export type VoidedVotesTable = Tables['voided_votes'];
 export type WebhookEndpointsTable = Tables['webhook_endpoints'];
 export type WebhookDeliveriesTable = Tables['webhook_deliveries'];
 

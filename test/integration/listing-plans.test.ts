@@ -1,5 +1,6 @@
 /**
- * Every feed page is read in an index's order (issue 29; `user` × every sort and a tag's links alone, issue 46): for each sort, with and without a tag, with type=link,
+ * Every feed page is read in an index's order (issue 29; `user` × every sort and a tag's links alone, issue 46):
+ * for each sort, with and without a tag, with type=link,
  * by offset and after a cursor, the database's own plan has no sort step. So a page reads its own rows (plus the
  * few it skips), not every row before it or every upload of a tag. On PostgreSQL the planner is told to avoid sorts
  * and sequential scans: a plan that still sorts has no index to read the order from.

@@ -281,6 +281,12 @@ test('pixvote mod arguments: each subcommand, its defaults, and usage errors', (
     reason: 'boosting',
   });
   assert.deepEqual(req(['ring', 'dismiss', id]), { kind: 'ring', action: 'dismiss', id, reason: '' });
+  assert.deepEqual(req(['ring', 'restore', id, '--reason', 'fans']), {
+    kind: 'ring',
+    action: 'restore',
+    id,
+    reason: 'fans',
+  });
   assert.deepEqual(req(['jobs']), { kind: 'jobs', status: null, page: 1, limit: null, json: false });
   assert.deepEqual(req(['jobs', '--status', 'running', '--limit', '5', '--json']), {
     kind: 'jobs',
@@ -304,7 +310,7 @@ test('pixvote mod arguments: each subcommand, its defaults, and usage errors', (
   usage([], /which subcommand/);
   usage(['frob'], /unknown subcommand "frob"/);
   usage(['blocklist'], /blocklist takes import FILE or export FILE/);
-  usage(['ring', 'ban', id], /ring takes void ID or dismiss ID/);
+  usage(['ring', 'ban', id], /ring takes void ID, dismiss ID or restore ID/);
   usage(['ring', 'void', 'x'], /not a vote-ring id/);
   usage(['ring', 'void', id, '--block', 'near'], /ring void does not take --block/);
   usage(['queue', '--status', 'new'], /--status must be open or closed/);

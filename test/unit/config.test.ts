@@ -285,15 +285,31 @@ test('durations and rates parse the documented forms', () => {
 
 test('VOTE_RING_*: defaults, 0 turns the job off, bad values are listed by name', () => {
   const d = loadConfig({ DATA_DIR: dataDir() }).voteRings;
-  assert.deepEqual(d, { intervalMs: 600_000, windowMs: 14 * 86_400_000, minAccounts: 3, minScore: 2.8 });
+  assert.deepEqual(d, {
+    intervalMs: 600_000,
+    windowMs: 14 * 86_400_000,
+    minAccounts: 3,
+    minScore: 2.8,
+    factsRetentionMs: 30 * 86_400_000,
+    restoreMs: 30 * 86_400_000,
+  });
   const set = loadConfig({
     DATA_DIR: dataDir(),
     VOTE_RING_INTERVAL: '0',
     VOTE_RING_WINDOW: '2d',
     VOTE_RING_MIN_ACCOUNTS: '5',
     VOTE_RING_MIN_SCORE: '3.5',
+    VOTE_FACTS_RETENTION: '2d',
+    VOTE_RING_RESTORE_DAYS: '7',
   }).voteRings;
-  assert.deepEqual(set, { intervalMs: 0, windowMs: 2 * 86_400_000, minAccounts: 5, minScore: 3.5 });
+  assert.deepEqual(set, {
+    intervalMs: 0,
+    windowMs: 2 * 86_400_000,
+    minAccounts: 5,
+    minScore: 3.5,
+    factsRetentionMs: 2 * 86_400_000,
+    restoreMs: 7 * 86_400_000,
+  });
   assert.throws(
     () =>
       loadConfig({
@@ -302,12 +318,27 @@ test('VOTE_RING_*: defaults, 0 turns the job off, bad values are listed by name'
         VOTE_RING_WINDOW: '0',
         VOTE_RING_MIN_ACCOUNTS: '1',
         VOTE_RING_MIN_SCORE: '7',
+        VOTE_RING_RESTORE_DAYS: '0',
       }),
     (e: unknown) =>
       e instanceof ConfigError &&
-      ['VOTE_RING_INTERVAL', 'VOTE_RING_WINDOW', 'VOTE_RING_MIN_ACCOUNTS', 'VOTE_RING_MIN_SCORE'].every((v) =>
-        e.message.includes(v),
-      ),
+      [
+        'VOTE_RING_INTERVAL',
+        'VOTE_RING_WINDOW',
+        'VOTE_RING_MIN_ACCOUNTS',
+        'VOTE_RING_MIN_SCORE',
+        'VOTE_RING_RESTORE_DAYS',
+      ].every((v) => e.message.includes(v)),
+  );
+  // The evidence must outlive the detector's window (the default 30d against a 60d window, and a bad duration).
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), VOTE_RING_WINDOW: '60d' }),
+    (e: unknown) =>
+      e instanceof ConfigError && /VOTE_FACTS_RETENTION=30d: must be at least VOTE_RING_WINDOW \(60d\)/.test(e.message),
+  );
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dataDir(), VOTE_FACTS_RETENTION: 'forever' }),
+    (e: unknown) => e instanceof ConfigError && e.message.includes('VOTE_FACTS_RETENTION=forever'),
   );
 });
 

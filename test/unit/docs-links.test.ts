@@ -10,8 +10,8 @@ import { dirname, join, normalize } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** Pages another branch writes (issue 45's vote-ring detector): linked before they land. */
-const PENDING = new Set(['docs/vote-rings.md']);
+/** Pages linked before they land (none now). */
+const PENDING = new Set<string>();
 
 const guide = readdirSync(join(ROOT, 'docs'))
   .filter((f) => f.endsWith('.md'))

@@ -73,17 +73,27 @@ function voteRingItem(item) {
   const act = async (action) => {
     const res = await api('POST', `/api/admin/vote-rings/${item.id}`, { action, reason: reason.value.trim() });
     if (!res.ok) return say(notice, explain(res));
-    say(
-      notice,
-      action === 'void' ? `Voided: ${plural(res.data.voided_votes, 'vote', 'votes')} removed.` : 'Dismissed.',
-      'ok',
-    );
+    if (action === 'void') {
+      // A void can be undone (VOTE_RING_RESTORE_DAYS): the one action left is to restore.
+      say(notice, `Voided: ${plural(res.data.voided_votes, 'vote', 'votes')} out of the counts, kept.`, 'ok');
+      for (const b of buttons) b.hidden = b.dataset.action !== 'restore';
+    } else if (action === 'restore') {
+      const skipped = res.data.skipped_votes ? ` (${res.data.skipped_votes} skipped: voted again, or upload gone)` : '';
+      say(notice, `Restored: ${plural(res.data.restored_votes, 'vote', 'votes')} back${skipped}.`, 'ok');
+      for (const b of buttons) b.hidden = true;
+    } else say(notice, 'Dismissed.', 'ok');
   };
   const buttons = /** @type {const} */ ([
     ['void', 'Void their votes'],
     ['dismiss', 'Dismiss'],
+    ['restore', 'Undo: restore their votes'],
   ]).map(([a, label]) => {
-    const b = h('button', { type: 'button', class: a === 'void' ? 'danger' : 'secondary' }, label);
+    const b = h(
+      'button',
+      { type: 'button', class: a === 'void' ? 'danger' : 'secondary', hidden: a === 'restore' },
+      label,
+    );
+    b.dataset.action = a;
     b.addEventListener('click', () => void act(a));
     return b;
   });

@@ -35,6 +35,7 @@ function targetOf(target) {
       : 'an upload (not public)';
   }
   if (target.type === 'user') return target.name ? ['user ', h('b', {}, target.name)] : 'a deleted user';
+  if (target.type === 'vote_ring') return 'a vote ring';
   return target.name
     ? ['blocklist entry ', h('code', { class: 'hash' }, `${target.name}…`)]
     : 'a blocklist entry (since removed)';

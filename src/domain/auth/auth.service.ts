@@ -4,14 +4,18 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
+import type { ClientFacts } from '../client-facts.ts';
 import { banRefusal, isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
 import { hashPassword, verifyPassword, type ScryptKdf, type ScryptParams } from './passwords.ts';
 import type { JwtIssuer } from './jwt.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS, canonicalScopes, scopesOfUser, type Scope } from './scopes.ts';
 
 export interface UserStore {
-  /** Inserts a user; returns 'username' or 'email' when that key is already taken. */
-  create(user: UserRecord & { passwordHash: string }): Promise<UserRecord | 'username' | 'email'>;
+  /**
+   * Inserts a user (with the client facts of its sign-up, when known: issue 45); returns 'username' or 'email'
+   * when that key is already taken.
+   */
+  create(user: UserRecord & { passwordHash: string }, client?: ClientFacts): Promise<UserRecord | 'username' | 'email'>;
   findById(id: string): Promise<UserRecord | null>;
   findForLogin(by: { email: string } | { username: string }): Promise<(UserRecord & { passwordHash: string }) | null>;
   exists(by: { email: string } | { username: string }): Promise<boolean>;
@@ -112,7 +116,8 @@ export class AuthService {
     this.#decoyHash = this.#passwords.hash(randomBytes(16).toString('hex'));
   }
 
-  async register(input: { email: string; username: string; password: string }): Promise<Session> {
+  /** `client`: what the gateway saw of the client (network hash, user-agent family), kept as evidence. */
+  async register(input: { email: string; username: string; password: string }, client?: ClientFacts): Promise<Session> {
     const email = input.email.trim();
     const username = input.username.trim();
     // Friendly messages for the common case; the unique indexes still decide under races.
@@ -126,7 +131,10 @@ export class AuthService {
       createdAt: this.#clock.now(),
       bannedUntil: null,
     };
-    const created = await this.#users.create({ ...user, passwordHash: await this.#passwords.hash(input.password) });
+    const created = await this.#users.create(
+      { ...user, passwordHash: await this.#passwords.hash(input.password) },
+      client,
+    );
     if (created === 'username') throw errors.conflict(`username "${username}" is already taken`);
     if (created === 'email') throw errors.conflict('email is already registered');
     return this.#session(created);

@@ -106,7 +106,7 @@ export interface ModlogEntryView {
   at: string;
   action: ModAction;
   /** id null: an upload the public view may not name (API.md Modlog); admins see every id. */
-  target: { type: 'upload' | 'user' | 'blocklist'; id: string | null; name?: string | null };
+  target: { type: 'upload' | 'user' | 'blocklist' | 'vote_ring'; id: string | null; name?: string | null };
   reason: string;
   moderator?: { id: string; username: string } | null;
 }

@@ -6,7 +6,18 @@ import type { UserRecord } from '../users.ts';
 export const REPORT_REASONS = ['spam', 'harassment', 'sexual', 'violence', 'illegal', 'copyright', 'other'] as const;
 export type ReportReason = (typeof REPORT_REASONS)[number];
 
-export const MOD_ACTIONS = ['approve', 'hold', 'remove', 'auto_hold', 'ban', 'unban', 'block', 'unblock'] as const;
+export const MOD_ACTIONS = [
+  'approve',
+  'hold',
+  'remove',
+  'auto_hold',
+  'ban',
+  'unban',
+  'block',
+  'unblock',
+  /** A vote ring's votes voided, or (the reason says so) restored: target `vote_ring`. */
+  'void_votes',
+] as const;
 export type ModAction = (typeof MOD_ACTIONS)[number];
 /** What a moderator does to an upload (`POST /api/admin/uploads/{id}/moderation`). */
 export type UploadAction = 'approve' | 'hold' | 'remove';
@@ -84,7 +95,7 @@ export interface ModlogEntry {
   id: string;
   at: Date;
   action: ModAction;
-  target: { type: 'upload' | 'user' | 'blocklist'; id: string };
+  target: { type: 'upload' | 'user' | 'blocklist' | 'vote_ring'; id: string };
   reason: string;
   moderator: Moderator;
 }

@@ -1,9 +1,12 @@
 /**
- * Vote rings in the moderation queue (API.md Moderation, "Vote rings"; issue 27). A periodic job reads the recent
- * votes, runs the detector (../votes/vote-rings.ts) and queues each candidate as a `vote_ring` item, once: a group
- * already open, or dismissed with the same accounts and target, is not queued again (several processes may run
- * the job at once; the store's unique key settles a race). A moderator voids the ring's votes (every vote of its
- * accounts goes and each upload's counters move by exactly those votes, in one transaction) or dismisses it.
+ * Vote rings in the moderation queue (API.md Moderation, "Vote rings"; issues 27 and 45). A periodic job reads the
+ * recent votes with the facts the service recorded (each vote's network hash and user-agent family, each voter's
+ * sign-up facts and other activity: vote-facts.ts), runs the detector (../votes/vote-rings.ts) and queues each
+ * candidate as a `vote_ring` item, once: a group already open, or dismissed with the same accounts and target, is
+ * not queued again (several processes may run the job at once; the store's unique key settles a race). A moderator
+ * voids the ring's votes (every vote of its accounts leaves the counts, kept aside, and each upload's counters move
+ * by exactly those votes, in one transaction) or dismisses it; a void is restored, within VOTE_RING_RESTORE_DAYS,
+ * by `restore`. Void and restore each write one modlog line `void_votes`.
  */
 import type { PageStart } from '../feeds/cursor.ts';
 import { createHash } from 'node:crypto';
@@ -47,7 +50,8 @@ export interface NewVoteRing {
   evidence: VoteRingEvidenceView;
 }
 
-export type VoteRingAction = 'void' | 'dismiss';
+/** What a moderator asks for: `restore` undoes a `void`. */
+export type VoteRingAction = 'void' | 'dismiss' | 'restore';
 
 export interface VoteRingRecord {
   id: string;
@@ -58,9 +62,15 @@ export interface VoteRingRecord {
   createdAt: Date;
   closedAt: Date | null;
   closedBy: { id: string; username: string } | null;
+  /** `restore`: it was voided, then restored (the void's moderator and reason stay in closedBy/reason). */
   action: VoteRingAction | null;
   reason: string | null;
   voidedVotes: number | null;
+  /** When a voided item was restored, by whom, how many votes came back and how many were skipped. */
+  restoredAt: Date | null;
+  restoredBy: { id: string; username: string } | null;
+  restoredVotes: number | null;
+  skippedVotes: number | null;
 }
 
 export interface VoteRingItemView {
@@ -75,11 +85,34 @@ export interface VoteRingItemView {
   action: VoteRingAction | null;
   reason: string | null;
   voided_votes: number | null;
+  restored_at: string | null;
+  restored_by: { id: string; username: string } | null;
+  restored_votes: number | null;
+  skipped_votes: number | null;
+  /** Until when a voided item can be restored (null: not voided, or restored already). */
+  restorable_until: string | null;
+}
+
+/** The votes of the window, with the facts recorded of each vote and of each voter. */
+export interface RecentVotes {
+  votes: RingVote[];
+  facts: Map<string, AccountFacts>;
+}
+
+/** What a restore did: the votes put back, and those skipped (the voter voted again there, or the upload is gone). */
+export interface RestoreOutcome {
+  record: VoteRingRecord;
+  restored: number;
+  skipped: number;
+  uploads: number;
 }
 
 export interface VoteRingStore {
-  /** Votes cast or changed since `since` (self-votes included; the detector skips them) and their voters' ages. */
-  recentVotes(since: Date): Promise<{ votes: RingVote[]; createdAt: Map<string, number> }>;
+  /**
+   * Votes cast or changed since `since` (self-votes included; the detector skips them), each with its network hash
+   * and user-agent family, and the facts of each voter (creation, sign-up facts, uploads, reports, votes).
+   */
+  recentVotes(since: Date): Promise<RecentVotes>;
   /**
    * Queues the rings not open already nor dismissed with the same key; returns how many it queued. A ring whose
    * target has an open item sharing half that item's accounts or more is the same ring seen again (grown or
@@ -90,21 +123,37 @@ export interface VoteRingStore {
   /** Open: oldest first; closed: most recently closed first; from `start` (past a cursor's position, or an offset). */
   list(status: 'open' | 'closed', start: PageStart, limit: number): Promise<VoteRingRecord[]>;
   /**
-   * Closes an open item with `action`; `void` first deletes every vote of its accounts and moves each affected
-   * upload's counters (and ranks) by exactly those votes, in the same transaction. Null when there is no such
-   * item; `closed` (nothing changed) when it was closed before.
+   * Closes an open item with `action`; `void` first moves every vote of its accounts out of the votes table into
+   * the kept votes (flagged with the item, for `restore`), moves each affected upload's counters (and ranks) by
+   * exactly those votes and appends the modlog line `void_votes`, in the same transaction. Null when there is no
+   * such item; `closed` (nothing changed) when it was closed before.
    */
   close(
     id: string,
-    action: VoteRingAction,
+    action: 'void' | 'dismiss',
     opts: { moderator: { id: string; username: string }; reason: string; at: Date },
   ): Promise<{ record: VoteRingRecord; voided: number; uploads: number } | 'closed' | null>;
+  /**
+   * Puts a voided item's votes back, in one transaction: each upload locked in id order, each kept vote inserted
+   * again unless its voter has a vote on that upload now (theirs wins) or the upload was removed, and the counters
+   * moved by exactly what came back. `not_voided` when the item was not voided (or was restored already),
+   * `expired` when it was voided before `voidedAfter`. Null when there is no such item.
+   */
+  restore(
+    id: string,
+    opts: { moderator: { id: string; username: string }; reason: string; at: Date; voidedAfter: Date },
+  ): Promise<RestoreOutcome | 'not_voided' | 'expired' | null>;
+  /**
+   * Clears the client facts recorded before `factsBefore` (sign-up and vote network hashes, user-agent families)
+   * and deletes the voided votes kept since before `voidedBefore` (past the restore limit). Returns the rows changed.
+   */
+  purge(opts: { factsBefore: Date; voidedBefore: Date }): Promise<{ facts: number; voided: number }>;
 }
 
 export interface VoteRingEvents {
   /** The job queued `n` new items. */
   queued?(n: number): void;
-  /** A moderator acted on an item (for the log and the metrics). */
+  /** A moderator acted on an item (for the log and the metrics); `votes`: voided, or restored. */
   acted?(info: { id: string; action: VoteRingAction; moderator: string; accounts: number; votes: number }): void;
   onChanged?(): Promise<void>;
 }
@@ -113,7 +162,16 @@ export interface VoteRingConfig {
   /** How far back the detector reads votes (ms). */
   windowMs: number;
   policy: RingPolicy;
+  /** VOTE_FACTS_RETENTION (ms): client facts older than this are cleared by the purge. */
+  factsRetentionMs?: number;
+  /** VOTE_RING_RESTORE_DAYS (ms): how long a void can be restored; its kept votes are purged after. */
+  restoreMs?: number;
 }
+
+const DAY = 86_400_000;
+/** The defaults of VOTE_FACTS_RETENTION and VOTE_RING_RESTORE_DAYS. */
+const DEFAULT_FACTS_RETENTION_MS = 30 * DAY;
+const DEFAULT_RESTORE_MS = 30 * DAY;
 
 const HOUR = 3600_000;
 
@@ -134,8 +192,8 @@ export class VoteRingService {
   async detect(): Promise<number> {
     const now = this.#clock.now();
     const since = new Date(now.getTime() - this.#config.windowMs);
-    const { votes, createdAt } = await this.#store.recentVotes(since);
-    const rings = detectVoteRings(votes, (u) => factsOf(createdAt.get(u)), this.#config.policy);
+    const { votes, facts } = await this.#store.recentVotes(since);
+    const rings = detectVoteRings(votes, (u) => facts.get(u), this.#config.policy);
     const window = { from: since.toISOString(), to: now.toISOString() };
     const queued = await this.#store.add(
       rings.map((r) => toNew(r, window)),
@@ -145,21 +203,41 @@ export class VoteRingService {
     return queued;
   }
 
+  /**
+   * The retention purge (every process, in the housekeeping loop): client facts older than VOTE_FACTS_RETENTION
+   * are cleared, voided votes kept longer than VOTE_RING_RESTORE_DAYS are deleted.
+   */
+  purge(): Promise<{ facts: number; voided: number }> {
+    const now = this.#clock.now().getTime();
+    return this.#store.purge({
+      factsBefore: new Date(now - (this.#config.factsRetentionMs ?? DEFAULT_FACTS_RETENTION_MS)),
+      voidedBefore: new Date(now - this.#restoreMs),
+    });
+  }
+
+  get #restoreMs(): number {
+    return this.#config.restoreMs ?? DEFAULT_RESTORE_MS;
+  }
+
   count(status: 'open' | 'closed'): Promise<number> {
     return this.#store.count(status);
   }
 
   async list(status: 'open' | 'closed', start: PageStart, limit: number): Promise<VoteRingItemView[]> {
-    return (await this.#store.list(status, start, limit)).map(itemView);
+    return (await this.#store.list(status, start, limit)).map((r) => itemView(r, this.#restoreMs));
   }
 
-  /** `POST /api/admin/vote-rings/{id}`: 404 unknown, 409 `conflict` when already closed. */
+  /**
+   * `POST /api/admin/vote-rings/{id}`: 404 unknown, 409 `conflict` when already closed (void, dismiss), when not
+   * voided or restored already (restore), or when voided longer ago than VOTE_RING_RESTORE_DAYS (restore).
+   */
   async act(
     principal: Principal,
     id: string,
     input: { action: VoteRingAction; reason: string },
   ): Promise<VoteRingItemView> {
     if (!isUuid(id)) throw errors.notFound('no such vote ring: the id is not a UUID');
+    if (input.action === 'restore') return this.#restore(principal, id, input.reason);
     const outcome = await this.#store.close(id, input.action, {
       moderator: { id: principal.userId, username: principal.username },
       reason: input.reason,
@@ -175,15 +253,36 @@ export class VoteRingService {
       votes: outcome.voided,
     });
     if (outcome.voided) await this.#events.onChanged?.();
-    return itemView(outcome.record);
+    return itemView(outcome.record, this.#restoreMs);
   }
-}
 
-/** Until the store records more (issue 45), an account's facts are its creation time. */
-function factsOf(createdAt: number | undefined): AccountFacts | undefined {
-  return createdAt === undefined
-    ? undefined
-    : { createdAt, signupNet: null, signupUa: null, uploads: 0, reports: 0, votes: 0 };
+  async #restore(principal: Principal, id: string, reason: string): Promise<VoteRingItemView> {
+    const now = this.#clock.now();
+    const days = Math.round(this.#restoreMs / DAY);
+    const outcome = await this.#store.restore(id, {
+      moderator: { id: principal.userId, username: principal.username },
+      reason,
+      at: now,
+      voidedAfter: new Date(now.getTime() - this.#restoreMs),
+    });
+    if (!outcome) throw errors.notFound(`vote ring ${id} does not exist`);
+    if (outcome === 'not_voided')
+      throw errors.conflict(`vote ring ${id} has no voided votes to restore (not voided, or restored already)`);
+    if (outcome === 'expired')
+      throw errors.conflict(
+        `vote ring ${id} was voided more than ${days} days ago (VOTE_RING_RESTORE_DAYS): its votes can no longer ` +
+          'be restored',
+      );
+    this.#events.acted?.({
+      id,
+      action: 'restore',
+      moderator: principal.username,
+      accounts: outcome.record.accounts.length,
+      votes: outcome.restored,
+    });
+    if (outcome.restored) await this.#events.onChanged?.();
+    return itemView(outcome.record, this.#restoreMs);
+  }
 }
 
 function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteRing {
@@ -223,7 +322,7 @@ function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteR
   };
 }
 
-function itemView(r: VoteRingRecord): VoteRingItemView {
+function itemView(r: VoteRingRecord, restoreMs: number): VoteRingItemView {
   return {
     kind: 'vote_ring',
     id: r.id,
@@ -241,5 +340,11 @@ function itemView(r: VoteRingRecord): VoteRingItemView {
     action: r.action,
     reason: r.reason,
     voided_votes: r.voidedVotes,
+    restored_at: r.restoredAt?.toISOString() ?? null,
+    restored_by: r.restoredBy,
+    restored_votes: r.restoredVotes,
+    skipped_votes: r.skippedVotes,
+    restorable_until:
+      r.action === 'void' && r.closedAt ? new Date(r.closedAt.getTime() + restoreMs).toISOString() : null,
   };
 }

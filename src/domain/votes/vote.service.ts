@@ -6,6 +6,7 @@
 import { errors } from '../errors.ts';
 import { isUuid } from '../ids.ts';
 import type { Clock } from '../clock.ts';
+import type { ClientFacts } from '../client-facts.ts';
 import type { Principal } from '../users.ts';
 import type { ModerationState, VoteValue } from '../uploads/upload.types.ts';
 import { assertReachable } from '../moderation/access.ts';
@@ -25,13 +26,17 @@ export interface VoteOutcome {
 }
 
 export interface VoteStore {
-  /** Sets the user's vote (+1, −1, or 0 to retract); null when the upload does not exist. */
+  /**
+   * Sets the user's vote (+1, −1, or 0 to retract), with what was seen of the client (kept on the vote row as
+   * evidence for the vote-ring detector); null when the upload does not exist.
+   */
   cast(
     userId: string,
     uploadId: string,
     value: 1 | -1 | 0,
     at: Date,
     guard?: VoteGuard,
+    client?: ClientFacts,
   ): Promise<{
     value: 1 | -1 | 0;
     upvotes: number;
@@ -69,7 +74,8 @@ export class VoteService {
     this.#minAccountAgeSeconds = deps.minAccountAgeSeconds ?? 0;
   }
 
-  async vote(principal: Principal, uploadId: string, vote: VoteInput): Promise<VoteOutcome> {
+  /** `client`: the voter's network hash and user-agent family as the gateway saw them (issue 45). */
+  async vote(principal: Principal, uploadId: string, vote: VoteInput, client?: ClientFacts): Promise<VoteOutcome> {
     // Not a UUID: a malformed field (API.md Votes), not an unknown upload.
     if (!isUuid(uploadId)) throw errors.invalid('uploadId must be a UUID (the id of an upload)');
     // A too young account cannot vote (API.md Moderation); taking back a vote it has stays allowed.
@@ -80,10 +86,17 @@ export class VoteService {
         variable: 'VOTE_MIN_ACCOUNT_AGE',
       });
     // Held uploads take votes from their owner and admins only; removed ones from nobody (API.md Moderation).
-    const r = await this.#votes.cast(principal.userId, uploadId, VALUE[vote], now, (u) => {
-      assertReachable(u, principal);
-      if (u.moderation === 'removed') throw errors.removed(`upload ${uploadId} was removed by the moderators`);
-    });
+    const r = await this.#votes.cast(
+      principal.userId,
+      uploadId,
+      VALUE[vote],
+      now,
+      (u) => {
+        assertReachable(u, principal);
+        if (u.moderation === 'removed') throw errors.removed(`upload ${uploadId} was removed by the moderators`);
+      },
+      client,
+    );
     if (!r) throw errors.notFound(`upload ${uploadId} does not exist`);
     if (r.changed) await (r.target && this.#onVoted ? this.#onVoted(r.target) : this.#onChanged());
     return {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AuthService, Session } from '../../domain/auth/auth.service.ts';
 import type { AppContext } from '../context.ts';
+import type { ClientFactsReader } from '../client-facts.ts';
 import { AUTH_COOKIE } from '../middleware/authenticate.ts';
 import { parse } from '../validate.ts';
 import {
@@ -41,7 +42,7 @@ const TokenIdParam = z.object({
     .meta({ examples: ['9d7c4b2a-1e3f-4a5b-8c6d-7e8f9a0b1c2d'] }),
 });
 
-export const authRoutes = routes<{ auth: AuthService }>((route) => [
+export const authRoutes = routes<{ auth: AuthService; facts: ClientFactsReader }>((route) => [
   route({
     method: 'post',
     path: '/api/auth',
@@ -72,7 +73,8 @@ export const authRoutes = routes<{ auth: AuthService }>((route) => [
     handler: (deps) => async (ctx) => {
       const { action } = parse(AuthAction, ctx.request.body);
       if (action === 'register') {
-        const session = await deps.auth.register(parse(RegisterBody, ctx.request.body));
+        // The sign-up's network hash and user-agent family, kept as vote-ring evidence (docs/vote-rings.md).
+        const session = await deps.auth.register(parse(RegisterBody, ctx.request.body), deps.facts.of(ctx));
         setSessionCookie(ctx, session);
         ctx.status = 201;
         ctx.body = sessionBody(session);

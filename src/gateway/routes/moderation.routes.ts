@@ -201,6 +201,11 @@ const voteRingItem = (status: 'open' | 'closed') => ({
   action: status === 'open' ? null : 'void',
   reason: status === 'open' ? null : 'ring boosting one author',
   voided_votes: status === 'open' ? null : 12,
+  restored_at: null,
+  restored_by: null,
+  restored_votes: null,
+  skipped_votes: null,
+  restorable_until: status === 'open' ? null : '2026-12-25T10:20:00.000Z',
 });
 
 export const moderationRoutes = routes<{ moderation: ModerationService; voteRings: VoteRingService }>((route) => [
@@ -366,13 +371,18 @@ export const moderationRoutes = routes<{ moderation: ModerationService; voteRing
     path: '/api/admin/vote-rings/:id',
     operationId: 'actOnVoteRing',
     tag: 'moderation',
-    summary: 'Void the votes of a vote ring, or dismiss it',
+    summary: 'Void the votes of a vote ring, dismiss it, or restore a void',
     description:
-      `${ADMIN_ONLY} \`void\`: every vote of the ring's accounts is deleted and each upload's counters move by ` +
-      'exactly those votes, in one transaction (the counts stay equal to the votes), and the item is closed. ' +
-      '`dismiss`: the item is closed and the same group on the same target is not queued again. An item closed ' +
-      'already answers 409 `conflict` and changes nothing. Logged and counted in the metrics ' +
-      '(`pixvote_vote_ring_actions_total`), not in the modlog.',
+      `${ADMIN_ONLY} \`void\`: every vote of the ring's accounts leaves the votes (kept aside, flagged with the ` +
+      "item) and each upload's counters move by exactly those votes, in one transaction (the counts stay equal to " +
+      'the votes), and the item is closed. `dismiss`: the item is closed and the same group on the same target is ' +
+      'not queued again. A void or dismiss of an item closed already answers 409 `conflict` and changes nothing. ' +
+      '`restore` (a voided item, within `VOTE_RING_RESTORE_DAYS` of the void): the kept votes come back and the ' +
+      'counters move by exactly them; a voter who voted on the same upload since keeps that vote, and votes on ' +
+      'removed or deleted uploads are skipped (`skipped_votes`); 409 `conflict` when the item was not voided, was ' +
+      'restored already, or was voided longer ago than the limit (the message names it). Void and restore each ' +
+      "write one modlog line `void_votes` (target the item; a restore's reason says it is one); every action is " +
+      'counted in the metrics (`pixvote_vote_ring_actions_total`).',
     auth: 'required',
     scope: 'moderate',
     limit: 'general',

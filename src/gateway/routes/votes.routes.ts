@@ -1,8 +1,9 @@
 import type { VoteService } from '../../domain/votes/vote.service.ts';
 import { VoteBody, VoteResult } from '../schemas/community.schemas.ts';
 import { routes } from './route.ts';
+import type { ClientFactsReader } from '../client-facts.ts';
 
-export const voteRoutes = routes<{ votes: VoteService }>((route) => [
+export const voteRoutes = routes<{ votes: VoteService; facts: ClientFactsReader }>((route) => [
   route({
     method: 'post',
     path: '/api/vote',
@@ -24,7 +25,8 @@ export const voteRoutes = routes<{ votes: VoteService }>((route) => [
     handler:
       (deps) =>
       async (ctx, { user, body }) => {
-        ctx.body = await deps.votes.vote(user, body.uploadId, body.vote);
+        // The voter's network hash and user-agent family, kept as vote-ring evidence (docs/vote-rings.md).
+        ctx.body = await deps.votes.vote(user, body.uploadId, body.vote, deps.facts.of(ctx));
       },
   }),
 ]);

@@ -274,7 +274,7 @@ export const ModlogEntry = z.object({
   at: z.iso.datetime(),
   action: z.enum(MOD_ACTIONS),
   target: z.object({
-    type: z.enum(['upload', 'user', 'blocklist']),
+    type: z.enum(['upload', 'user', 'blocklist', 'vote_ring']),
     id: z
       .uuid()
       .nullable()

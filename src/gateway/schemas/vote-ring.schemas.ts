@@ -9,8 +9,12 @@ const reason = z
 export const VoteRingBody = z
   .object({
     action: z
-      .enum(['void', 'dismiss'], { error: 'action must be void or dismiss' })
-      .describe("`void`: every vote of the ring's accounts goes (counts stay exact); `dismiss`: closes the item.")
+      .enum(['void', 'dismiss', 'restore'], { error: 'action must be void, dismiss or restore' })
+      .describe(
+        "`void`: every vote of the ring's accounts leaves the counts, kept aside (counts stay exact); `dismiss`: " +
+          "closes the item; `restore`: puts a voided item's votes back (within `VOTE_RING_RESTORE_DAYS`; a voter " +
+          'who voted again on the same upload since keeps the new vote, and removed uploads are skipped).',
+      )
       .meta({ examples: ['void'] }),
     reason: reason.default('').meta({ examples: ['ring boosting one author'] }),
   })
@@ -67,7 +71,25 @@ export const VoteRingItem = z.object({
   created_at: z.iso.datetime(),
   closed_at: z.iso.datetime().nullable(),
   closed_by: z.object({ id: z.uuid(), username: z.string() }).nullable(),
-  action: z.enum(['void', 'dismiss']).nullable(),
+  action: z
+    .enum(['void', 'dismiss', 'restore'])
+    .nullable()
+    .describe('`restore`: voided, then restored (`closed_by` and `reason` stay those of the void).'),
   reason: z.string().nullable(),
   voided_votes: z.int().nonnegative().nullable().describe('`void`: how many votes went.'),
+  restored_at: z.iso.datetime().nullable().describe('When a voided item was restored.'),
+  restored_by: z.object({ id: z.uuid(), username: z.string() }).nullable(),
+  restored_votes: z.int().nonnegative().nullable().describe('`restore`: how many voided votes came back.'),
+  skipped_votes: z
+    .int()
+    .nonnegative()
+    .nullable()
+    .describe(
+      '`restore`: voided votes not put back: the voter had voted again on that upload (the new vote stays), ' +
+        'or the upload was removed or deleted.',
+    ),
+  restorable_until: z.iso
+    .datetime()
+    .nullable()
+    .describe('A voided item: until when `restore` is accepted (`VOTE_RING_RESTORE_DAYS` after the void).'),
 });

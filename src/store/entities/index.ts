@@ -8,7 +8,7 @@ export { Tag, type ITag } from './tag.entity.ts';
 export { Upload, type IUpload } from './upload.entity.ts';
 export { UploadTag, type IUploadTag } from './upload-tag.entity.ts';
 export { RankMove, type IRankMove } from './rank-move.entity.ts';
-export { Vote, type IVote } from './vote.entity.ts';
+export { Vote, VoidedVote, type IVote, type IVoidedVote } from './vote.entity.ts';
 export { IdempotencyKey, type IIdempotencyKey } from './idempotency-key.entity.ts';
 export { MediaGarbage, type IMediaGarbage } from './media-garbage.entity.ts';
 export { Report, type IReport } from './report.entity.ts';
@@ -40,7 +40,7 @@ import { Tag } from './tag.entity.ts';
 import { Upload } from './upload.entity.ts';
 import { UploadTag } from './upload-tag.entity.ts';
 import { RankMove } from './rank-move.entity.ts';
-import { Vote } from './vote.entity.ts';
+import { Vote, VoidedVote } from './vote.entity.ts';
 import { IdempotencyKey } from './idempotency-key.entity.ts';
 import { MediaGarbage } from './media-garbage.entity.ts';
 import { Report } from './report.entity.ts';
@@ -68,6 +68,7 @@ export const ALL_ENTITIES = [
   ModerationJob,
   ModlogEntry,
   VoteRing,
+  VoidedVote,
   WebhookEndpoint,
   WebhookDelivery,
   UploadMilestone,

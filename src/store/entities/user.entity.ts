@@ -15,6 +15,10 @@ export const User = defineEntity({
     createdAt: p.datetime(3),
     bannedUntil: p.datetime(3).nullable(),
     banReason: p.text().nullable(),
+    /** Keyed hash of the sign-up network (m026; nulled past VOTE_FACTS_RETENTION). */
+    signupNet: p.string().length(32).nullable(),
+    /** User-agent family at sign-up (m026; nulled past VOTE_FACTS_RETENTION). */
+    signupUa: p.string().length(16).nullable(),
   },
 });
 export type IUser = InferEntity<typeof User>;

@@ -18,9 +18,15 @@ export const VoteRing = defineEntity({
     createdAt: p.datetime(3),
     closedAt: p.datetime(3).nullable(),
     closedBy: p.uuid().nullable(),
-    action: p.string().length(8).$type<'void' | 'dismiss'>().nullable(),
+    /** `restore`: voided, then restored (m026). */
+    action: p.string().length(8).$type<'void' | 'dismiss' | 'restore'>().nullable(),
     reason: p.text().nullable(),
     voidedVotes: p.integer().nullable(),
+    /** m026: the restore of a voided item. */
+    restoredAt: p.datetime(3).nullable(),
+    restoredBy: p.uuid().nullable(),
+    restoredVotes: p.integer().nullable(),
+    skippedVotes: p.integer().nullable(),
   },
 });
 export type IVoteRing = InferEntity<typeof VoteRing>;

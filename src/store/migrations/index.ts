@@ -21,6 +21,7 @@ import { M022WebhookTokenScope } from './m022-webhook-token-scope.ts';
 import { M023TagPrefixIndex } from './m023-tag-prefix-index.ts';
 import { M024UserRankedIndexes } from './m024-user-ranked-indexes.ts';
 import { M025TagLinkListed } from './m025-tag-link-listed.ts';
+import { M026VoteFacts } from './m026-vote-facts.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   M023TagPrefixIndex,
   M024UserRankedIndexes,
   M025TagLinkListed,
+  M026VoteFacts,
 ];

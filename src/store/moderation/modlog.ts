@@ -62,15 +62,18 @@ export async function readModlog(db: Kysely<DB>, d: Dialect, start: PageStart, l
     target: { type: r.target_type as ModlogEntry['target']['type'], id: r.target_id },
     reason: r.reason,
     moderator: r.moderator_id ? { id: r.moderator_id, username: r.moderator_name ?? '' } : null,
-    ...(r.target_type === 'upload'
-      ? {
-          upload: r.upload_id
-            ? { isPrivate: d.readBool(r.is_private), moderation: r.moderation as ModerationState }
-            : null,
-        }
-      : {
-          targetName:
-            r.target_username ?? (r.target_sha256 ?? r.target_phash ?? r.target_pdq)?.slice(0, HASH_SHOWN) ?? null,
-        }),
+    // A vote ring item has no name (its id is the target).
+    ...(r.target_type === 'vote_ring'
+      ? {}
+      : r.target_type === 'upload'
+        ? {
+            upload: r.upload_id
+              ? { isPrivate: d.readBool(r.is_private), moderation: r.moderation as ModerationState }
+              : null,
+          }
+        : {
+            targetName:
+              r.target_username ?? (r.target_sha256 ?? r.target_phash ?? r.target_pdq)?.slice(0, HASH_SHOWN) ?? null,
+          }),
   }));
 }

@@ -1,5 +1,6 @@
 import type { UserStore } from '../../domain/auth/auth.service.ts';
 import type { UserRecord } from '../../domain/users.ts';
+import type { ClientFacts } from '../../domain/client-facts.ts';
 import type { Database } from '../database.ts';
 import { User, type IUser } from '../entities/index.ts';
 import { isUniqueViolation } from '../dialect.ts';
@@ -30,7 +31,10 @@ export class UserRepository implements UserStore {
     this.#db = db;
   }
 
-  async create(user: UserRecord & { passwordHash: string }): Promise<UserRecord | 'username' | 'email'> {
+  async create(
+    user: UserRecord & { passwordHash: string },
+    client?: ClientFacts,
+  ): Promise<UserRecord | 'username' | 'email'> {
     const em = this.#db.em();
     em.create(User, {
       id: user.id,
@@ -41,6 +45,8 @@ export class UserRepository implements UserStore {
       passwordHash: user.passwordHash,
       role: user.role,
       createdAt: user.createdAt,
+      signupNet: client?.net ?? null,
+      signupUa: client?.ua ?? null,
     });
     try {
       await em.flush();

@@ -5,6 +5,7 @@ import { lockUpload, setVoteCounts } from '../upload-rows.ts';
 import { reachMilestones } from '../webhooks/outbox.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { VoteGuard, VoteStore } from '../../domain/votes/vote.service.ts';
+import type { ClientFacts } from '../../domain/client-facts.ts';
 import type { VotedUpload } from '../../domain/feeds/feed.service.ts';
 import type { VoteValue } from '../../domain/uploads/upload.types.ts';
 
@@ -21,7 +22,7 @@ export class VoteRepository implements VoteStore {
    * happens before — 404 — or after, taking the votes with it), move the vote row, then write the counters and
    * the ranks they make from the locked row's counters in one UPDATE of the upload (and one of its tag links).
    */
-  cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date, guard?: VoteGuard) {
+  cast(userId: string, uploadId: string, value: 1 | -1 | 0, at: Date, guard?: VoteGuard, client?: ClientFacts) {
     const d = this.#db.dialect;
     return this.#db.transaction(async (_em, db) => {
       const upload = await lockUpload(db, d, uploadId, [
@@ -49,12 +50,20 @@ export class VoteRepository implements VoteStore {
       } else if (before === 0) {
         await db
           .insertInto('votes')
-          .values({ user_id: userId, upload_id: uploadId, value, created_at: d.date(at), updated_at: d.date(at) })
+          .values({
+            user_id: userId,
+            upload_id: uploadId,
+            value,
+            created_at: d.date(at),
+            updated_at: d.date(at),
+            net: client?.net ?? null,
+            ua: client?.ua ?? null,
+          })
           .execute();
       } else {
         await db
           .updateTable('votes')
-          .set({ value, updated_at: d.date(at) })
+          .set({ value, updated_at: d.date(at), net: client?.net ?? null, ua: client?.ua ?? null })
           .where('user_id', '=', userId)
           .where('upload_id', '=', uploadId)
           .execute();

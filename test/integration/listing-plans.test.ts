@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompiledQuery, sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
-import { feedKeysQuery, movedKeysQuery } from '../../src/store/repositories/feed.repository.ts';
+import { feedKeysQuery, movedKeysQuery, profileStatsQuery } from '../../src/store/repositories/feed.repository.ts';
 import { prefixPageQuery, prefixRangeQuery, tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
 import { queueKeysQuery } from '../../src/store/moderation/moderation.repository.ts';
 import { QUEUE_HELD_STEP } from '../../src/store/moderation/upload-states.ts';
@@ -198,5 +198,21 @@ test('the open moderation queue (first page, an offset, a cursor) is read from i
       assert.match(plan, /uploads_queue_index/, `${label}:\n${plan}`);
       if ('after' in start && d.name === 'postgres') assert.match(plan, /Index Cond: .*queue_key/, plan);
     }
+  });
+});
+
+test("a profile's counters are read by primary key: no scan of the user's uploads or votes (m027)", async () => {
+  await withStoreDatabase('plans-profile', new Date(), async (db, userId) => {
+    const plan = await planOf(db, profileStatsQuery(db.db(), userId).compile());
+    if (process.env.SHOW_PLANS) console.log(`profile\n${plan}`);
+    assert.doesNotMatch(plan, /\b(uploads|votes)\b|Seq Scan|^SCAN /m, plan);
+    // Each counter row by its primary key (SQLite names the tables by their aliases).
+    if (db.dialect.name === 'postgres')
+      assert.match(
+        plan,
+        /user_upload_stats_pkey[\s\S]*user_vote_stats_pkey|user_vote_stats_pkey[\s\S]*user_upload_stats_pkey/,
+        plan,
+      );
+    else assert.equal(plan.match(/^SEARCH [sv] USING PRIMARY KEY \(user_id=\?\)/gm)?.length, 2, plan);
   });
 });

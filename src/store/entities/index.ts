@@ -25,6 +25,7 @@ export {
 export { ModerationJob, type IModerationJob } from './moderation-job.entity.ts';
 export { ModlogEntry, type IModlogEntry } from './modlog.entity.ts';
 export { VoteRing, type IVoteRing } from './vote-ring.entity.ts';
+export { UserUploadStats, UserVoteStats, type IUserUploadStats, type IUserVoteStats } from './user-stats.entity.ts';
 export {
   UploadMilestone,
   WebhookDelivery,
@@ -48,6 +49,7 @@ import { BlocklistEntry, BlocklistPdqChunk, BlocklistPending, BlocklistVersion }
 import { ModerationJob } from './moderation-job.entity.ts';
 import { ModlogEntry } from './modlog.entity.ts';
 import { VoteRing } from './vote-ring.entity.ts';
+import { UserUploadStats, UserVoteStats } from './user-stats.entity.ts';
 import { UploadMilestone, WebhookDelivery, WebhookEndpoint } from './webhook.entity.ts';
 
 export const ALL_ENTITIES = [
@@ -72,4 +74,6 @@ export const ALL_ENTITIES = [
   WebhookEndpoint,
   WebhookDelivery,
   UploadMilestone,
+  UserUploadStats,
+  UserVoteStats,
 ];

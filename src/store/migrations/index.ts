@@ -22,6 +22,7 @@ import { M023TagPrefixIndex } from './m023-tag-prefix-index.ts';
 import { M024UserRankedIndexes } from './m024-user-ranked-indexes.ts';
 import { M025TagLinkListed } from './m025-tag-link-listed.ts';
 import { M026VoteFacts } from './m026-vote-facts.ts';
+import { M027UserStats } from './m027-user-stats.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   M024UserRankedIndexes,
   M025TagLinkListed,
   M026VoteFacts,
+  M027UserStats,
 ];

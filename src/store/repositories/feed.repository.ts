@@ -133,29 +133,14 @@ export class FeedRepository implements FeedStore {
     return this.#records(db, keys, false);
   }
 
+  /** The profile's counters (m027: kept by triggers with every write to the rows they count), by primary key. */
   async stats(userId: string): Promise<ProfileStats> {
-    const db = this.#db.read();
-    const [own, cast] = await Promise.all([
-      db
-        .selectFrom('uploads')
-        .select((eb) => [
-          eb.fn.countAll().as('n'),
-          eb.fn.sum('upvotes').as('up'),
-          eb.fn.sum('downvote_count').as('down'),
-        ])
-        .where('user_id', '=', userId)
-        .executeTakeFirstOrThrow(),
-      db
-        .selectFrom('votes')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('user_id', '=', userId)
-        .executeTakeFirstOrThrow(),
-    ]);
+    const row = await profileStatsQuery(this.#db.read(), userId).executeTakeFirst();
     return {
-      uploads: Number(own.n),
-      upvotes_received: Number(own.up ?? 0),
-      downvotes_received: Number(own.down ?? 0),
-      votes_cast: Number(cast.n),
+      uploads: Number(row?.uploads ?? 0),
+      upvotes_received: Number(row?.upvotes_received ?? 0),
+      downvotes_received: Number(row?.downvotes_received ?? 0),
+      votes_cast: Number(row?.votes_cast ?? 0),
     };
   }
 
@@ -171,6 +156,16 @@ export class FeedRepository implements FeedStore {
     for (const r of rows) counts.set(r.id, { upvotes: Number(r.upvotes), downvote_count: Number(r.downvote_count) });
     return counts;
   }
+}
+
+/** A user's profile counters: three rows by primary key (listing-plans.test.ts checks the plan). */
+export function profileStatsQuery(db: Kysely<DB>, userId: string) {
+  return db
+    .selectFrom('users as u')
+    .leftJoin('user_upload_stats as s', 's.user_id', 'u.id')
+    .leftJoin('user_vote_stats as v', 'v.user_id', 'u.id')
+    .select(['s.uploads', 's.upvotes_received', 's.downvotes_received', 'v.votes_cast'])
+    .where('u.id', '=', userId);
 }
 
 /** Not moved by votes after `since`: its key now is the key it had when the traversal began. */

@@ -105,7 +105,9 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
       ? new Set(Array.from({ length: Math.floor(r() * 4) }, () => Math.floor(tagIds.length * r() ** (s.tagSkew ?? 2))))
       : new Set<number>();
     const ranks = { score, hot_rank: hotRank(score, createdAt), best_rank: wilsonLowerBound(up[i]!, down[i]!) };
-    // A link carries its upload's listing keys, as the service keeps them (m013-keyset-listings).
+    // A link carries its upload's listing keys, as the service keeps them (m013-keyset-listings), and whether
+    // listings show it (m025; set below, once the row says).
+    const firstLink = links.length;
     for (const t of picked) {
       const at = d.date(createdAt);
       links.push({ upload_id: id, tag_id: tagIds[t], created_at: at, upload_created_at: at, ...ranks });
@@ -142,6 +144,7 @@ export async function seedUploads(db: Database, s: UploadSeed): Promise<string[]
     };
     // A tag counts the uploads listings show (public ones), as the service keeps it.
     if (!d.readBool(row.is_private)) for (const t of picked) tagCount[t]!++;
+    for (let k = firstLink; k < links.length; k++) links[k]!.listed = d.bool(!d.readBool(row.is_private));
     return row;
   });
 

@@ -6,15 +6,17 @@ import { openDatabase } from '../../src/store/database.ts';
 import { TEST_PG_URL } from './env.ts';
 
 const MIGRATIONS_DIR = join(import.meta.dirname, '../../src/store/migrations');
+/** What applies them (the migrator's settings, its table). */
+const MIGRATOR = join(import.meta.dirname, '../../src/store/database.ts');
 /** Arbitrary, fixed: the advisory lock under which one test process builds the migrated template. */
 const TEMPLATE_LOCK = 7_461_953_017;
 
 /**
- * The migrated template of this checkout's migrations: `pv_tmpl_<hash of src/store/migrations>`. Migrating an
- * empty database costs 2–4 s under load, copying a migrated one ~1 s: each test app's database is a copy. Built
- * once per set of migrations (by the first test process that needs it, under an advisory lock; built under another
- * name and renamed, so a process killed while building leaves no half-made template) and kept between runs, as a
- * compile cache is; a change to any migration makes a new one.
+ * The migrated template of this checkout's migrations: `pv_tmpl_<hash of src/store/migrations and database.ts>`.
+ * Migrating an empty database costs 2–4 s under load, copying a migrated one ~1 s: each test app's database is a
+ * copy. Built once per set of migrations (by the first test process that needs it, under an advisory lock; built
+ * under another name and renamed, so a process killed while building leaves no half-made template) and kept between
+ * runs, as a compile cache is; a change to any migration (or to the migrator) makes a new one.
  */
 let template: Promise<string> | null = null;
 function migratedTemplate(): Promise<string> {
@@ -22,6 +24,7 @@ function migratedTemplate(): Promise<string> {
     const hash = createHash('sha256');
     for (const file of readdirSync(MIGRATIONS_DIR).sort())
       hash.update(file).update(readFileSync(join(MIGRATIONS_DIR, file)));
+    hash.update(readFileSync(MIGRATOR));
     const name = `pv_tmpl_${hash.digest('hex').slice(0, 16)}`;
     const admin = new pg.Client({ connectionString: TEST_PG_URL });
     await admin.connect();
@@ -34,8 +37,13 @@ function migratedTemplate(): Promise<string> {
         await admin.query(`create database ${building}`);
         const url = new URL(TEST_PG_URL);
         url.pathname = `/${building}`;
-        const db = await openDatabase({ databaseUrl: url.toString(), sqlitePath: '' });
-        await db.close();
+        try {
+          const db = await openDatabase({ databaseUrl: url.toString(), sqlitePath: '' });
+          await db.close();
+        } catch (e) {
+          await admin.query(`drop database if exists ${building} with (force)`);
+          throw e;
+        }
         await admin.query(`alter database ${building} rename to ${name}`);
       }
     } finally {

@@ -28,25 +28,12 @@
  * 2 cores, plus ~1 for the /healthz rounds of the listing check (~4 min alone under load 16). PostgreSQL missing:
  * the lookup check is skipped with the reason (a failure when PIXVOTE_REQUIRE_SERVICES=1, as .ci/run sets).
  */
-import { blocklistBench } from './blocklist.bench.ts';
-import { feedsBench } from './feeds.bench.ts';
-import { gatewayBenchIsolated } from './gateway.bench.ts';
-import { httpUploadsBench } from './http-uploads.bench.ts';
-import { lookupBench } from './lookup.bench.ts';
-import { loginBurstBench } from './login-burst.bench.ts';
-import { personFilterBench } from './person-filter.bench.ts';
-import { poolOverhead } from './pipeline.bench.ts';
-import { probesBench } from './probes.bench.ts';
-import { metricsScrapeBench } from './metrics-scrape.bench.ts';
-import { thumbhashCost } from './support/stage-costs.ts';
-import { voteRingsBench } from './vote-rings.bench.ts';
-import { scaleBench } from './scale.bench.ts';
-import { TARGETS } from './support/targets.ts';
 import { postgresUnavailable } from './support/bench-database.ts';
 import { meets, Recorder, table, writeResults, type Figure } from './support/report.ts';
 import { summarize } from './support/stats.ts';
 import { parseCommandLine } from './support/cli.ts';
 
+/** A check imports its bench when it runs: `--help`, `--only` and a bad flag answer without loading them all. */
 interface Check {
   name: string;
   run(rec: Recorder): Promise<void>;
@@ -55,24 +42,44 @@ interface Check {
 const CHECKS: Check[] = [
   {
     name: 'gateway CPU per cached read vs Koa',
-    run: (rec) => gatewayBenchIsolated(rec, { rounds: 15, requests: 2000 }),
+    run: async (rec) => (await import('./gateway.bench.ts')).gatewayBenchIsolated(rec, { rounds: 15, requests: 2000 }),
   },
   {
     name: 'HTTP uploads vs direct pipeline and detection on vs off',
-    run: (rec) =>
-      httpUploadsBench(rec, { db: 'sqlite', rounds: 3, images: 12, clients: 4, workers: 2, latency12: false }),
+    run: async (rec) =>
+      (await import('./http-uploads.bench.ts')).httpUploadsBench(rec, {
+        db: 'sqlite',
+        rounds: 3,
+        images: 12,
+        clients: 4,
+        workers: 2,
+        latency12: false,
+      }),
   },
-  { name: 'pool overhead', run: (rec) => poolOverhead(rec, { images: 8, rounds: 5 }) },
-  { name: 'thumbhash vs encode', run: (rec) => thumbhashCost(rec, { megapixels: 2, images: 4, rounds: 5 }) },
+  {
+    name: 'pool overhead',
+    run: async (rec) => (await import('./pipeline.bench.ts')).poolOverhead(rec, { images: 8, rounds: 5 }),
+  },
+  {
+    name: 'thumbhash vs encode',
+    run: async (rec) =>
+      (await import('./support/stage-costs.ts')).thumbhashCost(rec, { megapixels: 2, images: 4, rounds: 5 }),
+  },
   {
     name: 'near-duplicate lookup on PostgreSQL',
-    run: (rec) => lookupBench(rec, { sizes: [100_000], dbs: ['postgres'], probes: 100, rounds: 3 }),
+    run: async (rec) =>
+      (await import('./lookup.bench.ts')).lookupBench(rec, {
+        sizes: [100_000],
+        dbs: ['postgres'],
+        probes: 100,
+        rounds: 3,
+      }),
   },
   // 100k uploads and the goal's 100k entries (the check reads the blocklist only); no import: bench:blocklist.
   ...(['SQLite', 'PostgreSQL'] as const).map((name) => ({
     name: `blocklist check on ${name}`,
-    run: (rec: Recorder) =>
-      blocklistBench(rec, {
+    run: async (rec: Recorder) =>
+      (await import('./blocklist.bench.ts')).blocklistBench(rec, {
         uploads: 100_000,
         entries: 100_000,
         dbs: [name === 'SQLite' ? 'sqlite' : 'postgres'],
@@ -85,8 +92,8 @@ const CHECKS: Check[] = [
   })),
   {
     name: 'cached feed vs hello-world',
-    run: (rec) =>
-      feedsBench(rec, {
+    run: async (rec) =>
+      (await import('./feeds.bench.ts')).feedsBench(rec, {
         dbs: ['sqlite', 'postgres'],
         rounds: 3,
         seconds: 1.5,
@@ -96,29 +103,48 @@ const CHECKS: Check[] = [
       }),
   },
   // 16 logins already keep libuv's 4 threads busy; 50 (bench:login-burst) take longer to drain between rounds.
-  { name: 'image GETs during a login burst', run: (rec) => loginBurstBench(rec, { rounds: 2, logins: 16, gets: 40 }) },
-  { name: 'feed GETs during a probe flood', run: (rec) => probesBench(rec, { rounds: 2, flood: 200, gets: 30 }) },
+  {
+    name: 'image GETs during a login burst',
+    run: async (rec) =>
+      (await import('./login-burst.bench.ts')).loginBurstBench(rec, { rounds: 2, logins: 16, gets: 40 }),
+  },
+  {
+    name: 'feed GETs during a probe flood',
+    run: async (rec) => (await import('./probes.bench.ts')).probesBench(rec, { rounds: 2, flood: 200, gets: 30 }),
+  },
   // Scrapers without compression: the flood's own choice, and the costlier one (gzip: bench:metrics-scrape).
   {
     name: 'uploads during a /metrics flood',
-    run: (rec) =>
-      metricsScrapeBench(rec, { rounds: 2, scrapers: 64, uploads: 8, megapixels: 1, encodings: ['identity'] }),
+    run: async (rec) =>
+      (await import('./metrics-scrape.bench.ts')).metricsScrapeBench(rec, {
+        rounds: 2,
+        scrapers: 64,
+        uploads: 8,
+        megapixels: 1,
+        encodings: ['identity'],
+      }),
   },
-  { name: 'vote-ring detector', run: async (rec) => void voteRingsBench(rec, { rounds: 3 }) },
+  {
+    name: 'vote-ring detector',
+    run: async (rec) => void (await import('./vote-rings.bench.ts')).voteRingsBench(rec, { rounds: 3 }),
+  },
   // Issue 32: people-free pictures the check generates itself (seed 2), scored as a worker scores an upload.
-  { name: 'person filter false rejects', run: async (rec) => void (await personFilterBench(rec, { images: 300 })) },
+  {
+    name: 'person filter false rejects',
+    run: async (rec) => void (await (await import('./person-filter.bench.ts')).personFilterBench(rec, { images: 300 })),
+  },
   // Issue 29 at a size CI seeds in seconds: listing reads at 50k uploads ÷ at 12k (a size whose deepest number page
   // is a full page: bench:scale refuses under 11k; bench:scale runs 1M), and /healthz while 16 clients list deep
   // pages at 50k.
   {
     name: 'listing reads as the data grows',
-    run: (rec) =>
-      scaleBench(rec, {
+    run: async (rec) =>
+      (await import('./scale.bench.ts')).scaleBench(rec, {
         dbs: ['sqlite', 'postgres'],
         small: 12_000,
         large: 50_000,
         probes: 15,
-        target: TARGETS.listingGrowth,
+        target: (await import('./support/targets.ts')).TARGETS.listingGrowth,
         http: true,
         healthRounds: 3,
       }),
@@ -138,16 +164,20 @@ function merged(a: Figure, b: Figure): Figure {
   };
 }
 
-parseCommandLine(
+const { values } = parseCommandLine(
   'npm run bench:ci --',
-  {},
+  { only: { type: 'string' } },
   {
     help: {
       summary:
         'The throughput guard .ci/run calls after the tests: each ratio measured against its yardstick in the same ' +
         'interleaved rounds, judged against its floor in bench/support/targets.ts (the list is at the top of ' +
         'bench/ci.ts). About 8 minutes on 2 cores. Prints every ratio; exits 1 naming each that regressed.',
-      options: {},
+      options: {
+        only:
+          'run only the checks whose name contains one of these comma-separated words ' +
+          '(e.g. `--only blocklist,feed`); the checks are named in the output (default: every check)',
+      },
       footer: 'PIXVOTE_REQUIRE_SERVICES=1: a missing PostgreSQL fails the run instead of skipping its checks.',
     },
   },
@@ -158,7 +188,14 @@ const all = new Recorder('ci');
 const required = process.env.PIXVOTE_REQUIRE_SERVICES === '1';
 const failures: string[] = [];
 
-for (const check of CHECKS) {
+const only = typeof values.only === 'string' ? values.only.split(',').map((w) => w.trim().toLowerCase()) : null;
+const selected = only ? CHECKS.filter((c) => only.some((w) => w && c.name.toLowerCase().includes(w))) : CHECKS;
+if (!selected.length) {
+  console.error(`npm run bench:ci: no check's name contains ${values.only} (see npm run bench:ci -- --help)`);
+  process.exit(2);
+}
+
+for (const check of selected) {
   const t = Date.now();
   console.log(`\n— ${check.name}`);
   let rec = new Recorder('ci');

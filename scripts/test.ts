@@ -14,13 +14,16 @@
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
  * PIXVOTE_TEST_CONCURRENCY: test files run side by side (default 3).
  * PIXVOTE_TEST_TIMINGS=FILE: each pass appends its files' test time to FILE, slowest first.
+ * PIXVOTE_TEST_TIMEOUT_S: the runner's timeout per test file, in seconds. By default 300 s on a quiet machine, scaled
+ * with the load measured at the start of each pass (load average per core, when above 1): a busy machine makes the
+ * suite slower, not red. A file that still meets it is named in the summary with the load of the moment.
  * After the run, the summary fails on any Redis key of the run left without expiry and any temp file left in the
  * run's TMPDIR.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, globSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, globSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
 import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
@@ -51,6 +54,31 @@ const runEnv = {
 const timings = process.env.PIXVOTE_TEST_TIMINGS;
 const timingsReporter = join(import.meta.dirname, 'test-timings-reporter.mjs');
 
+// The test files that met the runner's timeout, one line each (scripts/test-timeouts-reporter.mjs), kept outside the
+// run's TMPDIR (whose leftovers fail the run).
+const timeoutsDir = mkdtempSync(join(tmpdir(), 'pixvote-test-timeouts-'));
+const timeoutsReporter = join(import.meta.dirname, 'test-timeouts-reporter.mjs');
+
+/** How loaded the machine is: the 1-minute load average per core (the 5-minute one when higher). */
+function loadPerCore(): number {
+  const [one = 0, five = 0] = loadavg();
+  return Math.max(one, five) / availableParallelism();
+}
+const describeLoad = () =>
+  `load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} on ${availableParallelism()} cores`;
+
+/**
+ * The runner's per-file timeout for a pass starting now: PIXVOTE_TEST_TIMEOUT_S, else 300 s times the load per
+ * core when above 1 (the tests wait on events, not on fixed budgets: on a busy machine they only take longer).
+ */
+function testTimeoutS(): number {
+  const set = Number(process.env.PIXVOTE_TEST_TIMEOUT_S);
+  if (Number.isFinite(set) && set > 0) return set;
+  return Math.round(300 * Math.max(1, loadPerCore()));
+}
+
 function run(label: string, patterns: string[], env: Record<string, string>, leave: string[] = []): boolean {
   const selected = files.length
     ? files.filter((f) => patterns.some((p) => globMatch(f, p)))
@@ -62,7 +90,12 @@ function run(label: string, patterns: string[], env: Record<string, string>, lea
     console.log(`\n=== ${label}: no test files selected`);
     return true;
   }
-  console.log(`\n=== ${label}: ${selected.length} files`);
+  const timeoutS = testTimeoutS();
+  const timeoutsFile = join(timeoutsDir, `${env.PIXVOTE_TEST_DB ?? 'pass'}.txt`);
+  console.log(
+    `\n=== ${label}: ${selected.length} files, ${concurrency} side by side, at most ${timeoutS} s per file ` +
+      `(${describeLoad()}${process.env.PIXVOTE_TEST_TIMEOUT_S ? '; PIXVOTE_TEST_TIMEOUT_S' : ''})`,
+  );
   const r = spawnSync(
     process.execPath,
     [
@@ -72,12 +105,22 @@ function run(label: string, patterns: string[], env: Record<string, string>, lea
       '--test-reporter=spec',
       '--test-reporter-destination=stdout',
       ...(timings ? [`--test-reporter=${timingsReporter}`, '--test-reporter-destination=stdout'] : []),
+      `--test-reporter=${timeoutsReporter}`,
+      '--test-reporter-destination=stdout',
       `--test-concurrency=${concurrency}`,
-      '--test-timeout=300000',
+      `--test-timeout=${timeoutS * 1000}`,
       ...selected,
     ],
-    { stdio: 'inherit', env: { ...process.env, ...runEnv, ...env } },
+    { stdio: 'inherit', env: { ...process.env, ...runEnv, ...env, PIXVOTE_TEST_TIMEOUTS: timeoutsFile } },
   );
+  if (existsSync(timeoutsFile)) {
+    const timedOut = readFileSync(timeoutsFile, 'utf8').trim().split('\n');
+    results.push(
+      `${label.split(' (')[0]}: ${timedOut.length} met the ${timeoutS} s timeout, with the ${describeLoad()} ` +
+        `at the end (a busy machine? rerun with a larger PIXVOTE_TEST_TIMEOUT_S or PIXVOTE_TEST_CONCURRENCY=1): ` +
+        timedOut.slice(0, 10).join('; '),
+    );
+  }
   return r.status === 0;
 }
 
@@ -210,6 +253,7 @@ if (leftovers.length) {
   results.push('temp files: none left');
 }
 rmSync(runTmp, { recursive: true, force: true });
+rmSync(timeoutsDir, { recursive: true, force: true });
 
 console.log('\n=== summary');
 for (const r of results) console.log(`- ${r}`);

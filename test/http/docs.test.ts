@@ -8,6 +8,7 @@ import { chromium } from 'playwright-core';
 import { startApp, type TestApp } from '../support/app.ts';
 import { onPostgres } from '../support/env.ts';
 import { DOCS_CSP } from '../../src/gateway/routes/docs.routes.ts';
+import { scaledBudget } from '../support/budget.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const INSTALL = 'apt-get update && apt-get install -y chromium';
@@ -87,19 +88,25 @@ test(
 
       await page.goto(`${app.url}/docs`, { waitUntil: 'load' });
       const upload = page.locator('#operations-uploads-createUpload');
-      await upload.waitFor({ state: 'visible', timeout: 30_000 });
+      await upload.waitFor({ state: 'visible', timeout: scaledBudget(30_000) });
       assert.match(await upload.innerText(), /\/api\/v1\/upload/);
       assert.match(await page.locator('.info .title').innerText(), /pixvote API/);
       // Expanding the operation renders its parameters and responses from the document.
       await upload.locator('.opblock-summary').first().click();
-      await page.locator('#operations-uploads-createUpload .responses-table').first().waitFor({ timeout: 30_000 });
+      await page
+        .locator('#operations-uploads-createUpload .responses-table')
+        .first()
+        .waitFor({ timeout: scaledBudget(30_000) });
       assert.match(await upload.innerText(), /Idempotency-Key/);
 
       // "Try it out" pre-fills the multipart form from the document's examples: a public upload with real tags,
       // never Swagger UI's placeholders ("string", true).
       await upload.locator('.try-out__btn').click();
       const form = upload.locator('.opblock-section-request-body');
-      await form.locator('input[type="file"]').first().waitFor({ timeout: 30_000 });
+      await form
+        .locator('input[type="file"]')
+        .first()
+        .waitFor({ timeout: scaledBudget(30_000) });
       const fields = Object.fromEntries(
         await form
           .locator('tr')

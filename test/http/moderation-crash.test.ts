@@ -27,15 +27,16 @@ import { similarityIndexFor } from '../../src/store/similarity/similarity-index.
 
 const VARIANTS = ['thumb', 'medium', 'full'];
 
-/** Waits until no moderation job is queued or running (a crashed process's lease expires first). */
-async function jobsSettled(api: Client, token: string, timeoutMs = 40_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Waits until no moderation job is queued or running (a crashed process's lease expires first). No budget: on a busy
+ * machine the jobs end later, not never (one that never ends meets the runner's per-file timeout).
+ */
+async function jobsSettled(api: Client, token: string): Promise<void> {
   for (;;) {
     const r = await api.get('/api/admin/jobs?limit=100', { token });
     assert.equal(r.status, 200, r.text);
     const open = (r.body.jobs as JobBody[]).filter((j) => j.status === 'queued' || j.status === 'running');
     if (!open.length) return;
-    assert.ok(Date.now() < deadline, `moderation jobs ended in time: ${JSON.stringify(open)}`);
     await new Promise((res) => setTimeout(res, 100));
   }
 }

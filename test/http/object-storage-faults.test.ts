@@ -12,6 +12,7 @@ import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.ts';
+import { pollUntil } from '../support/budget.ts';
 
 const skip = await s3Skip();
 
@@ -131,10 +132,7 @@ describe('object storage down or slow', { skip }, () => {
   });
 });
 
+/** Polls `check` until it holds; fails after 20 s, stretched by the machine's load. */
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await pollUntil(check, what, timeoutMs, 100);
 }

@@ -21,6 +21,7 @@ import { testRedisPrefix } from '../support/redis.ts';
 import { loadConfig } from '../../src/config.ts';
 import { compose } from '../../src/main.ts';
 import { S3MediaStore } from '../../src/store/s3-media-store.ts';
+import { pollUntil } from '../support/budget.ts';
 
 const skip = await s3Skip();
 const VARIANT_NAMES = ['full', 'medium', 'thumb'];
@@ -281,10 +282,7 @@ describe('media on object storage', { skip }, () => {
   });
 });
 
+/** Polls `check` until it holds; fails after 10 s, stretched by the machine's load. */
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await pollUntil(check, what, timeoutMs, 50);
 }

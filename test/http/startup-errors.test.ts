@@ -13,6 +13,7 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT, startArgv } from '../support/start-command.ts';
+import { scaledBudget } from '../support/budget.ts';
 
 interface Exit {
   code: number | null;
@@ -48,7 +49,9 @@ function start(env: Record<string, string>, opts: { asUser?: number } = {}): Pro
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  // A start that hangs instead of exiting is killed (and then fails its assertions): after a minute, stretched
+  // by the machine's load.
+  const timer = setTimeout(() => child.kill('SIGKILL'), scaledBudget(60_000));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => {

@@ -21,7 +21,7 @@ test(
     'nullability, defaults), and re-running them is a no-op',
   async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
-    const pg = onPostgres ? await createTestDatabase() : null;
+    const pg = onPostgres ? await createTestDatabase({ empty: true }) : null;
     const open = () => openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
     const db = await open();
     try {
@@ -142,7 +142,7 @@ async function tablesOf(db: Database): Promise<string[]> {
 
 test('timestamps, booleans and JSON come back from each database as the Kysely schema declares them', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-schema-'));
-  const pg = onPostgres ? await createTestDatabase() : null;
+  const pg = onPostgres ? await createTestDatabase({ empty: true }) : null;
   const db = await openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
   try {
     const d = db.dialect;

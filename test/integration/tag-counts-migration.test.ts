@@ -27,7 +27,7 @@ async function afterRerunOf(
   check: (db: Db) => Promise<void>,
 ) {
   const dir = await mkdtemp(join(tmpdir(), 'pixvote-tags-migration-'));
-  const pg = onPostgres ? await createTestDatabase() : null;
+  const pg = onPostgres ? await createTestDatabase({ empty: true }) : null;
   const open = () => openDatabase({ databaseUrl: pg?.url ?? null, sqlitePath: join(dir, 'app.db') });
   let db = await open();
   try {

@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { scaledBudget } from './budget.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 const INSTALL = 'apt-get update && apt-get install -y chromium';
@@ -45,9 +46,9 @@ export async function watchedPage(context: BrowserContext, origin: string): Prom
   });
   const page = await context.newPage();
   // Playwright's 30 s default is for a quiet machine; CI shares 2 cores with the servers under test. A wait that
-  // never ends still fails, a minute later.
-  page.setDefaultTimeout(60_000);
-  page.setDefaultNavigationTimeout(60_000);
+  // never ends still fails, a minute later (stretched by the machine's load).
+  page.setDefaultTimeout(scaledBudget(60_000));
+  page.setDefaultNavigationTimeout(scaledBudget(60_000));
   page.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
   });

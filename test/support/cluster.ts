@@ -25,7 +25,8 @@ export interface Cluster {
 /** `count` gateways with `env` (WORKERS=1, HUMAN_POLICY=off unless it says otherwise) on fresh shared state. */
 export async function startCluster(name: string, env: Record<string, string>, count = 3): Promise<Cluster> {
   const dataDir = await mkdtemp(join(tmpdir(), `pixvote-${name}-`));
-  const database = await createTestDatabase();
+  // Empty: the gateways race for the migration lock and one of them migrates.
+  const database = await createTestDatabase({ empty: true });
   const shared = {
     DATA_DIR: dataDir,
     DATABASE_URL: database.url,

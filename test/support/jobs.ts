@@ -1,6 +1,7 @@
 /** The durable moderation jobs as an admin sees them (`GET /api/admin/jobs`), for tests that wait for one. */
 import assert from 'node:assert/strict';
 import type { Client } from './http.ts';
+import { pollUntil } from './budget.ts';
 import type { JobView } from '../../src/domain/moderation/moderation.service.ts';
 
 /** A job as `GET /api/admin/jobs` answers it: the service's view, which the OpenAPI document checks. */
@@ -15,25 +16,22 @@ export async function banRemovalJob(api: Client, token: string, userId: string):
   return job;
 }
 
-/** Polls the user's `ban_removal` job until it is done (fails when it fails, or after `timeoutMs`). */
-export async function banRemovalDone(api: Client, token: string, userId: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Polls the user's `ban_removal` job until it is done (fails when it fails). No budget: a durable job ends, later
+ * on a busy machine (one that never does meets the runner's per-file timeout).
+ */
+export async function banRemovalDone(api: Client, token: string, userId: string) {
   for (;;) {
     const job = await banRemovalJob(api, token, userId);
     if (job.status === 'done') return job;
     assert.notEqual(job.status, 'failed', JSON.stringify(job));
-    assert.ok(Date.now() < deadline, `the ban's removal job ended within ${timeoutMs} ms: ${JSON.stringify(job)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-/** Polls `check` until it holds (the background job runs on its own); fails after `ms`. */
+/** Polls `check` until it holds (the background job runs on its own); fails after `ms`, stretched by the load. */
 export async function eventually(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await pollUntil(check, `until ${what}`, ms);
 }
 
 /** The `blocklist_hold` jobs listed now (the newest 100 jobs of any kind, filtered). */

@@ -59,6 +59,11 @@ export interface ServerProcess extends AppProcess {
   api: Client;
   /** Every JSON log line so far. */
   logs: Array<Record<string, unknown>>;
+  /**
+   * Resolves once `count` log lines (so far or to come) match `match`; rejects if the process exits first. No
+   * deadline: a busy machine makes the wait longer, not wrong (a hang meets the runner's per-file timeout).
+   */
+  logged(match: (entry: Record<string, unknown>) => boolean, count?: number): Promise<void>;
 }
 
 /**
@@ -91,6 +96,7 @@ export async function spawnServer(
   ]);
   const { proc, exited } = app;
   const logs: Array<Record<string, unknown>> = [];
+  const waiters = new Set<() => void>();
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));
   const port = await new Promise<number>((resolve, reject) => {
@@ -114,6 +120,7 @@ export async function spawnServer(
           const entry = JSON.parse(line) as Record<string, unknown>;
           logs.push(entry);
           opts.onLog?.(entry);
+          for (const check of [...waiters]) check();
           const address = entry.address as { port?: number } | undefined;
           if (entry.msg === 'pixvote listening' && address?.port) {
             clearTimeout(timer);
@@ -130,5 +137,22 @@ export async function spawnServer(
     });
   });
   const url = `http://127.0.0.1:${port}`;
-  return { ...app, url, api: client(url), logs };
+  const logged = (match: (entry: Record<string, unknown>) => boolean, count = 1) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (logs.filter(match).length < count) return false;
+        waiters.delete(check);
+        resolve();
+        return true;
+      };
+      if (check()) return;
+      waiters.add(check);
+      void exited.then(({ code, signal }) => {
+        if (!waiters.delete(check)) return;
+        reject(
+          new Error(`server exited (${code ?? signal}) before the awaited log line; stderr: ${stderr.slice(-2000)}`),
+        );
+      });
+    });
+  return { ...app, url, api: client(url), logs, logged };
 }

@@ -15,6 +15,7 @@ import {
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { S3Settings } from '../../src/config.ts';
 import { s3Client } from '../../src/store/s3-media-store.ts';
+import { scaledBudget } from './budget.ts';
 
 export const TEST_S3_ENDPOINT = process.env.TEST_S3_ENDPOINT ?? 'http://127.0.0.1:8080';
 const ACCESS_KEY = process.env.TEST_S3_ACCESS_KEY ?? 'test:tester';
@@ -43,7 +44,10 @@ export function testS3Settings(bucket: string, prefix = ''): S3Settings {
 
 /** Why the object-storage tests cannot run (the server does not answer), or null. */
 export async function s3Unreachable(): Promise<string | null> {
-  const client = s3Client(testS3Settings('none'), { connectTimeoutMs: 1000, requestTimeoutMs: 3000 });
+  const client = s3Client(testS3Settings('none'), {
+    connectTimeoutMs: scaledBudget(1000),
+    requestTimeoutMs: scaledBudget(3000),
+  });
   try {
     await client.send(new ListObjectsV2Command({ Bucket: 'pixvote-probe-none', MaxKeys: 1 })).catch((e: unknown) => {
       if ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode) return;

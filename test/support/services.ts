@@ -1,9 +1,13 @@
-/** Whether the PostgreSQL and Redis the tests and benchmarks use answer; each returns why not, or null. */
+/**
+ * Whether the PostgreSQL and Redis the tests and benchmarks use answer; each returns why not, or null. A refused
+ * connection answers at once; the connect budgets only stretch with the load (a busy machine accepts slowly).
+ */
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { scaledBudget } from './budget.ts';
 
 export async function postgresUnreachable(url: string): Promise<string | null> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: scaledBudget(3000) });
   try {
     await c.connect();
     await c.query('select 1');
@@ -18,7 +22,7 @@ export async function postgresUnreachable(url: string): Promise<string | null> {
 export async function redisUnreachable(url: string): Promise<string | null> {
   const r = new Redis(url, {
     lazyConnect: true,
-    connectTimeout: 2000,
+    connectTimeout: scaledBudget(2000),
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     retryStrategy: () => null,

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
+import { pollUntil } from './budget.ts';
 
 export interface Received {
   path: string;
@@ -78,13 +79,7 @@ export function verified(secret: string, r: Received): { type: string; timestamp
   return new Webhook(secret).verify(r.body, headers) as { type: string; timestamp: string; data: any };
 }
 
-/** Polls `check` until it returns a truthy value (or throws after `ms`). */
-export async function eventually<T>(check: () => T | Promise<T>, ms = 15_000, what = 'the condition'): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Polls `check` until it returns a truthy value (or throws after `ms`, stretched by the machine's load). */
+export function eventually<T>(check: () => T | Promise<T>, ms = 15_000, what = 'the condition'): Promise<T> {
+  return pollUntil(check, what, ms);
 }

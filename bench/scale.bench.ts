@@ -8,13 +8,15 @@
  * Reads: page 1 of each sort; the popular tag's page 1 (new, top); the last number page (10 000 rows in, new and
  * top); a page by cursor half-way through everything (new, top, best) and half-way through the popular tag (top);
  * a heavy user's own uploads by cursor, half-way through; the near-duplicate check of an upload (a new hash, and one
- * 2 bits from a stored one).
+ * 2 bits from a stored one); the heavy user's listing in every order, their profile's counters, and tag search by
+ * prefix (many matches, a rare one, none).
  *
  * At the large size, through HTTP: /healthz p50/p99 while 16 clients ask back to back for the costliest uncached
  * listings (goal < 50 ms), its p99 ÷ the same while they ask for a cached page (bench:ci's guard), and how many of
  * those answers were not 200 (`--no-http` skips it; `--health-rounds` sets how many rounds of both).
  *
  *   npm run bench:scale [-- --db sqlite,postgres --small 12k --large 1m --probes 40 --health-rounds 3 --no-http]
+ *   npm run bench:scale -- --shape wide   (a heavy user with 1 %, 50 000 tags, a tag on ~15 %: SHAPES)
  *
  * 10M PostgreSQL uploads take about an hour to seed on 2 cores: `--keep` leaves the large PostgreSQL database in
  * place (its URL in the notes), and `--large-url URL` measures such a database again instead of seeding one.
@@ -32,6 +34,7 @@ import type { Principal } from '../src/domain/users.ts';
 import type { Database } from '../src/store/database.ts';
 import { FeedRepository, feedKeysQuery } from '../src/store/repositories/feed.repository.ts';
 import { UploadRepository } from '../src/store/repositories/upload.repository.ts';
+import { TagRepository } from '../src/store/repositories/tag.repository.ts';
 import { multiIndexHashing, similarityIndexFor } from '../src/store/similarity/similarity-index.ts';
 import {
   createBenchDatabase,
@@ -64,12 +67,27 @@ export interface ScaleOptions {
   largeUrl?: string;
   /** PostgreSQL: leave the large database in place, its URL printed, for `largeUrl` (10M take an hour to seed). */
   keep?: boolean;
+  /** The data's shape (SHAPES): `ours` by default. */
+  shape?: Shape;
 }
+
+/**
+ * Two shapes of data, so that a read that grows cannot hide in the one shape the bench makes (issue 46): `ours`, a
+ * heavy user with a tenth of the uploads and 5 000 tags; `wide`, as an independent measurement made them, a heavy
+ * user with 1 % of the uploads, 50 000 tags, and one tag on ~15 % of the uploads (a Zipf-like pick, skew 4.7).
+ */
+export const SHAPES = {
+  ours: { tags: 5000, tagSkew: 4, heavyWeight: 111 },
+  wide: { tags: 50_000, tagSkew: 4.7, heavyWeight: 10 },
+} as const;
+export type Shape = keyof typeof SHAPES;
 
 const CHUNK = 50_000;
 const LIMIT = 12;
 /** The deepest number page measured: 10 000 rows in, the deepest that API.md's ceiling lets a page go. */
 const DEEPEST_PAGE = Math.floor(10_000 / LIMIT) + 1;
+/** A deep page of the popular tag: 1 392 rows in. */
+const TAG_PAGE = Math.floor(1392 / LIMIT) + 1;
 
 const neverHits: FeedCache = {
   read: async () => ({ hit: null, generation: '0', seq: 0, recount: [] }),
@@ -103,6 +121,7 @@ async function cursorAt(db: Database, q: FeedQuery, depth: number): Promise<stri
 
 async function reads(db: Database, size: number, popular: string, heavy: Principal): Promise<Read[]> {
   const store = new FeedRepository(db, new UploadRepository(db, similarityIndexFor(db.dialect, 'multi-index-hashing')));
+  const tags = new TagRepository(db);
   const feeds = new FeedService({
     store,
     cache: neverHits,
@@ -128,6 +147,13 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
       );
     out.push({ name: `page ${last} (10 000 rows in), ${sort}`, run: () => feeds.list(q({ sort, page: last })) });
   }
+  // The popular tag by page number, 1 392 rows in (page 117; an independent measurement's depth, issue 46): each
+  // skipped link once cost a look-up of its upload row; the links say whether listings show it now (m025).
+  for (const sort of ['new', 'top'] as const)
+    out.push({
+      name: `popular tag, page ${TAG_PAGE} (1 392 rows in), ${sort}`,
+      run: () => feeds.list(q({ sort, tag: popular, page: TAG_PAGE })),
+    });
   for (const sort of ['new', 'top', 'best'] as const) {
     const cursor = await cursorAt(db, q({ sort }), Math.floor(size / 2));
     out.push({ name: `by cursor, half-way, ${sort}`, run: () => feeds.list(q({ sort, cursor })) });
@@ -160,6 +186,20 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
     after: { since: new Date(), pos: mid },
   });
   out.push({ name: 'heavy user, own uploads by cursor', run: () => feeds.ownUploads(heavy, LIMIT, ownCursor) });
+  // Every listing parameter the API has (issue 46): the heavy user's listing in every order, their profile's
+  // counters, tag search by prefix with many matches, a rare one and none.
+  for (const sort of ['new', 'top', 'hot', 'best'] as const)
+    out.push({
+      name: `heavy user's listing, page 1, ${sort}`,
+      run: () => feeds.list(q({ sort, user: heavy.username })),
+    });
+  out.push({ name: "heavy user's profile counters", run: () => store.stats(heavy.userId) });
+  for (const [kind, prefix] of [
+    ['many matches', 'tag 1'],
+    ['a rare match', 'tag 4999'],
+    ['no match', 'zzz'],
+  ] as const)
+    out.push({ name: `tag search by prefix, ${kind}`, run: () => tags.suggest(prefix, null, LIMIT + 1) });
   // The near-duplicate check an upload makes (distance ≤ 4, as an uploader who owns none of the matches): a new
   // picture's hash (no match, the common case), and one 2 bits from a stored hash.
   const mih = multiIndexHashing(db.dialect, db.prepared);
@@ -195,14 +235,15 @@ async function measure(lists: Read[][], probes: number): Promise<Array<Map<strin
   return times;
 }
 
-/** 1000 users (one uploads a tenth of everything), 5000 tags (Zipf-like), `size` uploads with as many votes. */
-async function seedShape(db: Database, size: number): Promise<{ heavy: SeededUser; seconds: number }> {
+/** 1000 users (one a heavy uploader), tags (Zipf-like), `size` uploads with as many votes, in `shape` (SHAPES). */
+async function seedShape(db: Database, size: number, shape: Shape): Promise<{ heavy: SeededUser; seconds: number }> {
   const started = performance.now();
   const r = rng(29);
+  const { tags, tagSkew, heavyWeight } = SHAPES[shape];
   const users: SeededUser[] = await seedUsers(db, 1000);
   const heavy = users[0]!;
-  const weighted = [...users, ...Array.from({ length: 111 }, () => heavy)];
-  const tagIds = Array.from({ length: 5000 }, () => randomUUID());
+  const weighted = [...users, ...Array.from({ length: heavyWeight }, () => heavy)];
+  const tagIds = Array.from({ length: tags }, () => randomUUID());
   await insertRows(
     db,
     'tags',
@@ -224,7 +265,7 @@ async function seedShape(db: Database, size: number): Promise<{ heavy: SeededUse
         r,
         votes: count,
         tagIds,
-        tagSkew: 4,
+        tagSkew,
         newest: new Date(Date.UTC(2026, 0, 1) + (seeded + count) * 60_000),
       });
       if (size >= 1e6 && (seeded / CHUNK) % 20 === 19) console.error(`seeded ${seeded + count} of ${size}`);
@@ -232,6 +273,9 @@ async function seedShape(db: Database, size: number): Promise<{ heavy: SeededUse
   };
   // A large size: the indexes are built once at the end, by sorting, instead of grown row by row.
   await (size > 100_000 ? withIndexesDeferred(db, ['uploads', 'upload_tags', 'votes'], load) : load());
+  // The tags' counts, as the service keeps them (the listed uploads carrying each): what tag search sorts by.
+  await sql`update tags set upload_count = (select count(*) from upload_tags ut
+    where ut.tag_id = tags.id and ut.listed = ${sql.raw(db.dialect.trueLit)})`.execute(db.db());
   await analyze(db);
   if (db.dialect.name === 'sqlite') await sql`pragma wal_checkpoint(truncate)`.execute(db.db());
   return { heavy, seconds: (performance.now() - started) / 1000 };
@@ -437,12 +481,14 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
     const bench = benches[1];
     let kept = false;
     try {
-      const where = kind === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+      const shaped = o.shape && o.shape !== 'ours' ? ` (${o.shape})` : '';
+      const where = `${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}${shaped}`;
       const principal = (u: SeededUser) => ({ userId: u.id, username: u.username, isAdmin: false }) as Principal;
-      const few = await seedShape(smallDb, o.small);
+      const shape = o.shape ?? 'ours';
+      const few = await seedShape(smallDb, o.small, shape);
       const { heavy, seconds: seedSeconds } = existing
         ? { heavy: await heavyOf(db), seconds: 0 }
-        : await seedShape(db, o.large);
+        : await seedShape(db, o.large, shape);
       const size = existing ? await rowCount(db, 'uploads') : o.large;
       if (kind === 'postgres' && o.keep && !existing) {
         kept = true;
@@ -491,6 +537,11 @@ export async function scaleBench(rec: Recorder, o: ScaleOptions): Promise<void> 
   }
 }
 
+function parseShape(s: string): Shape {
+  if (s in SHAPES) return s as Shape;
+  throw new UsageError(`--shape must be one of ${Object.keys(SHAPES).join(', ')}`);
+}
+
 if (isMain(import.meta.url)) {
   const options = {
     db: { type: 'string', default: 'sqlite,postgres' },
@@ -501,6 +552,7 @@ if (isMain(import.meta.url)) {
     'no-http': { type: 'boolean' },
     'large-url': { type: 'string' },
     keep: { type: 'boolean' },
+    shape: { type: 'string', default: 'ours' },
   } as const;
   await runAlone('scale', options, (rec, v) =>
     scaleBench(rec, {
@@ -512,6 +564,7 @@ if (isMain(import.meta.url)) {
       healthRounds: Number(v['health-rounds']),
       ...(v['large-url'] ? { largeUrl: String(v['large-url']) } : {}),
       keep: Boolean(v.keep),
+      shape: parseShape(String(v.shape)),
     }),
   );
 }

@@ -70,13 +70,14 @@ export function evaluateRun(c: Community, t: number, policy: RingPolicy = DEFAUL
   let big = 0;
   let bigFound = 0;
   for (const ring of c.rings) {
-    if (!seen(ring, t)) continue;
+    const active = activeMembers(ring, t);
+    if (active.length < 3 || active.length * 2 < ring.size) continue;
     const counts = new Map<number, number>();
-    for (const a of ring.accounts) {
+    for (const a of active) {
       const g = groupOf.get(a);
       if (g !== undefined) counts.set(g, (counts.get(g) ?? 0) + 1);
     }
-    const hit = [...counts.values()].some((n) => n * 2 >= ring.accounts.length) ? 1 : 0;
+    const hit = [...counts.values()].some((n) => n * 2 >= active.length) ? 1 : 0;
     add(cells, `${ring.strategy}|${ring.size}`, hit);
     if (ring.size >= 5) {
       add(byStrategy, ring.strategy, hit);
@@ -120,11 +121,15 @@ export function evaluateRun(c: Community, t: number, policy: RingPolicy = DEFAUL
   };
 }
 
-/** A run sees a ring when at least half its members (and three) cast a ring vote inside its window. */
-function seen(ring: CommunityRing, t: number): boolean {
-  let n = 0;
-  for (const times of ring.ringVotes.values()) if (times.some((x) => x > t - WINDOW && x <= t)) n++;
-  return n >= 3 && n * 2 >= ring.size;
+/**
+ * The members that cast a ring vote inside the run's window. A run sees a ring when they are at least half its
+ * members (and three), and finds it when one reported group holds at least half of them (a run cannot name an
+ * account that did nothing in its window).
+ */
+export function activeMembers(ring: CommunityRing, t: number): string[] {
+  const out: string[] = [];
+  for (const [a, times] of ring.ringVotes) if (times.some((x) => x > t - WINDOW && x <= t)) out.push(a);
+  return out;
 }
 
 function add(m: Map<string, [number, number]>, k: string, hit: number) {
@@ -311,8 +316,26 @@ if (isMain(import.meta.url)) {
     // Who was named, for tuning: each reported group with its members' kinds.
     const ringOf = new Map<string, CommunityRing>();
     for (const ring of c.rings) for (const a of ring.accounts) ringOf.set(a, ring);
-    const out = runs.flatMap((r) =>
+    const ringIndex = new Map<string, number>();
+    c.rings.forEach((ring, i) => ring.accounts.forEach((a) => ringIndex.set(a, i)));
+    const seenRings = runs.map((r) =>
+      c.rings.flatMap((ring, i) => {
+        const active = activeMembers(ring, r.t);
+        return active.length >= 3 && active.length * 2 >= ring.size
+          ? [{ id: i, strategy: ring.strategy, size: ring.size, infra: ring.infra, active: active.length }]
+          : [];
+      }),
+    );
+    const out = runs.flatMap((r, k) =>
       r.found.map((g) => ({
+        run: k,
+        seen: seenRings[k],
+        rings: Object.fromEntries(
+          [...new Set(g.accounts.map((a) => ringIndex.get(a)).filter((x) => x !== undefined))].map((i) => [
+            i,
+            g.accounts.filter((a) => ringIndex.get(a) === i && activeMembers(c.rings[i!]!, r.t).includes(a)).length,
+          ]),
+        ),
         day: (r.t - c.start) / DAY,
         ring: g.accounts.filter((a) => ringOf.has(a)).length,
         strategy: [...new Set(g.accounts.map((a) => ringOf.get(a)?.strategy).filter(Boolean))],

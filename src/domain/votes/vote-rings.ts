@@ -100,9 +100,15 @@ export interface MemberEvidence {
   linkedMembers: number;
   /**
    * Its votes in the window come each from a network it used once and not its sign-up network, networks few
-   * accounts use (rented residential proxies): 'strong' over three votes or more, 'weak' over one or two.
+   * accounts use (rented residential proxies): 'strong' when four or more and 80 % of its votes do, 'weak' when
+   * all of fewer do (one vote away from home, a café, a new lease: common among honest accounts alone).
    */
   proxyLike: 'strong' | 'weak' | null;
+  /**
+   * Its weak trait (weakly proxy-like, or dormant and only voting) is improbably common among the target's
+   * candidates (binomial chance under 1/1000 against the window's voters): the group shares it, by design.
+   */
+  inExcess: boolean;
   /** Older than youngMs but at most `dormantVotes` votes before the window. */
   dormant: boolean;
   /** It never uploaded nor reported. */
@@ -118,7 +124,8 @@ export interface MemberEvidence {
   /** The user-agent family of its votes (the most recent one read; null unknown). */
   ua: string | null;
   /**
-   * The sum of: linked 2, proxy-like 2 (weak 1), dormant 1, young 0.5, only votes 0.5, uploads or reports −1.
+   * The sum of: linked 2, proxy-like 2 (weak 0.5, 1.5 when weak proxies are in excess among the target's
+   * candidates), dormant 1 (2 when dormant vote-only accounts are in excess there), young 0.5, only votes 0.5.
    * Members are the candidates at policy.minSuspicion or more.
    */
   suspicion: number;
@@ -153,11 +160,12 @@ export interface RingEvidence {
    */
   surge: RingSurge | null;
   /**
-   * How sure the detector is that this is one operator's accounts, in [0, 1]: 1 − (1 − 0.75 · infrastructure)
-   * (1 − 0.35 · shape) (1 − 0.3 · pattern) (1 − user agent), where infrastructure is the share of members linked
-   * by networks or proxy-like, shape the share dormant or young and only voting, pattern score / 6 and user agent
-   * how unlikely the members' common family is by chance (RingEvidence.commonUa). Not a calibrated probability:
-   * bench/vote-rings.md gives what each band held on the tuning population.
+   * How sure the detector is that this is one operator's accounts, in [0, 1]. When at least half the members are
+   * linked by networks few others use or vote from proxies (and they are not newcomers voting widely: half of
+   * them young with a mean focus under 0.6, friends who joined together): 0.75 + 0.25 · min(1, score / 4).
+   * Otherwise, shape alone: 0.75 · (share of members dormant or young and only voting) · min(1, suspectShare /
+   * 0.3) · min(1, score / 3) + 0.25 · (how unlikely their common user-agent family is by chance: 0 at one chance
+   * in ten, 1 at one in a thousand). Not a calibrated probability: bench/vote-rings.md gives what it held.
    */
   confidence: number;
   /** Of the target's candidates (voters with at least minFocus of their votes on it), the share that are members. */
@@ -349,10 +357,18 @@ export function detectVoteRings(
   const proxyOf = (u: number): 'strong' | 'weak' | null => {
     const k = oneOff[u]!;
     const votesWithNet = netVotes[u]!;
-    if (votesWithNet >= 3 && k >= 3 && k >= 0.75 * votesWithNet) return 'strong';
-    if (votesWithNet >= 1 && k === votesWithNet && signup[u]! >= 0) return 'weak';
+    if (k >= 4 && k >= 0.8 * votesWithNet) return 'strong';
+    if (k >= 1 && k === votesWithNet && (signup[u]! >= 0 || k >= 2)) return 'weak';
     return null;
   };
+  // Accounts with infrastructure of their own: proxy-like, or on a network shared by a handful of accounts (3 to
+  // SMALL_NET: a server's, a home's; not a campus's or a carrier's). Their focus floor is a third of minFocus:
+  // a camouflaged ring's accounts spread their votes, and what links them is the network.
+  const equipped = new Uint8Array(U);
+  for (let u = 0; u < U; u++) {
+    if (proxyOf(u) === 'strong') equipped[u] = 1;
+    else for (const net of netsOf[u]!) if (netAccounts[net]! >= 3 && netAccounts[net]! <= SMALL_NET) equipped[u] = 1;
+  }
   // Base rates of the weak traits among the window's voters.
   let baseWeak = 0;
   let baseDormantOnly = 0;
@@ -376,7 +392,10 @@ export function detectVoteRings(
   const isYoung = (u: number, first: number) => first - created[u]! < policy.youngMs;
 
   /** Step 2's suspicion of each candidate, and the members linked to it (index lists). */
-  function suspicions(all: Member[], author: number): { linked: number[][]; shared: number[] } {
+  function suspicions(
+    all: Member[],
+    author: number,
+  ): { linked: number[][]; shared: number[]; weakExcess: boolean; dormantExcess: boolean } {
     // The author's own networks: a household or a dorm upvoting one of its own is not a ring's server.
     const authorNets = new Set(author >= 0 ? netsOf[author] : []);
     // Networks on which at least linkShare of the accounts seen are candidates here: union the candidates on them.
@@ -395,7 +414,8 @@ export function detectVoteRings(
     };
     const shared = new Array<number>(all.length).fill(0);
     for (const [net, idx] of onNet) {
-      if (idx.length < 2 || idx.length < policy.linkShare * netAccounts[net]! || authorNets.has(net)) continue;
+      // Three candidates or more: two is a proxy's exit on someone's home network, or a couple.
+      if (idx.length < 3 || idx.length < policy.linkShare * netAccounts[net]! || authorNets.has(net)) continue;
       for (const i of idx) shared[i]!++;
       for (let k = 1; k < idx.length; k++) parent[find(idx[k]!)] = find(idx[0]!);
     }
@@ -407,7 +427,7 @@ export function detectVoteRings(
       else comps.set(r, [i]);
     });
     const linked: number[][] = all.map(() => []);
-    for (const c of comps.values()) if (c.length >= 3) for (const i of c) linked[i] = c;
+    for (const c of comps.values()) if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user))) for (const i of c) linked[i] = c;
     // Traits honest voters have now and then, in excess among this target's candidates (vs. the window's voters):
     // weakly proxy-like (one vote from a network other than the sign-up one) and dormant accounts that only vote.
     let weak = 0;
@@ -428,10 +448,24 @@ export function detectVoteRings(
       if (dormant[u]) s += 1 + (dormantExcess && onlyVotes[u] ? 1 : 0);
       if (!Number.isNaN(created[u]!) && isYoung(u, m.first)) s += 0.5;
       if (onlyVotes[u]) s += 0.5;
-      if (participates[u]) s -= 1;
       m.suspicion = s;
     });
-    return { linked, shared };
+    return { linked, shared, weakExcess, dormantExcess };
+  }
+
+  /**
+   * Friends, not a ring: two or more of these accounts are authors upvoted by others of them in the window (a
+   * circle that posts and votes for each other; a ring's accounts do not post).
+   */
+  function mutual(group: number[]): boolean {
+    const set = new Set(group);
+    let upvoted = 0;
+    for (const u of group) {
+      const a = authors.ids.get(users.names[u]!);
+      const list = a === undefined ? undefined : byAuthor.get(a * 2 + 1);
+      if (list?.some((i) => set.has(vUser[i]!)) && ++upvoted >= 2) return true;
+    }
+    return false;
   }
 
   const candidatesOf = (list: number[], minFocus: number): Member[] => {
@@ -447,7 +481,10 @@ export function detectVoteRings(
       } else members.set(u, { user: u, count: 1, first: at, items: [vUpload[i]!], suspicion: 0 });
     }
     const all: Member[] = [];
-    for (const m of members.values()) if (m.count / total[m.user]! >= minFocus) all.push(m);
+    for (const m of members.values()) {
+      const focus = m.count / total[m.user]!;
+      if (focus >= minFocus || (equipped[m.user] && focus >= minFocus / 3)) all.push(m);
+    }
     return all;
   };
 
@@ -456,7 +493,7 @@ export function detectVoteRings(
     all: Member[],
     author: number,
   ): { group: Member[]; evidence: Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>> } | null {
-    const { linked, shared } = suspicions(all, author);
+    const { linked, shared, weakExcess, dormantExcess } = suspicions(all, author);
     const group: Member[] = [];
     const evidence = new Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>();
     all.forEach((m, i) => {
@@ -469,6 +506,8 @@ export function detectVoteRings(
       if (linked[i]!.length)
         reasons.push(`shares ${shared[i]} network(s) few others use with ${linked[i]!.length - 1} other candidate(s)`);
       if (proxy) reasons.push(`${proxy === 'strong' ? '' : 'weakly '}proxy-like: each vote from a network used once`);
+      if ((proxy === 'weak' && weakExcess) || (dormant[u] && onlyVotes[u] && dormantExcess))
+        reasons.push("its trait is improbably common among the target's voters");
       if (dormant[u]) reasons.push(`dormant: ${policy.dormantVotes} votes or fewer before the window`);
       if (age !== null && age < policy.youngMs) reasons.push(`created ${Math.round(age / 3600_000)} h before its first vote on the target`);
       if (onlyVotes[u]) reasons.push('never uploaded nor reported');
@@ -478,6 +517,7 @@ export function detectVoteRings(
         sharedNetworks: shared[i]!,
         linkedMembers: Math.max(0, linked[i]!.length - 1),
         proxyLike: proxy,
+        inExcess: (proxy === 'weak' && weakExcess) || (dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess),
         dormant: dormant[u] === 1,
         onlyVotes: onlyVotes[u] === 1,
         ageAtFirstVoteMs: age,
@@ -486,15 +526,27 @@ export function detectVoteRings(
         suspicion: m.suspicion,
       });
     });
-    // A core linked by networks or on proxies, at least half the group: the others (weak traits alone, e.g.
-    // dormant fans lifted by the core's excess) are passers-by.
+    // A core linked by networks or on proxies: the others (weak traits alone, e.g. dormant fans lifted by the
+    // core's excess) are passers-by.
     const core = group.filter((m) => {
       const e = evidence.get(m.user)!;
-      return e.linkedMembers > 0 || e.proxyLike === 'strong';
+      return e.linkedMembers > 0 || e.proxyLike === 'strong' || (e.proxyLike === 'weak' && e.inExcess);
     });
-    if (core.length >= policy.minAccounts && core.length * 2 >= group.length && core.length < group.length)
-      return { group: core, evidence };
+    if (core.length >= policy.minAccounts && core.length < group.length) return { group: core, evidence };
     if (group.length < policy.minAccounts) return null;
+    if (core.length < policy.minAccounts) {
+      // Shape alone: keep the members whose first votes fall in the densest `shapeMs` (an operator's session),
+      // when they are half the group or more; the others are dormant or new fans passing by.
+      group.sort((x, y) => x.first - y.first);
+      let best = 0;
+      let bestLo = 0;
+      for (let lo = 0, hi = 0; hi < group.length; hi++) {
+        while (group[hi]!.first - group[lo]!.first > SHAPE_MS) lo++;
+        if (hi - lo + 1 > best) [best, bestLo] = [hi - lo + 1, lo];
+      }
+      if (best * 2 >= group.length && best >= policy.minAccounts)
+        return { group: group.slice(bestLo, bestLo + best), evidence };
+    }
     return { group, evidence };
   }
 
@@ -641,7 +693,7 @@ export function detectVoteRings(
     let dormants = 0;
     let only = 0;
     let shapeHits = 0;
-    let infraWeight = 0;
+    let coreCount = 0;
     const ages: number[] = [];
     const uaCount = new Map<string, number>();
     const netsShared = new Set<number>();
@@ -658,7 +710,7 @@ export function detectVoteRings(
       const e = perAccount.get(m.user)!;
       if (e.linkedMembers) linked++;
       if (e.proxyLike) proxies++;
-      infraWeight += e.linkedMembers || e.proxyLike === 'strong' ? 1 : e.proxyLike ? 0.4 : 0;
+      if (e.linkedMembers || e.proxyLike === 'strong' || (e.proxyLike === 'weak' && e.inExcess)) coreCount++;
       if (e.dormant) dormants++;
       if (e.onlyVotes) only++;
       if ((e.dormant || youngHere) && e.onlyVotes) shapeHits++;
@@ -668,7 +720,7 @@ export function detectVoteRings(
     // Networks two members or more share (and few others use).
     const perNet = new Map<number, number>();
     for (const m of group) for (const net of netsOf[m.user]!) perNet.set(net, (perNet.get(net) ?? 0) + 1);
-    for (const [net, c] of perNet) if (c >= 2 && c >= policy.linkShare * netAccounts[net]!) netsShared.add(net);
+    for (const [net, c] of perNet) if (c >= 3 && c >= policy.linkShare * netAccounts[net]!) netsShared.add(net);
     void memberSet;
     focus /= group.length;
     const targetShare = ringVotes / targetVotes;
@@ -684,11 +736,18 @@ export function detectVoteRings(
       const chance = binomialTail(k, known, (uaShare.get(family) ?? 0) / Math.max(1, uaKnown));
       commonUa = { family, share: round(k / known), chance: Number(chance.toPrecision(3)) };
       // One chance in a thousand or less counts fully; one in ten not at all.
-      uaTerm = Math.max(0, Math.min(1, (-Math.log10(Math.max(chance, 1e-12)) - 1) / 2)) * 0.5;
+      uaTerm = Math.max(0, Math.min(1, (-Math.log10(Math.max(chance, 1e-12)) - 1) / 2));
     }
-    const infra = infraWeight / group.length;
+    // New accounts that share a network but vote widely beyond the target: a circle of newcomers (friends who
+    // joined together), not an operator's accounts, which vote for what they are paid to.
+    const newcomers = young * 2 >= group.length && focus / group.length < 0.6;
+    const suspectShare = group.length / candidates;
     const confidence =
-      1 - (1 - 0.75 * Math.min(1, infra)) * (1 - 0.35 * (shapeHits / group.length)) * (1 - 0.3 * (score / 6)) * (1 - uaTerm);
+      coreCount * 2 >= group.length && !newcomers
+        ? // Infrastructure: most members share an operator's networks or vote from proxies.
+          0.75 + 0.25 * Math.min(1, score / 4)
+        : // Shape alone: all of them dormant or new and only voting, much of the target's voters, in a pattern.
+          0.75 * (shapeHits / group.length) * Math.min(1, suspectShare / 0.3) * Math.min(1, score / 3) + 0.25 * uaTerm;
     const median = group[Math.floor(group.length / 2)]!.first;
     return {
       votes: ringVotes,
@@ -701,7 +760,7 @@ export function detectVoteRings(
       medianAccountAgeMs: ages.length ? ages[Math.floor(ages.length / 2)]! : null,
       score: round(score),
       confidence: round(confidence),
-      suspectShare: round(group.length / candidates),
+      suspectShare: round(suspectShare),
       sharedNetworks: netsShared.size,
       linkedAccounts: linked,
       proxyLikeAccounts: proxies,
@@ -746,6 +805,10 @@ export function detectVoteRings(
 
 /** A network seen with more accounts than this in the window is not a proxy's (a campus, a NAT, a café chain). */
 const QUIET_NET = 20;
+/** A network seen with 3 to this many accounts is a handful's (a server, a home), not a campus's or a NAT's. */
+const SMALL_NET = 60;
 /** A trait is in excess among a target's candidates when as many would have it by chance less often than this. */
 const TRAIT_CHANCE = 1e-3;
+/** A group judged by shape alone keeps the members whose first votes fall within this of each other (ms). */
+const SHAPE_MS = 6 * 3600_000;
 const round = (x: number) => Math.round(x * 1000) / 1000;

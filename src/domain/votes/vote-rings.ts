@@ -77,7 +77,7 @@ export const DEFAULT_RING_POLICY: RingPolicy = {
   minFocus: 0.15,
   youngMs: 7 * 24 * 3600_000,
   burstMs: 3600_000,
-  minScore: 2.8,
+  minScore: 1.5,
   surgeMs: 24 * 3600_000,
   surgeMinAccounts: 4,
   surgeMinDownShare: 0.55,
@@ -86,7 +86,7 @@ export const DEFAULT_RING_POLICY: RingPolicy = {
   linkShare: 0.5,
   dormantVotes: 12,
   minSuspicion: 2,
-  minConfidence: 0.5,
+  minConfidence: 0.6,
 };
 
 /** Why one account is in a group: what a moderator reads to judge it (issue 45). */

@@ -10,7 +10,12 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { DEFAULT_RING_POLICY, detectVoteRings, type RingPolicy, type RingCandidate } from '../src/domain/votes/vote-rings.ts';
+import {
+  DEFAULT_RING_POLICY,
+  detectVoteRings,
+  type RingPolicy,
+  type RingCandidate,
+} from '../src/domain/votes/vote-rings.ts';
 import { isMain } from './support/cli.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { TARGETS } from './support/targets.ts';
@@ -203,19 +208,23 @@ export function report(c: Community, runs: RunResult[], seed: number, command: s
       `${c.rings.length} rings, ${c.votes.length.toLocaleString('en')} votes over 28 days; ` +
       `${runs.length} job runs, each over the 14 days ending at day ${runs.map((r) => day(r.t)).join(', ')}.`,
     '',
-    '| run (window end, day) | votes read | groups reported | recall, rings ≥ 5 | honest named | per 10k active | detector ÷ yardstick |',
+    '| run (window end, day) | votes read | groups reported | recall, rings ≥ 5 | honest named | per 10k active ' +
+      '| detector ÷ yardstick |',
     '|---|---|---|---|---|---|---|',
   );
   for (const r of runs)
     lines.push(
       `| ${day(r.t)} | ${r.votes.toLocaleString('en')} | ${r.reported} | ${fmt(r.recallAtLeast5)} | ` +
-        `${r.honestNamed} of ${r.honestActive.toLocaleString('en')} | ${r.perTenK.toFixed(2)} | ${r.ratio.toFixed(2)} |`,
+        `${r.honestNamed} of ${r.honestActive.toLocaleString('en')} | ${r.perTenK.toFixed(2)} | ` +
+        `${r.ratio.toFixed(2)} |`,
     );
   const recalls = runs.map((r) => r.recallAtLeast5);
   const falses = runs.map((r) => r.perTenK);
   lines.push(
-    `| **mean** | | | **${fmt(mean(recalls))}** | | **${mean(falses).toFixed(2)}** | ${mean(runs.map((r) => r.ratio)).toFixed(2)} |`,
-    `| **worst** | | | **${fmt(Math.min(...recalls))}** | | **${Math.max(...falses).toFixed(2)}** | ${Math.max(...runs.map((r) => r.ratio)).toFixed(2)} |`,
+    `| **mean** | | | **${fmt(mean(recalls))}** | | **${mean(falses).toFixed(2)}** | ` +
+      `${mean(runs.map((r) => r.ratio)).toFixed(2)} |`,
+    `| **worst** | | | **${fmt(Math.min(...recalls))}** | | **${Math.max(...falses).toFixed(2)}** | ` +
+      `${Math.max(...runs.map((r) => r.ratio)).toFixed(2)} |`,
     '',
     'Recall per strategy, rings ≥ 5 (found / seen, summed over the runs; mean and worst of the per-run recall):',
     '',
@@ -232,7 +241,9 @@ export function report(c: Community, runs: RunResult[], seed: number, command: s
       n += b;
       if (b) per.push(a / b);
     }
-    lines.push(`| ${s} | ${f} / ${n} | ${fmt(per.length ? mean(per) : NaN)} | ${fmt(per.length ? Math.min(...per) : NaN)} |`);
+    lines.push(
+      `| ${s} | ${f} / ${n} | ${fmt(per.length ? mean(per) : NaN)} | ${fmt(per.length ? Math.min(...per) : NaN)} |`,
+    );
   }
   lines.push(
     '',
@@ -269,7 +280,10 @@ export function report(c: Community, runs: RunResult[], seed: number, command: s
     });
     const named = runs.reduce((s, r) => s + r.byKind.get(k)![0], 0);
     const active = mean(runs.map((r) => r.byKind.get(k)![1]));
-    lines.push(`| ${k} | ${Math.round(active).toLocaleString('en')} | ${named} | ${mean(per).toFixed(2)} | ${Math.max(...per).toFixed(2)} |`);
+    lines.push(
+      `| ${k} | ${Math.round(active).toLocaleString('en')} | ${named} | ${mean(per).toFixed(2)} | ` +
+        `${Math.max(...per).toFixed(2)} |`,
+    );
   }
   const per1M = (r: RunResult, ms: number) => (ms * 1e6) / r.votes;
   lines.push(
@@ -308,7 +322,8 @@ if (isMain(import.meta.url)) {
   for (const at of runTimes(c)) {
     const r = evaluateRun(c, at, policy, Number(values.rounds));
     console.error(
-      `run day ${((at - c.start) / DAY).toFixed(1)}: recall≥5 ${fmt(r.recallAtLeast5)}, ${r.perTenK.toFixed(2)} per 10k, ratio ${r.ratio.toFixed(2)}`,
+      `run day ${((at - c.start) / DAY).toFixed(1)}: recall≥5 ${fmt(r.recallAtLeast5)}, ` +
+        `${r.perTenK.toFixed(2)} per 10k, ratio ${r.ratio.toFixed(2)}`,
     );
     runs.push(r);
   }
@@ -331,10 +346,10 @@ if (isMain(import.meta.url)) {
         run: k,
         seen: seenRings[k],
         rings: Object.fromEntries(
-          [...new Set(g.accounts.map((a) => ringIndex.get(a)).filter((x) => x !== undefined))].map((i) => [
-            i,
-            g.accounts.filter((a) => ringIndex.get(a) === i && activeMembers(c.rings[i!]!, r.t).includes(a)).length,
-          ]),
+          [...new Set(g.accounts.flatMap((a) => ringIndex.get(a) ?? []))].map((i) => {
+            const active = new Set(activeMembers(c.rings[i]!, r.t));
+            return [i, g.accounts.filter((a) => ringIndex.get(a) === i && active.has(a)).length];
+          }),
         ),
         day: (r.t - c.start) / DAY,
         ring: g.accounts.filter((a) => ringOf.has(a)).length,

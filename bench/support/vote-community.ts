@@ -157,7 +157,12 @@ interface Account {
   uploadTimes: number[];
 }
 
-export function generateCommunity(opts: { seed: number; honest?: number; perCell?: number; sizes?: number[] }): Community {
+export function generateCommunity(opts: {
+  seed: number;
+  honest?: number;
+  perCell?: number;
+  sizes?: number[];
+}): Community {
   const rand = seededRandom(opts.seed);
   const N = opts.honest ?? 100_000;
   const perCell = opts.perCell ?? 8;
@@ -238,7 +243,6 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
     const created = rand() < 0.06 ? start + rand() * 27 * DAY : start - uni(30, 1460) * DAY;
     newAccount(`h${i}`, created);
   }
-  const honestCount = () => accounts.length;
 
   // Authors: the first 10 % of accounts, popularity Zipf-like; uploads through the 28 days (and a back catalog
   // from before, which new followers and rings also vote on).
@@ -304,7 +308,8 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
         const id = ringNo++;
         const infra = infraOf();
         const t0 = start + rand() * (strategy === 'drip' ? 14 : 26) * DAY;
-        const aged = strategy === 'aged-bought' || strategy === 'camouflaged' || (rand() < 0.5 && strategy !== 'lockstep');
+        const aged =
+          strategy === 'aged-bought' || strategy === 'camouflaged' || (rand() < 0.5 && strategy !== 'lockstep');
         const dc = Array.from({ length: int(1, 3) }, (_, k) => `dc${id}.${k}`);
         const ownNets = [residential(), pick(carriers[pickCarrier()]!)];
         const oneUa = rand() < 0.5 ? (rand() < 0.7 ? 'chrome' : pick(['python', 'other', 'firefox'])) : null;
@@ -325,7 +330,11 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
           m.reports = strategy === 'camouflaged' && rand() < 0.1 ? 1 : 0;
           m.uploadsBefore = rand() < (strategy === 'camouflaged' ? 0.4 : 0.12) ? int(1, 3) : 0;
           m.history =
-            strategy === 'camouflaged' ? Math.round(((end - created) / DAY) * 0.2 * Math.exp(normal())) : aged ? int(0, 12) : 0;
+            strategy === 'camouflaged'
+              ? Math.round(((end - created) / DAY) * 0.2 * Math.exp(normal()))
+              : aged
+                ? int(0, 12)
+                : 0;
           members.push(m);
         }
         const made = (n: number, spreadDays: number) => {
@@ -333,7 +342,8 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
           ringOwned.add(author.id);
           author.kinds = 0;
           const list: number[] = [];
-          for (let k = 0; k < n; k++) list.push(addUpload(author.id, t0 + rand() * spreadDays * DAY, 2e-4 * Math.exp(normal())));
+          for (let k = 0; k < n; k++)
+            list.push(addUpload(author.id, t0 + rand() * spreadDays * DAY, 2e-4 * Math.exp(normal())));
           return author.id;
         };
         let target: string;
@@ -401,7 +411,13 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
               break;
             }
             case 'rotating':
-              onEach(target, 1, () => uni(0.4, 0.6), () => uni(0, 4) * HOUR, () => expo(45 * MIN));
+              onEach(
+                target,
+                1,
+                () => uni(0.4, 0.6),
+                () => uni(0, 4) * HOUR,
+                () => expo(45 * MIN),
+              );
               break;
             case 'drip': {
               const days = uni(21, 28);
@@ -418,23 +434,61 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
               break;
             }
             case 'downvote-author':
-              onEach(target, -1, () => uni(0.85, 1), () => uni(0, 6) * HOUR, () => expo(60 * MIN));
+              onEach(
+                target,
+                -1,
+                () => uni(0.85, 1),
+                () => uni(0, 6) * HOUR,
+                () => expo(60 * MIN),
+              );
               break;
             case 'lockstep':
-              onEach(target, 1, all, () => uni(0, 2) * HOUR, () => rand() * 2 * MIN);
+              onEach(
+                target,
+                1,
+                all,
+                () => uni(0, 2) * HOUR,
+                () => rand() * 2 * MIN,
+              );
               break;
             case 'camouflaged':
               for (const m of members) browse(m, start, uni(0.5, 2.2), null);
               // Over two weeks, at least four uploads (the back catalog when the author posts less).
-              onEach(target, 1, () => 0.7, () => uni(0, 12) * HOUR, () => expo(4 * HOUR), 14, 4);
+              onEach(
+                target,
+                1,
+                () => 0.7,
+                () => uni(0, 12) * HOUR,
+                () => expo(4 * HOUR),
+                14,
+                4,
+              );
               break;
             case 'boost-and-downvote':
-              onEach(target, 1, () => uni(0.8, 1), () => uni(0, 4) * HOUR, () => expo(60 * MIN));
-              onEach(competitor!, -1, () => uni(0.8, 1), () => uni(0, 6) * HOUR, () => expo(60 * MIN));
+              onEach(
+                target,
+                1,
+                () => uni(0.8, 1),
+                () => uni(0, 4) * HOUR,
+                () => expo(60 * MIN),
+              );
+              onEach(
+                competitor!,
+                -1,
+                () => uni(0.8, 1),
+                () => uni(0, 6) * HOUR,
+                () => expo(60 * MIN),
+              );
               break;
             default:
               // boost-new-author, boost-existing-author, aged-bought
-              onEach(target, 1, () => uni(0.85, 1), () => uni(0, 4) * HOUR, () => expo(60 * MIN));
+              onEach(
+                target,
+                1,
+                () => uni(0.85, 1),
+                () => uni(0, 4) * HOUR,
+                () => expo(60 * MIN),
+              );
           }
         };
         plans.push({ ring, members, run });
@@ -493,7 +547,9 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
       const chance = superfan ? 0.85 : 0.08;
       for (const p of list) {
         if (rand() >= chance) continue;
-        const delay = superfan ? Math.exp(Math.log(4 * MIN) + normal()) : Math.min(3 * HOUR, Math.exp(Math.log(15 * MIN) + normal()));
+        const delay = superfan
+          ? Math.exp(Math.log(4 * MIN) + normal())
+          : Math.min(3 * HOUR, Math.exp(Math.log(15 * MIN) + normal()));
         cast(a, p, 1, uAt[p]! + delay);
       }
     }
@@ -575,7 +631,8 @@ export function generateCommunity(opts: { seed: number; honest?: number; perCell
 
   // Sign-up networks (known within the retention), the vote rate limit, the sort.
   for (const a of accounts)
-    if (!a.signupNet && a.created > end - RETENTION - 28 * DAY) a.signupNet = a.ringInfra === 'proxy' ? residential() : netOf(a, a.created);
+    if (!a.signupNet && a.created > end - RETENTION - 28 * DAY)
+      a.signupNet = a.ringInfra === 'proxy' ? residential() : netOf(a, a.created);
   votes.sort((x, y) => x.at - y.at);
   const recent = new Map<string, number[]>();
   const kept: RingVote[] = [];

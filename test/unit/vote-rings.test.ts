@@ -32,7 +32,15 @@ class World {
       const u = this.account(`h${i}`, { createdAt: T0 - 400 * DAY, votes: 300, uploads: i % 3 });
       for (let k = 0; k < 8; k++) {
         const upload = (i * 7 + k * 13) % 200;
-        this.vote(u, `p${upload}`, `a${upload % 40}`, (i + k) % 5 === 0 ? -1 : 1, T0 + ((i * 37 + k * 11) % 240) * HOUR, `home${i}`, UAS[i % 7]!);
+        this.vote(
+          u,
+          `p${upload}`,
+          `a${upload % 40}`,
+          (i + k) % 5 === 0 ? -1 : 1,
+          T0 + ((i * 37 + k * 11) % 240) * HOUR,
+          `home${i}`,
+          UAS[i % 7]!,
+        );
       }
     }
   }
@@ -118,7 +126,8 @@ describe('detectVoteRings', () => {
     for (let i = 0; i < 60; i++) {
       const u = w.account(`s${i}`, { createdAt: T0 - 100 * DAY, votes: 80, signupNet: 'campus' });
       w.vote(u, `p${(i * 3) % 200}`, `a${i % 40}`, 1, T0 + i * HOUR, 'campus', UAS[i % 7]!);
-      if (i < 12) for (const p of ['c1', 'c2']) w.vote(u, p, 'classmate', 1, T0 + 2 * DAY + i * 120_000, 'campus', UAS[i % 7]!);
+      if (i < 12)
+        for (const p of ['c1', 'c2']) w.vote(u, p, 'classmate', 1, T0 + 2 * DAY + i * 120_000, 'campus', UAS[i % 7]!);
     }
     assert.deepEqual(w.detect(), []);
   });
@@ -148,7 +157,8 @@ describe('detectVoteRings', () => {
     }
     const ring = Array.from({ length: 10 }, (_, i) => w.account(`r${i}`, { createdAt: T0 - 200 * DAY }));
     ring.forEach((u, i) => {
-      for (const p of ['s0', 's1', 's2', 's3']) w.vote(u, p, 'star', 1, T0 + 2 * DAY + i * 5 * 60_000, `op${i % 2}`, 'chrome');
+      for (const p of ['s0', 's1', 's2', 's3'])
+        w.vote(u, p, 'star', 1, T0 + 2 * DAY + i * 5 * 60_000, `op${i % 2}`, 'chrome');
     });
     const found = w.detect();
     assert.equal(found.length, 1, JSON.stringify(found));

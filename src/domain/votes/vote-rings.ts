@@ -354,13 +354,15 @@ export function detectVoteRings(
       if (c === 1 && net !== signup[u] && netAccounts[net]! <= QUIET_NET) oneOff[u]!++;
     }
   }
-  const proxyOf = (u: number): 'strong' | 'weak' | null => {
+  const proxyKind = (u: number): 'strong' | 'weak' | null => {
     const k = oneOff[u]!;
     const votesWithNet = netVotes[u]!;
     if (k >= 4 && k >= 0.8 * votesWithNet) return 'strong';
     if (k >= 1 && k === votesWithNet && (signup[u]! >= 0 || k >= 2)) return 'weak';
     return null;
   };
+  const proxies: ('strong' | 'weak' | null)[] = Array.from({ length: U }, (_, u) => proxyKind(u));
+  const proxyOf = (u: number) => proxies[u] ?? null;
   // Accounts with infrastructure of their own: proxy-like, or on a network shared by a handful of accounts (3 to
   // SMALL_NET: a server's, a home's; not a campus's or a carrier's). Their focus floor is a third of minFocus:
   // a camouflaged ring's accounts spread their votes, and what links them is the network.
@@ -427,7 +429,8 @@ export function detectVoteRings(
       else comps.set(r, [i]);
     });
     const linked: number[][] = all.map(() => []);
-    for (const c of comps.values()) if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user))) for (const i of c) linked[i] = c;
+    for (const c of comps.values())
+      if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user))) for (const i of c) linked[i] = c;
     // Traits honest voters have now and then, in excess among this target's candidates (vs. the window's voters):
     // weakly proxy-like (one vote from a network other than the sign-up one) and dormant accounts that only vote.
     let weak = 0;
@@ -509,7 +512,8 @@ export function detectVoteRings(
       if ((proxy === 'weak' && weakExcess) || (dormant[u] && onlyVotes[u] && dormantExcess))
         reasons.push("its trait is improbably common among the target's voters");
       if (dormant[u]) reasons.push(`dormant: ${policy.dormantVotes} votes or fewer before the window`);
-      if (age !== null && age < policy.youngMs) reasons.push(`created ${Math.round(age / 3600_000)} h before its first vote on the target`);
+      if (age !== null && age < policy.youngMs)
+        reasons.push(`created ${Math.round(age / 3600_000)} h before its first vote on the target`);
       if (onlyVotes[u]) reasons.push('never uploaded nor reported');
       evidence.set(u, {
         account: users.names[u]!,

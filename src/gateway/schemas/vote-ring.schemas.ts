@@ -71,7 +71,9 @@ export const VoteRingEvidence = z.object({
     .int()
     .nonnegative()
     .optional()
-    .describe('Networks (keyed hashes of /24 or /48, never an address) shared by three members or more that few others use.'),
+    .describe(
+      'Networks (keyed hashes of /24 or /48, never an address) shared by three members or more that few others use.',
+    ),
   linked_accounts: z.int().nonnegative().optional().describe('Members linked to others by such networks.'),
   proxy_like_accounts: z
     .int()
@@ -103,7 +105,9 @@ export const VoteRingEvidence = z.object({
         proxy_like: z.enum(['strong', 'weak']).nullable(),
         in_excess: z
           .boolean()
-          .describe("Its weak trait (weakly proxy-like, dormant vote-only) is improbably common among the target's voters."),
+          .describe(
+            "Its weak trait (weakly proxy-like, dormant vote-only) is improbably common among the target's voters.",
+          ),
         dormant: z.boolean(),
         only_votes: z.boolean(),
         age_at_first_vote_hours: z.number().nonnegative().nullable(),

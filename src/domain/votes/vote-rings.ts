@@ -1,22 +1,18 @@
 /**
- * Vote-ring detection (issue 27): groups of accounts that vote in lockstep for one author or against one upload.
- * Pure: fed with a window of votes and the voters' account creation times, it returns candidate rings with the
- * evidence a moderator reads. CopyCatch-like (Beutel et al., WWW 2013: users acting on the same targets within the
- * same time window), reduced to what a vote ring does here: it concentrates on ONE target.
+ * Vote-ring detection (issues 27 and 45): groups of accounts one operator runs to push one author or one upload up
+ * or down. Pure: fed with a window of votes (each with its network hash and user-agent family) and the voters'
+ * facts (vote-facts.ts: creation, sign-up network, uploads, reports, lifetime votes), it returns candidate rings
+ * with the evidence a moderator reads, per account.
  *
- * Linear in the votes (plus a sort per target): every vote goes to two buckets, (author, direction) and (upload,
- * direction); per bucket the voters that put a large share of their own votes there (their focus) are the
- * candidates. Their lockstep (the share of them whose first vote on the target falls in the densest `burstMs`
- * window, and how alike their sets of the target's uploads are), the share of the target's votes they cast, their
- * focus, how young their accounts are and how many they are make a score in [0, 6]; a group at or above
- * `minScore` with at least `minAccounts` accounts is a candidate. Members out of step with the rest (other
- * uploads, far less focus, old among young) are pruned first.
+ * Votes alone cannot tell a ring from an author's fans (issue 45: notified fans vote within the hour, pile-ons
+ * downvote together, friends upvote each other), so the vote pattern (CopyCatch-like: Beutel et al., WWW 2013)
+ * only proposes; what names an account is what links it to the others: a network few other accounts use (an
+ * operator's server or home, not a campus or a carrier's NAT), votes each from a network used once (rented
+ * proxies), or a shape improbably common among the target's voters (dormant or new accounts that only vote). No
+ * single signal decides: a shared network is also a household's, and proxies share none. See detectVoteRings for
+ * the steps, RingEvidence.confidence for the decision, and bench/vote-rings.md for what it achieves and misses.
  *
- * A second path, the surge, judges the target instead of each member's focus (a ring that hides its one downvote
- * among upvotes elsewhere has little): per upload, the `surgeMs` window where its downvotes most outnumber its
- * upvotes; reported when the window is mostly down, opens well after the upload's first vote, holds more votes
- * than the window before it, and at least `surgeMinAccounts` of its downvoters cast no other downvote. Thresholds:
- * bench/vote-rings.md (tuned on one generated population, reported on another).
+ * Linear in the votes, plus a sort per target.
  */
 import type { AccountFacts } from './vote-facts.ts';
 

@@ -159,9 +159,10 @@ export interface RingEvidence {
    * How sure the detector is that this is one operator's accounts, in [0, 1]. When at least half the members are
    * linked by networks few others use or vote from proxies (and they are not newcomers voting widely: half of
    * them young with a mean focus under 0.6, friends who joined together): 0.75 + 0.25 · min(1, score / 4).
-   * Otherwise, shape alone: 0.75 · (share of members dormant or young and only voting) · min(1, suspectShare /
-   * 0.3) · min(1, score / 3) + 0.25 · (how unlikely their common user-agent family is by chance: 0 at one chance
-   * in ten, 1 at one in a thousand). Not a calibrated probability: bench/vote-rings.md gives what it held.
+   * Otherwise, shape alone: 0.75 · (share of members dormant or young, only voting, focus ≥ 0.5) ·
+   * min(1, suspectShare / 0.3) · min(1, score / 3) + 0.25 · (how unlikely their common user-agent family is by
+   * chance: 0 at one chance in ten, 1 at one in a thousand). Not a calibrated probability: bench/vote-rings.md
+   * gives what it held.
    */
   confidence: number;
   /** Of the target's candidates (voters with at least minFocus of their votes on it), the share that are members. */
@@ -713,7 +714,9 @@ export function detectVoteRings(
       if (e.linkedMembers || e.proxyLike === 'strong' || (e.proxyLike === 'weak' && e.inExcess)) coreCount++;
       if (e.dormant) dormants++;
       if (e.onlyVotes) only++;
-      if ((e.dormant || youngHere) && e.onlyVotes) shapeHits++;
+      // The shape of an account made or bought to vote: dormant or new, only voting, and voting narrowly (a new
+      // account voting widely is a newcomer finding its way).
+      if ((e.dormant || youngHere) && e.onlyVotes && e.focus >= 0.5) shapeHits++;
       const ua = uaOf[m.user];
       if (ua) uaCount.set(ua, (uaCount.get(ua) ?? 0) + 1);
     }

@@ -105,7 +105,7 @@ export const TARGETS = {
    * Vote rings (issues 27 and 45, bench/vote-rings.md), on the 28-day community seed 2 (never tuned on) at 40k
    * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.75 (0.79 measured; the issue's goal
    * is 0.9, NOT met: a floor under the measure, a regression guard); honest accounts named per 10k active ≤ 2 (1.79
-   * measured; the goal is 1, NOT met); the detector's time ÷ sorting and grouping the same votes ≤ 4 (1.6–5.9 on
+   * measured; the goal is 1, NOT met); the detector’s time ÷ sorting and grouping the same votes ≤ 4 (1.6–5.9 on
    * the loaded VM). Recall and accusations are exact for a seed: a change in them is the detector's.
    */
   voteRingRecall: atLeast(0.75, 'ci'),

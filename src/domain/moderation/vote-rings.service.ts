@@ -39,6 +39,34 @@ export interface VoteRingEvidenceView {
     delay_hours: number;
   } | null;
   window: { from: string; to: string };
+  /** Issue 45 (absent on items stored before): what links the accounts besides their votes. */
+  confidence?: number;
+  suspect_share?: number;
+  shared_networks?: number;
+  linked_accounts?: number;
+  proxy_like_accounts?: number;
+  dormant_accounts?: number;
+  only_vote_accounts?: number;
+  common_ua?: { family: string; share: number; chance: number } | null;
+  members?: VoteRingMemberView[];
+}
+
+/** Per account, why it is in the group (vote-rings.ts MemberEvidence, snake_case, hours). */
+export interface VoteRingMemberView {
+  account: string;
+  reasons: string[];
+  shared_networks: number;
+  linked_members: number;
+  proxy_like: 'strong' | 'weak' | null;
+  in_excess: boolean;
+  dormant: boolean;
+  only_votes: boolean;
+  age_at_first_vote_hours: number | null;
+  first_vote_offset_hours: number;
+  focus: number;
+  similarity: number;
+  ua: string | null;
+  suspicion: number;
 }
 
 export interface NewVoteRing {
@@ -285,6 +313,8 @@ export class VoteRingService {
   }
 }
 
+const hours = (ms: number) => Math.round((ms / HOUR) * 10) / 10;
+
 function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteRing {
   const e = r.evidence;
   const key = createHash('sha256')
@@ -318,6 +348,30 @@ function toNew(r: RingCandidate, window: { from: string; to: string }): NewVoteR
         delay_hours: Math.round((e.surge.delayMs / HOUR) * 10) / 10,
       },
       window,
+      confidence: e.confidence,
+      suspect_share: e.suspectShare,
+      shared_networks: e.sharedNetworks,
+      linked_accounts: e.linkedAccounts,
+      proxy_like_accounts: e.proxyLikeAccounts,
+      dormant_accounts: e.dormantAccounts,
+      only_vote_accounts: e.onlyVoteAccounts,
+      common_ua: e.commonUa,
+      members: e.members.map((m) => ({
+        account: m.account,
+        reasons: m.reasons,
+        shared_networks: m.sharedNetworks,
+        linked_members: m.linkedMembers,
+        proxy_like: m.proxyLike,
+        in_excess: m.inExcess,
+        dormant: m.dormant,
+        only_votes: m.onlyVotes,
+        age_at_first_vote_hours: m.ageAtFirstVoteMs === null ? null : hours(m.ageAtFirstVoteMs),
+        first_vote_offset_hours: hours(m.firstVoteOffsetMs),
+        focus: m.focus,
+        similarity: m.similarity,
+        ua: m.ua,
+        suspicion: m.suspicion,
+      })),
     },
   };
 }

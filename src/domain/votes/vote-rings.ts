@@ -1,22 +1,18 @@
 /**
- * Vote-ring detection (issue 27): groups of accounts that vote in lockstep for one author or against one upload.
- * Pure: fed with a window of votes and the voters' account creation times, it returns candidate rings with the
- * evidence a moderator reads. CopyCatch-like (Beutel et al., WWW 2013: users acting on the same targets within the
- * same time window), reduced to what a vote ring does here: it concentrates on ONE target.
+ * Vote-ring detection (issues 27 and 45): groups of accounts one operator runs to push one author or one upload up
+ * or down. Pure: fed with a window of votes (each with its network hash and user-agent family) and the voters'
+ * facts (vote-facts.ts: creation, sign-up network, uploads, reports, lifetime votes), it returns candidate rings
+ * with the evidence a moderator reads, per account.
  *
- * Linear in the votes (plus a sort per target): every vote goes to two buckets, (author, direction) and (upload,
- * direction); per bucket the voters that put a large share of their own votes there (their focus) are the
- * candidates. Their lockstep (the share of them whose first vote on the target falls in the densest `burstMs`
- * window, and how alike their sets of the target's uploads are), the share of the target's votes they cast, their
- * focus, how young their accounts are and how many they are make a score in [0, 6]; a group at or above
- * `minScore` with at least `minAccounts` accounts is a candidate. Members out of step with the rest (other
- * uploads, far less focus, old among young) are pruned first.
+ * Votes alone cannot tell a ring from an author's fans (issue 45: notified fans vote within the hour, pile-ons
+ * downvote together, friends upvote each other), so the vote pattern (CopyCatch-like: Beutel et al., WWW 2013)
+ * only proposes; what names an account is what links it to the others: a network few other accounts use (an
+ * operator's server or home, not a campus or a carrier's NAT), votes each from a network used once (rented
+ * proxies), or a shape improbably common among the target's voters (dormant or new accounts that only vote). No
+ * single signal decides: a shared network is also a household's, and proxies share none. See detectVoteRings for
+ * the steps, RingEvidence.confidence for the decision, and bench/vote-rings.md for what it achieves and misses.
  *
- * A second path, the surge, judges the target instead of each member's focus (a ring that hides its one downvote
- * among upvotes elsewhere has little): per upload, the `surgeMs` window where its downvotes most outnumber its
- * upvotes; reported when the window is mostly down, opens well after the upload's first vote, holds more votes
- * than the window before it, and at least `surgeMinAccounts` of its downvoters cast no other downvote. Thresholds:
- * bench/vote-rings.md (tuned on one generated population, reported on another).
+ * Linear in the votes, plus a sort per target.
  */
 import type { AccountFacts } from './vote-facts.ts';
 
@@ -43,7 +39,7 @@ export interface RingPolicy {
   youngMs: number;
   /** The burst window (ms): the share of the group whose first vote on the target falls in the densest one. */
   burstMs: number;
-  /** The group's score needed to be reported (six terms, each 0..1: see RingEvidence.score). */
+  /** The group's vote-pattern score needed to be reported (six terms, each 0..1: see RingEvidence.score). */
   minScore: number;
   /**
    * The second path, a surge of downvotes on one upload (see RingEvidence.surge), which judges the target rather
@@ -58,6 +54,18 @@ export interface RingPolicy {
   surgeVsPreceding: number;
   /** The window opens at least this long after the upload's first vote (its organic traffic came first; ms). */
   surgeMinDelayMs: number;
+  /**
+   * Two candidates are linked by a network (sign-up or vote) when at least this share of the accounts seen on it
+   * are candidates of the same target: a ring's own server or home net, not a campus or a carrier's NAT, whose
+   * many other accounts vote elsewhere.
+   */
+  linkShare: number;
+  /** An account older than `youngMs` with at most this many votes before the window is dormant (bought, farmed). */
+  dormantVotes: number;
+  /** A candidate is a suspect at this suspicion or more (MemberEvidence.suspicion). */
+  minSuspicion: number;
+  /** A group is reported at this confidence or more (RingEvidence.confidence). */
+  minConfidence: number;
 }
 
 export const DEFAULT_RING_POLICY: RingPolicy = {
@@ -65,13 +73,59 @@ export const DEFAULT_RING_POLICY: RingPolicy = {
   minFocus: 0.15,
   youngMs: 7 * 24 * 3600_000,
   burstMs: 3600_000,
-  minScore: 2.8,
+  minScore: 1.5,
   surgeMs: 24 * 3600_000,
   surgeMinAccounts: 4,
   surgeMinDownShare: 0.55,
   surgeVsPreceding: 1,
   surgeMinDelayMs: 12 * 3600_000,
+  linkShare: 0.5,
+  dormantVotes: 12,
+  minSuspicion: 2,
+  minConfidence: 0.6,
 };
+
+/** Why one account is in a group: what a moderator reads to judge it (issue 45). */
+export interface MemberEvidence {
+  account: string;
+  /** The reasons in words, strongest first (e.g. "shares 2 networks with 7 members"). */
+  reasons: string[];
+  /** Networks (sign-up or vote) it shares with other members that few other accounts use. */
+  sharedNetworks: number;
+  /** Members it is linked to through those networks (its component, itself excluded). */
+  linkedMembers: number;
+  /**
+   * Its votes in the window come each from a network it used once and not its sign-up network, networks few
+   * accounts use (rented residential proxies): 'strong' when four or more and 80 % of its votes do, 'weak' when
+   * all of fewer do (one vote away from home, a café, a new lease: common among honest accounts alone).
+   */
+  proxyLike: 'strong' | 'weak' | null;
+  /**
+   * Its weak trait (weakly proxy-like, or dormant and only voting) is improbably common among the target's
+   * candidates (binomial chance under 1/1000 against the window's voters): the group shares it, by design.
+   */
+  inExcess: boolean;
+  /** Older than youngMs but at most `dormantVotes` votes before the window. */
+  dormant: boolean;
+  /** It never uploaded nor reported. */
+  onlyVotes: boolean;
+  /** From its creation to its first vote on the target (ms; null when unknown). */
+  ageAtFirstVoteMs: number | null;
+  /** Its first vote on the target relative to the group's median first vote (ms; negative: earlier). */
+  firstVoteOffsetMs: number;
+  /** Share of its window votes that went to the target. */
+  focus: number;
+  /** Jaccard similarity of its set of the target's uploads with the group's common set. */
+  similarity: number;
+  /** The user-agent family of its votes (the most recent one read; null unknown). */
+  ua: string | null;
+  /**
+   * The sum of: linked 2, proxy-like 2 (weak 0.5, 1.5 when weak proxies are in excess among the target's
+   * candidates), dormant 1 (2 when dormant vote-only accounts are in excess there), young 0.5, only votes 0.5.
+   * Members are the candidates at policy.minSuspicion or more.
+   */
+  suspicion: number;
+}
 
 export interface RingEvidence {
   target: { type: 'author' | 'upload'; id: string };
@@ -92,8 +146,8 @@ export interface RingEvidence {
   /** Median account age at the first vote on the target (ms; null when no creation time is known). */
   medianAccountAgeMs: number | null;
   /**
-   * targetShare + burstShare + focus + young share + breadth (similarity, over two uploads or more) + size
-   * (log2(accounts / minAccounts) / 3, at most 1): each in [0, 1].
+   * The vote pattern: targetShare + burstShare + focus + young share + breadth (similarity, over two uploads or
+   * more) + size (log2(accounts / minAccounts) / 3, at most 1): each in [0, 1].
    */
   score: number;
   /**
@@ -101,6 +155,35 @@ export interface RingEvidence {
    * first votes, that far outnumber its upvotes in the same window and its traffic of the window before.
    */
   surge: RingSurge | null;
+  /**
+   * How sure the detector is that this is one operator's accounts, in [0, 1]. When at least half the members are
+   * linked by networks few others use or vote from proxies (and they are not newcomers voting widely: half of
+   * them young with a mean focus under 0.6, friends who joined together): 0.75 + 0.25 · min(1, score / 4).
+   * Otherwise, shape alone: 0.75 · (share of members dormant or young, only voting, focus ≥ 0.5) ·
+   * min(1, suspectShare / 0.3) · min(1, score / 3) + 0.25 · (how unlikely their common user-agent family is by
+   * chance: 0 at one chance in ten, 1 at one in a thousand). Not a calibrated probability: bench/vote-rings.md
+   * gives what it held.
+   */
+  confidence: number;
+  /** Of the target's candidates (voters with at least minFocus of their votes on it), the share that are members. */
+  suspectShare: number;
+  /** Networks shared by two members or more that few other accounts use. */
+  sharedNetworks: number;
+  /** Members linked to others by such networks. */
+  linkedAccounts: number;
+  /** Members whose votes come from proxy-like networks (MemberEvidence.proxyLike, strong or weak). */
+  proxyLikeAccounts: number;
+  /** Members older than youngMs with (almost) no votes before the window. */
+  dormantAccounts: number;
+  /** Members that never uploaded nor reported. */
+  onlyVoteAccounts: number;
+  /**
+   * The members' most common user-agent family, its share among them, and the chance that as many of this many
+   * accounts share it given its share among all the window's voters (small: unlikely by chance).
+   */
+  commonUa: { family: string; share: number; chance: number } | null;
+  /** Per account, why it is there (sorted by account). */
+  members: MemberEvidence[];
 }
 
 export interface RingSurge {
@@ -127,6 +210,7 @@ interface Member {
   count: number;
   first: number;
   items: number[];
+  suspicion: number;
 }
 
 /** Interns strings to dense integers (every map below is keyed by numbers). */
@@ -144,10 +228,37 @@ class Interner {
   }
 }
 
+/** P(X ≥ k) for X ~ Binomial(n, p), summed in log space (n is a group's size: small). */
+function binomialTail(k: number, n: number, p: number): number {
+  if (k <= 0) return 1;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  let logC = 0;
+  for (let i = 0; i < k; i++) logC += Math.log(n - i) - Math.log(i + 1);
+  let term = Math.exp(logC + k * Math.log(p) + (n - k) * Math.log(1 - p));
+  let sum = 0;
+  for (let i = k; i <= n; i++) {
+    sum += term;
+    term *= ((n - i) / (i + 1)) * (p / (1 - p));
+  }
+  return Math.min(1, sum);
+}
+
 /**
  * The candidate rings among `votes`, strongest first; a group that overlaps a stronger one by half its accounts
  * or more is dropped (the same ring seen from its author and from one upload). `facts` gives an account's facts
- * (vote-facts.ts; its creation time in ms), undefined when unknown (not young then).
+ * (vote-facts.ts), undefined when unknown (then neither young, dormant nor only-voting, and no sign-up network).
+ *
+ * Three steps, each linear in the votes (plus sorts per target):
+ * 1. Per account: its networks (sign-up and each vote's) and how many accounts each network is seen with; the
+ *    votes from networks it used once, that are not its sign-up network and that few accounts use (proxies);
+ *    its shape (dormant, young, only votes). A network many accounts use (a campus, a carrier's NAT) links nobody.
+ * 2. Per target (author or upload, direction): the candidates (focus ≥ minFocus); linked ones (a network on which
+ *    at least linkShare of the accounts seen are candidates of this target, components of three or more); each
+ *    candidate's suspicion (MemberEvidence); the suspects form the group, judged by its vote pattern (score) and
+ *    its confidence. Honest fans, however tight in time, are not suspects: they vote from their own homes, from
+ *    the same networks day after day, have a history and often upload or report.
+ * 3. The surge path (downvotes on one upload its traffic does not explain), its downvoters filtered the same way.
  */
 export function detectVoteRings(
   votes: readonly RingVote[],
@@ -157,18 +268,19 @@ export function detectVoteRings(
   const users = new Interner();
   const uploads = new Interner();
   const authors = new Interner();
+  const nets = new Interner();
   const n = votes.length;
   const vUser = new Int32Array(n);
   const vUpload = new Int32Array(n);
+  const vNet = new Int32Array(n);
   const total: number[] = [];
-  // Buckets: (author, direction) and (upload, direction), each a list of vote indexes.
   const byAuthor = new Map<number, number[]>();
   const byUpload = new Map<number, number[]>();
-  // Votes per upload (both directions): the denominator of the target share.
   const uploadVotes: number[] = [];
   const authorVotes: number[] = [];
-  // Downvotes per voter: the surge path's members cast at least half of theirs on the target.
   const downs: number[] = [];
+  const uaOf: (string | null)[] = [];
+  const uploadAuthor: number[] = [];
   const push = (m: Map<number, number[]>, k: number, i: number) => {
     const list = m.get(k);
     if (list) list.push(i);
@@ -181,9 +293,13 @@ export function detectVoteRings(
     const a = authors.of(v.authorId);
     vUser[i] = u;
     vUpload[i] = p;
+    vNet[i] = v.net ? nets.of(v.net) : -1;
+    uploadAuthor[p] = a;
     total[u] = (total[u] ?? 0) + 1;
     uploadVotes[p] = (uploadVotes[p] ?? 0) + 1;
     authorVotes[a] = (authorVotes[a] ?? 0) + 1;
+    if (v.ua) uaOf[u] = v.ua;
+    else if (uaOf[u] === undefined) uaOf[u] = null;
     if (v.value < 0) downs[u] = (downs[u] ?? 0) + 1;
     if (v.userId === v.authorId) continue;
     const dir = v.value > 0 ? 1 : 0;
@@ -191,15 +307,168 @@ export function detectVoteRings(
     push(byUpload, p * 2 + dir, i);
   }
 
-  const created = new Float64Array(users.names.length).fill(NaN);
-  users.names.forEach((name, i) => {
-    const c = facts(name)?.createdAt;
-    if (c !== undefined) created[i] = c;
-  });
+  // Step 1: per account (the targets' authors too: a network they share links nobody).
+  const authorUser = authors.names.map((a) => users.of(a));
+  const U = users.names.length;
+  const created = new Float64Array(U).fill(NaN);
+  const signup = new Int32Array(U).fill(-1);
+  const onlyVotes = new Uint8Array(U);
+  const participates = new Uint8Array(U);
+  const dormant = new Uint8Array(U);
+  const windowStart = n ? votes.reduce((m, v) => Math.min(m, v.at), Infinity) : 0;
+  for (let u = 0; u < U; u++) {
+    const f = facts(users.names[u]!);
+    if (!f) continue;
+    created[u] = f.createdAt;
+    if (f.signupNet) signup[u] = nets.of(f.signupNet);
+    if (f.uploads === 0 && f.reports === 0) onlyVotes[u] = 1;
+    else participates[u] = 1;
+    if (windowStart - f.createdAt >= policy.youngMs && f.votes - total[u]! <= policy.dormantVotes) dormant[u] = 1;
+  }
+  // (account, network) pairs: votes from it (0: the sign-up network only), and the accounts seen per network.
+  const NETS = nets.names.length + 1;
+  const pairVotes = new Map<number, number>();
+  const netAccounts = new Int32Array(NETS);
+  const netsOf: number[][] = Array.from({ length: U }, () => []);
+  const see = (u: number, net: number, vote: boolean) => {
+    const key = u * NETS + net;
+    const c = pairVotes.get(key);
+    if (c === undefined) {
+      pairVotes.set(key, vote ? 1 : 0);
+      netAccounts[net]!++;
+      netsOf[u]!.push(net);
+    } else if (vote) pairVotes.set(key, c + 1);
+  };
+  for (let u = 0; u < U; u++) if (signup[u]! >= 0) see(u, signup[u]!, false);
+  for (let i = 0; i < n; i++) if (vNet[i]! >= 0) see(vUser[i]!, vNet[i]!, true);
+  // Proxy-like: the votes from a network used once, not the sign-up one, that few accounts use.
+  const oneOff = new Int32Array(U);
+  const netVotes = new Int32Array(U);
+  for (let u = 0; u < U; u++) {
+    for (const net of netsOf[u]!) {
+      const c = pairVotes.get(u * NETS + net)!;
+      netVotes[u]! += c;
+      if (c === 1 && net !== signup[u] && netAccounts[net]! <= QUIET_NET) oneOff[u]!++;
+    }
+  }
+  const proxyKind = (u: number): 'strong' | 'weak' | null => {
+    const k = oneOff[u]!;
+    const votesWithNet = netVotes[u]!;
+    if (k >= 4 && k >= 0.8 * votesWithNet) return 'strong';
+    if (k >= 1 && k === votesWithNet && (signup[u]! >= 0 || k >= 2)) return 'weak';
+    return null;
+  };
+  const proxies: ('strong' | 'weak' | null)[] = Array.from({ length: U }, (_, u) => proxyKind(u));
+  const proxyOf = (u: number) => proxies[u] ?? null;
+  // Accounts with infrastructure of their own: proxy-like, or on a network shared by a handful of accounts (3 to
+  // SMALL_NET: a server's, a home's; not a campus's or a carrier's). Their focus floor is a third of minFocus:
+  // a camouflaged ring's accounts spread their votes, and what links them is the network.
+  const equipped = new Uint8Array(U);
+  for (let u = 0; u < U; u++) {
+    if (proxyOf(u) === 'strong') equipped[u] = 1;
+    else for (const net of netsOf[u]!) if (netAccounts[net]! >= 3 && netAccounts[net]! <= SMALL_NET) equipped[u] = 1;
+  }
+  // Base rates of the weak traits among the window's voters.
+  let baseWeak = 0;
+  let baseDormantOnly = 0;
+  for (let u = 0; u < U; u++) {
+    if (proxyOf(u) === 'weak') baseWeak++;
+    if (dormant[u] && onlyVotes[u]) baseDormantOnly++;
+  }
+  baseWeak = Math.max(baseWeak, 1) / Math.max(U, 1);
+  baseDormantOnly = Math.max(baseDormantOnly, 1) / Math.max(U, 1);
+  // User agents: the share of each family among the window's voters (the chance of a common family).
+  const uaShare = new Map<string, number>();
+  let uaKnown = 0;
+  for (let u = 0; u < U; u++) {
+    const ua = uaOf[u];
+    if (!ua) continue;
+    uaKnown++;
+    uaShare.set(ua, (uaShare.get(ua) ?? 0) + 1);
+  }
 
   const found: RingCandidate[] = [];
-  const judge = (type: 'author' | 'upload', key: number, list: number[], targetVotes: number) => {
-    if (list.length < policy.minAccounts) return;
+  const isYoung = (u: number, first: number) => first - created[u]! < policy.youngMs;
+
+  /** Step 2's suspicion of each candidate, and the members linked to it (index lists). */
+  function suspicions(
+    all: Member[],
+    author: number,
+  ): { linked: number[][]; shared: number[]; weakExcess: boolean; dormantExcess: boolean } {
+    // The author's own networks: a household or a dorm upvoting one of its own is not a ring's server.
+    const authorNets = new Set(author >= 0 ? netsOf[author] : []);
+    // Networks on which at least linkShare of the accounts seen are candidates here: union the candidates on them.
+    const onNet = new Map<number, number[]>();
+    all.forEach((m, idx) => {
+      for (const net of netsOf[m.user]!) {
+        const list = onNet.get(net);
+        if (list) list.push(idx);
+        else onNet.set(net, [idx]);
+      }
+    });
+    const parent = all.map((_, i) => i);
+    const find = (x: number): number => {
+      while (parent[x] !== x) x = parent[x] = parent[parent[x]!]!;
+      return x;
+    };
+    const shared = new Array<number>(all.length).fill(0);
+    for (const [net, idx] of onNet) {
+      // Three candidates or more: two is a proxy's exit on someone's home network, or a couple.
+      if (idx.length < 3 || idx.length < policy.linkShare * netAccounts[net]! || authorNets.has(net)) continue;
+      for (const i of idx) shared[i]!++;
+      for (let k = 1; k < idx.length; k++) parent[find(idx[k]!)] = find(idx[0]!);
+    }
+    const comps = new Map<number, number[]>();
+    all.forEach((_, i) => {
+      const r = find(i);
+      const c = comps.get(r);
+      if (c) c.push(i);
+      else comps.set(r, [i]);
+    });
+    const linked: number[][] = all.map(() => []);
+    for (const c of comps.values())
+      if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user))) for (const i of c) linked[i] = c;
+    // Traits honest voters have now and then, in excess among this target's candidates (vs. the window's voters):
+    // weakly proxy-like (one vote from a network other than the sign-up one) and dormant accounts that only vote.
+    let weak = 0;
+    let dormantOnly = 0;
+    for (const m of all) {
+      if (proxyOf(m.user) === 'weak') weak++;
+      if (dormant[m.user] && onlyVotes[m.user]) dormantOnly++;
+    }
+    const weakExcess = binomialTail(weak, all.length, baseWeak) < TRAIT_CHANCE;
+    const dormantExcess = binomialTail(dormantOnly, all.length, baseDormantOnly) < TRAIT_CHANCE;
+    all.forEach((m, i) => {
+      const u = m.user;
+      const proxy = proxyOf(u);
+      let s = 0;
+      if (linked[i]!.length) s += 2;
+      if (proxy === 'strong') s += 2;
+      else if (proxy === 'weak') s += 0.5 + (weakExcess ? 1 : 0);
+      if (dormant[u]) s += 1 + (dormantExcess && onlyVotes[u] ? 1 : 0);
+      if (!Number.isNaN(created[u]!) && isYoung(u, m.first)) s += 0.5;
+      if (onlyVotes[u]) s += 0.5;
+      m.suspicion = s;
+    });
+    return { linked, shared, weakExcess, dormantExcess };
+  }
+
+  /**
+   * Friends, not a ring: two or more of these accounts are authors upvoted by others of them in the window (a
+   * circle that posts and votes for each other; a ring's accounts do not post).
+   */
+  function mutual(group: number[]): boolean {
+    const set = new Set(group);
+    let upvoted = 0;
+    for (const u of group) {
+      const a = authors.ids.get(users.names[u]!);
+      const list = a === undefined ? undefined : byAuthor.get(a * 2 + 1);
+      if (list?.some((i) => set.has(vUser[i]!)) && ++upvoted >= 2) return true;
+    }
+    return false;
+  }
+
+  const candidatesOf = (list: number[], minFocus: number): Member[] => {
     const members = new Map<number, Member>();
     for (const i of list) {
       const u = vUser[i]!;
@@ -209,33 +478,89 @@ export function detectVoteRings(
         m.count++;
         if (at < m.first) m.first = at;
         m.items.push(vUpload[i]!);
-      } else members.set(u, { user: u, count: 1, first: at, items: [vUpload[i]!] });
+      } else members.set(u, { user: u, count: 1, first: at, items: [vUpload[i]!], suspicion: 0 });
     }
     const all: Member[] = [];
-    for (const m of members.values()) if (m.count / total[m.user]! >= policy.minFocus) all.push(m);
-    if (all.length < policy.minAccounts) return;
-
-    // Lockstep in time: the densest burst window of first votes (two pointers over the sorted times). The group is
-    // all the candidates, or only those in that window when that scores higher (a ring among a target's fans).
-    all.sort((x, y) => x.first - y.first);
-    const burst = burstOf(all);
-    const whole = evidenceOf(all, targetVotes);
-    const core =
-      burst.members < all.length && burst.members >= policy.minAccounts
-        ? all.slice(burst.lo, burst.lo + burst.members)
-        : null;
-    const tight = core ? evidenceOf(core, targetVotes) : null;
-    let [group, ev] = tight && tight.score > whole.score ? [core!, tight] : [all, whole];
-    // A ring among a target's honest voters: keep the members in lockstep with the rest (the common set of two
-    // uploads or more, the group's youth), and judge them alone.
-    const kept = prune(group);
-    if (kept.length < group.length) {
-      if (kept.length < policy.minAccounts) return;
-      group = kept;
-      ev = evidenceOf(group, targetVotes);
+    for (const m of members.values()) {
+      const focus = m.count / total[m.user]!;
+      if (focus >= minFocus || (equipped[m.user] && focus >= minFocus / 3)) all.push(m);
     }
-    if (ev.score < policy.minScore) return;
+    return all;
+  };
+
+  /** The suspects among `all`, with their per-account evidence, or null when too few. */
+  function suspectsOf(
+    all: Member[],
+    author: number,
+  ): { group: Member[]; evidence: Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>> } | null {
+    const { linked, shared, weakExcess, dormantExcess } = suspicions(all, author);
+    const group: Member[] = [];
+    const evidence = new Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>();
+    all.forEach((m, i) => {
+      if (m.suspicion < policy.minSuspicion) return;
+      group.push(m);
+      const u = m.user;
+      const proxy = proxyOf(u);
+      const age = Number.isNaN(created[u]!) ? null : m.first - created[u]!;
+      const reasons: string[] = [];
+      if (linked[i]!.length)
+        reasons.push(`shares ${shared[i]} network(s) few others use with ${linked[i]!.length - 1} other candidate(s)`);
+      if (proxy) reasons.push(`${proxy === 'strong' ? '' : 'weakly '}proxy-like: each vote from a network used once`);
+      if ((proxy === 'weak' && weakExcess) || (dormant[u] && onlyVotes[u] && dormantExcess))
+        reasons.push("its trait is improbably common among the target's voters");
+      if (dormant[u]) reasons.push(`dormant: ${policy.dormantVotes} votes or fewer before the window`);
+      if (age !== null && age < policy.youngMs)
+        reasons.push(`created ${Math.round(age / 3600_000)} h before its first vote on the target`);
+      if (onlyVotes[u]) reasons.push('never uploaded nor reported');
+      evidence.set(u, {
+        account: users.names[u]!,
+        reasons,
+        sharedNetworks: shared[i]!,
+        linkedMembers: Math.max(0, linked[i]!.length - 1),
+        proxyLike: proxy,
+        inExcess: (proxy === 'weak' && weakExcess) || (dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess),
+        dormant: dormant[u] === 1,
+        onlyVotes: onlyVotes[u] === 1,
+        ageAtFirstVoteMs: age,
+        focus: round(m.count / total[u]!),
+        ua: uaOf[u] ?? null,
+        suspicion: m.suspicion,
+      });
+    });
+    // A core linked by networks or on proxies: the others (weak traits alone, e.g. dormant fans lifted by the
+    // core's excess) are passers-by.
+    const core = group.filter((m) => {
+      const e = evidence.get(m.user)!;
+      return e.linkedMembers > 0 || e.proxyLike === 'strong' || (e.proxyLike === 'weak' && e.inExcess);
+    });
+    if (core.length >= policy.minAccounts && core.length < group.length) return { group: core, evidence };
+    if (group.length < policy.minAccounts) return null;
+    if (core.length < policy.minAccounts) {
+      // Shape alone: keep the members whose first votes fall in the densest `shapeMs` (an operator's session),
+      // when they are half the group or more; the others are dormant or new fans passing by.
+      group.sort((x, y) => x.first - y.first);
+      let best = 0;
+      let bestLo = 0;
+      for (let lo = 0, hi = 0; hi < group.length; hi++) {
+        while (group[hi]!.first - group[lo]!.first > SHAPE_MS) lo++;
+        if (hi - lo + 1 > best) [best, bestLo] = [hi - lo + 1, lo];
+      }
+      if (best * 2 >= group.length && best >= policy.minAccounts)
+        return { group: group.slice(bestLo, bestLo + best), evidence };
+    }
+    return { group, evidence };
+  }
+
+  const judge = (type: 'author' | 'upload', key: number, list: number[], targetVotes: number) => {
+    if (list.length < policy.minAccounts) return;
+    const all = candidatesOf(list, policy.minFocus);
+    if (all.length < policy.minAccounts) return;
     const target = Math.floor(key / 2);
+    const s = suspectsOf(all, authorUser[type === 'author' ? target : uploadAuthor[target]!]!);
+    if (!s) return;
+    const group = s.group.sort((x, y) => x.first - y.first);
+    const ev = evidenceOf(group, targetVotes, all.length, s.evidence);
+    if (ev.score < policy.minScore || ev.confidence < policy.minConfidence) return;
     found.push({
       accounts: group.map((m) => users.names[m.user]!).sort(),
       evidence: {
@@ -250,10 +575,10 @@ export function detectVoteRings(
   /**
    * The surge path: downvotes on one upload that its organic traffic does not explain (a ring that hides behind
    * other votes, so that no member's focus stands out). The window of `surgeMs` opening at one of its downvotes
-   * where downvotes most outnumber upvotes (two pointers over the upload's sorted times); its members are the
-   * downvoters in it whose only downvote (in all the votes read) it is. Reported when they are `surgeMinAccounts`
-   * or more, the window is mostly down, holds `surgeVsPreceding` times the votes of the window before (plus one)
-   * and opens `surgeMinDelayMs` or more after the upload's first vote (an upload's first hours are its busiest).
+   * where downvotes most outnumber upvotes (two pointers over the upload's sorted times); its candidates are the
+   * downvoters in it whose only downvote (in all the votes read) it is, and its members the suspects among them.
+   * Reported when they are `surgeMinAccounts` or more, the window is mostly down, holds `surgeVsPreceding` times
+   * the votes of the window before (plus one) and opens `surgeMinDelayMs` or more after the upload's first vote.
    */
   const surge = (p: number, downList: number[] | undefined, upList: number[] | undefined) => {
     const fewest = Math.max(policy.minAccounts, policy.surgeMinAccounts);
@@ -289,25 +614,23 @@ export function detectVoteRings(
     let preceding = 0;
     for (const list of [down, up]) for (const i of list) if (at(i) < from && at(i) >= from - W) preceding++;
     if (windowVotes < policy.surgeVsPreceding * (preceding + 1)) return;
-    let group: Member[] = [];
+    const all: Member[] = [];
     for (let k = lo; k < hi; k++) {
       const u = vUser[down[k]!]!;
       // Their only downvote: a ring member's trace; honest voters passing by dislike other uploads too.
-      if (downs[u]! <= 1) group.push({ user: u, count: 1, first: at(down[k]!), items: [p] });
+      if (downs[u]! <= 1) all.push({ user: u, count: 1, first: at(down[k]!), items: [p], suspicion: 0 });
     }
-    // Youth in lockstep: when two thirds of them are young (or old), the others are passers-by.
-    const isYoung = (m: Member) => m.first - created[m.user]! < policy.youngMs;
-    const young = group.filter(isYoung);
-    const old = group.filter((m) => !isYoung(m));
-    if (young.length * 3 >= group.length * 2) group = young;
-    else if (old.length * 3 >= group.length * 2) group = old;
-    if (group.length < fewest) return;
+    if (all.length < fewest) return;
+    const s = suspectsOf(all, authorUser[uploadAuthor[p]!]!);
+    if (!s || s.group.length < fewest) return;
+    const ev = evidenceOf(s.group, uploadVotes[p]!, all.length, s.evidence);
+    if (ev.confidence < policy.minConfidence) return;
     found.push({
-      accounts: group.map((m) => users.names[m.user]!).sort(),
+      accounts: s.group.map((m) => users.names[m.user]!).sort(),
       evidence: {
         target: { type: 'upload', id: uploads.names[p]! },
         direction: 'down',
-        ...evidenceOf(group, uploadVotes[p]!),
+        ...ev,
         surge: {
           window: { from, to: from + W },
           downShare: round(downShare),
@@ -333,20 +656,6 @@ export function detectVoteRings(
     return { members: best, lo: bestLo };
   }
 
-  function prune(group: Member[]): Member[] {
-    const common = commonSet(group);
-    let out = group;
-    if (common.size >= 2) out = out.filter((m) => jaccard(m, common) >= SAME_UPLOADS);
-    const focusOf = (m: Member) => m.count / total[m.user]!;
-    const focuses = out.map(focusOf).sort((x, y) => x - y);
-    const mid = focuses[Math.floor(focuses.length / 2)] ?? 0;
-    out = out.filter((m) => focusOf(m) >= SAME_FOCUS * mid);
-    const isYoung = (m: Member) => m.first - created[m.user]! < policy.youngMs;
-    const young = out.filter(isYoung);
-    if (young.length * 3 >= out.length * 2) out = young;
-    return out;
-  }
-
   function commonSet(group: Member[]): Set<number> {
     const freq = new Map<number, number>();
     for (const m of group) for (const p of new Set(m.items)) freq.set(p, (freq.get(p) ?? 0) + 1);
@@ -359,40 +668,90 @@ export function detectVoteRings(
     const mine = new Set(m.items);
     let inter = 0;
     for (const p of mine) if (common.has(p)) inter++;
-    return inter / (mine.size + common.size - inter);
+    const union = mine.size + common.size - inter;
+    return union ? inter / union : 0;
   }
 
-  function evidenceOf(group: Member[], targetVotes: number): Omit<RingEvidence, 'target' | 'direction' | 'surge'> {
+  function evidenceOf(
+    group: Member[],
+    targetVotes: number,
+    candidates: number,
+    perAccount: Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>,
+  ): Omit<RingEvidence, 'target' | 'direction' | 'surge'> {
     const burst = burstOf(group);
     const burstShare = burst.members / group.length;
     const from = group[burst.lo]!.first;
-    // Lockstep in what: the common set is the uploads at least half the group voted; each member's Jaccard with it.
     const common = commonSet(group);
     let similarity = 0;
-    if (common.size) {
-      for (const m of group) similarity += jaccard(m, common);
-      similarity /= group.length;
-    }
+    const sims = group.map((m) => (common.size ? jaccard(m, common) : 0));
+    for (const x of sims) similarity += x;
+    similarity /= group.length;
     let ringVotes = 0;
     let focus = 0;
     let young = 0;
+    let linked = 0;
+    let proxies = 0;
+    let dormants = 0;
+    let only = 0;
+    let shapeHits = 0;
+    let coreCount = 0;
     const ages: number[] = [];
+    const uaCount = new Map<string, number>();
+    const netsShared = new Set<number>();
+    const memberSet = new Set(group.map((m) => m.user));
     for (const m of group) {
       ringVotes += m.count;
       focus += m.count / total[m.user]!;
       const c = created[m.user]!;
+      const youngHere = !Number.isNaN(c) && m.first - c < policy.youngMs;
       if (!Number.isNaN(c)) {
         ages.push(m.first - c);
-        if (m.first - c < policy.youngMs) young++;
+        if (youngHere) young++;
       }
+      const e = perAccount.get(m.user)!;
+      if (e.linkedMembers) linked++;
+      if (e.proxyLike) proxies++;
+      if (e.linkedMembers || e.proxyLike === 'strong' || (e.proxyLike === 'weak' && e.inExcess)) coreCount++;
+      if (e.dormant) dormants++;
+      if (e.onlyVotes) only++;
+      // The shape of an account made or bought to vote: dormant or new, only voting, and voting narrowly (a new
+      // account voting widely is a newcomer finding its way).
+      if ((e.dormant || youngHere) && e.onlyVotes && e.focus >= 0.5) shapeHits++;
+      const ua = uaOf[m.user];
+      if (ua) uaCount.set(ua, (uaCount.get(ua) ?? 0) + 1);
     }
+    // Networks two members or more share (and few others use).
+    const perNet = new Map<number, number>();
+    for (const m of group) for (const net of netsOf[m.user]!) perNet.set(net, (perNet.get(net) ?? 0) + 1);
+    for (const [net, c] of perNet) if (c >= 3 && c >= policy.linkShare * netAccounts[net]!) netsShared.add(net);
+    void memberSet;
     focus /= group.length;
     const targetShare = ringVotes / targetVotes;
     ages.sort((x, y) => x - y);
-    // Lockstep in what counts only over two uploads or more (one upload is everyone's common set).
     const breadth = Math.min(1, (common.size - 1) / 2) * similarity;
     const size = Math.min(1, Math.log2(group.length / policy.minAccounts) / 3);
     const score = targetShare + burstShare + focus + young / group.length + breadth + size;
+    let commonUa: RingEvidence['commonUa'] = null;
+    let uaTerm = 0;
+    if (uaCount.size) {
+      const [family, k] = [...uaCount].sort((x, y) => y[1] - x[1])[0]!;
+      const known = [...uaCount.values()].reduce((x, y) => x + y, 0);
+      const chance = binomialTail(k, known, (uaShare.get(family) ?? 0) / Math.max(1, uaKnown));
+      commonUa = { family, share: round(k / known), chance: Number(chance.toPrecision(3)) };
+      // One chance in a thousand or less counts fully; one in ten not at all.
+      uaTerm = Math.max(0, Math.min(1, (-Math.log10(Math.max(chance, 1e-12)) - 1) / 2));
+    }
+    // New accounts that share a network but vote widely beyond the target: a circle of newcomers (friends who
+    // joined together), not an operator's accounts, which vote for what they are paid to.
+    const newcomers = young * 2 >= group.length && focus / group.length < 0.6;
+    const suspectShare = group.length / candidates;
+    const confidence =
+      coreCount * 2 >= group.length && !newcomers
+        ? // Infrastructure: most members share an operator's networks or vote from proxies.
+          0.75 + 0.25 * Math.min(1, score / 4)
+        : // Shape alone: all of them dormant or new and only voting, much of the target's voters, in a pattern.
+          0.75 * (shapeHits / group.length) * Math.min(1, suspectShare / 0.3) * Math.min(1, score / 3) + 0.25 * uaTerm;
+    const median = group[Math.floor(group.length / 2)]!.first;
     return {
       votes: ringVotes,
       targetShare: round(targetShare),
@@ -403,14 +762,35 @@ export function detectVoteRings(
       youngAccounts: young,
       medianAccountAgeMs: ages.length ? ages[Math.floor(ages.length / 2)]! : null,
       score: round(score),
+      confidence: round(confidence),
+      suspectShare: round(suspectShare),
+      sharedNetworks: netsShared.size,
+      linkedAccounts: linked,
+      proxyLikeAccounts: proxies,
+      dormantAccounts: dormants,
+      onlyVoteAccounts: only,
+      commonUa,
+      members: group
+        .map((m, i) => ({
+          ...perAccount.get(m.user)!,
+          firstVoteOffsetMs: m.first - median,
+          similarity: round(sims[i]!),
+        }))
+        .sort((x, y) => (x.account < y.account ? -1 : x.account > y.account ? 1 : 0)),
     };
   }
+
   for (const [key, list] of byAuthor) judge('author', key, list, authorVotes[Math.floor(key / 2)]!);
   for (const [key, list] of byUpload) judge('upload', key, list, uploadVotes[Math.floor(key / 2)]!);
   for (const [key, list] of byUpload) if (key % 2 === 0) surge(key / 2, list, byUpload.get(key + 1));
 
   // Strongest first; drop a group that half-overlaps one already kept.
-  found.sort((x, y) => y.evidence.score - x.evidence.score || y.accounts.length - x.accounts.length);
+  found.sort(
+    (x, y) =>
+      y.evidence.confidence - x.evidence.confidence ||
+      y.evidence.score - x.evidence.score ||
+      y.accounts.length - x.accounts.length,
+  );
   const kept: RingCandidate[] = [];
   const owner = new Map<string, number>();
   for (const ring of found) {
@@ -426,7 +806,12 @@ export function detectVoteRings(
   return kept;
 }
 
-/** Pruning (tuned on seed 1): a member's Jaccard with the common set, and its focus over the group's median focus. */
-const SAME_UPLOADS = 0.75;
-const SAME_FOCUS = 0.6;
+/** A network seen with more accounts than this in the window is not a proxy's (a campus, a NAT, a café chain). */
+const QUIET_NET = 20;
+/** A network seen with 3 to this many accounts is a handful's (a server, a home), not a campus's or a NAT's. */
+const SMALL_NET = 60;
+/** A trait is in excess among a target's candidates when as many would have it by chance less often than this. */
+const TRAIT_CHANCE = 1e-3;
+/** A group judged by shape alone keeps the members whose first votes fall within this of each other (ms). */
+const SHAPE_MS = 6 * 3600_000;
 const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -60,6 +60,70 @@ export const VoteRingEvidence = z.object({
   window: z
     .object({ from: z.iso.datetime(), to: z.iso.datetime() })
     .describe('The votes the detector read (`VOTE_RING_WINDOW`).'),
+  // Issue 45: what links the accounts besides their votes. Absent on items found before.
+  confidence: share
+    .optional()
+    .describe(
+      'How sure the detector is that one operator runs these accounts (0..1; not a calibrated probability): ' +
+        '0.75 and up when most members share networks few others use or vote from proxies; below, from their ' +
+        'shape alone (dormant or new, only voting, much of the target, in a pattern).',
+    ),
+  suspect_share: share
+    .optional()
+    .describe("Of the target's candidate voters (those with a large share of their votes on it), the members' share."),
+  shared_networks: z
+    .int()
+    .nonnegative()
+    .optional()
+    .describe(
+      'Networks (keyed hashes of /24 or /48, never an address) shared by three members or more that few others use.',
+    ),
+  linked_accounts: z.int().nonnegative().optional().describe('Members linked to others by such networks.'),
+  proxy_like_accounts: z
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('Members whose votes each come from a network used once, not their sign-up one (rented proxies).'),
+  dormant_accounts: z
+    .int()
+    .nonnegative()
+    .optional()
+    .describe('Members older than 7 days with (almost) no votes before the window.'),
+  only_vote_accounts: z.int().nonnegative().optional().describe('Members that never uploaded nor reported.'),
+  common_ua: z
+    .object({
+      family: z.string(),
+      share: share,
+      chance: share.describe('The chance that as many members share it, given its share among all voters.'),
+    })
+    .nullable()
+    .optional()
+    .describe("The members' most common user-agent family."),
+  members: z
+    .array(
+      z.object({
+        account: z.uuid(),
+        reasons: z.array(z.string()).describe('Why the account is here, in words, strongest first.'),
+        shared_networks: z.int().nonnegative(),
+        linked_members: z.int().nonnegative(),
+        proxy_like: z.enum(['strong', 'weak']).nullable(),
+        in_excess: z
+          .boolean()
+          .describe(
+            "Its weak trait (weakly proxy-like, dormant vote-only) is improbably common among the target's voters.",
+          ),
+        dormant: z.boolean(),
+        only_votes: z.boolean(),
+        age_at_first_vote_hours: z.number().nonnegative().nullable(),
+        first_vote_offset_hours: z.number().describe("Its first vote on the target relative to the group's median."),
+        focus: share,
+        similarity: share,
+        ua: z.string().nullable(),
+        suspicion: z.number(),
+      }),
+    )
+    .optional()
+    .describe('Per account, why it is in the group (sorted by account).'),
 });
 
 export const VoteRingItem = z.object({

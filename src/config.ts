@@ -299,7 +299,7 @@ const schema = z.object({
     .string()
     .transform(Number)
     .refine((n) => Number.isFinite(n) && n >= 0 && n <= 6, 'expected a number from 0 to 6')
-    .prefault('2.8'),
+    .prefault('1.5'),
   REPORT_TRUST_MIN_AGE: durationOrZero.prefault('24h'),
   REPORT_TRUST_MIN_UPLOADS: nonNegativeInt.prefault('1'),
   REPORT_TRUST_MIN_VOTES: nonNegativeInt.prefault('10'),

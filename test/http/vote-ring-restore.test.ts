@@ -23,6 +23,8 @@ let app: TestApp;
 let admin: TestUser;
 
 const from = (ip: string, ua: string) => ({ 'x-forwarded-for': ip, 'user-agent': ua });
+/** Each test's ring runs from a server network of its own (198.18.N.0/24). */
+let ringNets = 1;
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 
 /** Signs up through the API from `ip` with user agent `ua`. */
@@ -210,10 +212,11 @@ describe('void keeps the votes aside; restore puts them back exactly', () => {
     b = [];
     for (let i = 0; i < 3; i++) a.push(await uploadLink(app.api, boosted));
     for (let i = 0; i < 4; i++) b.push(await uploadLink(app.api, other));
-    const honest = await Promise.all([registerUser(app.api), registerUser(app.api)]);
-    for (const h of honest) {
-      await vote(h, a[0]!, 'fucks');
-      for (let i = 0; i < 4; i++) await vote(h, b[i]!, i % 2 ? 'does_not_fuck' : 'fucks');
+    // Two honest voters, each from a home network of their own (as a community's are).
+    for (const ip of ['100.70.1.20', '100.70.2.20']) {
+      const h = await signUp(ip, FIREFOX);
+      await vote(h, a[0]!, 'fucks', from(ip, FIREFOX));
+      for (let i = 0; i < 4; i++) await vote(h, b[i]!, i % 2 ? 'does_not_fuck' : 'fucks', from(ip, FIREFOX));
     }
     // Five fresh accounts from one /24 upvote every upload of one author; one also downvotes elsewhere.
     ring = [];
@@ -318,10 +321,11 @@ describe('void keeps the votes aside; restore puts them back exactly', () => {
 
   test('restore of an item never voided: 409; of an unknown one: 404', async () => {
     const crew = [];
-    for (let i = 0; i < 4; i++) crew.push(await registerUser(app.api));
+    for (let i = 0; i < 4; i++) crew.push(await signUp(`198.18.${ringNets}.${10 + i}`, 'curl/8.5.0'));
+    const net = `198.18.${ringNets++}.99`;
     const author = await registerUser(app.api);
     const ids = [await uploadLink(app.api, author), await uploadLink(app.api, author)];
-    for (const c of crew) for (const id of ids) await vote(c, id, 'fucks');
+    for (const c of crew) for (const id of ids) await vote(c, id, 'fucks', from(net, 'curl/8.5.0'));
     await app.composed.detectVoteRings();
     const open = await itemOf(crew);
     const r = await act(open.id, { action: 'restore' });
@@ -342,9 +346,11 @@ describe('restore under concurrent votes', () => {
       await uploadLink(app.api, author),
       await uploadLink(app.api, author),
     ];
+    // A crew on one server network of its own.
     const crew: TestUser[] = [];
-    for (let i = 0; i < 4; i++) crew.push(await registerUser(app.api));
-    for (const c of crew) for (const id of ids) await vote(c, id, 'fucks');
+    for (let i = 0; i < 4; i++) crew.push(await signUp(`198.18.${ringNets}.${10 + i}`, 'curl/8.5.0'));
+    const net = `198.18.${ringNets++}.99`;
+    for (const c of crew) for (const id of ids) await vote(c, id, 'fucks', from(net, 'curl/8.5.0'));
     await app.composed.detectVoteRings();
     const item = await itemOf(crew);
     const voided = await act(item.id, { action: 'void' });

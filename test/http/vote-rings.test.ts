@@ -28,12 +28,47 @@ let buriers: TestUser[];
 const a: string[] = [];
 const b: string[] = [];
 
-async function vote(user: TestUser, uploadId: string, value: 'fucks' | 'does_not_fuck') {
-  const r = await app.api.post('/api/vote', { uploadId, vote: value }, { token: user.token });
+/**
+ * Where each account connects from (the app trusts X-Forwarded-For): honest accounts each from a home network of
+ * their own, a ring's accounts from one server network (what a ring run from a few machines shows, issue 45).
+ */
+const addressOf = new Map<string, string>();
+let homes = 0;
+const home = () => `100.${64 + (homes >> 8)}.${homes++ & 255}.7`;
+const RING_NET = '203.0.113';
+let hosts = 0;
+const server = (net = RING_NET) => `${net}.${++hosts}`;
+const from = (user: TestUser) => ({ 'x-forwarded-for': addressOf.get(user.id) ?? '127.0.0.1' });
+
+async function vote(user: TestUser, uploadId: string, value: 'fucks' | 'does_not_fuck' | 'none') {
+  const r = await app.api.post('/api/vote', { uploadId, vote: value }, { token: user.token, headers: from(user) });
   assert.equal(r.status, 200, r.text);
 }
 
-const users = (n: number) => Promise.all(Array.from({ length: n }, () => registerUser(app.api)));
+/** `n` accounts registered from `address()` each (a home network of their own unless said). */
+async function users(n: number, address: () => string = home): Promise<TestUser[]> {
+  const out: TestUser[] = [];
+  for (let i = 0; i < n; i++) {
+    const ip = address();
+    const name = `u_${Math.random().toString(36).slice(2, 12)}`;
+    const r = await app.api.post(
+      '/api/auth',
+      { action: 'register', email: `${name}@example.test`, username: name, password: `pw-${name}` },
+      { headers: { 'x-forwarded-for': ip } },
+    );
+    assert.equal(r.status, 201, r.text);
+    const user = {
+      id: r.body.user.id,
+      username: name,
+      email: `${name}@example.test`,
+      password: `pw-${name}`,
+      token: r.body.token,
+    };
+    addressOf.set(user.id, ip);
+    out.push(user);
+  }
+  return out;
+}
 const queue = async (status: 'open' | 'closed') => {
   const r = await app.api.get(`/api/admin/moderation?status=${status}&limit=50`, { token: admin.token });
   assert.equal(r.status, 200, r.text);
@@ -72,7 +107,12 @@ const countsOf = async (id: string) => {
 
 before(async () => {
   // The job is triggered by the test (composed.detectVoteRings), so that it never sees a ring half-voted.
-  app = await startApp({ VOTE_RING_INTERVAL: '0', FETCH_ALLOW_PRIVATE: 'true', WEBHOOK_INTERVAL_MS: '100' });
+  app = await startApp({
+    VOTE_RING_INTERVAL: '0',
+    FETCH_ALLOW_PRIVATE: 'true',
+    WEBHOOK_INTERVAL_MS: '100',
+    TRUST_PROXY: 'true',
+  });
   admin = await registerAdmin(app, `mod_${Math.random().toString(36).slice(2, 8)}`);
   // The admins' webhook hears of every new queue item, vote rings included.
   receiver = await startReceiver();
@@ -94,10 +134,11 @@ before(async () => {
     await vote(h, a[0]!, 'fucks');
     for (let i = 0; i < 7; i++) await vote(h, b[i]!, i % 3 === 0 ? 'does_not_fuck' : 'fucks');
   }
-  // A ring of five fresh accounts upvoting every upload of one author, and four burying one upload.
-  ring = await users(5);
+  // A ring of five fresh accounts on one server network upvoting every upload of one author, and four burying one
+  // upload from another.
+  ring = await users(5, () => server());
   for (const r of ring) for (const id of a) await vote(r, id, 'fucks');
-  buriers = await users(4);
+  buriers = await users(4, () => server('198.51.100'));
   for (const r of buriers) await vote(r, b[7]!, 'does_not_fuck');
   // An upload item in the queue too: one report.
   const rep = await app.api.post(`/api/upload/${b[0]}/report`, { reason: 'spam' }, { token: honest[0]!.token });
@@ -148,7 +189,7 @@ describe('vote rings', () => {
     assert.equal(await app.composed.detectVoteRings(), 0);
     assert.equal((await queue('open')).length, 3);
     // The ring grows: its open item takes the new account and the new evidence; no second item.
-    const joiner = (await users(1))[0]!;
+    const joiner = (await users(1, () => server()))[0]!;
     for (const id of a) await vote(joiner, id, 'fucks');
     ring.push(joiner);
     assert.equal(await app.composed.detectVoteRings(), 0);
@@ -211,7 +252,7 @@ describe('vote rings', () => {
 
   test('a void while the accounts keep voting leaves every counter equal to the votes table', async () => {
     // A fresh ring on the boosted author again; the void runs while its accounts vote on and retract others.
-    const crew = await users(4);
+    const crew = await users(4, () => server('192.0.2'));
     for (const c of crew) for (const id of a) await vote(c, id, 'fucks');
     assert.equal(await app.composed.detectVoteRings(), 1);
     const item = (await queue('open')).find(
@@ -221,7 +262,7 @@ describe('vote rings', () => {
     const churn = crew.flatMap((c, k) =>
       [a[0]!, a[1]!, b[3]!, b[4]!].map(async (id, j) => {
         const value = (k + j) % 3 === 0 ? 'none' : (k + j) % 2 ? 'fucks' : 'does_not_fuck';
-        const r = await app.api.post('/api/vote', { uploadId: id, vote: value }, { token: c.token });
+        const r = await app.api.post('/api/vote', { uploadId: id, vote: value }, { token: c.token, headers: from(c) });
         assert.equal(r.status, 200, r.text);
       }),
     );
@@ -276,16 +317,26 @@ describe('vote rings', () => {
 });
 
 test('with VOTE_RING_INTERVAL set, the job runs on its own', async () => {
-  const own = await startApp({ VOTE_RING_INTERVAL: '1s' });
+  const own = await startApp({ VOTE_RING_INTERVAL: '1s', TRUST_PROXY: 'true' });
   try {
     const mod = await registerAdmin(own, `mod_${Math.random().toString(36).slice(2, 8)}`);
     const author = await registerUser(own.api);
     const id = (
       await uploadFields(own.api, author.token, { upload_type: 'link', external_url: 'https://example.com/solo' })
     ).body.id as string;
-    const members = await Promise.all(Array.from({ length: 4 }, () => registerUser(own.api)));
-    for (const m of members) {
-      const r = await own.api.post('/api/vote', { uploadId: id, vote: 'fucks' }, { token: m.token });
+    // Four accounts from one server network, registered and voting there.
+    const members: TestUser[] = [];
+    for (let k = 1; k <= 4; k++) {
+      const name = `ring_${Math.random().toString(36).slice(2, 10)}`;
+      const headers = { 'x-forwarded-for': `203.0.113.${k}` };
+      const reg = await own.api.post(
+        '/api/auth',
+        { action: 'register', email: `${name}@example.test`, username: name, password: `pw-${name}` },
+        { headers },
+      );
+      assert.equal(reg.status, 201, reg.text);
+      members.push({ id: reg.body.user.id, username: name, email: '', password: '', token: reg.body.token });
+      const r = await own.api.post('/api/vote', { uploadId: id, vote: 'fucks' }, { token: reg.body.token, headers });
       assert.equal(r.status, 200, r.text);
     }
     const want = members.map((m) => m.id).sort();

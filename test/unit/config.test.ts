@@ -289,7 +289,7 @@ test('VOTE_RING_*: defaults, 0 turns the job off, bad values are listed by name'
     intervalMs: 600_000,
     windowMs: 14 * 86_400_000,
     minAccounts: 3,
-    minScore: 2.8,
+    minScore: 1.5,
     factsRetentionMs: 30 * 86_400_000,
     restoreMs: 30 * 86_400_000,
   });

@@ -21,6 +21,35 @@ import { figure, Recorder, type Figure } from './support/report.ts';
 import { quantile } from './support/stats.ts';
 import { TARGETS } from './support/targets.ts';
 
+/** A page of twelve uploads, made through the API (so a write has run, as in production). */
+export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promise<void> {
+  const registered = await inject(app, {
+    method: 'POST',
+    path: '/api/auth',
+    body: JSON.stringify({
+      action: 'register',
+      username: 'bench_gateway',
+      email: 'bench@example.com',
+      password: 'correct horse battery staple',
+    }),
+  });
+  const { token } = JSON.parse(registered.body) as { token: string };
+  for (let i = 0; i < 12; i++) {
+    const made = await inject(app, {
+      method: 'POST',
+      path: '/api/upload',
+      headers: { authorization: `Bearer ${token}` },
+      body: JSON.stringify({
+        upload_type: 'link',
+        external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`,
+        description: 'a'.repeat(100),
+        tags: 'bench,gateway,feeds',
+      }),
+    });
+    if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
+  }
+}
+
 export async function gatewayBench(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-gateway-'));
   const composed = await compose(
@@ -36,32 +65,7 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
   );
   try {
     const app = composed.app.callback();
-    // A page of twelve uploads, made through the API (so a write has run, as in production).
-    const registered = await inject(app, {
-      method: 'POST',
-      path: '/api/auth',
-      body: JSON.stringify({
-        action: 'register',
-        username: 'bench_gateway',
-        email: 'bench@example.com',
-        password: 'correct horse battery staple',
-      }),
-    });
-    const { token } = JSON.parse(registered.body) as { token: string };
-    for (let i = 0; i < 12; i++) {
-      const made = await inject(app, {
-        method: 'POST',
-        path: '/api/upload',
-        headers: { authorization: `Bearer ${token}` },
-        body: JSON.stringify({
-          upload_type: 'link',
-          external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`,
-          description: 'a'.repeat(100),
-          tags: 'bench,gateway,feeds',
-        }),
-      });
-      if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
-    }
+    await seedGatewayPage(app);
     const page = await inject(app, { path: '/api/uploads' });
     if (page.status !== 200) throw new Error(`GET /api/uploads answered ${page.status}`);
     const pageBytes = Buffer.byteLength(page.body);

@@ -35,9 +35,13 @@ export interface Metrics {
   webhookSending: Gauge;
   webhookPending: Gauge;
   webhookBackingOff: Gauge;
+  /** One cacheable page answered (feedCache, read at scrape time). */
+  recordFeedCache(outcome: FeedCacheOutcome): void;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
   recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
+
+export type FeedCacheOutcome = 'hit' | 'recount' | 'miss';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -106,6 +110,8 @@ export function createMetrics(
     time: { observe(v: number): void };
   };
   const series = new Map<string, Series>();
+  // The feed cache's outcomes, counted likewise: a cached page is the hottest read there is.
+  const cacheReads: Record<FeedCacheOutcome, number> = { hit: 0, recount: 0, miss: 0 };
   const m: Metrics = {
     registry,
     httpRequests: new Counter({
@@ -196,6 +202,10 @@ export function createMetrics(
       help: 'Cacheable feed pages answered, by outcome: hit, recount (cached, counts read again) or miss (built)',
       labelNames: ['outcome'],
       registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(cacheReads)) if (n) this.inc({ outcome }, n);
+      },
     }),
     detectorBackend: new Gauge({
       name: 'pixvote_detector_backend_info',
@@ -269,6 +279,9 @@ export function createMetrics(
       registers: [registry],
       aggregator: 'max',
     }),
+    recordFeedCache(outcome) {
+      cacheReads[outcome]++;
+    },
     recordRequest(method, route, status, seconds) {
       const key = `${method} ${route} ${status}`;
       let s = series.get(key);

@@ -50,6 +50,47 @@ export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promis
   }
 }
 
+/** What each middleware of the app (src/gateway/app.ts) does, by its function's name. */
+const FEATURES: Record<string, string> = {
+  requestMetrics: 'request metrics and access log',
+  requestHeaders: 'request id and security headers',
+  errorHandler: 'error mapper (404/405, error bodies)',
+  conditionalGet: 'ETag / 304 of JSON answers',
+  ipRateLimit: 'per-IP rate limit (RateLimit-* headers)',
+  refuseDeclaredOversize: 'declared body size check',
+  bodyThenAuth: 'body parsing and authentication',
+  hotRoutes: 'the feed route: query, cache lookup, ETag, Cache-Control (vs Koa sending the bytes)',
+};
+
+type Terminal = (ctx: Koa.Context) => void;
+
+/**
+ * The app's request handler once per middleware on a cached read's way (up to the hot routes, which answer it),
+ * with that one middleware passed through (`next()` at once) and the rest as they are; the hot routes are replaced
+ * by `terminal` instead (Koa sending the same bytes). Koa composes `app.middleware` when `callback()` is called.
+ */
+function withoutEach(app: Koa<never>, terminal: Terminal) {
+  const stack = [...app.middleware];
+  const last = stack.findIndex((m) => m.name === 'hotRoutes');
+  if (last < 0) throw new Error('the app has no hotRoutes middleware: the bench cannot find the cached read');
+  const out: Array<{ name: string; what: string; handler: ReturnType<Koa['callback']> }> = [];
+  try {
+    for (let i = 0; i <= last; i++) {
+      const name = stack[i]!.name || `middleware ${i}`;
+      const pass = i === last ? (terminal as never) : (((_ctx: unknown, next: () => Promise<void>) => next()) as never);
+      app.middleware = stack.map((m, j) => (j === i ? pass : m));
+      out.push({
+        name,
+        what: FEATURES[name] ?? 'a middleware this bench does not describe yet',
+        handler: app.callback(),
+      });
+    }
+  } finally {
+    app.middleware = stack;
+  }
+  return out;
+}
+
 export async function gatewayBench(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-gateway-'));
   const composed = await compose(
@@ -81,15 +122,29 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
     hello.use((ctx) => {
       ctx.body = { hello: 'world' };
     });
+    // The cost line of each feature: the cached read again with one middleware passed through (the route: replaced
+    // by Koa sending the same bytes), in the same rounds. What it adds is the difference, round by round.
+    const without = withoutEach(composed.app, (ctx) => {
+      ctx.type = 'application/json; charset=utf-8';
+      ctx.body = body;
+    });
     const cpu = await cpuPerRequest(
       {
         hello: { handler: hello.callback(), path: '/' },
         sameBytes: { handler: sameBytes.callback(), path: '/' },
         cached: { handler: app, path: '/api/uploads' },
         healthz: { handler: app, path: '/healthz' },
+        ...Object.fromEntries(
+          without.map((w) => [`without ${w.name}`, { handler: w.handler, path: '/api/uploads' }] as const),
+        ),
       },
       opts,
     );
+    const costs = without.map((w) => {
+      const rest = cpu[`without ${w.name}`]!;
+      return { ...w, samples: cpu.cached!.map((c, i) => c - rest[i]!) };
+    });
+    const total = cpu.cached!.map((_, i) => costs.reduce((sum, c) => sum + c.samples[i]!, 0));
     const ratio = (yardstick: number[], subject: number[]) => yardstick.map((y, i) => y / subject[i]!);
     const note = (xs: number[]) => `${quantile(xs, 0.5).toFixed(1)} µs/request`;
     rec.add(
@@ -107,7 +162,12 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
           note: `${note(cpu.sameBytes!)} vs ${note(cpu.cached!)}`,
         },
       ),
-      figure('gateway', 'Koa hello-world ÷ cached feed page (CPU per request)', '×', ratio(cpu.hello!, cpu.cached!)),
+      figure('gateway', 'Koa hello-world ÷ cached feed page (CPU per request)', '×', ratio(cpu.hello!, cpu.cached!), {
+        target: TARGETS.gatewayCpuVsHello,
+        note: `${note(cpu.hello!)} vs ${note(cpu.cached!)}`,
+      }),
+      ...costs.map((c) => figure('gateway', `cost of ${c.name}: ${c.what}, CPU per cached feed read`, 'µs', c.samples)),
+      figure('gateway', 'cost of the middleware and route together (sum of the lines above)', 'µs', total),
     );
   } finally {
     await composed.close();

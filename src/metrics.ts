@@ -323,9 +323,9 @@ export function createMetrics(
       // Found by route, method and status in turn: strings the router and the HTTP parser hold (their hashes are
       // computed once), where one key made per request would be hashed anew every time.
       let byMethod = byRoute.get(route);
-      if (!byMethod) byRoute.set(route, (byMethod = new Map()));
+      if (!byMethod) byRoute.set(route, (byMethod = new Map<string, Map<number, Series>>()));
       let byStatus = byMethod.get(method);
-      if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+      if (!byStatus) byMethod.set(method, (byStatus = new Map<number, Series>()));
       let s = byStatus.get(status);
       if (!s) {
         const labels = { method, route, status: String(status) };

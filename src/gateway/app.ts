@@ -13,7 +13,7 @@ import type { AppState } from './context.ts';
 import { requestMetrics, routeLabel } from './middleware/request-metrics.ts';
 import { requestHeaders } from './middleware/request-headers.ts';
 import { errorHandler } from './middleware/error-handler.ts';
-import { conditionalGet } from './middleware/conditional-get.ts';
+import { applyConditionalGet, conditionalGet } from './middleware/conditional-get.ts';
 import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
@@ -76,9 +76,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       ...(deps.classifyError ? { classify: deps.classifyError } : {}),
       route,
       page: WEB_ERROR_PAGE,
+      answered: applyConditionalGet,
     }),
   );
-  // ETag / 304 on GET JSON answers (only successes reach it on the way back).
+  // ETag / 304 on GET JSON answers (only successes reach it on the way back): it marks the request, the error
+  // mapper above applies it when the routes have answered (one async frame fewer per request).
   app.use(conditionalGet);
   const { limiters } = deps;
   app.use(

@@ -5,8 +5,10 @@ import { sendWithEtag } from '../fresh.ts';
 /**
  * ETag on every successful GET JSON response, and 304 with an empty body when the client's
  * If-None-Match matches. Bytes and streams (cached pages, images) carry their own ETag and are left alone.
+ * Runs on the way back for requests conditionalGet marked, from the error mapper (errorHandler's `answered`).
  */
-function applyConditionalGet(ctx: AppContext): void {
+export function applyConditionalGet(ctx: AppContext): void {
+  if (!ctx.state.conditionalGet) return;
   if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.status !== 200) return;
   const body = ctx.body;
   if (
@@ -22,8 +24,12 @@ function applyConditionalGet(ctx: AppContext): void {
   sendWithEtag(ctx, page.body, 'application/json; charset=utf-8', page.etag);
 }
 
-/** ETag / 304 for what the route answered (errors never reach it: they propagate to the error mapper above). */
-export async function conditionalGet(ctx: AppContext, next: () => Promise<unknown>): Promise<void> {
-  await next();
-  applyConditionalGet(ctx);
+/**
+ * ETag / 304 for what the route answered (errors never reach it: they propagate to the error mapper above). It
+ * marks the request and the error mapper right above it applies it once the routes have answered, as an `await
+ * next()` here would: the same point, without a second async frame on every request (app.ts).
+ */
+export function conditionalGet(ctx: AppContext, next: () => Promise<unknown>): Promise<unknown> {
+  ctx.state.conditionalGet = true;
+  return next();
 }

@@ -105,6 +105,17 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter; media: Limi
   const mediaPaths = opts.routes.media.length
     ? new RegExp(`^(?:${opts.routes.media.map((r) => pathPattern(r.path)).join('|')})/?$`, 'i')
     : null;
+  // Each address's key made once (not a fresh string per request, for the limiter to hash again): as many as the
+  // clients seen lately, started over past 10k.
+  const ipKeys = new Map<string, string>();
+  const keyOf = (ip: string): string => {
+    let key = ipKeys.get(ip);
+    if (key === undefined) {
+      if (ipKeys.size >= 10_000) ipKeys.clear();
+      ipKeys.set(ip, (key = clientIpKey(ip)));
+    }
+    return key;
+  };
   return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
     const path = ctx.path;
     if (unlimited.has(path)) return next();
@@ -114,7 +125,7 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter; media: Limi
       : (method === 'GET' || method === 'HEAD') && mediaPaths?.test(path)
         ? opts.media
         : opts.general;
-    return applyLimit(ctx, limiter, clientIpKey(ctx.ip), next);
+    return applyLimit(ctx, limiter, keyOf(ctx.ip), next);
   };
 }
 

@@ -85,6 +85,41 @@ export function attribute(profile: Profile, usPerRequest: number): Array<{ where
     .sort((a, b) => b.us - a.us);
 }
 
+/** The middleware (app.ts) each file of src/ serves on a cached feed read; anything else is "other src/". */
+const GROUPS: Array<[RegExp, string]> = [
+  [/^src\/gateway\/middleware\/request-metrics\.ts|^src\/metrics\.ts/, 'requestMetrics: metrics and access log'],
+  [/^src\/gateway\/middleware\/request-headers\.ts/, 'requestHeaders: request id, security headers'],
+  [/^src\/gateway\/middleware\/error-handler\.ts/, 'errorHandler: error mapper'],
+  [/^src\/gateway\/middleware\/conditional-get\.ts/, 'conditionalGet: ETag / 304 of JSON'],
+  [/^src\/gateway\/middleware\/rate-limit\.ts|^src\/store\/batched-counter\.ts|rate-limit/, 'ipRateLimit'],
+  [/^src\/gateway\/limits\.ts/, 'refuseDeclaredOversize'],
+  [/^src\/gateway\/app\.ts|^src\/gateway\/middleware\/authenticate\.ts/, 'bodyThenAuth: body, authentication'],
+  [
+    /^src\/gateway\/(hot-routes|fresh)\.ts|^src\/gateway\/routes\/|^src\/domain\/feeds\/|^src\/store\/cache\/|^src\/main\.ts/,
+    'hotRoutes: the feed route, its cache, ETag',
+  ],
+];
+
+/** The same rows summed by middleware (src/), by what runs outside src/ (Koa, Node, the harness), and the collector. */
+export function byMiddleware(rows: ReadonlyArray<{ where: string; us: number; share: number }>) {
+  const sums = new Map<string, { us: number; share: number }>();
+  for (const r of rows) {
+    const file = /\((src\/[^:]+):\d+\)$/.exec(r.where)?.[1];
+    const group = file
+      ? (GROUPS.find(([re]) => re.test(file))?.[1] ?? 'other src/')
+      : r.where.startsWith('outside src/: bench/')
+        ? 'the harness (in-memory request and socket)'
+        : r.where.startsWith('outside src/')
+          ? 'Koa and Node outside any middleware (context, response, HTTP framing)'
+          : r.where;
+    const s = sums.get(group) ?? { us: 0, share: 0 };
+    s.us += r.us;
+    s.share += r.share;
+    sums.set(group, s);
+  }
+  return [...sums].map(([where, s]) => ({ where, ...s })).sort((a, b) => b.us - a.us);
+}
+
 const { values } = parseCommandLine(
   'npm run profile:gateway --',
   {
@@ -140,9 +175,13 @@ try {
   const us = (used.user + used.system) / requests;
   const rows = attribute(profile, us);
   console.log(`GET ${target}: ${us.toFixed(1)} µs of CPU per request over ${requests} (profiler on)\n`);
-  console.log('| µs/request | share | where |\n|---:|---:|---|');
-  for (const r of rows.slice(0, Number(values.top)))
-    console.log(`| ${r.us.toFixed(2)} | ${(r.share * 100).toFixed(1)} % | ${r.where} |`);
+  const print = (list: ReadonlyArray<{ where: string; us: number; share: number }>) => {
+    console.log('| µs/request | share | where |\n|---:|---:|---|');
+    for (const r of list) console.log(`| ${r.us.toFixed(2)} | ${(r.share * 100).toFixed(1)} % | ${r.where} |`);
+  };
+  print(byMiddleware(rows));
+  console.log('');
+  print(rows.slice(0, Number(values.top)));
 } finally {
   await composed.close();
   await rm(dataDir, { recursive: true, force: true });

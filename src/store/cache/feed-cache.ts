@@ -13,6 +13,9 @@ export type { CachedJson, CacheRead, FeedCache };
 /** How many pages a process keeps in memory by default. */
 export const DEFAULT_MAX_ENTRIES = 2000;
 
+/** No upload to recount (shared: a cached read allocates no empty list). */
+const NONE: readonly string[] = Object.freeze([]);
+
 /** A page as kept: with the vote sequence number it is current as of (its `ids`' counts). */
 export interface KeptPage {
   page: CachedJson;
@@ -63,7 +66,7 @@ export class LocalPages {
       hit: kept?.page ?? null,
       generation: token,
       seq,
-      recount: kept && ids ? this.#generations.recount(ids, kept.seq) : [],
+      recount: kept && ids ? this.#generations.recount(ids, kept.seq) : NONE,
     };
   }
 }

@@ -57,8 +57,7 @@ const FEATURES: Record<string, string> = {
   errorHandler: 'error mapper (404/405, error bodies)',
   conditionalGet: 'ETag / 304 of JSON answers',
   ipRateLimit: 'per-IP rate limit (RateLimit-* headers)',
-  refuseDeclaredOversize: 'declared body size check',
-  bodyThenAuth: 'body parsing and authentication',
+  bodyThenAuth: 'declared body size, body parsing and authentication',
   hotRoutes: 'the feed route: query, cache lookup, ETag, Cache-Control (vs Koa sending the bytes)',
 };
 

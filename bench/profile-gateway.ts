@@ -92,8 +92,10 @@ const GROUPS: Array<[RegExp, string]> = [
   [/^src\/gateway\/middleware\/error-handler\.ts/, 'errorHandler: error mapper'],
   [/^src\/gateway\/middleware\/conditional-get\.ts/, 'conditionalGet: ETag / 304 of JSON'],
   [/^src\/gateway\/middleware\/rate-limit\.ts|^src\/store\/batched-counter\.ts|rate-limit/, 'ipRateLimit'],
-  [/^src\/gateway\/limits\.ts/, 'refuseDeclaredOversize'],
-  [/^src\/gateway\/app\.ts|^src\/gateway\/middleware\/authenticate\.ts/, 'bodyThenAuth: body, authentication'],
+  [
+    /^src\/gateway\/app\.ts|^src\/gateway\/limits\.ts|^src\/gateway\/middleware\/authenticate\.ts/,
+    'bodyThenAuth: declared body size, body, authentication',
+  ],
   [
     /^src\/gateway\/(hot-routes|fresh)\.ts|^src\/gateway\/routes\/|^src\/domain\/feeds\/|^src\/store\/cache\/|^src\/main\.ts/,
     'hotRoutes: the feed route, its cache, ETag',

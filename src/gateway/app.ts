@@ -1,7 +1,7 @@
 /**
  * The Koa application, built from its dependencies so tests can drive `app.callback()` with no port.
  * Middleware order: request metrics + access log → request id + security headers → error mapper → ETag/304
- * → rate limit → declared body size → body → auth → hot read routes → allowed methods (405) → routes.
+ * → rate limit → declared body size, body, auth → hot read routes → allowed methods (405) → routes.
  */
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -86,7 +86,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(
     ipRateLimit({ auth: limiters.auth, general: limiters.general, media: limiters.media, routes: ipLimitedRoutes }),
   );
-  app.use(refuseDeclaredOversize);
   const jsonBody = koaBody({
     json: true,
     jsonLimit: JSON_LIMIT_BYTES,
@@ -97,6 +96,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   const auth = authenticate({ auth: deps.auth });
   app.use(function bodyThenAuth(ctx, next) {
+    // A body declared larger than any route reads: 413 before a byte of it is read (in this layer, not one of its
+    // own: a layer costs every request ~0.2 µs of dispatch for a check of one header).
+    refuseDeclaredOversize(ctx);
     // Only methods that carry a body pay for content-type checks (one layer for both: each costs).
     if (ctx.method === 'GET' || ctx.method === 'HEAD') {
       // Probes need no user (the /metrics route checks METRICS_TOKEN itself) and are not rate limited: resolving

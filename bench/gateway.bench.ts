@@ -54,8 +54,7 @@ export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promis
 const FEATURES: Record<string, string> = {
   requestMetrics: 'request metrics and access log',
   requestHeaders: 'request id and security headers',
-  errorHandler: 'error mapper (404/405, error bodies)',
-  conditionalGet: 'ETag / 304 of JSON answers',
+  errorHandler: 'error mapper (404/405, error bodies), ETag / 304 of JSON answers',
   ipRateLimit: 'per-IP rate limit (RateLimit-* headers)',
   bodyThenAuth: 'declared body size, body parsing and authentication',
   hotRoutes: 'the feed route: query, cache lookup, ETag, Cache-Control (vs Koa sending the bytes)',

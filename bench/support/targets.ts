@@ -47,8 +47,11 @@ export const TARGETS = {
    * single rounds 0.47–0.67 (README,
    * "Benchmarks"). CI fails below 0.35: a read that went back to asking Redis for the generation and the
    * limit (0.27) fails it; the in-process gatewayCpuVsKoa below is the tighter guard on the chain's cost.
+   * Issue 48 raised the goal to 0.75. On 2026-11-29 under load 8–10 (hello-world at 18–22k requests/s) the same code
+   * measured 0.35–0.64 from run to run, before and after its cuts alike (bench/README.md, Gateway CPU): a floor
+   * above 0.35 would fail on the machine's noise, not on a regression; the in-process floors guard the chain.
    */
-  cachedFeedVsHello: atLeast(0.35, 'ci', 0.5),
+  cachedFeedVsHello: atLeast(0.35, 'ci', 0.75),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
    * what the middleware chain costs, measured without the network's noise. It was 0.44 when a floor was first set

@@ -1,7 +1,7 @@
 /**
  * The Koa application, built from its dependencies so tests can drive `app.callback()` with no port.
- * Middleware order: request metrics + access log → request id + security headers → error mapper → ETag/304
- * → rate limit → declared body size, body, auth → hot read routes → allowed methods (405) → routes.
+ * Middleware order: request metrics + access log → request id + security headers → error mapper (and ETag/304
+ * on the way back) → rate limit → declared body size, body, auth → hot read routes → allowed methods (405) → routes.
  */
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
@@ -13,7 +13,7 @@ import type { AppState } from './context.ts';
 import { requestMetrics, routeLabel } from './middleware/request-metrics.ts';
 import { requestHeaders } from './middleware/request-headers.ts';
 import { errorHandler } from './middleware/error-handler.ts';
-import { applyConditionalGet, conditionalGet } from './middleware/conditional-get.ts';
+import { applyConditionalGet } from './middleware/conditional-get.ts';
 import type { Metrics } from '../metrics.ts';
 import { ipRateLimit } from './middleware/rate-limit.ts';
 import { authenticate } from './middleware/authenticate.ts';
@@ -76,12 +76,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
       ...(deps.classifyError ? { classify: deps.classifyError } : {}),
       route,
       page: WEB_ERROR_PAGE,
+      // ETag / 304 on GET JSON answers, once the routes have answered (errors never reach it).
       answered: applyConditionalGet,
     }),
   );
-  // ETag / 304 on GET JSON answers (only successes reach it on the way back): it marks the request, the error
-  // mapper above applies it when the routes have answered (one async frame fewer per request).
-  app.use(conditionalGet);
   const { limiters } = deps;
   app.use(
     ipRateLimit({ auth: limiters.auth, general: limiters.general, media: limiters.media, routes: ipLimitedRoutes }),

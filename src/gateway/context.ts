@@ -16,8 +16,6 @@ export interface AppState {
   uploadOutcomeCounted?: boolean;
   /** Set when the request was refused for its declared body size: its body is never read, not even to discard it. */
   bodyRefusedUnread?: boolean;
-  /** Set by the conditionalGet middleware: its ETag / 304 applies to this request's answer (conditional-get.ts). */
-  conditionalGet?: boolean;
   /** The error code the response carries, once the error mapper wrote it (for the access log). */
   errorCode?: ErrorCode;
 }

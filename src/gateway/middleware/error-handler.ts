@@ -15,7 +15,7 @@ export interface ErrorOptions {
   page?: { csp: string; headers: ReadonlyArray<readonly [string, string]>; stylesheet: () => string | null };
   /**
    * Runs when the middleware below has answered without throwing, before the 404/405 check (what it throws is
-   * mapped as anything else): the ETag / 304 of the conditionalGet middleware right below.
+   * mapped as anything else): the ETag / 304 of JSON answers (conditional-get.ts).
    */
   answered?: (ctx: AppContext) => void;
 }

@@ -2,7 +2,9 @@
  * `npm run bench:gateway`: the gateway's own CPU per cached feed read, in process — no sockets and no load
  * generator sharing the cores — against Koa sending the same bytes and a Koa hello-world, in interleaved
  * rounds. The feeds benchmark measures the same thing end to end through the network (requests/s), where
- * a 2-core machine adds a lot of noise; this one isolates what the gateway code costs.
+ * a 2-core machine adds a lot of noise; this one isolates what the gateway code costs. And a cost line per
+ * middleware: the cached read with that one passed through, in the same rounds (issue 48), so a feature that makes
+ * every request dearer shows under its own name in bench:ci's table. Where the µs go inside: `npm run profile:gateway`.
  *
  *   npm run bench:gateway [-- --rounds 15 --requests 3000]
  */

@@ -2,7 +2,9 @@
  * `npm run bench:gateway`: the gateway's own CPU per cached feed read, in process — no sockets and no load
  * generator sharing the cores — against Koa sending the same bytes and a Koa hello-world, in interleaved
  * rounds. The feeds benchmark measures the same thing end to end through the network (requests/s), where
- * a 2-core machine adds a lot of noise; this one isolates what the gateway code costs.
+ * a 2-core machine adds a lot of noise; this one isolates what the gateway code costs. And a cost line per
+ * middleware: the cached read with that one passed through, in the same rounds (issue 48), so a feature that makes
+ * every request dearer shows under its own name in bench:ci's table. Where the µs go inside: `npm run profile:gateway`.
  *
  *   npm run bench:gateway [-- --rounds 15 --requests 3000]
  */
@@ -21,6 +23,74 @@ import { figure, Recorder, type Figure } from './support/report.ts';
 import { quantile } from './support/stats.ts';
 import { TARGETS } from './support/targets.ts';
 
+/** A page of twelve uploads, made through the API (so a write has run, as in production). */
+export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promise<void> {
+  const registered = await inject(app, {
+    method: 'POST',
+    path: '/api/auth',
+    body: JSON.stringify({
+      action: 'register',
+      username: 'bench_gateway',
+      email: 'bench@example.com',
+      password: 'correct horse battery staple',
+    }),
+  });
+  const { token } = JSON.parse(registered.body) as { token: string };
+  for (let i = 0; i < 12; i++) {
+    const made = await inject(app, {
+      method: 'POST',
+      path: '/api/upload',
+      headers: { authorization: `Bearer ${token}` },
+      body: JSON.stringify({
+        upload_type: 'link',
+        external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`,
+        description: 'a'.repeat(100),
+        tags: 'bench,gateway,feeds',
+      }),
+    });
+    if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
+  }
+}
+
+/** What each middleware of the app (src/gateway/app.ts) does, by its function's name. */
+const FEATURES: Record<string, string> = {
+  requestMetrics: 'request metrics and access log',
+  requestHeaders: 'request id and security headers',
+  errorHandler: 'error mapper (404/405, error bodies), ETag / 304 of JSON answers',
+  ipRateLimit: 'per-IP rate limit (RateLimit-* headers)',
+  bodyThenAuth: 'declared body size, body parsing and authentication',
+  hotRoutes: 'the feed route: query, cache lookup, ETag, Cache-Control (vs Koa sending the bytes)',
+};
+
+type Terminal = (ctx: Koa.Context) => void;
+
+/**
+ * The app's request handler once per middleware on a cached read's way (up to the hot routes, which answer it),
+ * with that one middleware passed through (`next()` at once) and the rest as they are; the hot routes are replaced
+ * by `terminal` instead (Koa sending the same bytes). Koa composes `app.middleware` when `callback()` is called.
+ */
+function withoutEach(app: Koa<never>, terminal: Terminal) {
+  const stack = [...app.middleware];
+  const last = stack.findIndex((m) => m.name === 'hotRoutes');
+  if (last < 0) throw new Error('the app has no hotRoutes middleware: the bench cannot find the cached read');
+  const out: Array<{ name: string; what: string; handler: ReturnType<Koa['callback']> }> = [];
+  try {
+    for (let i = 0; i <= last; i++) {
+      const name = stack[i]!.name || `middleware ${i}`;
+      const pass = i === last ? (terminal as never) : (((_ctx: unknown, next: () => Promise<void>) => next()) as never);
+      app.middleware = stack.map((m, j) => (j === i ? pass : m));
+      out.push({
+        name,
+        what: FEATURES[name] ?? 'a middleware this bench does not describe yet',
+        handler: app.callback(),
+      });
+    }
+  } finally {
+    app.middleware = stack;
+  }
+  return out;
+}
+
 export async function gatewayBench(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-gateway-'));
   const composed = await compose(
@@ -36,32 +106,7 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
   );
   try {
     const app = composed.app.callback();
-    // A page of twelve uploads, made through the API (so a write has run, as in production).
-    const registered = await inject(app, {
-      method: 'POST',
-      path: '/api/auth',
-      body: JSON.stringify({
-        action: 'register',
-        username: 'bench_gateway',
-        email: 'bench@example.com',
-        password: 'correct horse battery staple',
-      }),
-    });
-    const { token } = JSON.parse(registered.body) as { token: string };
-    for (let i = 0; i < 12; i++) {
-      const made = await inject(app, {
-        method: 'POST',
-        path: '/api/upload',
-        headers: { authorization: `Bearer ${token}` },
-        body: JSON.stringify({
-          upload_type: 'link',
-          external_url: `https://www.youtube.com/watch?v=bench${String(i).padStart(6, '0')}`,
-          description: 'a'.repeat(100),
-          tags: 'bench,gateway,feeds',
-        }),
-      });
-      if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
-    }
+    await seedGatewayPage(app);
     const page = await inject(app, { path: '/api/uploads' });
     if (page.status !== 200) throw new Error(`GET /api/uploads answered ${page.status}`);
     const pageBytes = Buffer.byteLength(page.body);
@@ -77,15 +122,29 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
     hello.use((ctx) => {
       ctx.body = { hello: 'world' };
     });
+    // The cost line of each feature: the cached read again with one middleware passed through (the route: replaced
+    // by Koa sending the same bytes), in the same rounds. What it adds is the difference, round by round.
+    const without = withoutEach(composed.app, (ctx) => {
+      ctx.type = 'application/json; charset=utf-8';
+      ctx.body = body;
+    });
     const cpu = await cpuPerRequest(
       {
         hello: { handler: hello.callback(), path: '/' },
         sameBytes: { handler: sameBytes.callback(), path: '/' },
         cached: { handler: app, path: '/api/uploads' },
         healthz: { handler: app, path: '/healthz' },
+        ...Object.fromEntries(
+          without.map((w) => [`without ${w.name}`, { handler: w.handler, path: '/api/uploads' }] as const),
+        ),
       },
       opts,
     );
+    const costs = without.map((w) => {
+      const rest = cpu[`without ${w.name}`]!;
+      return { ...w, samples: cpu.cached!.map((c, i) => c - rest[i]!) };
+    });
+    const total = cpu.cached!.map((_, i) => costs.reduce((sum, c) => sum + c.samples[i]!, 0));
     const ratio = (yardstick: number[], subject: number[]) => yardstick.map((y, i) => y / subject[i]!);
     const note = (xs: number[]) => `${quantile(xs, 0.5).toFixed(1)} µs/request`;
     rec.add(
@@ -103,7 +162,12 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
           note: `${note(cpu.sameBytes!)} vs ${note(cpu.cached!)}`,
         },
       ),
-      figure('gateway', 'Koa hello-world ÷ cached feed page (CPU per request)', '×', ratio(cpu.hello!, cpu.cached!)),
+      figure('gateway', 'Koa hello-world ÷ cached feed page (CPU per request)', '×', ratio(cpu.hello!, cpu.cached!), {
+        target: TARGETS.gatewayCpuVsHello,
+        note: `${note(cpu.hello!)} vs ${note(cpu.cached!)}`,
+      }),
+      ...costs.map((c) => figure('gateway', `cost of ${c.name}: ${c.what}, CPU per cached feed read`, 'µs', c.samples)),
+      figure('gateway', 'cost of the middleware and route together (sum of the lines above)', 'µs', total),
     );
   } finally {
     await composed.close();

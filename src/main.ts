@@ -505,19 +505,13 @@ function feedsFor(
   // PROCESSES=N without Redis: the processes share invalidations through the primary.
   const clusterCache =
     !redis && opts.clusterWorker && process.send ? memoryFeedCache(clusterGenerations(process as Ipc)) : null;
-  // Bound once: a cached page is the hottest read there is, and a labelled inc() hashes its labels every call.
-  const cacheReads = {
-    hit: metrics.feedCache.labels('hit'),
-    recount: metrics.feedCache.labels('recount'),
-    miss: metrics.feedCache.labels('miss'),
-  };
   const feeds = new FeedService({
     store: stores.feeds,
     cache: feedCache ?? clusterCache ?? memoryFeedCache(),
     me: (p) => auth.me(p),
     // The votes' clock: a cursor's `since` and the `ranked_at` of a move are compared.
     clock,
-    onCache: (outcome) => cacheReads[outcome].inc(),
+    onCache: (outcome) => metrics.recordFeedCache(outcome),
     // Every process signs cursors with the same key: JWT_SECRET, which they already share.
     cursors: new Cursors(config.jwtSecret),
   });

@@ -35,11 +35,46 @@ export interface Metrics {
   webhookSending: Gauge;
   webhookPending: Gauge;
   webhookBackingOff: Gauge;
+  /** One cacheable page answered (feedCache, read at scrape time). */
+  recordFeedCache(outcome: FeedCacheOutcome): void;
   /** One HTTP request answered (the requestMetrics middleware calls it for every request). */
   recordRequest(method: string, route: string, status: number, seconds: number): void;
 }
 
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** prom-client's histogram entry of one label set (lib/histogram.js: createBaseValues). */
+type HistogramEntry = { labels: object; bucketValues: Record<number, number>; sum: number; count: number };
+
+/**
+ * Sets `histogram` (reset first) to the series given, counted outside it: each one's count, sum and buckets (per
+ * LATENCY_BUCKETS bound, not cumulative). prom-client has no public setter, so the entries zero() creates are filled
+ * in. Checked against observe() by test/unit/metrics.test.ts; throws if prom-client's entries change shape.
+ */
+export function setLatencyHistogram(
+  histogram: Histogram<string>,
+  all: Iterable<{ labels: Record<string, string>; n: number; sum: number; buckets: readonly number[] }>,
+): void {
+  histogram.reset();
+  const byLabels = new Map<object, { n: number; sum: number; buckets: readonly number[] }>();
+  for (const s of all) {
+    histogram.zero(s.labels);
+    byLabels.set(s.labels, s);
+  }
+  const entries = (histogram as unknown as { hashMap?: Record<string, HistogramEntry> }).hashMap ?? {};
+  let set = 0;
+  for (const entry of Object.values(entries)) {
+    const s = byLabels.get(entry.labels);
+    if (!s || typeof entry.bucketValues !== 'object') continue;
+    entry.count = s.n;
+    entry.sum = s.sum;
+    LATENCY_BUCKETS.forEach((bound, i) => (entry.bucketValues[bound] = s.buckets[i]!));
+    set++;
+  }
+  if (set !== byLabels.size) throw new Error('prom-client histogram entries changed shape: latencies not exported');
+}
+
+export type FeedCacheOutcome = 'hit' | 'recount' | 'miss';
+
+export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export interface PoolGauges {
   threads: number;
@@ -97,15 +132,20 @@ export function createMetrics(
     if (!reading || now - reading.at > DATABASE_READ_MS) reading = { at: now, value: readDatabase(moderation) };
     return reading.value;
   };
-  // Per (method, route, status): the request count kept as a plain number and read at scrape time, and the
-  // histogram's label set bound once. prom-client re-validates and re-hashes labels on every inc()/observe(),
-  // which on every request cost more than the rest of the bookkeeping together.
+  // Per (method, route, status): the request count and the latency histogram's sum, count and buckets kept as plain
+  // numbers and handed to prom-client at scrape time. prom-client re-validates and re-hashes labels on every
+  // inc()/observe() (a bound child too), which on every request cost more than the rest of the bookkeeping together.
   type Series = {
     labels: { method: string; route: string; status: string };
     n: number;
-    time: { observe(v: number): void };
+    sum: number;
+    /** Per LATENCY_BUCKETS bound, the observations that fell in it (above the last: counted in `n` only). */
+    buckets: number[];
   };
-  const series = new Map<string, Series>();
+  const series: Series[] = [];
+  const byRoute = new Map<string, Map<string, Map<number, Series>>>();
+  // The feed cache's outcomes, counted likewise: a cached page is the hottest read there is.
+  const cacheReads: Record<FeedCacheOutcome, number> = { hit: 0, recount: 0, miss: 0 };
   const m: Metrics = {
     registry,
     httpRequests: new Counter({
@@ -115,7 +155,7 @@ export function createMetrics(
       registers: [registry],
       collect() {
         this.reset();
-        for (const s of series.values()) this.inc(s.labels, s.n);
+        for (const s of series) this.inc(s.labels, s.n);
       },
     }),
     httpDuration: new Histogram({
@@ -124,6 +164,9 @@ export function createMetrics(
       labelNames: ['method', 'route', 'status'],
       buckets: LATENCY_BUCKETS,
       registers: [registry],
+      collect() {
+        setLatencyHistogram(this, series);
+      },
     }),
     poolThreads: new Gauge({
       name: 'pixvote_pool_threads',
@@ -196,6 +239,10 @@ export function createMetrics(
       help: 'Cacheable feed pages answered, by outcome: hit, recount (cached, counts read again) or miss (built)',
       labelNames: ['outcome'],
       registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(cacheReads)) if (n) this.inc({ outcome }, n);
+      },
     }),
     detectorBackend: new Gauge({
       name: 'pixvote_detector_backend_info',
@@ -269,15 +316,32 @@ export function createMetrics(
       registers: [registry],
       aggregator: 'max',
     }),
+    recordFeedCache(outcome) {
+      cacheReads[outcome]++;
+    },
     recordRequest(method, route, status, seconds) {
-      const key = `${method} ${route} ${status}`;
-      let s = series.get(key);
+      // Found by route, method and status in turn: strings the router and the HTTP parser hold (their hashes are
+      // computed once), where one key made per request would be hashed anew every time.
+      let byMethod = byRoute.get(route);
+      if (!byMethod) byRoute.set(route, (byMethod = new Map<string, Map<number, Series>>()));
+      let byStatus = byMethod.get(method);
+      if (!byStatus) byMethod.set(method, (byStatus = new Map<number, Series>()));
+      let s = byStatus.get(status);
       if (!s) {
         const labels = { method, route, status: String(status) };
-        series.set(key, (s = { labels, n: 0, time: m.httpDuration.labels(labels) }));
+        s = { labels, n: 0, sum: 0, buckets: LATENCY_BUCKETS.map(() => 0) };
+        byStatus.set(status, s);
+        series.push(s);
       }
       s.n++;
-      s.time.observe(seconds);
+      s.sum += seconds;
+      // As prom-client buckets it: the first bound the value does not exceed.
+      for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
+        if (seconds <= LATENCY_BUCKETS[i]!) {
+          s.buckets[i]!++;
+          break;
+        }
+      }
     },
   };
   // A failed reading leaves these at their last figures; pixvote_dependency_up says they are stale.

@@ -47,17 +47,26 @@ export const TARGETS = {
    * single rounds 0.47–0.67 (README,
    * "Benchmarks"). CI fails below 0.35: a read that went back to asking Redis for the generation and the
    * limit (0.27) fails it; the in-process gatewayCpuVsKoa below is the tighter guard on the chain's cost.
+   * Issue 48 raised the goal to 0.75. On 2026-11-29 under load 8–10 (hello-world at 18–22k requests/s) the same code
+   * measured 0.35–0.64 from run to run, before and after its cuts alike (bench/README.md, Gateway CPU): a floor
+   * above 0.35 would fail on the machine's noise, not on a regression; the in-process floors guard the chain.
    */
-  cachedFeedVsHello: atLeast(0.35, 'ci', 0.5),
+  cachedFeedVsHello: atLeast(0.35, 'ci', 0.75),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
-   * what the middleware chain costs, measured without the network's noise. It was 0.44 when this floor was set
-   * at 0.3; the chain has grown since (page routes, limits, scopes), and on 2026-11-27 the commit before issue
-   * 29's per-scope cache measured 0.293 and the one after 0.272–0.281 on the same quiet machine, back to back
-   * (`npm run bench:gateway -- --rounds 9`; rounds 0.17–0.48). CI fails below 0.25, i.e. when the chain costs
-   * another ~10 % more; winning the lost share back is open work (stop 38's closing note).
+   * what the middleware chain costs, measured without the network's noise. It was 0.44 when a floor was first set
+   * (0.3), 0.27–0.29 on 2026-11-27 (floor 0.25). Issue 48 (2026-11-29, `npm run bench:gateway -- --rounds 11`,
+   * before and after alternated, load 7–11 from other jobs on the 2 cores): 0.427–0.432 at b2b99f9, 0.537–0.556
+   * after (rounds 0.36–0.66). CI fails below 0.45: a return to the chain before issue 48 fails it.
    */
-  gatewayCpuVsKoa: atLeast(0.25, 'ci'),
+  gatewayCpuVsKoa: atLeast(0.45, 'ci'),
+  /**
+   * A Koa hello-world ÷ the gateway's cached feed read, CPU per request in process (issue 48: goal 0.6, the cached
+   * page at most ~1.67× a bare framework answer's CPU). The same runs: 0.426–0.458 at b2b99f9, 0.576–0.592 after
+   * (rounds 0.51–0.69; 13.4–14.9 µs against 7.9–8.3). CI fails below 0.5, ~15 % under the median measured
+   * under load, above every figure before.
+   */
+  gatewayCpuVsHello: atLeast(0.5, 'ci', 0.6),
   /**
    * Images per busy core-second (CPU time of the process) with 2 workers ÷ with 1 (issue 17): a second worker
    * wastes no CPU. Replaces "2 workers ≥ 1.7× one worker", ill-posed where one worker already keeps more than

@@ -1,15 +1,16 @@
 import type { AppContext } from './context.ts';
 
 /**
- * True when the request's If-None-Match names the response's ETag (weak comparison, RFC 9110 13.1.2).
+ * True when the request's If-None-Match names the response's ETag (`sent`, else the one set; weak comparison,
+ * RFC 9110 13.1.2).
  * Unlike Koa's ctx.fresh this ignores `Cache-Control: no-cache` on the request: fetch() adds it to every
  * request with a hand-set If-None-Match, and validating with the origin is exactly what such a request asks for.
  */
-export function matchesEtag(ctx: AppContext): boolean {
-  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return false;
+export function matchesEtag(ctx: AppContext, sent?: string): boolean {
   const header = ctx.req.headers['if-none-match'];
   if (!header) return false;
-  const etag = ctx.res.getHeader('ETag');
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return false;
+  const etag = sent ?? ctx.res.getHeader('ETag');
   if (typeof etag !== 'string' || !etag) return false;
   if (header.trim() === '*') return true;
   const bare = (t: string) => t.trim().replace(/^W\//, '');
@@ -34,7 +35,7 @@ export function sendWithEtag(
   if (cacheControl) res.setHeader('Cache-Control', cacheControl);
   res.setHeader('ETag', etag);
   ctx.status = 200;
-  if (matchesEtag(ctx)) {
+  if (matchesEtag(ctx, etag)) {
     ctx.status = 304;
     return;
   }

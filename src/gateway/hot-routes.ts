@@ -4,6 +4,9 @@ import type { AppContext, AppState } from './context.ts';
 type Handler = RouterMiddleware<AppState>;
 type Routed = AppContext & { routerPath?: string; params?: Record<string, string> };
 
+/** The params of a fixed path: none (shared, frozen: nothing may add any). */
+const NO_PARAMS: Record<string, string> = Object.freeze({});
+
 /** A path that @koa/router matches only as itself (and with a trailing slash or other letter case). */
 const FIXED_PATH = /^(?:\/[A-Za-z0-9_.-]+)+$/;
 
@@ -34,24 +37,26 @@ export class HotRoutes {
 
   /** One middleware serving the routes of every HotRoutes given: by exact path, else through their routers. */
   static routes(all: ReadonlyArray<HotRoutes>) {
-    const byPath = new Map<string, Handler>();
+    // The declared path goes with its handler: the route label is that string, not the one parsed per request
+    // (the metrics find their series by it, and a string made once has its hash computed once).
+    const byPath = new Map<string, { path: string; handler: Handler }>();
     const router = new Router<AppState>();
     for (const hot of all) {
       for (const [path, handler] of hot.#byPath) {
         if (byPath.has(path)) throw new Error(`hot route ${path} is declared twice`);
-        byPath.set(path, handler);
+        byPath.set(path, { path, handler });
       }
       router.use(hot.router.routes());
     }
     const routed = router.routes();
     return Object.assign(
       function hotRoutes(ctx: AppContext, next: () => Promise<unknown>): unknown {
-        const handler = ctx.method === 'GET' || ctx.method === 'HEAD' ? byPath.get(ctx.path) : undefined;
-        if (!handler) return routed(ctx as never, next) as unknown;
+        const hit = ctx.method === 'GET' || ctx.method === 'HEAD' ? byPath.get(ctx.path) : undefined;
+        if (!hit) return routed(ctx as never, next) as unknown;
         const r = ctx as Routed;
-        r.routerPath = ctx.path;
-        r.params = {};
-        return handler(ctx as unknown as RouterContext<AppState>, next) as unknown;
+        r.routerPath = hit.path;
+        r.params = NO_PARAMS;
+        return hit.handler(ctx as unknown as RouterContext<AppState>, next) as unknown;
       },
       { router },
     );

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { Next } from 'koa';
 import type { AppContext } from './context.ts';
 import { errors, type AppError } from '../domain/errors.ts';
 import { MAX_FILE_BYTES } from '../domain/uploads/limits.ts';
@@ -39,11 +38,12 @@ export function declaredOversize(req: IncomingMessage): AppError | null {
 
 /**
  * 413 at once for a body declared larger than any route reads, before a byte of it is read (the connection
- * closes, so the client stops sending). Runs after the IP rate limit, so the refusal is counted and limited.
+ * closes, so the client stops sending). Called first by the body and authentication layer (app.ts), after the IP
+ * rate limit, so the refusal is counted and limited.
  */
-export function refuseDeclaredOversize(ctx: AppContext, next: Next): Promise<unknown> {
+export function refuseDeclaredOversize(ctx: AppContext): void {
   const oversize = declaredOversize(ctx.req);
-  if (!oversize) return next();
+  if (!oversize) return;
   ctx.state.bodyRefusedUnread = true;
   throw oversize;
 }

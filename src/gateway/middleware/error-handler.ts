@@ -13,6 +13,11 @@ export interface ErrorOptions {
   route?: (ctx: AppContext) => string;
   /** Error pages for browsers asking for a page (error-page.ts): the pages' CSP and headers, the stylesheet. */
   page?: { csp: string; headers: ReadonlyArray<readonly [string, string]>; stylesheet: () => string | null };
+  /**
+   * Runs when the middleware below has answered without throwing, before the 404/405 check (what it throws is
+   * mapped as anything else): the ETag / 304 of JSON answers (conditional-get.ts).
+   */
+  answered?: (ctx: AppContext) => void;
 }
 
 /** What an error's log line says about its request: request id, route pattern, error code and user, when known. */
@@ -78,9 +83,11 @@ function notFoundUnlessAnswered(ctx: AppContext): void {
  * that refusal is for not doing.
  */
 export function errorHandler(opts: ErrorOptions = {}) {
+  const answered = opts.answered;
   return async function errorHandler(ctx: AppContext, next: () => Promise<unknown>) {
     try {
       await next();
+      answered?.(ctx);
       notFoundUnlessAnswered(ctx);
     } catch (err) {
       writeError(ctx, err, opts);

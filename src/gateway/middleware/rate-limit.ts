@@ -105,16 +105,43 @@ export function ipRateLimit(opts: { auth: Limiter; general: Limiter; media: Limi
   const mediaPaths = opts.routes.media.length
     ? new RegExp(`^(?:${opts.routes.media.map((r) => pathPattern(r.path)).join('|')})/?$`, 'i')
     : null;
-  return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
-    const path = ctx.path;
-    if (unlimited.has(path)) return next();
-    const method = ctx.method;
-    const limiter = authRoutes.some((r) => method === r.method && r.path.test(path))
+  // Each address's key made once (not a fresh string per request, for the limiter to hash again): as many as the
+  // clients seen lately, started over past 10k.
+  const ipKeys = new Map<string, string>();
+  const keyOf = (ip: string): string => {
+    let key = ipKeys.get(ip);
+    if (key === undefined) {
+      if (ipKeys.size >= 10_000) ipKeys.clear();
+      ipKeys.set(ip, (key = clientIpKey(ip)));
+    }
+    return key;
+  };
+  const limiterOf = (method: string, path: string): Limiter =>
+    authRoutes.some((r) => method === r.method && r.path.test(path))
       ? opts.auth
       : (method === 'GET' || method === 'HEAD') && mediaPaths?.test(path)
         ? opts.media
         : opts.general;
-    return applyLimit(ctx, limiter, clientIpKey(ctx.ip), next);
+  // Which limit a method and path spend, decided once per pair (the route tests are regular expressions): by
+  // method, then path, as many paths as were asked lately, started over past 10k.
+  const chosen = new Map<string, Map<string, Limiter>>();
+  const choose = (method: string, path: string): Limiter => {
+    let byPath = chosen.get(method);
+    if (!byPath) chosen.set(method, (byPath = new Map<string, Limiter>()));
+    let limiter = byPath.get(path);
+    if (!limiter) {
+      if (byPath.size >= 10_000) byPath.clear();
+      byPath.set(path, (limiter = limiterOf(method, path)));
+    }
+    return limiter;
+  };
+  return function ipRateLimit(ctx: AppContext, next: () => Promise<unknown>) {
+    const path = ctx.path;
+    if (unlimited.has(path)) return next();
+    // ctx.ip as Koa computes it; with no proxy trusted it is the socket's address, without Koa building two arrays
+    // from X-Forwarded-For it then ignores.
+    const ip = ctx.app.proxy ? ctx.ip : (ctx.req.socket.remoteAddress ?? '');
+    return applyLimit(ctx, choose(ctx.method, path), keyOf(ip), next);
   };
 }
 

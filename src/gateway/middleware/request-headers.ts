@@ -21,7 +21,7 @@ export function requestHeaders(opts: { log: Logger; isShuttingDown: () => boolea
     // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
     const res = ctx.res;
     res.setHeader('X-Request-Id', id);
-    for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    for (let i = 0; i < SECURITY_HEADERS.length; i++) res.setHeader(SECURITY_HEADERS[i]![0], SECURITY_HEADERS[i]![1]);
     if (ctx.secure) res.setHeader(HSTS_HEADER[0], HSTS_HEADER[1]);
     if (isShuttingDown()) res.setHeader('Connection', 'close');
     return next();

@@ -20,6 +20,7 @@ import { routes } from './route.ts';
 const JSON_TYPE = 'application/json; charset=utf-8';
 const ATOM_TYPE = 'application/atom+xml; charset=utf-8';
 const ATOM_CACHE = 'public, max-age=120';
+const FEED_CACHE = 'public, max-age=120';
 
 /**
  * RFC 9110 13.2.2: If-None-Match when the request has one, else If-Modified-Since against the feed's
@@ -53,9 +54,11 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
     hot: true,
     handler:
       (deps) =>
-      async (ctx, { query }) => {
-        const page = await deps.feeds.list(query);
-        sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=120');
+      (ctx, { query }) => {
+        // A page this process holds is sent at once (no async frame); any other is looked up, or built.
+        const hit = deps.feeds.cachedPage(query);
+        if (hit) return sendWithEtag(ctx, hit.body, JSON_TYPE, hit.etag, FEED_CACHE);
+        return deps.feeds.list(query).then((page) => sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, FEED_CACHE));
       },
   }),
   route({

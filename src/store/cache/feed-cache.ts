@@ -13,6 +13,9 @@ export type { CachedJson, CacheRead, FeedCache };
 /** How many pages a process keeps in memory by default. */
 export const DEFAULT_MAX_ENTRIES = 2000;
 
+/** No upload to recount (shared: a cached read allocates no empty list). */
+const NONE: readonly string[] = Object.freeze([]);
+
 /** A page as kept: with the vote sequence number it is current as of (its `ids`' counts). */
 export interface KeptPage {
   page: CachedJson;
@@ -35,11 +38,25 @@ export class LocalPages {
   }
 
   get(token: string, key: string): KeptPage | null {
-    return this.#lru.get(`${token}:${key}`) ?? null;
+    return this.#lru.get(this.#name(token, key)) ?? null;
   }
 
   keep(token: string, scopes: readonly string[], key: string, kept: KeptPage, ttlMs: number): void {
-    if (token === this.#generations.token(scopes)) this.#lru.set(`${token}:${key}`, kept, { ttl: ttlMs });
+    if (token === this.#generations.token(scopes)) this.#lru.set(this.#name(token, key), kept, { ttl: ttlMs });
+  }
+
+  /**
+   * `token:key`, the same string again while the token stays: a string made per read would be hashed anew by every
+   * lookup (`key` is one the feed service keeps per query). As many names as pages, at most, then started over.
+   */
+  readonly #names = new Map<string, { token: string; name: string }>();
+  #name(token: string, key: string): string {
+    let n = this.#names.get(key);
+    if (n?.token !== token) {
+      if (!n && this.#names.size >= this.#lru.max) this.#names.clear();
+      this.#names.set(key, (n = { token, name: `${token}:${key}` }));
+    }
+    return n.name;
   }
 
   /** The read of a page found (or not) under `token`, read at vote sequence number `seq`. */
@@ -49,7 +66,7 @@ export class LocalPages {
       hit: kept?.page ?? null,
       generation: token,
       seq,
-      recount: kept && ids ? this.#generations.recount(ids, kept.seq) : [],
+      recount: kept && ids ? this.#generations.recount(ids, kept.seq) : NONE,
     };
   }
 }

@@ -31,7 +31,7 @@ export interface Generations {
    */
   token(scopes: readonly string[]): string | null;
   /** Of `ids`, the uploads whose counts may have changed since vote sequence number `since`. */
-  recount(ids: readonly string[], since: number): string[];
+  recount(ids: readonly string[], since: number): readonly string[];
   /** Starts a new global generation in every process sharing the cache; resolves once they have applied it. */
   bump(): Promise<void>;
   /** Bumps `change.scopes` and records a vote on `change.uploads` in every process; resolves once applied. */
@@ -40,6 +40,9 @@ export interface Generations {
   onMove(fn: () => void): void;
   close(): void;
 }
+
+/** What `recount` answers for a page current as of the last vote (shared: no empty list made per cached read). */
+const NOTHING_TO_RECOUNT: readonly string[] = Object.freeze([]);
 
 /** How many voted uploads a process remembers; a page older than the oldest forgotten vote is recounted whole. */
 const VOTED_MAX = 10_000;
@@ -81,8 +84,8 @@ abstract class Held implements Generations {
     return t;
   }
 
-  recount(ids: readonly string[], since: number): string[] {
-    if (since >= this.#seq) return [];
+  recount(ids: readonly string[], since: number): readonly string[] {
+    if (since >= this.#seq) return NOTHING_TO_RECOUNT;
     if (since < this.#floor) return [...ids];
     return ids.filter((id) => (this.#votedAt.get(id) ?? 0) > since);
   }

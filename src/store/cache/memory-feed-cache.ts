@@ -12,12 +12,15 @@ export function memoryFeedCache(
   maxEntries = DEFAULT_MAX_ENTRIES,
 ): FeedCache & { close(): void } {
   const pages = new LocalPages(generations, maxEntries);
+  // Synchronous: the gateway answers a cached read with no async frame (FeedService.cachedPage).
+  const peek = (key: string, scopes: readonly string[] = []) => {
+    // Every scope's generation is known here (one that was never bumped is 0).
+    const token = generations.token(scopes) ?? 'none';
+    return pages.found(pages.get(token, key), token, generations.seq);
+  };
   return {
-    async read(key, scopes = []) {
-      // Every scope's generation is known here (one that was never bumped is 0).
-      const token = generations.token(scopes) ?? 'none';
-      return pages.found(pages.get(token, key), token, generations.seq);
-    },
+    peek,
+    read: async (key, scopes) => peek(key, scopes),
     write: async (key, token, page, ttlSeconds, at = {}) =>
       pages.keep(token, at.scopes ?? [], key, { page, seq: at.seq ?? 0 }, ttlSeconds * 1000),
     invalidate: () => generations.bump(),

@@ -20,6 +20,7 @@ import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } fro
 import { pngImage } from '../support/fixtures.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { registerAdmin, registerUser } from '../support/users.ts';
+import { HOSTILE, VIEW_UPLOAD } from '../support/view-fixtures.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -45,8 +46,6 @@ after(async () => {
   await app.close();
 });
 const opts = { skip: noBrowser };
-
-const HOSTILE = `<b id="injected">bold</b> & "quoted" 'single' <!-- --> ]]>`;
 
 /** A card's age, or a modlog line's time (UTC, the same on both sides). */
 const AGE = /^(just now|\d+ (minute|hour|day|month|year)s? ago|\d{4}-\d\d-\d\d \d\d:\d\d UTC)$/;
@@ -172,21 +171,7 @@ test(
 );
 
 test("a view's tree built by the browser is the DOM it parses from the server's markup of it", opts, async () => {
-  const base: Upload = {
-    id: 'a/b?c',
-    user_id: 'u',
-    username: 'ada',
-    upload_type: 'image',
-    description: null,
-    original_name: null,
-    external_url: null,
-    is_private: false,
-    upvotes: 3,
-    downvote_count: 0,
-    created_at: '2020-02-29T23:59:59.999Z',
-    tags: [],
-    image: { url: '/x', thumbnail_url: '/api/image/x?size=thumb&y="1"', width: 4000, height: 10, thumbhash: null },
-  };
+  const base: Upload = { ...VIEW_UPLOAD, created_at: '2020-02-29T23:59:59.999Z' };
   const uploads: Upload[] = [
     base,
     { ...base, description: HOSTILE, original_name: 'x.png', is_private: true, moderation: 'held' },

@@ -6,14 +6,14 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cardView, titleOf, type Upload } from '../../src/gateway/views/card-view.ts';
+import { cardView, titleOf } from '../../src/gateway/views/card-view.ts';
 import { feedView, type FeedView } from '../../src/gateway/views/feed-view.ts';
 import { modlogView } from '../../src/gateway/views/modlog-view.ts';
 import { h } from '../../src/gateway/views/vnode.ts';
 import { ago, utcDate } from '../../src/gateway/views/words.ts';
 import { el, toHtml } from '../../src/gateway/web-render.ts';
+import { HOSTILE, VIEW_UPLOAD } from '../support/view-fixtures.ts';
 
-const HOSTILE = `<b id="injected">bold</b> & "quoted" 'single' <!-- --> ]]>`;
 const HOSTILE_TEXT =
   '&lt;b id=&quot;injected&quot;&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot; &#39;single&#39; ' +
   '&lt;!-- --&gt; ]]&gt;';
@@ -56,21 +56,7 @@ describe('toHtml', () => {
   });
 });
 
-const base: Upload = {
-  id: 'a/b?c',
-  user_id: 'u1',
-  username: 'ada lovelace',
-  upload_type: 'image',
-  description: null,
-  original_name: null,
-  external_url: null,
-  is_private: false,
-  upvotes: 3,
-  downvote_count: 0,
-  created_at: '2026-11-27T11:00:00.000Z',
-  tags: [],
-  image: { url: '/i', thumbnail_url: '/api/image/x?size=thumb&y="1"', width: 4000, height: 10, thumbhash: null },
-};
+const base = VIEW_UPLOAD;
 const NOW = Date.parse('2026-11-27T12:00:00.000Z');
 
 describe('cardView', () => {

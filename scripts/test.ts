@@ -142,7 +142,7 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/web.test.ts': 'the front end over HTTP: CSP, assets, page routes',
   'test/http/web-pages.test.ts': 'the pages in Chromium, by keyboard and mouse',
   'test/http/web-details.test.ts': 'the pages in Chromium at 375 and 1280 px',
-  'test/http/web-render.test.ts': "the server's markup against the module's, in Chromium",
+  'test/http/web-views.test.ts': "the views built in Chromium against the server's markup of them",
   'test/http/web-security.test.ts': 'hostile strings and the CSP, in Chromium',
   'test/http/web-a11y.test.ts': 'axe-core on every page, in Chromium',
   'test/http/no-js.test.ts': 'the pages in Chromium with JavaScript off',

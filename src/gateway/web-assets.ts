@@ -10,8 +10,8 @@
  * module: on a slow connection each module was a round trip before the page's first paint (Lighthouse counts a
  * page's scripts as render-blocking), and the page's image shared the connections with them.
  *
- * The modules are also served one by one, as the browser would import them unbundled (tests import `card` and `ago`
- * from them to compare with the server's rendering): every `import … from '…'` names a module of web/ (or
+ * The modules are also served one by one, as the browser would import them unbundled (tests import them to check
+ * what the browser builds): every `import … from '…'` names a module of web/ (or
  * `thumbhash`) and is rewritten to that module's hashed path, so a module's hash covers the hashes of all it imports.
  * A specifier that names anything else, a cycle, or two modules of the same file name stop the server at startup.
  */
@@ -28,17 +28,34 @@ const require = createRequire(import.meta.url);
 const WEB_DIR = new URL('../../web/', import.meta.url);
 const BOOT = new URL('app.js', WEB_DIR);
 const THUMBHASH = pathToFileURL(require.resolve('thumbhash/thumbhash.js'));
-/** A module of src/gateway that imports nothing, as the JavaScript the pages import (its types stripped). */
+/**
+ * A relative import of a .ts module (as esbuild writes it, in double quotes), to become the import of the .js
+ * module generated from it, in single quotes as STATIC_IMPORT reads it.
+ */
+const TS_IMPORT = /^((?:import|export)\s+(?:[\w$*{},\s]+?\s+from\s+)?)["'](\.\.?\/[^"']+)\.ts["'];/gm;
+
+/**
+ * A module of src/gateway as the JavaScript the pages import (its types stripped); it imports only modules that
+ * are generated the same way (`./words.ts` becomes `./words.js`).
+ */
 const fromGateway = (name: string) => () =>
-  `// Generated from src/gateway/${name}: the server runs the same code.\n${
-    transformSync(readFileSync(new URL(name, import.meta.url), 'utf8'), { loader: 'ts', format: 'esm' }).code
-  }`;
+  `// Generated from src/gateway/${name}: the server runs the same code.\n${transformSync(
+    readFileSync(new URL(name, import.meta.url), 'utf8'),
+    { loader: 'ts', format: 'esm' },
+  ).code.replace(TS_IMPORT, "$1'$2.js';")}`;
+
+/**
+ * The pages' views (issue 47): one definition, run by the server (to markup) and by the pages (as DOM), served
+ * as web/lib/<name>.js (each has a web/lib/<name>.d.ts for the pages' type check).
+ */
+const VIEWS = ['vnode', 'words', 'card-view', 'feed-view', 'modlog-view'];
 
 /** Modules that are no file of web/: made here. */
 const GENERATED = new Map([
   [new URL('lib/limits.js', WEB_DIR).href, limitsModule],
   // Where a visitor may be sent back to (issue 44): one check, the server's and the pages'.
   [new URL('lib/local-path.js', WEB_DIR).href, fromGateway('local-path.ts')],
+  ...VIEWS.map((name) => [new URL(`lib/${name}.js`, WEB_DIR).href, fromGateway(`views/${name}.ts`)] as const),
 ]);
 
 /** Each page (the shell's `data-page`) → its module in web/, which exports `render(page)`. */
@@ -160,6 +177,8 @@ const generatedModules: Plugin = {
     b.onLoad({ filter: /.*/, namespace: 'generated' }, (args) => ({
       contents: GENERATED.get(args.path)!(),
       loader: 'js',
+      // Its imports (of other generated modules) resolve beside it.
+      resolveDir: fileURLToPath(new URL('.', args.path)),
     }));
   },
 };

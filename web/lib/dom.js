@@ -1,6 +1,10 @@
 // Building the pages: elements, text, the signed-in visitor. User text only ever becomes text nodes or attribute
 // values: `h()` appends strings with `append()` (text), never through innerHTML, and links to user URLs pass
 // `safeUrl()`.
+import { ago, hostOf, plural, utcDate } from './words.js';
+
+export { ago, hostOf, plural, utcDate };
+/** @import { VNode } from './vnode.js' */
 
 /** @typedef {Node | string | number | boolean | null | undefined | Child[]} Child */
 /** @typedef {{ username: string, id: string | undefined, admin: boolean }} Visitor */
@@ -65,6 +69,16 @@ export function h(tag, attrs, ...children) {
 }
 
 /**
+ * A view's tree (src/gateway/views/) as DOM: the elements the server's markup of it parses to.
+ * @param {VNode | string} node
+ * @returns {Node}
+ */
+export function toDom(node) {
+  if (typeof node === 'string') return document.createTextNode(node);
+  return h(/** @type {keyof HTMLElementTagNameMap} */ (node.tag), node.attrs, node.children.map(toDom));
+}
+
+/**
  * Only http(s) URLs become links; anything else (javascript:, data:) is shown as text.
  * @param {string | null | undefined} url
  */
@@ -74,15 +88,6 @@ export function safeUrl(url) {
     return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : null;
   } catch {
     return null;
-  }
-}
-
-/** @param {string | null | undefined} url */
-export function hostOf(url) {
-  try {
-    return new URL(String(url)).host;
-  } catch {
-    return '';
   }
 }
 
@@ -108,53 +113,6 @@ export function when(iso) {
   const date = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
   const shown = `${date} ${two(d.getHours())}:${two(d.getMinutes())} ${zone}`;
   return h('time', { datetime: iso }, shown);
-}
-
-/**
- * @param {number} n
- * @param {string} one
- * @param {string} many
- */
-export function plural(n, one, many) {
-  return `${n} ${n === 1 ? one : many}`;
-}
-
-/**
- * How long ago, in words, by whole minutes ("just now", "1 minute ago", "3 hours ago", "2 days ago"). Mirrored by
- * src/gateway/web-render.ts's `ago` (the feed's first page rendered by the server).
- * @param {string} iso
- * @param {number} now
- */
-export function ago(iso, now) {
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) return iso;
-  const minutes = Math.floor((now - t) / 60_000);
-  if (minutes < 1) return 'just now';
-  if (minutes < 60) return `${plural(minutes, 'minute', 'minutes')} ago`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 24) return `${plural(hours, 'hour', 'hours')} ago`;
-  const days = Math.floor(hours / 24);
-  if (days < 30) return `${plural(days, 'day', 'days')} ago`;
-  if (days < 365) return `${plural(Math.floor(days / 30), 'month', 'months')} ago`;
-  return `${plural(Math.floor(days / 365), 'year', 'years')} ago`;
-}
-
-/**
- * The full date of an ISO time, the same in every locale and time zone ("2026-11-27 09:30 UTC"), or null.
- * @param {string} iso
- */
-export function utcDate(iso) {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? null : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
-
-/**
- * An upload's age: `<time>` with the relative text, its full date as the title.
- * @param {string} iso
- * @param {number} [now]
- */
-export function age(iso, now = Date.now()) {
-  return h('time', { datetime: iso, title: utcDate(iso) }, ago(iso, now));
 }
 
 /**

@@ -2,49 +2,15 @@
 // and tag, a page at a time, the next loaded on scrolling near the end. Pages after the first are reached by cursor
 // (each page's `next_cursor`), however deep; each has its own URL (`?cursor=…`).
 import { api, explain } from '../lib/api.js';
-import { card, cardVotes, placeholder, userPath } from '../lib/cards.js';
-import { ago, h, show } from '../lib/dom.js';
+import { card, cardWorks } from '../lib/cards.js';
+import { ago, ME, show, toDom } from '../lib/dom.js';
+import { emptyText, feedUrl, feedView, SORTS } from '../lib/feed-view.js';
 import { limits } from '../lib/limits.js';
 /** @import { Upload } from '../lib/cards.js' */
-
-/** @type {ReadonlyArray<readonly [string, string]>} */
-const SORTS = [
-  ['new', 'New'],
-  ['top', 'Top'],
-  ['hot', 'Hot'],
-  ['best', 'Best'],
-];
 
 /** As the server folds a tag to its slug for the first page it embeds. @param {string} tag */
 function slugify(tag) {
   return tag.normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
-}
-
-/**
- * A page by its cursor, or by number; of a user's uploads when `user` is set.
- * @param {{ sort?: string, tag?: string, user?: string, page?: number, cursor?: string | null }} where
- */
-function feedUrl({ sort, tag, user, page, cursor }) {
-  const q = new URLSearchParams();
-  if (sort && sort !== 'new') q.set('sort', sort);
-  if (tag) q.set('tag', tag);
-  if (cursor) q.set('cursor', cursor);
-  else if (page && page > 1) q.set('page', String(page));
-  const s = q.toString();
-  const path = user ? userPath(user) : '/';
-  return s ? `${path}?${s}` : path;
-}
-
-/** @param {string} tag @param {string} user */
-function heading(tag, user) {
-  if (user) return `Uploads by ${user}${tag ? ` tagged “${tag}”` : ''}`;
-  return tag ? `Uploads tagged “${tag}”` : 'Latest uploads';
-}
-
-/** What an empty feed says. @param {string} tag @param {string} user */
-function emptyText(tag, user) {
-  if (tag) return 'No uploads with this tag yet.';
-  return user ? 'No public uploads yet.' : 'Nothing here yet: be the first to upload.';
 }
 
 /**
@@ -88,75 +54,33 @@ export async function render() {
   let at = startCursor ? { cursor: startCursor } : { page: first };
 
   const embedded = embeddedPage(feedQuery(sort, tag, user, at));
-  // The server rendered the first page into the document (src/gateway/web-render.ts, the same markup as below and
-  // as card()): adopt it as it is, so the thumbnails it already shows are not built again.
+  // The server rendered the first page into the document (src/gateway/views/feed-view.ts, the view built below):
+  // adopted as it is, so the thumbnails it already shows are not built again.
   const main = /** @type {HTMLElement} */ (document.getElementById('main'));
-  const served = main.querySelector(':scope > ol.grid');
-  const servedStatus = main.querySelector(':scope > p.status');
-  const servedMore = main.querySelector(':scope > a.more');
-  /** @type {HTMLOListElement} */
-  let grid;
-  /** @type {HTMLParagraphElement} */
-  let status;
-  /** @type {HTMLAnchorElement} */
-  let more;
-  if (
-    embedded &&
-    served instanceof HTMLOListElement &&
-    servedStatus instanceof HTMLParagraphElement &&
-    servedMore instanceof HTMLAnchorElement &&
-    served.children.length === embedded.uploads.length
-  ) {
-    grid = served;
-    status = servedStatus;
-    more = servedMore;
-    main.setAttribute('aria-busy', 'false');
-  } else {
-    grid = h('ol', { class: 'grid', 'aria-label': 'Uploads' });
-    status = h('p', { class: 'status', role: 'status' });
-    more = h(
-      'a',
-      { class: 'more button', href: feedUrl({ sort, tag, user, page: first + 1 }), hidden: true },
-      'More uploads',
-    );
-    show(
-      h('h1', {}, heading(tag, user)),
-      h(
-        'div',
-        { class: 'controls' },
-        h(
-          'nav',
-          { class: 'sorts', 'aria-label': 'Sort' },
-          SORTS.map(([s, label]) =>
-            h('a', { href: feedUrl({ sort: s, tag, user }), 'aria-current': s === sort ? 'page' : null }, label),
-          ),
-        ),
-        h(
-          'form',
-          { class: 'tagfilter', role: 'search', action: feedUrl({ user }), method: 'get' },
-          h('label', { for: 'tag-filter' }, 'Tag'),
-          h('input', {
-            id: 'tag-filter',
-            name: 'tag',
-            value: tag,
-            maxlength: limits.maxTagLength,
-            autocomplete: 'off',
-          }),
-          sort !== 'new' ? h('input', { type: 'hidden', name: 'sort', value: sort }) : null,
-          h('button', { type: 'submit' }, 'Filter'),
-          tag ? h('a', { href: feedUrl({ sort, user }) }, 'All tags') : null,
-        ),
-      ),
-      startCursor
-        ? h('p', {}, h('a', { href: feedUrl({ sort, tag, user }) }, '← Newest uploads'))
-        : first > 1
-          ? h('p', {}, h('a', { href: feedUrl({ sort, tag, user, page: first - 1 }) }, '← Newer page'))
-          : null,
-      grid,
-      status,
-      more,
-    );
+  const adopted = Boolean(
+    embedded && main.querySelector(':scope > ol.grid')?.children.length === embedded.uploads.length,
+  );
+  if (adopted) main.setAttribute('aria-busy', 'false');
+  else {
+    const view = feedView({
+      sort,
+      tag,
+      user,
+      page: first,
+      cursor: startCursor,
+      uploads: [],
+      hasMore: false,
+      nextCursor: null,
+      signedIn: Boolean(ME),
+      now: Date.now(),
+      maxTagLength: limits.maxTagLength,
+      eagerThumbnails: limits.eagerThumbnails,
+    });
+    show(view.map(toDom));
   }
+  const grid = /** @type {HTMLOListElement} */ (main.querySelector(':scope > ol.grid'));
+  const status = /** @type {HTMLParagraphElement} */ (main.querySelector(':scope > p.status'));
+  const more = /** @type {HTMLAnchorElement} */ (main.querySelector(':scope > a.more'));
 
   let pagesShown = 0;
   let loading = false;
@@ -170,15 +94,13 @@ export async function render() {
     const eager = pagesShown === 0;
     /** @type {Element[]} */
     let cards;
-    if (grid === served && pagesShown === 0) {
+    if (adopted && pagesShown === 0) {
       cards = [...grid.children];
       const now = Date.now();
       uploads.forEach((u, i) => {
         const li = cards[i];
         if (!li) return;
-        const img = li.querySelector('img');
-        if (img && u.upload_type === 'image' && u.image) placeholder(img, u.image.thumbhash);
-        cardVotes(li, u.id);
+        cardWorks(li, u);
         // The server's "3 minutes ago" may be older than the page: its text brought up to date, the node kept.
         const time = li.querySelector('time[datetime]');
         const text = time && ago(time.getAttribute('datetime') ?? '', now);

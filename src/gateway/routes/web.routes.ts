@@ -17,7 +17,7 @@
  * The feed's first page is what makes its Largest Contentful Paint: `/` carries the very bytes
  * `GET /api/uploads` answers for it (the same cached page, as a non-executable JSON block the module reads
  * instead of fetching it), preloads its first thumbnails, and shows that page already rendered in `<main>`
- * (src/gateway/web-render.ts, the markup web/pages/feed.js would build; it adopts it), so the thumbnails paint
+ * (src/gateway/views/feed-view.ts, the view web/pages/feed.js would build; it adopts it), so the thumbnails paint
  * without waiting for any script (issue 30).
  */
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:zlib';
@@ -31,7 +31,6 @@ import { banRefusal, viewerWith, type Principal, type UserRecord } from '../../d
 import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { localPath } from '../local-path.ts';
-import { modlogHtml } from '../modlog-page.ts';
 import { USERNAME_RE } from '../schemas/auth.schemas.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
 import { requestOrigin } from '../request-origin.ts';
@@ -39,8 +38,12 @@ import { DOCUMENT_HEADERS } from '../security-headers.ts';
 import { descriptionMeta } from '../page-meta.ts';
 import { missingUploadPage, uploadHead, uploadMainHtml, uploadPageImage } from '../upload-page.ts';
 import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
+import { MAX_TAG_LENGTH } from '../../domain/tags.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE, MODLOG_PAGE_SIZE } from '../web-limits.ts';
-import { el, escapeHtml, feedHtml, userPath, type CardUpload, type FeedView } from '../web-render.ts';
+import { type Upload as CardUpload } from '../views/card-view.ts';
+import { feedView, type FeedView } from '../views/feed-view.ts';
+import { modlogView } from '../views/modlog-view.ts';
+import { el, escapeHtml, toHtml, userPath } from '../web-render.ts';
 
 /** The hosts an upload's `embed.embed_url` can name (src/domain/embeds.ts builds them from the URL alone). */
 export const EMBED_FRAME_HOSTS = [
@@ -95,7 +98,7 @@ interface FirstPage {
   query: string;
   json: string;
   thumbnails: string[];
-  /** The page as the server renders it into `<main>` (src/gateway/web-render.ts). */
+  /** The page as the server renders it into `<main>` (src/gateway/views/feed-view.ts). */
   view: FeedView;
 }
 
@@ -137,6 +140,8 @@ async function firstFeedPage(
     nextCursor: body.next_cursor,
     signedIn: Boolean(me),
     now: Date.now(),
+    maxTagLength: MAX_TAG_LENGTH,
+    eagerThumbnails: EAGER_THUMBNAILS,
   };
   return { query: params.toString(), json, thumbnails, view };
 }
@@ -263,7 +268,7 @@ function userPageContent(user: UserRecord): OwnContent {
 }
 
 /**
- * `/modlog` (issue 30): a page of GET /api/modlog as this visitor sees it (src/gateway/modlog-page.ts), by number
+ * `/modlog` (issue 30): a page of GET /api/modlog as this visitor sees it (src/gateway/views/modlog-view.ts), by number
  * or by cursor. A malformed cursor or a page too deep is the API's 400, as an error page.
  */
 async function modlogPage(moderation: ModerationService, ctx: AppContext): Promise<OwnContent> {
@@ -277,7 +282,7 @@ async function modlogPage(moderation: ModerationService, ctx: AppContext): Promi
     status: 200,
     title: 'Moderation log · pixvote',
     head: descriptionMeta('modlog', ctx.query),
-    main: modlogHtml({ entries: log.entries, page: log.page, cursor, nextCursor: log.next_cursor }),
+    main: toHtml(modlogView({ entries: log.entries, page: log.page, cursor, nextCursor: log.next_cursor })),
   };
 }
 
@@ -321,7 +326,7 @@ ${feed ? firstPageHead(feed) : ''}${page === 'feed' || page === 'user' ? atomLin
 <body data-page="${page}"${user}>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><a class="brand" href="/">pixvote</a><nav aria-label="Main">${nav.join('')}</nav></header>
-<main id="main" tabindex="-1">${own?.main ?? (feed ? feedHtml(feed.view) : NOSCRIPT)}</main>
+<main id="main" tabindex="-1">${own?.main ?? (feed ? toHtml(feedView(feed.view)) : NOSCRIPT)}</main>
 </body>
 </html>
 `;

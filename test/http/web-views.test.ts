@@ -1,20 +1,26 @@
 /**
- * The feed's first page as the server renders it (issue 30, src/gateway/web-render.ts) against what the browser
- * builds from the same data (web/pages/feed.js, web/lib/cards.js): the same DOM, so the two cannot drift apart.
- * The module adopts the server's markup as it is, and rebuilds the same page when the document has none. The same
- * for a user's page (the feed with its user) and the modlog (src/gateway/modlog-page.ts, web/pages/modlog.js).
+ * The pages' views (issue 47, src/gateway/views/) in the browser: the tree a view makes, built as DOM by the served
+ * web/lib/dom.js (`toDom`), is the DOM the browser parses from the server's markup of the same tree
+ * (src/gateway/web-render.ts, `toHtml`), hostile text included; and the feed's and the modlog's modules adopt the
+ * server's page as it is, or build the same page from the same view when the document comes without it.
+ * The server's markup itself: test/unit/web-views.test.ts.
  */
 import { FEED_PAGE_SIZE } from '../../src/gateway/web-limits.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { ago, cardHtml, type CardUpload } from '../../src/gateway/web-render.ts';
+import { cardView, type Upload } from '../../src/gateway/views/card-view.ts';
+import { feedView } from '../../src/gateway/views/feed-view.ts';
+import { modlogView } from '../../src/gateway/views/modlog-view.ts';
+import type { VNode } from '../../src/gateway/views/vnode.ts';
 import { webAssetsReady } from '../../src/gateway/web-assets.ts';
+import { toHtml } from '../../src/gateway/web-render.ts';
 import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
 import { pngImage } from '../support/fixtures.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { registerAdmin, registerUser } from '../support/users.ts';
+import { HOSTILE, VIEW_UPLOAD } from '../support/view-fixtures.ts';
 
 let app: TestApp;
 let browser: Browser;
@@ -40,8 +46,6 @@ after(async () => {
   await app.close();
 });
 const opts = { skip: noBrowser };
-
-const HOSTILE = `<b id="injected">bold</b> & "quoted" 'single' <!-- --> ]]>`;
 
 /** A card's age, or a modlog line's time (UTC, the same on both sides). */
 const AGE = /^(just now|\d+ (minute|hour|day|month|year)s? ago|\d{4}-\d\d-\d\d \d\d:\d\d UTC)$/;
@@ -79,7 +83,7 @@ async function liveMain(p: Page): Promise<string> {
 }
 
 test(
-  'the feed the server renders is the DOM feed.js builds from the same page, and feed.js adopts it',
+  'feed.js adopts the feed the server renders, and builds the same page from the same view without it',
   opts,
   async () => {
     const owner = await registerUser(app.api);
@@ -166,157 +170,150 @@ test(
   },
 );
 
-test('every branch of card() is mirrored by the server: badges, link cards, titles, sizes, tags', opts, async () => {
-  const base: CardUpload = {
-    id: 'a/b?c',
-    username: 'ada',
-    upload_type: 'image',
-    description: null,
-    original_name: null,
-    external_url: null,
-    is_private: false,
-    upvotes: 3,
-    downvote_count: 0,
-    created_at: '2020-02-29T23:59:59.999Z',
-    tags: [],
-    image: { thumbnail_url: '/api/image/x?size=thumb&y="1"', width: 4000, height: 10, thumbhash: null },
-  };
-  const uploads: CardUpload[] = [
+test("a view's tree built by the browser is the DOM it parses from the server's markup of it", opts, async () => {
+  const base: Upload = { ...VIEW_UPLOAD, created_at: '2020-02-29T23:59:59.999Z' };
+  const uploads: Upload[] = [
     base,
     { ...base, description: HOSTILE, original_name: 'x.png', is_private: true, moderation: 'held' },
     { ...base, original_name: `${HOSTILE}.png`, moderation: 'visible', image: { ...base.image!, width: 0, height: 0 } },
     { ...base, description: 'é'.repeat(95), tags: [{ name: HOSTILE, slug: 'a b&c' }] },
     { ...base, upload_type: 'link', image: null, external_url: 'https://example.com:8080/x', embed: null },
     { ...base, upload_type: 'link', image: null, external_url: 'not a url', moderation: `${HOSTILE}` },
-    { ...base, upload_type: 'link', image: null, external_url: 'https://x.test/', embed: { provider: HOSTILE } },
+    {
+      ...base,
+      upload_type: 'link',
+      image: null,
+      external_url: 'https://x.test/',
+      embed: { provider: HOSTILE, embed_url: null },
+    },
     { ...base, upload_type: 'image', image: null, original_name: 'lost.png', my_vote: 'fucks' },
     { ...base, created_at: 'not a date', my_vote: 'does_not_fuck' },
   ];
-  const signedIn = await browser.newContext();
-  const member = await registerUser(app.api);
-  await signedIn.addCookies([{ name: 'auth-token', value: member.token, url: app.url }]);
-  const memberPage = await signedIn.newPage();
-  for (const [p, isSignedIn] of [
-    [page, false],
-    [memberPage, true],
-  ] as const) {
-    await openPage(p, `${app.url}/`);
-    // web/lib/cards.js, served on its own (the page runs it from its bundle).
-    const cardsModule = (await webAssetsReady()).module('cards.js')?.path;
-    assert.ok(cardsModule, 'web/lib/cards.js is served');
-    for (const eager of [true, false]) {
-      const built: string[] = await p.evaluate(
-        async ([url, list, isEager]) => {
-          const { card } = await import(url);
-          return list.map((u: unknown) => card(u, isEager).outerHTML as string);
-        },
-        [cardsModule, uploads, eager] as const,
-      );
-      const served = await p.evaluate(
-        (html: string) => {
-          const doc = new (globalThis as any).DOMParser().parseFromString(`<ol>${html}</ol>`, 'text/html');
-          return [...doc.querySelector('ol').children].map((li: any) => li.outerHTML as string);
-        },
-        uploads.map((u) => cardHtml(u, eager, { signedIn: isSignedIn, now: Date.now() })).join(''),
-      );
-      assert.deepEqual(served, built);
-      assert.equal(served.filter((c) => c.includes('class="vote ')).length, isSignedIn ? uploads.length : 0);
-    }
+  const now = Date.now();
+  const trees: VNode[] = [];
+  for (const signedIn of [false, true]) {
+    for (const eager of [true, false]) trees.push(...uploads.map((u) => cardView(u, eager, { signedIn, now })));
+    const feed = {
+      sort: 'top',
+      tag: HOSTILE,
+      user: HOSTILE,
+      page: 2,
+      cursor: null,
+      uploads,
+      hasMore: signedIn,
+      nextCursor: signedIn ? 'a&"b' : null,
+      signedIn,
+      now,
+      maxTagLength: 40,
+      eagerThumbnails: 3,
+    };
+    trees.push(...feedView(feed), ...feedView({ ...feed, sort: 'new', tag: '', user: '', uploads: [], cursor: 'c' }));
   }
+  const entries = [
+    { at: '2026-11-27T09:30:00.000Z', action: 'hold', reason: HOSTILE, target: { type: 'upload', id: 'x/y' } },
+    { at: 'x', action: 'ban_user', reason: null, target: { type: 'user', id: 'u', name: HOSTILE } },
+    { at: 'y', action: 'block', reason: '', target: { type: 'blocklist', id: null, name: HOSTILE } },
+    { at: 'z', action: 'vote_ring', reason: null, target: { type: 'vote_ring', id: null } },
+  ];
+  trees.push(...modlogView({ entries, page: 3, cursor: null, nextCursor: 'n' }));
+  trees.push(
+    ...modlogView({ entries: entries.map((e) => ({ ...e, moderator: null })), page: 1, cursor: 'c', nextCursor: null }),
+  );
 
-  // The ages read the same from both sides, at every step.
+  await openPage(page, `${app.url}/`);
+  // web/lib/dom.js, served on its own (the pages run it from their bundles).
   const domModule = (await webAssetsReady()).module('dom.js')?.path;
-  assert.ok(domModule);
-  const now = Date.parse('2026-11-27T12:00:00.000Z');
-  const offsets = [0, 59_999, 60_000, 119_999, 120_000, 3_599_999, 3_600_000, 7_200_000, 86_399_999, 86_400_000];
-  const more = [2 * 86_400_000, 29 * 86_400_000, 30 * 86_400_000, 364 * 86_400_000, 365 * 86_400_000, 800 * 86_400_000];
-  const times = [...offsets, ...more, -5_000].map((ms) => new Date(now - ms).toISOString());
-  const moduleAges: string[] = await page.evaluate(
-    async ([url, list, at]) => {
-      const { ago: moduleAgo } = await import(url);
-      return list.map((iso: string) => moduleAgo(iso, at) as string);
+  assert.ok(domModule, 'web/lib/dom.js is served');
+  const built: string[] = await page.evaluate(
+    async ([url, list]) => {
+      const { toDom } = await import(url);
+      return list.map((tree: unknown) => toDom(tree).outerHTML as string);
     },
-    [domModule, times, now] as const,
+    [domModule, trees] as const,
   );
-  assert.deepEqual(
-    moduleAges,
-    times.map((iso) => ago(iso, now)),
+  const parsed: string[] = await page.evaluate(
+    (list: string[]) => {
+      const parse = (html: string) => new (globalThis as any).DOMParser().parseFromString(html, 'text/html');
+      // A row parses only inside its table, a card inside its list.
+      return list.map((html) => {
+        const [open, close] = html.startsWith('<tr')
+          ? ['<table><tbody>', '</tbody></table>']
+          : html.startsWith('<li')
+            ? ['<ol>', '</ol>']
+            : ['<div>', '</div>'];
+        const body = parse(`${open}${html}${close}`).body;
+        return (body.querySelector('tbody, ol, div') ?? body).firstElementChild.outerHTML as string;
+      });
+    },
+    trees.map((t) => toHtml(t)),
   );
-  assert.deepEqual(moduleAges.slice(0, 10), [
-    'just now',
-    'just now',
-    '1 minute ago',
-    '1 minute ago',
-    '2 minutes ago',
-    '59 minutes ago',
-    '1 hour ago',
-    '2 hours ago',
-    '23 hours ago',
-    '1 day ago',
-  ]);
-  assert.deepEqual(moduleAges.slice(10), [
-    '2 days ago',
-    '29 days ago',
-    '1 month ago',
-    '12 months ago',
-    '1 year ago',
-    '2 years ago',
-    'just now',
-  ]);
-  await signedIn.close();
+  assert.equal(built.length, trees.length);
+  assert.deepEqual(parsed, built);
+  assert.ok(
+    built.every((html) => !html.includes('<b id="injected">')),
+    'user text is text on both sides',
+  );
+  assert.equal(built.filter((c) => c.startsWith('<li class="card">') && c.includes('class="vote ')).length, 18);
+  // The modules served one by one import the generated views by their hashed paths.
+  const cards = (await app.api.get((await webAssetsReady()).module('cards.js')!.path, { unchecked: 'a module' })).text;
+  assert.ok(cards.includes(`from '${(await webAssetsReady()).module('card-view.js')!.path}'`), cards.slice(0, 400));
   w.take(); // the made-up thumbnails' 404s
 });
 
-test('the modlog the server renders is the DOM modlog.js builds, for the public and for admins', opts, async () => {
-  const admin = await registerAdmin(app);
-  const owner = await registerUser(app.api);
-  const moderate = async (id: string, action: string, reason: string) => {
-    const r = await app.api.post(`/api/admin/uploads/${id}/moderation`, { action, reason }, { token: admin.token });
-    assert.equal(r.status, 200, r.text);
-  };
-  const shown = await uploadFields(app.api, owner.token, {
-    upload_type: 'link',
-    external_url: 'https://example.com/m',
-  });
-  assert.equal(shown.status, 201, shown.text);
-  await moderate(shown.body.id, 'hold', HOSTILE);
-  await moderate(shown.body.id, 'approve', '');
-  const secret = await uploadImage(app.api, owner.token, await pngImage(200, 100, 901), { is_private: 'true' });
-  assert.equal(secret.status, 201, secret.text);
-  await moderate(secret.body.id, 'hold', 'private');
-  const sha = 'ab'.repeat(32);
-  const block = await app.api.post(
-    '/api/admin/blocklist',
-    { entries: [{ sha256: sha, reason: HOSTILE }] },
-    { token: admin.token },
-  );
-  assert.equal(block.status, 200, block.text);
-  const ban = { reason: HOSTILE, until: null, remove_uploads: false };
-  assert.equal((await app.api.post(`/api/admin/users/${owner.id}/ban`, ban, { token: admin.token })).status, 200);
-  assert.equal((await app.api.del(`/api/admin/users/${owner.id}/ban`, { token: admin.token })).status, 200);
-
-  for (const visitor of [null, admin]) {
-    if (visitor) await context.addCookies([{ name: 'auth-token', value: visitor.token, url: app.url }]);
-    const html = (
-      await app.api.get('/modlog', { unchecked: 'an HTML page', ...(visitor ? { token: visitor.token } : {}) })
-    ).text;
-    assert.match(html, /<table class="modlog">/);
-    assert.equal(html.includes('<th scope="col">Moderator</th>'), Boolean(visitor));
-    assert.doesNotMatch(html, /<b id="injected">/, 'user text is escaped');
-    const served = await parsedMain(page, html);
-    await openPage(page, `${app.url}/modlog`);
-    assert.equal(await liveMain(page), served, "modlog.js keeps the server's page as it is");
-    await page.route(`${app.url}/modlog`, (route) =>
-      route.fulfill({
-        status: 200,
-        headers: { 'content-type': 'text/html; charset=utf-8' },
-        body: html.replace(/<main id="main" tabindex="-1">[\s\S]*<\/main>/, '<main id="main" tabindex="-1"></main>'),
-      }),
+test(
+  "modlog.js adopts the server's modlog, and builds the same page without it, for the public and admins",
+  opts,
+  async () => {
+    const admin = await registerAdmin(app);
+    const owner = await registerUser(app.api);
+    const moderate = async (id: string, action: string, reason: string) => {
+      const r = await app.api.post(`/api/admin/uploads/${id}/moderation`, { action, reason }, { token: admin.token });
+      assert.equal(r.status, 200, r.text);
+    };
+    const shown = await uploadFields(app.api, owner.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/m',
+    });
+    assert.equal(shown.status, 201, shown.text);
+    await moderate(shown.body.id, 'hold', HOSTILE);
+    await moderate(shown.body.id, 'approve', '');
+    const secret = await uploadImage(app.api, owner.token, await pngImage(200, 100, 901), { is_private: 'true' });
+    assert.equal(secret.status, 201, secret.text);
+    await moderate(secret.body.id, 'hold', 'private');
+    const sha = 'ab'.repeat(32);
+    const block = await app.api.post(
+      '/api/admin/blocklist',
+      { entries: [{ sha256: sha, reason: HOSTILE }] },
+      { token: admin.token },
     );
-    await openPage(page, `${app.url}/modlog`);
-    await page.unroute(`${app.url}/modlog`);
-    assert.equal(await liveMain(page), served, 'modlog.js builds the same page');
-  }
-  await context.clearCookies();
-  assert.deepEqual(w.take(), []);
-});
+    assert.equal(block.status, 200, block.text);
+    const ban = { reason: HOSTILE, until: null, remove_uploads: false };
+    assert.equal((await app.api.post(`/api/admin/users/${owner.id}/ban`, ban, { token: admin.token })).status, 200);
+    assert.equal((await app.api.del(`/api/admin/users/${owner.id}/ban`, { token: admin.token })).status, 200);
+
+    for (const visitor of [null, admin]) {
+      if (visitor) await context.addCookies([{ name: 'auth-token', value: visitor.token, url: app.url }]);
+      const html = (
+        await app.api.get('/modlog', { unchecked: 'an HTML page', ...(visitor ? { token: visitor.token } : {}) })
+      ).text;
+      assert.match(html, /<table class="modlog">/);
+      assert.equal(html.includes('<th scope="col">Moderator</th>'), Boolean(visitor));
+      assert.doesNotMatch(html, /<b id="injected">/, 'user text is escaped');
+      const served = await parsedMain(page, html);
+      await openPage(page, `${app.url}/modlog`);
+      assert.equal(await liveMain(page), served, "modlog.js keeps the server's page as it is");
+      await page.route(`${app.url}/modlog`, (route) =>
+        route.fulfill({
+          status: 200,
+          headers: { 'content-type': 'text/html; charset=utf-8' },
+          body: html.replace(/<main id="main" tabindex="-1">[\s\S]*<\/main>/, '<main id="main" tabindex="-1"></main>'),
+        }),
+      );
+      await openPage(page, `${app.url}/modlog`);
+      await page.unroute(`${app.url}/modlog`);
+      assert.equal(await liveMain(page), served, 'modlog.js builds the same page');
+    }
+    await context.clearCookies();
+    assert.deepEqual(w.take(), []);
+  },
+);

@@ -1,0 +1,5 @@
+/**
+ * There is no feed-view.js file: src/gateway/web-assets.ts serves this module, generated from
+ * src/gateway/views/feed-view.ts (the server renders the same views).
+ */
+export * from '../../src/gateway/views/feed-view.ts';

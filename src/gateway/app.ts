@@ -22,6 +22,7 @@ import { HotRoutes, routePatterns } from './hot-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import type { ReadinessCheck } from './routes/health.routes.ts';
 import { buildRoutes, ipLimitedRoutes, type RouteDeps } from './routes/index.ts';
+import { tusHeaders } from './routes/resumable.routes.ts';
 import { WEB_ERROR_PAGE } from './routes/web.routes.ts';
 import { openApiDocument } from './openapi/openapi.document.ts';
 
@@ -88,6 +89,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     ipRateLimit({ auth: limiters.auth, general: limiters.general, media: limiters.media, routes: ipLimitedRoutes }),
   );
   app.use(refuseDeclaredOversize);
+  // tus 1.0: OPTIONS and the Tus-Resumable check for the resumable-upload paths (resumable.routes.ts).
+  app.use(tusHeaders);
   const jsonBody = koaBody({
     json: true,
     jsonLimit: JSON_LIMIT_BYTES,

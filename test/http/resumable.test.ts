@@ -16,6 +16,9 @@ import { registerAdmin, registerUser, type TestUser } from '../support/users.ts'
 import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import type { Clock } from '../../src/domain/clock.ts';
+import { LEASE_MS } from '../../src/domain/uploads/resumable.ts';
+import { spawnServer } from '../support/process.ts';
+import { client } from '../support/http.ts';
 
 const TUS = '/api/uploads/resumable';
 const CHUNK = 32 * 1024;
@@ -227,6 +230,60 @@ describe('tus 1.0 resumable uploads', () => {
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.description, 'two gateways');
     assert.equal((await result(app, alice, url)).status, 201);
+  });
+
+  test('kill -9 of the gateway mid-transfer loses only the unacknowledged chunk; another one continues', async () => {
+    const alice = await registerUser(app.api);
+    const bytes = await photoJpeg({ width: 1024, height: 768, seed: 4906 });
+    const c = await create(app, alice, bytes.length, { description: 'survived a crash' });
+    const url = c.headers.get('location')!;
+    // Another process on the same database and DATA_DIR (the JWT secret is DATA_DIR's too).
+    const child = await spawnServer({
+      DATA_DIR: app.config.dataDir,
+      ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
+      WORKERS: '1',
+      HUMAN_POLICY: 'off',
+      RATE_LIMIT_GENERAL: '100000/15m',
+      RATE_LIMIT_UPLOAD: '1000/1h',
+    });
+    const viaChild = { ...app, url: child.url, api: client(child.url) };
+    let sent: number;
+    const half = Math.floor(bytes.length / 2 / CHUNK) * CHUNK;
+    try {
+      sent = await sendFrom(viaChild, alice, url, bytes, half);
+      // Mid-chunk, the gateway dies.
+      const req = httpRequest(child.url + url, {
+        method: 'PATCH',
+        headers: {
+          ...V,
+          authorization: `Bearer ${alice.token}`,
+          'content-type': 'application/offset+octet-stream',
+          'content-length': String(CHUNK),
+          'upload-offset': String(half),
+        },
+      });
+      req.on('error', () => {});
+      await new Promise<void>((resolve) => req.write(bytes.subarray(half, half + CHUNK / 2), () => resolve()));
+      sent += CHUNK / 2;
+      child.kill('SIGKILL');
+      await child.exited;
+      req.destroy();
+    } finally {
+      await child.stop();
+    }
+    const h = await head(app, alice, url);
+    assert.equal(Number(h.headers.get('upload-offset')), half, 'what was acknowledged is kept');
+    // The dead gateway's lease lapses after LEASE_MS; then this one takes the upload on.
+    skewMs = LEASE_MS + 1000;
+    try {
+      sent += await sendFrom(app, alice, url, bytes);
+      const r = await result(app, alice, url);
+      assert.equal(r.status, 201, r.text);
+      assert.equal(r.body.description, 'survived a crash');
+    } finally {
+      skewMs = 0;
+    }
+    assert.ok(sent - bytes.length <= CHUNK, `${sent - bytes.length} bytes sent twice`);
   });
 
   test('a blocklisted image sent resumably gets the same error as sent directly', async () => {

@@ -44,6 +44,8 @@ export interface ResumableStore {
   countOpen(userId: string, now: Date): Promise<number>;
   /** Takes the upload's lease (none held, or lapsed) while it is in `status`; false when another holds it. */
   lease(id: string, status: ResumableStatus, now: Date, until: Date): Promise<boolean>;
+  /** Moves a held lease on (a long PATCH still receiving). */
+  renew(id: string, until: Date): Promise<void>;
   /** Records the offset the bytes reached and drops the lease (only where `received` still is `from`). */
   advance(id: string, from: number, to: number): Promise<boolean>;
   setStatus(id: string, status: ResumableStatus, leaseUntil: Date | null): Promise<void>;
@@ -88,8 +90,11 @@ export interface ResumableDeps {
   counts?: ResumableCounts;
 }
 
-/** How long a PATCH may hold an upload (renewed by nothing: a chunk of 10 MiB arrives well within it). */
-const LEASE_MS = 120_000;
+/**
+ * How long a PATCH holds an upload unless renewed (every LEASE_MS / 3 while its bytes arrive): a gateway killed
+ * mid-transfer blocks the upload no longer than this, then any gateway continues it.
+ */
+export const LEASE_MS = 30_000;
 /** The use case's own limit on one upload's processing is far below this. */
 const PROCESSING_LEASE_MS = 600_000;
 
@@ -179,11 +184,22 @@ export class ResumableUploads {
     const now = clock.now();
     if (!(await store.lease(id, 'receiving', now, new Date(now.getTime() + LEASE_MS))))
       throw errors.conflict('another request is sending bytes to this upload; ask its offset (HEAD) and resume');
+    // Read again under the lease: a PATCH that finished between the read above and the lease moved the offset,
+    // and writing at the old one would cut bytes already acknowledged.
+    const held = await store.find(id);
+    if (held?.received !== offset || held.status !== 'receiving') {
+      await store.setStatus(id, held?.status ?? 'receiving', null);
+      throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${held?.received ?? 0}`);
+    }
     let written = 0;
+    const renewing = setInterval(() => {
+      store.renew(id, new Date(clock.now().getTime() + LEASE_MS)).catch(() => {});
+    }, LEASE_MS / 3);
     try {
       const r = await parts.append(id, offset, body, row.length - offset, checksum);
       written = r.written;
     } finally {
+      clearInterval(renewing);
       // Whatever arrived (and passed its checksum) is acknowledged; the lease goes either way.
       await store.advance(id, offset, offset + written);
     }

@@ -110,6 +110,15 @@ export class ResumableRepository implements ResumableStore {
     return Number(r.numUpdatedRows) === 1;
   }
 
+  async renew(id: string, until: Date): Promise<void> {
+    await this.#db
+      .db()
+      .updateTable('resumable_uploads')
+      .set({ lease_until: this.#db.dialect.date(until) })
+      .where('id', '=', id)
+      .execute();
+  }
+
   async advance(id: string, from: number, to: number): Promise<boolean> {
     const r = await this.#db
       .db()

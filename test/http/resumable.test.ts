@@ -19,6 +19,7 @@ import type { Clock } from '../../src/domain/clock.ts';
 import { LEASE_MS } from '../../src/domain/uploads/resumable.ts';
 import { spawnServer } from '../support/process.ts';
 import { client } from '../support/http.ts';
+import * as tus from 'tus-js-client';
 
 const TUS = '/api/uploads/resumable';
 const CHUNK = 32 * 1024;
@@ -198,6 +199,53 @@ describe('tus 1.0 resumable uploads', () => {
     const direct = await uploadImage(app.api, alice.token, bytes, {}, 'again.jpg');
     assert.equal(direct.status, 200);
     assert.equal(direct.body.existingUploadId, done.body.id);
+  });
+
+  test('tus-js-client: cut at 50 %, resumed from its URL by a new Upload, gets the record', async () => {
+    const alice = await registerUser(app.api);
+    const bytes = await photoJpeg({ width: 1024, height: 768, seed: 4907 });
+    let sent = 0;
+    const options = (resolve: () => void, reject: (e: Error) => void, onChunk?: (accepted: number) => void) => ({
+      endpoint: app.url + TUS,
+      headers: { authorization: `Bearer ${alice.token}` },
+      chunkSize: CHUNK,
+      retryDelays: [0, 50, 100],
+      metadata: { upload_type: 'image', filename: 'client.jpg', description: 'tus-js-client', tags: 'cats' },
+      onChunkComplete: (size: number, accepted: number) => {
+        sent += size;
+        onChunk?.(accepted);
+      },
+      onSuccess: () => resolve(),
+      onError: (e: Error) => reject(e),
+    });
+    // The first run stops once half the file is acknowledged (the connection "drops").
+    let first!: tus.Upload;
+    await new Promise<void>((resolve, reject) => {
+      first = new tus.Upload(
+        bytes,
+        options(
+          () => reject(new Error('finished without being cut')),
+          reject,
+          (accepted) => {
+            if (accepted >= bytes.length / 2) void first.abort(false).then(resolve, reject);
+          },
+        ),
+      );
+      first.start();
+    });
+    assert.ok(first.url, 'the creation answered a Location');
+    const url = new URL(first.url).pathname;
+    assert.deepEqual((await result(app, alice, url)).body, { status: 'receiving' });
+    // A new client resumes from the upload's URL (what a resume file records): HEAD, then the rest.
+    await new Promise<void>((resolve, reject) => {
+      const again = new tus.Upload(bytes, { ...options(resolve, reject), uploadUrl: first.url! });
+      again.start();
+    });
+    assert.ok(sent - bytes.length <= CHUNK, `${sent - bytes.length} bytes sent twice`);
+    const r = await result(app, alice, url);
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.body.description, 'tus-js-client');
+    assert.equal(r.body.original_name, 'client.jpg', 'the filename of Upload-Metadata');
   });
 
   test('a duplicate sent resumably gets exactly the duplicate notice the direct upload gets', async () => {

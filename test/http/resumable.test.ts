@@ -392,6 +392,12 @@ describe('tus 1.0 resumable uploads', () => {
     const wrongType = await create(app, alice, 10, { upload_type: 'link' });
     assert.equal(wrongType.status, 400);
     assert.match(wrongType.body.message, /upload_type/);
+    const empty = await create(app, alice, 0);
+    assert.equal(empty.status, 400);
+    assert.match(empty.body.message, /Upload-Length/);
+    const badKey = await create(app, alice, 10, {}, { 'idempotency-key': 'x'.repeat(300) });
+    assert.equal(badKey.status, 400);
+    assert.match(badKey.body.message, /Idempotency-Key/);
     const tooBig = await create(app, alice, 10 * 1024 * 1024 + 1);
     assert.equal(tooBig.status, 413);
     assert.equal(tooBig.body.error, 'payload_too_large');

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
+import { validateIdempotencyKey } from '../idempotency.ts';
 import type { CreateUpload, UploadAnswer } from './create-upload.ts';
 import { MAX_FILE_BYTES } from './limits.ts';
 
@@ -118,6 +119,7 @@ export class ResumableUploads {
 
   /** An earlier creation with this Idempotency-Key (answered again, spending nothing). */
   async byKey(principal: Principal, key: string): Promise<ResumableRow | null> {
+    validateIdempotencyKey(key);
     const row = await this.#d.store.findByKey(principal.userId, key);
     return row && this.#live(row) ? row : null;
   }
@@ -138,6 +140,7 @@ export class ResumableUploads {
     input: { length: number; fields: ResumableFields; idempotencyKey: string | null },
   ): Promise<{ row: ResumableRow; replayed: boolean }> {
     assertLength(input.length);
+    if (input.idempotencyKey) validateIdempotencyKey(input.idempotencyKey);
     const now = this.#d.clock.now();
     const row: ResumableRow = {
       id: randomUUID(),
@@ -266,8 +269,9 @@ export class ResumableUploads {
   async terminate(principal: Principal, id: string): Promise<void> {
     const row = await this.get(principal, id);
     if (row.status === 'processing') throw errors.conflict('the upload is being processed; read its result');
-    await this.#d.store.delete(row.id);
+    // The bytes first: a crash between the two leaves a row the expiry sweep removes, never an orphan file.
     await this.#d.parts.remove(row.id);
+    await this.#d.store.delete(row.id);
   }
 
   /** Removes expired uploads and their partial bytes; resolves how many incomplete ones expired. */
@@ -292,6 +296,7 @@ export class ResumableUploads {
 }
 
 export function assertLength(length: number): void {
+  if (length < 1) throw errors.invalid('Upload-Length must be at least 1: the file is empty');
   if (length > MAX_FILE_BYTES)
     throw errors.payloadTooLarge(`Upload-Length ${length} exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
 }

@@ -245,6 +245,16 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'when set (16+ visible characters, e.g. `openssl rand -hex 32`), `/metrics` needs `Authorization: ' +
       'Bearer <METRICS_TOKEN>` and answers 401 `unauthorized` without it',
   },
+  RESUMABLE_MAX_OPEN: {
+    meaning:
+      'resumable (tus) uploads one user may have open (created, not yet complete, not expired); creating one more ' +
+      'is 429 `rate_limited`',
+  },
+  RESUMABLE_TTL: {
+    meaning:
+      'an incomplete resumable upload expires this long after its creation: 404 afterwards, its partial bytes ' +
+      'removed by the housekeeping sweep (a complete one keeps its result this long after completion)',
+  },
   MAX_CONNECTIONS_PER_IP: {
     meaning:
       'open connections one client address may hold (an IPv6 client by its /64), per process; past it a ' +

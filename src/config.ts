@@ -100,6 +100,10 @@ export interface Config {
   readonly metricsToken: string | null;
   /** Open connections one client address (socket peer; IPv6 by its /64) may hold; 0: no cap. */
   readonly maxConnectionsPerIp: number;
+  /** RESUMABLE_MAX_OPEN: resumable uploads one user may have open at once. */
+  readonly resumableMaxOpen: number;
+  /** RESUMABLE_TTL: an incomplete resumable upload expires after this (ms). */
+  readonly resumableTtlMs: number;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   /** How long start-up keeps retrying a database that does not answer yet (0: fail at once). */
@@ -349,6 +353,12 @@ const schema = z.object({
       'expected 16 to 512 visible ASCII characters (no spaces), e.g. openssl rand -hex 32',
     )
     .optional(),
+  RESUMABLE_MAX_OPEN: z
+    .string()
+    .regex(/^[1-9]\d{0,5}$/, 'expected a positive integer')
+    .transform(Number)
+    .prefault('10'),
+  RESUMABLE_TTL: duration.prefault('24h'),
   MAX_CONNECTIONS_PER_IP: z
     .string()
     .regex(/^\d+$/, 'expected a non-negative integer (0 turns the cap off)')
@@ -512,6 +522,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     metricsToken: e.METRICS_TOKEN ?? null,
     maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
+    resumableMaxOpen: e.RESUMABLE_MAX_OPEN,
+    resumableTtlMs: e.RESUMABLE_TTL * 1000,
     logLevel: e.LOG_LEVEL,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     databaseWaitMs: e.DATABASE_WAIT_MS,

@@ -27,6 +27,9 @@ import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
 import { FileMediaStore, type StoredMedia } from './store/media-store.ts';
 import { MediaSweep } from './store/media-sweep.ts';
+import { ResumableRepository } from './store/repositories/resumable.repository.ts';
+import { FileResumableParts } from './store/resumable-parts.ts';
+import { ResumableUploads } from './domain/uploads/resumable.ts';
 import { S3MediaStore } from './store/s3-media-store.ts';
 import { RedisLease } from './store/redis-lease.ts';
 import { UploadRepository } from './store/repositories/upload.repository.ts';
@@ -118,6 +121,8 @@ export interface Composed {
   purgeVoteFacts(): Promise<{ facts: number; voided: number }>;
   /** One prune of the journal of rank moves now (what housekeeping runs); resolves with the rows deleted. */
   pruneRankMoves(): Promise<number>;
+  /** One sweep of expired resumable uploads now (what housekeeping runs); resolves with the incomplete ones removed. */
+  sweepResumable(): Promise<number>;
   /** Starts a graceful shutdown: /readyz turns 503 and new uploads are refused with 503 busy. */
   drain(): void;
   /** Releases every resource (waits for running media tasks). Idempotent. */
@@ -187,6 +192,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
     detectVoteRings: () => voteRings.detect(),
     purgeVoteFacts: () => voteRings.purge(),
     pruneRankMoves: () => wired.feeds.pruneRankMoves(),
+    sweepResumable: () => wired.resumable.sweep(),
     drain: wired.drain,
     close() {
       wired.drain();
@@ -353,6 +359,7 @@ function repositories(config: Config, db: Database) {
     tags: new TagRepository(db),
     idempotency: new IdempotencyRepository(db),
     webhooks: new WebhookRepository(db),
+    resumable: new ResumableRepository(db),
   };
 }
 type Stores = ReturnType<typeof repositories>;
@@ -382,6 +389,20 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const isShuttingDown = () => draining.signal.aborted;
   const outcomes = uploadOutcomesFor(metrics);
   const limiters = limitersFor(config, opts, resources);
+  const createUpload = new CreateUpload({ uploads, idempotency, isShuttingDown, outcomes });
+  const resumable = new ResumableUploads({
+    store: stores.resumable,
+    parts: new FileResumableParts(config.dataDir),
+    createUpload,
+    clock,
+    maxOpen: config.resumableMaxOpen,
+    ttlMs: config.resumableTtlMs,
+    counts: {
+      opened: () => metrics.resumableUploads.inc({ event: 'opened' }),
+      completed: () => metrics.resumableUploads.inc({ event: 'completed' }),
+      expired: (n) => metrics.resumableUploads.inc({ event: 'expired' }, n),
+    },
+  });
   const votes = new VoteService({
     votes: stores.votes,
     clock,
@@ -404,7 +425,8 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     metrics,
     routes: routes(config, opts, resources, {
       feeds,
-      createUpload: new CreateUpload({ uploads, idempotency, isShuttingDown, outcomes }),
+      createUpload,
+      resumable,
       uploads,
       uploadOutcomes: outcomes,
       votes,
@@ -424,6 +446,8 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     backlog,
     // Housekeeping: expired idempotency keys (the media sweep keeps its own timer).
     periodic(SWEEP_INTERVAL_MS, () => idempotency.purge(), outages.onError('idempotency purge failed')),
+    // …and the resumable uploads past RESUMABLE_TTL, with their partial bytes (every process: a row is removed once).
+    periodic(SWEEP_INTERVAL_MS, () => resumable.sweep(), outages.onError('resumable upload sweep failed')),
     // …and the journal of rank moves past what cursors use (every process: a batch deleted twice is no harm).
     periodic(SWEEP_INTERVAL_MS, () => feeds.pruneRankMoves(), outages.onError('rank moves prune failed')),
     // …and the vote-ring evidence past VOTE_FACTS_RETENTION, the voided votes past VOTE_RING_RESTORE_DAYS (every
@@ -438,6 +462,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
     feedCache,
     clusterCache,
     mediaSweep,
+    resumable,
     voteRings,
     services,
     drain: () => draining.abort(),
@@ -727,6 +752,7 @@ function routes(
   s: {
     feeds: FeedService;
     createUpload: CreateUpload;
+    resumable: ResumableUploads;
     uploads: UploadService;
     uploadOutcomes: UploadOutcomes;
     votes: VoteService;
@@ -737,6 +763,7 @@ function routes(
     webhooks: WebhookService;
   },
 ): AppDeps['routes'] {
+  const { resumable } = s;
   const { feeds, createUpload, uploads, uploadOutcomes, votes, clientFacts, tags, moderation, voteRings, webhooks } = s;
   return {
     feeds: { feeds },
@@ -748,6 +775,7 @@ function routes(
       outcomes: uploadOutcomes,
       onReceived: (s) => metrics.stageDuration.observe({ stage: 'hash' }, s),
     },
+    resumable: { resumable, createUpload },
     images: { uploads, media, redirect: config.mediaRedirect },
     votes: { votes, facts: clientFacts },
     tags: { tags },

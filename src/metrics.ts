@@ -24,6 +24,8 @@ export interface Metrics {
   reportsReceived: Counter;
   moderationActions: Counter<'action'>;
   blockedUploads: Counter;
+  /** Resumable (tus) uploads opened, completed (the use case ran) and expired incomplete. */
+  resumableUploads: Counter<'event'>;
   /** Connections refused by MAX_CONNECTIONS_PER_IP. */
   connectionsRefused: Counter;
   voteRingsQueued: Counter;
@@ -259,6 +261,12 @@ export function createMetrics(
       name: 'pixvote_moderation_actions_total',
       help: 'Moderation actions by kind (approve, hold, remove, auto_hold, ban, unban, block, unblock)',
       labelNames: ['action'],
+      registers: [registry],
+    }),
+    resumableUploads: new Counter({
+      name: 'pixvote_resumable_uploads_total',
+      help: 'Resumable (tus) uploads by event: opened, completed, expired (incomplete, swept)',
+      labelNames: ['event'],
       registers: [registry],
     }),
     blockedUploads: new Counter({

@@ -22,6 +22,7 @@ import { HotRoutes, routePatterns } from './hot-routes.ts';
 import { JSON_LIMIT_BYTES, refuseDeclaredOversize } from './limits.ts';
 import type { ReadinessCheck } from './routes/health.routes.ts';
 import { buildRoutes, ipLimitedRoutes, type RouteDeps } from './routes/index.ts';
+import { tusHeaders } from './routes/resumable.routes.ts';
 import { WEB_ERROR_PAGE } from './routes/web.routes.ts';
 import { openApiDocument } from './openapi/openapi.document.ts';
 
@@ -115,6 +116,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
 
   app.use(hot);
+  // tus 1.0: OPTIONS and the Tus-Resumable check for the resumable-upload paths (resumable.routes.ts); after the hot
+  // reads, which never reach it.
+  app.use(tusHeaders);
   // A known path called with another method: a bare 405 (501 for a method the router does not know) with
   // `Allow` (from the routes either router matched), which the error mapper turns into the contract's 405
   // method_not_allowed (or 404 for an unknown path). After the hot routes, so the hot reads do not pass through it.

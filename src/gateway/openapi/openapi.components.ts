@@ -58,6 +58,9 @@ export const responseSchemas: Record<string, z.ZodType> = {
   UploadRecord: upload.UploadRecord,
   DuplicateNotice: upload.DuplicateNotice,
   UploadDeleted: upload.UploadDeleted,
+  ResumableState: upload.ResumableState,
+  ResumableStatus: upload.ResumableStatusBody,
+  ResumablePending: upload.ResumablePending,
   HashCheckResults: upload.HashCheckResults,
   OEmbed: oembed.OEmbedResponse,
   VoteResult: community.VoteResult,
@@ -135,6 +138,10 @@ export const headerComponents = {
   Location: {
     description: '`/api/upload/{id}` of the new upload.',
     schema: { type: 'string', pattern: '^/api/upload/' },
+  },
+  'Resumable-Location': {
+    description: '`/api/uploads/resumable/{id}`: the tus upload URL (HEAD, PATCH, DELETE; `…/result`).',
+    schema: { type: 'string', pattern: '^/api/uploads/resumable/' },
   },
   'Presigned-Location': {
     description: 'A presigned GET URL of the object in the store, valid for 300 seconds.',

@@ -179,9 +179,10 @@ function buildResponses(op: Operation, ref: (s: z.ZodType, io: 'input' | 'output
   const out: Json = {};
   const success = (status: number, spec: ResponseSpec): Json => {
     const headers: Json = common(status);
-    // A component may describe another use of a header: `Presigned-Location` is a Location header.
+    // A component may describe another use of a header: `Presigned-Location` and `Resumable-Location` are
+    // Location headers.
     for (const h of spec.headers ?? [])
-      headers[h === 'Presigned-Location' ? 'Location' : h] = { ...headerRef(h), required: true };
+      headers[h.endsWith('-Location') ? 'Location' : h] = { ...headerRef(h), required: true };
     for (const h of spec.optionalHeaders ?? []) headers[h] = headerRef(h);
     if (op.method === 'get' && status === 200 && spec.json) headers.ETag = { ...headerRef('ETag'), required: true };
     if (spec.cacheControl) headers['Cache-Control'] = cacheControl(spec.cacheControl);

@@ -15,6 +15,7 @@ export type HeaderName =
   | 'Last-Modified'
   | 'Location'
   | 'Presigned-Location'
+  | 'Resumable-Location'
   | 'Idempotent-Replayed'
   | 'Set-Cookie'
   | 'Vary'

@@ -16,6 +16,7 @@ import { metricsRoutes } from './metrics.routes.ts';
 import { moderationRoutes } from './moderation.routes.ts';
 import { oembedRoutes } from './oembed.routes.ts';
 import { mounted, mountRoutes, type Route, type UserLimitName } from './route.ts';
+import { resumableRoutes } from './resumable.routes.ts';
 import { tagRoutes } from './tags.routes.ts';
 import { uploadRoutes } from './uploads.routes.ts';
 import { voteRoutes } from './votes.routes.ts';
@@ -25,6 +26,7 @@ import { WEB_MEDIA_PATHS, webRoutes } from './web.routes.ts';
 const groups = {
   auth: authRoutes,
   uploads: uploadRoutes,
+  resumable: resumableRoutes,
   images: imageRoutes,
   votes: voteRoutes,
   feeds: feedRoutes,

@@ -189,6 +189,19 @@ export const DuplicateNotice = z.object({
   distance: z.int().min(0).max(64).describe('Hamming distance of the perceptual hashes; 0 for an exact match.'),
 });
 
+/** A resumable (tus) upload as created: its id, offset and length. */
+export const ResumableState = z.object({
+  id: z.uuid(),
+  offset: z.int().min(0).describe('Bytes received (Upload-Offset).'),
+  length: z.int().min(0).describe('Upload-Length.'),
+});
+export const ResumableStatusBody = z.object({
+  offset: z.int().min(0),
+  length: z.int().min(0),
+  status: z.enum(['receiving', 'processing', 'done']),
+});
+export const ResumablePending = z.object({ status: z.enum(['receiving', 'processing']) });
+
 export const UploadDeleted = Success.extend({ id: z.uuid() });
 
 const SHA256 = /^[0-9a-f]{64}$/;

@@ -26,6 +26,7 @@ export { ModerationJob, type IModerationJob } from './moderation-job.entity.ts';
 export { ModlogEntry, type IModlogEntry } from './modlog.entity.ts';
 export { VoteRing, type IVoteRing } from './vote-ring.entity.ts';
 export { UserUploadStats, UserVoteStats, type IUserUploadStats, type IUserVoteStats } from './user-stats.entity.ts';
+export { ResumableUpload, type IResumableUpload } from './resumable-upload.entity.ts';
 export {
   UploadMilestone,
   WebhookDelivery,
@@ -51,6 +52,7 @@ import { ModlogEntry } from './modlog.entity.ts';
 import { VoteRing } from './vote-ring.entity.ts';
 import { UserUploadStats, UserVoteStats } from './user-stats.entity.ts';
 import { UploadMilestone, WebhookDelivery, WebhookEndpoint } from './webhook.entity.ts';
+import { ResumableUpload } from './resumable-upload.entity.ts';
 
 export const ALL_ENTITIES = [
   User,
@@ -76,4 +78,5 @@ export const ALL_ENTITIES = [
   UploadMilestone,
   UserUploadStats,
   UserVoteStats,
+  ResumableUpload,
 ];

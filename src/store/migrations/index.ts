@@ -23,6 +23,7 @@ import { M024UserRankedIndexes } from './m024-user-ranked-indexes.ts';
 import { M025TagLinkListed } from './m025-tag-link-listed.ts';
 import { M026VoteFacts } from './m026-vote-facts.ts';
 import { M027UserStats } from './m027-user-stats.ts';
+import { M028ResumableUploads } from './m028-resumable-uploads.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   M025TagLinkListed,
   M026VoteFacts,
   M027UserStats,
+  M028ResumableUploads,
 ];

@@ -1,0 +1,95 @@
+/**
+ * The bytes of resumable uploads received so far: one file per upload under DATA_DIR/resumable, shared by every
+ * gateway on that DATA_DIR (the offsets are the database's: resumable.repository.ts). Object storage (S3
+ * multipart) is not used for these yet: the partial file is local to DATA_DIR whatever MEDIA_STORE says.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errors } from '../domain/errors.ts';
+import { ChecksumMismatch, type ResumableParts } from '../domain/uploads/resumable.ts';
+
+export class FileResumableParts implements ResumableParts {
+  readonly #dir: string;
+  constructor(dataDir: string) {
+    this.#dir = join(dataDir, 'resumable');
+  }
+
+  #path(id: string): string {
+    return join(this.#dir, id);
+  }
+
+  async append(id: string, offset: number, body: AsyncIterable<Uint8Array>, max: number, checksum: Buffer | null) {
+    await mkdir(this.#dir, { recursive: true });
+    const fh = await open(this.#path(id), 'a+');
+    let written = 0;
+    let broken = false;
+    const hash = checksum ? createHash('sha256') : null;
+    try {
+      // Bytes past the acknowledged offset were never acknowledged (a PATCH cut mid-way, then a crash): cut.
+      await fh.truncate(offset);
+      try {
+        for await (const chunk of body) {
+          if (written + chunk.length > max) {
+            await fh.truncate(offset);
+            written = 0;
+            throw errors.payloadTooLarge(`the body goes past Upload-Length (${max} bytes were left to send)`);
+          }
+          await fh.write(chunk, 0, chunk.length, offset + written);
+          hash?.update(chunk);
+          written += chunk.length;
+        }
+      } catch (e) {
+        if ((e as { code?: string }).code === 'payload_too_large') throw e;
+        // The connection broke: without a checksum, what arrived is kept (the client resumes after it).
+        broken = true;
+        if (hash) {
+          await fh.truncate(offset);
+          written = 0;
+        }
+      }
+      if (hash && !broken && !hash.digest().equals(checksum!)) {
+        await fh.truncate(offset);
+        throw new ChecksumMismatch();
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    return { written, broken };
+  }
+
+  async source(id: string, length: number) {
+    const path = this.#path(id);
+    const hash = createHash('sha256');
+    const fh = await open(path, 'r');
+    try {
+      for await (const chunk of fh.createReadStream({ start: 0, end: length - 1, autoClose: false }))
+        hash.update(chunk as Buffer);
+    } finally {
+      await fh.close();
+    }
+    return {
+      sha256: hash.digest('hex'),
+      read: async () => {
+        const buf = new ArrayBuffer(length);
+        const f = await open(path, 'r');
+        try {
+          let off = 0;
+          while (off < length) {
+            const { bytesRead } = await f.read(new Uint8Array(buf, off), 0, length - off, off);
+            if (bytesRead === 0) break;
+            off += bytesRead;
+          }
+        } finally {
+          await f.close();
+        }
+        return buf;
+      },
+    };
+  }
+
+  async remove(id: string): Promise<void> {
+    await rm(this.#path(id), { force: true });
+  }
+}

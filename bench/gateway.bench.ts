@@ -23,6 +23,23 @@ import { figure, Recorder, type Figure } from './support/report.ts';
 import { quantile } from './support/stats.ts';
 import { TARGETS } from './support/targets.ts';
 
+/** The app as bench:gateway and profile:gateway run it in process: its own DATA_DIR, limits out of the way. */
+export async function composeForGateway(prefix: string) {
+  const dataDir = await mkdtemp(path.join(tmpdir(), prefix));
+  const composed = await compose(
+    loadConfig({
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      HUMAN_POLICY: 'off',
+      RATE_LIMIT_GENERAL: '1000000000/1m',
+      RATE_LIMIT_MEDIA: '1000000000/1m',
+      RATE_LIMIT_UPLOAD: '1000/1m',
+    }),
+  );
+  return { dataDir, composed };
+}
+
 /** A page of twelve uploads, made through the API (so a write has run, as in production). */
 export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promise<void> {
   const registered = await inject(app, {
@@ -92,18 +109,7 @@ function withoutEach(app: Koa<never>, terminal: Terminal) {
 }
 
 export async function gatewayBench(rec: Recorder, opts: { rounds: number; requests: number }): Promise<void> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-bench-gateway-'));
-  const composed = await compose(
-    loadConfig({
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      WORKERS: '1',
-      HUMAN_POLICY: 'off',
-      RATE_LIMIT_GENERAL: '1000000000/1m',
-      RATE_LIMIT_MEDIA: '1000000000/1m',
-      RATE_LIMIT_UPLOAD: '1000/1m',
-    }),
-  );
+  const { dataDir, composed } = await composeForGateway('pixvote-bench-gateway-');
   try {
     const app = composed.app.callback();
     await seedGatewayPage(app);

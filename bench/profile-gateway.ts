@@ -9,15 +9,11 @@
  *
  *   npm run profile:gateway [-- --requests 100000 --path /api/uploads --top 30 --out profile.cpuprofile]
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
-import { compose } from '../src/main.ts';
 import { parseCommandLine } from './support/cli.ts';
 import { inject } from './support/inject.ts';
-import { seedGatewayPage } from './gateway.bench.ts';
+import { composeForGateway, seedGatewayPage } from './gateway.bench.ts';
 import { attribute, byMiddleware, type Profile } from './support/cpu-profile.ts';
 
 const { values } = parseCommandLine(
@@ -44,18 +40,7 @@ const { values } = parseCommandLine(
 );
 
 const requests = Number(values.requests);
-const dataDir = await mkdtemp(path.join(tmpdir(), 'pixvote-profile-gateway-'));
-const composed = await compose(
-  loadConfig({
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    WORKERS: '1',
-    HUMAN_POLICY: 'off',
-    RATE_LIMIT_GENERAL: '1000000000/1m',
-    RATE_LIMIT_MEDIA: '1000000000/1m',
-    RATE_LIMIT_UPLOAD: '1000/1m',
-  }),
-);
+const { dataDir, composed } = await composeForGateway('pixvote-profile-gateway-');
 try {
   const app = composed.app.callback();
   await seedGatewayPage(app);

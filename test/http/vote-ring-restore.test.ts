@@ -9,10 +9,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import { startApp, type TestApp } from '../support/app.ts';
 import { apiToken, registerAdmin, registerUser, type TestUser } from '../support/users.ts';
-import { uploadLink } from '../support/uploads.ts';
+import { counterMismatches, uploadLink } from '../support/uploads.ts';
 import { VoteRingRepository } from '../../src/store/moderation/vote-ring.repository.ts';
 
 const DAY = 86_400_000;
@@ -71,28 +70,6 @@ const keptVotes = async (ringId: string) =>
         .executeTakeFirstOrThrow()
     ).n,
   );
-
-/** Every upload whose counters differ from its votes (should be none). */
-async function counterMismatches(): Promise<unknown[]> {
-  const { rows } = await sql<{
-    id: string;
-    upvotes: number;
-    downvote_count: number;
-    score: number;
-    up: number;
-    down: number;
-  }>`
-    select u.id, u.upvotes, u.downvote_count, u.score,
-      (select count(*) from votes v where v.upload_id = u.id and v.value = 1) as up,
-      (select count(*) from votes v where v.upload_id = u.id and v.value = -1) as down
-    from uploads u`.execute(db());
-  return rows.filter(
-    (r) =>
-      Number(r.upvotes) !== Number(r.up) ||
-      Number(r.downvote_count) !== Number(r.down) ||
-      Number(r.score) !== Number(r.up) - Number(r.down),
-  );
-}
 
 const countsOf = async (id: string) => {
   const r = await app.api.get(`/api/upload/${id}`, { token: admin.token });
@@ -243,7 +220,7 @@ describe('void keeps the votes aside; restore puts them back exactly', () => {
     assert.deepEqual(await countsOf(a[0]!), { up: 2, down: 0 });
     assert.deepEqual(await countsOf(a[1]!), { up: 0, down: 0 });
     assert.deepEqual(await countsOf(b[1]!), { up: 0, down: 2 });
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
     const [line] = await modlog();
     assert.equal(line!.action, 'void_votes');
     assert.deepEqual(line!.target, { type: 'vote_ring', id: item.id });
@@ -295,7 +272,7 @@ describe('void keeps the votes aside; restore puts them back exactly', () => {
     assert.deepEqual(await countsOf(a[0]!), { up: 6, down: 1 });
     assert.deepEqual(await countsOf(a[1]!), countsBefore.get(a[1]!));
     for (const id of b) assert.deepEqual(await countsOf(id), countsBefore.get(id), id);
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
 
     const [line] = await modlog();
     assert.equal(line!.action, 'void_votes');
@@ -316,7 +293,7 @@ describe('void keeps the votes aside; restore puts them back exactly', () => {
       assert.equal(again.status, 409, again.text);
       assert.equal(again.body.error, 'conflict');
     }
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
   });
 
   test('restore of an item never voided: 409; of an unknown one: 404', async () => {
@@ -367,7 +344,7 @@ describe('restore under concurrent votes', () => {
     // Each kept vote came back or was skipped (its voter had voted there again first), whatever the interleaving.
     assert.equal(restored.body.restored_votes + restored.body.skipped_votes, voided.body.voided_votes);
     assert.equal(await keptVotes(item.id), 0);
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
   });
 });
 
@@ -433,7 +410,7 @@ describe('retention', () => {
     assert.equal(await keptVotes(item.id), 0);
     // Nothing left to purge; the counts never moved; restore still refused.
     assert.deepEqual(await app.composed.purgeVoteFacts(), { facts: 0, voided: 0 });
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
     assert.equal((await act(item.id, { action: 'restore' })).status, 409);
   });
 });

@@ -9,10 +9,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
-import { uploadFields, uploadLink } from '../support/uploads.ts';
+import { counterMismatches, uploadFields, uploadLink } from '../support/uploads.ts';
 import { pixvote } from '../support/cli.ts';
 import { eventually, startReceiver, verified, type Receiver } from '../support/webhook-receiver.ts';
 
@@ -76,28 +75,6 @@ const queue = async (status: 'open' | 'closed') => {
 };
 const act = (id: string, body: unknown, token = admin.token) =>
   app.api.post(`/api/admin/vote-rings/${id}`, body, { token });
-
-/** Every upload whose counters differ from its votes (should be none). */
-async function counterMismatches(): Promise<unknown[]> {
-  const { rows } = await sql<{
-    id: string;
-    upvotes: number;
-    downvote_count: number;
-    score: number;
-    up: number;
-    down: number;
-  }>`
-    select u.id, u.upvotes, u.downvote_count, u.score,
-      (select count(*) from votes v where v.upload_id = u.id and v.value = 1) as up,
-      (select count(*) from votes v where v.upload_id = u.id and v.value = -1) as down
-    from uploads u`.execute(app.composed.db.db());
-  return rows.filter(
-    (r) =>
-      Number(r.upvotes) !== Number(r.up) ||
-      Number(r.downvote_count) !== Number(r.down) ||
-      Number(r.score) !== Number(r.up) - Number(r.down),
-  );
-}
 
 const countsOf = async (id: string) => {
   const r = await app.api.get(`/api/upload/${id}`, { token: admin.token });
@@ -243,7 +220,7 @@ describe('vote rings', () => {
       )
       .executeTakeFirstOrThrow();
     assert.equal(Number(left.n), 0);
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
     // A second action on a closed item: 409, nothing changes.
     const again = await act(boostRing.id, { action: 'dismiss' });
     assert.equal(again.status, 409, again.text);
@@ -271,7 +248,7 @@ describe('vote rings', () => {
     assert.ok(voided.body.voided_votes >= 6, `voided ${voided.body.voided_votes}`);
     churnVoided = voided.body.voided_votes;
     // Whatever the interleaving, the counters equal the votes (a vote cast after the void may stay).
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
   });
 
   test('dismiss (here with pixvote mod) closes the item, keeps the votes; the group is not queued again', async () => {
@@ -303,7 +280,7 @@ describe('vote rings', () => {
     assert.equal(closed.length, 3);
     assert.equal(closed[0]!.id, buryRing.id);
     assert.equal(closed[2]!.id, boostRing.id);
-    assert.deepEqual(await counterMismatches(), []);
+    assert.deepEqual(await counterMismatches(app.composed.db), []);
   });
 
   test('the actions are counted in the metrics', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import type { Client, Reply } from './http.ts';
 import type { TestApp } from './app.ts';
 import type { Database } from '../../src/store/database.ts';
@@ -101,4 +102,26 @@ export async function queueKeyMismatches(database: Database): Promise<string[]> 
       ? []
       : [`${u.id} (${u.moderation}, flag ${flagged}, ${n} open): open_reports ${u.open_reports}, queue_key ${stored}`];
   });
+}
+
+/** Every upload whose vote counters (upvotes, downvote_count, score) differ from its `votes` rows: `[]` if exact. */
+export async function counterMismatches(database: Database): Promise<unknown[]> {
+  const { rows } = await sql<{
+    id: string;
+    upvotes: number;
+    downvote_count: number;
+    score: number;
+    up: number;
+    down: number;
+  }>`
+    select u.id, u.upvotes, u.downvote_count, u.score,
+      (select count(*) from votes v where v.upload_id = u.id and v.value = 1) as up,
+      (select count(*) from votes v where v.upload_id = u.id and v.value = -1) as down
+    from uploads u`.execute(database.db());
+  return rows.filter(
+    (r) =>
+      Number(r.upvotes) !== Number(r.up) ||
+      Number(r.downvote_count) !== Number(r.down) ||
+      Number(r.score) !== Number(r.up) - Number(r.down),
+  );
 }

@@ -7,6 +7,7 @@
  */
 import type { ImageFormat } from '../image-format.ts';
 import type { HumanPolicy, PersonBox } from '../person-policy.ts';
+import type { Provenance } from './provenance.ts';
 
 export type VariantName = 'thumb' | 'medium' | 'full';
 
@@ -81,6 +82,8 @@ export interface ProcessedImage {
   /** Present when detection ran. */
   detection?: DetectionInfo;
   variants: EncodedVariant[];
+  /** C2PA and IPTC markers read from the original bytes (provenance.ts). */
+  provenance: Provenance;
   /** Milliseconds spent per stage, for metrics. */
   timings: Partial<
     Record<'sniff' | 'decode' | 'phash' | 'pdq' | 'resample' | 'detect' | 'encode' | 'thumbhash', number>

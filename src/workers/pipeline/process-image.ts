@@ -13,6 +13,7 @@ import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
 import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
 import { personVerdict, type PersonBox } from '../../domain/person-policy.ts';
+import { NO_PROVENANCE } from '../../domain/uploads/provenance.ts';
 import type { ImageFormat } from '../../domain/image-format.ts';
 import type {
   DetectionInfo,
@@ -227,6 +228,7 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     ...(draft.humanBoxes ? { humanBoxes: draft.humanBoxes } : {}),
     ...(draft.detection ? { detection: draft.detection } : {}),
     variants: draft.variants!,
+    provenance: NO_PROVENANCE, // issue 50: the provenance stage fills this
     timings,
   };
 }

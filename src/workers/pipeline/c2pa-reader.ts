@@ -44,6 +44,13 @@ export interface C2paLibrary {
   };
 }
 
+/** How a worker thread reads manifests (C2PA_READER, C2PA_TRUST_ANCHORS). */
+export interface C2paSettings {
+  reader: 'auto' | 'off';
+  /** PEM text of the trust anchors, or null. */
+  trustAnchors: string | null;
+}
+
 export interface LibraryReaderOptions {
   /** PEM text of the trust anchors (C2PA_TRUST_ANCHORS' file); none: signers are not checked against a list. */
   trustAnchors?: string | null;

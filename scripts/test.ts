@@ -153,6 +153,7 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/openapi-client.test.ts': 'a client generated from the OpenAPI document',
   'test/http/cli-auth.test.ts': 'the CLI: login, config file',
   'test/http/cli-upload.test.ts': 'the CLI: walking folders, retries, resume',
+  'test/http/cli-resumable.test.ts': 'the CLI over tus: the server side is resumable.test.ts, on both databases',
   'test/http/cli-mod.test.ts': 'the CLI: moderation commands over the API',
   'test/http/admin-cli.test.ts': 'the CLI: admin commands over the API',
   'test/http/person-detector.test.ts': 'the detector and its runtimes',

@@ -141,6 +141,7 @@ const DB_FACING = ['test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
 const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/web.test.ts': 'the front end over HTTP: CSP, assets, page routes',
   'test/http/web-pages.test.ts': 'the pages in Chromium, by keyboard and mouse',
+  'test/http/web-resumable.test.ts': 'the upload form offline and back, in Chromium',
   'test/http/web-details.test.ts': 'the pages in Chromium at 375 and 1280 px',
   'test/http/web-views.test.ts': "the views built in Chromium against the server's markup of them",
   'test/http/web-security.test.ts': 'hostile strings and the CSP, in Chromium',

@@ -19,15 +19,19 @@ import { apiToken, registerUser } from '../support/users.ts';
 import { countUploads } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { pixvote } from '../support/cli.ts';
+import type { Clock } from '../../src/domain/clock.ts';
 
 const TUS = '/api/uploads/resumable';
 const CHUNK = 64 * 1024;
 
+/** The server's clock runs this far ahead (an upload's expiry without waiting a day). */
+let skewMs = 0;
+const clock: Clock = { now: () => new Date(Date.now() + skewMs) };
 let app: TestApp;
 let token: string;
 let home: string;
 before(async () => {
-  app = await startApp();
+  app = await startApp({}, { clock });
   token = await apiToken(app.api, await registerUser(app.api));
   home = await mkdtemp(join(tmpdir(), 'pixvote-cli-tus-'));
 });
@@ -156,6 +160,7 @@ test('a run killed at ~50 % is continued by the next from the server offset, one
     assert.equal(await countUploads(app), before + 1, 'one record');
     await assert.rejects(stat(resumeFile), { code: 'ENOENT' });
   } finally {
+    skewMs = 0;
     await proxy.close();
   }
 });
@@ -188,23 +193,24 @@ test('a connection cut mid-chunk is continued within the run from HEAD; small fi
     assert.equal(proxy.seen.filter((s) => s.method === 'POST' && s.path === '/api/v1/upload').length, 1);
     assert.equal(await countUploads(app), before + 2);
   } finally {
+    skewMs = 0;
     await proxy.close();
   }
 });
 
-test('an upload the server no longer has is sent afresh; the outcome is read as the direct one', async () => {
+test('an upload the server no longer has (expired) is sent afresh; the outcome is read as the direct one', async () => {
   const { big, dir, resumeFile, proxy, args } = await killedRun('gone', 4953, 1 / 3);
   try {
     const { url } = JSON.parse(await readFile(resumeFile, 'utf8')).partial[join(dir, 'big.jpg')];
-    const del = await fetch(app.url + url, {
-      method: 'DELETE',
-      headers: { 'tus-resumable': '1.0.0', authorization: `Bearer ${token}` },
-    });
-    assert.equal(del.status, 204);
+    // A day later: the upload expired (RESUMABLE_TTL), and the sweep has not removed it yet. Its Idempotency-Key
+    // (the file's) must make a new upload, not answer the expired one.
+    skewMs = 25 * 60 * 60 * 1000;
+    assert.equal((await head(url)).status, 404);
     const mark = proxy.seen.length;
     const r = await pixvote(args, { home });
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /the server no longer has the upload .*big\.jpg began \(expired or deleted\)/);
+    assert.ok(!proxy.seen.slice(mark).some((s) => s.method === 'PATCH' && s.path === url), 'not the expired upload');
     assert.equal(summary(r.stdout), '1 uploaded, 0 already uploaded, 0 duplicates, 0 failed');
     const patches = proxy.seen.slice(mark).filter((s) => s.method === 'PATCH');
     assert.equal(patches[0]?.offset, 0, 'afresh');
@@ -217,6 +223,7 @@ test('an upload the server no longer has is sent afresh; the outcome is read as 
     assert.equal(dup.code, 0, dup.stdout + dup.stderr);
     assert.equal(summary(dup.stdout), '0 uploaded, 0 already uploaded, 1 duplicates, 0 failed');
   } finally {
+    skewMs = 0;
     await proxy.close();
   }
 });

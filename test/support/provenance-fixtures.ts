@@ -28,6 +28,8 @@ export interface XmpOptions {
   prefix?: string;
   /** Write the bare term instead of its full URI. */
   bare?: boolean;
+  /** Pixels of the image; default 96 × 64. */
+  size?: { width: number; height: number };
 }
 
 /** An XMP packet naming `term` (an IPTC term, or anything: a term outside the vocabulary is no marker). */
@@ -82,7 +84,7 @@ export const plainImage = (format: ImageFormat, size = SIDE): Promise<Buffer> =>
 
 /** An image whose XMP names `term` as its IPTC DigitalSourceType. */
 export const imageWithXmpSourceType = (format: ImageFormat, term: string, opts?: XmpOptions): Promise<Buffer> =>
-  encoded(format, xmpPacket(term, opts));
+  encoded(format, xmpPacket(term, opts), opts?.size);
 
 export const jpegWithXmpSourceType = (term: string, opts?: XmpOptions) => imageWithXmpSourceType('jpeg', term, opts);
 export const pngWithXmpSourceType = (term: string, opts?: XmpOptions) => imageWithXmpSourceType('png', term, opts);

@@ -112,6 +112,15 @@ export function c2paLibrary(): Promise<C2paBuilderLibrary | null> {
   return library;
 }
 
+/**
+ * Why a C2PA test is skipped: the optional library is not installed on a developer machine. CI
+ * (PIXVOTE_REQUIRE_SERVICES=1, whose install adds it) does not skip: the fixture's build fails instead.
+ */
+export async function noC2paLibrary(): Promise<string | false> {
+  if ((await c2paLibrary()) || process.env.PIXVOTE_REQUIRE_SERVICES === '1') return false;
+  return '@contentauth/c2pa-node is not installed (optional dependency; see docs/install.md)';
+}
+
 export interface SignOptions {
   /** IPTC term of the `c2pa.created` action's digitalSourceType; none: the action names no source type. */
   sourceType?: string | null;

@@ -7,6 +7,7 @@
  *   npm run bench [-- --lookup-sizes 100k,1m --rounds 5 --markdown]
  */
 import { detectCostBench } from './detect-cost.bench.ts';
+import { provenanceBench } from './provenance.bench.ts';
 import { feedsBench } from './feeds.bench.ts';
 import { gatewayBenchIsolated } from './gateway.bench.ts';
 import { httpUploadsBench } from './http-uploads.bench.ts';
@@ -25,6 +26,7 @@ const rec = new Recorder('all');
 const steps: Array<[string, () => Promise<void>]> = [
   ['pipeline', () => pipelineBench(rec, { sizes: [2, 12], rounds, rss: true })],
   ['detect cost', () => detectCostBench(rec, { sizes: [2, 12], rounds, photos: true })],
+  ['provenance', () => provenanceBench(rec, { rounds, images: 4 })],
   [
     'http-uploads, SQLite',
     () => httpUploadsBench(rec, { db: 'sqlite', rounds, images: 16, clients: 4, workers: 2, latency12: true }),

@@ -89,6 +89,8 @@ export const TARGETS = {
    * when it resized the whole working buffer. CI fails above 0.015, i.e. 2 ms where encoding takes 133.
    */
   thumbhashVsEncode: atMost(0.015, 'ci'),
+  /** Provenance stage CPU ÷ the whole pipeline's CPU at 2 MP, plain or signed (issue 50: ≤ 5 %). */
+  provenanceVsPipeline: atMost(0.05),
   /** Detection CPU per frame of an animation of distinct frames ÷ on a still (batched frames cost less). */
   animatedFrameVsStill: atMost(1),
   /** An animation whose frames are each held 4× ÷ the same distinct frames once: repeats are checked once. */

@@ -13,8 +13,7 @@ import type { ProcessedImage } from '../../src/domain/uploads/processed-image.ts
 import * as fx from '../support/fixtures.ts';
 import * as pf from '../support/provenance-fixtures.ts';
 
-const lib = await pf.c2paLibrary();
-const skip = lib ? false : '@contentauth/c2pa-node is not installed (optional dependency)';
+const skip = await pf.noC2paLibrary();
 
 describe('provenance in the media worker pool', () => {
   let stagingDir: string;

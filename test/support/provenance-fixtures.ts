@@ -28,6 +28,8 @@ export interface XmpOptions {
   prefix?: string;
   /** Write the bare term instead of its full URI. */
   bare?: boolean;
+  /** Pixels of the image; default 96 × 64. */
+  size?: { width: number; height: number };
 }
 
 /** An XMP packet naming `term` (an IPTC term, or anything: a term outside the vocabulary is no marker). */
@@ -82,7 +84,7 @@ export const plainImage = (format: ImageFormat, size = SIDE): Promise<Buffer> =>
 
 /** An image whose XMP names `term` as its IPTC DigitalSourceType. */
 export const imageWithXmpSourceType = (format: ImageFormat, term: string, opts?: XmpOptions): Promise<Buffer> =>
-  encoded(format, xmpPacket(term, opts));
+  encoded(format, xmpPacket(term, opts), opts?.size);
 
 export const jpegWithXmpSourceType = (term: string, opts?: XmpOptions) => imageWithXmpSourceType('jpeg', term, opts);
 export const pngWithXmpSourceType = (term: string, opts?: XmpOptions) => imageWithXmpSourceType('png', term, opts);
@@ -108,6 +110,15 @@ export function c2paLibrary(): Promise<C2paBuilderLibrary | null> {
     () => null,
   );
   return library;
+}
+
+/**
+ * Why a C2PA test is skipped: the optional library is not installed on a developer machine. CI
+ * (PIXVOTE_REQUIRE_SERVICES=1, whose install adds it) does not skip: the fixture's build fails instead.
+ */
+export async function noC2paLibrary(): Promise<string | false> {
+  if ((await c2paLibrary()) || process.env.PIXVOTE_REQUIRE_SERVICES === '1') return false;
+  return '@contentauth/c2pa-node is not installed (optional dependency; see docs/install.md)';
 }
 
 export interface SignOptions {

@@ -18,6 +18,7 @@ import type {
 import { VARIANT_MAX_SIDE } from '../../src/workers/pipeline/types.ts';
 import { setupSharp } from '../../src/workers/sharp-setup.ts';
 import * as fx from '../support/fixtures.ts';
+import * as pf from '../support/provenance-fixtures.ts';
 
 interface FakeDetector extends PersonDetector {
   inputs: RawImage[];
@@ -111,6 +112,35 @@ describe('processImage', () => {
       'thumbhash',
     ]);
     assert.ok(Object.values(result.timings).every((ms) => typeof ms === 'number' && ms >= 0));
+  });
+
+  it('carries the provenance read from the original bytes; the C2PA reader is asked only about manifests', async () => {
+    const asked: number[] = [];
+    const summary = { present: true, valid: true, generator: 'g', signer: 's', actions: [] };
+    const c2pa = {
+      read: (bytes: Uint8Array) => {
+        asked.push(bytes.length);
+        return Promise.resolve(summary);
+      },
+    };
+    const xmp = await processImage(task(await pf.pngWithXmpSourceType('trainedAlgorithmicMedia')), {
+      detector: null,
+      c2pa,
+    });
+    assert.deepEqual(xmp.ok && xmp.provenance, {
+      ai_generated: true,
+      source_type: 'trainedAlgorithmicMedia',
+      c2pa: null,
+    });
+    const plain = await processImage(task(await fx.photoJpeg({ width: 64, height: 48 })), { detector: null, c2pa });
+    assert.deepEqual(plain.ok && plain.provenance, { ai_generated: null, source_type: null, c2pa: null });
+    assert.deepEqual(asked, [], 'no manifest, no reader');
+    if (await pf.c2paLibrary()) {
+      const signed = await pf.c2paSignedJpeg({ sourceType: 'digitalCapture' });
+      const r = await processImage(task(signed), { detector: null, c2pa });
+      assert.deepEqual(r.ok && r.provenance.c2pa, summary);
+      assert.deepEqual(asked, [signed.length], 'the original bytes, before any decoding');
+    }
   });
 
   it('prepares RGB for the detector as its inputSpec asks: contained, or filled to a square', async () => {

@@ -137,7 +137,7 @@ describe('provenance stage: XMP DigitalSourceType', () => {
 
 describe('provenance stage: C2PA', async () => {
   const lib = await pf.c2paLibrary();
-  const skip = lib ? false : '@contentauth/c2pa-node is not installed (optional dependency)';
+  const skip = await pf.noC2paLibrary();
 
   it('validates a signed image of every format: generator, signer, actions, AI source type', { skip }, async () => {
     const reader = libraryC2paReader();

@@ -154,7 +154,11 @@ export function summaryFromStore(json: unknown, trustConfigured: boolean): C2paS
 export function libraryC2paReader(opts: LibraryReaderOptions = {}): C2paReader {
   const load = opts.load ?? (async () => (await import(C2PA_PACKAGE)) as C2paLibrary);
   const trustAnchors = opts.trustAnchors?.trim() || null;
-  const settings = trustAnchors ? { trust: { verify_trust_list: true, trust_anchors: trustAnchors } } : undefined;
+  // No network from a worker on an uploader's behalf: no remote manifest, no OCSP responder is fetched.
+  const settings = {
+    verify: { remote_manifest_fetch: false, ocsp_fetch: false },
+    ...(trustAnchors ? { trust: { verify_trust_list: true, trust_anchors: trustAnchors } } : {}),
+  };
   let library: Promise<C2paLibrary | null> | undefined;
   const loaded = () =>
     (library ??= load().then(

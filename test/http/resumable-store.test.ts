@@ -2,11 +2,12 @@
  * Resumable uploads across gateways that share no disk (issue 49 item 3–4): with MEDIA_STORE=s3://… the bytes
  * received so far are objects in the bucket, so a gateway with another DATA_DIR (same database, same bucket,
  * same Redis on PostgreSQL) finishes with tus-js-client what the first began, and the file is byte for byte the
- * source; concurrent PATCHes through two gateways: exactly one applies (the lock: Redis's on the PostgreSQL +
- * Redis pass, the database lease on SQLite); expiry answers 404 and deletes the objects; partial data with no row
- * is swept; /metrics counts open uploads, bytes held, expired and swept ones.
+ * source, also after a gateway process was killed (-9) mid-PATCH; concurrent PATCHes through two gateways:
+ * exactly one applies (the lock: Redis's on the PostgreSQL + Redis pass, the database lease on SQLite); expiry
+ * answers 404 and deletes the objects; partial data with no row is swept; /metrics counts open uploads, bytes
+ * held, expired and swept ones.
  *
- * On SQLite the second gateway's DATA_DIR holds a link to the first one's database file (SQLite is one machine's;
+ * On SQLite the other gateways' DATA_DIRs hold a link to the first one's database file (SQLite is one machine's;
  * the point is that nothing else of DATA_DIR is shared).
  */
 import { after, before, describe, test } from 'node:test';
@@ -24,7 +25,10 @@ import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
 import { pollUntil } from '../support/budget.ts';
-import { resumableLocked } from '../support/resumable.ts';
+import { resumableLockKey, resumableLocked } from '../support/resumable.ts';
+import { spawnServer } from '../support/process.ts';
+import { client } from '../support/http.ts';
+import { LEASE_MS } from '../../src/domain/uploads/resumable.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 
 const skip = await s3Skip();
@@ -39,12 +43,21 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
   let bucket: TestBucket;
   let a: TestApp;
   let b: TestApp;
-  let bDir: string;
+  let shared: Record<string, string>;
+  const dirs: string[] = [];
   let alice: TestUser;
+
+  /** A DATA_DIR of its own; on SQLite holding a link to A's database file. */
+  async function ownDataDir(): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), 'pixvote-test-'));
+    dirs.push(dir);
+    if (!a.config.databaseUrl) await symlink(join(a.config.dataDir, 'app.db'), join(dir, 'app.db'));
+    return dir;
+  }
 
   before(async () => {
     bucket = await createTestBucket();
-    const shared = {
+    shared = {
       ...bucket.env(undefined, 'media'),
       RESUMABLE_TTL: '1h',
       // Orphan parts are swept at once (no upload is created without its row first).
@@ -53,17 +66,19 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     };
     a = await startApp(shared, { clock });
     // Another DATA_DIR: no partial file, staging or secret in common; the same database, bucket and Redis.
-    bDir = await mkdtemp(join(tmpdir(), 'pixvote-test-'));
-    if (!a.config.databaseUrl) await symlink(join(a.config.dataDir, 'app.db'), join(bDir, 'app.db'));
     b = await startApp(
       { ...shared, ...(a.config.redisUrl ? { REDIS_PREFIX: a.config.redisPrefix } : {}) },
-      { clock, sharedDataDir: bDir, ...(a.config.databaseUrl ? { databaseUrl: a.config.databaseUrl } : {}) },
+      {
+        clock,
+        sharedDataDir: await ownDataDir(),
+        ...(a.config.databaseUrl ? { databaseUrl: a.config.databaseUrl } : {}),
+      },
     );
     alice = await registerUser(a.api);
   });
   after(async () => {
     await b?.close();
-    await rm(bDir, { recursive: true, force: true });
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
     await a?.close();
     await bucket?.drop();
   });
@@ -178,6 +193,80 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(await offsetOf(b, url), chunk.length + next.length);
     assert.equal((await a.api.del(url, { token: alice.token, headers: V })).status, 204);
     assert.deepEqual(await partsOf(id), [], 'termination deletes the parts');
+  });
+
+  test('kill -9 of a gateway mid-PATCH loses only the unacknowledged chunk; another DATA_DIR finishes', async () => {
+    const bytes = await photoJpeg({ width: 1024, height: 768, seed: 4914 });
+    const c = await create(a, bytes.length);
+    const url = c.headers.get('location')!;
+    const id = url.split('/').pop()!;
+    // A gateway process of its own (DATA_DIR, no disk in common), on the same database, bucket and Redis.
+    const child = await spawnServer({
+      ...shared,
+      DATA_DIR: await ownDataDir(),
+      ...(a.config.databaseUrl ? { DATABASE_URL: a.config.databaseUrl } : {}),
+      ...(a.config.redisUrl ? { REDIS_URL: a.config.redisUrl, REDIS_PREFIX: a.config.redisPrefix } : {}),
+      WORKERS: '1',
+      HUMAN_POLICY: 'off',
+      RATE_LIMIT_GENERAL: '100000/15m',
+    });
+    const viaChild = { ...a, url: child.url, api: client(child.url) };
+    const half = Math.floor(bytes.length / 2 / CHUNK) * CHUNK;
+    let sent = 0;
+    try {
+      for (let at = 0; at < half; at += CHUNK) {
+        assert.equal((await patch(viaChild, url, at, bytes.subarray(at, at + CHUNK))).status, 204);
+        sent += CHUNK;
+      }
+      // Mid-chunk, while its PATCH holds the lock, the gateway dies.
+      const req = httpRequest(child.url + url, {
+        method: 'PATCH',
+        headers: {
+          ...V,
+          authorization: `Bearer ${alice.token}`,
+          'content-type': 'application/offset+octet-stream',
+          'content-length': String(CHUNK),
+          'upload-offset': String(half),
+        },
+      });
+      req.on('error', () => {});
+      req.write(bytes.subarray(half, half + CHUNK / 2));
+      sent += CHUNK / 2;
+      await pollUntil(() => locked(a, id), 'the child’s PATCH holds the lock', 30_000);
+      child.kill('SIGKILL');
+      await child.exited;
+      req.destroy();
+    } finally {
+      await child.stop();
+    }
+    assert.equal(await offsetOf(b, url), half, 'what was acknowledged is kept');
+    // The dead gateway's lock runs out (LEASE_MS): in Redis the key is deleted as its expiry would, in the
+    // database the clock moves on.
+    if (a.composed.redis) await a.composed.redis.del(resumableLockKey(a, id));
+    skewMs = LEASE_MS + 1000;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        new tus.Upload(bytes, {
+          uploadUrl: b.url + url,
+          headers: { authorization: `Bearer ${alice.token}` },
+          chunkSize: CHUNK,
+          retryDelays: [0, 50, 100],
+          onChunkComplete: (size: number) => (sent += size),
+          onSuccess: () => resolve(),
+          onError: (e: Error) => reject(e),
+        }).start();
+      });
+      const r = await b.api.get(`${url}/result`, { token: alice.token });
+      assert.equal(r.status, 201, r.text);
+      const direct = await uploadImage(a.api, alice.token, bytes, {}, 'again.jpg');
+      assert.equal(direct.status, 200, direct.text);
+      assert.equal(direct.body.match, 'exact', 'the stored bytes are the source, byte for byte');
+      assert.equal(direct.body.existingUploadId, r.body.id);
+    } finally {
+      skewMs = 0;
+    }
+    assert.ok(sent - bytes.length <= CHUNK, `${sent - bytes.length} bytes sent twice`);
+    assert.deepEqual(await partsOf(id), []);
   });
 
   test('expiry: 404, the objects deleted; parts with no row swept; /metrics counts them', async () => {

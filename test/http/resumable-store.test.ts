@@ -13,7 +13,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,8 +24,7 @@ import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import { createTestBucket, s3Skip, type TestBucket } from '../support/s3.ts';
 import { pollUntil } from '../support/budget.ts';
-import { resumableLockKey, resumableLocked } from '../support/resumable.ts';
-import { spawnServer } from '../support/process.ts';
+import { killMidPatch, openPatch, resumableLockKey, resumableLocked, spawnGateway } from '../support/resumable.ts';
 import { client } from '../support/http.ts';
 import { LEASE_MS } from '../../src/domain/uploads/resumable.ts';
 import type { Clock } from '../../src/domain/clock.ts';
@@ -154,16 +152,7 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     const chunk = bytes.subarray(0, Math.min(CHUNK, bytes.length - 1));
     // A's PATCH sends half its chunk, then waits: it holds the lock meanwhile.
     const answered = new Promise<{ status: number; offset: number }>((resolve, reject) => {
-      const req = httpRequest(a.url + url, {
-        method: 'PATCH',
-        headers: {
-          ...V,
-          authorization: `Bearer ${alice.token}`,
-          'content-type': 'application/offset+octet-stream',
-          'content-length': String(chunk.length),
-          'upload-offset': '0',
-        },
-      });
+      const req = openPatch(a.url, url, alice.token, 0, chunk.length);
       req.on('response', (res) => {
         res.resume();
         resolve({ status: res.statusCode!, offset: Number(res.headers['upload-offset']) });
@@ -201,15 +190,7 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     const url = c.headers.get('location')!;
     const id = url.split('/').pop()!;
     // A gateway process of its own (DATA_DIR, no disk in common), on the same database, bucket and Redis.
-    const child = await spawnServer({
-      ...shared,
-      DATA_DIR: await ownDataDir(),
-      ...(a.config.databaseUrl ? { DATABASE_URL: a.config.databaseUrl } : {}),
-      ...(a.config.redisUrl ? { REDIS_URL: a.config.redisUrl, REDIS_PREFIX: a.config.redisPrefix } : {}),
-      WORKERS: '1',
-      HUMAN_POLICY: 'off',
-      RATE_LIMIT_GENERAL: '100000/15m',
-    });
+    const child = await spawnGateway(a, { ...shared, DATA_DIR: await ownDataDir() });
     const viaChild = { ...a, url: child.url, api: client(child.url) };
     const half = Math.floor(bytes.length / 2 / CHUNK) * CHUNK;
     let sent = 0;
@@ -219,23 +200,13 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
         sent += CHUNK;
       }
       // Mid-chunk, while its PATCH holds the lock, the gateway dies.
-      const req = httpRequest(child.url + url, {
-        method: 'PATCH',
-        headers: {
-          ...V,
-          authorization: `Bearer ${alice.token}`,
-          'content-type': 'application/offset+octet-stream',
-          'content-length': String(CHUNK),
-          'upload-offset': String(half),
-        },
+      await killMidPatch(child, a, {
+        url,
+        token: alice.token,
+        offset: half,
+        chunk: bytes.subarray(half, half + CHUNK),
       });
-      req.on('error', () => {});
-      req.write(bytes.subarray(half, half + CHUNK / 2));
       sent += CHUNK / 2;
-      await pollUntil(() => locked(a, id), 'the child’s PATCH holds the lock', 30_000);
-      child.kill('SIGKILL');
-      await child.exited;
-      req.destroy();
     } finally {
       await child.stop();
     }

@@ -17,10 +17,8 @@ import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { LEASE_MS } from '../../src/domain/uploads/resumable.ts';
-import { spawnServer } from '../support/process.ts';
 import { client } from '../support/http.ts';
-import { pollUntil } from '../support/budget.ts';
-import { resumableLockKey, resumableLocked } from '../support/resumable.ts';
+import { killMidPatch, resumableLockKey, spawnGateway } from '../support/resumable.ts';
 import * as tus from 'tus-js-client';
 
 const TUS = '/api/uploads/resumable';
@@ -293,40 +291,20 @@ describe('tus 1.0 resumable uploads', () => {
     const url = c.headers.get('location')!;
     const id = url.split('/').pop()!;
     // Another process on the same database and DATA_DIR (the JWT secret is DATA_DIR's too).
-    const child = await spawnServer({
-      DATA_DIR: app.config.dataDir,
-      ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
-      // The same Redis and prefix: the lock on the upload's bytes is shared there.
-      ...(app.config.redisUrl ? { REDIS_URL: app.config.redisUrl, REDIS_PREFIX: app.config.redisPrefix } : {}),
-      WORKERS: '1',
-      HUMAN_POLICY: 'off',
-      RATE_LIMIT_GENERAL: '100000/15m',
-      RATE_LIMIT_UPLOAD: '1000/1h',
-    });
+    const child = await spawnGateway(app, { DATA_DIR: app.config.dataDir });
     const viaChild = { ...app, url: child.url, api: client(child.url) };
     let sent: number;
     const half = Math.floor(bytes.length / 2 / CHUNK) * CHUNK;
     try {
       sent = await sendFrom(viaChild, alice, url, bytes, half);
-      // Mid-chunk, the gateway dies.
-      const req = httpRequest(child.url + url, {
-        method: 'PATCH',
-        headers: {
-          ...V,
-          authorization: `Bearer ${alice.token}`,
-          'content-type': 'application/offset+octet-stream',
-          'content-length': String(CHUNK),
-          'upload-offset': String(half),
-        },
+      // Mid-chunk, while its PATCH holds the upload's lock and streams the bytes in, the gateway dies.
+      await killMidPatch(child, app, {
+        url,
+        token: alice.token,
+        offset: half,
+        chunk: bytes.subarray(half, half + CHUNK),
       });
-      req.on('error', () => {});
-      await new Promise<void>((resolve) => req.write(bytes.subarray(half, half + CHUNK / 2), () => resolve()));
       sent += CHUNK / 2;
-      // Killed while its PATCH holds the upload's lock and streams the bytes in.
-      await pollUntil(() => resumableLocked(app, id), 'the child’s PATCH holds the lock', 30_000);
-      child.kill('SIGKILL');
-      await child.exited;
-      req.destroy();
     } finally {
       await child.stop();
     }

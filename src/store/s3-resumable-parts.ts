@@ -109,8 +109,10 @@ export class S3ResumableParts implements ResumableParts {
   }
 
   async remove(id: string): Promise<void> {
-    for (const p of await this.#parts(id))
-      await this.#s3.client.send(new DeleteObjectCommand({ Bucket: this.#s3.bucket, Key: p.key }));
+    const parts = await this.#parts(id);
+    await Promise.all(
+      parts.map((p) => this.#s3.client.send(new DeleteObjectCommand({ Bucket: this.#s3.bucket, Key: p.key }))),
+    );
   }
 
   /** Upload ids whose newest part was written before `before`, a page of the listing at a time. */

@@ -12,6 +12,11 @@
  * each, had the file to stay in the bucket: it does not, the variants are what is stored), and termination or
  * expiry deletes the upload's few objects.
  *
+ * The parts a gateway wrote are also kept in its memory a while (at most PART_CACHE_BYTES, least recently used
+ * going first): when the PATCH that completes the file comes to the gateway that received the others (a client
+ * sends its PATCHes one after another over one connection, usually to one gateway), the file is assembled without
+ * a listing or a GET. Parts are immutable, so a cached chain is the file as surely as a listed one.
+ *
  * A part is written before the database records the offset it reaches: a gateway that dies between the two leaves
  * a part past the acknowledged offset, which the client sends again (its key names its own end, so nothing is
  * overwritten by a part of another length). Completion follows the parts from 0 to the length; the parts of one
@@ -19,6 +24,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { LRUCache } from 'lru-cache';
 import { errors } from '../domain/errors.ts';
 import { ChecksumMismatch, type ResumableParts } from '../domain/uploads/resumable.ts';
 import { ORPHAN_PAGE, UPLOAD_ID } from './resumable-parts.ts';
@@ -26,6 +32,8 @@ import { RESUMABLE_PREFIX, type S3MediaStore } from './s3-media-store.ts';
 
 const pad = (n: number) => String(n).padStart(10, '0');
 const PART = /^(\d{10})-(\d{10})$/;
+/** The memory this gateway gives to the parts it wrote, for completions it serves itself. */
+const PART_CACHE_BYTES = 64 * 1024 * 1024;
 
 export interface Part {
   key: string;
@@ -35,6 +43,15 @@ export interface Part {
 
 export class S3ResumableParts implements ResumableParts {
   readonly #s3: S3MediaStore;
+  /** Upload id → the parts this gateway wrote (key → bytes). */
+  readonly #written = new LRUCache<string, Map<string, Uint8Array>>({
+    maxSize: PART_CACHE_BYTES,
+    sizeCalculation: (parts) => {
+      let n = 1;
+      for (const b of parts.values()) n += b.length;
+      return n;
+    },
+  });
   constructor(s3: S3MediaStore) {
     this.#s3 = s3;
   }
@@ -72,12 +89,14 @@ export class S3ResumableParts implements ResumableParts {
     }
     if (hash && !hash.digest().equals(checksum!)) throw new ChecksumMismatch();
     if (written === 0) return { written, broken };
+    const key = `${this.#dir(id)}${pad(offset)}-${pad(offset + written)}`;
+    const bytes = Buffer.concat(chunks, written);
     try {
       await this.#s3.client.send(
         new PutObjectCommand({
           Bucket: this.#s3.bucket,
-          Key: `${this.#dir(id)}${pad(offset)}-${pad(offset + written)}`,
-          Body: Buffer.concat(chunks, written),
+          Key: key,
+          Body: bytes,
           ContentLength: written,
           ContentType: 'application/octet-stream',
         }),
@@ -87,17 +106,22 @@ export class S3ResumableParts implements ResumableParts {
         cause: e,
       });
     }
+    // Set again (not only changed in place) so that the cache weighs the upload's parts anew.
+    this.#written.set(id, new Map(this.#written.get(id)).set(key, bytes));
     return { written, broken };
   }
 
   /** The whole file, read once from its parts (0 → length) into memory: its SHA-256 and its bytes. */
   async source(id: string, length: number) {
-    const chain = chainOf(await this.#parts(id), length);
+    const cached = this.#written.get(id) ?? new Map<string, Uint8Array>();
+    const chain = chainOf(partsOf([...cached.keys()], this.#dir(id)), length) ?? chainOf(await this.#parts(id), length);
     if (!chain)
       throw errors.storageUnavailable('the parts of this upload are not all listed by the object store yet; retry');
     const buf = new Uint8Array(length);
     await Promise.all(
       chain.map(async (p) => {
+        const mine = cached.get(p.key);
+        if (mine) return buf.set(mine, p.start);
         const got = await this.#s3.client.send(new GetObjectCommand({ Bucket: this.#s3.bucket, Key: p.key }));
         const bytes = await got.Body!.transformToByteArray();
         if (bytes.length !== p.end - p.start) throw errors.storageUnavailable(`part ${p.key} is not whole; retry`);
@@ -109,6 +133,7 @@ export class S3ResumableParts implements ResumableParts {
   }
 
   async remove(id: string): Promise<void> {
+    this.#written.delete(id);
     const parts = await this.#parts(id);
     await Promise.all(
       parts.map((p) => this.#s3.client.send(new DeleteObjectCommand({ Bucket: this.#s3.bucket, Key: p.key }))),
@@ -141,13 +166,9 @@ export class S3ResumableParts implements ResumableParts {
   }
 
   async #parts(id: string): Promise<Part[]> {
-    const dir = this.#dir(id);
-    const parts: Part[] = [];
-    for await (const o of this.#list(dir)) {
-      const m = PART.exec(o.key.slice(dir.length));
-      if (m) parts.push({ key: o.key, start: Number(m[1]), end: Number(m[2]) });
-    }
-    return parts;
+    const keys: string[] = [];
+    for await (const o of this.#list(this.#dir(id))) keys.push(o.key);
+    return partsOf(keys, this.#dir(id));
   }
 
   async *#list(prefix: string): AsyncGenerator<{ key: string; modified: Date }> {
@@ -160,6 +181,16 @@ export class S3ResumableParts implements ResumableParts {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }
+}
+
+/** The parts named by these keys (under `dir`); other keys are ignored. */
+function partsOf(keys: string[], dir: string): Part[] {
+  const parts: Part[] = [];
+  for (const key of keys) {
+    const m = PART.exec(key.slice(dir.length));
+    if (m && key.startsWith(dir)) parts.push({ key, start: Number(m[1]), end: Number(m[2]) });
+  }
+  return parts;
 }
 
 /**

@@ -144,6 +144,21 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(direct.body.existingUploadId, r.body.id);
   });
 
+  test('one gateway, small PATCHes: the file it assembles from the parts it wrote is the source', async () => {
+    const bytes = await pngImage(420, 300, 4915);
+    const c = await create(a, bytes.length);
+    const url = c.headers.get('location')!;
+    const step = 7001;
+    for (let at = 0; at < bytes.length; at += step)
+      assert.equal((await patch(a, url, at, bytes.subarray(at, at + step))).status, 204);
+    const r = await a.api.get(`${url}/result`, { token: alice.token });
+    assert.equal(r.status, 201, r.text);
+    const direct = await uploadImage(b.api, alice.token, bytes, {}, 'again.png');
+    assert.equal(direct.status, 200, direct.text);
+    assert.equal(direct.body.match, 'exact');
+    assert.equal(direct.body.existingUploadId, r.body.id);
+  });
+
   test('concurrent PATCHes through two gateways: one holds the lock, the other gets 409; one applies', async () => {
     const bytes = await pngImage(640, 480, 4911);
     const c = await create(a, bytes.length);

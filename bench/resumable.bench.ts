@@ -5,7 +5,10 @@
  * file, the result read; `tus 128 KiB`: PATCHes of 128 KiB with `Upload-Checksum`. Then the bytes a client sends
  * twice when its connection drops halfway through a chunk and it resumes from the server's offset.
  *
- *   npm run bench:resumable [-- --db sqlite|postgres --rounds 5 --images 8]
+ * `--store s3` puts the media, and so the bytes of resumable uploads in progress (one object per PATCH), on the
+ * S3 server of scripts/s3-server.sh instead of local disk.
+ *
+ *   npm run bench:resumable [-- --db sqlite|postgres --store disk|s3 --rounds 5 --images 8]
  */
 import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
@@ -16,6 +19,7 @@ import { jpegs, type BenchImage } from './support/images.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { appEnv, startServer } from './support/server-process.ts';
 import { interleave, ratios } from './support/stats.ts';
+import { createTestBucket, s3Unreachable, type TestBucket } from '../test/support/s3.ts';
 
 const TUS = '/api/uploads/resumable';
 const V = { 'tus-resumable': '1.0.0' };
@@ -24,6 +28,8 @@ const CHUNK = 128 * 1024;
 
 export interface ResumableOptions {
   db: DbKind;
+  /** Where the media (and the partial bytes) are: local disk (default) or the S3 test server. */
+  store?: 'disk' | 's3';
   rounds: number;
   images: number;
 }
@@ -152,11 +158,26 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
     const why = await postgresUnavailable();
     if (why) return rec.note(`resumable uploads on PostgreSQL skipped: ${why}`);
   }
+  let bucket: TestBucket | null = null;
+  if (opts.store === 's3') {
+    const why = await s3Unreachable();
+    if (why) return rec.note(`resumable uploads on object storage skipped: ${why}`);
+    bucket = await createTestBucket();
+  }
   const images = await jpegs(2, opts.images);
   const bdb = await createBenchDatabase(opts.db);
   const app = await startServer({
-    env: appEnv({ ...bdb.env, WORKERS: '2', HUMAN_POLICY: 'off', RATE_LIMIT_UPLOAD: '100000/1h' }),
+    env: appEnv({
+      ...bdb.env,
+      ...(bucket ? bucket.env(undefined, 'media') : {}),
+      WORKERS: '2',
+      HUMAN_POLICY: 'off',
+      RATE_LIMIT_UPLOAD: '100000/1h',
+    }),
     logFile: path.join(bdb.dataDir, 'server.log'),
+  }).catch(async (e: unknown) => {
+    await bucket?.drop();
+    throw e;
   });
   try {
     const reg = await fetch(`${app.url}/api/auth`, {
@@ -187,7 +208,8 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
     const s = await interleave(opts.rounds, subjects);
     const resent: number[] = [];
     for (const img of images.slice(0, 3)) resent.push(await resentAfterCut(app.url, token, img, CHUNK));
-    const label = `2 MP JPEG, ${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}, one client`;
+    const store = bucket ? ', media on the S3 server' : '';
+    const label = `2 MP JPEG, ${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}${store}, one client`;
     const mib = (images.reduce((n, i) => n + i.bytes.length, 0) / images.length / 2 ** 20).toFixed(2);
     rec.add(
       figure('resumable', `${label}: direct multipart uploads`, 'images/s', s.direct, { note: `${mib} MiB each` }),
@@ -202,6 +224,7 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
   } finally {
     await app.stop();
     await bdb.dispose();
+    await bucket?.drop();
   }
 }
 
@@ -210,9 +233,16 @@ if (isMain(import.meta.url)) {
     'resumable',
     {
       db: { type: 'string', default: 'sqlite' },
+      store: { type: 'string', default: 'disk' },
       rounds: { type: 'string', default: '5' },
       images: { type: 'string', default: '8' },
     },
-    (rec, v) => resumableBench(rec, { db: v.db as DbKind, rounds: Number(v.rounds), images: Number(v.images) }),
+    (rec, v) =>
+      resumableBench(rec, {
+        db: v.db as DbKind,
+        store: v.store === 's3' ? 's3' : 'disk',
+        rounds: Number(v.rounds),
+        images: Number(v.images),
+      }),
   );
 }

@@ -37,7 +37,9 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     meaning: 'with object storage: image GETs answer 302 to a presigned URL valid 300 s instead of streaming',
   },
   MEDIA_SWEEP_GRACE: {
-    meaning: 'with object storage: objects no row references are removed by the sweep once older than this',
+    meaning:
+      'with object storage: objects no row references are removed by the sweep once older than this; also the ' +
+      'partial bytes of resumable uploads whose row is gone (on disk or in the bucket)',
   },
   MEDIA_STORE_TIMEOUT: {
     meaning:

@@ -29,8 +29,10 @@ import { FileMediaStore, type StoredMedia } from './store/media-store.ts';
 import { MediaSweep } from './store/media-sweep.ts';
 import { ResumableRepository } from './store/repositories/resumable.repository.ts';
 import { FileResumableParts } from './store/resumable-parts.ts';
-import { ResumableUploads } from './domain/uploads/resumable.ts';
+import { leaseLocks, ResumableUploads } from './domain/uploads/resumable.ts';
 import { S3MediaStore } from './store/s3-media-store.ts';
+import { S3ResumableParts } from './store/s3-resumable-parts.ts';
+import { redisResumableLocks } from './store/resumable-locks.ts';
 import { RedisLease } from './store/redis-lease.ts';
 import { UploadRepository } from './store/repositories/upload.repository.ts';
 import { VoteRepository } from './store/repositories/vote.repository.ts';
@@ -236,7 +238,11 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
   let pool: MediaPool | null = null;
   const metrics = createMetrics({
     pool: () => pool?.stats() ?? { threads: 0, queueSize: 0, utilization: 0 },
-    moderation: { queueDepth: () => stores.moderation.openQueueDepth(), blocklistSize: () => stores.blocklist.size() },
+    moderation: {
+      queueDepth: () => stores.moderation.openQueueDepth(),
+      blocklistSize: () => stores.blocklist.size(),
+      resumable: () => stores.resumable.held(new Date()),
+    },
     ...(redis ? { redisUp: () => redis.status === 'ready' } : {}),
   });
   const { media, mediaOrigin } = await openMedia(config, redis, log, releases);
@@ -393,19 +399,7 @@ function wire(config: Config, opts: ComposeOptions, resources: Resources) {
   const outcomes = uploadOutcomesFor(metrics);
   const limiters = limitersFor(config, opts, resources);
   const createUpload = new CreateUpload({ uploads, idempotency, isShuttingDown, outcomes });
-  const resumable = new ResumableUploads({
-    store: stores.resumable,
-    parts: new FileResumableParts(config.dataDir),
-    createUpload,
-    clock,
-    maxOpen: config.resumableMaxOpen,
-    ttlMs: config.resumableTtlMs,
-    counts: {
-      opened: () => metrics.resumableUploads.inc({ event: 'opened' }),
-      completed: () => metrics.resumableUploads.inc({ event: 'completed' }),
-      expired: (n) => metrics.resumableUploads.inc({ event: 'expired' }, n),
-    },
-  });
+  const resumable = resumableFor(config, resources, clock, createUpload);
   const votes = new VoteService({
     votes: stores.votes,
     clock,
@@ -575,6 +569,35 @@ function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: C
       blocklistPdqDistance: config.blocklistPdqDistance,
     },
     events: { onChanged: changed },
+  });
+}
+
+/**
+ * Resumable uploads: their bytes where the media are (DATA_DIR, or the bucket so that gateways sharing no disk
+ * continue any upload), their locks in Redis when there is one (else, and while it is down, the database lease).
+ */
+function resumableFor(
+  config: Config,
+  { media, metrics, redis, stores }: Resources,
+  clock: Clock,
+  createUpload: CreateUpload,
+): ResumableUploads {
+  const dbLocks = leaseLocks(stores.resumable, clock);
+  return new ResumableUploads({
+    store: stores.resumable,
+    parts: media instanceof S3MediaStore ? new S3ResumableParts(media) : new FileResumableParts(config.dataDir),
+    locks: redis ? redisResumableLocks(redis, config.redisPrefix, dbLocks) : dbLocks,
+    createUpload,
+    clock,
+    maxOpen: config.resumableMaxOpen,
+    ttlMs: config.resumableTtlMs,
+    orphanGraceMs: config.mediaSweepGraceSeconds * 1000,
+    counts: {
+      opened: () => metrics.resumableUploads.inc({ event: 'opened' }),
+      completed: () => metrics.resumableUploads.inc({ event: 'completed' }),
+      expired: (n) => metrics.resumableUploads.inc({ event: 'expired' }, n),
+      orphans: (n) => metrics.resumableUploads.inc({ event: 'orphan_swept' }, n),
+    },
   });
 }
 

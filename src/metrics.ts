@@ -91,6 +91,8 @@ export interface PoolGauges {
 export interface ModerationGauges {
   queueDepth(): Promise<number>;
   blocklistSize(): Promise<number>;
+  /** Resumable uploads still receiving and the bytes they hold (in DATA_DIR or the bucket). */
+  resumable?(): Promise<{ open: number; bytes: number }>;
 }
 
 /**
@@ -101,15 +103,23 @@ export interface ModerationGauges {
 export const DATABASE_READ_MS = 500;
 
 /** The moderation figures of one scrape, or null when the database did not give them in time. */
-type DatabaseReading = { queueDepth: number; blocklistSize: number } | null;
+type DatabaseReading = {
+  queueDepth: number;
+  blocklistSize: number;
+  resumable: { open: number; bytes: number } | null;
+} | null;
 
 function readDatabase(moderation: ModerationGauges): Promise<DatabaseReading> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<null>((resolve) => {
     timer = setTimeout(resolve, DATABASE_READ_MS, null);
   });
-  const read = Promise.all([moderation.queueDepth(), moderation.blocklistSize()]).then(
-    ([queueDepth, blocklistSize]) => ({ queueDepth, blocklistSize }),
+  const read = Promise.all([
+    moderation.queueDepth(),
+    moderation.blocklistSize(),
+    moderation.resumable?.() ?? null,
+  ]).then(
+    ([queueDepth, blocklistSize, resumable]) => ({ queueDepth, blocklistSize, resumable }),
     () => null,
   );
   return Promise.race([read, deadline]).finally(() => clearTimeout(timer));
@@ -265,7 +275,9 @@ export function createMetrics(
     }),
     resumableUploads: new Counter({
       name: 'pixvote_resumable_uploads_total',
-      help: 'Resumable (tus) uploads by event: opened, completed, expired (incomplete, swept)',
+      help:
+        'Resumable (tus) uploads by event: opened, completed, expired (incomplete, swept), orphan_swept (partial ' +
+        'bytes with no upload left, swept)',
       labelNames: ['event'],
       registers: [registry],
     }),
@@ -371,6 +383,26 @@ export function createMetrics(
     async collect() {
       const r = await databaseReading();
       if (r) this.set(r.blocklistSize);
+    },
+  });
+  new Gauge({
+    name: 'pixvote_resumable_open',
+    help: 'Resumable (tus) uploads still receiving bytes (created, not complete, not expired)',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      const r = await databaseReading();
+      if (r?.resumable) this.set(r.resumable.open);
+    },
+  });
+  new Gauge({
+    name: 'pixvote_resumable_bytes',
+    help: 'Bytes held for resumable uploads still receiving (partial files or objects)',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      const r = await databaseReading();
+      if (r?.resumable) this.set(r.resumable.bytes);
     },
   });
   new Gauge({

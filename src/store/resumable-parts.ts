@@ -1,13 +1,18 @@
 /**
- * The bytes of resumable uploads received so far: one file per upload under DATA_DIR/resumable, shared by every
- * gateway on that DATA_DIR (the offsets are the database's: resumable.repository.ts). Object storage (S3
- * multipart) is not used for these yet: the partial file is local to DATA_DIR whatever MEDIA_STORE says.
+ * The bytes of resumable uploads received so far when the media are on disk: one file per upload under
+ * DATA_DIR/resumable, shared by every gateway on that DATA_DIR (the offsets are the database's:
+ * resumable.repository.ts). With MEDIA_STORE=s3://… they are objects in the bucket instead (s3-resumable-parts.ts).
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errors } from '../domain/errors.ts';
 import { ChecksumMismatch, type ResumableParts } from '../domain/uploads/resumable.ts';
+
+/** The ids of uploads (UUIDs): anything else in the directory or the bucket is not ours to judge. */
+export const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Ids per page of the orphan sweep (one `in (…)` query each). */
+export const ORPHAN_PAGE = 500;
 
 export class FileResumableParts implements ResumableParts {
   readonly #dir: string;
@@ -91,5 +96,21 @@ export class FileResumableParts implements ResumableParts {
 
   async remove(id: string): Promise<void> {
     await rm(this.#path(id), { force: true });
+  }
+
+  async *written(before: Date): AsyncGenerator<string[]> {
+    const names = await readdir(this.#dir).catch(() => [] as string[]);
+    let page: string[] = [];
+    for (const name of names) {
+      if (!UPLOAD_ID.test(name)) continue;
+      const s = await stat(this.#path(name)).catch(() => null);
+      if (!s || s.mtime >= before) continue;
+      page.push(name);
+      if (page.length === ORPHAN_PAGE) {
+        yield page;
+        page = [];
+      }
+    }
+    if (page.length) yield page;
   }
 }

@@ -3,6 +3,7 @@
  * machines with no directory in common:
  *
  *   PREFIX ab/<key>.<variant>.webp     stored variants, the same layout as on disk
+ *   PREFIX resumable/<id>/<start>-<end> bytes of resumable uploads in progress (s3-resumable-parts.ts)
  *   DATA_DIR/staging/<instance>/<key>/ written by a worker, local to the process
  *   DATA_DIR/tmp/<instance>/<request>/ multipart uploads while they stream in
  *
@@ -43,6 +44,8 @@ const SINGLE_PUT_MAX = 16 * 1024 * 1024;
 const PART_SIZE = 8 * 1024 * 1024;
 export const CACHE_CONTROL = 'public, max-age=31536000, immutable';
 const KEY_RE = /^[0-9a-f-]{36}$/;
+/** Where S3ResumableParts keeps the bytes of resumable uploads, under the prefix (s3-resumable-parts.ts). */
+export const RESUMABLE_PREFIX = 'resumable/';
 
 export interface S3Options {
   /** Milliseconds to connect, and of silence on a request, before it counts as failed (the store is slow). */
@@ -347,7 +350,10 @@ export class S3MediaStore implements StoredMedia {
       );
       const keys = new Map<string, boolean>(carried);
       for (const o of page.Contents ?? []) {
-        const name = (o.Key ?? '').slice(this.prefix.length).split('/').pop() ?? '';
+        const rel = (o.Key ?? '').slice(this.prefix.length);
+        // The partial bytes of resumable uploads are swept with their rows (ResumableUploads.sweep).
+        if (rel.startsWith(RESUMABLE_PREFIX)) continue;
+        const name = rel.split('/').pop() ?? '';
         const key = name.split('.')[0] ?? '';
         if (!KEY_RE.test(key)) continue;
         const old = (o.LastModified?.getTime() ?? Date.now()) < cutoff;

@@ -7,9 +7,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { readdir } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
@@ -17,8 +17,9 @@ import { uploadImage } from '../support/uploads.ts';
 import { photoJpeg, pngImage } from '../support/fixtures.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { LEASE_MS } from '../../src/domain/uploads/resumable.ts';
-import { spawnServer } from '../support/process.ts';
 import { client } from '../support/http.ts';
+import { pollUntil } from '../support/budget.ts';
+import { killMidPatch, resumableLockKey, spawnGateway } from '../support/resumable.ts';
 import * as tus from 'tus-js-client';
 
 const TUS = '/api/uploads/resumable';
@@ -131,7 +132,11 @@ before(async () => {
   app = await startApp({ RESUMABLE_MAX_OPEN: '3', RESUMABLE_TTL: '1h' }, { clock });
   // A second instance on the same database and DATA_DIR: any process continues any upload.
   second = await startApp(
-    { RESUMABLE_MAX_OPEN: '3', RESUMABLE_TTL: '1h', ...(app.config.databaseUrl ? {} : {}) },
+    {
+      RESUMABLE_MAX_OPEN: '3',
+      RESUMABLE_TTL: '1h',
+      ...(app.config.redisUrl ? { REDIS_PREFIX: app.config.redisPrefix } : {}),
+    },
     {
       clock,
       sharedDataDir: app.config.dataDir,
@@ -194,7 +199,8 @@ describe('tus 1.0 resumable uploads', () => {
     assert.deepEqual(done.body.tags.map((t: { name: string }) => t.name).sort(), ['cats', 'trains']);
     const stored = await app.api.get(`/api/upload/${done.body.id}`);
     assert.equal(stored.status, 200);
-    assert.deepEqual(await partFiles(app), [], 'the partial file is gone once processed');
+    // The partial file is gone once processed (removed after the answer).
+    await pollUntil(async () => (await partFiles(app)).length === 0, 'the partial file removed', 10_000);
     // The same bytes sent directly now: the duplicate notice the resumable upload's result matches in kind.
     const direct = await uploadImage(app.api, alice.token, bytes, {}, 'again.jpg');
     assert.equal(direct.status, 200);
@@ -285,49 +291,46 @@ describe('tus 1.0 resumable uploads', () => {
     const bytes = await photoJpeg({ width: 1024, height: 768, seed: 4906 });
     const c = await create(app, alice, bytes.length, { description: 'survived a crash' });
     const url = c.headers.get('location')!;
+    const id = url.split('/').pop()!;
     // Another process on the same database and DATA_DIR (the JWT secret is DATA_DIR's too).
-    const child = await spawnServer({
-      DATA_DIR: app.config.dataDir,
-      ...(app.config.databaseUrl ? { DATABASE_URL: app.config.databaseUrl } : {}),
-      WORKERS: '1',
-      HUMAN_POLICY: 'off',
-      RATE_LIMIT_GENERAL: '100000/15m',
-      RATE_LIMIT_UPLOAD: '1000/1h',
-    });
+    const child = await spawnGateway(app, { DATA_DIR: app.config.dataDir });
     const viaChild = { ...app, url: child.url, api: client(child.url) };
     let sent: number;
     const half = Math.floor(bytes.length / 2 / CHUNK) * CHUNK;
     try {
       sent = await sendFrom(viaChild, alice, url, bytes, half);
-      // Mid-chunk, the gateway dies.
-      const req = httpRequest(child.url + url, {
-        method: 'PATCH',
-        headers: {
-          ...V,
-          authorization: `Bearer ${alice.token}`,
-          'content-type': 'application/offset+octet-stream',
-          'content-length': String(CHUNK),
-          'upload-offset': String(half),
-        },
+      // Mid-chunk, while its PATCH holds the upload's lock and streams the bytes in, the gateway dies.
+      await killMidPatch(child, app, {
+        url,
+        token: alice.token,
+        offset: half,
+        chunk: bytes.subarray(half, half + CHUNK),
       });
-      req.on('error', () => {});
-      await new Promise<void>((resolve) => req.write(bytes.subarray(half, half + CHUNK / 2), () => resolve()));
       sent += CHUNK / 2;
-      child.kill('SIGKILL');
-      await child.exited;
-      req.destroy();
     } finally {
       await child.stop();
     }
     const h = await head(app, alice, url);
     assert.equal(Number(h.headers.get('upload-offset')), half, 'what was acknowledged is kept');
-    // The dead gateway's lease lapses after LEASE_MS; then this one takes the upload on.
+    // The dead gateway's lock lapses after LEASE_MS; then this one takes the upload on. In the database the
+    // clock is moved on; in Redis (its own clock) the key is deleted as its expiry would.
+    const { redis } = app.composed;
+    if (redis) {
+      const lock = resumableLockKey(app, id);
+      assert.ok((await redis.pttl(lock)) > 0, 'the dead gateway’s lock is in Redis, with an expiry');
+      await redis.del(lock);
+    }
     skewMs = LEASE_MS + 1000;
     try {
       sent += await sendFrom(app, alice, url, bytes);
       const r = await result(app, alice, url);
       assert.equal(r.status, 201, r.text);
       assert.equal(r.body.description, 'survived a crash');
+      // The stored upload's SHA-256 is the source's: the same bytes sent directly are its exact duplicate.
+      const direct = await uploadImage(app.api, alice.token, bytes, {}, 'again.jpg');
+      assert.equal(direct.status, 200, direct.text);
+      assert.equal(direct.body.match, 'exact');
+      assert.equal(direct.body.existingUploadId, r.body.id);
     } finally {
       skewMs = 0;
     }
@@ -435,13 +438,20 @@ describe('tus 1.0 resumable uploads', () => {
     await sendFrom(app, dave, url, bytes, 100);
     const id = url.split('/').pop()!;
     assert.ok((await partFiles(app)).includes(id));
+    // A partial file whose row is gone (its user deleted, or a crash): swept once older than MEDIA_SWEEP_GRACE.
+    const orphan = randomUUID();
+    await writeFile(join(app.config.dataDir, 'resumable', orphan), 'abcd');
+    await app.composed.sweepResumable();
+    assert.ok((await partFiles(app)).includes(orphan), 'younger than the grace (1 h): kept');
     skewMs = 61 * 60 * 1000;
     try {
       assert.equal((await head(app, dave, url)).status, 404);
       assert.equal((await result(app, dave, url)).status, 404);
       assert.ok((await app.composed.sweepResumable()) >= 1);
       assert.ok(!(await partFiles(app)).includes(id), 'the partial bytes are gone');
+      assert.ok(!(await partFiles(app)).includes(orphan), 'the orphan is swept');
       const text = await currentMetrics(app);
+      assert.match(text, /pixvote_resumable_uploads_total\{event="orphan_swept"\} [1-9]/);
       assert.match(text, /pixvote_resumable_uploads_total\{event="expired"\} [1-9]/);
       assert.match(text, /pixvote_resumable_uploads_total\{event="completed"\} [1-9]/);
       assert.match(text, /pixvote_resumable_uploads_total\{event="opened"\} [1-9]/);

@@ -56,3 +56,21 @@ test('many gateways asking at once: exactly one gets the lease', { skip }, async
     for (const c of clients) c.disconnect();
   }
 });
+
+test('release: only the holder lets the lease go, and the next one takes it at once', { skip }, async () => {
+  const r = new Redis(TEST_REDIS_URL);
+  const key = `${testRedisPrefix()}resumable-lock:x`;
+  try {
+    const first = new RedisLease(r, key, 'patch-a', 60_000);
+    const second = new RedisLease(r, key, 'patch-b', 60_000);
+    assert.equal(await first.tryAcquire(), true);
+    await second.release();
+    assert.equal(await r.get(key), 'patch-a', "another's release does not take it away");
+    await first.release();
+    assert.equal(await r.exists(key), 0);
+    assert.equal(await second.tryAcquire(), true, 'free again: taken');
+  } finally {
+    await r.del(key);
+    r.disconnect();
+  }
+});

@@ -45,18 +45,61 @@ export interface ResumableStore {
   countOpen(userId: string, now: Date): Promise<number>;
   /** Takes the upload's lease (none held, or lapsed) while it is in `status`; false when another holds it. */
   lease(id: string, status: ResumableStatus, now: Date, until: Date): Promise<boolean>;
-  /** Moves a held lease on (a long PATCH still receiving). */
-  renew(id: string, until: Date): Promise<void>;
-  /** Records the offset the bytes reached and drops the lease (only where `received` still is `from`). */
+  /** Moves a held lease on (a long PATCH still receiving), only while it is still `held` (ours): false otherwise. */
+  renew(id: string, held: Date, until: Date): Promise<boolean>;
+  /** Drops the lease if it still is `held` (ours). */
+  release(id: string, held: Date): Promise<void>;
+  /** Records the offset the bytes reached (only where `received` still is `from`). */
   advance(id: string, from: number, to: number): Promise<boolean>;
   setStatus(id: string, status: ResumableStatus, leaseUntil: Date | null): Promise<void>;
   finish(id: string, result: { status: number; body: string }, expiresAt: Date): Promise<void>;
   delete(id: string): Promise<void>;
   /** Rows past their expiry at `now` (not those a live lease holds), at most `limit`. */
   expired(now: Date, limit: number): Promise<ResumableRow[]>;
+  /** Of these ids, those that have a row (the partial data of the others is an orphan). */
+  existing(ids: string[]): Promise<Set<string>>;
+  /** Uploads still receiving and not expired at `now`, and the bytes they hold (/metrics). */
+  held(now: Date): Promise<{ open: number; bytes: number }>;
 }
 
-/** The partial files (src/store/resumable-parts.ts), one per upload, under DATA_DIR. */
+/**
+ * Who may write an upload's bytes now: one request at a time, across every gateway. `acquire` resolves null when
+ * another holds it. The database lease (`leaseLocks`) is the default; with Redis configured the lock is a Redis key
+ * (src/store/resumable-locks.ts), one database write fewer per PATCH, with the database lease as its fallback.
+ */
+export interface ResumableLocks {
+  acquire(id: string, ttlMs: number): Promise<ResumableLock | null>;
+}
+export interface ResumableLock {
+  /** Moves the lock on by its ttl (a long PATCH still receiving). */
+  renew(): Promise<void>;
+  /** Lets it go (only if still ours): after the offset was recorded, or when nothing was written. */
+  release(): Promise<void>;
+}
+
+/** The lock as the database lease on the row (`lease_until`): any gateway on the same database. */
+export function leaseLocks(store: ResumableStore, clock: Clock): ResumableLocks {
+  return {
+    async acquire(id, ttlMs) {
+      const now = clock.now();
+      let until = new Date(now.getTime() + ttlMs);
+      if (!(await store.lease(id, 'receiving', now, until))) return null;
+      return {
+        renew: async () => {
+          const next = new Date(clock.now().getTime() + ttlMs);
+          if (await store.renew(id, until, next)) until = next;
+        },
+        release: () => store.release(id, until),
+      };
+    },
+  };
+}
+
+/**
+ * The bytes received so far: files under DATA_DIR (src/store/resumable-parts.ts), or objects in the media store's
+ * bucket when MEDIA_STORE is S3 (src/store/s3-resumable-parts.ts), so that gateways sharing no disk continue any
+ * upload.
+ */
 export interface ResumableParts {
   /**
    * Writes `body` at `offset` (what lay past `offset` is cut first: bytes never acknowledged), at most `max`
@@ -73,12 +116,16 @@ export interface ResumableParts {
   /** The whole file's SHA-256 (hex) and a reader of its bytes. */
   source(id: string, length: number): Promise<{ sha256: string; read(): Promise<ArrayBuffer> }>;
   remove(id: string): Promise<void>;
+  /** The ids of partial data last written before `before`, a page at a time (the orphan sweep checks their rows). */
+  written(before: Date): AsyncIterable<string[]>;
 }
 
 export interface ResumableCounts {
   opened(): void;
   completed(): void;
   expired(n: number): void;
+  /** Partial data with no row (its user deleted, or a crash) removed by the sweep. */
+  orphans(n: number): void;
 }
 
 export interface ResumableDeps {
@@ -88,6 +135,10 @@ export interface ResumableDeps {
   clock: Clock;
   maxOpen: number;
   ttlMs: number;
+  /** Default: the database lease (leaseLocks). */
+  locks?: ResumableLocks;
+  /** Partial data with no row is removed once this old (MEDIA_SWEEP_GRACE). Default 1 h. */
+  orphanGraceMs?: number;
   counts?: ResumableCounts;
 }
 
@@ -109,8 +160,10 @@ export class ChecksumMismatch extends AppError {
 
 export class ResumableUploads {
   readonly #d: ResumableDeps;
+  readonly #locks: ResumableLocks;
   constructor(deps: ResumableDeps) {
     this.#d = deps;
+    this.#locks = deps.locks ?? leaseLocks(deps.store, deps.clock);
   }
 
   get ttlMs(): number {
@@ -190,28 +243,32 @@ export class ResumableUploads {
     if (offset !== row.received)
       throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${row.received}`);
     if (row.status !== 'receiving') return row;
-    const { store, parts, clock } = this.#d;
-    const now = clock.now();
-    if (!(await store.lease(id, 'receiving', now, new Date(now.getTime() + LEASE_MS))))
+    // Nothing left to send (an empty PATCH at the end): only the use case may be left to run, exactly once.
+    if (offset === row.length) return this.complete(principal, row);
+    const { store, parts } = this.#d;
+    const lock = await this.#locks.acquire(id, LEASE_MS);
+    if (!lock)
       throw errors.conflict('another request is sending bytes to this upload; ask its offset (HEAD) and resume');
-    // Read again under the lease: a PATCH that finished between the read above and the lease moved the offset,
-    // and writing at the old one would cut bytes already acknowledged.
-    const held = await store.find(id);
-    if (held?.received !== offset || held.status !== 'receiving') {
-      await store.setStatus(id, held?.status ?? 'receiving', null);
-      throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${held?.received ?? 0}`);
-    }
     let written = 0;
-    const renewing = setInterval(() => {
-      store.renew(id, new Date(clock.now().getTime() + LEASE_MS)).catch(() => {});
-    }, LEASE_MS / 3);
     try {
-      const r = await parts.append(id, offset, body, row.length - offset, checksum);
-      written = r.written;
+      // Read again under the lock: a PATCH that finished between the read above and the lock moved the offset,
+      // and writing at the old one would cut bytes already acknowledged.
+      const held = await store.find(id);
+      if (held?.received !== offset || held.status !== 'receiving')
+        throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${held?.received ?? 0}`);
+      const renewing = setInterval(() => {
+        lock.renew().catch(() => {});
+      }, LEASE_MS / 3);
+      try {
+        const r = await parts.append(id, offset, body, row.length - offset, checksum);
+        written = r.written;
+      } finally {
+        clearInterval(renewing);
+        // Whatever arrived (and passed its checksum) is acknowledged.
+        if (written > 0) await store.advance(id, offset, offset + written);
+      }
     } finally {
-      clearInterval(renewing);
-      // Whatever arrived (and passed its checksum) is acknowledged; the lease goes either way.
-      await store.advance(id, offset, offset + written);
+      await lock.release();
     }
     const after = { ...row, received: offset + written };
     if (after.received === after.length) return this.complete(principal, after);
@@ -253,7 +310,9 @@ export class ResumableUploads {
     }
     const result = { status: answer.status, body: answer.body };
     await store.finish(row.id, result, new Date(clock.now().getTime() + this.#d.ttlMs));
-    await parts.remove(row.id);
+    // The bytes go after the answer (in the bucket: a listing and a DELETE per part, not worth a client's wait);
+    // one that fails stays until the sweep removes the finished row with its bytes, RESUMABLE_TTL later.
+    parts.remove(row.id).catch(() => {});
     this.#d.counts?.completed();
     return { ...row, status: 'done', result };
   }
@@ -281,8 +340,33 @@ export class ResumableUploads {
     await this.#d.store.delete(row.id);
   }
 
-  /** Removes expired uploads and their partial bytes; resolves how many incomplete ones expired. */
+  /**
+   * Removes expired uploads and their partial bytes, then partial data with no row once past the grace (its user
+   * was deleted, or a crash left it); resolves how many incomplete uploads expired.
+   */
   async sweep(): Promise<number> {
+    const expired = await this.#sweepExpired();
+    await this.#sweepOrphans();
+    return expired;
+  }
+
+  /** Partial data older than the grace whose row is gone: removed. Resolves how many. */
+  async #sweepOrphans(): Promise<number> {
+    const before = new Date(this.#d.clock.now().getTime() - (this.#d.orphanGraceMs ?? 3_600_000));
+    let removed = 0;
+    for await (const ids of this.#d.parts.written(before)) {
+      const rows = await this.#d.store.existing(ids);
+      for (const id of ids) {
+        if (rows.has(id)) continue;
+        await this.#d.parts.remove(id);
+        removed++;
+      }
+    }
+    if (removed) this.#d.counts?.orphans(removed);
+    return removed;
+  }
+
+  async #sweepExpired(): Promise<number> {
     let expired = 0;
     for (;;) {
       const rows = await this.#d.store.expired(this.#d.clock.now(), 100);

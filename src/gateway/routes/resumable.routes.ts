@@ -210,8 +210,9 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     summary: 'Send bytes of a resumable upload (tus PATCH)',
     description:
       '`Content-Type: application/offset+octet-stream` (else 415), `Upload-Offset` equal to the upload’s (else ' +
-      '409), optional `Upload-Checksum: sha256 <base64>` (460 and the chunk discarded on a mismatch). 204 with ' +
-      'the new `Upload-Offset`. The PATCH that completes the file runs the upload use case before it answers; ' +
+      '409; 409 too while another request, through any gateway, is sending bytes to it), optional ' +
+      '`Upload-Checksum: sha256 <base64>` (460 and the chunk discarded on a mismatch). 204 with the new ' +
+      '`Upload-Offset`. The PATCH that completes the file runs the upload use case before it answers; ' +
       'its outcome is at `…/result`.',
     auth: 'required',
     scope: 'upload',

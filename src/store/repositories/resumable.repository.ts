@@ -97,33 +97,48 @@ export class ResumableRepository implements ResumableStore {
     return Number(r.n);
   }
 
-  async lease(id: string, status: ResumableStatus, now: Date, until: Date): Promise<boolean> {
-    const d = this.#db.dialect;
-    const r = await this.#db
-      .db()
-      .updateTable('resumable_uploads')
-      .set({ lease_until: d.date(until) })
-      .where('id', '=', id)
-      .where('status', '=', status)
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', d.date(now))]))
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+  lease(id: string, status: ResumableStatus, now: Date, until: Date): Promise<boolean> {
+    return this.#setLease(id, until, { status, freeAt: now });
   }
 
-  async renew(id: string, until: Date): Promise<void> {
-    await this.#db
+  renew(id: string, held: Date, until: Date): Promise<boolean> {
+    return this.#setLease(id, until, { held });
+  }
+
+  async release(id: string, held: Date): Promise<void> {
+    await this.#setLease(id, null, { held });
+  }
+
+  /**
+   * Sets the lease to `until` where it is free (none, or lapsed at `freeAt`) while the upload is in `status`, or
+   * where it still is `held` (ours): whether it did.
+   */
+  async #setLease(
+    id: string,
+    until: Date | null,
+    only: { status: ResumableStatus; freeAt: Date } | { held: Date },
+  ): Promise<boolean> {
+    const d = this.#db.dialect;
+    const q = this.#db
       .db()
       .updateTable('resumable_uploads')
-      .set({ lease_until: this.#db.dialect.date(until) })
-      .where('id', '=', id)
-      .execute();
+      .set({ lease_until: until && d.date(until) })
+      .where('id', '=', id);
+    const r = await (
+      'held' in only
+        ? q.where('lease_until', '=', d.date(only.held))
+        : q
+            .where('status', '=', only.status)
+            .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', d.date(only.freeAt))]))
+    ).executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
   }
 
   async advance(id: string, from: number, to: number): Promise<boolean> {
     const r = await this.#db
       .db()
       .updateTable('resumable_uploads')
-      .set({ received: to, lease_until: null })
+      .set({ received: to })
       .where('id', '=', id)
       .where('received', '=', from)
       .executeTakeFirst();
@@ -170,5 +185,22 @@ export class ResumableRepository implements ResumableStore {
       .limit(limit)
       .execute();
     return rows.map((r) => this.#row(r as Row));
+  }
+
+  async existing(ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows = await this.#db.db().selectFrom('resumable_uploads').select('id').where('id', 'in', ids).execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async held(now: Date): Promise<{ open: number; bytes: number }> {
+    const r = await this.#db
+      .db()
+      .selectFrom('resumable_uploads')
+      .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.sum<number>('received').as('bytes')])
+      .where('status', '=', 'receiving')
+      .where('expires_at', '>', this.#db.dialect.date(now))
+      .executeTakeFirstOrThrow();
+    return { open: Number(r.n), bytes: Number(r.bytes ?? 0) };
   }
 }

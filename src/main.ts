@@ -570,6 +570,7 @@ function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: C
       nearDuplicateDistance: config.nearDuplicateDistance,
       blocklistDistance: config.blocklistDistance,
       blocklistPdqDistance: config.blocklistPdqDistance,
+      aiPolicy: config.aiPolicy,
     },
     events: { onChanged: changed },
   });

@@ -120,7 +120,7 @@ test('the document names the security schemes, the error codes and the contract 
   const feed = doc.paths['/api/uploads'].get;
   assert.deepEqual(
     feed.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name),
-    ['page', 'limit', 'sort', 'type', 'user', 'tag', 'cursor'],
+    ['page', 'limit', 'sort', 'type', 'user', 'tag', 'ai', 'cursor'],
   );
   assert.deepEqual(feed.responses['200'].headers['Cache-Control'].schema.enum, ['public, max-age=120']);
   assert.ok(feed.responses['304']);

@@ -141,6 +141,7 @@ const DB_FACING = ['test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
 const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/web.test.ts': 'the front end over HTTP: CSP, assets, page routes',
   'test/http/web-pages.test.ts': 'the pages in Chromium, by keyboard and mouse',
+  'test/http/web-resumable.test.ts': 'the upload form offline and back, in Chromium',
   'test/http/web-details.test.ts': 'the pages in Chromium at 375 and 1280 px',
   'test/http/web-views.test.ts': "the views built in Chromium against the server's markup of them",
   'test/http/web-security.test.ts': 'hostile strings and the CSP, in Chromium',
@@ -153,6 +154,7 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/openapi-client.test.ts': 'a client generated from the OpenAPI document',
   'test/http/cli-auth.test.ts': 'the CLI: login, config file',
   'test/http/cli-upload.test.ts': 'the CLI: walking folders, retries, resume',
+  'test/http/cli-resumable.test.ts': 'the CLI over tus: the server side is resumable.test.ts, on both databases',
   'test/http/cli-mod.test.ts': 'the CLI: moderation commands over the API',
   'test/http/admin-cli.test.ts': 'the CLI: admin commands over the API',
   'test/http/person-detector.test.ts': 'the detector and its runtimes',

@@ -122,6 +122,18 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'tfjs-node if installed, else wasm SIMD; 3–4× the CPU), `auto`: onnx where onnxruntime-node ' +
       'loads, else tfjs. The scores are the same',
   },
+  C2PA_READER: {
+    meaning:
+      '`auto`: C2PA manifests found in an upload are validated by `@contentauth/c2pa-node` (an optional ' +
+      'dependency) where it loads; `off`, or where it does not load: a manifest is recorded "present, not verified" ' +
+      '(see [Provenance](provenance.md))',
+  },
+  C2PA_TRUST_ANCHORS: {
+    default: 'unset: no trust list',
+    meaning:
+      "a PEM file of the certificates a manifest's signer must chain to for `trusted: true`; unset: signers are " +
+      'not checked against a list (`trusted: null`). An untrusted signer never makes a manifest invalid',
+  },
   NEAR_DUPLICATE_DISTANCE: {
     meaning: 'max Hamming distance of 64-bit perceptual hashes; `-1` turns near matching off',
   },

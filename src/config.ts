@@ -62,6 +62,10 @@ export interface Config {
   readonly humanSecondLook: 'off' | 'boxes';
   /** HUMAN_RUNTIME: where the detector's model runs; `auto` is onnxruntime-node where it loads, else TF.js. */
   readonly humanRuntime: 'auto' | 'onnx' | 'tfjs';
+  /** C2PA_READER: `auto` validates C2PA manifests with @contentauth/c2pa-node where it loads; `off` never loads it. */
+  readonly c2paReader: 'auto' | 'off';
+  /** C2PA_TRUST_ANCHORS: the PEM text of the file it names (the signers' trust anchors), or null. */
+  readonly c2paTrustAnchors: string | null;
   readonly nearDuplicateDistance: number;
   readonly nearDuplicateIndex: 'multi-index-hashing' | 'sqlite-vec';
   /** Distinct trusted reporters that hold an upload automatically; 0 turns it off. */
@@ -277,6 +281,20 @@ const schema = z.object({
     .prefault('320'),
   HUMAN_SECOND_LOOK: z.enum(['off', 'boxes'], 'expected off or boxes').prefault('boxes'),
   HUMAN_RUNTIME: z.enum(['auto', 'onnx', 'tfjs'], 'expected auto, onnx or tfjs').prefault('auto'),
+  C2PA_READER: z.enum(['auto', 'off'], 'expected auto or off').prefault('auto'),
+  C2PA_TRUST_ANCHORS: z
+    .string()
+    .transform((file, ctx) => {
+      try {
+        const pem = readFileSync(resolve(file), 'utf8');
+        if (pem.includes('-----BEGIN CERTIFICATE-----')) return pem;
+        ctx.addIssue({ code: 'custom', message: `expected a PEM file of certificates; ${file} holds none` });
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: `cannot read ${file}: ${pathProblem(file) ?? reasonOf(e)}` });
+      }
+      return z.NEVER;
+    })
+    .optional(),
   NEAR_DUPLICATE_DISTANCE: z
     .string()
     .regex(/^-?\d+$/, 'expected an integer from -1 to 32')
@@ -483,6 +501,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     humanInputSize: e.HUMAN_INPUT_SIZE,
     humanSecondLook: e.HUMAN_SECOND_LOOK,
     humanRuntime: e.HUMAN_RUNTIME,
+    c2paReader: e.C2PA_READER,
+    c2paTrustAnchors: e.C2PA_TRUST_ANCHORS ?? null,
     nearDuplicateDistance: e.NEAR_DUPLICATE_DISTANCE,
     nearDuplicateIndex: e.NEAR_DUPLICATE_INDEX,
     reportHoldThreshold: e.REPORT_HOLD_THRESHOLD,

@@ -260,6 +260,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
       closerLook: config.humanSecondLook === 'boxes',
       runtime: config.humanRuntime,
     },
+    c2pa: { reader: config.c2paReader, trustAnchors: config.c2paTrustAnchors },
     onTaskDone: ({ waitMs, stages }) => {
       metrics.poolQueueWait.observe(waitMs / 1000);
       for (const [stage, ms] of Object.entries(stages)) metrics.stageDuration.observe({ stage }, ms / 1000);
@@ -274,6 +275,8 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
       workers: config.workers,
       queue: config.workerQueue,
       humanPolicy: config.humanPolicy,
+      c2paReader: config.c2paReader,
+      c2paTrustAnchors: config.c2paTrustAnchors !== null,
       detectorBackend: probe.detectorBackend,
       detectorModel: probe.detectorModel,
     },

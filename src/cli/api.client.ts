@@ -38,12 +38,19 @@ export interface RequestOptions {
   json?: unknown;
   /** Built afresh for every attempt (a body stream can be read once). */
   form?: () => FormData | Promise<FormData>;
+  /** Raw bytes (a tus PATCH's chunk); its Content-Type goes in `headers`. */
+  raw?: Uint8Array;
   headers?: Record<string, string>;
   /** Overrides the client's token (login uses the JWT it just got). */
   token?: string;
   onRetry?: (n: RetryNotice) => void;
   /** Overrides the policy's maxWaitMs for this request (login does not sit through a long limit). */
   maxWaitMs?: number;
+  /**
+   * Overrides the policy's retries (a Retry-After wait still uses none): a tus PATCH is sent once, and after a
+   * failure the caller asks the server's offset (HEAD) rather than sending the same bytes again blindly.
+   */
+  retries?: number;
 }
 
 export interface ApiClientOptions {
@@ -115,6 +122,23 @@ export class ApiClient {
     return this.#halt.signal.aborted ? (this.#halt.signal.reason as Error) : null;
   }
 
+  /** The policy's retries and first backoff step (the tus sender backs off between failed chunks by it). */
+  get retryPolicy(): RetryPolicy {
+    return this.#retry;
+  }
+
+  /** Waits `ms`, or rejects with the halt reason when the client is halted meanwhile. */
+  async wait(ms: number): Promise<void> {
+    const signal = this.#halt.signal;
+    signal.throwIfAborted();
+    try {
+      await this.#sleep(ms, signal);
+    } catch (e) {
+      if (signal.aborted) throw signal.reason;
+      throw e;
+    }
+  }
+
   /** When every request waits until (a Retry-After in force), or 0. */
   get pausedUntil(): number {
     return this.#notBefore > Date.now() ? this.#notBefore : 0;
@@ -127,6 +151,7 @@ export class ApiClient {
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse> {
     const signal = this.#halt.signal;
     const maxWaitMs = opts.maxWaitMs ?? this.#retry.maxWaitMs;
+    const retries = opts.retries ?? this.#retry.retries;
     const attempt = async (): Promise<ApiResponse> => {
       const pause = this.#notBefore - Date.now();
       if (pause > 0) await this.#sleep(pause, signal);
@@ -151,7 +176,7 @@ export class ApiClient {
     };
     try {
       return await pRetry(attempt, {
-        retries: this.#retry.retries,
+        retries,
         minTimeout: this.#retry.baseDelayMs,
         maxTimeout: this.#retry.maxWaitMs,
         factor: 2,
@@ -165,7 +190,7 @@ export class ApiClient {
             this.#notBefore = Math.max(this.#notBefore, Date.now() + error.retryAfterMs);
             opts.onRetry?.({
               attempt: retriesConsumed,
-              retries: this.#retry.retries,
+              retries,
               waitMs: error.retryAfterMs,
               reason: error.reason,
               retryAfter: true,
@@ -173,7 +198,7 @@ export class ApiClient {
           } else if (retriesLeft > 0) {
             opts.onRetry?.({
               attempt: retriesConsumed + 1,
-              retries: this.#retry.retries,
+              retries,
               waitMs: retryDelay,
               reason: error.reason,
               retryAfter: false,
@@ -204,6 +229,7 @@ export class ApiClient {
     if (token) headers.authorization = `Bearer ${token}`;
     let body: RequestInit['body'];
     if (opts.form) body = await opts.form();
+    else if (opts.raw) body = opts.raw;
     else if (opts.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(opts.json);

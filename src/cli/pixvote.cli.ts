@@ -17,6 +17,7 @@ import { defaultResumePath } from './resume.store.ts';
 import { runTokens } from './tokens.command.ts';
 import { runWebhooks, WEBHOOKS_USAGE_LINE } from './webhooks.command.ts';
 import { normalizeTags, runUpload } from './upload.command.ts';
+import { DEFAULT_CHUNK, parseChunkSize } from './resumable.sender.ts';
 
 const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
 
@@ -35,6 +36,10 @@ const UPLOAD_USAGE = `usage: pixvote upload <files or folders…> [options]
   --resume FILE         the resume file (default: one per server, paths and options, under
                         $XDG_CONFIG_HOME/pixvote/resume/); it is removed once every file is done
   --no-check            send every file without asking first which ones the server has
+  --resumable WHEN      auto (default): files larger than one chunk go through the resumable (tus) endpoint,
+                        in chunks, and a cut connection or a killed run continues from the server's offset;
+                        smaller files go in one request. always: every file resumably; never: none
+  --chunk-size SIZE     bytes per chunk of a resumable upload, 64k to 10m (default 1m)
   --url URL, --token TOKEN
   Ctrl-C stops the run and prints the summary (exit 130). Exit 0: all done; 1: some file failed.
 `;
@@ -184,9 +189,17 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         'max-wait': { type: 'string' },
         timeout: { type: 'string' },
         'no-check': { type: 'boolean', default: false },
+        resumable: { type: 'string' },
+        'chunk-size': { type: 'string' },
       },
     });
     if (v.help) return (out.write(UPLOAD_USAGE), 0);
+    const resumable = v.resumable ?? 'auto';
+    if (resumable !== 'auto' && resumable !== 'always' && resumable !== 'never')
+      throw new CliError(`--resumable must be auto, always or never (got "${resumable}")`);
+    const chunkSize = v['chunk-size'] === undefined ? DEFAULT_CHUNK : parseChunkSize(v['chunk-size']);
+    if (chunkSize === null)
+      throw new CliError(`--chunk-size must be a size from 64k to 10m, e.g. 512k or 2m (got "${v['chunk-size']}")`);
     if (!positionals.length) throw new CliError('upload: no files or folders given (see `pixvote upload --help`)');
     const tags = normalizeTags((v.tags ?? '').split(','));
     const { url, token } = await resolveTarget(v, { needToken: true });
@@ -206,6 +219,8 @@ async function run(argv: string[], out: NodeJS.WriteStream): Promise<number> {
         concurrency,
         resumePath,
         preCheck: !v['no-check'],
+        resumable,
+        chunkSize,
         onInterrupt: onSigint,
       },
       out,

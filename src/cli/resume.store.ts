@@ -1,10 +1,12 @@
 /**
  * The resume file of `pixvote upload`: which files a run has finished (uploaded, already uploaded, duplicate),
- * so the next run of the same command skips them without a request. By default it lives beside the config,
- * `<config dir>/pixvote/resume/<key>.json`, keyed by the server URL, the input paths and the upload options;
- * `--resume FILE` names it instead. Written atomically (a temporary file renamed over it), mode 0600, after
- * each finished file (at most once a second) and when the run ends; removed when a run ends with every file
- * done, so a later run starts afresh.
+ * so the next run of the same command skips them without a request, and which it was sending resumably (tus):
+ * per file the upload's URL with the file's size, modification time and SHA-256, so that the next run continues
+ * that upload from the server's offset when the file is still the same, instead of from byte 0. By default it
+ * lives beside the config, `<config dir>/pixvote/resume/<key>.json`, keyed by the server URL, the input paths
+ * and the upload options; `--resume FILE` names it instead. Written atomically (a temporary file renamed over it),
+ * mode 0600, after each finished file (at most once a second), at once when a resumable upload is created, and when
+ * the run ends; removed when a run ends with every file done, so a later run starts afresh.
  */
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +19,16 @@ export interface ResumeEntry {
   mtimeMs: number;
   outcome: 'uploaded' | 'replayed' | 'duplicate';
   id: string;
+}
+
+/** A file being sent resumably (tus): where its upload is, and which bytes it is of. */
+export interface PartialEntry {
+  /** The upload's URL as the server's `Location` gave it (a path on the server). */
+  url: string;
+  size: number;
+  mtimeMs: number;
+  sha256: string;
+  created_at: string;
 }
 
 export interface ResumeOptions {
@@ -34,6 +46,8 @@ interface ResumeData {
   private: boolean;
   updated_at: string;
   done: Record<string, ResumeEntry>;
+  /** Files whose resumable upload was created but not finished (absent from files written before issue 49). */
+  partial?: Record<string, PartialEntry>;
 }
 
 /** The default resume file of a run: the same server, inputs and options always give the same file. */
@@ -92,7 +106,8 @@ export class ResumeFile {
         `the resume file ${path} is of a run with other --tags or --private; ` + 'pass another --resume FILE',
       );
     }
-    return new ResumeFile(path, { ...fresh, done: data.done });
+    const partial = typeof data.partial === 'object' && data.partial !== null ? data.partial : {};
+    return new ResumeFile(path, { ...fresh, done: data.done, partial });
   }
 
   /** Finished by an earlier run, and unchanged since (same size and modification time). */
@@ -103,7 +118,39 @@ export class ResumeFile {
 
   record(file: ImageFile, outcome: ResumeEntry['outcome'], id: string): void {
     this.#data.done[resolve(file.path)] = { size: file.size, mtimeMs: file.mtimeMs, outcome, id };
+    this.forget(file);
     this.#timer ??= setTimeout(() => void this.flush().catch(() => {}), 1000).unref();
+  }
+
+  /** The resumable upload an earlier run began for these very bytes (same size, time and SHA-256), if any. */
+  partialOf(file: ImageFile, sha256: string): PartialEntry | null {
+    const e = this.#data.partial?.[resolve(file.path)];
+    return e && e.size === file.size && e.mtimeMs === file.mtimeMs && e.sha256 === sha256 ? e : null;
+  }
+
+  /**
+   * Records the resumable upload of a file, and writes it at once: a run killed right after (kill -9, a lost
+   * laptop battery) must still find it, or its bytes would be sent again from 0.
+   */
+  async begin(file: ImageFile, sha256: string, url: string): Promise<void> {
+    (this.#data.partial ??= {})[resolve(file.path)] = {
+      url,
+      size: file.size,
+      mtimeMs: file.mtimeMs,
+      sha256,
+      created_at: new Date().toISOString(),
+    };
+    await this.flush();
+  }
+
+  /** The file's resumable upload is over (finished, failed for good, or gone on the server). */
+  forget(file: ImageFile): void {
+    if (this.#data.partial) delete this.#data.partial[resolve(file.path)];
+  }
+
+  /** Resumable uploads still open (the next run continues them). */
+  get partials(): number {
+    return Object.keys(this.#data.partial ?? {}).length;
   }
 
   get size(): number {

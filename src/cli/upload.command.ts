@@ -8,9 +8,10 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, openAsBlob } from 'node:fs';
 import { basename, extname } from 'node:path';
-import { ApiClient, NetworkError, toApiError } from './api.client.ts';
+import { ApiClient, NetworkError, toApiError, type ApiResponse, type RetryNotice } from './api.client.ts';
 import { InterruptedError, WaitTooLongError } from './retry.policy.ts';
 import { ResumeFile } from './resume.store.ts';
+import { DEFAULT_CHUNK, NoResumableEndpoint, sendResumable } from './resumable.sender.ts';
 import { CliError } from './cli-config.store.ts';
 import { parseTagList } from '../domain/tags.ts';
 import { MAX_FILE_BYTES } from '../domain/uploads/limits.ts';
@@ -35,6 +36,14 @@ export interface UploadOptions {
   resumePath: string;
   /** Ask the server first which files' bytes it has (POST /api/uploads/check); false: --no-check. */
   preCheck?: boolean;
+  /**
+   * Which files go through the tus endpoint: `auto` (default) those larger than one chunk, `always` every file,
+   * `never` none. A file that fits in one chunk gains nothing from resuming (a cut sends it again whole either way)
+   * and costs three requests instead of one, so `auto` sends it directly.
+   */
+  resumable?: 'auto' | 'always' | 'never';
+  /** Bytes per tus PATCH (default 1 MiB). */
+  chunkSize?: number;
   /** Called once the run can be interrupted: `stop()` ends it as SIGINT should. Returns the unsubscribe. */
   onInterrupt?: (stop: () => void) => () => void;
 }
@@ -131,15 +140,21 @@ async function preCheck(client: ApiClient, digests: string[], note: (line: strin
   return known;
 }
 
-async function uploadOne(
-  client: ApiClient,
-  file: ImageFile,
-  opts: UploadOptions,
-  sent: Sent,
-  note: Note,
-  digests: Map<string, string>,
-  known: Known,
-): Promise<Outcome> {
+/** What every file of a run shares. */
+interface Run {
+  client: ApiClient;
+  opts: UploadOptions;
+  sent: Sent;
+  note: Note;
+  digests: Map<string, string>;
+  known: Known;
+  resume: ResumeFile;
+  /** The server answered 404/405 to a tus creation (an older pixvote): every file goes directly. */
+  noResumable: boolean;
+}
+
+async function uploadOne(run: Run, file: ImageFile): Promise<Outcome> {
+  const { opts, sent, digests, known } = run;
   if (file.size === 0) return { kind: 'failed', reason: 'the file is empty' };
   if (file.size > MAX_FILE_BYTES)
     return {
@@ -159,18 +174,90 @@ async function uploadOne(
       ? o
       : { kind: 'duplicate', id: o.id, match: `same bytes as ${first.path}, an exact` };
   }
-  const outcome = send(client, file, opts, key, note);
+  const outcome = send(run, file, key, sha256);
   sent.set(key, { path: file.path, outcome });
   return outcome;
 }
 
-async function send(
-  client: ApiClient,
-  file: ImageFile,
-  opts: UploadOptions,
-  key: string,
-  note: Note,
-): Promise<Outcome> {
+/** Said as the direct upload says it: a Retry-After waited exactly, a backoff with its retry count. */
+const retryNote =
+  (file: ImageFile, note: Note) =>
+  (n: RetryNotice): void =>
+    note(
+      n.retryAfter
+        ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} (${n.reason}; as Retry-After asks)`
+        : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s ` +
+            `(${n.reason}; retry ${n.attempt} of ${n.retries})`,
+      n.retryAfter ? n.waitMs : 0,
+      n.reason,
+    );
+
+/** Goes through tus when the options say so for this file's size, and the server has the endpoint. */
+function goesResumable(run: Run, file: ImageFile): boolean {
+  const mode = run.opts.resumable ?? 'auto';
+  if (mode === 'never' || run.noResumable) return false;
+  return mode === 'always' || file.size > (run.opts.chunkSize ?? DEFAULT_CHUNK);
+}
+
+async function send(run: Run, file: ImageFile, key: string, sha256: string): Promise<Outcome> {
+  const { client, resume } = run;
+  if (goesResumable(run, file)) {
+    let sent: { response: ApiResponse; replayed: boolean };
+    try {
+      sent = await sendResumable(client, {
+        file,
+        sha256,
+        chunkSize: run.opts.chunkSize ?? DEFAULT_CHUNK,
+        idempotencyKey: key,
+        tags: run.opts.tags,
+        isPrivate: run.opts.isPrivate,
+        resume,
+        onRetry: retryNote(file, run.note),
+        note: (line) => run.note(line, 0, ''),
+      });
+    } catch (e) {
+      if (e instanceof NoResumableEndpoint) {
+        run.noResumable = true;
+        run.note(`the server has no resumable uploads (${e.message}): sending files directly`, 0, '');
+        return sendDirect(run, file, key);
+      }
+      return halted(client, e);
+    }
+    const r = sent.response;
+    const o = outcomeOf(r);
+    if (o.kind === 'uploaded' && sent.replayed) o.kind = 'replayed';
+    // The upload is over on the server (a record, a duplicate, a refusal): nothing to continue next time.
+    if (r.status !== 202) resume.forget(file);
+    return r.status === 202 ? { kind: 'failed', reason: 'still being processed on the server; run again' } : o;
+  }
+  return sendDirect(run, file, key);
+}
+
+/** A network failure fails the file; a halt (Ctrl-C, a wait over --max-wait) stops it unfinished. */
+function halted(client: ApiClient, e: unknown): Outcome {
+  if (e instanceof NetworkError) return { kind: 'failed', reason: `server unreachable: ${e.message}` };
+  if (e instanceof WaitTooLongError) client.halt(e);
+  if (client.halted) return { kind: 'halted' };
+  throw e;
+}
+
+/** The direct upload's answer, or the resumable upload's result (the same answer): what became of the file. */
+function outcomeOf(r: ApiResponse): Outcome {
+  if (r.status === 201)
+    return {
+      kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded',
+      id: r.body.id,
+      held: r.body.moderation === 'held',
+    };
+  if (r.status === 200 && r.body?.duplicate)
+    return { kind: 'duplicate', id: r.body.existingUploadId, match: r.body.match };
+  const err = toApiError(r);
+  // A refused credential fails every file alike: stop instead of sending the rest.
+  return { kind: 'failed', reason: `${err.code}: ${err.message}`, fatal: r.status === 401 || r.status === 403 };
+}
+
+async function sendDirect(run: Run, file: ImageFile, key: string): Promise<Outcome> {
+  const { client, opts } = run;
   const form = async () => {
     const f = new FormData();
     f.append('upload_type', 'image');
@@ -188,34 +275,12 @@ async function send(
     r = await client.request('POST', '/api/v1/upload', {
       form,
       headers: { 'idempotency-key': key },
-      onRetry: (n) =>
-        note(
-          n.retryAfter
-            ? `waiting ${(n.waitMs / 1000).toFixed(1)} s before retrying ${file.path} ` +
-                `(${n.reason}; as Retry-After asks)`
-            : `retrying ${file.path} in ${(n.waitMs / 1000).toFixed(1)} s ` +
-                `(${n.reason}; retry ${n.attempt} of ${n.retries})`,
-          n.retryAfter ? n.waitMs : 0,
-          n.reason,
-        ),
+      onRetry: retryNote(file, run.note),
     });
   } catch (e) {
-    if (e instanceof NetworkError) return { kind: 'failed', reason: `server unreachable: ${e.message}` };
-    if (e instanceof WaitTooLongError) client.halt(e);
-    if (client.halted) return { kind: 'halted' };
-    throw e;
+    return halted(client, e);
   }
-  if (r.status === 201)
-    return {
-      kind: r.headers.get('idempotent-replayed') === 'true' ? 'replayed' : 'uploaded',
-      id: r.body.id,
-      held: r.body.moderation === 'held',
-    };
-  if (r.status === 200 && r.body?.duplicate)
-    return { kind: 'duplicate', id: r.body.existingUploadId, match: r.body.match };
-  const err = toApiError(r);
-  // A refused credential fails every file alike: stop instead of sending the rest.
-  return { kind: 'failed', reason: `${err.code}: ${err.message}`, fatal: r.status === 401 || r.status === 403 };
+  return outcomeOf(r);
 }
 
 /** A file that vanished or cannot be read mid-run fails alone. */
@@ -276,6 +341,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
     progress.message(line);
     if (waitMs) progress.waiting(Date.now() + waitMs, reason);
   };
+  const run: Run = { client, opts, sent, note, digests, known, resume, noResumable: false };
   const unsubscribe = opts.onInterrupt?.(() => {
     if (!client.halted) progress.message('interrupted: stopping (the files finished so far go into the resume file)');
     client.halt(new InterruptedError());
@@ -288,7 +354,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
         ? { kind: 'halted' }
         : abort
           ? { kind: 'failed', reason: `not sent: ${abort}` }
-          : await uploadOne(client, file, opts, sent, note, digests, known).catch(unreadable);
+          : await uploadOne(run, file).catch(unreadable);
       if (o.kind === 'halted') {
         counts.notSent++;
       } else if (o.kind === 'failed') {
@@ -329,7 +395,7 @@ export async function runUpload(client: ApiClient, opts: UploadOptions, out: Out
   const halted = client.halted;
   const complete = !halted && !counts.failed;
   if (complete) await resume.remove();
-  else if (resume.size || halted) await resume.flush();
+  else if (resume.size || resume.partials || halted) await resume.flush();
   const elapsed = Date.now() - progress.state.startedAt;
   const skipped = walked.skipped.length + resumed;
   if (halted instanceof WaitTooLongError) out.write(`\nstopped: ${halted.message}\n`);

@@ -5,6 +5,7 @@
 import { workerData } from 'node:worker_threads';
 import { setupSharp } from './sharp-setup.ts';
 import { processImage as runPipeline } from './pipeline/process-image.ts';
+import { libraryC2paReader, type C2paReader, type C2paSettings } from './pipeline/c2pa-reader.ts';
 import type {
   DetectorRuntime,
   DetectorSettings,
@@ -20,6 +21,8 @@ export interface MediaWorkerData {
   preloadDetector?: boolean;
   /** The detector's input size, closer look and runtime; its defaults when absent. */
   detector?: DetectorSettings;
+  /** C2PA_READER and the trust anchors; absent: `auto`, no trust list. */
+  c2pa?: C2paSettings;
 }
 
 const ready = setupSharp();
@@ -80,11 +83,31 @@ function loadDetector(): Promise<PersonDetector> {
   return detector;
 }
 
+const c2paSettings = (workerData as MediaWorkerData | undefined)?.c2pa;
+/**
+ * Validates the manifests the provenance stage finds; the library is loaded on the first one (plain images never load
+ * it). Where it does not load, every manifest is "present, not verified", said once per thread.
+ */
+const c2pa: C2paReader | null =
+  c2paSettings?.reader === 'off'
+    ? null
+    : libraryC2paReader({
+        trustAnchors: c2paSettings?.trustAnchors ?? null,
+        onUnavailable: (err) =>
+          process.emitWarning(
+            `C2PA manifests are recorded "present, not verified": @contentauth/c2pa-node did not load (${err.message})`,
+            { code: 'PIXVOTE_C2PA_READER' },
+          ),
+      });
+
 /** The processImage task (pipeline/process-image.ts), plus when the thread started it, for queue-wait metrics. */
 export async function processImage(task: ProcessImageTask): Promise<ProcessImageResult & { startedAt: number }> {
   const startedAt = performance.timeOrigin + performance.now();
   await ready;
-  const result = await runPipeline(task, { detector: task.humanPolicy === 'off' ? null : await loadDetector() });
+  const result = await runPipeline(task, {
+    detector: task.humanPolicy === 'off' ? null : await loadDetector(),
+    c2pa,
+  });
   return { ...result, startedAt };
 }
 

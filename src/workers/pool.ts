@@ -10,6 +10,7 @@ import { AppError, errors } from '../domain/errors.ts';
 import { MessageChannel } from 'node:worker_threads';
 import type { ImageProcessor, ProcessHooks } from '../domain/uploads/ports.ts';
 import type { ImageTask, ProcessedImage } from '../domain/uploads/processed-image.ts';
+import type { C2paSettings } from './pipeline/c2pa-reader.ts';
 import type { DetectorSettings, ProcessImageResult, StoppedAfterHash } from './pipeline/types.ts';
 
 export interface PoolOptions {
@@ -21,6 +22,8 @@ export interface PoolOptions {
   preloadDetector: boolean;
   /** The detector's input size, closer look and runtime; its defaults when absent. */
   detector?: DetectorSettings;
+  /** C2PA_READER and C2PA_TRUST_ANCHORS' PEM text; absent: `auto`, no trust list. */
+  c2pa?: C2paSettings;
   /** Called with the queue wait and run time (ms) and stage timings of each finished task. */
   onTaskDone?: (t: { waitMs: number; runMs: number; stages: ProcessedImage['timings']; outcome: string }) => void;
 }
@@ -165,6 +168,7 @@ export class MediaPool implements ImageProcessor {
         modelDir: opts.modelDir,
         preloadDetector: opts.preloadDetector,
         detector: opts.detector,
+        c2pa: opts.c2pa,
       },
       // Native memory (libvips, wasm) is outside V8's heap; this only bounds the JS side of a runaway task.
       resourceLimits: { maxOldGenerationSizeMb: 512 },

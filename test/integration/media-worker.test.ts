@@ -126,7 +126,7 @@ describe('media worker in a Piscina pool', () => {
       assert.equal(halt.phash, stopped.asked[0]);
       assert.deepEqual(
         Object.keys(halt.timings).sort(),
-        ['decode', 'pdq', 'phash', 'sniff'],
+        ['decode', 'pdq', 'phash', 'provenance', 'sniff'],
         'no detection, no encoding',
       );
       assert.deepEqual(await staged(stopped.task), []);

@@ -403,3 +403,34 @@ for (const [name, key, what] of [
       );
   });
 }
+
+test('C2PA_READER and C2PA_TRUST_ANCHORS: the anchors are read at start, a missing or empty file named', () => {
+  const d = loadConfig({ DATA_DIR: dataDir() });
+  assert.equal(d.c2paReader, 'auto');
+  assert.equal(d.c2paTrustAnchors, null);
+  assert.equal(loadConfig({ DATA_DIR: dataDir(), C2PA_READER: 'off' }).c2paReader, 'off');
+  const anchors = new URL('../fixtures/c2pa/root.pub', import.meta.url).pathname;
+  assert.equal(
+    loadConfig({ DATA_DIR: dataDir(), C2PA_TRUST_ANCHORS: anchors }).c2paTrustAnchors,
+    readFileSync(anchors, 'utf8'),
+  );
+  const dir = dataDir();
+  const notPem = join(dir, 'anchors.txt');
+  writeFileSync(notPem, 'no certificate here');
+  assert.throws(
+    () =>
+      loadConfig({
+        DATA_DIR: dir,
+        C2PA_READER: 'on',
+        C2PA_TRUST_ANCHORS: notPem,
+      }),
+    (e: Error) =>
+      e instanceof ConfigError &&
+      /C2PA_READER=on: expected auto or off/.test(e.message) &&
+      e.message.includes(`expected a PEM file of certificates; ${notPem} holds none`),
+  );
+  assert.throws(
+    () => loadConfig({ DATA_DIR: dir, C2PA_TRUST_ANCHORS: join(dir, 'missing.pem') }),
+    (e: Error) => e instanceof ConfigError && /C2PA_TRUST_ANCHORS=.*cannot read .*missing\.pem/.test(e.message),
+  );
+});

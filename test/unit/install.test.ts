@@ -51,6 +51,8 @@ test('the dependencies with install scripts are the known ones, none of them nee
   // A new one must be looked at: would it compile (node-gyp), or download from outside the registry?
   const known: Record<string, string> = {
     'node_modules/@scarf/scarf': 'usage analytics of swagger-ui-dist (off: scarfSettings)',
+    'node_modules/@contentauth/c2pa-node':
+      'would download from outside the registry the native library it ships (dist/index.node); optional',
     'node_modules/@swc/core': "dev only (dependency-cruiser's parser); its native binary comes as a package",
     'node_modules/esbuild': 'checks that its binary came as a package (@esbuild/linux-x64, optional); it runs without',
     'node_modules/onnxruntime-node': 'would download CUDA libraries from outside the registry; the CPU one ships',

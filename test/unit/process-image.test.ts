@@ -105,6 +105,7 @@ describe('processImage', () => {
       'encode',
       'pdq',
       'phash',
+      'provenance',
       'resample',
       'sniff',
       'thumbhash',

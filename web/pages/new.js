@@ -1,9 +1,11 @@
 // The upload form (`/new`): an image file (dropped or chosen, previewed), an image URL or a link, with a
-// description, tags and privacy; the file is sent with progress, duplicates are pointed to.
+// description, tags and privacy; the file is sent with progress, duplicates are pointed to. A file larger than one
+// chunk (1 MiB) goes resumably (lib/tus.js): when the network drops, the upload goes on from where the server is.
 import { explain, megabytes } from '../lib/api.js';
 import { alertBox, h, ME, say, setTitle, show, signinLink } from '../lib/dom.js';
 import { field, lengthCounter, splitTags, tagsCounter } from '../lib/forms.js';
 import { limits } from '../lib/limits.js';
+import { CHUNK, tusUpload } from '../lib/tus.js';
 /** @import { ApiResult } from '../lib/api.js' */
 
 export function render() {
@@ -141,17 +143,11 @@ export function render() {
     fd.set('tags', splitTags(tags.value).join(','));
     fd.set('is_private', String(isPrivate.checked));
 
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', '/api/v1/upload');
-    xhr.responseType = 'json';
-    xhr.setRequestHeader('Idempotency-Key', crypto.randomUUID());
+    const key = crypto.randomUUID();
     progress.hidden = false;
     progress.value = 0;
     submit.disabled = true;
     say(notice, 'Uploading…', 'info');
-    xhr.upload.addEventListener('progress', (p) => {
-      if (p.lengthComputable) progress.value = p.loaded / p.total;
-    });
     /** @param {ApiResult} r */
     const finish = (r) => {
       submit.disabled = false;
@@ -168,16 +164,42 @@ export function render() {
       }
       say(notice, explain(r));
     };
-    xhr.addEventListener('load', () =>
-      finish({
-        ok: xhr.status >= 200 && xhr.status < 300,
-        status: xhr.status,
-        data: xhr.response,
-        retryAfter: xhr.getResponseHeader('retry-after'),
-      }),
+    const direct = () => {
+      const xhr = new XMLHttpRequest();
+      xhr.open('POST', '/api/v1/upload');
+      xhr.responseType = 'json';
+      xhr.setRequestHeader('Idempotency-Key', key);
+      xhr.upload.addEventListener('progress', (p) => {
+        if (p.lengthComputable) progress.value = p.loaded / p.total;
+      });
+      xhr.addEventListener('load', () =>
+        finish({
+          ok: xhr.status >= 200 && xhr.status < 300,
+          status: xhr.status,
+          data: xhr.response,
+          retryAfter: xhr.getResponseHeader('retry-after'),
+        }),
+      );
+      xhr.addEventListener('error', () => finish({ ok: false, status: 0, data: { error: 'network' } }));
+      xhr.send(fd);
+    };
+    const f = kind === 'file' ? file.files?.[0] : undefined;
+    if (!f || f.size <= CHUNK) return direct();
+    void tusUpload(f, {
+      metadata: {
+        upload_type: 'image',
+        filename: f.name,
+        description: description.value,
+        tags: splitTags(tags.value).join(','),
+        is_private: String(isPrivate.checked),
+      },
+      key,
+      onProgress: (sent, total) => (progress.value = sent / total),
+      onState: (text) => say(notice, text, 'info'),
+    }).then(
+      (r) => (r ? finish(r) : direct()),
+      () => finish({ ok: false, status: 0, data: { error: 'network' } }),
     );
-    xhr.addEventListener('error', () => finish({ ok: false, status: 0, data: { error: 'network' } }));
-    xhr.send(fd);
   });
   show(h('h1', {}, 'Upload'), form);
 }

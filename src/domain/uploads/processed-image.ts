@@ -86,6 +86,6 @@ export interface ProcessedImage {
   provenance: Provenance;
   /** Milliseconds spent per stage, for metrics. */
   timings: Partial<
-    Record<'sniff' | 'decode' | 'phash' | 'pdq' | 'resample' | 'detect' | 'encode' | 'thumbhash', number>
+    Record<'sniff' | 'provenance' | 'decode' | 'phash' | 'pdq' | 'resample' | 'detect' | 'encode' | 'thumbhash', number>
   >;
 }

@@ -87,6 +87,11 @@ export interface C2paSummary {
   /** The signing certificate's subject (organisation or common name). */
   signer: string | null;
   actions: C2paAction[];
+  /**
+   * Whether the signer's certificate chains to one of the configured trust anchors (C2PA_TRUST_ANCHORS): null when
+   * none are configured or nothing was verified. An untrusted signer does not make a manifest invalid.
+   */
+  trusted?: boolean | null;
   /** The validator's failure codes when valid is false (e.g. `assertion.dataHash.mismatch`). */
   validation_errors?: string[];
 }

@@ -154,7 +154,14 @@ export class ResumableUploads {
       expiresAt: new Date(now.getTime() + this.#d.ttlMs),
       leaseUntil: null,
     };
-    const r = await this.#d.store.insert({ ...row, createdAt: now });
+    let r = await this.#d.store.insert({ ...row, createdAt: now });
+    if (!r.ok && !this.#live(r.existing)) {
+      // An expired upload the sweep has not removed yet still holds the key: replaying it would answer an upload
+      // that is 404 from then on. It goes now (its bytes first, as the sweep does), and the key makes a new one.
+      await this.#d.parts.remove(r.existing.id);
+      await this.#d.store.delete(r.existing.id);
+      r = await this.#d.store.insert({ ...row, createdAt: now });
+    }
     if (!r.ok) return { row: r.existing, replayed: true };
     this.#d.counts?.opened();
     return { row, replayed: false };

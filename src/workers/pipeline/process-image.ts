@@ -1,6 +1,7 @@
 /**
- * The worker's processImage task: sniff → decode → phash → pdq → resample → detect → encode → thumbhash, run from
- * one table of stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one runner.
+ * The worker's processImage task: sniff → provenance → decode → phash → pdq → resample → detect → encode → thumbhash,
+ * run from one table of stages of one shape (STAGES), each timed and, when costly, preceded by the cancel check, by one
+ * runner.
  * Expected rejections are returned as `{ok: false, code, message}`; only bugs throw.
  */
 import { rm } from 'node:fs/promises';
@@ -10,10 +11,12 @@ import { detectPeople } from './detect-frames.ts';
 import { encodeVariants, firstFrame, resampleVariants, variantPath, type VariantPixels } from './encode.stage.ts';
 import { PDQ_MAX_INPUT_SIDE, pdq, type PdqHash } from './pdq.stage.ts';
 import { PHASH_INPUT_SIZE, phash } from './phash.stage.ts';
+import { readProvenance } from './provenance.stage.ts';
+import type { C2paReader } from './c2pa-reader.ts';
 import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
 import { personVerdict, type PersonBox } from '../../domain/person-policy.ts';
-import { NO_PROVENANCE } from '../../domain/uploads/provenance.ts';
+import type { Provenance } from '../../domain/uploads/provenance.ts';
 import type { ImageFormat } from '../../domain/image-format.ts';
 import type {
   DetectionInfo,
@@ -30,6 +33,11 @@ import type {
 export interface ProcessImageDeps {
   /** Required unless the task's humanPolicy is 'off'. */
   detector: PersonDetector | null;
+  /**
+   * Validates the C2PA manifests the provenance stage finds (c2pa-reader.ts); null or absent: a manifest is
+   * reported "present, not verified" (C2PA_READER=off, or the library is not installed).
+   */
+  c2pa?: C2paReader | null;
 }
 
 type Timings = ProcessedImage['timings'];
@@ -39,6 +47,7 @@ type StageName = keyof Timings;
 interface Draft {
   readonly bytes: Uint8Array;
   format?: ImageFormat;
+  provenance?: Provenance;
   image?: DecodedImage;
   phash?: string;
   pdq?: PdqHash;
@@ -79,6 +88,13 @@ const added = <K extends keyof Draft>(
 
 const STAGES: readonly Stage[] = [
   { name: 'sniff', run: ({ draft }) => added('format', sniff(draft.bytes)) },
+  // From the original bytes, before anything decodes them: the variants are re-encoded without metadata.
+  {
+    name: 'provenance',
+    run: async ({ draft, deps }) => ({
+      provenance: await readProvenance(draft.bytes, draft.format!, deps.c2pa ?? null),
+    }),
+  },
   {
     name: 'decode',
     costly: true,
@@ -228,7 +244,7 @@ async function run(task: ProcessImageTask, deps: ProcessImageDeps, timings: Timi
     ...(draft.humanBoxes ? { humanBoxes: draft.humanBoxes } : {}),
     ...(draft.detection ? { detection: draft.detection } : {}),
     variants: draft.variants!,
-    provenance: NO_PROVENANCE, // issue 50: the provenance stage fills this
+    provenance: draft.provenance!,
     timings,
   };
 }

@@ -1,7 +1,8 @@
 /**
- * The "Made with AI" label in a real browser (issue 50): on a labelled upload's card in the feed (`ai=only`, as the
- * server renders it and the page adopts it) and on its page (as web/pages/upload.js builds it), saying what it rests
- * on; none on an unlabelled one. The wording for each basis (C2PA, IPTC, the uploader) is the one view's
+ * The "Made with AI" label in a real browser (issue 50): on the cards in the feed (`ai=only`, as the server renders
+ * them and the page adopts them) and on the upload's page (as web/pages/upload.js builds it) of an upload its owner
+ * labelled and of one whose XMP says generated (test/support/provenance-fixtures.ts), saying what each rests on;
+ * none on an unlabelled one. The wording for each basis (C2PA, IPTC, the uploader) is the one view's
  * (src/gateway/views/card-view.ts, `provenanceLabels`), checked in test/unit/web-views.test.ts.
  */
 import { after, before, test } from 'node:test';
@@ -12,12 +13,14 @@ import { launchBrowser, noBrowser, openPage, watchedPage } from '../support/brow
 import { pngImage } from '../support/fixtures.ts';
 import { uploadImage } from '../support/uploads.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
+import { jpegWithXmpSourceType } from '../support/provenance-fixtures.ts';
 
 let app: TestApp;
 let browser: Browser;
 let owner: TestUser;
 let labelled = '';
 let plain = '';
+let marked = '';
 const opened: BrowserContext[] = [];
 const LABEL = 'Made with AI (marked by the uploader)';
 
@@ -33,6 +36,9 @@ before(async () => {
   assert.equal(on.body.ai_label, 'owner');
   const b = await uploadImage(app.api, owner.token, await pngImage(320, 240, 5102), { description: 'a pencil' });
   plain = b.body.id;
+  const c = await uploadImage(app.api, owner.token, await jpegWithXmpSourceType('trainedAlgorithmicMedia'));
+  assert.equal(c.body.ai_label, 'marker', c.text);
+  marked = c.body.id;
 });
 after(async () => {
   for (const c of opened) await c.close();
@@ -50,21 +56,17 @@ test("the feed's card of a labelled upload says Made with AI and what it rests o
   const w = await visit();
   await openPage(w.page, `${app.url}/?ai=only`);
   const cards = w.page.locator('ol.grid > li.card');
-  assert.equal(await cards.count(), 1);
-  const card = cards.first();
-  assert.equal(await card.locator('a.cardlink').getAttribute('href'), `/uploads/${labelled}`);
-  assert.equal((await card.locator('.badge.ai').innerText()).trim(), LABEL);
+  assert.equal(await cards.count(), 2);
+  const card = (id: string) => w.page.locator('li.card', { has: w.page.locator(`a[href="/uploads/${id}"]`) });
+  assert.equal((await card(labelled).locator('.badge.ai').innerText()).trim(), LABEL);
+  assert.equal(
+    (await card(marked).locator('.badge.ai').innerText()).trim(),
+    'Made with AI (IPTC metadata in the file)',
+  );
   // The whole feed: the unlabelled card carries no label.
   await openPage(w.page, `${app.url}/`);
-  const other = w.page.locator('li.card', { has: w.page.locator(`a[href="/uploads/${plain}"]`) });
-  assert.equal(await other.locator('.badge.ai').count(), 0);
-  assert.equal(
-    await w.page
-      .locator('li.card', { has: w.page.locator(`a[href="/uploads/${labelled}"]`) })
-      .locator('.badge.ai')
-      .count(),
-    1,
-  );
+  assert.equal(await card(plain).locator('.badge.ai').count(), 0);
+  assert.equal(await card(labelled).locator('.badge.ai').count(), 1);
   // The filter's links: "Made with AI" is the current one on ?ai=only.
   await openPage(w.page, `${app.url}/?ai=only`);
   assert.equal(
@@ -81,6 +83,11 @@ test(
     const w = await visit();
     await openPage(w.page, `${app.url}/uploads/${labelled}`);
     assert.equal((await w.page.locator('article.upload .meta .badge.ai').innerText()).trim(), LABEL);
+    await openPage(w.page, `${app.url}/uploads/${marked}`);
+    assert.equal(
+      (await w.page.locator('article.upload .meta .badge.ai').innerText()).trim(),
+      'Made with AI (IPTC metadata in the file)',
+    );
     await openPage(w.page, `${app.url}/uploads/${plain}`);
     await w.page.locator('article.upload .meta').waitFor();
     assert.equal(await w.page.locator('.badge.ai').count(), 0);

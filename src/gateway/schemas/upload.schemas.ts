@@ -187,6 +187,14 @@ export const Provenance = z.object({
       generator: z.string().nullable().describe('Claim generator.'),
       signer: z.string().nullable().describe("The signing certificate's subject."),
       actions: z.array(C2paAction),
+      trusted: z
+        .boolean()
+        .nullable()
+        .optional()
+        .describe(
+          "Whether the signer's certificate chains to a configured trust anchor (`C2PA_TRUST_ANCHORS`); null when " +
+            'none are configured or nothing was verified. An untrusted signer does not make a manifest invalid.',
+        ),
       validation_errors: z.array(z.string()).optional().describe('Failure codes when `valid` is false.'),
     })
     .nullable()

@@ -256,6 +256,11 @@ describe('provenanceLabels', () => {
       camera(false),
       '<span class="provenance"><span class="badge cr">Content Credentials: Acme &lt;AI&gt; (invalid)</span></span>',
     );
+    // Valid, but its signer is not among the configured trust anchors (self-signed, say).
+    assert.match(
+      text(upload({ provenance: { source_type: null, c2pa: { ...c2pa(true, null), trusted: false } } }))!,
+      /Content Credentials: Acme &lt;AI&gt; \(untrusted signer\)</,
+    );
     // A generated-says manifest that failed validation still labels, and says so.
     assert.match(
       text(

@@ -36,6 +36,8 @@ export interface Upload {
     c2pa: {
       present: boolean;
       valid: boolean | null;
+      /** The signer chains to a configured trust anchor (null: none configured). */
+      trusted?: boolean | null;
       signer: string | null;
       actions: Array<{ digital_source_type: string | null }>;
     } | null;
@@ -45,10 +47,14 @@ export interface Upload {
 /** The IPTC terms that say generated (src/domain/uploads/provenance.ts, GENERATED_SOURCE_TYPES). */
 const GENERATED = ['trainedAlgorithmicMedia', 'compositeWithTrainedAlgorithmicMedia', 'algorithmicMedia'];
 
-/** A C2PA manifest's signer with how far it was checked: "Acme", "Acme (not verified)", "Acme (invalid)". */
-function signerText(c: { valid: boolean | null; signer: string | null }): string {
+/**
+ * A C2PA manifest's signer with how far it was checked: "Acme", "Acme (not verified)", "Acme (invalid)", and
+ * "Acme (untrusted signer)" for a valid manifest whose signer is not among the configured trust anchors.
+ */
+function signerText(c: { valid: boolean | null; trusted?: boolean | null; signer: string | null }): string {
   const who = c.signer || 'unknown signer';
-  return c.valid === true ? who : `${who} (${c.valid === false ? 'invalid' : 'not verified'})`;
+  if (c.valid === true) return c.trusted === false ? `${who} (untrusted signer)` : who;
+  return `${who} (${c.valid === false ? 'invalid' : 'not verified'})`;
 }
 
 /**

@@ -84,6 +84,13 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       '`reject`, `flag` (store score, accept, put in the moderation queue), `hold` (accept held until a ' +
       'moderator approves) or `off`',
   },
+  AI_POLICY: {
+    meaning:
+      'what an image whose provenance marker (C2PA manifest, IPTC `DigitalSourceType`) says generated gets: ' +
+      '`label` (accept, labelled "Made with AI"), `hold` (accept held until a moderator approves; modlog ' +
+      '`auto_hold` naming the marker), `reject` (400 `ai_generated`, nothing stored) or `off` (markers neither ' +
+      'stored nor acted on); see [Provenance](provenance.md)',
+  },
   HUMAN_THRESHOLD: {
     default: '`0.52`; `0.15` with `HUMAN_SECOND_LOOK=off` (calibrated: [The person filter](person-filter.md))',
     meaning:

@@ -18,6 +18,7 @@ import {
   CALIBRATED_REVIEW_THRESHOLD,
   type HumanPolicy,
 } from './domain/person-policy.ts';
+import type { AiPolicy } from './domain/uploads/ai-label.ts';
 import { pathProblem, reasonOf } from './path-problem.ts';
 import { resolveDataDir } from './data-dir.ts';
 import { DEFAULT_MODELS_DIR } from './workers/detector/model-files.fetch.ts';
@@ -49,6 +50,8 @@ export interface Config {
   readonly workers: number;
   readonly workerQueue: number;
   readonly humanPolicy: HumanPolicy;
+  /** AI_POLICY: what an upload whose provenance marker says generated gets (ai-label.ts). */
+  readonly aiPolicy: AiPolicy;
   /** HUMAN_THRESHOLD: the "sure" person score (refused under `reject`). */
   readonly humanThreshold: number;
   /** HUMAN_REVIEW_THRESHOLD (≤ humanThreshold): under `reject`, from here up to the sure score, held for review. */
@@ -259,6 +262,7 @@ const schema = z.object({
   WORKERS: positiveInt.optional(),
   WORKER_QUEUE: positiveInt.optional(),
   HUMAN_POLICY: z.enum(['reject', 'flag', 'hold', 'off'], 'expected reject, flag, hold or off').prefault('reject'),
+  AI_POLICY: z.enum(['label', 'hold', 'reject', 'off'], 'expected label, hold, reject or off').prefault('label'),
   HUMAN_THRESHOLD: z
     .string()
     .transform(Number)
@@ -491,6 +495,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workers,
     workerQueue: e.WORKER_QUEUE ?? 4 * workers,
     humanPolicy: e.HUMAN_POLICY,
+    aiPolicy: e.AI_POLICY,
     humanThreshold: human.sure,
     humanReviewThreshold: human.review,
     humanInputSize: e.HUMAN_INPUT_SIZE,

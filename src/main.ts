@@ -567,6 +567,7 @@ function uploadsFor(config: Config, { media, pool, stores }: Resources, clock: C
       nearDuplicateDistance: config.nearDuplicateDistance,
       blocklistDistance: config.blocklistDistance,
       blocklistPdqDistance: config.blocklistPdqDistance,
+      aiPolicy: config.aiPolicy,
     },
     events: { onChanged: changed },
   });

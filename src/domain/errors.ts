@@ -7,6 +7,7 @@ export type ErrorCode =
   | 'unsupported_format'
   | 'invalid_image'
   | 'human_detected'
+  | 'ai_generated'
   | 'blocked_content'
   | 'fetch_failed'
   | 'too_many_tags'
@@ -34,6 +35,7 @@ export const STATUS_OF: Readonly<Record<ErrorCode, number>> = Object.freeze({
   unsupported_format: 400,
   invalid_image: 400,
   human_detected: 400,
+  ai_generated: 400,
   blocked_content: 400,
   fetch_failed: 400,
   too_many_tags: 400,
@@ -79,6 +81,8 @@ export const errors = {
   unsupportedFormat: (message: string) => new AppError('unsupported_format', message),
   invalidImage: (message: string) => new AppError('invalid_image', message),
   humanDetected: (message: string) => new AppError('human_detected', message),
+  /** AI_POLICY=reject and a provenance marker says generated (the message names it). */
+  aiGenerated: (message: string) => new AppError('ai_generated', message),
   fetchFailed: (message: string) => new AppError('fetch_failed', message),
   tooManyTags: (message: string) => new AppError('too_many_tags', message),
   invalidTag: (message: string) => new AppError('invalid_tag', message),

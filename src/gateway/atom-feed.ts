@@ -16,6 +16,7 @@ export interface AtomListing {
   tag?: string | undefined;
   user?: string | undefined;
   type?: 'image' | 'link' | undefined;
+  ai?: 'only' | 'exclude' | undefined;
 }
 
 /** Everything XML 1.0 allows in a document (its `Char` production) minus DEL and the C1 controls. */
@@ -43,11 +44,15 @@ function entryTitle(u: UploadView): string {
 /** The feed's title, naming its listing: "pixvote — top uploads tagged cats". */
 export function feedTitle(l: AtomListing): string {
   const what = l.type === 'image' ? 'images' : l.type === 'link' ? 'links' : 'uploads';
-  return `pixvote — ${l.sort} ${what}${l.tag ? ` tagged ${l.tag}` : ''}${l.user ? ` by ${l.user}` : ''}`;
+  const ai = l.ai === 'only' ? ' made with AI' : l.ai === 'exclude' ? ' without AI' : '';
+  return `pixvote — ${l.sort} ${what}${ai}${l.tag ? ` tagged ${l.tag}` : ''}${l.user ? ` by ${l.user}` : ''}`;
 }
 
 /** The listing's query string in one order (the feed's id, the page's alternate link). */
-export function listingQuery(l: AtomListing, keys: ReadonlyArray<keyof AtomListing> = ['sort', 'tag', 'user', 'type']) {
+export function listingQuery(
+  l: AtomListing,
+  keys: ReadonlyArray<keyof AtomListing> = ['sort', 'tag', 'user', 'type', 'ai'],
+) {
   const params = new URLSearchParams();
   for (const key of keys) if (l[key]) params.set(key, l[key]);
   return params.toString();
@@ -76,7 +81,7 @@ export function renderAtom(opts: {
   const x = escapeXml;
   const newest = uploads.reduce<number | null>((max, u) => Math.max(max ?? 0, Date.parse(u.created_at)), null);
   const lastModified = newest === null ? null : new Date(Math.floor(newest / 1000) * 1000);
-  const page = `${origin}/?${listingQuery(listing, ['sort', 'tag'])}`;
+  const page = `${origin}/?${listingQuery(listing, ['sort', 'tag', 'ai'])}`;
   const entries = uploads.map((u) => {
     const url = `${origin}/uploads/${u.id}`;
     const image = `${origin}/api/image/${u.id}?size=medium`;

@@ -11,7 +11,8 @@
  * origin (request-origin.ts).
  */
 import type { UploadView } from '../domain/uploads/upload.types.ts';
-import { el, text, userPath } from './web-render.ts';
+import { el, text, toHtml, userPath } from './web-render.ts';
+import { provenanceLabels } from './views/card-view.ts';
 
 /** The image variants (images.routes.ts): the long side at most this many pixels, never enlarged. */
 export const VARIANTS: ReadonlyArray<readonly ['thumb' | 'medium' | 'full', number]> = [
@@ -208,6 +209,7 @@ export function uploadMainHtml(u: UploadView, signedIn: boolean): string {
         time(u.created_at),
         u.is_private ? el('span', { class: 'badge' }, 'Private') : '',
         u.moderation && u.moderation !== 'visible' ? el('span', { class: 'badge warn' }, text(u.moderation)) : '',
+        toHtml(provenanceLabels(u) ?? ''),
       ),
       el(
         'p',

@@ -72,7 +72,7 @@ test('the document names the security schemes, the error codes and the contract 
   assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['apiToken', 'bearerJwt', 'cookieAuth']);
   assert.equal(doc.components.securitySchemes.cookieAuth.name, 'auth-token');
   assert.deepEqual(doc.components.schemas.ErrorBody.required, ['error', 'message']);
-  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 25);
+  assert.equal(doc.components.schemas.ErrorBody.properties.error.enum.length, 26);
   const codes: string[] = doc.components.schemas.ErrorBody.properties.error.enum;
   assert.ok(codes.includes('method_not_allowed'), 'the 405 code is listed');
   for (const code of [
@@ -106,6 +106,7 @@ test('the document names the security schemes, the error codes and the contract 
   for (const h of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id'])
     assert.ok(upload.responses['429'].headers[h], h);
   assert.deepEqual(upload.responses['400'].content['application/json'].schema.properties.error.enum.sort(), [
+    'ai_generated',
     'blocked_content',
     'fetch_failed',
     'human_detected',
@@ -119,7 +120,7 @@ test('the document names the security schemes, the error codes and the contract 
   const feed = doc.paths['/api/uploads'].get;
   assert.deepEqual(
     feed.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name),
-    ['page', 'limit', 'sort', 'type', 'user', 'tag', 'cursor'],
+    ['page', 'limit', 'sort', 'type', 'user', 'tag', 'ai', 'cursor'],
   );
   assert.deepEqual(feed.responses['200'].headers['Cache-Control'].schema.enum, ['public, max-age=120']);
   assert.ok(feed.responses['304']);

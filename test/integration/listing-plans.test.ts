@@ -54,7 +54,15 @@ test('every feed order, filter and page start is read from an index, never sorte
     };
     const plans: string[] = [];
     for (const sort of ['new', 'top', 'hot', 'best'] as const) {
-      for (const filter of [{}, { type: 'link' as const }, { type: 'image' as const }, { user: 'ada' }]) {
+      for (const filter of [
+        {},
+        { type: 'link' as const },
+        { type: 'image' as const },
+        { user: 'ada' },
+        { ai: 'only' as const },
+        { ai: 'exclude' as const },
+        { ai: 'only' as const, user: 'ada' },
+      ]) {
         for (const tagId of [null, randomUUID()]) {
           if (tagId && Object.keys(filter).length) continue;
           for (const start of [{ offset: 120 }, after]) {
@@ -66,6 +74,11 @@ test('every feed order, filter and page start is read from an index, never sorte
             plans.push(`${label}\n${plan}`);
             if (process.env.SHOW_PLANS) console.log(`${label}\n${plan}`);
             assertNoSort(d.name, label, plan);
+            // ai=only alone: the labelled uploads' own partial index (m029), not the public one with a filter.
+            if (!tagId && Object.keys(filter).join() === 'ai' && 'ai' in filter && filter.ai === 'only')
+              assert.match(plan, new RegExp(`uploads_ai_${sort}_index`), `${label}:\n${plan}`);
+            if (d.name === 'postgres') assert.doesNotMatch(plan, /Seq Scan/, `${label}:\n${plan}`);
+            else assert.doesNotMatch(plan, /^SCAN (u|uploads)\b(?! USING)/m, `${label}:\n${plan}`);
             // A tag's page (and the links it skips) is read from the tag's links alone: they say whether listings
             // show their upload (m025), so no upload row is looked up for a link the page does not return.
             if (tagId) assert.doesNotMatch(plan, /\bon uploads\b|^SEARCH u /m, `${label} reads upload rows:\n${plan}`);
@@ -73,7 +86,8 @@ test('every feed order, filter and page start is read from an index, never sorte
         }
       }
     }
-    assert.equal(plans.length, 4 * (4 * 2 + 2));
+    // Per sort: 7 filters by offset and cursor, and a tag alone by offset and cursor.
+    assert.equal(plans.length, 4 * (7 * 2 + 2));
   } finally {
     await db.close();
     await pg?.drop();
@@ -91,7 +105,7 @@ test("a ranked cursor's moved uploads are found from the journal's index, not by
     // statistics (empty tables would have it hash the listing); SQLite's order is written in the query.
     const popular = db.dialect.name === 'postgres' ? await fillForPlans(db) : randomUUID();
     for (const sort of ['top', 'hot', 'best'] as const) {
-      for (const filter of [{}, { type: 'link' as const }, { user: 'ada' }]) {
+      for (const filter of [{}, { type: 'link' as const }, { user: 'ada' }, { ai: 'only' as const }]) {
         for (const tagId of [null, popular]) {
           const label = `moved ${sort} ${JSON.stringify(filter)} ${tagId ? 'tag' : ''}`;
           const query = movedKeysQuery(db.dialect, { page: 1, limit: 12, sort, ...filter }, after, 13, tagId);

@@ -4,6 +4,8 @@
  * the work a fake processor did, the queries a store was asked). Votes, feeds and tags work over the rows
  * of a MemoryUploads, as the real stores share the uploads table.
  */
+import type { AiLabel } from '../../src/domain/uploads/ai-label.ts';
+import { NO_PROVENANCE, type Provenance } from '../../src/domain/uploads/provenance.ts';
 import { createHash } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { errors } from '../../src/domain/errors.ts';
@@ -223,6 +225,10 @@ export class MemoryUploads implements UploadStore {
     const u = this.rows.get(id);
     if (u) u.isPrivate = isPrivate;
   }
+  async setAiLabel(id: string, label: AiLabel | null) {
+    const u = this.rows.get(id);
+    if (u) u.aiLabel = label;
+  }
   async delete(id: string) {
     const u = this.rows.get(id);
     if (!u) return null;
@@ -268,6 +274,8 @@ export interface FakeImage {
   humanScore?: number;
   /** The detector's boxes (fractions of the image), as the workers return them when detection ran. */
   humanBoxes?: PersonBox[];
+  /** What the provenance reader finds in it (default: no marker). */
+  provenance?: Provenance;
 }
 
 type Processed = NonNullable<Awaited<ReturnType<ImageProcessor['process']>>>;
@@ -322,6 +330,7 @@ export class FakeProcessor implements ImageProcessor {
       humanScore,
       ...(humanScore === null ? {} : { humanBoxes: image.humanBoxes ?? [] }),
       variants: [variant('thumb', 320), variant('medium', 1024), variant('full', 1200)],
+      provenance: image.provenance ?? NO_PROVENANCE,
       timings: {},
     } as Processed;
   }

@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import { AppError } from '../../src/domain/errors.ts';
 import { IdempotencyService } from '../../src/domain/idempotency.ts';
 import type { HumanPolicy } from '../../src/domain/person-policy.ts';
+import type { AiPolicy } from '../../src/domain/uploads/ai-label.ts';
+import { provenanceOf, type Provenance } from '../../src/domain/uploads/provenance.ts';
 import { CreateUpload, type ByteSource, type UploadRequest } from '../../src/domain/uploads/create-upload.ts';
 import { UploadService } from '../../src/domain/uploads/upload.service.ts';
 import {
@@ -22,7 +24,7 @@ import {
 const alice = testPrincipal('alice');
 const bob = testPrincipal('bob');
 
-function setup(opts: { humanPolicy?: HumanPolicy; shuttingDown?: boolean } = {}) {
+function setup(opts: { humanPolicy?: HumanPolicy; aiPolicy?: AiPolicy; shuttingDown?: boolean } = {}) {
   const uploads = new MemoryUploads();
   for (const p of [alice, bob]) uploads.usernames.set(p.userId, p.username);
   const media = new MemoryMedia();
@@ -42,6 +44,7 @@ function setup(opts: { humanPolicy?: HumanPolicy; shuttingDown?: boolean } = {})
       humanReviewThreshold: 0.3,
       nearDuplicateDistance: 4,
       blocklistDistance: 8,
+      ...(opts.aiPolicy ? { aiPolicy: opts.aiPolicy } : {}),
     },
   });
   const useCase = new CreateUpload({
@@ -367,4 +370,113 @@ describe('shutdown and client abort', () => {
       assert.equal(retry.replayed, false);
     },
   );
+});
+
+describe('AI_POLICY: an image whose provenance marker says generated', () => {
+  const IPTC = 'trainedAlgorithmicMedia';
+  const xmpMarked: Provenance = provenanceOf(IPTC, null);
+  const c2paMarked: Provenance = provenanceOf(null, {
+    present: true,
+    valid: null,
+    generator: 'Imagine 3',
+    signer: 'Acme AI',
+    actions: [{ action: 'c2pa.created', digital_source_type: IPTC, software_agent: null, when: null }],
+  });
+  const camera: Provenance = provenanceOf('digitalCapture', null);
+
+  function marked(policy: AiPolicy | undefined, provenance: Provenance) {
+    const s = setup(policy ? { aiPolicy: policy, humanPolicy: 'off' } : { humanPolicy: 'off' });
+    s.processor.images.set('gen', { phash: '0000000000000000', provenance });
+    return s;
+  }
+
+  test('reject: 400 ai_generated naming the marker; no row, nothing staged or stored', async () => {
+    for (const [provenance, named] of [
+      [xmpMarked, /IPTC DigitalSourceType trainedAlgorithmicMedia/],
+      [c2paMarked, /C2PA manifest signed by Acme AI \(trainedAlgorithmicMedia, not verified\)/],
+    ] as const) {
+      const s = marked('reject', provenance);
+      await rejects(s.useCase.run(alice, image(file('gen'))), 'ai_generated', named);
+      assert.equal(s.uploads.rows.size, 0);
+      assert.equal(s.media.stored.size, 0);
+      s.assertNothingStaged();
+      assert.deepEqual(s.outcomes, ['rejected ai_generated']);
+    }
+  });
+
+  test('label (the default): 201 visible, labelled by the marker, the provenance on the record', async () => {
+    const s = marked(undefined, xmpMarked);
+    const record = body(await s.useCase.run(alice, image(file('gen'))));
+    assert.equal(record.moderation, 'visible');
+    assert.equal(record.ai_label, 'marker');
+    assert.deepEqual(record.provenance, xmpMarked);
+  });
+
+  test('hold: 201 held, the hold reason naming the marker', async () => {
+    const s = marked('hold', c2paMarked);
+    const record = body(await s.useCase.run(alice, image(file('gen'))));
+    assert.equal(record.moderation, 'held');
+    assert.equal(record.ai_label, 'marker');
+    const row = s.uploads.rows.get(record.id)! as unknown as { autoHoldReason?: string };
+    assert.match(row.autoHoldReason ?? '', /^AI-generated: C2PA manifest signed by Acme AI/);
+  });
+
+  test('off: accepted visible, nothing read is kept, no label', async () => {
+    const s = marked('off', xmpMarked);
+    const record = body(await s.useCase.run(alice, image(file('gen'))));
+    assert.deepEqual([record.moderation, record.ai_label, record.provenance], ['visible', null, null]);
+  });
+
+  test('a marker that says otherwise, or none: no label under any policy; null is not false', async () => {
+    for (const policy of ['label', 'hold', 'reject'] as const) {
+      const s = marked(policy, camera);
+      s.processor.images.set('plain', { phash: 'ffffffffffffffff' });
+      const cam = body(await s.useCase.run(alice, image(file('gen'))));
+      assert.deepEqual([cam.moderation, cam.ai_label, cam.provenance.ai_generated], ['visible', null, false]);
+      const plain = body(await s.useCase.run(alice, image(file('plain', 'plain.jpg'))));
+      assert.deepEqual(plain.provenance, { ai_generated: null, source_type: null, c2pa: null });
+    }
+  });
+
+  test('links carry no provenance', async () => {
+    const s = setup();
+    const link = body(
+      await s.useCase.run(alice, { ...image(null), uploadType: 'link', externalUrl: 'https://example.com/a' }),
+    );
+    assert.deepEqual([link.provenance, link.ai_label], [null, null]);
+  });
+});
+
+describe("the owner's label", () => {
+  test('true adds an owner label; false removes it; a marker-based one is never removed (400)', async () => {
+    const s = setup({ humanPolicy: 'off' });
+    s.processor.images.set('gen', {
+      phash: '0000000000000000',
+      provenance: provenanceOf('compositeWithTrainedAlgorithmicMedia', null),
+    });
+    s.processor.images.set('own', { phash: 'ffffffffffffffff' });
+    const own = body(await s.useCase.run(alice, image(file('own'))));
+    const uploads = s.uploads;
+    const svc = new UploadService({
+      uploads,
+      media: s.media,
+      processor: s.processor,
+      fetcher: s.fetcher,
+      clock: { now: () => new Date() },
+      policy: { humanPolicy: 'off', humanThreshold: 0.5, nearDuplicateDistance: 4, blocklistDistance: 8 },
+    });
+    assert.equal((await svc.setAiGenerated(alice, own.id, true, null)).ai_label, 'owner');
+    await rejects(svc.setAiGenerated(bob, own.id, false, null), 'forbidden');
+    assert.equal((await svc.setAiGenerated(alice, own.id, false, null)).ai_label, null);
+    const gen = body(await s.useCase.run(alice, image(file('gen'))));
+    assert.equal(gen.ai_label, 'marker');
+    // true keeps the marker's label (what it rests on does not change)
+    assert.equal((await svc.setAiGenerated(alice, gen.id, true, null)).ai_label, 'marker');
+    await rejects(
+      svc.setAiGenerated(alice, gen.id, false, null),
+      'invalid_request',
+      /ai_generated cannot be false: the label rests on a marker in the file \(IPTC DigitalSourceType compositeWithTrainedAlgorithmicMedia/,
+    );
+    assert.equal(uploads.rows.get(gen.id)!.aiLabel, 'marker');
+  });
 });

@@ -6,7 +6,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cardView, titleOf } from '../../src/gateway/views/card-view.ts';
+import { cardView, provenanceLabels, titleOf, type Upload } from '../../src/gateway/views/card-view.ts';
 import { feedView, type FeedView } from '../../src/gateway/views/feed-view.ts';
 import { modlogView } from '../../src/gateway/views/modlog-view.ts';
 import { h } from '../../src/gateway/views/vnode.ts';
@@ -209,4 +209,70 @@ test('ages by whole minutes, and the UTC date', () => {
   assert.equal(ago('not a date', NOW), 'not a date');
   assert.equal(utcDate('2020-02-29T23:59:59.999Z'), '2020-02-29 23:59 UTC');
   assert.equal(utcDate('nope'), null);
+});
+
+describe('provenanceLabels', () => {
+  const upload = (fields: Partial<Upload>): Upload => ({ ...VIEW_UPLOAD, ...fields });
+  const c2pa = (valid: boolean | null, type: string | null, signer: string | null = 'Acme <AI>') => ({
+    present: true,
+    valid,
+    signer,
+    actions: [{ digital_source_type: type }],
+  });
+  const text = (u: Upload) => {
+    const node = provenanceLabels(u);
+    return node === null ? null : toHtml(node);
+  };
+
+  test('says what the label rests on: the C2PA manifest and its signer, the IPTC metadata, the uploader', () => {
+    assert.equal(
+      text(upload({ ai_label: 'marker', provenance: { source_type: 'algorithmicMedia', c2pa: null } })),
+      '<span class="provenance"><span class="badge ai">Made with AI (IPTC metadata in the file)</span></span>',
+    );
+    assert.equal(
+      text(upload({ ai_label: 'owner', provenance: null })),
+      '<span class="provenance"><span class="badge ai">Made with AI (marked by the uploader)</span></span>',
+    );
+    assert.equal(
+      text(
+        upload({ ai_label: 'marker', provenance: { source_type: null, c2pa: c2pa(true, 'trainedAlgorithmicMedia') } }),
+      ),
+      '<span class="provenance"><span class="badge ai">Made with AI (C2PA manifest, signed by Acme &lt;AI&gt;)</span>' +
+        '<span class="badge cr">Content Credentials: Acme &lt;AI&gt;</span></span>',
+    );
+  });
+
+  test('Content Credentials whenever a manifest is present: "not verified" (valid null), "invalid" (false)', () => {
+    const camera = (valid: boolean | null) =>
+      text(
+        upload({ ai_label: null, provenance: { source_type: 'digitalCapture', c2pa: c2pa(valid, 'digitalCapture') } }),
+      );
+    assert.equal(
+      camera(null),
+      '<span class="provenance"><span class="badge cr">' +
+        'Content Credentials: Acme &lt;AI&gt; (not verified)</span></span>',
+    );
+    assert.equal(
+      camera(false),
+      '<span class="provenance"><span class="badge cr">Content Credentials: Acme &lt;AI&gt; (invalid)</span></span>',
+    );
+    // Valid, but its signer is not among the configured trust anchors (self-signed, say).
+    assert.match(
+      text(upload({ provenance: { source_type: null, c2pa: { ...c2pa(true, null), trusted: false } } }))!,
+      /Content Credentials: Acme &lt;AI&gt; \(untrusted signer\)</,
+    );
+    // A generated-says manifest that failed validation still labels, and says so.
+    assert.match(
+      text(
+        upload({ ai_label: 'marker', provenance: { source_type: null, c2pa: c2pa(false, 'algorithmicMedia', null) } }),
+      )!,
+      /Made with AI \(C2PA manifest, signed by unknown signer \(invalid\)\)/,
+    );
+  });
+
+  test('no marker and no manifest: no label at all (never claimed without a marker)', () => {
+    assert.equal(text(upload({ ai_label: null, provenance: { source_type: null, c2pa: null } })), null);
+    assert.equal(text(upload({})), null);
+    assert.doesNotMatch(toHtml(cardView(upload({}), false, { signedIn: false, now: Date.now() })), /badge ai/);
+  });
 });

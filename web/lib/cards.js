@@ -5,7 +5,7 @@ import { cardView, tagList as tagListView } from './card-view.js';
 import { h, ME, say, toDom } from './dom.js';
 import { bindVotes } from './votes.js';
 
-export { fit, userPath } from './card-view.js';
+export { fit, provenanceLabels, userPath } from './card-view.js';
 /** @typedef {import('./card-view.js').Upload} Upload */
 
 /**

@@ -4,7 +4,7 @@
 import { api, explain } from '../lib/api.js';
 import { card, cardWorks } from '../lib/cards.js';
 import { ago, ME, show, toDom } from '../lib/dom.js';
-import { emptyText, feedUrl, feedView, SORTS } from '../lib/feed-view.js';
+import { AI_FILTERS, emptyText, feedUrl, feedView, SORTS } from '../lib/feed-view.js';
 import { limits } from '../lib/limits.js';
 /** @import { Upload } from '../lib/cards.js' */
 
@@ -15,14 +15,16 @@ function slugify(tag) {
 
 /**
  * The API query for one page of this feed, as the server builds it for the page it embeds.
- * @param {string} sort @param {string} tag @param {string} user @param {{ page: number } | { cursor: string }} at
+ * @param {string} sort @param {string} tag @param {string} user @param {string} ai
+ * @param {{ page: number } | { cursor: string }} at
  */
-function feedQuery(sort, tag, user, at) {
+function feedQuery(sort, tag, user, ai, at) {
   const q = new URLSearchParams('cursor' in at ? { cursor: at.cursor } : { page: String(at.page) });
   q.set('limit', String(limits.feedPageSize));
   q.set('sort', sort);
   if (tag) q.set('tag', tag);
   if (user) q.set('user', user);
+  if (ai) q.set('ai', ai);
   return q.toString();
 }
 
@@ -44,6 +46,8 @@ export async function render() {
   const asked = params.get('sort');
   const sort = asked !== null && SORTS.some(([s]) => s === asked) ? asked : 'new';
   const tag = slugify(params.get('tag') ?? '');
+  const askedAi = params.get('ai') ?? '';
+  const ai = AI_FILTERS.some(([a]) => a === askedAi) ? askedAi : '';
   // `/u/{username}`: that user's uploads (the server answers that page only under the name's own spelling).
   const named = /^\/u\/([^/]+)$/.exec(location.pathname);
   const user = named ? decodeURIComponent(named[1] ?? '') : '';
@@ -53,7 +57,7 @@ export async function render() {
   /** @type {{ page: number } | { cursor: string }} */
   let at = startCursor ? { cursor: startCursor } : { page: first };
 
-  const embedded = embeddedPage(feedQuery(sort, tag, user, at));
+  const embedded = embeddedPage(feedQuery(sort, tag, user, ai, at));
   // The server rendered the first page into the document (src/gateway/views/feed-view.ts, the view built below):
   // adopted as it is, so the thumbnails it already shows are not built again.
   const main = /** @type {HTMLElement} */ (document.getElementById('main'));
@@ -66,6 +70,7 @@ export async function render() {
       sort,
       tag,
       user,
+      ai,
       page: first,
       cursor: startCursor,
       uploads: [],
@@ -110,11 +115,11 @@ export async function render() {
       cards = uploads.map((u, i) => card(u, eager && i < limits.eagerThumbnails));
       grid.append(...cards);
     }
-    if (pagesShown > 0) history.replaceState(null, '', feedUrl({ sort, tag, user, cursor }));
+    if (pagesShown > 0) history.replaceState(null, '', feedUrl({ sort, tag, user, ai, cursor }));
     if (focusFirst && cards[0]) cards[0].querySelector('a')?.focus();
     pagesShown += 1;
     if (next_cursor) at = { cursor: next_cursor };
-    more.href = feedUrl({ sort, tag, user, cursor: next_cursor });
+    more.href = feedUrl({ sort, tag, user, ai, cursor: next_cursor });
     more.hidden = !has_more || !next_cursor;
     status.textContent = grid.children.length === 0 ? emptyText(tag, user) : '';
   }
@@ -127,7 +132,7 @@ export async function render() {
     const r =
       pagesShown === 0 && embedded
         ? { ok: true, status: 200, data: embedded }
-        : await api('GET', `/api/uploads?${feedQuery(sort, tag, user, asked)}`);
+        : await api('GET', `/api/uploads?${feedQuery(sort, tag, user, ai, asked)}`);
     loading = false;
     if (!r.ok) {
       status.textContent = explain(r);

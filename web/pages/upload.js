@@ -1,8 +1,8 @@
 // An upload's page (`/uploads/:id`): the image or link (embeds load on request), votes, and for its owner the
 // privacy switch, tags and delete; for any signed-in visitor the report form.
 import { api, explain } from '../lib/api.js';
-import { fit, placeholder, tagList } from '../lib/cards.js';
-import { alertBox, h, hostOf, ME, safeUrl, say, setTitle, settled, show, signinLink, when } from '../lib/dom.js';
+import { fit, placeholder, provenanceLabels, tagList } from '../lib/cards.js';
+import { alertBox, h, hostOf, ME, safeUrl, say, setTitle, settled, show, signinLink, toDom, when } from '../lib/dom.js';
 import { lengthCounter, splitTags, tagsCounter } from '../lib/forms.js';
 import { limits } from '../lib/limits.js';
 import { bindVotes } from '../lib/votes.js';
@@ -132,6 +132,7 @@ function renderUpload(u) {
   // Nobody reports their own upload.
   const report = ME && ME.id !== u.user_id ? reportForm(u) : null;
 
+  const labels = provenanceLabels(u);
   const about = h(
     'div',
     { class: 'about' },
@@ -143,6 +144,7 @@ function renderUpload(u) {
       when(u.created_at),
       u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
       u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
+      labels ? toDom(labels) : null,
     ),
     h('p', { class: 'counts', 'aria-live': 'polite' }, '▲ ', up, upNoun, ' · ▼ ', down, downNoun),
     votes,

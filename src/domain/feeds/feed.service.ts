@@ -13,6 +13,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import type { Principal, UserView } from '../users.ts';
 import type { UploadRecord, UploadView } from '../uploads/upload.types.ts';
 import { toUploadView } from '../uploads/upload-view.ts';
+import type { AiFilter } from '../uploads/ai-label.ts';
 import {
   RANK_MOVES_KEEP_MS,
   RANK_MOVES_PRUNE_BATCH,
@@ -35,6 +36,8 @@ export interface FeedQuery {
   tag?: string | undefined;
   user?: string | undefined;
   type?: 'image' | 'link' | undefined;
+  /** Only the uploads labelled "Made with AI", or none of them (ai-label.ts). */
+  ai?: AiFilter | undefined;
   /** A `next_cursor` of the same listing: the page after it (then `page` is ignored). */
   cursor?: string | undefined;
 }
@@ -218,7 +221,8 @@ export class FeedService {
       if (!q.cursor) checkPageDepth(q.page, q.limit);
       const user = q.user?.toLowerCase();
       const at = q.cursor ? `c:${q.cursor}` : String(q.page);
-      const key = `feed:${q.sort}:${at}:${q.limit}:${q.type ?? ''}:${user ?? ''}:${q.tag ?? ''}`;
+      const ai = q.ai ? `:ai=${q.ai}` : '';
+      const key = `feed:${q.sort}:${at}:${q.limit}:${q.type ?? ''}:${user ?? ''}:${q.tag ?? ''}${ai}`;
       // No vote moves the `new` order: its pages are recounted instead. A score-sorted page depends on its scope.
       const scopes = q.sort !== 'new' ? [rankScope({ ...q, user })] : [];
       this.#keys.set(q, (k = { key, scopes, user }));
@@ -243,7 +247,8 @@ export class FeedService {
     const { key, scopes, user } = this.#keyOf(q);
     const ranked = q.sort !== 'new';
     return this.#cached(key, FEED_TTL_SECONDS, scopes, async () => {
-      const listing = listingId(['feed', q.sort, q.limit, q.type, user, q.tag]);
+      // `ai` last, and only when set: a cursor made before the filter existed still belongs to its listing.
+      const listing = listingId(['feed', q.sort, q.limit, q.type, user, q.tag, ...(q.ai ? [`ai:${q.ai}`] : [])]);
       // The cursor is checked (its MAC, its listing) when its page is built: a page is cached under the cursor's
       // very text, only once that text was checked, so a cached page's request costs no check.
       const cursor: Cursor | null = q.cursor ? this.#cursors.decode(listing, q.cursor) : null;

@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import type { ImageTask, ProcessedImage, VariantName } from './processed-image.ts';
 import type { ModerationState, UploadRecord, Viewer } from './upload.types.ts';
+import type { AiLabel } from './ai-label.ts';
 
 /**
  * What an insert writes: a stored upload minus what the database derives (owner name, counters, tags), plus its
@@ -14,6 +15,8 @@ import type { ModerationState, UploadRecord, Viewer } from './upload.types.ts';
 export type NewUpload = Omit<UploadRecord, 'username' | 'upvotes' | 'downvoteCount' | 'tags'> & {
   pdq: string | null;
   pdqQuality: number | null;
+  /** Why it is held from the start (the modlog `auto_hold` reason: the person detector's, the AI policy's). */
+  autoHoldReason?: string;
 };
 
 /** The image fields of a row that has no stored image (a link, before its image is known): all null. */
@@ -31,6 +34,8 @@ export const NO_IMAGE = {
   humanScore: null,
   humanBoxes: null,
   variants: null,
+  provenance: null,
+  aiLabel: null,
 } as const satisfies Partial<NewUpload>;
 
 /** What an upload sharing another's stored files takes from it: the key and the stored variants' sizes. */
@@ -79,6 +84,8 @@ export interface UploadStore {
   /** Any stored upload with these bytes (for sharing stored files), regardless of visibility. */
   findAnyBySha256(sha256: string): Promise<UploadRecord | null>;
   setPrivacy(id: string, isPrivate: boolean): Promise<void>;
+  /** Sets the upload's AI label (the owner's hand label, or none). */
+  setAiLabel(id: string, label: AiLabel | null): Promise<void>;
   /**
    * Deletes the upload with its votes and tag links; says whether its media files are still used by
    * another upload. When not, the key is journalled as garbage in the same transaction.

@@ -33,6 +33,8 @@ export function toUploadView(u: UploadRecord, myVote?: VoteValue | null): Upload
         : null,
     embed: u.uploadType === 'link' && u.externalUrl ? buildEmbed(new URL(u.externalUrl)) : null,
     moderation: u.moderation,
+    provenance: u.uploadType === 'image' ? u.provenance : null,
+    ai_label: u.aiLabel,
   };
   if (myVote !== undefined) view.my_vote = myVote;
   return view;

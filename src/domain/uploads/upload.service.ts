@@ -24,6 +24,7 @@ import { originalNameOf } from './original-name.ts';
 import { checkHashes, type HashCheck } from './check-hashes.ts';
 import { NO_IMAGE } from './ports.ts';
 import { PDQ_MIN_QUALITY } from '../moderation/moderation.types.ts';
+import { aiDecision, ownerLabel, type AiPolicy } from './ai-label.ts';
 
 /** BLOCKLIST_PDQ_DISTANCE's default (API.md Blocklist). */
 const BLOCKLIST_PDQ_DISTANCE = 31;
@@ -42,6 +43,8 @@ export interface UploadPolicy {
   blocklistDistance: number;
   /** Max Hamming distance of a PDQ (quality ≥ PDQ_MIN_QUALITY) to a blocklisted one (BLOCKLIST_PDQ_DISTANCE). */
   blocklistPdqDistance?: number;
+  /** AI_POLICY (ai-label.ts); absent: `label`. */
+  aiPolicy?: AiPolicy;
 }
 
 /** The moderators' blocklist, as an upload consults it: before any decoding, and once the perceptual hash is known. */
@@ -90,6 +93,8 @@ function refusal(r: InsertRefusal, now: Date) {
   if (r.refused === 'blocked') return errors.blockedContent();
   return errors.banned(banRefusal({ bannedUntil: r.until }, now) ?? 'this account is banned');
 }
+
+const score = (s: number | null) => (s === null ? '' : ` (score ${s.toFixed(3)})`);
 
 const viewerOf = (p: Principal): Viewer => ({ userId: p.userId, isAdmin: p.isAdmin });
 
@@ -201,6 +206,12 @@ export class UploadService {
       const verdict = personVerdict(this.#policy.humanPolicy, this.#personThresholds, processed.humanScore);
       if (verdict.decision === 'refuse') throw errors.humanDetected(verdict.message);
       const review = personReview(verdict);
+      // AI_POLICY on what the reader found: refused here (400 ai_generated) with nothing kept, like a person.
+      const ai = aiDecision(this.#policy.aiPolicy ?? 'label', processed.provenance);
+      const holdReasons = [
+        ...(review.hold ? [`person detected${score(processed.humanScore)}`] : []),
+        ...(ai.hold ? [ai.hold] : []),
+      ];
       const row: NewUpload = {
         ...this.#base(id, principal, { ...input, originalName: originalNameOf(input.originalName) }),
         uploadType: 'image',
@@ -217,8 +228,11 @@ export class UploadService {
         thumbhash: processed.thumbhash,
         humanScore: processed.humanScore,
         humanBoxes: review.flag ? (processed.humanBoxes ?? []) : null,
-        moderation: review.hold ? 'held' : 'visible',
+        moderation: holdReasons.length ? 'held' : 'visible',
+        ...(holdReasons.length ? { autoHoldReason: holdReasons.join('; ') } : {}),
         personFlag: review.flag,
+        provenance: ai.provenance,
+        aiLabel: ai.aiLabel,
         variants: Object.fromEntries(
           processed.variants.map((v) => [v.name, { width: v.width, height: v.height, bytes: v.bytes }]),
         ),
@@ -313,6 +327,38 @@ export class UploadService {
       await this.#events.onChanged?.();
     }
     return toUploadView({ ...u, isPrivate }, myVote);
+  }
+
+  /**
+   * The owner's label (`PATCH /api/upload/{id}` `{"ai_generated": bool}`): true adds a hand label, false removes
+   * only a hand label (a marker-based one is 400, ai-label.ts). Answers with the record.
+   */
+  async setAiGenerated(
+    principal: Principal,
+    id: string,
+    aiGenerated: boolean,
+    myVote: 'fucks' | 'does_not_fuck' | null,
+  ) {
+    const u = await this.#owned(principal, id, 'label');
+    const aiLabel = ownerLabel(u.aiLabel, aiGenerated, u.provenance);
+    if (aiLabel !== u.aiLabel) {
+      await this.#uploads.setAiLabel(id, aiLabel);
+      await this.#events.onChanged?.();
+    }
+    return toUploadView({ ...u, aiLabel }, myVote);
+  }
+
+  /** `GET /api/upload/{id}/provenance`: what was read, under the record's visibility rules; 404 for links. */
+  async provenance(reader: Reader | null, id: string) {
+    const u = await this.#uploads.findById(id);
+    if (!u) throw errors.notFound(`upload ${id} does not exist`);
+    assertReachable(u, reader);
+    if (u.uploadType !== 'image') throw errors.notFound(`upload ${id} is a link; it has no provenance`);
+    if (!u.provenance)
+      throw errors.notFound(
+        `upload ${id} has no provenance on record (stored before it was read, or with AI_POLICY=off)`,
+      );
+    return { upload_id: u.id, ai_label: u.aiLabel, ...u.provenance };
   }
 
   async remove(principal: Principal, id: string): Promise<{ success: true; id: string }> {

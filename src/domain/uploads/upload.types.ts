@@ -1,6 +1,8 @@
 import type { TagView } from '../tags.ts';
 import type { Embed } from '../embeds.ts';
 import type { PersonBox } from '../person-policy.ts';
+import type { Provenance } from './provenance.ts';
+import type { AiLabel } from './ai-label.ts';
 
 export type UploadType = 'image' | 'link';
 /** API.md Moderation: `held` is out of every listing until a moderator decides; `removed` is a tombstone. */
@@ -47,6 +49,10 @@ export interface UploadRecord {
   /** Person detection flagged it for review (HUMAN_POLICY flag/hold) and no moderator approved it yet. */
   personFlag: boolean;
   moderatedAt: Date | null;
+  /** What the reader found in the original bytes; null for links, older images and under AI_POLICY=off. */
+  provenance: Provenance | null;
+  /** The label listings filter on: a marker in the file says generated, or the owner marked it; null: no label. */
+  aiLabel: AiLabel | null;
   tags: TagView[];
 }
 
@@ -86,6 +92,10 @@ export interface UploadView {
   image: ImageView | null;
   embed: Embed | null;
   moderation: ModerationState;
+  /** API.md "Provenance": null for links (and images stored before provenance was read, or under AI_POLICY=off). */
+  provenance: Provenance | null;
+  /** What the "Made with AI" label rests on: `marker` (in the file), `owner` (marked by hand), null (no label). */
+  ai_label: AiLabel | null;
   my_vote?: VoteValue | null;
 }
 

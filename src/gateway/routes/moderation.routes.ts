@@ -91,6 +91,8 @@ const upload = (moderation: 'visible' | 'held' | 'removed') => ({
   },
   embed: null,
   moderation,
+  provenance: { ai_generated: null, source_type: null, c2pa: null },
+  ai_label: null,
 });
 
 const adminUser = (bannedUntil: string | null) => ({

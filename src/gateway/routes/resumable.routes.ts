@@ -270,7 +270,7 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
       201: { description: 'The upload record.', json: UploadRecord, cacheControl: ['no-store'] },
       202: { description: 'Not complete yet.', json: ResumablePending, cacheControl: ['no-store'] },
     },
-    errors: ['not_found', 'invalid_image', 'unsupported_format', 'blocked_content', 'human_detected'],
+    errors: ['not_found', 'invalid_image', 'unsupported_format', 'blocked_content', 'human_detected', 'ai_generated'],
     handler:
       (deps) =>
       async (ctx, { user, params }) => {

@@ -12,7 +12,9 @@ import {
   HashCheckBody,
   HashCheckResults,
   PrivacyBody,
+  ProvenanceSummary,
   UploadDeleted,
+  UploadPatchBody,
   UploadFields,
   UploadForm,
   UploadRecord,
@@ -57,6 +59,13 @@ const knownKey = (deps: UploadRouteDeps) => async (ctx: AppContext) => {
   const key = ctx.get('idempotency-key');
   return Boolean(key && ctx.state.principal && (await deps.createUpload.knownKey(ctx.state.principal, key)));
 };
+
+/** What an upload read answers depends on who asks (`my_vote`, what a held upload shows): cached per viewer. */
+const PER_VIEWER = ['public, no-cache', 'private, no-cache'];
+function perViewer(ctx: AppContext, signedIn: boolean): void {
+  ctx.set('Cache-Control', signedIn ? 'private, no-cache' : 'public, no-cache');
+  ctx.set('Vary', 'Authorization, Cookie');
+}
 
 export const uploadRoutes = routes<UploadRouteDeps>((route) => {
   /** `POST /api/v1/upload` and its alias: parse → one call → respond. */
@@ -108,6 +117,7 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
         'unsupported_format',
         'invalid_image',
         'human_detected',
+        'ai_generated',
         'blocked_content',
         'fetch_failed',
         'too_many_tags',
@@ -190,20 +200,14 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
       limit: 'general',
       params: IdParam,
       responses: {
-        200: {
-          description: 'The upload record.',
-          json: UploadRecord,
-          cacheControl: ['public, no-cache', 'private, no-cache'],
-        },
+        200: { description: 'The upload record.', json: UploadRecord, cacheControl: PER_VIEWER },
       },
       errors: ['not_found', 'removed'],
       handler:
         (deps) =>
         async (ctx, { user: me, params }) => {
           const myVote = me ? await deps.myVote(params.id, me.userId) : undefined;
-          ctx.set('Cache-Control', me ? 'private, no-cache' : 'public, no-cache');
-          // `my_vote` depends on who asks.
-          ctx.set('Vary', 'Authorization, Cookie');
+          perViewer(ctx, Boolean(me));
           ctx.body = await deps.uploads.get(me, params.id, myVote);
         },
     }),
@@ -230,6 +234,62 @@ export const uploadRoutes = routes<UploadRouteDeps>((route) => {
             user,
             params.id,
             body.is_private,
+            await deps.myVote(params.id, user.userId),
+          );
+        },
+    }),
+    route({
+      method: 'get',
+      path: '/api/upload/:id/provenance',
+      operationId: 'getUploadProvenance',
+      tag: 'uploads',
+      summary: "An image's provenance: the C2PA manifest summary and IPTC marker read at upload",
+      description:
+        'What was read from the original bytes at upload (the re-encoded variants carry none of it): whether a ' +
+        'C2PA manifest was present and validated, its generator, signer and actions, the IPTC `DigitalSourceType`, ' +
+        'and the label it gives. The same visibility as `GET /api/upload/{id}`; 404 for a link, and for an image ' +
+        'stored before provenance was read or under `AI_POLICY=off` (nothing on record).',
+      auth: 'optional',
+      scope: 'read',
+      limit: 'general',
+      params: IdParam,
+      responses: {
+        200: { description: 'The summary as read.', json: ProvenanceSummary, cacheControl: PER_VIEWER },
+      },
+      errors: ['not_found', 'removed'],
+      handler:
+        (deps) =>
+        async (ctx, { user: me, params }) => {
+          perViewer(ctx, Boolean(me));
+          ctx.body = await deps.uploads.provenance(me, params.id);
+        },
+    }),
+    route({
+      method: 'patch',
+      path: '/api/upload/:id',
+      operationId: 'updateUpload',
+      tag: 'uploads',
+      summary: 'Label an upload as made with AI (owner)',
+      description:
+        'Owner or admin. `{"ai_generated": true}` adds a "Made with AI" label resting on the owner\'s word ' +
+        '(`ai_label: owner`; an upload a marker labels already keeps that label); `false` removes such a label. A ' +
+        'label resting on a marker in the file is never removed: `false` on it is 400 `invalid_request` (the file ' +
+        'says otherwise, whoever asks). A held upload is 404 to everyone but its owner and admins; a removed one ' +
+        'is 410 `removed` to everyone but admins.',
+      auth: 'required',
+      scope: 'manage',
+      limit: 'general',
+      params: IdParam,
+      body: { json: UploadPatchBody },
+      responses: { 200: { description: 'The updated upload record.', json: UploadRecord } },
+      errors: ['invalid_request', 'forbidden', 'not_found', 'removed'],
+      handler:
+        (deps) =>
+        async (ctx, { user, params, body }) => {
+          ctx.body = await deps.uploads.setAiGenerated(
+            user,
+            params.id,
+            body.ai_generated,
             await deps.myVote(params.id, user.userId),
           );
         },

@@ -117,12 +117,14 @@ async function firstFeedPage(
   const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
   const cursor = one(ctx.query.cursor) || null;
   const page = Math.max(1, Number.parseInt(one(ctx.query.page) || '1', 10) || 1);
+  const ai = one(ctx.query.ai);
   // The same parameters, in the same order, as feed.js's request.
   const params = new URLSearchParams(cursor ? { cursor } : { page: String(page) });
   params.set('limit', String(FEED_PAGE_SIZE));
   params.set('sort', sort);
   if (tag) params.set('tag', tag);
   if (user) params.set('user', user);
+  if (ai) params.set('ai', ai);
   const parsed = FeedQuery.safeParse(Object.fromEntries(params));
   if (!parsed.success) return null;
   // A foreign cursor or a page too deep: an HTML 400 page in words (error-page.ts), with JavaScript or without.
@@ -133,6 +135,7 @@ async function firstFeedPage(
     sort: parsed.data.sort,
     tag,
     user,
+    ai: parsed.data.ai ?? '',
     page,
     cursor,
     uploads: body.uploads,
@@ -189,7 +192,13 @@ function atomLink(ctx: AppContext, user = ''): string {
   const one = (v: unknown) => (typeof v === 'string' ? v : '');
   const sort = one(ctx.query.sort);
   const tag = one(ctx.query.tag).normalize('NFKC').trim().toLowerCase().replace(/\s+/g, '-');
-  const listing: AtomListing = { sort: sort === 'top' || sort === 'hot' || sort === 'best' ? sort : 'new', tag, user };
+  const ai = one(ctx.query.ai);
+  const listing: AtomListing = {
+    sort: sort === 'top' || sort === 'hot' || sort === 'best' ? sort : 'new',
+    tag,
+    user,
+    ai: ai === 'only' || ai === 'exclude' ? ai : undefined,
+  };
   const title = escapeHtml(feedTitle(listing));
   const href = escapeHtml(`/feed.atom?${listingQuery(listing)}`);
   return `<link rel="alternate" type="application/atom+xml" title="${title}" href="${href}">\n`;

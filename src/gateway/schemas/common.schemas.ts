@@ -9,6 +9,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   unsupported_format: 'the image is not JPEG, PNG, GIF or WebP by its bytes',
   invalid_image: 'truncated or corrupt image, more than 50 MP or more than 200 frames',
   human_detected: 'human detection policy `reject` and a person was found',
+  ai_generated:
+    '`AI_POLICY=reject` and a provenance marker (C2PA, IPTC) says the image was generated; the message names it',
   blocked_content:
     "the image matches the moderators' blocklist (exact SHA-256, perceptual hash within `BLOCKLIST_DISTANCE`, " +
     'or PDQ within `BLOCKLIST_PDQ_DISTANCE`); which entry matched is not said',

@@ -86,11 +86,19 @@ export const FeedQuery = z.object({
     .optional()
     .describe('Tag slug.')
     .meta({ examples: ['cats'] }),
+  ai: z
+    .enum(['exclude', 'only'], { error: 'ai must be exclude or only' })
+    .optional()
+    .describe(
+      'Uploads labelled "Made with AI" (a provenance marker in the file, or the owner\'s label: `ai_label` not ' +
+        'null): `only` lists just them, `exclude` leaves them out.',
+    )
+    .meta({ examples: ['exclude'] }),
   cursor: cursorParam,
 });
 
 /** `GET /feed.atom`: the listing's filters (its first page is the feed; no page, limit or cursor). */
-export const AtomFeedQuery = FeedQuery.pick({ sort: true, type: true, user: true, tag: true });
+export const AtomFeedQuery = FeedQuery.pick({ sort: true, type: true, user: true, tag: true, ai: true });
 
 export const RecentQuery = z.object({
   limit: positiveInt('limit', 20)

@@ -90,6 +90,19 @@ export const PrivacyBody = z
   .object({ is_private: z.boolean({ error: 'is_private must be true or false' }).meta({ examples: [true] }) })
   .meta({ examples: [{ is_private: true }] });
 
+/** `PATCH /api/upload/{id}`: the owner's own label (docs/provenance.md, "Labels"). */
+export const UploadPatchBody = z
+  .object({
+    ai_generated: z
+      .boolean({ error: 'ai_generated must be true or false' })
+      .describe(
+        'true adds a "Made with AI" label resting on the owner\'s word (`ai_label: owner`); false removes only ' +
+          'such a label: a label resting on a marker in the file cannot be removed (400 `invalid_request`).',
+      )
+      .meta({ examples: [true] }),
+  })
+  .meta({ examples: [{ ai_generated: true }] });
+
 export const ImageQuery = z.object({
   size: z
     .enum(['thumb', 'medium', 'full'], { error: 'size must be thumb, medium or full' })
@@ -146,6 +159,48 @@ export const Embed = z.object({
 
 export const VoteValue = z.enum(['fucks', 'does_not_fuck']);
 
+const C2paAction = z.object({
+  action: z.string().describe('`c2pa.created`, `c2pa.edited`, …'),
+  digital_source_type: z.string().nullable().describe("IPTC term of the action's `digitalSourceType`."),
+  software_agent: z.string().nullable(),
+  when: z.string().nullable(),
+});
+
+/** API.md "Provenance": what was read from the original bytes at upload. */
+export const Provenance = z.object({
+  ai_generated: z
+    .boolean()
+    .nullable()
+    .describe(
+      'true when a marker says generated (IPTC `trainedAlgorithmicMedia`, `compositeWithTrainedAlgorithmicMedia`, ' +
+        '`algorithmicMedia`, or a C2PA action with such a source type), false when a marker says otherwise, ' +
+        'null when the file carries no marker (never guessed).',
+    ),
+  source_type: z.string().nullable().describe('IPTC `DigitalSourceType` term (XMP, else the C2PA actions).'),
+  c2pa: z
+    .object({
+      present: z.boolean(),
+      valid: z
+        .boolean()
+        .nullable()
+        .describe('Validated by the C2PA library: true / false; null: present, not verified (library absent).'),
+      generator: z.string().nullable().describe('Claim generator.'),
+      signer: z.string().nullable().describe("The signing certificate's subject."),
+      actions: z.array(C2paAction),
+      trusted: z
+        .boolean()
+        .nullable()
+        .optional()
+        .describe(
+          "Whether the signer's certificate chains to a configured trust anchor (`C2PA_TRUST_ANCHORS`); null when " +
+            'none are configured or nothing was verified. An untrusted signer does not make a manifest invalid.',
+        ),
+      validation_errors: z.array(z.string()).optional().describe('Failure codes when `valid` is false.'),
+    })
+    .nullable()
+    .describe('The C2PA manifest (Content Credentials), or null when the file has none.'),
+});
+
 export const UploadRecord = z.object({
   id: z.uuid(),
   user_id: z.uuid(),
@@ -176,9 +231,26 @@ export const UploadRecord = z.object({
       '`held`: under review, out of every listing (only its owner and admins can open it); ' +
         '`removed`: a tombstone that only admins read (API.md Moderation).',
     ),
+  provenance: Provenance.nullable().describe(
+    'Provenance markers read from the original bytes at upload (docs/provenance.md). Null for links, for images ' +
+      'stored before provenance was read and under `AI_POLICY=off`.',
+  ),
+  ai_label: z
+    .enum(['marker', 'owner'])
+    .nullable()
+    .describe(
+      'The "Made with AI" label and what it rests on: `marker` (a marker in the file says generated), `owner` ' +
+        '(the owner marked it, `PATCH /api/upload/{id}`), null (no label). `ai=only|exclude` filters on it.',
+    ),
   my_vote: VoteValue.nullable()
     .optional()
     .describe("The caller's vote; present on single-upload responses to an authenticated caller."),
+});
+
+/** `GET /api/upload/{id}/provenance`: the summary as read, with the label it gives. */
+export const ProvenanceSummary = Provenance.extend({
+  upload_id: z.uuid(),
+  ai_label: UploadRecord.shape.ai_label,
 });
 
 export const DuplicateNotice = z.object({

@@ -29,6 +29,54 @@ export interface Upload {
   tags?: Tag[];
   image: { url: string; thumbnail_url: string; width: number; height: number; thumbhash: string | null } | null;
   embed?: { provider: string | null; embed_url: string | null } | null;
+  /** What the "Made with AI" label rests on (API.md "Provenance"): a marker in the file, the owner, none. */
+  ai_label?: 'marker' | 'owner' | null;
+  provenance?: {
+    source_type: string | null;
+    c2pa: {
+      present: boolean;
+      valid: boolean | null;
+      /** The signer chains to a configured trust anchor (null: none configured). */
+      trusted?: boolean | null;
+      signer: string | null;
+      actions: Array<{ digital_source_type: string | null }>;
+    } | null;
+  } | null;
+}
+
+/** The IPTC terms that say generated (src/domain/uploads/provenance.ts, GENERATED_SOURCE_TYPES). */
+const GENERATED = ['trainedAlgorithmicMedia', 'compositeWithTrainedAlgorithmicMedia', 'algorithmicMedia'];
+
+/**
+ * A C2PA manifest's signer with how far it was checked: "Acme", "Acme (not verified)", "Acme (invalid)", and
+ * "Acme (untrusted signer)" for a valid manifest whose signer is not among the configured trust anchors.
+ */
+function signerText(c: { valid: boolean | null; trusted?: boolean | null; signer: string | null }): string {
+  const who = c.signer || 'unknown signer';
+  if (c.valid === true) return c.trusted === false ? `${who} (untrusted signer)` : who;
+  return `${who} (${c.valid === false ? 'invalid' : 'not verified'})`;
+}
+
+/**
+ * The provenance labels, each saying what it rests on: "Made with AI (C2PA manifest, signed by Acme)", "Made with
+ * AI (IPTC metadata in the file)" or "Made with AI (marked by the uploader)"; and "Content Credentials: <signer>"
+ * whenever a C2PA manifest is present. Null when there is neither: no label is claimed without a marker.
+ */
+export function provenanceLabels(u: Upload): VNode | null {
+  const c2pa = u.provenance?.c2pa?.present ? u.provenance.c2pa : null;
+  let basis: string | null = null;
+  if (u.ai_label === 'owner') basis = 'marked by the uploader';
+  else if (u.ai_label === 'marker') {
+    const byC2pa = c2pa?.actions.some((a) => GENERATED.includes(a.digital_source_type ?? ''));
+    basis = byC2pa && c2pa ? `C2PA manifest, signed by ${signerText(c2pa)}` : 'IPTC metadata in the file';
+  }
+  if (!basis && !c2pa) return null;
+  return h(
+    'span',
+    { class: 'provenance' },
+    basis ? h('span', { class: 'badge ai' }, `Made with AI (${basis})`) : null,
+    c2pa ? h('span', { class: 'badge cr' }, `Content Credentials: ${signerText(c2pa)}`) : null,
+  );
 }
 
 /** Who the card is for and the time its age is told from (ms). */
@@ -142,6 +190,7 @@ export function cardView(u: Upload, eager: boolean, { signedIn, now }: CardConte
       counts(u, signedIn),
       u.is_private ? h('span', { class: 'badge' }, 'Private') : null,
       u.moderation && u.moderation !== 'visible' ? h('span', { class: 'badge warn' }, u.moderation) : null,
+      provenanceLabels(u),
       h('span', { class: 'by' }, 'by ', h('a', { href: userPath(u.username) }, u.username)),
       ageView(u.created_at, now),
     ),

@@ -15,20 +15,29 @@ export const SORTS: ReadonlyArray<readonly [string, string]> = [
   ['best', 'Best'],
 ];
 
-/** Where a feed page is: its sort, tag (slug), user ('' for everyone's), and its page number or cursor. */
+/** The `ai` filters, by their query value ('' for none) and label. */
+export const AI_FILTERS: ReadonlyArray<readonly [string, string]> = [
+  ['', 'All'],
+  ['exclude', 'Without AI'],
+  ['only', 'Made with AI'],
+];
+
+/** Where a feed page is: its sort, tag (slug), user ('' for everyone's), ai filter, and its page number or cursor. */
 export interface FeedPlace {
   sort?: string;
   tag?: string;
   user?: string;
+  ai?: string;
   page?: number;
   cursor?: string | null;
 }
 
 /** A page by its cursor, or by number; of a user's uploads when `user` is set. */
-export function feedUrl({ sort, tag, user, page, cursor }: FeedPlace): string {
+export function feedUrl({ sort, tag, user, ai, page, cursor }: FeedPlace): string {
   const q = new URLSearchParams();
   if (sort && sort !== 'new') q.set('sort', sort);
   if (tag) q.set('tag', tag);
+  if (ai) q.set('ai', ai);
   if (cursor) q.set('cursor', cursor);
   else if (page && page > 1) q.set('page', String(page));
   const s = q.toString();
@@ -54,6 +63,8 @@ export interface FeedView {
   tag: string;
   /** Whose uploads (`/u/{username}`; '' for everyone's). */
   user: string;
+  /** The `ai` filter: 'only', 'exclude' or '' / absent (none). */
+  ai?: string;
   /** The page shown by number (1 for the first), when it was not reached by cursor. */
   page: number;
   /** The cursor the page was reached by, if it was. */
@@ -72,14 +83,15 @@ export interface FeedView {
 }
 
 /** The way back from a page after the first: to the newest (reached by cursor) or the page before (by number). */
-export function newerLink({ sort, tag, user, page, cursor }: FeedPlace): { href: string; label: string } | null {
-  if (cursor) return { href: feedUrl({ sort, tag, user }), label: '← Newest uploads' };
-  return page && page > 1 ? { href: feedUrl({ sort, tag, user, page: page - 1 }), label: '← Newer page' } : null;
+export function newerLink({ sort, tag, user, ai, page, cursor }: FeedPlace): { href: string; label: string } | null {
+  if (cursor) return { href: feedUrl({ sort, tag, user, ai }), label: '← Newest uploads' };
+  return page && page > 1 ? { href: feedUrl({ sort, tag, user, ai, page: page - 1 }), label: '← Newer page' } : null;
 }
 
 /** The content of `<main>` for a page of the feed. */
 export function feedView(view: FeedView): VNode[] {
   const { sort, tag, user, uploads, hasMore, nextCursor } = view;
+  const ai = view.ai ?? '';
   const context = { signedIn: view.signedIn, now: view.now };
   const newer = newerLink(view);
   return [
@@ -91,7 +103,14 @@ export function feedView(view: FeedView): VNode[] {
         'nav',
         { class: 'sorts', 'aria-label': 'Sort' },
         SORTS.map(([s, label]) =>
-          h('a', { href: feedUrl({ sort: s, tag, user }), 'aria-current': s === sort ? 'page' : null }, label),
+          h('a', { href: feedUrl({ sort: s, tag, user, ai }), 'aria-current': s === sort ? 'page' : null }, label),
+        ),
+      ),
+      h(
+        'nav',
+        { class: 'aifilter', 'aria-label': 'Made with AI' },
+        AI_FILTERS.map(([a, label]) =>
+          h('a', { href: feedUrl({ sort, tag, user, ai: a }), 'aria-current': a === ai ? 'page' : null }, label),
         ),
       ),
       h(
@@ -100,8 +119,9 @@ export function feedView(view: FeedView): VNode[] {
         h('label', { for: 'tag-filter' }, 'Tag'),
         h('input', { id: 'tag-filter', name: 'tag', value: tag, maxlength: view.maxTagLength, autocomplete: 'off' }),
         sort !== 'new' ? h('input', { type: 'hidden', name: 'sort', value: sort }) : null,
+        ai ? h('input', { type: 'hidden', name: 'ai', value: ai }) : null,
         h('button', { type: 'submit' }, 'Filter'),
-        tag ? h('a', { href: feedUrl({ sort, user }) }, 'All tags') : null,
+        tag ? h('a', { href: feedUrl({ sort, user, ai }) }, 'All tags') : null,
       ),
     ),
     newer ? h('p', {}, h('a', { href: newer.href }, newer.label)) : null,
@@ -113,7 +133,7 @@ export function feedView(view: FeedView): VNode[] {
     h('p', { class: 'status', role: 'status' }, uploads.length ? '' : emptyText(tag, user)),
     h(
       'a',
-      { class: 'more button', href: feedUrl({ sort, tag, user, cursor: nextCursor }), hidden: !hasMore },
+      { class: 'more button', href: feedUrl({ sort, tag, user, ai, cursor: nextCursor }), hidden: !hasMore },
       'More uploads',
     ),
   ].filter((n) => n !== null);

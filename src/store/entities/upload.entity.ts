@@ -1,6 +1,8 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { ModerationState, UploadType, VariantInfo } from '../../domain/uploads/upload.types.ts';
 import type { PersonBox } from '../../domain/person-policy.ts';
+import type { Provenance } from '../../domain/uploads/provenance.ts';
+import type { AiLabel } from '../../domain/uploads/ai-label.ts';
 import { User } from './user.entity.ts';
 
 /**
@@ -62,6 +64,10 @@ export const Upload = defineEntity({
     moderatedAt: p.datetime(3).nullable(),
     /** How many of its reports are open. */
     openReports: p.integer().default(0),
+    /** What the reader found in the original bytes (C2PA, IPTC); null for links, older images, AI_POLICY=off (m029). */
+    provenance: p.json<Provenance>().nullable(),
+    /** The label `ai=exclude|only` filters on: `marker` (a marker says generated), `owner` (marked by hand), null. */
+    aiLabel: p.string().length(8).$type<AiLabel>().nullable(),
     /** Its place in the open moderation queue (held first, then most open reports); null when not in it (m020). */
     queueKey: p.integer().nullable(),
   },

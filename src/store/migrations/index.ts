@@ -24,6 +24,7 @@ import { M025TagLinkListed } from './m025-tag-link-listed.ts';
 import { M026VoteFacts } from './m026-vote-facts.ts';
 import { M027UserStats } from './m027-user-stats.ts';
 import { M028ResumableUploads } from './m028-resumable-uploads.ts';
+import { M029Provenance } from './m029-provenance.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   M026VoteFacts,
   M027UserStats,
   M028ResumableUploads,
+  M029Provenance,
 ];

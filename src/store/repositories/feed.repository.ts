@@ -6,6 +6,7 @@
  *
  * - No tag: the public partial indexes of `uploads`; `type=link` has partial indexes of its own.
  * - A tag: the tag's link rows, which carry their upload's keys (`upload_tags_<sort>_index`).
+ * - `ai=only`: the partial indexes of the listed, labelled uploads (m029); `ai=exclude` skips those in the public ones.
  * - A ranked sort after a cursor reads the index only for uploads whose ranks did not move since the traversal
  *   began (`ranked_at`), and lists those that moved at the keys they had then, from the journal of rank moves
  *   (`movedKeysQuery`, m019): the two are merged in the order's key. A cursor older than the journal's window skips
@@ -13,6 +14,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { ListAfter } from '../../domain/feeds/cursor.ts';
+import type { AiFilter } from '../../domain/uploads/ai-label.ts';
 import type { FeedQuery, FeedStore, PageStart, Positioned, ProfileStats } from '../../domain/feeds/feed.service.ts';
 import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
@@ -168,6 +170,14 @@ export function profileStatsQuery(db: Kysely<DB>, userId: string) {
     .where('u.id', '=', userId);
 }
 
+/**
+ * `ai=only|exclude` on `uploads as u`: written as the partial indexes of m029 say it (`ai_label is not null`), so
+ * that SQLite matches them; `exclude` reads the public index and skips the labelled rows (as `type=image` skips links).
+ */
+function aiFilter(ai: AiFilter): RawBuilder<boolean> {
+  return ai === 'only' ? sql<boolean>`u.ai_label is not null` : sql<boolean>`u.ai_label is null`;
+}
+
 /** Not moved by votes after `since`: its key now is the key it had when the traversal began. */
 function movedBefore(d: Dialect, rankedAt: RawBuilder<unknown>, since: Date): RawBuilder<boolean> {
   return sql<boolean>`(${rankedAt} is null or ${rankedAt} <= ${d.date(since)})`;
@@ -233,6 +243,7 @@ export function movedKeysQuery(
   ];
   if (tagId) where.push(sql`ut.upload_id = m.upload_id and ut.tag_id = ${tagId}`);
   if (q.type) where.push(sql`u.upload_type = ${sql.lit(q.type)}`);
+  if (q.ai) where.push(aiFilter(q.ai));
   if (q.user) where.push(sql`u.user_id = (select id from users where username_key = ${q.user.toLowerCase()})`);
   where.push(afterPosition(d, [key, created, id], after, true));
   return sql<KeyRow>`${head}select ${id} as id, ${created} as created_at, ${key} as rank
@@ -254,7 +265,7 @@ export function feedKeysQuery(
 ): RawBuilder<KeyRow> {
   const rank = RANK[q.sort];
   // A tag's links say whether listings show their upload (m025): its rows are read only for a filter of their own.
-  const uploadRow = !tagId || Boolean(q.type || q.user);
+  const uploadRow = !tagId || Boolean(q.type || q.user || q.ai);
   const source = tagId
     ? {
         from: uploadRow ? sql`upload_tags ut join uploads u on u.id = ut.upload_id` : sql`upload_tags ut`,
@@ -270,6 +281,7 @@ export function feedKeysQuery(
   const cols = [...(rank ? [col(rank)] : []), col(source.created), col(source.id)];
   // `type` as a literal, so that SQLite matches the link-only partial indexes.
   if (q.type) where.push(sql`u.upload_type = ${sql.lit(q.type)}`);
+  if (q.ai) where.push(aiFilter(q.ai));
   if (q.user) where.push(sql`u.user_id = (select id from users where username_key = ${q.user.toLowerCase()})`);
   if ('after' in start) {
     where.push(afterPosition(d, cols, start.after, rank !== null));

@@ -8,6 +8,8 @@ import type { BlocklistSeen, InsertRefusal, NewUpload, SharedMedia, UploadStore 
 import type { UploadRecord, VariantInfo, Viewer } from '../../domain/uploads/upload.types.ts';
 import type { TagView } from '../../domain/tags.ts';
 import type { PersonBox } from '../../domain/person-policy.ts';
+import type { Provenance } from '../../domain/uploads/provenance.ts';
+import type { AiLabel } from '../../domain/uploads/ai-label.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { Database } from '../database.ts';
 import type { DB } from '../database-types.ts';
@@ -60,6 +62,8 @@ export const UPLOAD_COLUMNS = [
   'u.moderation',
   'u.person_flag',
   'u.moderated_at',
+  'u.provenance',
+  'u.ai_label',
 ] as const;
 
 /** Upload records (with owner) from `uploads as u`; the caller adds where/order/limit. */
@@ -102,6 +106,8 @@ export function rowToRecord(dialect: Dialect, r: UploadRow, tags: TagView[]): Up
     moderation: r.moderation,
     personFlag: dialect.readBool(r.person_flag),
     moderatedAt: r.moderated_at === null ? null : dialect.readDate(r.moderated_at),
+    provenance: typeof r.provenance === 'string' ? (JSON.parse(r.provenance) as Provenance) : r.provenance,
+    aiLabel: r.ai_label,
     tags,
   };
 }
@@ -243,6 +249,8 @@ export class UploadRepository implements UploadStore {
             moderation: u.moderation,
             person_flag: d.bool(u.personFlag),
             moderated_at: u.moderatedAt ? d.date(u.moderatedAt) : null,
+            provenance: u.provenance === null ? null : JSON.stringify(u.provenance),
+            ai_label: u.aiLabel,
           })
           .execute();
         // After that first write (SQLite: under the write lock; PostgreSQL: under the blocklist's lock and the
@@ -264,9 +272,9 @@ export class UploadRepository implements UploadStore {
           throw new InsertRefused({ ok: false, refused: 'blocked' });
         if (u.phash) await this.#similarity.add(db, u.id, u.phash);
         await linkTags(db, d, u.id, tagNames, u.createdAt);
-        // Held from the start (HUMAN_POLICY=hold): an automatic action, in the modlog with the upload's commit.
+        // Held from the start (HUMAN_POLICY=hold, AI_POLICY=hold): an automatic action, in the modlog with the
+        // upload's commit.
         if (u.moderation === 'held') {
-          const score = u.humanScore === null ? '' : ` (score ${u.humanScore.toFixed(3)})`;
           await appendModlog(
             db,
             d,
@@ -274,7 +282,7 @@ export class UploadRepository implements UploadStore {
               {
                 action: 'auto_hold',
                 target: { type: 'upload', id: u.id },
-                reason: `person detected${score}`,
+                reason: u.autoHoldReason ?? 'held at upload',
                 moderator: null,
               },
             ],
@@ -352,6 +360,11 @@ export class UploadRepository implements UploadStore {
           .execute(),
       );
     });
+  }
+
+  /** The label `ai=exclude|only` filters on; one statement on the row (its tag links read it from there). */
+  async setAiLabel(id: string, label: AiLabel | null): Promise<void> {
+    await this.#db.db().updateTable('uploads').set({ ai_label: label }).where('id', '=', id).execute();
   }
 
   async delete(id: string) {

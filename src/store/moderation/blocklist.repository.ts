@@ -217,10 +217,6 @@ export class BlocklistRepository implements BlocklistStore {
     return { version: Number(row?.version ?? 0), blocked: row ? this.#db.dialect.readBool(row.blocked) : false };
   }
 
-  async blocksSha256(sha256: string): Promise<boolean> {
-    return (await this.checkBytes(sha256)).blocked;
-  }
-
   /** The digests among these that an entry blocks (one indexed query for a batch pre-check). */
   async blockedSha256Among(sha256s: readonly string[]): Promise<Set<string>> {
     if (!sha256s.length) return new Set();
@@ -247,10 +243,6 @@ export class BlocklistRepository implements BlocklistStore {
     const pdq =
       hashes.pdq === null ? undefined : { hash: hashes.pdq, quality: PDQ_MIN_QUALITY, distance: distances.pdq };
     return nearBlocklisted(this.#db.db(), this.#db.dialect, hashes.phash, distances.phash, pdq, this.#db.prepared);
-  }
-
-  async blocksPhash(phash: string, maxDistance: number): Promise<boolean> {
-    return this.blocksNear({ phash, pdq: null }, { phash: maxDistance, pdq: -1 }, await this.version());
   }
 
   async blocksPdq(pdq: string, maxDistance: number): Promise<boolean> {

@@ -9,9 +9,10 @@
  *   - SQLite: one writer at a time. The insert re-checks after its first write, holding the write lock, so an
  *     addition or a ban has committed before it (and is seen) or commits after it (and its job finds the row).
  *
- * The blocklist's lookups run again only when its version moved since the upload read it (before its early
- * checks): an addition bumps it in its own transaction, so an unchanged version means the early checks saw every
- * entry there is. Most inserts pay one primary-key read, not the lookups, while they hold the write lock.
+ * The blocklist's lookups run again only when its version moved since the upload read it (with its SHA-256 lookup,
+ * before its early checks): an addition bumps it in its own transaction, so an unchanged version means the early
+ * checks saw every entry there is. Most inserts pay one statement that reads the owner's row and the version by
+ * their primary keys (insertGuardReads), not the lookups, while they hold the write lock.
  */
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';

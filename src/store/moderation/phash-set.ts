@@ -76,7 +76,9 @@ export class PhashSet {
         const v = chunk ^ masks[j]!;
         for (let k = offsets[v]!, end = offsets[v + 1]!; k < end; k++) {
           const m = members[k]!;
-          if (popcount32((his[m]! ^ hi) >>> 0) + popcount32((los[m]! ^ lo) >>> 0) <= maxDistance) return true;
+          // The high half alone is over the distance for most candidates of a miss: the low half is not read.
+          const high = popcount32((his[m]! ^ hi) >>> 0);
+          if (high <= maxDistance && high + popcount32((los[m]! ^ lo) >>> 0) <= maxDistance) return true;
         }
       }
     }

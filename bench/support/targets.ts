@@ -111,9 +111,9 @@ export const TARGETS = {
   /**
    * The blocklist check p50 (100k entries) ÷ an upload's primary-key lookup p50, in the same rounds (issue 48: ≤ 5).
    * Before issue 48 (the pHash looked up in SQL, 548 chunk values at distance 8): 11–21 on SQLite, 6–8 on
-   * PostgreSQL; with the near hashes in memory and the SHA-256 read with the version in one statement: ~1–1.5
-   * (bench/README.md, Blocklist). A check that went back to SQL for a hash family fails it on SQLite, and on
-   * PostgreSQL once it costs more than four more round trips.
+   * PostgreSQL; with the near hashes in memory and the SHA-256 read with the version in one statement: 2.2–2.5 on
+   * SQLite, 1.0–1.3 on PostgreSQL (2026-11-29, load 17–26; bench/README.md, Blocklist). The check in SQL measured
+   * 90–206× and 22–25× in the same runs: a check that went back to SQL for a hash family fails it on both.
    */
   blocklistVsPrimaryKey: atMost(5, 'ci'),
   /** A miss (every family looked up) ÷ the dearest kind of hit, p50 (issue 48: a miss no dearer than a hit). */

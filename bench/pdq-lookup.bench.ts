@@ -20,7 +20,7 @@ import { analyze, insertRows, withIndexesDeferred } from './support/bulk-insert.
 import { isMain, runAlone } from './support/cli.ts';
 import { LOOKUP_OPTIONS, label, lookupOptions } from './blocklist.bench.ts';
 import { figure, type Recorder } from './support/report.ts';
-import { growUploads, rng, seedUsers, type Rng } from './support/seed.ts';
+import { flipPdq, growUploads, randomPdq, rng, seedUsers, type Rng } from './support/seed.ts';
 import { quantile, ratios } from './support/stats.ts';
 import { TARGETS, asGoal } from './support/targets.ts';
 
@@ -35,20 +35,6 @@ export interface PdqLookupOptions {
 /** BLOCKLIST_PDQ_DISTANCE's default (src/config.ts). */
 const DISTANCE = 31;
 const AT = new Date(Date.UTC(2026, 1, 1));
-
-const word = (r: Rng) =>
-  Math.floor(r() * 2 ** 32)
-    .toString(16)
-    .padStart(8, '0');
-const randomPdq = (r: Rng) => Array.from({ length: 8 }, () => word(r)).join('');
-
-function flipPdq(hash: string, bits: number, r: Rng): string {
-  let v = BigInt(`0x${hash}`);
-  const picked = new Set<number>();
-  while (picked.size < bits) picked.add(Math.floor(r() * 256));
-  for (const b of picked) v ^= 1n << BigInt(b);
-  return v.toString(16).padStart(64, '0');
-}
 
 export async function pdqLookupBench(rec: Recorder, opts: PdqLookupOptions): Promise<void> {
   for (const kind of opts.dbs) {
@@ -116,6 +102,8 @@ async function lookups(
   r: Rng,
 ): Promise<void> {
   const blocklist = new BlocklistRepository(db);
+  // The upload's check answers from this process's copy once it is built (while it is not, in SQL).
+  await blocklist.warm();
   const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)]!;
   const probes = Array.from({ length: opts.probes }, (_, i) =>
     i % 3 === 0 ? { hit: true, pdq: flipPdq(pick(entries), 1 + (i % DISTANCE), r) } : { hit: false, pdq: randomPdq(r) },
@@ -166,7 +154,9 @@ async function lookups(
     }
   }
   const note = `${opts.probes} probes per round: a third 1–${DISTANCE} bits from an entry, two thirds random`;
-  rec.add(figure('pdq-lookup', `${at}: PDQ check p50`, 'ms', p50.check, { target: TARGETS.blocklistLookupMs, note }));
+  rec.add(
+    figure('pdq-lookup', `${at}: PDQ check p50`, 'ms', p50.check, { target: TARGETS.blocklistLookupMs[kind], note }),
+  );
   rec.add(figure('pdq-lookup', `${at}: PDQ check p99`, 'ms', p99.check));
   rec.add(figure('pdq-lookup', `${at}: PDQ check p50, hit`, 'ms', p50.hit));
   rec.add(figure('pdq-lookup', `${at}: PDQ check p50, miss`, 'ms', p50.miss));
@@ -174,7 +164,7 @@ async function lookups(
   rec.add(figure('pdq-lookup', `${at}: upload by primary key p99`, 'ms', p99.pk));
   rec.add(
     figure('pdq-lookup', `${kind}: PDQ check ÷ primary-key lookup (p50)`, '×', ratios(p50.check, p50.pk), {
-      target: asGoal(TARGETS.blocklistVsPrimaryKey[kind]),
+      target: asGoal(TARGETS.blocklistVsPrimaryKey),
       note: at,
     }),
   );

@@ -9,6 +9,9 @@ import { uploadChunkColumns } from '../../src/store/similarity/hamming.ts';
 import { hotRank, wilsonLowerBound } from '../../src/domain/ranking.ts';
 import { seededRandom } from '../../test/support/fixtures.ts';
 import { flipBits as flipAnyBits, hex8 } from '../../test/support/hashes.ts';
+
+/** Random PDQ hashes, and one with `bits` bits flipped (the tests' own). */
+export { flipPdqBits as flipPdq, randomPdq } from '../../test/support/hashes.ts';
 import { analyze, insertRows, withIndexesDeferred } from './bulk-insert.ts';
 
 export type Rng = () => number;

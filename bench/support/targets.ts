@@ -102,16 +102,24 @@ export const TARGETS = {
   uncachedPageMs: atMost(10),
   /** Near-duplicate lookup at 1M hashes, p50 ms. */
   lookupAt1MMs: atMost(2),
-  /** The upload-time blocklist check (SHA-256, then pHash within 8) at 1M uploads and 100k entries, p50 ms. */
-  blocklistLookupMs: atMost(2),
+  /**
+   * The upload-time blocklist check at 1M uploads and 100k entries (SHA-256, pHash and PDQ mixed), p50 ms: what an
+   * image upload asks (the SHA-256 with the version, then the pHash within 8 and the PDQ within 31). Issue 48: ≤ 1 ms
+   * on SQLite, ≤ 2 ms on PostgreSQL. Reported, not enforced: CI guards the ratio below.
+   */
+  blocklistLookupMs: { sqlite: atMost(1), postgres: atMost(2) },
   /** Importing 10k entries at 1M uploads until every matching upload is held, seconds. */
   blocklistImportSeconds: atMost(60),
   /**
-   * The blocklist check p50 (100k entries) ÷ an upload's primary-key lookup p50, in the same rounds: 11–15 on
-   * SQLite, 6–8 on PostgreSQL (2026-11-25, bench/README.md, Blocklist). PostgreSQL's ceiling fails the plan the
-   * lookup had before its covering index and unordered existence check (24.6).
+   * The blocklist check p50 (100k entries) ÷ an upload's primary-key lookup p50, in the same rounds (issue 48: ≤ 5).
+   * Before issue 48 (the pHash looked up in SQL, 548 chunk values at distance 8): 11–21 on SQLite, 6–8 on
+   * PostgreSQL; with the near hashes in memory and the SHA-256 read with the version in one statement: 2.2–2.5 on
+   * SQLite, 1.0–1.3 on PostgreSQL (2026-11-29, load 17–26; bench/README.md, Blocklist). The check in SQL measured
+   * 90–206× and 22–25× in the same runs: a check that went back to SQL for a hash family fails it on both.
    */
-  blocklistVsPrimaryKey: { sqlite: atMost(30, 'ci'), postgres: atMost(16, 'ci') },
+  blocklistVsPrimaryKey: atMost(5, 'ci'),
+  /** A miss (every family looked up) ÷ the dearest kind of hit, p50 (issue 48: a miss no dearer than a hit). */
+  blocklistMissVsHit: atMost(1.1),
   /**
    * Vote rings (issues 27 and 45, bench/vote-rings.md), on the 28-day community seed 2 (never tuned on) at 40k
    * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.75 (0.79 measured; the issue's goal

@@ -93,23 +93,50 @@ export function nodeSqliteDialect(path: string): SqliteDialect {
   return new SqliteDialect({ database: async () => asKyselyDatabase(await openSqlite(path)) });
 }
 
+/**
+ * A connection's statements, each prepared once and kept (most recently used last; past `size` the least recently
+ * used goes: `in (?, ?, …)` lists make many shapes). Reusing one is safe: node:sqlite resets a statement after
+ * each `all`/`run`, so a kept statement holds no read transaction open. Kysely asks for a statement by its text on
+ * every query: without this, each query was parsed and planned anew (the blocklist check and every primary-key
+ * read among them; bench/README.md, Blocklist).
+ */
+export function keptStatements<T>(prepare: (sql: string) => T, size: number): (sql: string) => T {
+  const kept = new Map<string, T>();
+  return (sql) => {
+    let stmt = kept.get(sql);
+    if (stmt !== undefined) kept.delete(sql);
+    else {
+      stmt = prepare(sql);
+      if (kept.size >= size) kept.delete(kept.keys().next().value!);
+    }
+    kept.set(sql, stmt);
+    return stmt;
+  };
+}
+
+/** Statements kept per connection (the main one, each import thread's, each reader thread's). */
+export const KEPT_STATEMENTS = 256;
+
 /** node:sqlite's DatabaseSync in the shape Kysely's SQLite driver speaks (better-sqlite3's). */
 function asKyselyDatabase(db: DatabaseSync): SqliteDatabase {
+  const statement = keptStatements((sql) => asKyselyStatement(db, sql), KEPT_STATEMENTS);
   return {
-    prepare: (sql) => asKyselyStatement(db.prepare(sql)),
+    prepare: statement,
     close: () => db.close(),
   };
 }
 
-function asKyselyStatement(stmt: StatementSync): SqliteStatement {
+function asKyselyStatement(db: DatabaseSync, sql: string): SqliteStatement {
   type Params = Parameters<StatementSync['all']>;
+  const stmt = db.prepare(sql);
   return {
     // A statement that returns rows (a select, a pragma, an insert … returning), as better-sqlite3 decides it.
     reader: stmt.columns().length > 0,
     all: (params) => stmt.all(...(params as Params)).map(plainRow),
     run: (params) => stmt.run(...(params as Params)),
+    // A statement of its own: a kept one stepped by a stream would be reset by the next query of the same text.
     iterate: function* (params) {
-      for (const row of stmt.iterate(...(params as Params))) yield plainRow(row);
+      for (const row of db.prepare(sql).iterate(...(params as Params))) yield plainRow(row);
     },
   };
 }

@@ -3,8 +3,8 @@
  * the first task, and its statements kept prepared (a listing asks the same few shapes again and again). Each task is
  * one statement that returns rows; it runs here, synchronously, so the gateway's event loop only waits for the answer.
  */
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openSqliteReader } from './node-sqlite.ts';
+import type { StatementSync } from 'node:sqlite';
+import { KEPT_STATEMENTS, keptStatements, openSqliteReader } from './node-sqlite.ts';
 
 export interface ReadTask {
   path: string;
@@ -14,24 +14,19 @@ export interface ReadTask {
 
 type Params = Parameters<StatementSync['all']>;
 
-let db: DatabaseSync | undefined;
-const statements = new Map<string, StatementSync>();
-/** Prepared statements kept per thread; past it the oldest goes (`in (?, ?, …)` lists make many shapes). */
-const KEPT_STATEMENTS = 256;
+let kept: ((sql: string) => StatementSync) | undefined;
 
 function statement(path: string, sql: string): StatementSync {
-  db ??= openSqliteReader(path);
-  let stmt = statements.get(sql);
-  if (stmt) {
-    // Most recently used last: the first key of the map is the one to drop.
-    statements.delete(sql);
-  } else {
-    stmt = db.prepare(sql);
-    if (stmt.columns().length === 0) throw new Error(`a reader thread runs statements that return rows only: ${sql}`);
-    if (statements.size >= KEPT_STATEMENTS) statements.delete(statements.keys().next().value!);
+  if (!kept) {
+    const conn = openSqliteReader(path);
+    kept = keptStatements((text) => {
+      const stmt = conn.prepare(text);
+      if (stmt.columns().length === 0)
+        throw new Error(`a reader thread runs statements that return rows only: ${text}`);
+      return stmt;
+    }, KEPT_STATEMENTS);
   }
-  statements.set(sql, stmt);
-  return stmt;
+  return kept(sql);
 }
 
 /** The rows of one statement (null-prototype objects: the structured clone back makes them plain). */

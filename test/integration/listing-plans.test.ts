@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import { openDatabase, type Database } from '../../src/store/database.ts';
 import { feedKeysQuery, movedKeysQuery, profileStatsQuery } from '../../src/store/repositories/feed.repository.ts';
 import { prefixPageQuery, prefixRangeQuery, tagSearchQueries } from '../../src/store/repositories/tag.repository.ts';
@@ -21,22 +21,7 @@ import type { FeedQuery, PageStart } from '../../src/domain/feeds/feed.service.t
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 import { withStoreDatabase } from '../support/store-db.ts';
-
-/** The database's plan for `query`; on PostgreSQL with sequential scans (and, unless `sorts`, sorts) priced out. */
-function planOf(db: Database, query: CompiledQuery, sorts = false): Promise<string> {
-  return db.transaction(async (_em, tx) => {
-    const explain = <R>(prefix: string) =>
-      tx.executeQuery<R>(CompiledQuery.raw(`${prefix} ${query.sql}`, [...query.parameters]));
-    if (db.dialect.name === 'postgres') {
-      if (!sorts) await sql`set local enable_sort = off`.execute(tx);
-      await sql`set local enable_seqscan = off`.execute(tx);
-      const r = await explain<{ 'QUERY PLAN': string }>('explain');
-      return r.rows.map((x) => x['QUERY PLAN']).join('\n');
-    }
-    const r = await explain<{ detail: string }>('explain query plan');
-    return r.rows.map((x) => x.detail).join('\n');
-  });
-}
+import { planOf } from '../support/plans.ts';
 
 function assertNoSort(dialect: string, label: string, plan: string): void {
   if (dialect === 'postgres') assert.doesNotMatch(plan, /\bSort\b/, `${label}:\n${plan}`);

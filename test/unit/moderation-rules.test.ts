@@ -106,21 +106,35 @@ describe('person review', () => {
 });
 
 describe('PhashSet (in-memory multi-index hashing)', () => {
-  test('answers exactly as a brute-force scan, at several distances', () => {
-    const rand = seededRandom(42);
-    const hex = () => Array.from({ length: 16 }, () => Math.floor(rand() * 16).toString(16)).join('');
-    const set = Array.from({ length: 300 }, hex);
+  const rand = seededRandom(42);
+  const hex = () => Array.from({ length: 16 }, () => Math.floor(rand() * 16).toString(16)).join('');
+  const set = Array.from({ length: 300 }, hex);
+  const queriesAt = (d: number) => [
+    ...Array.from({ length: 200 }, hex),
+    ...set.slice(0, 100).map((h, i) => flipBits(h, i % (d + 3), rand)),
+  ];
+  test('answers exactly as a brute-force scan, at several distances (expand: built for one)', () => {
     for (const d of [0, 4, 8, 11]) {
       const index = new PhashSet(set, d);
-      const queries = [
-        ...Array.from({ length: 200 }, hex),
-        ...set.slice(0, 100).map((h, i) => flipBits(h, i % (d + 3), rand)),
-      ];
-      for (const q of queries) {
+      for (const q of queriesAt(d)) {
         const expected = set.some((h) => hammingHex(h, q) <= d);
         assert.equal(index.matches(q), expected, `d=${d} q=${q}`);
       }
+      assert.throws(() => index.matches(set[0]!, d + 1), /within/, 'an expanded set answers at its own distance only');
     }
+  });
+  test('the probe layout (the upload check’s copy) answers at any distance asked, as a brute-force scan', () => {
+    const index = new PhashSet(set, 0, 'probe');
+    let matched = 0;
+    for (const d of [0, 3, 4, 8, 11, 16]) {
+      for (const q of queriesAt(d)) {
+        const expected = set.some((h) => hammingHex(h, q) <= d);
+        assert.equal(index.matches(q, d), expected, `d=${d} q=${q}`);
+        if (expected) matched++;
+      }
+      assert.equal(index.matches(set[0]!, -1), false, 'a negative distance: not checked');
+    }
+    assert.ok(matched > 300, `hits exercised (${matched})`);
   });
 });
 

@@ -104,4 +104,21 @@ describe('PDQ multi-index hashing', () => {
       }
       assert.ok(matched > 100 && matched < 300, `both answers are exercised (${matched} matches)`);
     });
+
+  test('PdqSet (probe) answers at any distance asked (the upload check’s copy, any BLOCKLIST_PDQ_DISTANCE)', () => {
+    const r = lcgRandom(5);
+    const entries = Array.from({ length: 200 }, () => randomPdq(r));
+    const set = new PdqSet(entries, 0, 'probe');
+    for (const d of [0, 15, 16, 40]) {
+      const queries = Array.from({ length: 60 }, (_, i) => flipRandom(entries[i]!, Math.max(1, d - 3 + (i % 7)), r));
+      for (const q of queries)
+        assert.equal(
+          set.matches(q, d),
+          entries.some((e) => brute(e, q) <= d),
+          `d=${d} ${q}`,
+        );
+    }
+    assert.equal(set.matches(entries[0]!, -1), false, 'a negative distance: not checked');
+    assert.throws(() => new PdqSet(entries, 31).matches(entries[0]!, 30), /within 31/);
+  });
 });

@@ -67,6 +67,19 @@ export interface QueueItemRecord {
  */
 export const PDQ_MIN_QUALITY = 50;
 
+/** An image's hashes as the blocklist's near check asks about them (null: that family not asked). */
+export interface NearHashes {
+  phash: string | null;
+  /** Only a PDQ whose quality is ≥ PDQ_MIN_QUALITY. */
+  pdq: string | null;
+}
+
+/** The distances of that check: BLOCKLIST_DISTANCE and BLOCKLIST_PDQ_DISTANCE (negative: not checked). */
+export interface NearDistances {
+  phash: number;
+  pdq: number;
+}
+
 export interface NewBlocklistEntry {
   sha256: string | null;
   phash: string | null;

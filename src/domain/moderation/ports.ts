@@ -13,6 +13,8 @@ import type {
   JobStatus,
   ModlogLine,
   Moderator,
+  NearDistances,
+  NearHashes,
   NewBlocklistEntry,
   QueueItemRecord,
   ReportRecord,
@@ -97,15 +99,13 @@ export interface ModerationStore {
 export interface BlocklistStore {
   /**
    * Bumped by every addition and removal: an upload reads it before its checks, its insert re-checks only if it
-   * moved, and each process's in-memory PDQ entries are rebuilt when it moved.
+   * moved, and each process's in-memory copy of the near hashes is rebuilt when it moved.
    */
   version(): Promise<number>;
-  /** Whether these bytes are blocklisted (exact SHA-256): one indexed lookup. */
-  blocksSha256(sha256: string): Promise<boolean>;
-  /** Whether a blocklisted perceptual hash lies within `maxDistance` (multi-index hashing over its chunks). */
-  blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
-  /** Whether a blocklisted PDQ lies within `maxDistance` (multi-index hashing over its sixteen chunks). */
-  blocksPdq(pdq: string, maxDistance: number): Promise<boolean>;
+  /** The version and whether these bytes are blocklisted (exact SHA-256), in one read (BlocklistCheck). */
+  checkBytes(sha256: string): Promise<{ version: number; blocked: boolean }>;
+  /** Whether a blocklisted pHash or PDQ lies within the distance, seeing every entry present at `version`. */
+  blocksNear(hashes: NearHashes, distances: NearDistances, version: number): Promise<boolean>;
   list(offset: number, limit: number): Promise<BlocklistEntry[]>;
   /**
    * Adds the entries not present yet (same pair of hashes: skipped), each with a modlog `block` line, and queues

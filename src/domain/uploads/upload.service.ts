@@ -23,7 +23,7 @@ import { toUploadView } from './upload-view.ts';
 import { originalNameOf } from './original-name.ts';
 import { checkHashes, type HashCheck } from './check-hashes.ts';
 import { NO_IMAGE } from './ports.ts';
-import { PDQ_MIN_QUALITY } from '../moderation/moderation.types.ts';
+import { PDQ_MIN_QUALITY, type NearDistances, type NearHashes } from '../moderation/moderation.types.ts';
 import { aiDecision, ownerLabel, type AiPolicy } from './ai-label.ts';
 
 /** BLOCKLIST_PDQ_DISTANCE's default (API.md Blocklist). */
@@ -49,14 +49,19 @@ export interface UploadPolicy {
 
 /** The moderators' blocklist, as an upload consults it: before any decoding, and once the perceptual hash is known. */
 export interface BlocklistCheck {
-  /** Read before the checks: the insert re-checks only if an addition moved it since (insert-guard.ts). */
-  version(): Promise<number>;
-  blocksSha256(sha256: string): Promise<boolean>;
+  /**
+   * Before any decoding, in one read: whether an entry blocks these bytes (their SHA-256), and the blocklist's
+   * version, which the near check sees at least and the insert compares (it re-checks only if the version moved
+   * since: an addition came meanwhile).
+   */
+  checkBytes(sha256: string): Promise<{ version: number; blocked: boolean }>;
   /** The digests among these that it blocks (the batch pre-check). */
   blockedSha256Among(sha256s: readonly string[]): Promise<Set<string>>;
-  blocksPhash(phash: string, maxDistance: number): Promise<boolean>;
-  /** Whether a blocklisted PDQ lies within `maxDistance` of this one. */
-  blocksPdq?(pdq: string, maxDistance: number): Promise<boolean>;
+  /**
+   * Once the hashes are known: whether a blocklisted perceptual hash or PDQ lies within its distance of the image's,
+   * seeing every entry present at `version` (the one checkBytes read).
+   */
+  blocksNear(hashes: NearHashes, distances: NearDistances, version: number): Promise<boolean>;
 }
 
 export interface ImageInput {
@@ -126,10 +131,9 @@ export class UploadService {
     this.#policy = deps.policy;
     this.#events = deps.events ?? {};
     this.#blocklist = deps.blocklist ?? {
-      version: async () => 0,
-      blocksSha256: async () => false,
+      checkBytes: async () => ({ version: 0, blocked: false }),
       blockedSha256Among: async () => new Set(),
-      blocksPhash: async () => false,
+      blocksNear: async () => false,
     };
   }
 
@@ -147,15 +151,12 @@ export class UploadService {
 
   async createImage(principal: Principal, input: ImageInput, signal?: AbortSignal): Promise<CreateResult> {
     const viewer = viewerOf(principal);
-    // The blocklist decides first, on the hash of the bytes as they arrived: a blocked upload costs one lookup.
-    // Its version, read before, tells the insert whether entries came since (then it checks again).
+    // The blocklist decides first, on the hash of the bytes as they arrived: a blocked upload costs one read. Its
+    // version, read with it, tells the insert whether entries came since (then it checks again).
     const pdqDistance = this.#policy.blocklistPdqDistance ?? BLOCKLIST_PDQ_DISTANCE;
-    const blocklistSeen = {
-      version: await this.#blocklist.version(),
-      distance: this.#policy.blocklistDistance,
-      pdqDistance,
-    };
-    if (await this.#blocklist.blocksSha256(input.sha256)) throw errors.blockedContent();
+    const bytes = await this.#blocklist.checkBytes(input.sha256);
+    if (bytes.blocked) throw errors.blockedContent();
+    const blocklistSeen = { version: bytes.version, distance: this.#policy.blocklistDistance, pdqDistance };
     const exact = await this.#uploads.findVisibleBySha256(input.sha256, viewer);
     if (exact) return this.#duplicate(exact.id, 'exact', 0);
 
@@ -181,9 +182,11 @@ export class UploadService {
       let near: CreateResult | null = null;
       let blocked = false;
       const afterHash = async (phash: string, pdq?: { hash: string; quality: number }) => {
-        blocked = await this.#blocklist.blocksPhash(phash, this.#policy.blocklistDistance);
-        if (!blocked && pdq && pdq.quality >= PDQ_MIN_QUALITY && this.#blocklist.blocksPdq)
-          blocked = await this.#blocklist.blocksPdq(pdq.hash, pdqDistance);
+        blocked = await this.#blocklist.blocksNear(
+          { phash, pdq: pdq && pdq.quality >= PDQ_MIN_QUALITY ? pdq.hash : null },
+          { phash: this.#policy.blocklistDistance, pdq: pdqDistance },
+          bytes.version,
+        );
         if (blocked) return true;
         near = await this.#nearDuplicate(phash, viewer);
         return near !== null;

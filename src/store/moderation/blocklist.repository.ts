@@ -8,11 +8,13 @@
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import type { BlocklistStore } from '../../domain/moderation/ports.ts';
 import type {
   BlocklistEntry,
   Moderator,
+  NearDistances,
+  NearHashes,
   NewBlocklistEntry,
   NewModlogEntry,
 } from '../../domain/moderation/moderation.types.ts';
@@ -24,10 +26,10 @@ import { nearRows } from '../similarity/similarity-index.ts';
 import { appendModlog } from './modlog.ts';
 import { holdUpload } from './upload-states.ts';
 import { PhashSet } from './phash-set.ts';
-import { blocklistVersion, bumpBlocklistVersion, lockBlocklistForAdd } from './insert-guard.ts';
+import { bumpBlocklistVersion, lockBlocklistForAdd, nearBlocklisted, versionQuery } from './insert-guard.ts';
 import { PDQ_MIN_QUALITY } from '../../domain/moderation/moderation.types.ts';
 import { PdqSet, pdqChunkKeys } from '../similarity/pdq-hamming.ts';
-import { PdqBlocklistCache } from './pdq-lookup.ts';
+import { BlocklistCache } from './blocklist-cache.ts';
 import { importStepOnThread, type AddOptions, type HoldJobRef } from './blocklist-import.ts';
 
 type Hashes = { sha256: string | null; phash: string | null; pdq?: string | null };
@@ -162,31 +164,57 @@ async function analyzeBlocklist(db: Kysely<DB>): Promise<void> {
   await sql`analyze blocklist, blocklist_pdq_chunks`.execute(db);
 }
 
+/**
+ * The version and whether an entry has this SHA-256, in one statement: the version's primary key and one probe of
+ * blocklist_sha256_index (test/integration/blocklist-check.test.ts checks both plans).
+ */
+export const checkBytesQuery = (db: Kysely<DB>, sha256: string) =>
+  db
+    .selectFrom('blocklist_version as v')
+    .select('v.version')
+    .select((eb) =>
+      eb.exists(eb.selectFrom('blocklist as b').select('b.id').where('b.sha256', '=', sha256)).as('blocked'),
+    )
+    .where('v.id', '=', 1);
+
 export class BlocklistRepository implements BlocklistStore {
   readonly #db: Database;
   /** From this many perceptual hashes on, the job scans the uploads once instead of one lookup per entry. */
   readonly #scanFrom: number;
   /** Stored hashes read per page of that scan. */
   readonly #scanPage: number;
-  /** The PDQ entries in memory, rebuilt when the blocklist's version moves (pdq-lookup.ts). */
-  readonly #pdq: PdqBlocklistCache;
+  /** The perceptual hashes and PDQs in memory, rebuilt when the blocklist's version moved (blocklist-cache.ts). */
+  readonly #near: BlocklistCache;
 
   constructor(db: Database, opts: { scanFrom?: number; scanPage?: number } = {}) {
     this.#db = db;
-    this.#pdq = new PdqBlocklistCache(
+    this.#near = new BlocklistCache(
       () => db.read(),
-      () => blocklistVersion(db.db()),
+      () => this.version(),
     );
     this.#scanFrom = opts.scanFrom ?? 100;
     this.#scanPage = opts.scanPage ?? SCAN_PAGE;
   }
 
-  version(): Promise<number> {
-    return blocklistVersion(this.#db.db());
+  /** One short read, run as a prepared statement on PostgreSQL (Database.prepared; SQLite keeps every statement). */
+  #query<R>(query: { compile(): CompiledQuery<R>; execute(): Promise<R[]> }): Promise<R[]> {
+    const { prepared } = this.#db;
+    return prepared ? prepared.query(query.compile()) : query.execute();
   }
 
-  async blocksSha256(sha256: string): Promise<boolean> {
-    return (await this.blockedSha256Among([sha256])).has(sha256);
+  async version(): Promise<number> {
+    const rows = await this.#query(versionQuery(this.#db.db()));
+    return Number(rows[0]?.version ?? 0);
+  }
+
+  /**
+   * The blocklist's version and whether an entry blocks these bytes (exact SHA-256), in one statement: the
+   * version's primary key and one probe of the SHA-256 index, read in one snapshot.
+   */
+  async checkBytes(sha256: string): Promise<{ version: number; blocked: boolean }> {
+    const rows = await this.#query(checkBytesQuery(this.#db.db(), sha256));
+    const row = rows[0];
+    return { version: Number(row?.version ?? 0), blocked: row ? this.#db.dialect.readBool(row.blocked) : false };
   }
 
   /** The digests among these that an entry blocks (one indexed query for a batch pre-check). */
@@ -202,16 +230,28 @@ export class BlocklistRepository implements BlocklistStore {
     return new Set(rows.map((r) => r.sha256).filter((s): s is string => s !== null));
   }
 
-  async blocksPhash(phash: string, maxDistance: number): Promise<boolean> {
-    const { rows } = await nearRows(this.#db.dialect, 'blocklist', phash, maxDistance, {
-      limit: 1,
-      unordered: true,
-    }).execute(this.#db.db());
-    return rows.length > 0;
+  /**
+   * Whether a blocklisted perceptual hash lies within `distances.phash` of `hashes.phash`, or a blocklisted PDQ
+   * within `distances.pdq` of `hashes.pdq` (the caller passes a PDQ only when its quality counts), seeing at least
+   * every entry present at `version`: from this process's copy in memory when it is that recent, else in SQL (the
+   * insert's re-check's lookups) while the copy is rebuilt (blocklist-cache.ts).
+   */
+  async blocksNear(hashes: NearHashes, distances: NearDistances, version: number): Promise<boolean> {
+    const known = this.#near.blocks(hashes, distances, version);
+    if (known !== null) return known;
+    // The caller judged the PDQ's quality already.
+    const pdq =
+      hashes.pdq === null ? undefined : { hash: hashes.pdq, quality: PDQ_MIN_QUALITY, distance: distances.pdq };
+    return nearBlocklisted(this.#db.db(), this.#db.dialect, hashes.phash, distances.phash, pdq, this.#db.prepared);
   }
 
-  blocksPdq(pdq: string, maxDistance: number): Promise<boolean> {
-    return this.#pdq.blocks(pdq, maxDistance);
+  async blocksPdq(pdq: string, maxDistance: number): Promise<boolean> {
+    return this.blocksNear({ phash: null, pdq }, { phash: -1, pdq: maxDistance }, await this.version());
+  }
+
+  /** Builds this process's copy of the entries' near hashes now (bench and tests: the check's steady state). */
+  warm(): Promise<void> {
+    return this.#near.load();
   }
 
   async list(offset: number, limit: number): Promise<BlocklistEntry[]> {

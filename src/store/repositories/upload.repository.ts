@@ -22,7 +22,7 @@ import { hotRank } from '../../domain/ranking.ts';
 import { appendModlog } from '../moderation/modlog.ts';
 import { refreshQueueKey } from '../moderation/upload-states.ts';
 import { emitQueueItem, emitUploadEvent } from '../webhooks/outbox.ts';
-import { blocklisted, blocklistVersion, lockBlocklistForInsert, ownerBannedUntil } from '../moderation/insert-guard.ts';
+import { blocklisted, insertGuardReads, lockBlocklistForInsert } from '../moderation/insert-guard.ts';
 
 /** Thrown inside an insert's transaction to roll it back: the owner is banned, or the bytes were blocklisted. */
 class InsertRefused extends Error {
@@ -256,13 +256,13 @@ export class UploadRepository implements UploadStore {
         // After that first write (SQLite: under the write lock; PostgreSQL: under the blocklist's lock and the
         // owner's row lock): a ban or blocklist entries committed since the upload's early checks refuse it here,
         // and a later ban's removal job or blocklist hold finds the row (insert-guard.ts).
-        const bannedUntil = await ownerBannedUntil(db, d, u.userId, u.createdAt);
-        if (bannedUntil) throw new InsertRefused({ ok: false, refused: 'banned', until: bannedUntil });
+        const guard = await insertGuardReads(db, d, u.userId, u.createdAt);
+        if (guard.bannedUntil) throw new InsertRefused({ ok: false, refused: 'banned', until: guard.bannedUntil });
         const seen = opts.blocklist;
         if (
           u.sha256 &&
           seen &&
-          (await blocklistVersion(db)) !== seen.version &&
+          guard.version !== seen.version &&
           (await blocklisted(db, d, u.sha256, u.phash, seen.distance, {
             hash: u.pdq,
             quality: u.pdqQuality,

@@ -83,6 +83,18 @@ export function neighbours(value: number, radius: number, bits = 16): number[] {
   return out;
 }
 
+const masks = new Map<number, Int32Array>();
+
+/**
+ * `neighbours(0, radius)` of 16-bit values, listed once per radius: a value's neighbours are the value XOR each.
+ * The in-memory sets read buckets by these without allocating per query.
+ */
+export function neighbourMasks(radius: number): Int32Array {
+  let m = masks.get(radius);
+  if (!m) masks.set(radius, (m = Int32Array.from(neighbours(0, Math.max(radius, 0)))));
+  return m;
+}
+
 /** How many values `neighbours` returns, without listing them: Σ C(bits, k) for k ≤ radius. */
 export function neighbourhoodSize(radius: number, bits: number): number {
   let total = 0;

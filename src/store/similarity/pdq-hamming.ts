@@ -8,7 +8,7 @@
  * HMA use the same scheme through faiss's binary multi-index hashing; 8-bit chunks would give ~12 500 candidates).
  * A key is `position × 65 536 + value`: one integer column, one index.
  */
-import { neighbours, popcount32 } from './hamming.ts';
+import { neighbourMasks, neighbours, popcount32 } from './hamming.ts';
 
 export const PDQ_HEX = /^[0-9a-f]{64}$/;
 export const PDQ_CHUNKS = 16;
@@ -35,6 +35,17 @@ export function pdqDistanceWords(a: Uint32Array, b: Uint32Array, aAt = 0, bAt = 
   let n = 0;
   for (let i = 0; i < 8; i++) n += popcount32((a[aAt + i]! ^ b[bAt + i]!) >>> 0);
   return n;
+}
+
+/**
+ * Whether the hash at `aAt` of `a` lies within `max` of `b`, stopping at the first words whose bits already differ
+ * by more (two random hashes do after two or three of the eight: a miss, the common case, reads ~3 words per
+ * candidate, not 8).
+ */
+export function pdqWithin(a: Uint32Array, aAt: number, b: Uint32Array, max: number): boolean {
+  let n = 0;
+  for (let i = 0; i < 8; i++) if ((n += popcount32((a[aAt + i]! ^ b[i]!) >>> 0)) > max) return false;
+  return true;
 }
 
 /** Hamming distance of two PDQ hashes in hex. */
@@ -88,7 +99,7 @@ export class PdqSet {
     hashes.forEach((h, i) => writePdqWords(h, this.#words, i * 8));
     // Typed arrays only, no array per hash: 300k entries build in tens of milliseconds, not seconds (the hold job
     // and the upload's cache build this on the event loop). A chunk's neighbours are its value XOR these masks.
-    const masks = Int32Array.from(neighbours(0, this.#probe ? 0 : pdqRadius(maxDistance)));
+    const masks = neighbourMasks(this.#probe ? 0 : pdqRadius(maxDistance));
     const words = this.#words;
     for (let c = 0; c < PDQ_CHUNKS; c++) {
       const at = c >> 1;
@@ -114,16 +125,25 @@ export class PdqSet {
     return this.#words.length / 8;
   }
 
-  /** Whether a hash of the set lies within the distance of `hex`. */
-  matches(hex: string): boolean {
+  /**
+   * Whether a hash of the set lies within the distance of `hex`: the set's own, or in the probe layout any
+   * `maxDistance` asked.
+   */
+  matches(hex: string, maxDistance = this.#maxDistance): boolean {
+    if (!this.#probe && maxDistance !== this.#maxDistance)
+      throw new Error(`this set answers within ${this.#maxDistance} bits only, not ${maxDistance}`);
     const q = pdqWords(hex);
-    const radius = this.#probe ? pdqRadius(this.#maxDistance) : 0;
+    if (maxDistance < 0) return false;
+    const masks = neighbourMasks(this.#probe ? pdqRadius(maxDistance) : 0);
     for (let c = 0; c < PDQ_CHUNKS; c++) {
       const offsets = this.#offsets[c]!;
       const members = this.#members[c]!;
-      for (const v of neighbours((q[c >> 1]! >>> (c & 1 ? 0 : 16)) & 0xffff, radius))
-        for (let k = offsets[v]!; k < offsets[v + 1]!; k++)
-          if (pdqDistanceWords(this.#words, q, members[k]! * 8) <= this.#maxDistance) return true;
+      const chunk = (q[c >> 1]! >>> (c & 1 ? 0 : 16)) & 0xffff;
+      for (let j = 0; j < masks.length; j++) {
+        const v = chunk ^ masks[j]!;
+        for (let k = offsets[v]!, end = offsets[v + 1]!; k < end; k++)
+          if (pdqWithin(this.#words, members[k]! * 8, q, maxDistance)) return true;
+      }
     }
     return false;
   }

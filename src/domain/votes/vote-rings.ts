@@ -416,11 +416,22 @@ export function detectVoteRings(
       return x;
     };
     const shared = new Array<number>(all.length).fill(0);
+    // Accounts made or bought to vote: dormant or new, and only voting.
+    const shaped = all.map((m) => onlyVotes[m.user] === 1 && (dormant[m.user] === 1 || isYoung(m.user, m.first)));
+    const nShaped = shaped.reduce((k, x) => k + (x ? 1 : 0), 0);
     for (const [net, idx] of onNet) {
       // Three candidates or more: two is a proxy's exit on someone's home network, or a couple.
-      if (idx.length < 3 || idx.length < policy.linkShare * netAccounts[net]! || authorNets.has(net)) continue;
-      for (const i of idx) shared[i]!++;
-      for (let k = 1; k < idx.length; k++) parent[find(idx[k]!)] = find(idx[0]!);
+      if (idx.length < 3 || authorNets.has(net)) continue;
+      let on = idx;
+      if (idx.length < policy.linkShare * netAccounts[net]!) {
+        // A busy network (a carrier's NAT, a campus) links the shaped candidates on it only when they are far more
+        // than its share of the window's voters predicts (an operator's phone behind the NAT): students and fans
+        // on it have histories or uploads, and a carrier's share is spread over every target alike.
+        on = idx.filter((i) => shaped[i]);
+        if (on.length < 3 || binomialTail(on.length, nShaped, netAccounts[net]! / U) >= BUSY_NET_CHANCE) continue;
+      }
+      for (const i of on) shared[i]!++;
+      for (let k = 1; k < on.length; k++) parent[find(on[k]!)] = find(on[0]!);
     }
     const comps = new Map<number, number[]>();
     all.forEach((_, i) => {
@@ -453,13 +464,16 @@ export function detectVoteRings(
     all.forEach((m, i) => {
       const u = m.user;
       const proxy = proxyOf(u);
+      // A weak proxy in excess counts for an account made or bought to vote (dormant or new), not for one with a
+      // history that voted once from a café.
+      const weakIn = proxy === 'weak' && weakExcess && cotimed[i]! && (dormant[u] === 1 || isYoung(u, m.first));
+      const dormantIn = dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess && cotimed[i]!;
       let s = 0;
       if (linked[i]!.length) s += 2;
       if (proxy === 'strong') s += 2;
-      else if (proxy === 'weak') s += 0.5 + (weakExcess && cotimed[i] ? 1 : 0);
-      if (dormant[u]) s += 1 + (dormantExcess && cotimed[i] && onlyVotes[u] ? 1 : 0);
-      excess[i] =
-        cotimed[i]! && ((proxy === 'weak' && weakExcess) || (dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess));
+      else if (proxy === 'weak') s += 0.5 + (weakIn ? 1 : 0);
+      if (dormant[u]) s += 1 + (dormantIn ? 1 : 0);
+      excess[i] = weakIn || dormantIn;
       if (!Number.isNaN(created[u]!) && isYoung(u, m.first)) s += 0.5;
       if (onlyVotes[u]) s += 0.5;
       m.suspicion = s;
@@ -861,4 +875,6 @@ const TRAIT_CHANCE = 1e-3;
 const SHAPE_MS = 6 * 3600_000;
 /** Candidates whose votes on one upload fall within this of each other voted in one session (ms). */
 const COTIME = 6 * 3600_000;
+/** Shaped candidates on a busy network link when as many would be on it by chance less often than this. */
+const BUSY_NET_CHANCE = 1e-6;
 const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -427,7 +427,8 @@ export function detectVoteRings(
         // A busy network (a carrier's NAT, a campus) links the shaped candidates on it only when they are far more
         // than its share of the window's voters predicts (an operator's phone behind the NAT): students and fans
         // on it have histories or uploads, and a carrier's share is spread over every target alike.
-        on = idx.filter((i) => shaped[i]);
+        // Counted by the votes cast from it, not by sign-ups (newcomers sign up on their phones, then vote at home).
+        on = idx.filter((i) => shaped[i] && pairVotes.get(all[i]!.user * NETS + net)! > 0);
         if (on.length < 3 || binomialTail(on.length, nShaped, netAccounts[net]! / U) >= BUSY_NET_CHANCE) continue;
       }
       for (const i of on) shared[i]!++;

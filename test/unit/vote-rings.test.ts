@@ -211,6 +211,20 @@ describe('detectVoteRings', () => {
     assert.ok(found[0]!.evidence.members.every((m) => m.proxyLike === 'weak' && m.inExcess));
   });
 
+  test('accounts made and left idle for over a week before a proxied vote count as dormant', () => {
+    const w = new World();
+    w.background(300);
+    // Created on the window's first day from fresh networks, silent for nine days, then one vote each.
+    const ring = Array.from({ length: 8 }, (_, i) =>
+      w.account(`idle${i}`, { createdAt: T0 + HOUR, signupNet: `isign${i}`, uploads: i % 2 }),
+    );
+    ring.forEach((u, i) => w.vote(u, 'late', 'client', 1, T0 + 9 * DAY + i * 6 * 60_000, `iexit${i}`, UAS[i % 7]!));
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    assert.ok(found[0]!.evidence.members.every((m) => m.dormant));
+  });
+
   test("a creator's new followers who signed up on a carrier's network and vote once from home are not a ring", () => {
     const w = new World();
     w.background(300);

@@ -317,7 +317,9 @@ export function detectVoteRings(
   const onlyVotes = new Uint8Array(U);
   const participates = new Uint8Array(U);
   const dormant = new Uint8Array(U);
-  const windowStart = n ? votes.reduce((m, v) => Math.min(m, v.at), Infinity) : 0;
+  // Each account's first vote in the window.
+  const firstAt = new Float64Array(U).fill(Infinity);
+  for (let i = 0; i < n; i++) if (votes[i]!.at < firstAt[vUser[i]!]!) firstAt[vUser[i]!] = votes[i]!.at;
   for (let u = 0; u < U; u++) {
     const f = facts(users.names[u]!);
     if (!f) continue;
@@ -325,7 +327,9 @@ export function detectVoteRings(
     if (f.signupNet) signup[u] = nets.of(f.signupNet);
     if (f.uploads === 0 && f.reports === 0) onlyVotes[u] = 1;
     else participates[u] = 1;
-    if (windowStart - f.createdAt >= policy.youngMs && f.votes - total[u]! <= policy.dormantVotes) dormant[u] = 1;
+    // Dormant: at least youngMs old at its first vote in the window (an account made and left idle counts, not only
+    // one older than the window) with (almost) no votes before the window.
+    if (firstAt[u]! - f.createdAt >= policy.youngMs && f.votes - total[u]! <= policy.dormantVotes) dormant[u] = 1;
   }
   // (account, network) pairs: votes from it (0: the sign-up network only), and the accounts seen per network.
   const NETS = nets.names.length + 1;

@@ -257,7 +257,7 @@ describe('detectVoteRings', () => {
     assert.deepEqual(found[0]!.accounts, [...ring].sort());
   });
 
-  test("dormant vote-only accounts behind a carrier's NAT, far more than its share, are linked; its fans are not", () => {
+  test("dormant vote-only accounts behind a carrier's NAT, far beyond its share, are linked; its fans are not", () => {
     const w = new World();
     w.background(600);
     // A busy network: 25 of the old accounts signed up behind it (about 4 % of the window's voters).

@@ -60,7 +60,10 @@ export interface RingPolicy {
    * many other accounts vote elsewhere.
    */
   linkShare: number;
-  /** An account older than `youngMs` with at most this many votes before the window is dormant (bought, farmed). */
+  /**
+   * An account at least `youngMs` old at its first vote in the window with at most this many votes before the
+   * window is dormant (bought, farmed, or made and left idle).
+   */
   dormantVotes: number;
   /** A candidate is a suspect at this suspicion or more (MemberEvidence.suspicion). */
   minSuspicion: number;
@@ -96,8 +99,9 @@ export interface MemberEvidence {
   linkedMembers: number;
   /**
    * Its votes in the window come each from a network it used once and not its sign-up network, networks few
-   * accounts use (rented residential proxies): 'strong' when four or more and 80 % of its votes do, 'weak' when
-   * all of fewer do (one vote away from home, a café, a new lease: common among honest accounts alone).
+   * accounts use (rented residential proxies): 'strong' when four or more (three when it signed up on such a
+   * network too) and 80 % of its votes do, 'weak' when all of fewer do and it signed up on such a network or
+   * cast two (one vote away from home, a café, a new lease: common among honest accounts alone).
    */
   proxyLike: 'strong' | 'weak' | null;
   /**
@@ -105,7 +109,7 @@ export interface MemberEvidence {
    * candidates (binomial chance under 1/1000 against the window's voters): the group shares it, by design.
    */
   inExcess: boolean;
-  /** Older than youngMs but at most `dormantVotes` votes before the window. */
+  /** At least youngMs old at its first vote in the window, at most `dormantVotes` votes before the window. */
   dormant: boolean;
   /** It never uploaded nor reported. */
   onlyVotes: boolean;
@@ -121,8 +125,9 @@ export interface MemberEvidence {
   ua: string | null;
   /**
    * The sum of: linked 2, proxy-like 2 (weak 0.5, 1.5 when weak proxies are in excess among the target's
-   * candidates), dormant 1 (2 when dormant vote-only accounts are in excess there), young 0.5, only votes 0.5.
-   * Members are the candidates at policy.minSuspicion or more.
+   * candidates and it is dormant or young), dormant 1 (2 when dormant vote-only accounts are in excess there),
+   * young 0.5, only votes 0.5; "in excess" counts only for a candidate that voted on one of the target's uploads
+   * within 6 h of two others with a trait (a session). Members are the candidates at policy.minSuspicion or more.
    */
   suspicion: number;
 }

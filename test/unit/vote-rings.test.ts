@@ -147,6 +147,21 @@ describe('detectVoteRings', () => {
     assert.deepEqual(w.detect(), []);
   });
 
+  test('new accounts posting pictures on one home net, upvoting a friend living elsewhere, are not a ring', () => {
+    const w = new World();
+    w.background(300);
+    const day = T0 + HOUR;
+    w.account('friendX', { createdAt: day, signupNet: 'car', uploads: 1 });
+    const friends = Array.from({ length: 5 }, (_, i) =>
+      w.account(`g${i}`, { createdAt: day + i * HOUR, signupNet: 'flat', uploads: 1 }),
+    );
+    friends.forEach((u, i) => {
+      w.vote(u, 'fx', 'friendX', 1, day + 8 * DAY + i * 20 * 60_000, 'flat', UAS[i]!);
+      for (let k = 0; k < 2; k++) w.vote(u, `p${i * 5 + k}`, `a${i * 5 + k}`, 1, day + (2 + k) * DAY, 'flat', UAS[i]!);
+    });
+    assert.deepEqual(w.detect(), []);
+  });
+
   test("a ring among a target's honest fans is reported without the fans", () => {
     const w = new World();
     w.background(300);

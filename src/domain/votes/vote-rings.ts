@@ -452,7 +452,8 @@ export function detectVoteRings(
     });
     const linked: number[][] = all.map(() => []);
     for (const c of comps.values())
-      if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user))) for (const i of c) linked[i] = c;
+      if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user)) && !newCreators(c.map((i) => all[i]!)))
+        for (const i of c) linked[i] = c;
     // Traits honest voters have now and then, in excess among this target's candidates (vs. the window's voters):
     // weakly proxy-like (one vote from a network other than the sign-up one) and dormant accounts that only vote.
     // A weak trait counts only for a candidate that voted on one of the target's uploads within COTIME of two
@@ -489,6 +490,17 @@ export function detectVoteRings(
       m.suspicion = s;
     });
     return { linked, shared, excess };
+  }
+
+  /**
+   * Friends, not a ring: most of them are new accounts (created within NEW_CREATOR_MS of their first vote on the
+   * target) that posted or reported something (people who joined together to share pictures; an operator's new
+   * accounts only vote).
+   */
+  function newCreators(group: Member[]): boolean {
+    let k = 0;
+    for (const m of group) if (participates[m.user] && m.first - created[m.user]! < NEW_CREATOR_MS) k++;
+    return k * 2 >= group.length;
   }
 
   /**
@@ -885,6 +897,8 @@ const TRAIT_CHANCE = 1e-3;
 const SHAPE_MS = 6 * 3600_000;
 /** Candidates whose votes on one upload fall within this of each other voted in one session (ms). */
 const COTIME = 6 * 3600_000;
+/** A new account that uploads (NEW_CREATOR_MS old or less at its first vote on the target) is a newcomer. */
+const NEW_CREATOR_MS = 30 * 24 * 3600_000;
 /** Shaped candidates on a busy network link when as many would be on it by chance less often than this. */
 const BUSY_NET_CHANCE = 1e-6;
 const round = (x: number) => Math.round(x * 1000) / 1000;

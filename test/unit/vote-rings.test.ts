@@ -147,6 +147,21 @@ describe('detectVoteRings', () => {
     assert.deepEqual(w.detect(), []);
   });
 
+  test('new accounts posting pictures on one home net, upvoting a friend living elsewhere, are not a ring', () => {
+    const w = new World();
+    w.background(300);
+    const day = T0 + HOUR;
+    w.account('friendX', { createdAt: day, signupNet: 'car', uploads: 1 });
+    const friends = Array.from({ length: 5 }, (_, i) =>
+      w.account(`g${i}`, { createdAt: day + i * HOUR, signupNet: 'flat', uploads: 1 }),
+    );
+    friends.forEach((u, i) => {
+      w.vote(u, 'fx', 'friendX', 1, day + 8 * DAY + i * 20 * 60_000, 'flat', UAS[i]!);
+      for (let k = 0; k < 2; k++) w.vote(u, `p${i * 5 + k}`, `a${i * 5 + k}`, 1, day + (2 + k) * DAY, 'flat', UAS[i]!);
+    });
+    assert.deepEqual(w.detect(), []);
+  });
+
   test("a ring among a target's honest fans is reported without the fans", () => {
     const w = new World();
     w.background(300);
@@ -192,6 +207,89 @@ describe('detectVoteRings', () => {
     assert.deepEqual(found[0]!.evidence.target, { type: 'upload', id: 'hot' });
     assert.equal(found[0]!.evidence.direction, 'down');
     assert.ok(found[0]!.evidence.focus < DEFAULT_RING_POLICY.minFocus);
+  });
+
+  test('new accounts on proxies upvoting one upload are judged by their infrastructure, not as newcomers', () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 4 * DAY;
+    // Half of them posted a picture once (so the shape alone, dormant or new and only voting, does not name them);
+    // every sign-up and every vote from a fresh residential network.
+    const ring = Array.from({ length: 8 }, (_, i) =>
+      w.account(`y${i}`, { createdAt: t - 5 * HOUR, signupNet: `signup${i}`, uploads: i % 2 }),
+    );
+    ring.forEach((u, i) => w.vote(u, 'one', 'client', 1, t + i * 7 * 60_000, `exit${i}`, UAS[i % 7]!));
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    assert.ok(found[0]!.evidence.confidence >= 0.75, String(found[0]!.evidence.confidence));
+    assert.ok(found[0]!.evidence.members.every((m) => m.proxyLike === 'weak' && m.inExcess));
+  });
+
+  test('accounts made and left idle for over a week before a proxied vote count as dormant', () => {
+    const w = new World();
+    w.background(300);
+    // Created on the window's first day from fresh networks, silent for nine days, then one vote each.
+    const ring = Array.from({ length: 8 }, (_, i) =>
+      w.account(`idle${i}`, { createdAt: T0 + HOUR, signupNet: `isign${i}`, uploads: i % 2 }),
+    );
+    ring.forEach((u, i) => w.vote(u, 'late', 'client', 1, T0 + 9 * DAY + i * 6 * 60_000, `iexit${i}`, UAS[i % 7]!));
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    assert.ok(found[0]!.evidence.members.every((m) => m.dormant));
+  });
+
+  test("a creator's new followers who signed up on a carrier's network and vote once from home are not a ring", () => {
+    const w = new World();
+    w.background(300);
+    // The carrier's NAT: 40 of the old accounts signed up behind it.
+    for (let i = 0; i < 40; i++) w.facts.get(`h${i}`)!.signupNet = 'carrier';
+    const t = T0 + 3 * DAY;
+    for (let i = 0; i < 10; i++) {
+      const u = w.account(`nf${i}`, { createdAt: t - (10 + i) * HOUR, signupNet: 'carrier' });
+      w.vote(u, `cat${i % 4}`, 'creator', 1, t + i * 20 * 60_000, `newhome${i}`, UAS[i % 7]!);
+    }
+    assert.deepEqual(w.detect(), []);
+  });
+
+  test("an old account that once voted from a café is not swept into a ring on its target's uploads", () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 4 * DAY;
+    // Bought dormant accounts, two votes each from two fresh networks (weakly proxy-like, many of them).
+    const ring = Array.from({ length: 8 }, (_, i) => w.account(`b${i}`, { createdAt: T0 - 600 * DAY, votes: 2 }));
+    ring.forEach((u, i) => {
+      w.vote(u, 'q1', 'client', 1, t + i * 5 * 60_000, `px${i}a`, 'chrome');
+      w.vote(u, 'q2', 'client', 1, t + DAY + i * 5 * 60_000, `px${i}b`, 'chrome');
+    });
+    // A lurker with years of votes, two in the window: one on q1 from a café an hour after the ring, one at home.
+    w.account('lurker', { createdAt: T0 - 900 * DAY, votes: 400 });
+    w.vote('lurker', 'q1', 'client', 1, t + HOUR, 'cafe', 'safari');
+    w.vote('lurker', 'p7', 'a7', 1, t + 2 * DAY, 'lurkerhome', 'safari');
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+  });
+
+  test("dormant vote-only accounts behind a carrier's NAT, far beyond its share, are linked; its fans are not", () => {
+    const w = new World();
+    w.background(600);
+    // A busy network: 25 of the old accounts signed up behind it (about 4 % of the window's voters).
+    for (let i = 0; i < 25; i++) w.facts.get(`h${i}`)!.signupNet = 'car9';
+    const t = T0 + 5 * DAY;
+    // 40 fans with histories upvote the upload from their homes the same evening.
+    for (let i = 0; i < 40; i++) {
+      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
+      w.vote(u, 'pic', 'star', 1, t + i * 6 * 60_000, `fanhome${i}`, UAS[i % 7]!);
+    }
+    // The operator's phone: eight bought dormant accounts, one vote each, all behind the carrier's NAT.
+    const ring = Array.from({ length: 8 }, (_, i) => w.account(`o${i}`, { createdAt: T0 - 500 * DAY, votes: 3 }));
+    ring.forEach((u, i) => w.vote(u, 'pic', 'star', 1, t + 30 * 60_000 + i * 4 * 60_000, 'car9', UAS[i % 7]!));
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    assert.equal(found[0]!.evidence.linkedAccounts, 8);
   });
 
   test('fewer accounts than minAccounts are never a ring; self-votes do not count', () => {

@@ -60,7 +60,10 @@ export interface RingPolicy {
    * many other accounts vote elsewhere.
    */
   linkShare: number;
-  /** An account older than `youngMs` with at most this many votes before the window is dormant (bought, farmed). */
+  /**
+   * An account at least `youngMs` old at its first vote in the window with at most this many votes before the
+   * window is dormant (bought, farmed, or made and left idle).
+   */
   dormantVotes: number;
   /** A candidate is a suspect at this suspicion or more (MemberEvidence.suspicion). */
   minSuspicion: number;
@@ -96,8 +99,9 @@ export interface MemberEvidence {
   linkedMembers: number;
   /**
    * Its votes in the window come each from a network it used once and not its sign-up network, networks few
-   * accounts use (rented residential proxies): 'strong' when four or more and 80 % of its votes do, 'weak' when
-   * all of fewer do (one vote away from home, a café, a new lease: common among honest accounts alone).
+   * accounts use (rented residential proxies): 'strong' when four or more (three when it signed up on such a
+   * network too) and 80 % of its votes do, 'weak' when all of fewer do and it signed up on such a network or
+   * cast two (one vote away from home, a café, a new lease: common among honest accounts alone).
    */
   proxyLike: 'strong' | 'weak' | null;
   /**
@@ -105,7 +109,7 @@ export interface MemberEvidence {
    * candidates (binomial chance under 1/1000 against the window's voters): the group shares it, by design.
    */
   inExcess: boolean;
-  /** Older than youngMs but at most `dormantVotes` votes before the window. */
+  /** At least youngMs old at its first vote in the window, at most `dormantVotes` votes before the window. */
   dormant: boolean;
   /** It never uploaded nor reported. */
   onlyVotes: boolean;
@@ -121,8 +125,9 @@ export interface MemberEvidence {
   ua: string | null;
   /**
    * The sum of: linked 2, proxy-like 2 (weak 0.5, 1.5 when weak proxies are in excess among the target's
-   * candidates), dormant 1 (2 when dormant vote-only accounts are in excess there), young 0.5, only votes 0.5.
-   * Members are the candidates at policy.minSuspicion or more.
+   * candidates and it is dormant or young), dormant 1 (2 when dormant vote-only accounts are in excess there),
+   * young 0.5, only votes 0.5; "in excess" counts only for a candidate that voted on one of the target's uploads
+   * within 6 h of two others with a trait (a session). Members are the candidates at policy.minSuspicion or more.
    */
   suspicion: number;
 }
@@ -210,6 +215,8 @@ interface Member {
   count: number;
   first: number;
   items: number[];
+  /** When it voted on each of `items` (same order). */
+  times: number[];
   suspicion: number;
 }
 
@@ -315,7 +322,9 @@ export function detectVoteRings(
   const onlyVotes = new Uint8Array(U);
   const participates = new Uint8Array(U);
   const dormant = new Uint8Array(U);
-  const windowStart = n ? votes.reduce((m, v) => Math.min(m, v.at), Infinity) : 0;
+  // Each account's first vote in the window.
+  const firstAt = new Float64Array(U).fill(Infinity);
+  for (let i = 0; i < n; i++) if (votes[i]!.at < firstAt[vUser[i]!]!) firstAt[vUser[i]!] = votes[i]!.at;
   for (let u = 0; u < U; u++) {
     const f = facts(users.names[u]!);
     if (!f) continue;
@@ -323,7 +332,9 @@ export function detectVoteRings(
     if (f.signupNet) signup[u] = nets.of(f.signupNet);
     if (f.uploads === 0 && f.reports === 0) onlyVotes[u] = 1;
     else participates[u] = 1;
-    if (windowStart - f.createdAt >= policy.youngMs && f.votes - total[u]! <= policy.dormantVotes) dormant[u] = 1;
+    // Dormant: at least youngMs old at its first vote in the window (an account made and left idle counts, not only
+    // one older than the window) with (almost) no votes before the window.
+    if (firstAt[u]! - f.createdAt >= policy.youngMs && f.votes - total[u]! <= policy.dormantVotes) dormant[u] = 1;
   }
   // (account, network) pairs: votes from it (0: the sign-up network only), and the accounts seen per network.
   const NETS = nets.names.length + 1;
@@ -354,8 +365,13 @@ export function detectVoteRings(
   const proxyKind = (u: number): 'strong' | 'weak' | null => {
     const k = oneOff[u]!;
     const votesWithNet = netVotes[u]!;
-    if (k >= 4 && k >= 0.8 * votesWithNet) return 'strong';
-    if (k >= 1 && k === votesWithNet && (signup[u]! >= 0 || k >= 2)) return 'weak';
+    // One vote away from a sign-up network that was itself quiet (a proxy's), or two or more from one-off networks;
+    // not a carrier sign-up and then a vote from home (a newcomer on its phone first).
+    const quietSignup = signup[u]! >= 0 && netAccounts[signup[u]!]! <= QUIET_NET;
+    // Strong: four such votes or more, or three when the sign-up was on a quiet network too (an honest account
+    // votes from home again and again; three votes from a home, a café and another café happen).
+    if (k >= (quietSignup ? STRONG_PROXY - 1 : STRONG_PROXY) && k >= 0.8 * votesWithNet) return 'strong';
+    if (k >= 1 && k === votesWithNet && (quietSignup || k >= 2)) return 'weak';
     return null;
   };
   const proxies: ('strong' | 'weak' | null)[] = Array.from({ length: U }, (_, u) => proxyKind(u));
@@ -391,10 +407,7 @@ export function detectVoteRings(
   const isYoung = (u: number, first: number) => first - created[u]! < policy.youngMs;
 
   /** Step 2's suspicion of each candidate, and the members linked to it (index lists). */
-  function suspicions(
-    all: Member[],
-    author: number,
-  ): { linked: number[][]; shared: number[]; weakExcess: boolean; dormantExcess: boolean } {
+  function suspicions(all: Member[], author: number): { linked: number[][]; shared: number[]; excess: boolean[] } {
     // The author's own networks: a household or a dorm upvoting one of its own is not a ring's server.
     const authorNets = new Set(author >= 0 ? netsOf[author] : []);
     // Networks on which at least linkShare of the accounts seen are candidates here: union the candidates on them.
@@ -412,11 +425,23 @@ export function detectVoteRings(
       return x;
     };
     const shared = new Array<number>(all.length).fill(0);
+    // Accounts made or bought to vote: dormant or new, and only voting.
+    const shaped = all.map((m) => onlyVotes[m.user] === 1 && (dormant[m.user] === 1 || isYoung(m.user, m.first)));
+    const nShaped = shaped.reduce((k, x) => k + (x ? 1 : 0), 0);
     for (const [net, idx] of onNet) {
       // Three candidates or more: two is a proxy's exit on someone's home network, or a couple.
-      if (idx.length < 3 || idx.length < policy.linkShare * netAccounts[net]! || authorNets.has(net)) continue;
-      for (const i of idx) shared[i]!++;
-      for (let k = 1; k < idx.length; k++) parent[find(idx[k]!)] = find(idx[0]!);
+      if (idx.length < 3 || authorNets.has(net)) continue;
+      let on = idx;
+      if (idx.length < policy.linkShare * netAccounts[net]!) {
+        // A busy network (a carrier's NAT, a campus) links the shaped candidates on it only when they are far more
+        // than its share of the window's voters predicts (an operator's phone behind the NAT): students and fans
+        // on it have histories or uploads, and a carrier's share is spread over every target alike.
+        // Counted by the votes cast from it, not by sign-ups (newcomers sign up on their phones, then vote at home).
+        on = idx.filter((i) => shaped[i] && pairVotes.get(all[i]!.user * NETS + net)! > 0);
+        if (on.length < 3 || binomialTail(on.length, nShaped, netAccounts[net]! / U) >= BUSY_NET_CHANCE) continue;
+      }
+      for (const i of on) shared[i]!++;
+      for (let k = 1; k < on.length; k++) parent[find(on[k]!)] = find(on[0]!);
     }
     const comps = new Map<number, number[]>();
     all.forEach((_, i) => {
@@ -427,30 +452,55 @@ export function detectVoteRings(
     });
     const linked: number[][] = all.map(() => []);
     for (const c of comps.values())
-      if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user))) for (const i of c) linked[i] = c;
+      if (c.length >= 3 && !mutual(c.map((i) => all[i]!.user)) && !newCreators(c.map((i) => all[i]!)))
+        for (const i of c) linked[i] = c;
     // Traits honest voters have now and then, in excess among this target's candidates (vs. the window's voters):
     // weakly proxy-like (one vote from a network other than the sign-up one) and dormant accounts that only vote.
+    // A weak trait counts only for a candidate that voted on one of the target's uploads within COTIME of two
+    // others with a trait (weak, strong, dormant vote-only): an operator's accounts vote in sessions; an honest
+    // lurker passing by the target days apart from them is not theirs.
+    const traitOf = (m: Member, i: number) =>
+      proxyOf(m.user) !== null || (dormant[m.user] === 1 && onlyVotes[m.user] === 1) || linked[i]!.length > 0;
+    const cotimed = cotimedWith(all, traitOf);
     let weak = 0;
     let dormantOnly = 0;
-    for (const m of all) {
+    all.forEach((m, i) => {
+      if (!cotimed[i]) return;
       if (proxyOf(m.user) === 'weak') weak++;
       if (dormant[m.user] && onlyVotes[m.user]) dormantOnly++;
-    }
+    });
     const weakExcess = binomialTail(weak, all.length, baseWeak) < TRAIT_CHANCE;
     const dormantExcess = binomialTail(dormantOnly, all.length, baseDormantOnly) < TRAIT_CHANCE;
+    const excess = all.map(() => false);
     all.forEach((m, i) => {
       const u = m.user;
       const proxy = proxyOf(u);
+      // A weak proxy in excess counts for an account made or bought to vote (dormant or new), not for one with a
+      // history that voted once from a café.
+      const weakIn = proxy === 'weak' && weakExcess && cotimed[i]! && (dormant[u] === 1 || isYoung(u, m.first));
+      const dormantIn = dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess && cotimed[i]!;
       let s = 0;
       if (linked[i]!.length) s += 2;
       if (proxy === 'strong') s += 2;
-      else if (proxy === 'weak') s += 0.5 + (weakExcess ? 1 : 0);
-      if (dormant[u]) s += 1 + (dormantExcess && onlyVotes[u] ? 1 : 0);
+      else if (proxy === 'weak') s += 0.5 + (weakIn ? 1 : 0);
+      if (dormant[u]) s += 1 + (dormantIn ? 1 : 0);
+      excess[i] = weakIn || dormantIn;
       if (!Number.isNaN(created[u]!) && isYoung(u, m.first)) s += 0.5;
       if (onlyVotes[u]) s += 0.5;
       m.suspicion = s;
     });
-    return { linked, shared, weakExcess, dormantExcess };
+    return { linked, shared, excess };
+  }
+
+  /**
+   * Friends, not a ring: most of them are new accounts (created within NEW_CREATOR_MS of their first vote on the
+   * target) that posted or reported something (people who joined together to share pictures; an operator's new
+   * accounts only vote).
+   */
+  function newCreators(group: Member[]): boolean {
+    let k = 0;
+    for (const m of group) if (participates[m.user] && m.first - created[m.user]! < NEW_CREATOR_MS) k++;
+    return k * 2 >= group.length;
   }
 
   /**
@@ -468,6 +518,34 @@ export function detectVoteRings(
     return false;
   }
 
+  /**
+   * Per candidate: whether it voted on one of the target's uploads within COTIME of at least two other candidates
+   * with `trait` (one pass over the target's votes sorted per upload).
+   */
+  function cotimedWith(all: Member[], trait: (m: Member, i: number) => boolean): boolean[] {
+    const perUpload = new Map<number, { at: number; i: number }[]>();
+    all.forEach((m, i) => {
+      if (!trait(m, i)) return;
+      m.items.forEach((p, k) => {
+        const list = perUpload.get(p);
+        const e = { at: m.times[k]!, i };
+        if (list) list.push(e);
+        else perUpload.set(p, [e]);
+      });
+    });
+    const out = all.map(() => false);
+    for (const list of perUpload.values()) {
+      if (list.length < 3) continue;
+      list.sort((x, y) => x.at - y.at);
+      for (let k = 0, lo = 0, hi = 0; k < list.length; k++) {
+        while (list[k]!.at - list[lo]!.at > COTIME) lo++;
+        while (hi + 1 < list.length && list[hi + 1]!.at - list[k]!.at <= COTIME) hi++;
+        if (hi - lo >= 2) out[list[k]!.i] = true;
+      }
+    }
+    return out;
+  }
+
   const candidatesOf = (list: number[], minFocus: number): Member[] => {
     const members = new Map<number, Member>();
     for (const i of list) {
@@ -478,7 +556,8 @@ export function detectVoteRings(
         m.count++;
         if (at < m.first) m.first = at;
         m.items.push(vUpload[i]!);
-      } else members.set(u, { user: u, count: 1, first: at, items: [vUpload[i]!], suspicion: 0 });
+        m.times.push(at);
+      } else members.set(u, { user: u, count: 1, first: at, items: [vUpload[i]!], times: [at], suspicion: 0 });
     }
     const all: Member[] = [];
     for (const m of members.values()) {
@@ -493,7 +572,7 @@ export function detectVoteRings(
     all: Member[],
     author: number,
   ): { group: Member[]; evidence: Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>> } | null {
-    const { linked, shared, weakExcess, dormantExcess } = suspicions(all, author);
+    const { linked, shared, excess } = suspicions(all, author);
     const group: Member[] = [];
     const evidence = new Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>();
     all.forEach((m, i) => {
@@ -506,8 +585,7 @@ export function detectVoteRings(
       if (linked[i]!.length)
         reasons.push(`shares ${shared[i]} network(s) few others use with ${linked[i]!.length - 1} other candidate(s)`);
       if (proxy) reasons.push(`${proxy === 'strong' ? '' : 'weakly '}proxy-like: each vote from a network used once`);
-      if ((proxy === 'weak' && weakExcess) || (dormant[u] && onlyVotes[u] && dormantExcess))
-        reasons.push("its trait is improbably common among the target's voters");
+      if (excess[i]) reasons.push("its trait is improbably common among the target's voters");
       if (dormant[u]) reasons.push(`dormant: ${policy.dormantVotes} votes or fewer before the window`);
       if (age !== null && age < policy.youngMs)
         reasons.push(`created ${Math.round(age / 3600_000)} h before its first vote on the target`);
@@ -518,7 +596,7 @@ export function detectVoteRings(
         sharedNetworks: shared[i]!,
         linkedMembers: Math.max(0, linked[i]!.length - 1),
         proxyLike: proxy,
-        inExcess: (proxy === 'weak' && weakExcess) || (dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess),
+        inExcess: excess[i]!,
         dormant: dormant[u] === 1,
         onlyVotes: onlyVotes[u] === 1,
         ageAtFirstVoteMs: age,
@@ -618,7 +696,8 @@ export function detectVoteRings(
     for (let k = lo; k < hi; k++) {
       const u = vUser[down[k]!]!;
       // Their only downvote: a ring member's trace; honest voters passing by dislike other uploads too.
-      if (downs[u]! <= 1) all.push({ user: u, count: 1, first: at(down[k]!), items: [p], suspicion: 0 });
+      if (downs[u]! <= 1)
+        all.push({ user: u, count: 1, first: at(down[k]!), items: [p], times: [at(down[k]!)], suspicion: 0 });
     }
     if (all.length < fewest) return;
     const s = suspectsOf(all, authorUser[uploadAuthor[p]!]!);
@@ -743,7 +822,7 @@ export function detectVoteRings(
     }
     // New accounts that share a network but vote widely beyond the target: a circle of newcomers (friends who
     // joined together), not an operator's accounts, which vote for what they are paid to.
-    const newcomers = young * 2 >= group.length && focus / group.length < 0.6;
+    const newcomers = young * 2 >= group.length && focus < 0.6;
     const suspectShare = group.length / candidates;
     const confidence =
       coreCount * 2 >= group.length && !newcomers
@@ -808,10 +887,18 @@ export function detectVoteRings(
 
 /** A network seen with more accounts than this in the window is not a proxy's (a campus, a NAT, a café chain). */
 const QUIET_NET = 20;
+/** Votes from as many one-off networks make an account strongly proxy-like (an honest one votes from home). */
+const STRONG_PROXY = 4;
 /** A network seen with 3 to this many accounts is a handful's (a server, a home), not a campus's or a NAT's. */
 const SMALL_NET = 60;
 /** A trait is in excess among a target's candidates when as many would have it by chance less often than this. */
 const TRAIT_CHANCE = 1e-3;
 /** A group judged by shape alone keeps the members whose first votes fall within this of each other (ms). */
 const SHAPE_MS = 6 * 3600_000;
+/** Candidates whose votes on one upload fall within this of each other voted in one session (ms). */
+const COTIME = 6 * 3600_000;
+/** A new account that uploads (NEW_CREATOR_MS old or less at its first vote on the target) is a newcomer. */
+const NEW_CREATOR_MS = 30 * 24 * 3600_000;
+/** Shaped candidates on a busy network link when as many would be on it by chance less often than this. */
+const BUSY_NET_CHANCE = 1e-6;
 const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -192,3 +192,30 @@ test('HUMAN_POLICY=off: no score', async () => {
     await off.close();
   }
 });
+
+test('HUMAN_POLICY=reject: people sent resumably (tus) get the error a direct upload gets, nothing left', async () => {
+  const u = await registerUser(reject.api);
+  const photo = bytes.get(PEOPLE[0]!)!;
+  const direct = await uploadImage(reject.api, u.token, photo, {}, 'direct.jpg');
+  assert.equal(direct.status, 400, direct.text);
+  const rows = await countUploads(reject);
+  const media = (await diskState(reject)).media.length;
+  // creation-with-upload: the whole file in the creation request; the outcome is the result resource's.
+  const c = await reject.api.post('/api/uploads/resumable', undefined, {
+    token: u.token,
+    raw: photo,
+    headers: {
+      'tus-resumable': '1.0.0',
+      'upload-length': String(photo.length),
+      'content-type': 'application/offset+octet-stream',
+    },
+  });
+  assert.equal(c.status, 201, c.text);
+  const r = await reject.api.get(`${c.headers.get('location')!}/result`, { token: u.token });
+  assert.equal(r.status, 400, r.text);
+  assert.deepEqual(r.body, direct.body);
+  assert.equal(await countUploads(reject), rows);
+  const disk = await diskState(reject);
+  assert.equal(disk.media.length, media);
+  assert.deepEqual([disk.staging, disk.tmp], [[], []]);
+});

@@ -3,10 +3,11 @@
  * report of a timed run:
  *
  *   PIXVOTE_TEST_TIMINGS=/tmp/timings.txt PIXVOTE_SKIP_LINT=1 npm test
- *   node --experimental-strip-types scripts/test-durations.ts /tmp/timings.txt
+ *   npx node --experimental-strip-types scripts/test-durations.ts /tmp/timings.txt
  *
  * Each pass's block of that report (scripts/test-timings-reporter.mjs) gives a file's seconds of tests; a later
- * block of the same pass replaces an earlier one. Passes the report does not name keep their figures.
+ * block of the same pass replaces an earlier one. Passes the report does not name keep their figures; files that no
+ * longer exist are left out.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,7 +30,8 @@ for (const line of readFileSync(report, 'utf8').split('\n')) {
     continue;
   }
   const row = /^\s*([\d.]+)\s+\d+\s+(\S+\.test\.ts)$/.exec(line);
-  if (row && pass) pass[row[2]!] = Number(row[1]);
+  // Files since removed (or run only that once) are left out.
+  if (row && pass && existsSync(join(import.meta.dirname, '..', row[2]!))) pass[row[2]!] = Number(row[1]);
 }
 writeFileSync(out, `${JSON.stringify(durations, null, 2)}\n`);
 console.log(

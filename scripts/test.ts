@@ -133,7 +133,7 @@ function globMatch(file: string, pattern: string): boolean {
 
 /**
  * test/durations.json: seconds per file and pass, from a timed run (`PIXVOTE_TEST_TIMINGS=FILE npm test`, then
- * `node --experimental-strip-types scripts/test-durations.ts FILE`). Only the order of a pass depends on it: a file
+ * `npx node --experimental-strip-types scripts/test-durations.ts FILE`). Only the order of a pass depends on it: a file
  * it does not know yet (a new one) starts first, as if it were the slowest.
  */
 function slowestFirst(selected: string[], db: string): string[] {

@@ -13,6 +13,7 @@
  * finding; a run of named files skips it, to stay quick.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
  * PIXVOTE_TEST_CONCURRENCY: test files run side by side (default 3).
+ * Each pass starts its files slowest first (test/durations.json; scripts/test-pass.ts runs them in that order).
  * PIXVOTE_TEST_TIMINGS=FILE: each pass appends its files' test time to FILE, slowest first.
  * PIXVOTE_TEST_TIMEOUT_S: the runner's timeout per test file, in seconds. By default 300 s on a quiet machine, scaled
  * with the load measured at the start of each pass (load average per core, when above 1): a busy machine makes the
@@ -96,20 +97,22 @@ function run(label: string, patterns: string[], env: Record<string, string>, lea
     `\n=== ${label}: ${selected.length} files, ${concurrency} side by side, at most ${timeoutS} s per file ` +
       `(${describeLoad()}${process.env.PIXVOTE_TEST_TIMEOUT_S ? '; PIXVOTE_TEST_TIMEOUT_S' : ''})`,
   );
+  // Slowest first (test/durations.json, per pass), so that the long files do not start last and run alone at the
+  // end: the pass ends about when the sum of its files divided by the concurrency says.
+  const ordered = slowestFirst(selected, env.PIXVOTE_TEST_DB ?? 'sqlite');
+  const pass = {
+    files: ordered,
+    concurrency,
+    timeoutMs: timeoutS * 1000,
+    reporters: [...(timings ? [timingsReporter] : []), timeoutsReporter],
+  };
   const r = spawnSync(
     process.execPath,
     [
       '--experimental-strip-types',
       '--experimental-async-context-frame',
-      '--test',
-      '--test-reporter=spec',
-      '--test-reporter-destination=stdout',
-      ...(timings ? [`--test-reporter=${timingsReporter}`, '--test-reporter-destination=stdout'] : []),
-      `--test-reporter=${timeoutsReporter}`,
-      '--test-reporter-destination=stdout',
-      `--test-concurrency=${concurrency}`,
-      `--test-timeout=${timeoutS * 1000}`,
-      ...selected,
+      join(import.meta.dirname, 'test-pass.ts'),
+      JSON.stringify(pass),
     ],
     { stdio: 'inherit', env: { ...process.env, ...runEnv, ...env, PIXVOTE_TEST_TIMEOUTS: timeoutsFile } },
   );
@@ -126,6 +129,20 @@ function run(label: string, patterns: string[], env: Record<string, string>, lea
 
 function globMatch(file: string, pattern: string): boolean {
   return globSync(pattern).includes(file.replace(/^\.\//, ''));
+}
+
+/**
+ * test/durations.json: seconds per file and pass, from a timed run (`PIXVOTE_TEST_TIMINGS=FILE npm test`, then
+ * `npx node --experimental-strip-types scripts/test-durations.ts FILE`). Only the order of a pass depends on it: a file
+ * it does not know yet (a new one) starts first, as if it were the slowest.
+ */
+function slowestFirst(selected: string[], db: string): string[] {
+  const path = join(import.meta.dirname, '../test/durations.json');
+  const known = existsSync(path)
+    ? ((JSON.parse(readFileSync(path, 'utf8')) as Record<string, Record<string, number>>)[db] ?? {})
+    : {};
+  const seconds = (f: string) => known[f.replace(/^\.\//, '')] ?? Infinity;
+  return [...selected].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
 }
 
 const ALL = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
@@ -157,6 +174,9 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/cli-resumable.test.ts': 'the CLI over tus: the server side is resumable.test.ts, on both databases',
   'test/http/cli-mod.test.ts': 'the CLI: moderation commands over the API',
   'test/http/admin-cli.test.ts': 'the CLI: admin commands over the API',
+  'test/http/cli-launcher.test.ts': 'bin/pixvote.js under an old Node: no server, no database',
+  'test/http/docs-commands.test.ts': "the guide's commands as written; the routes they call have files of their own",
+  'test/http/startup-errors.test.ts': 'a start that cannot open its database: the same command lines on each pass',
   'test/http/person-detector.test.ts': 'the detector and its runtimes',
   'test/http/upload-cancel.test.ts': 'uploads whose client goes away',
   'test/http/upload-half-close.test.ts': 'uploads over half-closed connections',
@@ -164,6 +184,7 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/image-range.test.ts': 'Range reads from the local disk store',
   'test/integration/media-pool.test.ts': 'the worker pool',
   'test/integration/media-worker.test.ts': 'the image pipeline in a worker',
+  'test/integration/provenance-worker.test.ts': 'C2PA provenance read in the worker pool',
   'test/integration/media-store.test.ts': 'the local disk media store',
   'test/integration/multipart-close.test.ts': 'multipart parsing',
   'test/integration/safe-fetch.test.ts': 'the guarded fetch of image_url',

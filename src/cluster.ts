@@ -44,7 +44,7 @@ export async function runPrimary(config: Config): Promise<void> {
   // Each of the PROCESSES slots is kept filled: a process that dies is replaced after a backoff that grows
   // while its slot keeps dying, and a slot that dies CRASH_LOOP.deaths times within CRASH_LOOP.windowMs is
   // a crash loop: the primary stops the others and exits 1, so a supervisor sees the failure.
-  const restarts = new RestartPolicy(CRASH_LOOP);
+  const restarts = new RestartPolicy({ ...CRASH_LOOP, firstDelayMs: config.processRestartDelayMs });
   const slotOf = new Map<Worker, number>();
   const fork = (slot: number) => slotOf.set(cluster.fork({ PIXVOTE_PROCESS_SLOT: String(slot) }), slot);
   cluster.on('exit', (worker, code, signal) => {
@@ -87,7 +87,10 @@ export async function runPrimary(config: Config): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-/** 5 deaths of one slot within 60 s is a crash loop; replacements wait 1 s, 2 s, 4 s … up to 15 s. */
+/**
+ * 5 deaths of one slot within 60 s is a crash loop; replacements wait 1 s, 2 s, 4 s … up to 15 s (the first wait:
+ * PROCESS_RESTART_DELAY_MS, which the tests shorten).
+ */
 export const CRASH_LOOP = { deaths: 5, windowMs: 60_000, firstDelayMs: 1000, maxDelayMs: 15_000 };
 
 /** When to replace a dead gateway process, and when to give up: per slot, over a sliding window. */

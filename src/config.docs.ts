@@ -79,6 +79,11 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   PROCESSES: {
     meaning: 'gateway processes `npm start` runs on one port (node:cluster)',
   },
+  PROCESS_RESTART_DELAY_MS: {
+    meaning:
+      'with `PROCESSES` > 1, the wait (ms, ≤ 15000) before a dead gateway process is replaced; it doubles while ' +
+      'its slot keeps dying (up to 15 s), and 5 deaths of one slot within 60 s stop the service (exit 1)',
+  },
   HUMAN_POLICY: {
     meaning:
       '`reject`, `flag` (store score, accept, put in the moderation queue), `hold` (accept held until a ' +
@@ -218,8 +223,14 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   },
   MODERATION_JOB_PAUSE_MS: {
     meaning:
-      "pause (ms, ≤ 5000, under the job's 10 s lease) between the steps of a durable moderation job (20 " +
+      "pause (ms, ≤ 5000, at most half the job's lease) between the steps of a durable moderation job (20 " +
       "removals each): spreads a large ban's removal so it never crowds out requests",
+  },
+  MODERATION_JOB_LEASE_MS: {
+    meaning:
+      'how long (ms, 100 to 600000) a process holds a durable moderation job between two of its steps: a ' +
+      'process that dies mid-job leaves it to the others once this has passed (they look every 5 s, or every ' +
+      'lease when shorter)',
   },
   VOTE_RING_INTERVAL: {
     meaning:

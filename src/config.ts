@@ -88,6 +88,8 @@ export interface Config {
   readonly reportMinAccountAgeSeconds: number;
   /** MODERATION_JOB_PAUSE_MS: a pause between the steps (20 removals) of a durable moderation job (0: none). */
   readonly moderationJobPauseMs: number;
+  /** MODERATION_JOB_LEASE_MS: a claimed job's lease; a process killed mid-job leaves it to others once it expires. */
+  readonly moderationJobLeaseMs: number;
   /** Max Hamming distance of a perceptual hash to a blocklisted one. */
   readonly blocklistDistance: number;
   /** BLOCKLIST_PDQ_DISTANCE: max Hamming distance of a PDQ (quality ≥ 50) to a blocklisted one. */
@@ -122,6 +124,8 @@ export interface Config {
   readonly modelsDir: string;
   /** Gateway processes started by `npm start` (1 = no cluster). */
   readonly processes: number;
+  /** PROCESS_RESTART_DELAY_MS: the first wait before a dead gateway process is replaced (doubling, up to 15 s). */
+  readonly processRestartDelayMs: number;
 }
 
 /** Object storage as MEDIA_STORE and the AWS SDK's variables name it (null: what the SDK finds by itself). */
@@ -334,6 +338,9 @@ const schema = z.object({
   MODERATION_JOB_PAUSE_MS: nonNegativeInt
     .refine((n) => n <= 5000, 'expected an integer from 0 to 5000 (milliseconds)')
     .prefault('0'),
+  MODERATION_JOB_LEASE_MS: positiveInt
+    .refine((n) => n >= 100 && n <= 600_000, 'expected an integer from 100 to 600000 (milliseconds)')
+    .prefault('10000'),
   BLOCKLIST_DISTANCE: intUpTo(16).prefault('8'),
   BLOCKLIST_PDQ_DISTANCE: intUpTo(128).prefault('31'),
   NEAR_DUPLICATE_INDEX: z
@@ -399,6 +406,9 @@ const schema = z.object({
   PG_READERS: nonNegativeInt.refine((n) => n <= 64, 'expected an integer from 0 to 64').prefault('2'),
   MODELS_DIR: z.string().min(1).optional(),
   PROCESSES: positiveInt.prefault('1'),
+  PROCESS_RESTART_DELAY_MS: positiveInt
+    .refine((n) => n <= 15_000, 'expected an integer from 1 to 15000 (milliseconds)')
+    .prefault('1000'),
 });
 
 /** The schema, for the generated docs/configuration.md (scripts/docs-config.ts); descriptions: config.docs.ts. */
@@ -522,6 +532,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     voteMinAccountAgeSeconds: e.VOTE_MIN_ACCOUNT_AGE,
     reportMinAccountAgeSeconds: e.REPORT_MIN_ACCOUNT_AGE,
     moderationJobPauseMs: e.MODERATION_JOB_PAUSE_MS,
+    moderationJobLeaseMs: e.MODERATION_JOB_LEASE_MS,
     blocklistDistance: e.BLOCKLIST_DISTANCE,
     blocklistPdqDistance: e.BLOCKLIST_PDQ_DISTANCE,
     fetchAllowPrivate: e.FETCH_ALLOW_PRIVATE,
@@ -556,6 +567,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pgReaders: e.PG_READERS,
     modelsDir: e.MODELS_DIR ? resolve(e.MODELS_DIR) : DEFAULT_MODELS_DIR,
     processes: e.PROCESSES,
+    processRestartDelayMs: e.PROCESS_RESTART_DELAY_MS,
   });
 }
 

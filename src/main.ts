@@ -78,7 +78,10 @@ import { postWebhook, webhookUrlProblem } from './net/webhook-post.ts';
 
 /** Housekeeping's period: idempotency keys purged, the journal of rank moves pruned, media swept. */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
-/** How often every process looks for moderation jobs to run (a job queued here is run at once). */
+/**
+ * How often every process looks for moderation jobs to run (a job queued here is run at once); every lease when
+ * MODERATION_JOB_LEASE_MS is shorter, so a dead process's job is taken over soon after its lease ends.
+ */
 const JOB_POLL_MS = 5_000;
 /** How often every process looks for blocklist entries whose matches are not held yet. */
 const HOLD_POLL_MS = 30_000;
@@ -635,7 +638,7 @@ function moderationFor(
   const jobRunner = new RepeatingJob(
     (signal) => moderation.runJobs(signal),
     outages.onError('a moderation job failed; retried'),
-    { everyMs: JOB_POLL_MS, atStart: true },
+    { everyMs: Math.min(JOB_POLL_MS, config.moderationJobLeaseMs), atStart: true },
   );
   const moderation = new ModerationService({
     store: stores.moderation,
@@ -648,6 +651,7 @@ function moderationFor(
       reportTrust: config.reportTrust,
       reportMinAccountAgeSeconds: config.reportMinAccountAgeSeconds,
       jobPauseMs: config.moderationJobPauseMs,
+      jobLeaseMs: config.moderationJobLeaseMs,
       blocklistDistance: config.blocklistDistance,
       blocklistPdqDistance: config.blocklistPdqDistance,
     },

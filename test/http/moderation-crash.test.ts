@@ -129,6 +129,8 @@ test(
       RATE_LIMIT_AUTH: '1000/15m',
       RATE_LIMIT_UPLOAD: '10000/1h',
       RATE_LIMIT_GENERAL: '100000/15m',
+      // The ban's removal job of a killed process passes to its successor once its lease ends: 1 s, not 10 s.
+      MODERATION_JOB_LEASE_MS: '1000',
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     };
     const known: Known = { accepted: new Set(), removed: new Set(), targeted: new Set() };
@@ -387,6 +389,8 @@ test(
       // 13 steps of 20 removals, 400 ms apart: the kill below lands between two of them whatever the machine's
       // speed (without the pause, SQLite ran all 246 removals between two polls of a loaded CI machine).
       MODERATION_JOB_PAUSE_MS: '400',
+      // The restarted process takes the job over once the dead one's lease ends: 1 s, not 10 s.
+      MODERATION_JOB_LEASE_MS: '1000',
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     };
     let server: ServerProcess | null = null;

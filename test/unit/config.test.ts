@@ -434,3 +434,22 @@ test('C2PA_READER and C2PA_TRUST_ANCHORS: the anchors are read at start, a missi
     (e: Error) => e instanceof ConfigError && /C2PA_TRUST_ANCHORS=.*cannot read .*missing\.pem/.test(e.message),
   );
 });
+
+test('PROCESS_RESTART_DELAY_MS, MODERATION_JOB_LEASE_MS: production defaults, shorter for tests, bounds named', () => {
+  const defaults = loadConfig({ DATA_DIR: dataDir() });
+  assert.equal(defaults.processRestartDelayMs, 1000);
+  assert.equal(defaults.moderationJobLeaseMs, 10_000);
+  const short = loadConfig({ DATA_DIR: dataDir(), PROCESS_RESTART_DELAY_MS: '50', MODERATION_JOB_LEASE_MS: '1000' });
+  assert.deepEqual([short.processRestartDelayMs, short.moderationJobLeaseMs], [50, 1000]);
+  for (const [name, value, why] of [
+    ['PROCESS_RESTART_DELAY_MS', '0', /expected a positive integer/],
+    ['PROCESS_RESTART_DELAY_MS', '20000', /expected an integer from 1 to 15000/],
+    ['MODERATION_JOB_LEASE_MS', '99', /expected an integer from 100 to 600000/],
+    ['MODERATION_JOB_LEASE_MS', '1s', /expected a positive integer/],
+  ] as const)
+    assert.throws(
+      () => loadConfig({ DATA_DIR: dataDir(), [name]: value }),
+      (e: Error) => e instanceof ConfigError && e.message.includes(`${name}=${value}`) && why.test(e.message),
+      `${name}=${value}`,
+    );
+});

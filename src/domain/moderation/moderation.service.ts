@@ -49,6 +49,8 @@ export interface ModerationPolicy {
   blocklistPdqDistance?: number;
   /** MODERATION_JOB_PAUSE_MS: a pause between a job's steps, to spread its writes (0 or unset: none). */
   jobPauseMs?: number;
+  /** MODERATION_JOB_LEASE_MS: a claimed job's lease (unset: JOB_LEASE_MS). */
+  jobLeaseMs?: number;
 }
 
 /** What moderation reports to the outside (metrics), and the feeds' invalidation. */
@@ -78,7 +80,10 @@ export interface JobView {
 
 /** Uploads a ban's removal job removes per step (each its own transaction), between renewals of its lease. */
 export const JOB_BATCH = 20;
-/** A claimed job's lease: renewed at every step; a process killed mid-job leaves it to others once it expires. */
+/**
+ * A claimed job's lease by default (MODERATION_JOB_LEASE_MS): renewed at every step; a process killed mid-job leaves
+ * it to others once it expires.
+ */
 export const JOB_LEASE_MS = 10_000;
 /** Failed runs (errors, not crashes) after which a job is `failed`. */
 export const JOB_MAX_ATTEMPTS = 5;
@@ -430,7 +435,7 @@ export class ModerationService {
   async runJobs(signal?: AbortSignal): Promise<number> {
     let removed = 0;
     while (!signal?.aborted) {
-      const job = await this.#jobs.claim(this.#runner, JOB_LEASE_MS, this.#clock.now());
+      const job = await this.#jobs.claim(this.#runner, this.#jobLeaseMs, this.#clock.now());
       if (!job) break;
       removed += await this.#runRemoval(job.id, signal);
     }
@@ -445,7 +450,7 @@ export class ModerationService {
           await this.#jobs.release(jobId, this.#runner);
           return removed;
         }
-        const step = await this.#jobs.removalStep(jobId, this.#runner, JOB_BATCH, JOB_LEASE_MS, this.#clock.now());
+        const step = await this.#jobs.removalStep(jobId, this.#runner, JOB_BATCH, this.#jobLeaseMs, this.#clock.now());
         removed += step.removed;
         if (step.removed) {
           this.#events.action?.('remove', step.removed);
@@ -456,13 +461,17 @@ export class ModerationService {
         if (step.finished || step.leaseLost) return removed;
         const pause = this.#policy.jobPauseMs ?? 0;
         // Shorter than the lease (renewed at each step); a stop ends the pause at once (handled at the loop's top).
-        if (pause > 0) await sleep(Math.min(pause, JOB_LEASE_MS / 2), undefined, { signal }).catch(() => {});
+        if (pause > 0) await sleep(Math.min(pause, this.#jobLeaseMs / 2), undefined, { signal }).catch(() => {});
       }
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       await this.#jobs.fail(jobId, this.#runner, message, this.#clock.now(), JOB_MAX_ATTEMPTS).catch(() => {});
       throw err;
     }
+  }
+
+  get #jobLeaseMs(): number {
+    return this.#policy.jobLeaseMs ?? JOB_LEASE_MS;
   }
 
   get #trust(): ReportTrustRule {

@@ -28,7 +28,9 @@ const stream = run({
   concurrency: opts.concurrency,
   timeout: opts.timeoutMs,
 });
-// As the command line sets up several reporters: each reads every event of the run.
+// As the command line sets up several reporters: each reads every event of the run. Each composed reporter and pipe
+// listens for the stream's end: more than EventEmitter's default 10, which is no leak.
+stream.setMaxListeners(32);
 stream.compose(spec).pipe(process.stdout);
 for (const path of opts.reporters) {
   const reporter = ((await import(pathToFileURL(path).href)) as { default: Parameters<typeof stream.compose>[0] })

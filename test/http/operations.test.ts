@@ -37,7 +37,7 @@ test('a known path, a method it does not serve: 405 method_not_allowed with Allo
     ['DELETE', '/api/uploads', 'HEAD, GET'],
     ['PUT', '/api/vote', 'POST'],
     ['GET', '/api/vote', 'POST'],
-    ['POST', `/api/upload/${own.body.id}`, 'HEAD, GET, DELETE'],
+    ['POST', `/api/upload/${own.body.id}`, 'HEAD, GET, PATCH, DELETE'],
     ['PATCH', '/healthz', 'HEAD, GET'],
     // No route serves OPTIONS either (the router alone would answer it 200 with an empty body).
     ['OPTIONS', '/api/uploads', 'HEAD, GET'],

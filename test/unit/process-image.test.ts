@@ -143,6 +143,24 @@ describe('processImage', () => {
     }
   });
 
+  it('AI_POLICY=reject: a generated-says marker refuses the image before anything is decoded or staged', async () => {
+    const marked = await pf.pngWithXmpSourceType('algorithmicMedia');
+    const t = task(marked, 'off', { aiPolicy: 'reject' });
+    const r = await processImage(t, { detector: null });
+    assert.equal(r.ok, false);
+    assert.equal(!r.ok && r.code, 'ai_generated');
+    assert.match(!r.ok ? r.message : '', /IPTC DigitalSourceType algorithmicMedia/);
+    assert.deepEqual(await staged(t), [], 'nothing staged');
+    // The same image under the default policy, and a captured one under reject: processed, labelled by the record.
+    const labelled = await processImage(task(marked, 'off', { aiPolicy: 'label' }), { detector: null });
+    assert.equal(labelled.ok && labelled.provenance.ai_generated, true);
+    const captured = await processImage(
+      task(await pf.pngWithXmpSourceType('digitalCapture'), 'off', { aiPolicy: 'reject' }),
+      { detector: null },
+    );
+    assert.equal(captured.ok && captured.provenance.ai_generated, false);
+  });
+
   it('prepares RGB for the detector as its inputSpec asks: contained, or filled to a square', async () => {
     const jpeg = await fx.photoJpeg({ width: 640, height: 480, metadata: false });
     const contain = fakeDetector(0, { inputSpec: { size: 96, fit: 'contain' } });

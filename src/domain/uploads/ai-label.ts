@@ -49,15 +49,24 @@ export interface AiDecision {
   hold: string | null;
 }
 
+/**
+ * Under AI_POLICY=reject, the refusal's message when a marker says generated, else null: the worker asks it right
+ * after reading the markers, so a refused image is never decoded or encoded (process-image.ts), and aiDecision
+ * repeats it for any processor that did not.
+ */
+export function aiRefusal(p: Provenance): string | null {
+  const marker = generatedMarker(p);
+  return marker
+    ? `this image is marked as AI-generated (${marker}) and this server does not accept AI-generated images`
+    : null;
+}
+
 /** The policy's decision; `reject` with a marker that says generated throws 400 `ai_generated` naming it. */
 export function aiDecision(policy: AiPolicy, provenance: Provenance): AiDecision {
   if (policy === 'off') return { provenance: null, aiLabel: null, hold: null };
   const marker = generatedMarker(provenance);
   if (!marker) return { provenance, aiLabel: null, hold: null };
-  if (policy === 'reject')
-    throw errors.aiGenerated(
-      `this image is marked as AI-generated (${marker}) and this server does not accept AI-generated images`,
-    );
+  if (policy === 'reject') throw errors.aiGenerated(aiRefusal(provenance)!);
   return { provenance, aiLabel: 'marker', hold: policy === 'hold' ? `AI-generated: ${marker}` : null };
 }
 

@@ -8,6 +8,7 @@
 import type { ImageFormat } from '../image-format.ts';
 import type { HumanPolicy, PersonBox } from '../person-policy.ts';
 import type { Provenance } from './provenance.ts';
+import type { AiPolicy } from './ai-label.ts';
 
 export type VariantName = 'thumb' | 'medium' | 'full';
 
@@ -54,6 +55,8 @@ export interface ImageTask {
   humanThreshold: number;
   /** HUMAN_REVIEW_THRESHOLD; absent: equal to humanThreshold (no gray zone). */
   humanReviewThreshold?: number;
+  /** AI_POLICY; `reject` refuses a generated-says marker before anything is decoded (ai-label.ts aiRefusal). */
+  aiPolicy?: AiPolicy;
 }
 
 export interface ProcessedImage {

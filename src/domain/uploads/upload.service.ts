@@ -199,6 +199,7 @@ export class UploadService {
           humanPolicy: this.#policy.humanPolicy,
           humanThreshold: this.#policy.humanThreshold,
           humanReviewThreshold: this.#personThresholds.review,
+          aiPolicy: this.#policy.aiPolicy ?? 'label',
         },
         signal,
         { afterHash },

@@ -17,6 +17,7 @@ import { sniff } from './sniff.stage.ts';
 import { thumbhashOf } from './thumbhash.stage.ts';
 import { personVerdict, type PersonBox } from '../../domain/person-policy.ts';
 import type { Provenance } from '../../domain/uploads/provenance.ts';
+import { aiRefusal } from '../../domain/uploads/ai-label.ts';
 import type { ImageFormat } from '../../domain/image-format.ts';
 import type {
   DetectionInfo,
@@ -91,9 +92,11 @@ const STAGES: readonly Stage[] = [
   // From the original bytes, before anything decodes them: the variants are re-encoded without metadata.
   {
     name: 'provenance',
-    run: async ({ draft, deps }) => ({
-      provenance: await readProvenance(draft.bytes, draft.format!, deps.c2pa ?? null),
-    }),
+    run: async ({ draft, task, deps }) => {
+      const provenance = await readProvenance(draft.bytes, draft.format!, deps.c2pa ?? null);
+      const refusal = task.aiPolicy === 'reject' ? aiRefusal(provenance) : null;
+      return refusal ? { ok: false, code: 'ai_generated', message: refusal } : { provenance };
+    },
   },
   {
     name: 'decode',

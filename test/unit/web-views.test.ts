@@ -6,7 +6,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cardView, provenanceLabels, titleOf, type Upload } from '../../src/gateway/views/card-view.ts';
+import { cardView, GENERATED, provenanceLabels, titleOf, type Upload } from '../../src/gateway/views/card-view.ts';
+import { GENERATED_SOURCE_TYPES } from '../../src/domain/uploads/provenance.ts';
 import { feedView, type FeedView } from '../../src/gateway/views/feed-view.ts';
 import { modlogView } from '../../src/gateway/views/modlog-view.ts';
 import { h } from '../../src/gateway/views/vnode.ts';
@@ -212,6 +213,10 @@ test('ages by whole minutes, and the UTC date', () => {
 });
 
 describe('provenanceLabels', () => {
+  test("the view's generated terms are the domain's (it repeats them for the browser)", () => {
+    assert.deepEqual([...GENERATED].sort(), [...GENERATED_SOURCE_TYPES].sort());
+  });
+
   const upload = (fields: Partial<Upload>): Upload => ({ ...VIEW_UPLOAD, ...fields });
   const c2pa = (valid: boolean | null, type: string | null, signer: string | null = 'Acme <AI>') => ({
     present: true,

@@ -44,8 +44,12 @@ export interface Upload {
   } | null;
 }
 
-/** The IPTC terms that say generated (src/domain/uploads/provenance.ts, GENERATED_SOURCE_TYPES). */
-const GENERATED = ['trainedAlgorithmicMedia', 'compositeWithTrainedAlgorithmicMedia', 'algorithmicMedia'];
+/**
+ * The IPTC terms that say generated: src/domain/uploads/provenance.ts's GENERATED_SOURCE_TYPES, repeated because this
+ * view is also served to the browser as a module of web/lib, where the domain's modules are not (a unit test,
+ * web-views.test.ts, keeps the two the same).
+ */
+export const GENERATED = ['trainedAlgorithmicMedia', 'compositeWithTrainedAlgorithmicMedia', 'algorithmicMedia'];
 
 /**
  * A C2PA manifest's signer with how far it was checked: "Acme", "Acme (not verified)", "Acme (invalid)", and

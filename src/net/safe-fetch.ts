@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
 import { AppError, errors } from '../domain/errors.ts';
 import { isForbiddenAddress } from './address-policy.ts';
 import { guardedConnector, systemResolver } from './guarded-connector.ts';
 import type { AddressPolicy, Resolver } from './guarded-connector.ts';
 import { readImageBody } from './image-body.ts';
+import { loadUndici } from './undici.ts';
 
 export interface FetchImageOptions {
   /** Bounds the whole fetch: every DNS lookup, connect, TLS handshake, header and body of every hop. */
@@ -44,6 +44,7 @@ const DEFAULT_USER_AGENT = 'pixvote-image-fetcher/0.1';
  * and required to start like an image. Every failure is an `AppError` `fetch_failed` naming the rule.
  */
 export async function fetchImage(rawUrl: string, opts: FetchImageOptions): Promise<FetchedImage> {
+  const { Agent, request } = await loadUndici();
   const maxRedirects = opts.maxRedirects ?? 3;
   const controller = new AbortController();
   const timer = setTimeout(

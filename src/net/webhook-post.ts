@@ -5,10 +5,10 @@
  * discarded.
  */
 import net from 'node:net';
-import { Agent, request } from 'undici';
 import { AppError } from '../domain/errors.ts';
 import { isForbiddenAddress } from './address-policy.ts';
 import { guardedConnector, systemResolver, type Resolver } from './guarded-connector.ts';
+import { loadUndici } from './undici.ts';
 
 const MAX_URL_LENGTH = 2048;
 const USER_AGENT = 'pixvote-webhooks/0.1';
@@ -55,6 +55,7 @@ export async function postWebhook(
 ): Promise<{ status: number }> {
   const problem = webhookUrlProblem(rawUrl, opts.allowPrivate);
   if (problem) throw new Error(`url ${problem}`);
+  const { Agent, request } = await loadUndici();
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), opts.timeoutMs);
   const onAbort = () => controller.abort();

@@ -16,10 +16,10 @@
  * A specifier that names anything else, a cycle, or two modules of the same file name stop the server at startup.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename, dirname } from 'node:path';
-import { build, stop, transformSync, type Plugin } from 'esbuild';
+import { basename, dirname, join } from 'node:path';
+import { build, stop, transformSync, version as esbuildVersion, type Plugin } from 'esbuild';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { limitsModule } from './web-limits.ts';
@@ -100,11 +100,10 @@ export interface WebAssets {
  * An asset; its compressed forms are made when first asked for, at the best levels, once (the modules served one by
  * one are seldom sent; what pages load is compressed at startup).
  */
-function makeAsset(name: string, type: string, raw: Buffer): Asset {
+function makeAsset(name: string, type: string, raw: Buffer, made: { br?: Buffer; gzip?: Buffer } = {}): Asset {
   const hash = createHash('sha256').update(raw).digest('hex').slice(0, 12);
   const dot = name.lastIndexOf('.');
-  let br: Buffer | undefined;
-  let gzip: Buffer | undefined;
+  let { br, gzip } = made;
   return {
     path: `/assets/${name.slice(0, dot)}.${hash}${name.slice(dot)}`,
     type,
@@ -137,7 +136,7 @@ function resolve(specifier: string, from: URL): URL {
  * Loads the module graph from the boot and each page's module, each module once, its imports first; by file name
  * (unique in the graph).
  */
-function loadModules(): Map<string, Asset> {
+function loadModules(generated: (href: string) => string): Map<string, Asset> {
   const modules = new Map<string, Asset>();
   const names = new Map<string, string>();
   const loading = new Set<string>();
@@ -151,8 +150,7 @@ function loadModules(): Map<string, Asset> {
     if (other !== undefined && other !== url.href)
       throw new Error(`web/: two modules named ${name}: ${other}, ${url.href}`);
     names.set(name, url.href);
-    const generate = GENERATED.get(url.href);
-    const source = generate ? generate() : readFileSync(url, 'utf8');
+    const source = GENERATED.has(url.href) ? generated(url.href) : readFileSync(url, 'utf8');
     const served = source.replace(STATIC_IMPORT, (statement: string, specifier: string) =>
       statement.replace(`'${specifier}'`, `'${load(resolve(specifier, url)).path}'`),
     );
@@ -175,7 +173,7 @@ const generatedModules: Plugin = {
       return GENERATED.has(href) ? { path: href, namespace: 'generated' } : undefined;
     });
     b.onLoad({ filter: /.*/, namespace: 'generated' }, (args) => ({
-      contents: GENERATED.get(args.path)!(),
+      contents: generatedSource(args.path),
       loader: 'js',
       // Its imports (of other generated modules) resolve beside it.
       resolveDir: fileURLToPath(new URL('.', args.path)),
@@ -228,18 +226,105 @@ export function webAssets(): WebAssets {
   return loaded;
 }
 
-/** Loads, bundles and hashes the assets. */
-export async function loadWebAssets(): Promise<WebAssets> {
+/** The generated modules' sources made in this process (esbuild's transform), each once. */
+const generatedSources = new Map<string, string>();
+function generatedSource(href: string): string {
+  let source = generatedSources.get(href);
+  if (source === undefined) generatedSources.set(href, (source = GENERATED.get(href)!()));
+  return source;
+}
+
+/**
+ * What a build made, kept on disk between processes (node_modules/.cache/pixvote-web/): esbuild's bundles and
+ * transforms and the Brotli-11 and gzip-9 forms of what every page loads are ~1.5 s of CPU at every start, and every
+ * start (each test file's app, each gateway process, each restart) would make the very same bytes. Named by a digest
+ * of everything the bytes are made from (every file of web/, the server modules the pages import, the limits module,
+ * thumbhash, esbuild's version and this file), so an entry is only ever read for the inputs that made it. Where the
+ * directory cannot be written (a read-only install), every start builds, as it did without it.
+ */
+interface BuildCache {
+  generated: Record<string, string>;
+  bundles: Record<string, { raw: string; br: string; gzip: string }>;
+  compressed: Record<string, { br: string; gzip: string }>;
+}
+const CACHE_DIR = new URL('../../node_modules/.cache/pixvote-web/', import.meta.url);
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
+}
+
+function inputsDigest(): string {
+  const h = createHash('sha256').update(`v1 esbuild ${esbuildVersion}\0`);
+  const add = (label: string, content: string | Buffer) => h.update(`${label}\0${content.length}\0`).update(content);
+  for (const file of filesUnder(fileURLToPath(WEB_DIR))) add(file, readFileSync(file));
+  for (const href of GENERATED.keys()) add(href, '');
+  add('limits', limitsModule());
+  add('thumbhash', readFileSync(THUMBHASH));
+  add('self', readFileSync(new URL(import.meta.url)));
+  for (const name of ['local-path.ts', ...VIEWS.map((v) => `views/${v}.ts`)])
+    add(name, readFileSync(new URL(name, import.meta.url)));
+  return h.digest('hex').slice(0, 32);
+}
+
+function readCache(file: URL): BuildCache | null {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as BuildCache;
+  } catch {
+    return null;
+  }
+}
+
+function writeCache(file: URL, cache: BuildCache): void {
+  try {
+    mkdirSync(new URL('.', file), { recursive: true });
+    // Whole or not at all: written beside, then renamed over (another process may be writing the same entry).
+    const tmp = new URL(`${basename(file.pathname)}.${process.pid}.tmp`, file);
+    writeFileSync(tmp, JSON.stringify(cache));
+    renameSync(tmp, file);
+  } catch {
+    // A read-only install: the next start builds again.
+  }
+}
+
+const b64 = (b: Buffer) => b.toString('base64');
+const unb64 = (s: string) => Buffer.from(s, 'base64');
+
+/** Loads, bundles and hashes the assets (from the build cache in `cacheDir` when the inputs are the same). */
+export async function loadWebAssets(cacheDir: URL = CACHE_DIR): Promise<WebAssets> {
+  const cacheFile = new URL(`${inputsDigest()}.json`, cacheDir);
+  const cached = readCache(cacheFile);
   const read = (file: string) => readFileSync(new URL(file, WEB_DIR));
-  const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'));
-  const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'));
-  const byName = loadModules();
+  const css = makeAsset('app.css', 'text/css; charset=utf-8', read('app.css'), {
+    ...(cached?.compressed.css && { br: unb64(cached.compressed.css.br), gzip: unb64(cached.compressed.css.gzip) }),
+  });
+  const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'), {
+    ...(cached?.compressed.icon && { br: unb64(cached.compressed.icon.br), gzip: unb64(cached.compressed.icon.gzip) }),
+  });
+  const byName = loadModules((href) => cached?.generated[href] ?? generatedSource(href));
   const modules = [...byName.values()];
-  const bundles = await bundlePages();
+  const bundles = cached
+    ? new Map(
+        Object.entries(cached.bundles).map(([path, b]) => [
+          path,
+          makeAsset(basename(path), JS, unb64(b.raw), { br: unb64(b.br), gzip: unb64(b.gzip) }),
+        ]),
+      )
+    : await bundlePages();
   // A bundle and the module of the same name differ in content, so in hash and path.
   const byPath = new Map<string, Asset>([css, icon, ...modules, ...bundles.values()].map((a) => [a.path, a]));
   // What every page loads is compressed now, not by its first request's event-loop turn (~20 ms each at Brotli 11).
   for (const asset of [css, icon, ...bundles.values()]) void [asset.br, asset.gzip];
+  if (!cached) {
+    const compressedOf = (a: Asset) => ({ br: b64(a.br), gzip: b64(a.gzip) });
+    writeCache(cacheFile, {
+      generated: Object.fromEntries([...GENERATED.keys()].map((href) => [href, generatedSource(href)])),
+      bundles: Object.fromEntries([...bundles].map(([path, a]) => [path, { raw: b64(a.raw), ...compressedOf(a) }])),
+      compressed: { css: compressedOf(css), icon: compressedOf(icon) },
+    });
+  }
   return {
     css,
     icon,

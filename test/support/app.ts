@@ -78,6 +78,12 @@ export async function startApp(
   }
   // The server `npm start` runs (timeouts, answers to what fails below the app), not a bare one.
   const server = createHttpServer(composed.app.callback(), { ...serverOptions(composed), ...opts.http });
+  // The server and the test's client share this process's event loop: a test that keeps the loop busy for a few
+  // seconds (generating large fixtures on a loaded machine) lets both keep-alive timers expire together, the
+  // client then writes its next request on a socket whose expired server timer fires next (ECONNRESET). The
+  // client keeps an idle socket for the server's advertised timeout less 2 s: with 60 s instead of Node's 5 s,
+  // no test idles a connection that long.
+  server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   const url = `http://127.0.0.1:${port}`;

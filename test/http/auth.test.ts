@@ -324,7 +324,7 @@ test('passwords are stored with scrypt N=2^17, r=8, p=1 by default, hashed in th
   const prod = await startApp({}, { productionScrypt: true });
   try {
     const hashes = () => prod.composed.passwordHashes.stats().completed;
-    // A failed login first: it waits for the decoy hash the service makes at start.
+    // A failed login first: an unknown user is checked against a decoy, one hash in the pool like any check.
     assert.equal(
       (await prod.api.post('/api/auth', { action: 'login', username: 'nobody_yet', password: 'whatever-1' })).status,
       401,

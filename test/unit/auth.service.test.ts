@@ -4,7 +4,13 @@ import { AuthService, scryptHasher, type ApiTokenStore, type UserStore } from '.
 import { AppError } from '../../src/domain/errors.ts';
 import { PasswordHashPool } from '../../src/workers/password-hash.pool.ts';
 import { createJwtIssuer } from '../../src/domain/auth/jwt.ts';
-import { hashPassword, verifyPassword } from '../../src/domain/auth/passwords.ts';
+import {
+  hashPassword,
+  libuvScrypt,
+  verifyPassword,
+  type ScryptJob,
+  type ScryptKdf,
+} from '../../src/domain/auth/passwords.ts';
 import type { UserRecord } from '../../src/domain/users.ts';
 
 const cheap = { N: 2 ** 10, r: 8, p: 1 };
@@ -62,6 +68,24 @@ test('an unknown user costs a full password verification, like a wrong password'
   });
   assert.equal(verified.length, 2, 'both failures ran scrypt');
   assert.match(verified[1]!, /^scrypt\$1024\$8\$1\$/, 'the unknown user was checked against a real decoy hash');
+});
+
+test('the scrypt hasher’s decoy: shaped as its hashes, as dear to check, never matches', async () => {
+  const derived: ScryptJob[] = [];
+  const kdf: ScryptKdf = {
+    derive: (pw, salt, len, job) => (derived.push(job), libuvScrypt.derive(pw, salt, len, job)),
+  };
+  const hasher = scryptHasher(cheap, kdf);
+  const real = await hasher.hash('password123');
+  const decoy = hasher.decoy!();
+  const shape = (h: string) => h.split('$').map((part, i) => (i >= 4 ? Buffer.from(part, 'base64url').length : part));
+  assert.deepEqual(shape(decoy), shape(real), 'the same parameters and lengths');
+  assert.notEqual(hasher.decoy!(), decoy, 'random every time');
+  derived.length = 0;
+  for (const pw of ['password123', '', 'x'.repeat(200)]) assert.equal(await hasher.verify(pw, decoy), false, pw);
+  assert.deepEqual(derived, [derived[0], derived[0], derived[0]]);
+  assert.equal(await hasher.verify('password123', real), true);
+  assert.deepEqual(derived.at(-1), derived[0], 'checking the decoy cost what checking a real hash costs');
 });
 
 test('password hashes verify, reject a wrong password and a malformed hash', async () => {

@@ -6,7 +6,7 @@ import { errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { ClientFacts } from '../client-facts.ts';
 import { banRefusal, isAdminUser, toUserView, type Principal, type UserRecord, type UserView } from '../users.ts';
-import { hashPassword, verifyPassword, type ScryptKdf, type ScryptParams } from './passwords.ts';
+import { decoyHash, hashPassword, verifyPassword, type ScryptKdf, type ScryptParams } from './passwords.ts';
 import type { JwtIssuer } from './jwt.ts';
 import { MAX_TOKEN_LIFETIME_SECONDS, canonicalScopes, scopesOfUser, type Scope } from './scopes.ts';
 
@@ -59,11 +59,14 @@ export interface ApiTokenStore {
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
   verify(password: string, stored: string): Promise<boolean>;
+  /** A hash no password matches that costs what a real one costs to check (unknown users are checked against it). */
+  decoy?(): string;
 }
 
 export const scryptHasher = (params?: ScryptParams, kdf?: ScryptKdf): PasswordHasher => ({
   hash: (p) => hashPassword(p, params, kdf),
   verify: (p, stored) => verifyPassword(p, stored, kdf),
+  decoy: () => decoyHash(params),
 });
 
 export interface Session {
@@ -94,7 +97,10 @@ export class AuthService {
   readonly #jwt: JwtIssuer;
   readonly #clock: Clock;
   readonly #passwords: PasswordHasher;
-  /** A real hash of a random password: unknown users are checked against it, so both failures take the same time. */
+  /**
+   * What unknown users are checked against, so both failures take the same time: the hasher's decoy (costs
+   * nothing to make), else a real hash of a random password made at start.
+   */
   #decoyHash: Promise<string>;
 
   constructor(deps: {
@@ -113,7 +119,10 @@ export class AuthService {
     this.#jwt = deps.jwt;
     this.#clock = deps.clock;
     this.#passwords = deps.passwords ?? scryptHasher(deps.scrypt, deps.kdf);
-    this.#decoyHash = this.#passwords.hash(randomBytes(16).toString('hex'));
+    const passwords = this.#passwords;
+    this.#decoyHash = passwords.decoy
+      ? Promise.resolve(passwords.decoy())
+      : passwords.hash(randomBytes(16).toString('hex'));
   }
 
   /** `client`: what the gateway saw of the client (network hash, user-agent family), kept as evidence. */

@@ -46,6 +46,16 @@ export async function hashPassword(
   return ['scrypt', params.N, params.r, params.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/**
+ * A stored hash in every way but one: its key is random bytes, not the result of a password, so no password matches
+ * it. Checking a password against it costs exactly what checking a real one costs (the same N, r, p and lengths),
+ * and making it costs nothing (a real hash of a random password cost a full scrypt at every start).
+ */
+export function decoyHash(params: ScryptParams = DEFAULT_SCRYPT): string {
+  const [salt, key] = [randomBytes(16), randomBytes(KEY_LENGTH)];
+  return ['scrypt', params.N, params.r, params.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+}
+
 /** Constant-time check of a password against a stored hash. A malformed hash never matches. */
 export async function verifyPassword(password: string, stored: string, kdf: ScryptKdf = libuvScrypt): Promise<boolean> {
   const parts = stored.split('$');

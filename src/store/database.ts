@@ -15,7 +15,7 @@ import type { DB } from './database-types.ts';
 import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import { isDatabaseUnavailable, postgresDialect, sqliteDialect, type Dialect } from './dialect.ts';
-import { nodeSqliteDialect } from './node-sqlite.ts';
+import { nodeSqliteDialect } from './node-sqlite-dialect.ts';
 import { readerKysely, SqliteReaders } from './sqlite-readers.ts';
 
 export interface DatabaseOptions {

@@ -6,8 +6,7 @@
  * reconnect gets the same connection as the first.
  */
 import { createRequire } from 'node:module';
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import type { DatabaseSync } from 'node:sqlite';
 import { HASH_HEX, bitsOf, hammingHex } from './similarity/hamming.ts';
 
 type NodeSqlite = typeof import('node:sqlite');
@@ -88,11 +87,6 @@ export function openSqliteReader(path: string): DatabaseSync {
   return db;
 }
 
-/** The Kysely dialect for the database file at `path`; each connection is opened by `openSqlite`. */
-export function nodeSqliteDialect(path: string): SqliteDialect {
-  return new SqliteDialect({ database: async () => asKyselyDatabase(await openSqlite(path)) });
-}
-
 /**
  * A connection's statements, each prepared once and kept (most recently used last; past `size` the least recently
  * used goes: `in (?, ?, …)` lists make many shapes). Reusing one is safe: node:sqlite resets a statement after
@@ -116,30 +110,3 @@ export function keptStatements<T>(prepare: (sql: string) => T, size: number): (s
 
 /** Statements kept per connection (the main one, each import thread's, each reader thread's). */
 export const KEPT_STATEMENTS = 256;
-
-/** node:sqlite's DatabaseSync in the shape Kysely's SQLite driver speaks (better-sqlite3's). */
-function asKyselyDatabase(db: DatabaseSync): SqliteDatabase {
-  const statement = keptStatements((sql) => asKyselyStatement(db, sql), KEPT_STATEMENTS);
-  return {
-    prepare: statement,
-    close: () => db.close(),
-  };
-}
-
-function asKyselyStatement(db: DatabaseSync, sql: string): SqliteStatement {
-  type Params = Parameters<StatementSync['all']>;
-  const stmt = db.prepare(sql);
-  return {
-    // A statement that returns rows (a select, a pragma, an insert … returning), as better-sqlite3 decides it.
-    reader: stmt.columns().length > 0,
-    all: (params) => stmt.all(...(params as Params)).map(plainRow),
-    run: (params) => stmt.run(...(params as Params)),
-    // A statement of its own: a kept one stepped by a stream would be reset by the next query of the same text.
-    iterate: function* (params) {
-      for (const row of db.prepare(sql).iterate(...(params as Params))) yield plainRow(row);
-    },
-  };
-}
-
-/** Rows come with a null prototype; callers (and deepEqual in tests) expect plain objects. */
-const plainRow = (row: unknown): unknown => ({ ...(row as object) });

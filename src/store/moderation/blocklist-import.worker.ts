@@ -8,7 +8,7 @@
 import { Kysely } from 'kysely';
 import type { DB } from '../database-types.ts';
 import { sqliteDialect } from '../dialect.ts';
-import { nodeSqliteDialect } from '../node-sqlite.ts';
+import { nodeSqliteDialect } from '../node-sqlite-dialect.ts';
 import { addBlocklistEntries } from './blocklist.repository.ts';
 import type { ImportStepTask } from './blocklist-import.ts';
 

@@ -190,13 +190,13 @@ export class ResumableUploads {
   /** Creates the upload (413 past 10 MiB, before anything is stored). */
   async create(
     principal: Principal,
-    input: { length: number; fields: ResumableFields; idempotencyKey: string | null },
+    input: { id?: string; length: number; fields: ResumableFields; idempotencyKey: string | null },
   ): Promise<{ row: ResumableRow; replayed: boolean }> {
     assertLength(input.length);
     if (input.idempotencyKey) validateIdempotencyKey(input.idempotencyKey);
     const now = this.#d.clock.now();
     const row: ResumableRow = {
-      id: randomUUID(),
+      id: input.id ?? randomUUID(),
       userId: principal.userId,
       length: input.length,
       received: 0,
@@ -229,50 +229,62 @@ export class ResumableUploads {
   }
 
   /**
-   * A PATCH: bytes at `offset` (409 unless it is the upload's offset). When they complete the file, the upload
-   * use case runs before this resolves. Resolves the new offset.
+   * The lock a request holds while it writes an upload's bytes (the tus server's Locker takes it before it reads
+   * the offset): one writer at a time, across every gateway, renewed every LEASE_MS / 3 until released, so a
+   * gateway killed mid-transfer blocks the upload no longer than LEASE_MS. 409 while another request holds it; an
+   * upload no longer receiving (complete) needs none: nothing more is written to it.
    */
-  async append(
-    principal: Principal,
-    id: string,
+  async lock(id: string): Promise<ResumableLock> {
+    const lock = await this.#locks.acquire(id, LEASE_MS);
+    if (!lock) {
+      const row = await this.#d.store.find(id);
+      if (row && row.status !== 'receiving') return { renew: async () => {}, release: async () => {} };
+      throw errors.conflict('another request is sending bytes to this upload; ask its offset (HEAD) and resume');
+    }
+    const renewing = setInterval(() => {
+      lock.renew().catch(() => {});
+    }, LEASE_MS / 3);
+    return {
+      renew: () => lock.renew(),
+      release: () => {
+        clearInterval(renewing);
+        return lock.release();
+      },
+    };
+  }
+
+  /**
+   * Bytes at `offset` of `row` (read under the upload's lock, which the caller holds): 409 unless it is the
+   * upload's offset. Whatever arrived (and passed its checksum) is acknowledged, even when the body breaks off.
+   * Resolves the new offset; the use case runs in `finish`, once the offset reaches the length.
+   */
+  async write(
+    row: ResumableRow,
     offset: number,
     body: AsyncIterable<Uint8Array>,
     checksum: Buffer | null,
-  ): Promise<ResumableRow> {
-    const row = await this.get(principal, id);
+  ): Promise<number> {
     if (offset !== row.received)
       throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${row.received}`);
-    if (row.status !== 'receiving') return row;
-    // Nothing left to send (an empty PATCH at the end): only the use case may be left to run, exactly once.
-    if (offset === row.length) return this.complete(principal, row);
-    const { store, parts } = this.#d;
-    const lock = await this.#locks.acquire(id, LEASE_MS);
-    if (!lock)
-      throw errors.conflict('another request is sending bytes to this upload; ask its offset (HEAD) and resume');
+    // Complete already (a PATCH sent again after its answer was lost), or nothing left to send.
+    if (row.status !== 'receiving' || offset === row.length) return row.received;
     let written = 0;
     try {
-      // Read again under the lock: a PATCH that finished between the read above and the lock moved the offset,
-      // and writing at the old one would cut bytes already acknowledged.
-      const held = await store.find(id);
-      if (held?.received !== offset || held.status !== 'receiving')
-        throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${held?.received ?? 0}`);
-      const renewing = setInterval(() => {
-        lock.renew().catch(() => {});
-      }, LEASE_MS / 3);
-      try {
-        const r = await parts.append(id, offset, body, row.length - offset, checksum);
-        written = r.written;
-      } finally {
-        clearInterval(renewing);
-        // Whatever arrived (and passed its checksum) is acknowledged.
-        if (written > 0) await store.advance(id, offset, offset + written);
-      }
+      const r = await this.#d.parts.append(row.id, offset, body, row.length - offset, checksum);
+      written = r.written;
     } finally {
-      await lock.release();
+      if (written > 0) await this.#d.store.advance(row.id, offset, offset + written);
     }
-    const after = { ...row, received: offset + written };
-    if (after.received === after.length) return this.complete(principal, after);
-    return after;
+    return offset + written;
+  }
+
+  /**
+   * The last byte has arrived (the PATCH or the creation that completed the file, or one sent again): runs the
+   * upload use case once, unless it ran (or runs) already.
+   */
+  async finish(principal: Principal, id: string): Promise<void> {
+    const row = await this.get(principal, id);
+    if (row.status === 'receiving' && row.received === row.length) await this.complete(principal, row);
   }
 
   /**

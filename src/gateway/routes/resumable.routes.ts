@@ -1,24 +1,24 @@
 /**
  * Resumable uploads, tus 1.0 (issue 49; API.md "Resumable uploads"): core, creation, creation-with-upload,
- * termination, expiration and checksum (sha256). Implemented here rather than with @tus/server: its handlers own
- * the response (status, body and the error text), take their state from a store of their own and run outside the
- * gateway's middleware, where this contract needs the gateway's auth and scopes, the upload limit spent once at
- * creation, the contract's error bodies, Idempotency-Key, a bound per user and the state in the database; the
- * protocol subset is a few headers. OPTIONS and the Tus-Resumable check are `tusHeaders` (app.ts).
+ * termination, expiration and checksum (sha256). The protocol is @tus/server's (tus-server.ts: its handlers over
+ * the domain's uploads and locks), mounted in these routes, so the gateway's own chain runs around it: auth and
+ * scope `upload`, the upload limit spent once at creation (after the checks that refuse it: 413, metadata,
+ * RESUMABLE_MAX_OPEN), Idempotency-Key (a replay is answered here, before the library), the contract's error
+ * bodies, and the operations in the OpenAPI document. OPTIONS and the Tus-Resumable check are `tusHeaders`
+ * (app.ts); `GET …/{id}` (the offset as JSON) and `GET …/{id}/result` are ours.
  */
 import type { ResumableUploads, ResumableRow } from '../../domain/uploads/resumable.ts';
 import { assertLength } from '../../domain/uploads/resumable.ts';
 import { errors } from '../../domain/errors.ts';
 import type { AppContext } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
-import { parse } from '../validate.ts';
+import { fieldsOf, metadataOf, TUS_EXTENSIONS, TUS_PATH, tusServer, type TusServer } from '../tus-server.ts';
 import { IdParam } from '../schemas/common.schemas.ts';
 import {
   DuplicateNotice,
   ResumablePending,
   ResumableState,
   ResumableStatusBody,
-  UploadFields,
   UploadRecord,
 } from '../schemas/upload.schemas.ts';
 import { routes } from './route.ts';
@@ -29,9 +29,15 @@ export interface ResumableRouteDeps {
   createUpload: CreateUpload;
 }
 
-export const TUS_PATH = '/api/uploads/resumable';
 const OCTETS = 'application/offset+octet-stream';
-const MAX_METADATA_CHARS = 16 * 1024;
+
+/** One tus server per app (per domain service). */
+const servers = new WeakMap<ResumableUploads, TusServer>();
+function tusOf(deps: ResumableRouteDeps): TusServer {
+  let s = servers.get(deps.resumable);
+  if (!s) servers.set(deps.resumable, (s = tusServer(deps.resumable)));
+  return s;
+}
 
 /** OPTIONS answers and the Tus-Resumable check (412 with Tus-Version), for every request under TUS_PATH. */
 export function tusHeaders(ctx: AppContext, next: () => Promise<unknown>): unknown {
@@ -39,7 +45,7 @@ export function tusHeaders(ctx: AppContext, next: () => Promise<unknown>): unkno
   ctx.set('Tus-Resumable', '1.0.0');
   if (ctx.method === 'OPTIONS') {
     ctx.set('Tus-Version', '1.0.0');
-    ctx.set('Tus-Extension', 'creation,creation-with-upload,termination,expiration,checksum');
+    ctx.set('Tus-Extension', TUS_EXTENSIONS.join(','));
     ctx.set('Tus-Max-Size', String(10 * 1024 * 1024));
     ctx.set('Tus-Checksum-Algorithm', 'sha256');
     ctx.status = 204;
@@ -60,41 +66,6 @@ function intHeader(ctx: AppContext, name: string): number {
   const v = ctx.get(name);
   if (!/^\d{1,15}$/.test(v)) throw errors.invalid(`${name} must be a non-negative integer`);
   return Number(v);
-}
-
-/** Upload-Metadata (`key base64,key base64`) → the upload's fields, checked by the direct upload's schema. */
-function metadataOf(ctx: AppContext) {
-  const header = ctx.get('upload-metadata');
-  if (header.length > MAX_METADATA_CHARS) throw errors.invalid('Upload-Metadata is too large');
-  const m: Record<string, string> = {};
-  for (const pair of header.split(',')) {
-    const [key, value, extra] = pair.trim().split(' ');
-    if (!key) continue;
-    if (extra !== undefined || !/^[A-Za-z0-9_.-]+$/.test(key) || (value && !/^[A-Za-z0-9+/]*={0,2}$/.test(value)))
-      throw errors.invalid('Upload-Metadata must be comma-separated "key base64value" pairs');
-    m[key] = value ? Buffer.from(value, 'base64').toString('utf8') : '';
-  }
-  const type = m.upload_type ?? 'image';
-  if (type !== 'image') throw errors.invalid('upload_type must be image for a resumable upload (Upload-Metadata)');
-  const f = parse(UploadFields, {
-    upload_type: 'image',
-    description: m.description,
-    tags: m.tags,
-    is_private: m.is_private,
-  });
-  const filename = m.filename ? m.filename.slice(0, 255) : null;
-  return { description: f.description, tags: f.tags, isPrivate: f.is_private, filename };
-}
-
-/** Upload-Checksum `sha256 <base64>` → the digest; another algorithm is 400. */
-function checksumOf(ctx: AppContext): Buffer | null {
-  const header = ctx.get('upload-checksum');
-  if (!header) return null;
-  const [algo, value] = header.trim().split(' ');
-  if (algo !== 'sha256') throw errors.invalid('Upload-Checksum: only sha256 is supported (Tus-Checksum-Algorithm)');
-  const digest = Buffer.from(value ?? '', 'base64');
-  if (digest.length !== 32) throw errors.invalid('Upload-Checksum: the sha256 value must be 32 bytes in base64');
-  return digest;
 }
 
 function tusState(ctx: AppContext, row: ResumableRow): void {
@@ -146,8 +117,9 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
         const k = key(ctx);
         if (k && (await deps.resumable.byKey(user, k))) return next();
         if (ctx.get('upload-defer-length')) throw errors.invalid('Upload-Defer-Length is not supported');
+        // Refused before the upload limit is spent (the library checks these again when it creates the upload).
         assertLength(intHeader(ctx, 'upload-length'));
-        metadataOf(ctx);
+        fieldsOf(metadataOf(ctx));
         await deps.resumable.assertRoom(user);
         return next();
       },
@@ -160,23 +132,21 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     handler:
       (deps) =>
       async (ctx, { user }) => {
-        const length = intHeader(ctx, 'upload-length');
+        const k = key(ctx);
+        const replayed = k ? await deps.resumable.byKey(user, k) : null;
+        if (replayed) {
+          // The same key answers the same upload (no limit spent, no byte written: its bytes are the first
+          // creation's).
+          ctx.set('Idempotent-Replayed', 'true');
+          tusState(ctx, replayed);
+          ctx.set('Location', `${TUS_PATH}/${replayed.id}`);
+          ctx.status = 201;
+          ctx.body = { id: replayed.id, offset: replayed.received, length: replayed.length };
+          return;
+        }
         const hasBody = ctx.get('content-type') !== '' && Number(ctx.get('content-length') || 1) > 0;
         if (hasBody) assertOctets(ctx);
-        const checksum = checksumOf(ctx);
-        const created = await deps.resumable.create(user, {
-          length,
-          fields: metadataOf(ctx),
-          idempotencyKey: key(ctx),
-        });
-        let row = created.row;
-        if (hasBody && !created.replayed && length > 0)
-          row = await deps.resumable.append(user, row.id, 0, ctx.req, checksum);
-        if (created.replayed) ctx.set('Idempotent-Replayed', 'true');
-        tusState(ctx, row);
-        ctx.set('Location', `${TUS_PATH}/${row.id}`);
-        ctx.status = 201;
-        ctx.body = { id: row.id, offset: row.received, length: row.length };
+        await tusOf(deps).serve(ctx, user);
       },
   }),
   route({
@@ -197,6 +167,8 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     handler:
       (deps) =>
       async (ctx, { user, params }) => {
+        // HEAD (which the router routes here) is the tus server's.
+        if (ctx.method === 'HEAD') return tusOf(deps).serve(ctx, user);
         const row = await deps.resumable.get(user, params.id);
         tusState(ctx, row);
         ctx.body = { offset: row.received, length: row.length, status: row.status };
@@ -223,13 +195,8 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     handlerParsesBody: true,
     handler:
       (deps) =>
-      async (ctx, { user, params }) => {
-        assertOctets(ctx);
-        const offset = intHeader(ctx, 'upload-offset');
-        const checksum = checksumOf(ctx);
-        const row = await deps.resumable.append(user, params.id, offset, ctx.req, checksum);
-        tusState(ctx, row);
-        ctx.status = 204;
+      async (ctx, { user }) => {
+        await tusOf(deps).serve(ctx, user);
       },
   }),
   route({
@@ -246,9 +213,8 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     errors: ['not_found', 'conflict'],
     handler:
       (deps) =>
-      async (ctx, { user, params }) => {
-        await deps.resumable.terminate(user, params.id);
-        ctx.status = 204;
+      async (ctx, { user }) => {
+        await tusOf(deps).serve(ctx, user);
       },
   }),
   route({

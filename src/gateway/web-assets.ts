@@ -16,7 +16,7 @@
  * A specifier that names anything else, a cycle, or two modules of the same file name stop the server at startup.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { build, stop, transformSync, version as esbuildVersion, type Plugin } from 'esbuild';
@@ -284,9 +284,30 @@ function writeCache(file: URL, cache: BuildCache): void {
     const tmp = new URL(`${basename(file.pathname)}.${process.pid}.tmp`, file);
     writeFileSync(tmp, JSON.stringify(cache));
     renameSync(tmp, file);
+    pruneCache(new URL('.', file));
   } catch {
     // A read-only install: the next start builds again.
   }
+}
+
+/** Entries kept: each edit of the pages makes one (~240 KB); the newest few serve checkouts switched back and forth. */
+const CACHE_KEPT = 8;
+
+/** Drops all but the CACHE_KEPT newest entries (an entry another process removes first is simply gone). */
+function pruneCache(dir: URL): void {
+  const path = fileURLToPath(dir);
+  const entries = readdirSync(path)
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => {
+      try {
+        return { name, at: statSync(join(path, name)).mtimeMs };
+      } catch {
+        return null;
+      }
+    })
+    .filter((e) => e !== null)
+    .sort((a, b) => b.at - a.at);
+  for (const { name } of entries.slice(CACHE_KEPT)) rmSync(join(path, name), { force: true });
 }
 
 const b64 = (b: Buffer) => b.toString('base64');

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -49,6 +49,28 @@ test('a second load reads the first one’s entry: the same assets, and what it 
     const rebuilt = await loadWebAssets(cacheDir);
     assert.deepEqual(snapshot(rebuilt), snapshot(built));
     assert.doesNotThrow(() => JSON.parse(readFileSync(file, 'utf8')));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the directory keeps the newest entries only: each edit of the pages makes one', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'pixvote-web-cache-'));
+  try {
+    // Ten entries of earlier inputs, oldest first.
+    for (let i = 0; i < 10; i++) {
+      const file = join(dir, `old${i}.json`);
+      await writeFile(file, '{}');
+      await utimes(file, 1000 + i, 1000 + i);
+    }
+    await loadWebAssets(pathToFileURL(`${dir}/`));
+    const left = (await readdir(dir)).sort();
+    assert.equal(left.length, 8, left.join(' '));
+    assert.deepEqual(
+      left.filter((f) => f.startsWith('old')),
+      ['old3.json', 'old4.json', 'old5.json', 'old6.json', 'old7.json', 'old8.json', 'old9.json'],
+      'the oldest went, the entry just made stays',
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

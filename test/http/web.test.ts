@@ -110,6 +110,8 @@ test('assets: a bundle per page, hashed names, immutable for a year, Brotli or g
       const parts = plain.text.split(`import("${lazy}")`);
       assert.equal(parts.length, path === served.bundle('new').path ? 2 : 1, path);
       assert.equal(/\bimport\s*[("'{*]|from\s*["']/.test(parts.join('')), false, path);
+      // The pages' CSP allows no eval: neither do the bundles (tus-js-client's browser build included).
+      assert.doesNotMatch(plain.text, /\beval\s*\(|\bnew\s+Function\b|[^\w.$]Function\s*\(/, path);
     }
     const br = await fetch(app.url + path, { headers: { 'accept-encoding': 'br' } });
     assert.equal(br.headers.get('content-encoding'), 'br');

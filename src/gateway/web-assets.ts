@@ -166,7 +166,8 @@ const STATIC_IMPORT = /^(?:import|export)\s+(?:[\w$*{},\s]+?\s+from\s+)?'([^']+)
 /** A dynamic `import('…')` of a module (a JSDoc type names its modules with `@import`, never with this). */
 const DYNAMIC_IMPORT = /\bimport\(\s*'([^']+)'\s*\)/g;
 
-function resolve(specifier: string, from: URL): URL {
+/** The module an import of `specifier` in the module at `from` names, or an error when pages may not import it. */
+export function resolveImport(specifier: string, from: URL): URL {
   const pkg = PACKAGES.get(specifier);
   if (pkg) return pkg;
   const url = new URL(specifier, from);
@@ -198,10 +199,10 @@ function loadModules(generated: (href: string) => string, lazy: URL[] = []): Map
     const source = GENERATED.has(url.href) ? generated(url.href) : readFileSync(url, 'utf8');
     const served = source
       .replace(STATIC_IMPORT, (statement: string, specifier: string) =>
-        statement.replace(`'${specifier}'`, `'${load(resolve(specifier, url)).path}'`),
+        statement.replace(`'${specifier}'`, `'${load(resolveImport(specifier, url)).path}'`),
       )
       .replace(DYNAMIC_IMPORT, (_: string, specifier: string) => {
-        const target = resolve(specifier, url);
+        const target = resolveImport(specifier, url);
         const path = load(target).path;
         if (!lazy.some((u) => u.href === target.href)) lazy.push(target);
         return `import('${path}')`;

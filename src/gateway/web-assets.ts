@@ -10,16 +10,28 @@
  * module: on a slow connection each module was a round trip before the page's first paint (Lighthouse counts a
  * page's scripts as render-blocking), and the page's image shared the connections with them.
  *
+ * A module that a page loads only when it needs it (`import('../lib/resumable.js')`: the upload form's resumable
+ * client, with tus-js-client) is a bundle of its own, fetched by that `import()` under its hashed name; the page's
+ * bundle does not carry it.
+ *
  * The modules are also served one by one, as the browser would import them unbundled (tests import them to check
- * what the browser builds): every `import … from '…'` names a module of web/ (or
- * `thumbhash`) and is rewritten to that module's hashed path, so a module's hash covers the hashes of all it imports.
+ * what the browser builds): every `import … from '…'` and `import('…')` names a module of web/ or one of PACKAGES
+ * and is rewritten to that module's hashed path, so a module's hash covers the hashes of all it imports.
  * A specifier that names anything else, a cycle, or two modules of the same file name stop the server at startup.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
-import { build, stop, transformSync, version as esbuildVersion, type Plugin } from 'esbuild';
+import {
+  build,
+  buildSync,
+  stop,
+  transformSync,
+  version as esbuildVersion,
+  type BuildOptions,
+  type Plugin,
+} from 'esbuild';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib';
 import { limitsModule } from './web-limits.ts';
@@ -28,6 +40,17 @@ const require = createRequire(import.meta.url);
 const WEB_DIR = new URL('../../web/', import.meta.url);
 const BOOT = new URL('app.js', WEB_DIR);
 const THUMBHASH = pathToFileURL(require.resolve('thumbhash/thumbhash.js'));
+const NODE_MODULES = dirname(dirname(fileURLToPath(THUMBHASH)));
+/**
+ * The npm packages the pages may import, by name, and the module each is served as one by one: thumbhash's own
+ * file (one ES module, no dependencies); tus-js-client's browser build with its dependencies as one ES module
+ * (GENERATED, below). In the pages' bundles esbuild resolves them itself, for the browser (their package.json
+ * `browser` field). Anything else a page imports from node_modules stops the server at startup.
+ */
+const PACKAGES: ReadonlyMap<string, URL> = new Map([
+  ['thumbhash', THUMBHASH],
+  ['tus-js-client', new URL('tus-js-client.js', WEB_DIR)],
+]);
 /**
  * A relative import of a .ts module (as esbuild writes it, in double quotes), to become the import of the .js
  * module generated from it, in single quotes as STATIC_IMPORT reads it.
@@ -50,8 +73,26 @@ const fromGateway = (name: string) => () =>
  */
 const VIEWS = ['vnode', 'words', 'card-view', 'feed-view', 'modlog-view'];
 
+/** An npm package (and its dependencies) for the browser, as one ES module. */
+const browserPackage = (name: string) => () => {
+  const { outputFiles } = buildSync({
+    stdin: { contents: `export * from '${name}';\n`, resolveDir: NODE_MODULES, sourcefile: `${name} (package)` },
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    minify: true,
+    legalComments: 'none',
+    write: false,
+    logLevel: 'silent',
+  });
+  const note = `// ${name} for the browser (its package.json's browser build), bundled with its dependencies.\n`;
+  return note + outputFiles[0]!.text;
+};
+
 /** Modules that are no file of web/: made here. */
 const GENERATED = new Map([
+  [PACKAGES.get('tus-js-client')!.href, browserPackage('tus-js-client')],
   [new URL('lib/limits.js', WEB_DIR).href, limitsModule],
   // Where a visitor may be sent back to (issue 44): one check, the server's and the pages'.
   [new URL('lib/local-path.js', WEB_DIR).href, fromGateway('local-path.ts')],
@@ -94,6 +135,8 @@ export interface WebAssets {
   bundle(page: string): Asset;
   /** A module of web/ served on its own, by its file name (`cards.js`). */
   module(name: string): Asset | undefined;
+  /** The bundle of a module that pages load lazily, by its path in web/ (`lib/resumable.js`). */
+  lazy(path: string): Asset | undefined;
 }
 
 /**
@@ -120,23 +163,26 @@ function makeAsset(name: string, type: string, raw: Buffer, made: { br?: Buffer;
 
 /** A static import or re-export at the start of a line (not an `@import` in a comment), and its specifier. */
 const STATIC_IMPORT = /^(?:import|export)\s+(?:[\w$*{},\s]+?\s+from\s+)?'([^']+)';/gm;
+/** A dynamic `import('…')` of a module (a JSDoc type names its modules with `@import`, never with this). */
+const DYNAMIC_IMPORT = /\bimport\(\s*'([^']+)'\s*\)/g;
 
-function resolve(specifier: string, from: URL): URL {
-  if (specifier === 'thumbhash') return THUMBHASH;
+/** The module an import of `specifier` in the module at `from` names, or an error when pages may not import it. */
+export function resolveImport(specifier: string, from: URL): URL {
+  const pkg = PACKAGES.get(specifier);
+  if (pkg) return pkg;
   const url = new URL(specifier, from);
   if (!/^\.\.?\//.test(specifier) || !url.href.startsWith(WEB_DIR.href) || !url.pathname.endsWith('.js')) {
-    throw new Error(
-      `${fileURLToPath(from)} imports '${specifier}': pages import only .js modules of web/ or thumbhash`,
-    );
+    const allowed = ['.js modules of web/', ...PACKAGES.keys()].join(', ');
+    throw new Error(`${fileURLToPath(from)} imports '${specifier}': pages import only ${allowed}`);
   }
   return url;
 }
 
 /**
  * Loads the module graph from the boot and each page's module, each module once, its imports first; by file name
- * (unique in the graph).
+ * (unique in the graph). `lazy` gets the modules some module loads with `import('…')`, each after those it loads so.
  */
-function loadModules(generated: (href: string) => string): Map<string, Asset> {
+function loadModules(generated: (href: string) => string, lazy: URL[] = []): Map<string, Asset> {
   const modules = new Map<string, Asset>();
   const names = new Map<string, string>();
   const loading = new Set<string>();
@@ -151,9 +197,16 @@ function loadModules(generated: (href: string) => string): Map<string, Asset> {
       throw new Error(`web/: two modules named ${name}: ${other}, ${url.href}`);
     names.set(name, url.href);
     const source = GENERATED.has(url.href) ? generated(url.href) : readFileSync(url, 'utf8');
-    const served = source.replace(STATIC_IMPORT, (statement: string, specifier: string) =>
-      statement.replace(`'${specifier}'`, `'${load(resolve(specifier, url)).path}'`),
-    );
+    const served = source
+      .replace(STATIC_IMPORT, (statement: string, specifier: string) =>
+        statement.replace(`'${specifier}'`, `'${load(resolveImport(specifier, url)).path}'`),
+      )
+      .replace(DYNAMIC_IMPORT, (_: string, specifier: string) => {
+        const target = resolveImport(specifier, url);
+        const path = load(target).path;
+        if (!lazy.some((u) => u.href === target.href)) lazy.push(target);
+        return `import('${path}')`;
+      });
     const asset = makeAsset(name, JS, Buffer.from(served));
     loading.delete(url.href);
     modules.set(url.href, asset);
@@ -181,27 +234,60 @@ const generatedModules: Plugin = {
   },
 };
 
-/** One bundle per page module: the boot and the module, with all they import, as one minified ES module. */
-async function bundlePages(): Promise<Map<string, Asset>> {
+/**
+ * A bundle's `import('…')` of a module of web/: that module's own bundle, by its hashed path (`lazy`, by href), left
+ * for the browser to fetch when the code runs.
+ */
+const lazyModules = (lazy: ReadonlyMap<string, Asset>): Plugin => ({
+  name: 'pixvote-lazy',
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind !== 'dynamic-import') return undefined;
+      const asset = lazy.get(new URL(args.path, pathToFileURL(`${args.resolveDir}/`)).href);
+      if (!asset) return { errors: [{ text: `import('${args.path}'): no bundle of that module was built first` }] };
+      return { path: asset.path, external: true };
+    });
+  },
+});
+
+/** What every bundle is built with. */
+const BUNDLE_OPTIONS = {
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  minify: true,
+  legalComments: 'none',
+  // The PACKAGES from our node_modules
+  nodePaths: [NODE_MODULES],
+  write: false as const,
+  logLevel: 'silent',
+} satisfies BuildOptions;
+
+/**
+ * One bundle per page module: the boot and the module, with all they import, as one minified ES module; and one per
+ * module loaded lazily (`lazy`, each after those it loads so), by its path in web/ (`lib/resumable.js`).
+ */
+async function bundlePages(lazy: readonly URL[]): Promise<Map<string, Asset>> {
   const bundles = new Map<string, Asset>();
+  const lazyByHref = new Map<string, Asset>();
+  const plugins = [lazyModules(lazyByHref), generatedModules];
   try {
+    for (const url of lazy) {
+      const { outputFiles } = await build({ ...BUNDLE_OPTIONS, entryPoints: [fileURLToPath(url)], plugins });
+      const asset = makeAsset(basename(url.pathname), JS, Buffer.from(outputFiles[0]!.contents));
+      lazyByHref.set(url.href, asset);
+      bundles.set(url.href.slice(WEB_DIR.href.length), asset);
+    }
     for (const path of new Set(Object.values(PAGE_MODULES))) {
       const { outputFiles } = await build({
+        ...BUNDLE_OPTIONS,
         stdin: {
           contents: `import { boot } from './app.js';\nimport * as page from './${path}';\nawait boot(page);\n`,
           resolveDir: fileURLToPath(WEB_DIR),
           sourcefile: `${path} (bundle)`,
         },
-        bundle: true,
-        format: 'esm',
-        target: 'es2022',
-        minify: true,
-        legalComments: 'none',
-        // `thumbhash` from our node_modules
-        nodePaths: [dirname(dirname(fileURLToPath(THUMBHASH)))],
-        plugins: [generatedModules],
-        write: false,
-        logLevel: 'silent',
+        plugins,
       });
       bundles.set(path, makeAsset(basename(path), JS, Buffer.from(outputFiles[0]!.contents)));
     }
@@ -263,10 +349,35 @@ function inputsDigest(): string {
   for (const href of GENERATED.keys()) add(href, '');
   add('limits', limitsModule());
   add('thumbhash', readFileSync(THUMBHASH));
+  // What else is bundled from node_modules: each package's version, and its dependencies' (an install changes them).
+  for (const name of PACKAGES.keys()) if (name !== 'thumbhash') for (const v of packageVersions(name)) add('npm', v);
   add('self', readFileSync(new URL(import.meta.url)));
   for (const name of ['local-path.ts', ...VIEWS.map((v) => `views/${v}.ts`)])
     add(name, readFileSync(new URL(name, import.meta.url)));
   return h.digest('hex').slice(0, 32);
+}
+
+/** `name@version` of an installed package and of every package it depends on, found as Node finds them. */
+function packageVersions(name: string): string[] {
+  const seen = new Map<string, string>();
+  const visit = (pkg: string, fromDir: string) => {
+    for (let dir = fromDir; ; dir = dirname(dir)) {
+      const file = join(dir, 'node_modules', pkg, 'package.json');
+      let manifest: { version?: string; dependencies?: Record<string, string> };
+      try {
+        manifest = JSON.parse(readFileSync(file, 'utf8')) as typeof manifest;
+      } catch {
+        if (dirname(dir) === dir) throw new Error(`web assets: the package ${pkg} is not installed`);
+        continue;
+      }
+      if (seen.has(file)) return;
+      seen.set(file, `${pkg}@${manifest.version}`);
+      for (const dep of Object.keys(manifest.dependencies ?? {})) visit(dep, dirname(file));
+      return;
+    }
+  };
+  visit(name, dirname(NODE_MODULES));
+  return [...seen.values()].sort();
 }
 
 function readCache(file: URL): BuildCache | null {
@@ -324,7 +435,8 @@ export async function loadWebAssets(cacheDir: URL = CACHE_DIR): Promise<WebAsset
   const icon = makeAsset('icon.svg', 'image/svg+xml', read('icon.svg'), {
     ...(cached?.compressed.icon && { br: unb64(cached.compressed.icon.br), gzip: unb64(cached.compressed.icon.gzip) }),
   });
-  const byName = loadModules((href) => cached?.generated[href] ?? generatedSource(href));
+  const lazy: URL[] = [];
+  const byName = loadModules((href) => cached?.generated[href] ?? generatedSource(href), lazy);
   const modules = [...byName.values()];
   const bundles = cached
     ? new Map(
@@ -333,7 +445,7 @@ export async function loadWebAssets(cacheDir: URL = CACHE_DIR): Promise<WebAsset
           makeAsset(basename(path), JS, unb64(b.raw), { br: unb64(b.br), gzip: unb64(b.gzip) }),
         ]),
       )
-    : await bundlePages();
+    : await bundlePages(lazy);
   // A bundle and the module of the same name differ in content, so in hash and path.
   const byPath = new Map<string, Asset>([css, icon, ...modules, ...bundles.values()].map((a) => [a.path, a]));
   // What every page loads is compressed now, not by its first request's event-loop turn (~20 ms each at Brotli 11).
@@ -357,5 +469,6 @@ export async function loadWebAssets(cacheDir: URL = CACHE_DIR): Promise<WebAsset
       return bundle;
     },
     module: (name) => byName.get(name),
+    lazy: (path) => bundles.get(path),
   };
 }

@@ -1,11 +1,15 @@
 /**
  * The upload form resumes (issue 49 item 5), in Chromium against the real server: a file larger than one chunk goes
- * through tus; the network drops in the middle (the browser goes offline as its second chunk leaves), the form says
- * so and waits; when the network is back it asks the server's offset and goes on from there, shows progress, and
- * ends on the upload's page with one record. Small files still go in one direct request.
+ * through tus (tus-js-client, fetched when such a file is chosen); the network drops in the middle (the browser goes
+ * offline as its second chunk leaves), the form says so and waits; when the network is back it asks the server's
+ * offset and goes on from there, shows progress, and ends on the upload's page with one record. A reload in the
+ * middle goes on from the server's offset too. Small files still go in one direct request, without the client.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { startApp, type TestApp } from '../support/app.ts';
 import { launchBrowser, noBrowser, openPage, watchedPage, type WatchedPage } from '../support/browser.ts';
@@ -65,7 +69,10 @@ test(
       });
       const before = await countUploads(app);
       await openPage(page, `${app.url}/new`);
+      // The resumable client comes when a file larger than one chunk is chosen, not with the form.
+      const client = page.waitForRequest((r) => /\/assets\/resumable\.[0-9a-f]{12}\.js$/.test(r.url()));
       await page.setInputFiles('#file', { name: 'long-train.jpg', mimeType: 'image/jpeg', buffer: big });
+      await client;
       await page.fill('#description', 'Sent from a train through a tunnel');
       await page.click('form.new button[type="submit"]');
 
@@ -106,6 +113,69 @@ test(
   },
 );
 
+test(
+  'a reload in the middle of an upload: the same file goes on from the server offset, no second upload',
+  { skip: noBrowser },
+  async () => {
+    const big = await photoJpeg({ width: 3600, height: 2700, seed: 4962 });
+    // From a file on disk: its name, size and date are what the upload is found again by.
+    const dir = await mkdtemp(join(tmpdir(), 'pixvote-web-resumable-'));
+    const path = join(dir, 'ferry.jpg');
+    await writeFile(path, big);
+    const { ctx, w } = await signedIn();
+    const { page } = w;
+    try {
+      const requests: string[] = [];
+      let cut = false;
+      await page.route(`**${TUS}**`, async (route) => {
+        const req = route.request();
+        const offset = req.headers()['upload-offset'];
+        requests.push(`${req.method()}${req.method() === 'PATCH' ? ` ${offset}` : ''}`);
+        // The second chunk is lost (the connection reset), and the page is reloaded while the form waits.
+        if (req.method() === 'PATCH' && Number(offset) === CHUNK && !cut) {
+          cut = true;
+          return route.abort('connectionreset');
+        }
+        return route.continue();
+      });
+      const before = await countUploads(app);
+      await openPage(page, `${app.url}/new`);
+      await page.setInputFiles('#file', path);
+      await page.fill('#description', 'Sent from a ferry');
+      await page.click('form.new button[type="submit"]');
+      await page.locator('.alert.info', { hasText: 'The connection was lost: trying again in 1 s' }).waitFor();
+      assert.deepEqual(requests, ['POST', `PATCH 0`, `PATCH ${CHUNK}`]);
+      await page.reload();
+      await page.waitForSelector('body[data-ready="true"]');
+      requests.length = 0;
+      await page.setInputFiles('#file', path);
+      await page.fill('#description', 'Sent from a ferry');
+      await page.click('form.new button[type="submit"]');
+      await page.waitForURL(/\/uploads\/[0-9a-f-]{36}$/);
+      await page.waitForSelector('body[data-ready="true"]');
+      assert.equal(await page.locator('.description').innerText(), 'Sent from a ferry');
+      // No new upload: the kept one's offset (HEAD), then on from the second chunk; then its outcome.
+      assert.deepEqual(requests.slice(0, 2), ['HEAD', `PATCH ${CHUNK}`]);
+      assert.equal(requests.filter((r) => r.startsWith('PATCH')).length, Math.ceil(big.length / CHUNK) - 1);
+      assert.equal(requests.at(-1), 'GET', 'the result');
+      assert.equal(await countUploads(app), before + 1, 'one record');
+      // Done: nothing is kept to resume any more.
+      const kept = await page.evaluate(() =>
+        Object.keys((globalThis as any).localStorage).filter((k: string) => k.startsWith('tus::')),
+      );
+      assert.deepEqual(kept, []);
+      const problems = w.take();
+      assert.ok(
+        problems.length > 0 && problems.every((p) => p.includes(TUS) || p.includes('ERR_CONNECTION_RESET')),
+        problems.join('\n'),
+      );
+    } finally {
+      await ctx.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+);
+
 test('a file of one chunk or less goes in one direct request', { skip: noBrowser }, async () => {
   const { ctx, w } = await signedIn();
   const { page } = w;
@@ -113,6 +183,7 @@ test('a file of one chunk or less goes in one direct request', { skip: noBrowser
     const paths: string[] = [];
     page.on('request', (r) => {
       if (r.method() !== 'GET') paths.push(`${r.method()} ${new URL(r.url()).pathname}`);
+      else if (r.url().includes('/assets/resumable.')) paths.push(`GET ${new URL(r.url()).pathname}`);
     });
     await openPage(page, `${app.url}/new`);
     await page.setInputFiles('#file', {

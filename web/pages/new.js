@@ -1,12 +1,26 @@
 // The upload form (`/new`): an image file (dropped or chosen, previewed), an image URL or a link, with a
 // description, tags and privacy; the file is sent with progress, duplicates are pointed to. A file larger than one
-// chunk (1 MiB) goes resumably (lib/tus.js): when the network drops, the upload goes on from where the server is.
-import { explain, megabytes } from '../lib/api.js';
+// chunk (1 MiB) goes resumably (lib/resumable.js: tus-js-client, loaded when such a file is chosen): when the network
+// drops, the upload goes on from where the server is.
+import { api, explain, megabytes } from '../lib/api.js';
 import { alertBox, h, ME, say, setTitle, show, signinLink } from '../lib/dom.js';
 import { field, lengthCounter, splitTags, tagsCounter } from '../lib/forms.js';
 import { limits } from '../lib/limits.js';
-import { CHUNK, tusUpload } from '../lib/tus.js';
 /** @import { ApiResult } from '../lib/api.js' */
+/** @import * as Resumable from '../lib/resumable.js' */
+
+/** Bytes per PATCH; files up to this size go in one direct request instead (they gain nothing from resuming). */
+const CHUNK = 1024 * 1024;
+
+/** @type {Promise<typeof Resumable> | null} */
+let resumable = null;
+/** The resumable client (tus-js-client, its own chunk), fetched once; a failed fetch is tried again when asked. */
+function loadResumable() {
+  return (resumable ??= import('../lib/resumable.js').catch((/** @type {unknown} */ e) => {
+    resumable = null;
+    throw e;
+  }));
+}
 
 export function render() {
   setTitle('Upload');
@@ -14,6 +28,8 @@ export function render() {
     show(h('h1', {}, 'Upload'), h('p', {}, signinLink('Sign in'), ' to upload an image or a link.'));
     return;
   }
+  // Whose kept uploads a resumable one may go on from (lib/resumable.js).
+  const user = ME.id ?? ME.username;
   const maxFile = limits.maxFileBytes;
   const notice = alertBox();
   const kinds = [
@@ -58,6 +74,8 @@ export function render() {
     const mb = (f.size / 1024 / 1024).toFixed(1);
     const tooLarge = f.size > maxFile ? ` · too large: the limit is ${megabytes(maxFile)} MB` : '';
     fileInfo.textContent = `${f.name} · ${mb} MB${tooLarge}`;
+    // Fetched while the visitor fills in the form: by the time they press Upload, it is there.
+    if (f.size > CHUNK && !tooLarge) loadResumable().catch(() => {});
   };
   file.addEventListener('change', showFile);
   drop.addEventListener('dragover', (e) => {
@@ -185,21 +203,28 @@ export function render() {
     };
     const f = kind === 'file' ? file.files?.[0] : undefined;
     if (!f || f.size <= CHUNK) return direct();
-    void tusUpload(f, {
-      metadata: {
-        upload_type: 'image',
-        filename: f.name,
-        description: description.value,
-        tags: splitTags(tags.value).join(','),
-        is_private: String(isPrivate.checked),
-      },
-      key,
-      onProgress: (sent, total) => (progress.value = sent / total),
-      onState: (text) => say(notice, text, 'info'),
-    }).then(
-      (r) => (r ? finish(r) : direct()),
-      () => finish({ ok: false, status: 0, data: { error: 'network' } }),
-    );
+    void loadResumable()
+      .then(({ tusUpload }) =>
+        tusUpload(f, {
+          metadata: {
+            upload_type: 'image',
+            filename: f.name,
+            description: description.value,
+            tags: splitTags(tags.value).join(','),
+            is_private: String(isPrivate.checked),
+          },
+          chunkSize: CHUNK,
+          key,
+          user,
+          api,
+          onProgress: (sent, total) => (progress.value = sent / total),
+          onState: (text) => say(notice, text, 'info'),
+        }),
+      )
+      .then(
+        (r) => (r ? finish(r) : direct()),
+        () => finish({ ok: false, status: 0, data: { error: 'network' } }),
+      );
   });
   show(h('h1', {}, 'Upload'), form);
 }

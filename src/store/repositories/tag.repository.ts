@@ -131,8 +131,11 @@ export function prefixEnd(prefix: string): string | null {
 
 /**
  * A page of the tags named prefix… (when they are at most PREFIX_RANGE_ROWS): read from their range of the name
- * index and sorted, in tag search's order (ties by name in the database's collation, as tags_search_index has them,
- * so that a traversal may pass from one way to the other as counts move).
+ * index, then sorted, in tag search's order (ties by name in the database's collation, as tags_search_index has them,
+ * so that a traversal may pass from one way to the other as counts move). The range is a subquery with its own order
+ * and limit, which neither database folds into the outer query: with the counts' statistics of a large database
+ * (hundreds of distinct counts), SQLite otherwise read the page from tags_search_index, one seek per distinct count
+ * (a skip-scan: 175 µs for one tag at 1M uploads against 27 µs at 12k, issue 46).
  */
 export function prefixPageQuery(
   db: Kysely<DB>,
@@ -141,27 +144,21 @@ export function prefixPageQuery(
   after: { uploads: number; id: string } | null,
   fetch: number,
 ) {
-  return afterCursor(prefixRangeQuery(db, dialect, prefix).clearOrderBy(), after)
-    .orderBy('upload_count', 'desc')
-    .orderBy('name')
-    .limit(fetch);
-}
-
-/** Tag search's cursor condition: the rest of the cursor tag's count (after its name), then the lower counts. */
-function afterCursor<Q extends ReturnType<typeof prefixRangeQuery>>(
-  q: Q,
-  after: { uploads: number; id: string } | null,
-) {
-  if (!after) return q;
-  return q.where((eb) =>
-    eb.or([
-      eb('upload_count', '<', after.uploads),
-      eb.and([
-        eb('upload_count', '=', after.uploads),
-        eb('name', '>', eb.selectFrom('tags as t').select('t.name').where('t.id', '=', after.id)),
+  const named = prefixRangeQuery(db, dialect, prefix)
+    .limit(PREFIX_RANGE_ROWS + 1)
+    .as('named');
+  let q = db.selectFrom(named).select(['named.id', 'named.name', 'named.slug', 'named.upload_count']);
+  if (after)
+    q = q.where((eb) =>
+      eb.or([
+        eb('named.upload_count', '<', after.uploads),
+        eb.and([
+          eb('named.upload_count', '=', after.uploads),
+          eb('named.name', '>', eb.selectFrom('tags as t').select('t.name').where('t.id', '=', after.id)),
+        ]),
       ]),
-    ]),
-  );
+    );
+  return q.orderBy('named.upload_count', 'desc').orderBy('named.name').limit(fetch);
 }
 
 /**

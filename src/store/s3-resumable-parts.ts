@@ -9,14 +9,16 @@
  * Multipart parts must be 5 MiB or more but the last, while tus clients send chunks of any size: S3Store keeps
  * what does not fill a part yet in the `.part` object and sends it with the next bytes (read, then written again:
  * small chunks cost that object's size each). The offset, the expiry and the outcome stay the database's; the
- * `.info` object is only the store's (its id, length and multipart upload).
+ * `.info` object is only the store's (its id, length and multipart upload). A PATCH that brings the whole file
+ * at once has nothing partial to keep: it is one PUT of the object, no multipart upload (which costs four
+ * requests), and the file is kept in memory for the upload use case that reads it next.
  *
  * The row's offset is recorded after the bytes are in the bucket, so the bucket may hold more than it (a gateway
- * that died in between): the bytes the client sends again up to where the bucket's end are passed over (they are
- * the same bytes of the same file), the rest written after them. Never less: a part starts only once those before
- * it in the same PATCH are written, and the incomplete part a PATCH read is deleted only after its bytes are in a
- * part (S3Store deletes it first, then writes: a crash in between would lose acknowledged bytes); a leftover
- * `.part` whose bytes a part holds already is found (the parts reach the row's offset) and deleted.
+ * that died in between): the bytes the client sends again up to where the bucket's bytes end are passed over
+ * (they are the same bytes of the same file), the rest written after them. Never less: a part starts only once
+ * those before it in the same PATCH are written, and the incomplete part a PATCH read is deleted only after its
+ * bytes are in a part (S3Store deletes it first, then writes: a crash in between would lose acknowledged bytes);
+ * a leftover `.part` whose bytes a part holds already is found (the parts reach the row's offset) and deleted.
  *
  * The chunk is gathered in memory first (at most the rest of the file, ≤ 10 MiB) and checked against its
  * Upload-Checksum before a byte goes to the bucket. S3Store stages each part in the OS temporary directory while
@@ -40,6 +42,8 @@ import { isMissing, RESUMABLE_PREFIX, type S3MediaStore } from './s3-media-store
 const PART_BYTES = 5 * 1024 * 1024;
 /** The `.info` objects S3Store keeps read in memory (immutable but for the offset it records at creation). */
 const INFO_CACHE_ENTRIES = 10_000;
+/** Files received whole in one PATCH, kept for the upload use case that reads them next (no GET). */
+const WHOLE_CACHE_BYTES = 64 * 1024 * 1024;
 
 export class S3ResumableParts implements ResumableParts {
   readonly #s3: S3MediaStore;
@@ -192,8 +196,15 @@ interface Reached {
   bytes: number;
 }
 
-/** One write of S3Store in progress (the upload's lock is held: one at a time per upload). */
+/**
+ * One append in progress (the upload's lock is held: one at a time per upload): what it read of the bucket before
+ * writing, handed to S3Store's write instead of its own listing and read, and how that write goes.
+ */
 interface Write {
+  /** The whole parts as listed (or none: just created), then with those this write sent. */
+  parts: Part[] | null;
+  /** The incomplete part's bytes as read, or null: there is none. */
+  tail: Uint8Array | null;
   /** Its parts, one after another: a part is sent only once those before it were. */
   turn: Promise<unknown>;
   /** The incomplete part it read is to be deleted once its bytes are in a part. */
@@ -203,11 +214,18 @@ interface Write {
 /**
  * S3Store with the upload's key as its id, the media store's client, and writes that lose no acknowledged bytes
  * however they are cut (see the file's header): its parts sent in turn, the incomplete part it read deleted after,
- * not before, its bytes are written again.
+ * not before, its bytes are written again. The listing of the parts and the incomplete part that `append` reads
+ * to find where the bucket's bytes end are S3Store's too (not read twice); the parts a write sent are known
+ * without listing them again for the completion.
  */
 class MultipartStore extends S3Store {
   readonly #s3: S3MediaStore;
   readonly #writes = new Map<string, Write>();
+  /** Files this process received whole in one PATCH, for the upload use case that reads them next (`file`). */
+  readonly #whole = new LRUCache<string, Uint8Array>({
+    maxSize: WHOLE_CACHE_BYTES,
+    sizeCalculation: (b) => Math.max(1, b.length),
+  });
 
   constructor(s3: S3MediaStore) {
     super({
@@ -228,23 +246,43 @@ class MultipartStore extends S3Store {
    * bucket holds already, creating the multipart upload with the first bytes.
    */
   async append(key: string, acknowledged: number, bytes: Buffer, length: number): Promise<void> {
-    let reached = await this.#reached(key, acknowledged);
-    if (!reached) {
-      if (acknowledged > 0) throw lost(key, acknowledged, 0);
-      await this.create(new Upload({ id: key, size: length, offset: 0 }));
-      reached = { complete: false, bytes: 0 };
+    if (acknowledged === 0 && bytes.length === length) {
+      // The whole file in one PATCH: nothing partial to keep, so no multipart upload (four requests), one PUT. A
+      // multipart upload an earlier attempt left is removed with the upload; one a later attempt completes
+      // writes the same file again.
+      await this.client.putObject({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: length });
+      this.#whole.set(key, bytes);
+      return;
     }
-    if (reached.bytes < acknowledged) throw lost(key, acknowledged, reached.bytes);
-    if (reached.complete) return;
-    // Bytes sent again that the bucket has (written, their offset never recorded): passed over.
-    const rest = bytes.subarray(Math.min(reached.bytes - acknowledged, bytes.length));
-    // Nothing new, unless every byte is in and only the completion is missing.
-    if (rest.length === 0 && reached.bytes < length) return;
-    await this.write(Readable.from(rest.length ? [rest] : [], { objectMode: false }), key, reached.bytes);
+    const w: Write = { parts: null, tail: null, turn: Promise.resolve(), dropTail: false };
+    this.#writes.set(key, w);
+    try {
+      let reached = await this.#reached(key, acknowledged, w);
+      if (!reached) {
+        if (acknowledged > 0) throw lost(key, acknowledged, 0);
+        await this.create(new Upload({ id: key, size: length, offset: 0 }));
+        w.parts = [];
+        reached = { complete: false, bytes: 0 };
+      }
+      if (reached.bytes < acknowledged) throw lost(key, acknowledged, reached.bytes);
+      if (reached.complete) return;
+      // Bytes sent again that the bucket has (written, their offset never recorded): passed over.
+      const rest = bytes.subarray(Math.min(reached.bytes - acknowledged, bytes.length));
+      // Nothing new, unless every byte is in and only the completion is missing.
+      if (rest.length === 0 && reached.bytes < length) return;
+      const src = Readable.from(rest.length ? [rest] : [], { objectMode: false });
+      const end = await this.write(src, key, reached.bytes);
+      // Complete: a leftover incomplete part goes with the upload (`remove`).
+      if (end < length && w.dropTail) await super.deleteIncompletePart(key);
+    } finally {
+      this.#writes.delete(key);
+    }
   }
 
-  /** The completed multipart upload's object. */
+  /** The completed multipart upload's object (from memory when this process received it whole). */
   async file(key: string): Promise<Uint8Array> {
+    const mine = this.#whole.get(key);
+    if (mine) return mine;
     const got = await this.client.getObject({ Bucket: this.bucket, Key: key });
     return got.Body!.transformToByteArray();
   }
@@ -252,9 +290,9 @@ class MultipartStore extends S3Store {
   /**
    * Where the bucket's bytes end (null: no upload there yet). An incomplete part is counted only past the whole
    * parts and when they end before the row's offset: otherwise its bytes are in a part already (a write that
-   * stopped before it deleted it) or were never acknowledged, and it goes.
+   * stopped before it deleted it) or were never acknowledged, and it goes. What was read is kept in `w`.
    */
-  async #reached(key: string, acknowledged: number): Promise<Reached | null> {
+  async #reached(key: string, acknowledged: number, w: Write): Promise<Reached | null> {
     try {
       await this.getMetadata(key);
     } catch (e) {
@@ -263,7 +301,7 @@ class MultipartStore extends S3Store {
     }
     let parts: Part[];
     try {
-      parts = await this.retrieveParts(key);
+      parts = await super.retrieveParts(key);
     } catch (e) {
       if (!isMissing(e)) throw e;
       // No such multipart upload: completed (the object holds the file), or aborted by a removal cut short.
@@ -272,7 +310,7 @@ class MultipartStore extends S3Store {
         throw e;
       });
       if (!whole) return null;
-      await this.deleteIncompletePart(key);
+      await super.deleteIncompletePart(key);
       return { complete: true, bytes: whole.ContentLength ?? 0 };
     }
     let bytes = 0;
@@ -280,28 +318,32 @@ class MultipartStore extends S3Store {
       if (p.PartNumber !== i + 1) throw new Error(`${key}: part ${i + 1} is missing from the multipart upload`);
       bytes += p.Size ?? 0;
     }
-    const tail = (await this.getIncompletePartSize(key)) ?? 0;
-    if (tail === 0) return { complete: false, bytes };
+    w.parts = parts;
+    const tail = await super.getIncompletePart(key);
+    if (!tail) return { complete: false, bytes };
     if (bytes >= acknowledged) {
-      await this.deleteIncompletePart(key);
+      tail.destroy();
+      await super.deleteIncompletePart(key);
       return { complete: false, bytes };
     }
-    return { complete: false, bytes: bytes + tail };
+    w.tail = Buffer.concat(await tail.toArray());
+    return { complete: false, bytes: bytes + w.tail.length };
   }
 
-  override async write(src: Readable, id: string, offset: number): Promise<number> {
-    const w: Write = { turn: Promise.resolve(), dropTail: false };
-    this.#writes.set(id, w);
-    try {
-      const reached = await super.write(src, id, offset);
-      if (w.dropTail) await super.deleteIncompletePart(id);
-      return reached;
-    } finally {
-      this.#writes.delete(id);
-    }
+  /** Within an append, the parts it listed and those it sent since. */
+  protected override retrieveParts(id: string, partNumberMarker?: string): Promise<Part[]> {
+    const parts = this.#writes.get(id)?.parts;
+    return parts && !partNumberMarker ? Promise.resolve([...parts]) : super.retrieveParts(id, partNumberMarker);
   }
 
-  /** Within a write, deferred until its bytes are in a part (`write`); a new incomplete part replaces it anyway. */
+  /** Within an append, the incomplete part it read. */
+  protected override getIncompletePart(id: string): Promise<Readable | undefined> {
+    const w = this.#writes.get(id);
+    if (!w?.parts) return super.getIncompletePart(id);
+    return Promise.resolve(w.tail ? Readable.from([w.tail], { objectMode: false }) : undefined);
+  }
+
+  /** Within an append, deferred until its bytes are in a part; a new incomplete part replaces it anyway. */
   protected override deleteIncompletePart(id: string): Promise<void> {
     const w = this.#writes.get(id);
     if (!w) return super.deleteIncompletePart(id);
@@ -309,12 +351,15 @@ class MultipartStore extends S3Store {
     return Promise.resolve();
   }
 
-  protected override uploadPart(
+  protected override async uploadPart(
     metadata: MetadataValue,
     body: ReadStream | Readable | Buffer,
     partNumber: number,
   ): Promise<string> {
-    return this.#inTurn(metadata.file.id, () => super.uploadPart(metadata, body, partNumber));
+    const id = metadata.file.id;
+    const etag = await this.#inTurn(id, () => super.uploadPart(metadata, body, partNumber));
+    this.#writes.get(id)?.parts?.push({ PartNumber: partNumber, ETag: etag });
+    return etag;
   }
 
   protected override async uploadIncompletePart(id: string, body: ReadStream | Readable) {
@@ -346,23 +391,19 @@ class MultipartStore extends S3Store {
 
   /**
    * The multipart upload aborted and its objects deleted, whatever state a crash left (S3Store's own `remove`
-   * throws for a completed upload and keeps the `.part`): the `.info` last, so that a removal cut short is found
-   * again.
+   * throws for a completed upload and keeps the `.part`): every multipart upload of the key (also one whose
+   * `.info` a creation cut short never wrote), then the objects, the `.info` last, so that a removal cut short is
+   * found again.
    */
   override async remove(key: string): Promise<void> {
-    const uploadIds = new Set<string>();
-    try {
-      uploadIds.add((await this.getMetadata(key))['upload-id']);
-    } catch (e) {
-      if (!isMissing(e)) throw e;
-    }
-    // Also those no `.info` names: a creation cut between its two requests, then made again.
+    this.#whole.delete(key);
     const listed = await this.client.listMultipartUploads({ Bucket: this.bucket, Prefix: key });
-    for (const u of listed.Uploads ?? []) if (u.Key === key && u.UploadId) uploadIds.add(u.UploadId);
-    for (const uploadId of uploadIds)
-      await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: uploadId }).catch((e) => {
+    for (const u of listed.Uploads ?? []) {
+      if (u.Key !== key || !u.UploadId) continue;
+      await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: u.UploadId }).catch((e) => {
         if (!isMissing(e)) throw e;
       });
+    }
     await Promise.all(
       [key, this.partKey(key, true)].map((k) => this.client.deleteObject({ Bucket: this.bucket, Key: k })),
     );

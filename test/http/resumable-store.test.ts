@@ -187,6 +187,30 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(direct.body.existingUploadId, r.body.id);
   });
 
+  test('the whole file with the creation: one object, no multipart upload; the result, then nothing left', async () => {
+    const bytes = await pngImage(360, 240, 4917);
+    const res = await fetch(a.url + TUS, {
+      method: 'POST',
+      body: bytes,
+      headers: {
+        ...V,
+        authorization: `Bearer ${alice.token}`,
+        'upload-length': String(bytes.length),
+        'content-type': 'application/offset+octet-stream',
+      },
+    });
+    assert.equal(res.status, 201, await res.text());
+    assert.equal(res.headers.get('upload-offset'), String(bytes.length));
+    const url = res.headers.get('location')!;
+    assert.deepEqual(await openUploadsOf(url.split('/').pop()!), [], 'nothing partial: no multipart upload');
+    const r = await b.api.get(`${url}/result`, { token: alice.token });
+    assert.equal(r.status, 201, r.text);
+    const direct = await uploadImage(a.api, alice.token, bytes, {}, 'again.png');
+    assert.equal(direct.body.match, 'exact', direct.text);
+    assert.equal(direct.body.existingUploadId, r.body.id);
+    await pollUntil(() => gone(url.split('/').pop()!), 'the object deleted', 10_000);
+  });
+
   test('over 5 MiB: a whole part, an incomplete one; bytes the bucket has already are passed over', async () => {
     const MiB = 1024 * 1024;
     const bytes = await pngImage(2400, 1800, 4916);

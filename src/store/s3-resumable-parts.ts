@@ -42,7 +42,7 @@ import { isMissing, RESUMABLE_PREFIX, type S3MediaStore } from './s3-media-store
 const PART_BYTES = 5 * 1024 * 1024;
 /** The `.info` objects S3Store keeps read in memory (immutable but for the offset it records at creation). */
 const INFO_CACHE_ENTRIES = 10_000;
-/** Files received whole in one PATCH, kept for the upload use case that reads them next (no GET). */
+/** Files a gateway completed and holds whole (one PATCH, or one part), kept for the use case that reads them next. */
 const WHOLE_CACHE_BYTES = 64 * 1024 * 1024;
 
 export class S3ResumableParts implements ResumableParts {
@@ -221,7 +221,7 @@ interface Write {
 class MultipartStore extends S3Store {
   readonly #s3: S3MediaStore;
   readonly #writes = new Map<string, Write>();
-  /** Files this process received whole in one PATCH, for the upload use case that reads them next (`file`). */
+  /** Files this process completed and holds whole, for the upload use case that reads them next (`file`). */
   readonly #whole = new LRUCache<string, Uint8Array>({
     maxSize: WHOLE_CACHE_BYTES,
     sizeCalculation: (b) => Math.max(1, b.length),
@@ -271,9 +271,13 @@ class MultipartStore extends S3Store {
       // Nothing new, unless every byte is in and only the completion is missing.
       if (rest.length === 0 && reached.bytes < length) return;
       const src = Readable.from(rest.length ? [rest] : [], { objectMode: false });
+      const before = w.parts?.length === 0 ? w.tail : null;
       const end = await this.write(src, key, reached.bytes);
       // Complete: a leftover incomplete part goes with the upload (`remove`).
       if (end < length && w.dropTail) await super.deleteIncompletePart(key);
+      // Complete in one part, the incomplete part and these bytes: the file, for the use case that reads it next.
+      else if (end === length && before && before.length + rest.length === length)
+        this.#whole.set(key, Buffer.concat([before, rest], length));
     } finally {
       this.#writes.delete(key);
     }

@@ -5,8 +5,8 @@
  * file, the result read; `tus 128 KiB`: PATCHes of 128 KiB with `Upload-Checksum`. Then the bytes a client sends
  * twice when its connection drops halfway through a chunk and it resumes from the server's offset.
  *
- * `--store s3` puts the media, and so the bytes of resumable uploads in progress (one object per PATCH), on the
- * S3 server of scripts/s3-server.sh instead of local disk.
+ * `--store s3` puts the media, and so the bytes of resumable uploads in progress (an S3 multipart upload each), on
+ * the S3 server of scripts/s3-server.sh instead of local disk.
  *
  *   npm run bench:resumable [-- --db sqlite|postgres --store disk|s3 --rounds 5 --images 8]
  */

@@ -259,12 +259,12 @@ class MultipartStore extends S3Store {
     try {
       let reached = await this.#reached(key, acknowledged, w);
       if (!reached) {
-        if (acknowledged > 0) throw lost(key, acknowledged, 0);
+        if (acknowledged > 0) throw lost(acknowledged, 0);
         await this.create(new Upload({ id: key, size: length, offset: 0 }));
         w.parts = [];
         reached = { complete: false, bytes: 0 };
       }
-      if (reached.bytes < acknowledged) throw lost(key, acknowledged, reached.bytes);
+      if (reached.bytes < acknowledged) throw lost(acknowledged, reached.bytes);
       if (reached.complete) return;
       // Bytes sent again that the bucket has (written, their offset never recorded): passed over.
       const rest = bytes.subarray(Math.min(reached.bytes - acknowledged, bytes.length));
@@ -416,9 +416,10 @@ class MultipartStore extends S3Store {
   }
 }
 
-function lost(key: string, acknowledged: number, reached: number): AppError {
+/** The bucket holds less than the row acknowledged (its objects were removed by hand, or by a lifecycle rule). */
+function lost(acknowledged: number, reached: number): AppError {
   return errors.storageUnavailable(
-    `${key}: the object store holds ${reached} bytes of this upload, fewer than the ${acknowledged} acknowledged`,
+    `the object store holds ${reached} bytes of this upload, fewer than the ${acknowledged} acknowledged`,
   );
 }
 

@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
@@ -262,6 +263,21 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(direct.body.match, 'exact', 'the stored bytes are the source, byte for byte');
     assert.equal(direct.body.existingUploadId, r.body.id);
     await pollUntil(() => gone(id), 'the objects deleted', 10_000);
+  });
+
+  test('acknowledged bytes gone from the bucket (deleted by hand): 503, never a file with a hole', async () => {
+    const bytes = await pngImage(300, 200, 4918);
+    const c = await create(a, bytes.length);
+    const url = c.headers.get('location')!;
+    const id = url.split('/').pop()!;
+    assert.equal((await patch(a, url, 0, bytes.subarray(0, 1000))).status, 204);
+    await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.name, Key: `${keyOf(id)}.part` }));
+    const r = await patch(b, url, 1000, bytes.subarray(1000));
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.error, 'storage_unavailable');
+    assert.equal(await offsetOf(a, url), 1000, 'nothing acknowledged');
+    assert.equal((await a.api.del(url, { token: alice.token, headers: V })).status, 204);
+    assert.ok(await gone(id));
   });
 
   test('concurrent PATCHes through two gateways: one holds the lock, the other gets 409; one applies', async () => {

@@ -1,7 +1,8 @@
 /**
  * The bytes of resumable uploads received so far when the media are on disk: one file per upload under
  * DATA_DIR/resumable, shared by every gateway on that DATA_DIR (the offsets are the database's:
- * resumable.repository.ts). With MEDIA_STORE=s3://… they are objects in the bucket instead (s3-resumable-parts.ts).
+ * resumable.repository.ts). With MEDIA_STORE=s3://… they are an S3 multipart upload in the bucket instead
+ * (s3-resumable-parts.ts).
  */
 import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';

@@ -3,7 +3,7 @@
  * machines with no directory in common:
  *
  *   PREFIX ab/<key>.<variant>.webp     stored variants, the same layout as on disk
- *   PREFIX resumable/<id>/<start>-<end> bytes of resumable uploads in progress (s3-resumable-parts.ts)
+ *   PREFIX resumable/<id>[.info|.part] resumable uploads in progress, S3 multipart (s3-resumable-parts.ts)
  *   DATA_DIR/staging/<instance>/<key>/ written by a worker, local to the process
  *   DATA_DIR/tmp/<instance>/<request>/ multipart uploads while they stream in
  *
@@ -28,7 +28,7 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  S3Client,
+  S3,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -44,7 +44,7 @@ const SINGLE_PUT_MAX = 16 * 1024 * 1024;
 const PART_SIZE = 8 * 1024 * 1024;
 export const CACHE_CONTROL = 'public, max-age=31536000, immutable';
 const KEY_RE = /^[0-9a-f-]{36}$/;
-/** Where S3ResumableParts keeps the bytes of resumable uploads, under the prefix (s3-resumable-parts.ts). */
+/** Where S3ResumableParts keeps resumable uploads in progress, under the prefix (s3-resumable-parts.ts). */
 export const RESUMABLE_PREFIX = 'resumable/';
 
 export interface S3Options {
@@ -67,9 +67,12 @@ export interface S3StoreOptions extends S3Options {
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 
-/** The client for these settings, with what S3-compatible servers need (see the header). */
-export function s3Client(settings: S3Settings, opts: S3Options = {}): S3Client {
-  return new S3Client({
+/**
+ * The client for these settings, with what S3-compatible servers need (see the header). The SDK's `S3` (an
+ * S3Client with a method per command) because @tus/s3-store's S3Store, which writes resumable uploads, calls those.
+ */
+export function s3Client(settings: S3Settings, opts: S3Options = {}): S3 {
+  return new S3({
     region: settings.region ?? 'us-east-1',
     ...(settings.endpoint ? { endpoint: settings.endpoint, forcePathStyle: true } : {}),
     ...(settings.credentials ? { credentials: settings.credentials } : {}),
@@ -102,7 +105,7 @@ export function isMissing(e: unknown): boolean {
 const isBadRange = (e: unknown) => (e as Error | null)?.name === 'InvalidRange' || statusOf(e) === 416;
 
 export class S3MediaStore implements StoredMedia {
-  readonly client: S3Client;
+  readonly client: S3;
   readonly bucket: string;
   readonly prefix: string;
   readonly endpoint: string | null;

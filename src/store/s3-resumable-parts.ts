@@ -1,72 +1,71 @@
 /**
- * The bytes of resumable uploads received so far when MEDIA_STORE=s3://…: objects in the media bucket, so that a
- * gateway on any machine (no DATA_DIR in common) continues any upload; the offsets are the database's.
+ * The bytes of resumable uploads received so far when MEDIA_STORE=s3://…: an S3 multipart upload each, written
+ * by @tus/s3-store's S3Store, so that a gateway on any machine (no DATA_DIR in common) continues any upload:
  *
- *   PREFIX resumable/<upload id>/<start>-<end>     the bytes [start, end) of the file, one object per PATCH
+ *   PREFIX resumable/<id>        the multipart upload (parts of 5 MiB, the last shorter); once complete, the file
+ *   PREFIX resumable/<id>.info   S3Store's own state: the multipart upload's id and the length
+ *   PREFIX resumable/<id>.part   the bytes after the last whole part (S3Store's "incomplete part")
  *
- * Why one object per PATCH rather than an S3 multipart upload: a file is at most 10 MiB and the upload use case
- * needs it whole in memory anyway (it hashes and hands it to a worker), while multipart parts must be ≥ 5 MiB but
- * the last — tus clients send chunks of any size, so a multipart upload would need its small tail staged elsewhere
- * and re-sent as it grows, and would allow two parts at most. Here each acknowledged PATCH is one PUT of exactly
- * the bytes it brought (no copy, no staging), completion is one listing and a GET per part (or an UploadPartCopy
- * each, had the file to stay in the bucket: it does not, the variants are what is stored), and termination or
- * expiry deletes the upload's few objects.
+ * Multipart parts must be 5 MiB or more but the last, while tus clients send chunks of any size: S3Store keeps
+ * what does not fill a part yet in the `.part` object and sends it with the next bytes (read, then written again:
+ * small chunks cost that object's size each). The offset, the expiry and the outcome stay the database's; the
+ * `.info` object is only the store's (its id, length and multipart upload). A PATCH that brings the whole file
+ * at once has nothing partial to keep: it is one PUT of the object, no multipart upload (which costs four
+ * requests), and the file is kept in memory for the upload use case that reads it next.
  *
- * The parts a gateway wrote are also kept in its memory a while (at most PART_CACHE_BYTES, least recently used
- * going first): when the PATCH that completes the file comes to the gateway that received the others (a client
- * sends its PATCHes one after another over one connection, usually to one gateway), the file is assembled without
- * a listing or a GET. Parts are immutable, so a cached chain is the file as surely as a listed one.
+ * The row's offset is recorded after the bytes are in the bucket, so the bucket may hold more than it (a gateway
+ * that died in between): the bytes the client sends again up to where the bucket's bytes end are passed over
+ * (they are the same bytes of the same file), the rest written after them. Never less: a part starts only once
+ * those before it in the same PATCH are written, and the incomplete part a PATCH read is deleted only after its
+ * bytes are in a part (S3Store deletes it first, then writes: a crash in between would lose acknowledged bytes);
+ * a leftover `.part` whose bytes a part holds already is found (the parts reach the row's offset) and deleted.
  *
- * A part is written before the database records the offset it reaches: a gateway that dies between the two leaves
- * a part past the acknowledged offset, which the client sends again (its key names its own end, so nothing is
- * overwritten by a part of another length). Completion follows the parts from 0 to the length; the parts of one
- * upload are all bytes of the same file at their positions, so any chain that covers it is the file.
+ * The chunk is gathered in memory first (at most the rest of the file, ≤ 10 MiB) and checked against its
+ * Upload-Checksum before a byte goes to the bucket. S3Store stages each part in the OS temporary directory while
+ * it sends it (removed once sent; a gateway killed meanwhile leaves that file), the incomplete part it reads back
+ * in this process's DATA_DIR/tmp directory (removed with it).
  */
-import { createHash } from 'node:crypto';
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { createHash, randomUUID } from 'node:crypto';
+import type { ReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, type Part } from '@aws-sdk/client-s3';
+import { S3Store, type MetadataValue } from '@tus/s3-store';
+import { TUS_RESUMABLE, Upload, type KvStore } from '@tus/utils';
 import { LRUCache } from 'lru-cache';
-import { errors } from '../domain/errors.ts';
+import { AppError, errors } from '../domain/errors.ts';
 import { ChecksumMismatch, type ResumableParts } from '../domain/uploads/resumable.ts';
 import { ORPHAN_PAGE, UPLOAD_ID } from './resumable-parts.ts';
-import { RESUMABLE_PREFIX, type S3MediaStore } from './s3-media-store.ts';
+import { isMissing, RESUMABLE_PREFIX, type S3MediaStore } from './s3-media-store.ts';
 
-const pad = (n: number) => String(n).padStart(10, '0');
-const PART = /^(\d{10})-(\d{10})$/;
-/** The memory this gateway gives to the parts it wrote, for completions it serves itself. */
-const PART_CACHE_BYTES = 64 * 1024 * 1024;
-
-export interface Part {
-  key: string;
-  start: number;
-  end: number;
-}
+/** Parts of the smallest size S3 takes: a file of at most 10 MiB has two at most, its `.part` at most 5 MiB. */
+const PART_BYTES = 5 * 1024 * 1024;
+/** The `.info` objects S3Store keeps read in memory (immutable but for the offset it records at creation). */
+const INFO_CACHE_ENTRIES = 10_000;
+/** Files a gateway completed and holds whole (one PATCH, or one part), kept for the use case that reads them next. */
+const WHOLE_CACHE_BYTES = 64 * 1024 * 1024;
 
 export class S3ResumableParts implements ResumableParts {
   readonly #s3: S3MediaStore;
-  /** Upload id → the parts this gateway wrote (key → bytes). */
-  readonly #written = new LRUCache<string, Map<string, Uint8Array>>({
-    maxSize: PART_CACHE_BYTES,
-    sizeCalculation: (parts) => {
-      let n = 1;
-      for (const b of parts.values()) n += b.length;
-      return n;
-    },
-  });
+  readonly #store: MultipartStore;
   constructor(s3: S3MediaStore) {
     this.#s3 = s3;
+    this.#store = new MultipartStore(s3);
   }
 
   get #root(): string {
     return `${this.#s3.prefix}${RESUMABLE_PREFIX}`;
   }
 
-  #dir(id: string): string {
-    return `${this.#root}${id}/`;
+  /** The multipart upload's key, which is S3Store's id of the upload. */
+  #key(id: string): string {
+    return `${this.#root}${id}`;
   }
 
   /**
-   * Gathers the PATCH's bytes (at most `max`, the rest of the file: ≤ 10 MiB), then one PUT. A body that breaks off
-   * keeps what arrived (without a checksum), as on disk; a store that fails the PUT acknowledges nothing (503).
+   * Gathers the PATCH's bytes (at most `max`, the rest of the file), checks them, then writes them after the
+   * bytes already in the bucket. A body that breaks off keeps what arrived (without a checksum), as on disk; a
+   * store that fails acknowledges nothing (503).
    */
   async append(id: string, offset: number, body: AsyncIterable<Uint8Array>, max: number, checksum: Buffer | null) {
     const chunks: Uint8Array[] = [];
@@ -89,127 +88,356 @@ export class S3ResumableParts implements ResumableParts {
     }
     if (hash && !hash.digest().equals(checksum!)) throw new ChecksumMismatch();
     if (written === 0) return { written, broken };
-    const key = `${this.#dir(id)}${pad(offset)}-${pad(offset + written)}`;
-    const bytes = Buffer.concat(chunks, written);
     try {
-      await this.#s3.client.send(
-        new PutObjectCommand({
-          Bucket: this.#s3.bucket,
-          Key: key,
-          Body: bytes,
-          ContentLength: written,
-          ContentType: 'application/octet-stream',
-        }),
-      );
+      await this.#store.append(this.#key(id), offset, Buffer.concat(chunks, written), offset + max);
     } catch (e) {
+      if (e instanceof AppError) throw e;
       throw Object.assign(errors.storageUnavailable('the object store cannot be written now; retry shortly'), {
         cause: e,
       });
     }
-    // Set again (not only changed in place) so that the cache weighs the upload's parts anew.
-    this.#written.set(id, new Map(this.#written.get(id)).set(key, bytes));
     return { written, broken };
   }
 
-  /** The whole file, read once from its parts (0 → length) into memory: its SHA-256 and its bytes. */
+  /** The whole file, the completed multipart upload's object, read once into memory: its SHA-256 and its bytes. */
   async source(id: string, length: number) {
-    const cached = this.#written.get(id) ?? new Map<string, Uint8Array>();
-    const chain = chainOf(partsOf([...cached.keys()], this.#dir(id)), length) ?? chainOf(await this.#parts(id), length);
-    if (!chain)
-      throw errors.storageUnavailable('the parts of this upload are not all listed by the object store yet; retry');
-    const buf = new Uint8Array(length);
-    await Promise.all(
-      chain.map(async (p) => {
-        const mine = cached.get(p.key);
-        if (mine) return buf.set(mine, p.start);
-        const got = await this.#s3.client.send(new GetObjectCommand({ Bucket: this.#s3.bucket, Key: p.key }));
-        const bytes = await got.Body!.transformToByteArray();
-        if (bytes.length !== p.end - p.start) throw errors.storageUnavailable(`part ${p.key} is not whole; retry`);
-        buf.set(bytes, p.start);
-      }),
-    );
-    const sha256 = createHash('sha256').update(buf).digest('hex');
-    return { sha256, read: () => Promise.resolve(buf.buffer) };
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.#store.file(this.#key(id));
+    } catch (e) {
+      throw Object.assign(errors.storageUnavailable('the upload’s file cannot be read from the object store; retry'), {
+        cause: e,
+      });
+    }
+    if (bytes.length !== length)
+      throw errors.storageUnavailable(`the upload’s file in the object store has ${bytes.length} bytes, not ${length}`);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+    const buf = (whole ? bytes.buffer : bytes.slice().buffer) as ArrayBuffer;
+    return { sha256, read: () => Promise.resolve(buf) };
   }
 
   async remove(id: string): Promise<void> {
-    this.#written.delete(id);
-    const parts = await this.#parts(id);
-    await Promise.all(
-      parts.map((p) => this.#s3.client.send(new DeleteObjectCommand({ Bucket: this.#s3.bucket, Key: p.key }))),
-    );
+    await this.#store.remove(this.#key(id));
   }
 
-  /** Upload ids whose newest part was written before `before`, a page of the listing at a time. */
+  /**
+   * Upload ids whose objects were all written before `before`, a page at a time; then those with a multipart
+   * upload begun before it and no object at all (a creation cut between its two requests).
+   */
   async *written(before: Date): AsyncGenerator<string[]> {
     const root = this.#root;
-    // The listing is in key order: an id's parts are consecutive, though they may straddle two pages.
+    const idOf = (key: string) => {
+      const id = key.slice(root.length).split('.')[0] ?? '';
+      return key.startsWith(root) && UPLOAD_ID.test(id) ? id : null;
+    };
+    const seen = new Set<string>();
+    // The listing is in key order: an id's objects (`<id>`, `<id>.info`, `<id>.part`) are consecutive, though
+    // they may straddle two pages.
     let current = null as { id: string; old: boolean } | null;
     let page: string[] = [];
-    for await (const o of this.#list(root)) {
-      const [id] = o.key.slice(root.length).split('/');
-      if (!id || !UPLOAD_ID.test(id)) continue;
-      const old = o.modified < before;
-      if (current?.id === id) {
-        current.old &&= old;
-        continue;
-      }
-      if (current?.old) page.push(current.id);
-      current = { id, old };
+    const flush = function* () {
       if (page.length >= ORPHAN_PAGE) {
         yield page;
         page = [];
       }
-    }
-    if (current?.old) page.push(current.id);
-    if (page.length) yield page;
-  }
-
-  async #parts(id: string): Promise<Part[]> {
-    const keys: string[] = [];
-    for await (const o of this.#list(this.#dir(id))) keys.push(o.key);
-    return partsOf(keys, this.#dir(id));
-  }
-
-  async *#list(prefix: string): AsyncGenerator<{ key: string; modified: Date }> {
+    };
+    const { client, bucket } = this.#s3;
     let token: string | undefined;
     do {
-      const page = await this.#s3.client.send(
-        new ListObjectsV2Command({ Bucket: this.#s3.bucket, Prefix: prefix, ContinuationToken: token }),
+      const listed = await client.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: root, ContinuationToken: token }),
       );
-      for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key, modified: o.LastModified ?? new Date() };
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      for (const o of listed.Contents ?? []) {
+        const id = o.Key ? idOf(o.Key) : null;
+        if (!id) continue;
+        seen.add(id);
+        const old = (o.LastModified ?? new Date()) < before;
+        if (current?.id === id) {
+          current.old &&= old;
+          continue;
+        }
+        if (current?.old) page.push(current.id);
+        current = { id, old };
+        yield* flush();
+      }
+      token = listed.IsTruncated ? listed.NextContinuationToken : undefined;
     } while (token);
+    if (current?.old) page.push(current.id);
+    let keyMarker: string | undefined;
+    let uploadMarker: string | undefined;
+    do {
+      const listed = await client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: bucket,
+          Prefix: root,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadMarker,
+        }),
+      );
+      for (const u of listed.Uploads ?? []) {
+        const id = u.Key ? idOf(u.Key) : null;
+        if (!id || seen.has(id) || (u.Initiated ?? new Date()) >= before) continue;
+        seen.add(id);
+        page.push(id);
+        yield* flush();
+      }
+      keyMarker = listed.IsTruncated ? listed.NextKeyMarker : undefined;
+      uploadMarker = listed.IsTruncated ? listed.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+    if (page.length) yield page;
   }
 }
 
-/** The parts named by these keys (under `dir`); other keys are ignored. */
-function partsOf(keys: string[], dir: string): Part[] {
-  const parts: Part[] = [];
-  for (const key of keys) {
-    const m = PART.exec(key.slice(dir.length));
-    if (m && key.startsWith(dir)) parts.push({ key, start: Number(m[1]), end: Number(m[2]) });
-  }
-  return parts;
+/** Where the bytes in the bucket end, as the parts and the incomplete part say. */
+interface Reached {
+  /** The multipart upload was completed: the object holds the whole file. */
+  complete: boolean;
+  bytes: number;
 }
 
 /**
- * Parts that cover [0, length) end to end, or null. Where two parts start at one offset (a part written, its offset
- * never recorded, then sent again in another size), one that leads to the end is taken (the longest first).
- * Worked backwards from the end, without recursion: a client may have sent thousands of small chunks.
+ * One append in progress (the upload's lock is held: one at a time per upload): what it read of the bucket before
+ * writing, handed to S3Store's write instead of its own listing and read, and how that write goes.
  */
-export function chainOf(parts: Part[], length: number): Part[] | null {
-  const usable = parts.filter((p) => p.start < p.end && p.end <= length);
-  usable.sort((a, b) => b.start - a.start || b.end - a.end);
-  // For each offset, a part starting there from which the end is reachable.
-  const next = new Map<number, Part>();
-  for (const p of usable) if (!next.has(p.start) && (p.end === length || next.has(p.end))) next.set(p.start, p);
-  const chain: Part[] = [];
-  for (let at = 0; at < length;) {
-    const p = next.get(at);
-    if (!p) return null;
-    chain.push(p);
-    at = p.end;
+interface Write {
+  /** The whole parts as listed (or none: just created), then with those this write sent. */
+  parts: Part[] | null;
+  /** The incomplete part's bytes as read, or null: there is none. */
+  tail: Uint8Array | null;
+  /** Its parts, one after another: a part is sent only once those before it were. */
+  turn: Promise<unknown>;
+  /** The incomplete part it read is to be deleted once its bytes are in a part. */
+  dropTail: boolean;
+}
+
+/**
+ * S3Store with the upload's key as its id, the media store's client, and writes that lose no acknowledged bytes
+ * however they are cut (see the file's header): its parts sent in turn, the incomplete part it read deleted after,
+ * not before, its bytes are written again. The listing of the parts and the incomplete part that `append` reads
+ * to find where the bucket's bytes end are S3Store's too (not read twice); the parts a write sent are known
+ * without listing them again for the completion.
+ */
+class MultipartStore extends S3Store {
+  readonly #s3: S3MediaStore;
+  readonly #writes = new Map<string, Write>();
+  /** Files this process completed and holds whole, for the upload use case that reads them next (`file`). */
+  readonly #whole = new LRUCache<string, Uint8Array>({
+    maxSize: WHOLE_CACHE_BYTES,
+    sizeCalculation: (b) => Math.max(1, b.length),
+  });
+
+  constructor(s3: S3MediaStore) {
+    super({
+      // The client is the media store's (its endpoint, credentials, timeouts, checksums: s3Client), set below.
+      s3ClientConfig: { bucket: s3.bucket },
+      partSize: PART_BYTES,
+      // Expiry is the database's (RESUMABLE_TTL, ResumableUploads.sweep): no object tags, which not every
+      // S3-compatible server has.
+      useTags: false,
+      cache: new LruKvStore<MetadataValue>(INFO_CACHE_ENTRIES),
+    });
+    this.client = s3.client;
+    this.#s3 = s3;
   }
-  return chain;
+
+  /**
+   * Writes `bytes` (the client's, from the row's offset `acknowledged`) of a file of `length` bytes: after what the
+   * bucket holds already, creating the multipart upload with the first bytes.
+   */
+  async append(key: string, acknowledged: number, bytes: Buffer, length: number): Promise<void> {
+    if (acknowledged === 0 && bytes.length === length) {
+      // The whole file in one PATCH: nothing partial to keep, so no multipart upload (four requests), one PUT. A
+      // multipart upload an earlier attempt left is removed with the upload; one a later attempt completes
+      // writes the same file again.
+      await this.client.putObject({ Bucket: this.bucket, Key: key, Body: bytes, ContentLength: length });
+      this.#whole.set(key, bytes);
+      return;
+    }
+    const w: Write = { parts: null, tail: null, turn: Promise.resolve(), dropTail: false };
+    this.#writes.set(key, w);
+    try {
+      let reached = await this.#reached(key, acknowledged, w);
+      if (!reached) {
+        if (acknowledged > 0) throw lost(acknowledged, 0);
+        await this.create(new Upload({ id: key, size: length, offset: 0 }));
+        w.parts = [];
+        reached = { complete: false, bytes: 0 };
+      }
+      if (reached.bytes < acknowledged) throw lost(acknowledged, reached.bytes);
+      if (reached.complete) return;
+      // Bytes sent again that the bucket has (written, their offset never recorded): passed over.
+      const rest = bytes.subarray(Math.min(reached.bytes - acknowledged, bytes.length));
+      // Nothing new, unless every byte is in and only the completion is missing.
+      if (rest.length === 0 && reached.bytes < length) return;
+      const src = Readable.from(rest.length ? [rest] : [], { objectMode: false });
+      const before = w.parts?.length === 0 ? w.tail : null;
+      const end = await this.write(src, key, reached.bytes);
+      // Complete: a leftover incomplete part goes with the upload (`remove`).
+      if (end < length && w.dropTail) await super.deleteIncompletePart(key);
+      // Complete in one part, the incomplete part and these bytes: the file, for the use case that reads it next.
+      else if (end === length && before && before.length + rest.length === length)
+        this.#whole.set(key, Buffer.concat([before, rest], length));
+    } finally {
+      this.#writes.delete(key);
+    }
+  }
+
+  /** The completed multipart upload's object (from memory when this process received it whole). */
+  async file(key: string): Promise<Uint8Array> {
+    const mine = this.#whole.get(key);
+    if (mine) return mine;
+    const got = await this.client.getObject({ Bucket: this.bucket, Key: key });
+    return got.Body!.transformToByteArray();
+  }
+
+  /**
+   * Where the bucket's bytes end (null: no upload there yet). An incomplete part is counted only past the whole
+   * parts and when they end before the row's offset: otherwise its bytes are in a part already (a write that
+   * stopped before it deleted it) or were never acknowledged, and it goes. What was read is kept in `w`.
+   */
+  async #reached(key: string, acknowledged: number, w: Write): Promise<Reached | null> {
+    try {
+      await this.getMetadata(key);
+    } catch (e) {
+      if (isMissing(e)) return null;
+      throw e;
+    }
+    let parts: Part[];
+    try {
+      parts = await super.retrieveParts(key);
+    } catch (e) {
+      if (!isMissing(e)) throw e;
+      // No such multipart upload: completed (the object holds the file), or aborted by a removal cut short.
+      const whole = await this.client.headObject({ Bucket: this.bucket, Key: key }).catch((e: unknown) => {
+        if (isMissing(e)) return null;
+        throw e;
+      });
+      if (!whole) return null;
+      await super.deleteIncompletePart(key);
+      return { complete: true, bytes: whole.ContentLength ?? 0 };
+    }
+    let bytes = 0;
+    for (const [i, p] of parts.entries()) {
+      if (p.PartNumber !== i + 1) throw new Error(`${key}: part ${i + 1} is missing from the multipart upload`);
+      bytes += p.Size ?? 0;
+    }
+    w.parts = parts;
+    const tail = await super.getIncompletePart(key);
+    if (!tail) return { complete: false, bytes };
+    if (bytes >= acknowledged) {
+      tail.destroy();
+      await super.deleteIncompletePart(key);
+      return { complete: false, bytes };
+    }
+    w.tail = Buffer.concat(await tail.toArray());
+    return { complete: false, bytes: bytes + w.tail.length };
+  }
+
+  /** Within an append, the parts it listed and those it sent since. */
+  protected override retrieveParts(id: string, partNumberMarker?: string): Promise<Part[]> {
+    const parts = this.#writes.get(id)?.parts;
+    return parts && !partNumberMarker ? Promise.resolve([...parts]) : super.retrieveParts(id, partNumberMarker);
+  }
+
+  /** Within an append, the incomplete part it read. */
+  protected override getIncompletePart(id: string): Promise<Readable | undefined> {
+    const w = this.#writes.get(id);
+    if (!w?.parts) return super.getIncompletePart(id);
+    return Promise.resolve(w.tail ? Readable.from([w.tail], { objectMode: false }) : undefined);
+  }
+
+  /** Within an append, deferred until its bytes are in a part; a new incomplete part replaces it anyway. */
+  protected override deleteIncompletePart(id: string): Promise<void> {
+    const w = this.#writes.get(id);
+    if (!w) return super.deleteIncompletePart(id);
+    w.dropTail = true;
+    return Promise.resolve();
+  }
+
+  protected override async uploadPart(
+    metadata: MetadataValue,
+    body: ReadStream | Readable | Buffer,
+    partNumber: number,
+  ): Promise<string> {
+    const id = metadata.file.id;
+    const etag = await this.#inTurn(id, () => super.uploadPart(metadata, body, partNumber));
+    this.#writes.get(id)?.parts?.push({ PartNumber: partNumber, ETag: etag });
+    return etag;
+  }
+
+  protected override async uploadIncompletePart(id: string, body: ReadStream | Readable) {
+    const etag = await this.#inTurn(id, () => super.uploadIncompletePart(id, body));
+    const w = this.#writes.get(id);
+    if (w) w.dropTail = false;
+    return etag;
+  }
+
+  /** After the write's earlier parts, and only if they were all sent. */
+  #inTurn<T>(id: string, send: () => Promise<T>): Promise<T> {
+    const w = this.#writes.get(id);
+    if (!w) return send();
+    const turn = w.turn.then(send);
+    w.turn = turn;
+    return turn;
+  }
+
+  /** S3Store saves the `.info` object without keeping it: kept, so that the first write reads none. */
+  protected override async saveMetadata(upload: Upload, uploadId: string): Promise<void> {
+    await super.saveMetadata(upload, uploadId);
+    await this.cache.set(upload.id, { file: upload, 'upload-id': uploadId, 'tus-version': TUS_RESUMABLE });
+  }
+
+  /** The incomplete part read back goes to this process's temporary directory (removed when it stops or dies). */
+  protected override uniqueTmpFileName(template: string): Promise<string> {
+    return Promise.resolve(join(this.#s3.local.tmpRoot, this.#s3.local.instance, `${template}${randomUUID()}`));
+  }
+
+  /**
+   * The multipart upload aborted and its objects deleted, whatever state a crash left (S3Store's own `remove`
+   * throws for a completed upload and keeps the `.part`): every multipart upload of the key (also one whose
+   * `.info` a creation cut short never wrote), then the objects, the `.info` last, so that a removal cut short is
+   * found again.
+   */
+  override async remove(key: string): Promise<void> {
+    this.#whole.delete(key);
+    const listed = await this.client.listMultipartUploads({ Bucket: this.bucket, Prefix: key });
+    for (const u of listed.Uploads ?? []) {
+      if (u.Key !== key || !u.UploadId) continue;
+      await this.client.abortMultipartUpload({ Bucket: this.bucket, Key: key, UploadId: u.UploadId }).catch((e) => {
+        if (!isMissing(e)) throw e;
+      });
+    }
+    await Promise.all(
+      [key, this.partKey(key, true)].map((k) => this.client.deleteObject({ Bucket: this.bucket, Key: k })),
+    );
+    await this.client.deleteObject({ Bucket: this.bucket, Key: this.infoKey(key) });
+    await this.clearCache(key);
+  }
+}
+
+/** The bucket holds less than the row acknowledged (its objects were removed by hand, or by a lifecycle rule). */
+function lost(acknowledged: number, reached: number): AppError {
+  return errors.storageUnavailable(
+    `the object store holds ${reached} bytes of this upload, fewer than the ${acknowledged} acknowledged`,
+  );
+}
+
+/** S3Store's cache of `.info` objects, bounded (its default keeps every upload this process saw). */
+class LruKvStore<T extends object> implements KvStore<T> {
+  readonly #entries: LRUCache<string, T>;
+  constructor(max: number) {
+    this.#entries = new LRUCache({ max });
+  }
+  get(key: string) {
+    return Promise.resolve(this.#entries.get(key));
+  }
+  set(key: string, value: T) {
+    this.#entries.set(key, value);
+    return Promise.resolve();
+  }
+  delete(key: string) {
+    this.#entries.delete(key);
+    return Promise.resolve();
+  }
 }

@@ -1,11 +1,13 @@
 /**
  * Resumable uploads across gateways that share no disk (issue 49 item 3–4): with MEDIA_STORE=s3://… the bytes
- * received so far are objects in the bucket, so a gateway with another DATA_DIR (same database, same bucket,
- * same Redis on PostgreSQL) finishes with tus-js-client what the first began, and the file is byte for byte the
- * source, also after a gateway process was killed (-9) mid-PATCH; concurrent PATCHes through two gateways:
- * exactly one applies (the lock: Redis's on the PostgreSQL + Redis pass, the database lease on SQLite); expiry
- * answers 404 and deletes the objects; partial data with no row is swept; /metrics counts open uploads, bytes
- * held, expired and swept ones.
+ * received so far are an S3 multipart upload in the bucket (@tus/s3-store: whole parts of 5 MiB, the rest in an
+ * incomplete-part object, its state in an `.info` object), so a gateway with another DATA_DIR (same database,
+ * same bucket, same Redis on PostgreSQL) finishes with tus-js-client what the first began, and the file is byte
+ * for byte the source, also after a gateway process was killed (-9) mid-PATCH, and when the bucket holds more than
+ * the row's offset (a gateway that died between the two writes); concurrent PATCHes through two gateways: exactly
+ * one applies (the lock: Redis's on the PostgreSQL + Redis pass, the database lease on SQLite); expiry answers 404
+ * and leaves no object and no open multipart upload; partial data with no row is swept; /metrics counts open
+ * uploads, bytes held, expired and swept ones.
  *
  * On SQLite the other gateways' DATA_DIRs hold a link to the first one's database file (SQLite is one machine's;
  * the point is that nothing else of DATA_DIR is shared).
@@ -16,7 +18,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import {
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListPartsCommand,
+  PutObjectCommand,
+} from '@aws-sdk/client-s3';
 import * as tus from 'tus-js-client';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
@@ -81,7 +91,24 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     await bucket?.drop();
   });
 
-  const partsOf = async (id: string) => (await bucket.keys()).filter((k) => k.startsWith(`media/resumable/${id}/`));
+  /** The multipart upload's key; `.info` and `.part` beside it. */
+  const keyOf = (id: string) => `media/resumable/${id}`;
+  const objectsOf = async (id: string) => (await bucket.keys()).filter((k) => k.startsWith(keyOf(id))).sort();
+  const openUploadsOf = async (id: string) =>
+    (await bucket.client.send(new ListMultipartUploadsCommand({ Bucket: bucket.name, Prefix: keyOf(id) }))).Uploads ??
+    [];
+  /** The sizes of the whole parts of the upload's (only) multipart upload. */
+  const partSizesOf = async (id: string) => {
+    const [open] = await openUploadsOf(id);
+    const listed = await bucket.client.send(
+      new ListPartsCommand({ Bucket: bucket.name, Key: keyOf(id), UploadId: open!.UploadId }),
+    );
+    return (listed.Parts ?? []).map((p) => p.Size);
+  };
+  const sizeOf = async (key: string) =>
+    (await bucket.client.send(new HeadObjectCommand({ Bucket: bucket.name, Key: key }))).ContentLength;
+  /** No object of the upload and no multipart upload open for it. */
+  const gone = async (id: string) => (await objectsOf(id)).length === 0 && (await openUploadsOf(id)).length === 0;
   const localParts = async (app: TestApp) => readdir(join(app.config.dataDir, 'resumable')).catch(() => [] as string[]);
   const head = (app: TestApp, url: string) =>
     fetch(app.url + url, { method: 'HEAD', headers: { ...V, authorization: `Bearer ${alice.token}` } });
@@ -122,9 +149,11 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     const id = path.split('/').pop()!;
     const half = await offsetOf(a, path);
     assert.ok(half >= bytes.length / 2 && half < bytes.length, `offset ${half}`);
-    // The bytes so far are in the bucket, one object per PATCH, and nowhere on A's disk.
-    const parts = await partsOf(id);
-    assert.ok(parts.length >= 2, parts.join(', '));
+    // The bytes so far are in the bucket, a multipart upload (the file is less than one 5 MiB part, so they are
+    // all in its incomplete part), and nowhere on A's disk.
+    assert.equal((await openUploadsOf(id)).length, 1);
+    assert.deepEqual(await objectsOf(id), [`${keyOf(id)}.info`, `${keyOf(id)}.part`]);
+    assert.equal(await sizeOf(`${keyOf(id)}.part`), half);
     assert.deepEqual(await localParts(a), []);
     assert.equal(await offsetOf(b, path), half, 'B sees the offset A acknowledged');
 
@@ -135,8 +164,8 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.description, 'began on A, finished on B');
     assert.deepEqual(await localParts(b), []);
-    // The parts are deleted once the upload use case ran (after its answer).
-    await pollUntil(async () => (await partsOf(id)).length === 0, 'the parts deleted', 10_000);
+    // The objects are deleted once the upload use case ran (after its answer).
+    await pollUntil(() => gone(id), 'the objects deleted', 10_000);
     // The stored upload's SHA-256 is the source's: the same bytes sent directly are its exact duplicate.
     const direct = await uploadImage(a.api, alice.token, bytes, {}, 'again.jpg');
     assert.equal(direct.status, 200, direct.text);
@@ -144,7 +173,7 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(direct.body.existingUploadId, r.body.id);
   });
 
-  test('one gateway, small PATCHes: the file it assembles from the parts it wrote is the source', async () => {
+  test('one gateway, small PATCHes (7001 bytes): the completed multipart upload is the source', async () => {
     const bytes = await pngImage(420, 300, 4915);
     const c = await create(a, bytes.length);
     const url = c.headers.get('location')!;
@@ -157,6 +186,98 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(direct.status, 200, direct.text);
     assert.equal(direct.body.match, 'exact');
     assert.equal(direct.body.existingUploadId, r.body.id);
+  });
+
+  test('the whole file with the creation: one object, no multipart upload; the result, then nothing left', async () => {
+    const bytes = await pngImage(360, 240, 4917);
+    const res = await fetch(a.url + TUS, {
+      method: 'POST',
+      body: bytes,
+      headers: {
+        ...V,
+        authorization: `Bearer ${alice.token}`,
+        'upload-length': String(bytes.length),
+        'content-type': 'application/offset+octet-stream',
+      },
+    });
+    assert.equal(res.status, 201, await res.text());
+    assert.equal(res.headers.get('upload-offset'), String(bytes.length));
+    const url = res.headers.get('location')!;
+    assert.deepEqual(await openUploadsOf(url.split('/').pop()!), [], 'nothing partial: no multipart upload');
+    const r = await b.api.get(`${url}/result`, { token: alice.token });
+    assert.equal(r.status, 201, r.text);
+    const direct = await uploadImage(a.api, alice.token, bytes, {}, 'again.png');
+    assert.equal(direct.body.match, 'exact', direct.text);
+    assert.equal(direct.body.existingUploadId, r.body.id);
+    await pollUntil(() => gone(url.split('/').pop()!), 'the object deleted', 10_000);
+  });
+
+  test('over 5 MiB: a whole part, an incomplete one; bytes the bucket has already are passed over', async () => {
+    const MiB = 1024 * 1024;
+    const bytes = await pngImage(2400, 1800, 4916);
+    assert.ok(bytes.length > 6 * MiB && bytes.length < 10 * MiB, `${bytes.length} bytes`);
+    const c = await create(a, bytes.length);
+    const url = c.headers.get('location')!;
+    const id = url.split('/').pop()!;
+    const tail = `${keyOf(id)}.part`;
+    assert.equal((await patch(a, url, 0, bytes.subarray(0, 3 * MiB))).status, 204);
+    assert.deepEqual(await partSizesOf(id), [], 'less than a part: all of it in the incomplete part');
+    assert.equal(await sizeOf(tail), 3 * MiB);
+    const before = await (
+      await bucket.client.send(new GetObjectCommand({ Bucket: bucket.name, Key: tail }))
+    ).Body!.transformToByteArray();
+    assert.equal((await patch(a, url, 3 * MiB, bytes.subarray(3 * MiB, 5 * MiB))).status, 204);
+    assert.deepEqual(await partSizesOf(id), [5 * MiB], 'a whole part of 5 MiB');
+    assert.deepEqual(await objectsOf(id), [`${keyOf(id)}.info`], 'its incomplete part went into it');
+
+    // A gateway that died after the part was written, before it deleted the incomplete part and recorded the
+    // offset: the part, the old incomplete part beside it, the row at 3 MiB. The client sends from 3 MiB again.
+    await bucket.client.send(new PutObjectCommand({ Bucket: bucket.name, Key: tail, Body: before }));
+    await a.composed.db
+      .db()
+      .updateTable('resumable_uploads')
+      .set({ received: 3 * MiB })
+      .where('id', '=', id)
+      .execute();
+    assert.equal(await offsetOf(b, url), 3 * MiB);
+    assert.equal((await patch(b, url, 3 * MiB, bytes.subarray(3 * MiB, 4 * MiB))).status, 204);
+    assert.deepEqual(await objectsOf(id), [`${keyOf(id)}.info`], 'the leftover incomplete part is deleted');
+    assert.deepEqual(await partSizesOf(id), [5 * MiB], 'the bytes the part holds are not written twice');
+    assert.equal(await offsetOf(a, url), 4 * MiB);
+
+    // The rest with tus-js-client from the server's offset, in chunks under a part: the last part is shorter.
+    await new Promise<void>((resolve, reject) => {
+      new tus.Upload(bytes, {
+        uploadUrl: a.url + url,
+        headers: { authorization: `Bearer ${alice.token}` },
+        chunkSize: 700 * 1024,
+        retryDelays: [0, 50, 100],
+        onSuccess: () => resolve(),
+        onError: (e: Error) => reject(e),
+      }).start();
+    });
+    const r = await b.api.get(`${url}/result`, { token: alice.token });
+    assert.equal(r.status, 201, r.text);
+    const direct = await uploadImage(a.api, alice.token, bytes, {}, 'again.png');
+    assert.equal(direct.status, 200, direct.text);
+    assert.equal(direct.body.match, 'exact', 'the stored bytes are the source, byte for byte');
+    assert.equal(direct.body.existingUploadId, r.body.id);
+    await pollUntil(() => gone(id), 'the objects deleted', 10_000);
+  });
+
+  test('acknowledged bytes gone from the bucket (deleted by hand): 503, never a file with a hole', async () => {
+    const bytes = await pngImage(300, 200, 4918);
+    const c = await create(a, bytes.length);
+    const url = c.headers.get('location')!;
+    const id = url.split('/').pop()!;
+    assert.equal((await patch(a, url, 0, bytes.subarray(0, 1000))).status, 204);
+    await bucket.client.send(new DeleteObjectCommand({ Bucket: bucket.name, Key: `${keyOf(id)}.part` }));
+    const r = await patch(b, url, 1000, bytes.subarray(1000));
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.error, 'storage_unavailable');
+    assert.equal(await offsetOf(a, url), 1000, 'nothing acknowledged');
+    assert.equal((await a.api.del(url, { token: alice.token, headers: V })).status, 204);
+    assert.ok(await gone(id));
   });
 
   test('concurrent PATCHes through two gateways: one holds the lock, the other gets 409; one applies', async () => {
@@ -197,7 +318,7 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     );
     assert.equal(await offsetOf(b, url), chunk.length + next.length);
     assert.equal((await a.api.del(url, { token: alice.token, headers: V })).status, 204);
-    assert.deepEqual(await partsOf(id), [], 'termination deletes the parts');
+    assert.ok(await gone(id), 'termination aborts the multipart upload and deletes its objects');
   });
 
   test('kill -9 of a gateway mid-PATCH loses only the unacknowledged chunk; another DATA_DIR finishes', async () => {
@@ -253,34 +374,47 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
       skewMs = 0;
     }
     assert.ok(sent - bytes.length <= CHUNK, `${sent - bytes.length} bytes sent twice`);
-    await pollUntil(async () => (await partsOf(id)).length === 0, 'the parts deleted', 10_000);
+    await pollUntil(() => gone(id), 'the objects deleted', 10_000);
   });
 
-  test('expiry: 404, the objects deleted; parts with no row swept; /metrics counts them', async () => {
+  test('expiry: 404, no object and no open multipart upload left; uploads with no row swept; /metrics', async () => {
     const bytes = await pngImage(300, 200, 4912);
     const c = await create(b, bytes.length);
     const url = c.headers.get('location')!;
     const id = url.split('/').pop()!;
     assert.equal((await patch(b, url, 0, bytes.subarray(0, 500))).status, 204);
-    assert.equal((await partsOf(id)).length, 1);
+    assert.deepEqual(await objectsOf(id), [`${keyOf(id)}.info`, `${keyOf(id)}.part`]);
+    assert.equal((await openUploadsOf(id)).length, 1);
     let text = await currentMetrics(a);
     assert.match(text, /^pixvote_resumable_open [1-9]/m);
     assert.match(text, /^pixvote_resumable_bytes [1-9]\d*/m);
-    // Bytes whose row is gone (its user deleted, a crash): nothing points at them.
+    // Uploads whose row is gone (its user deleted, a crash): nothing points at them. One as S3Store leaves it
+    // (a multipart upload, its `.info` and `.part`), one a multipart upload alone (a creation cut before `.info`).
     const orphan = randomUUID();
-    await bucket.client.send(
-      new PutObjectCommand({
-        Bucket: bucket.name,
-        Key: `media/resumable/${orphan}/0000000000-0000000004`,
-        Body: 'abcd',
-      }),
+    const bare = randomUUID();
+    const { UploadId } = await bucket.client.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket.name, Key: keyOf(orphan) }),
     );
+    await bucket.client.send(new CreateMultipartUploadCommand({ Bucket: bucket.name, Key: keyOf(bare) }));
+    for (const [suffix, body] of [
+      ['.info', JSON.stringify({ id: keyOf(orphan), size: 10, offset: 0 })],
+      ['.part', 'abcd'],
+    ] as const)
+      await bucket.client.send(
+        new PutObjectCommand({
+          Bucket: bucket.name,
+          Key: keyOf(orphan) + suffix,
+          Body: body,
+          Metadata: suffix === '.info' ? { 'upload-id': UploadId!, 'tus-version': '1.0.0' } : undefined,
+        }),
+      );
     skewMs = 61 * 60 * 1000;
     try {
       assert.equal((await head(a, url)).status, 404);
       assert.ok((await a.composed.sweepResumable()) >= 1);
-      assert.deepEqual(await partsOf(id), [], 'the expired upload’s objects are gone');
-      assert.deepEqual(await partsOf(orphan), [], 'the orphan part is swept (older than the grace)');
+      assert.ok(await gone(id), 'the expired upload’s objects and multipart upload are gone');
+      assert.ok(await gone(orphan), 'the orphan upload is swept (older than the grace)');
+      assert.ok(await gone(bare), 'the multipart upload with no object is swept too');
       text = await currentMetrics(a);
       assert.match(text, /pixvote_resumable_uploads_total\{event="expired"\} [1-9]/);
       assert.match(text, /pixvote_resumable_uploads_total\{event="orphan_swept"\} [1-9]/);
@@ -300,7 +434,8 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     await a.composed.sweepResumable();
     // Nor does the media sweep take them for variants no row references (grace 0 here).
     await a.composed.sweepMedia();
-    assert.equal((await partsOf(id)).length, 1);
+    assert.deepEqual(await objectsOf(id), [`${keyOf(id)}.info`, `${keyOf(id)}.part`]);
+    assert.equal((await openUploadsOf(id)).length, 1);
     assert.equal((await patch(b, url, 100, bytes.subarray(100))).status, 204);
     const r = await a.api.get(`${url}/result`, { token: alice.token });
     assert.equal(r.status, 201, r.text);

@@ -96,9 +96,9 @@ export function leaseLocks(store: ResumableStore, clock: Clock): ResumableLocks 
 }
 
 /**
- * The bytes received so far: files under DATA_DIR (src/store/resumable-parts.ts), or objects in the media store's
- * bucket when MEDIA_STORE is S3 (src/store/s3-resumable-parts.ts), so that gateways sharing no disk continue any
- * upload.
+ * The bytes received so far: files under DATA_DIR (src/store/resumable-parts.ts), or an S3 multipart upload in the
+ * media store's bucket when MEDIA_STORE is S3 (src/store/s3-resumable-parts.ts), so that gateways sharing no disk
+ * continue any upload.
  */
 export interface ResumableParts {
   /**

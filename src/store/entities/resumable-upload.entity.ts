@@ -3,8 +3,8 @@ import { User } from './user.entity.ts';
 
 /**
  * A tus 1.0 resumable upload (m028, issue 49): its state lives here, not in a process, so any gateway continues
- * it; the bytes received so far are a file under DATA_DIR/resumable named by the id, or objects in the bucket
- * with MEDIA_STORE=s3://… (src/store/s3-resumable-parts.ts).
+ * it; the bytes received so far are a file under DATA_DIR/resumable named by the id, or an S3 multipart upload
+ * in the bucket with MEDIA_STORE=s3://… (src/store/s3-resumable-parts.ts).
  */
 export const ResumableUpload = defineEntity({
   name: 'ResumableUpload',

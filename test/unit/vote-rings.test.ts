@@ -335,6 +335,32 @@ describe('detectVoteRings', () => {
     assert.deepEqual(found[0]!.accounts, [...ring].sort());
   });
 
+  test("a dormant fan voting in a bought ring's session, and for other authors too, is not swept in", () => {
+    const w = new World();
+    w.background(600);
+    const t = T0 + 3 * DAY;
+    // 30 fans with histories: the upload among seven others each in the window (not candidates of it).
+    for (let i = 0; i < 30; i++) {
+      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
+      w.vote(u, 'big', 'star', 1, t + i * 2 * 60_000, `fanhome${i}`, UAS[i % 7]!);
+      for (let k = 0; k < 7; k++)
+        w.vote(u, `p${(i + k * 17) % 200}`, `a${k}`, 1, t + (k + 1) * DAY, `fanhome${i}`, 'safari');
+    }
+    // Ten bought dormant accounts that only vote, each once on the upload from its own home, in one hour.
+    const ring = Array.from({ length: 10 }, (_, i) =>
+      w.account(`bt${i}`, { createdAt: T0 - 500 * DAY, signupNet: `bthome${i}` }),
+    );
+    ring.forEach((u, i) => w.vote(u, 'big', 'star', 1, t + 10 * 60_000 + i * 5 * 60_000, `bthome${i}`, 'chrome'));
+    // A dormant lurker back for a day: the upload in the ring's hour, and two uploads of other authors.
+    w.account('lurker', { createdAt: T0 - 700 * DAY, votes: 2, signupNet: 'lurkerhome' });
+    w.vote('lurker', 'big', 'star', 1, t + 20 * 60_000, 'lurkerhome', 'firefox');
+    w.vote('lurker', 'p3', 'a3', 1, t + 2 * HOUR, 'lurkerhome', 'firefox');
+    w.vote('lurker', 'p9', 'a9', 1, t + 3 * HOUR, 'lurkerhome', 'firefox');
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+  });
+
   test('fewer accounts than minAccounts are never a ring; self-votes do not count', () => {
     const w = new World();
     w.account('x', { createdAt: T0 });

@@ -125,11 +125,11 @@ export interface MemberEvidence {
   ua: string | null;
   /**
    * The sum of: linked 2, proxy-like 2 (weak 0.5, 1.5 when weak proxies are in excess among the target's
-   * candidates and it is dormant or young), dormant 1 (2 when dormant vote-only accounts are in excess there),
-   * young 0.5, only votes 0.5; "in excess" counts only for a candidate that voted on one of the target's uploads
-   * within 6 h of two others with a trait (a session), or, for a weak proxy, that came back to two or more of the
-   * target's uploads with 75 % of its votes on it, as two others with a trait did (a drip ring). Members are the
-   * candidates at policy.minSuspicion or more.
+   * candidates and it is dormant or young), dormant 1 (2 when dormant vote-only accounts are in excess there and
+   * it cast 60 % of its window votes or more on the target), young 0.5, only votes 0.5; "in excess" counts only for
+   * a candidate that voted on one of the target's uploads within 6 h of two others with a trait (a session), or,
+   * for a weak proxy, that came back to two or more of the target's uploads with 75 % of its votes on it, as two
+   * others with a trait did (a drip ring). Members are the candidates at policy.minSuspicion or more.
    */
   suspicion: number;
 }
@@ -490,7 +490,10 @@ export function detectVoteRings(
       // history that voted once from a café.
       const weakIn =
         proxy === 'weak' && weakExcess && (cotimed[i]! || repeated[i]!) && (dormant[u] === 1 || isYoung(u, m.first));
-      const dormantIn = dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess && cotimed[i]!;
+      // Dormant vote-only accounts in excess count for those that voted mostly for the target (a bought account
+      // votes for what it is paid to; a dormant fan back for a day votes for other authors as well).
+      const dormantIn =
+        dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess && cotimed[i]! && m.count >= DORMANT_FOCUS * total[u]!;
       let s = 0;
       if (linked[i]!.length) s += 2;
       if (proxy === 'strong') s += 2;
@@ -932,4 +935,6 @@ const BUSY_NET_CHANCE = 1e-6;
 const REPEAT_ITEMS = 2;
 /** …with at least this share of its window votes on the target (an operator's account votes for what it is paid to). */
 const REPEAT_FOCUS = 0.75;
+/** A dormant vote-only account in excess counts when at least this share of its window votes went to the target. */
+const DORMANT_FOCUS = 0.6;
 const round = (x: number) => Math.round(x * 1000) / 1000;

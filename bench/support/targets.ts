@@ -125,14 +125,16 @@ export const TARGETS = {
   blocklistMissVsHit: atMost(1.1),
   /**
    * Vote rings (issues 27 and 45, bench/vote-rings.md), on the 28-day community seed 2 (never tuned on) at 40k
-   * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.88 (0.891 measured; the issue's
-   * goal is 0.9, NOT met: a floor under the measure, a regression guard); honest accounts named per 10k active
-   * ≤ 1.2 (1.12 measured; the goal is 1, NOT met); the detector’s time ÷ sorting and grouping the same votes ≤ 4
-   * (2.7–5.7 on the VM at a load average of 9–14; side by side on the same votes this detector takes 1.0–1.2
-   * times the previous one's time). Recall and accusations are exact for a seed: a change in them is the detector's.
+   * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.9 (0.901 measured, 0.891 before the
+   * second round of issue 45; a floor under the measure, a regression guard: the goal, 0.9 in every run at 100k, is
+   * NOT met there); honest accounts named per 10k active ≤ 0.25 (0.224 measured, 1.12 before; the goal, 1, is met
+   * at 100k on seeds 2 and 7); the detector’s time ÷ sorting and grouping the same votes ≤ 4 (2.7–5.7 on the VM at a
+   * load average of 9–14; medians 3.53–4.40 at 4–9, the first detector 3.71 in one sitting; side by side on
+   * the same votes the second round takes the first's time). Recall and accusations are exact for a seed: a change
+   * in them is the detector's.
    */
-  voteRingRecall: atLeast(0.88, 'ci'),
-  voteRingFalsePer10k: atMost(1.2, 'ci'),
+  voteRingRecall: atLeast(0.9, 'ci'),
+  voteRingFalsePer10k: atMost(0.25, 'ci'),
   voteRingVsSort: atMost(4, 'ci'),
   /**
    * Person filter (issue 32, bench/person-filter.md): people-free pictures refused (score ≥ the calibrated sure score)

@@ -292,6 +292,75 @@ describe('detectVoteRings', () => {
     assert.equal(found[0]!.evidence.linkedAccounts, 8);
   });
 
+  test('a drip ring of weak proxies, back on one author on scattered evenings, never three at once, is found', () => {
+    const w = new World();
+    w.background(600);
+    const t = T0 + 2 * DAY;
+    // 30 fans with histories upvote the author's four uploads from their homes (one each, in the hour after it).
+    for (let i = 0; i < 30; i++) {
+      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
+      w.vote(u, `d${i % 4}`, 'drip', 1, t + (i % 4) * DAY + i * 60_000, `fanhome${i}`, UAS[i % 7]!);
+    }
+    // Eight bought dormant accounts signed up on quiet networks, two votes each on two of the four uploads, each
+    // from a fresh network, one account an evening: weakly proxy-like, and no three of them in one session.
+    const ring = Array.from({ length: 8 }, (_, i) =>
+      w.account(`dr${i}`, { createdAt: T0 - 400 * DAY, votes: 2, signupNet: `drsign${i}` }),
+    );
+    ring.forEach((u, i) => {
+      w.vote(u, `d${i % 4}`, 'drip', 1, t + i * DAY + 19 * HOUR, `drnet${i}a`, UAS[i % 7]!);
+      w.vote(u, `d${(i + 1) % 4}`, 'drip', 1, t + (i + 0.5) * DAY + 21 * HOUR, `drnet${i}b`, UAS[i % 7]!);
+    });
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    assert.ok(found[0]!.evidence.members.every((m) => m.proxyLike === 'weak' && m.inExcess));
+  });
+
+  test("a dormant lurker behind the operator's carrier NAT, voting days apart from the ring, is not linked", () => {
+    const w = new World();
+    w.background(600);
+    for (let i = 0; i < 25; i++) w.facts.get(`h${i}`)!.signupNet = 'car9';
+    const t = T0 + 5 * DAY;
+    for (let i = 0; i < 40; i++) {
+      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
+      w.vote(u, 'pic', 'star', 1, t + i * 6 * 60_000, `fanhome${i}`, UAS[i % 7]!);
+    }
+    const ring = Array.from({ length: 8 }, (_, i) => w.account(`o${i}`, { createdAt: T0 - 500 * DAY, votes: 3 }));
+    ring.forEach((u, i) => w.vote(u, 'pic', 'star', 1, t + 30 * 60_000 + i * 4 * 60_000, 'car9', UAS[i % 7]!));
+    // A dormant lurker on the same carrier: one vote on the same upload, three days later.
+    w.account('rider', { createdAt: T0 - 800 * DAY, votes: 2 });
+    w.vote('rider', 'pic', 'star', 1, t + 3 * DAY, 'car9', 'safari');
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+  });
+
+  test("a dormant fan voting in a bought ring's session, and for other authors too, is not swept in", () => {
+    const w = new World();
+    w.background(600);
+    const t = T0 + 3 * DAY;
+    // 30 fans with histories: the upload among seven others each in the window (not candidates of it).
+    for (let i = 0; i < 30; i++) {
+      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
+      w.vote(u, 'big', 'star', 1, t + i * 2 * 60_000, `fanhome${i}`, UAS[i % 7]!);
+      for (let k = 0; k < 7; k++)
+        w.vote(u, `p${(i + k * 17) % 200}`, `a${k}`, 1, t + (k + 1) * DAY, `fanhome${i}`, 'safari');
+    }
+    // Ten bought dormant accounts that only vote, each once on the upload from its own home, in one hour.
+    const ring = Array.from({ length: 10 }, (_, i) =>
+      w.account(`bt${i}`, { createdAt: T0 - 500 * DAY, signupNet: `bthome${i}` }),
+    );
+    ring.forEach((u, i) => w.vote(u, 'big', 'star', 1, t + 10 * 60_000 + i * 5 * 60_000, `bthome${i}`, 'chrome'));
+    // A dormant lurker back for a day: the upload in the ring's hour, and two uploads of other authors.
+    w.account('lurker', { createdAt: T0 - 700 * DAY, votes: 2, signupNet: 'lurkerhome' });
+    w.vote('lurker', 'big', 'star', 1, t + 20 * 60_000, 'lurkerhome', 'firefox');
+    w.vote('lurker', 'p3', 'a3', 1, t + 2 * HOUR, 'lurkerhome', 'firefox');
+    w.vote('lurker', 'p9', 'a9', 1, t + 3 * HOUR, 'lurkerhome', 'firefox');
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+  });
+
   test('fewer accounts than minAccounts are never a ring; self-votes do not count', () => {
     const w = new World();
     w.account('x', { createdAt: T0 });

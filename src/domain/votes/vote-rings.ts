@@ -125,9 +125,11 @@ export interface MemberEvidence {
   ua: string | null;
   /**
    * The sum of: linked 2, proxy-like 2 (weak 0.5, 1.5 when weak proxies are in excess among the target's
-   * candidates and it is dormant or young), dormant 1 (2 when dormant vote-only accounts are in excess there),
-   * young 0.5, only votes 0.5; "in excess" counts only for a candidate that voted on one of the target's uploads
-   * within 6 h of two others with a trait (a session). Members are the candidates at policy.minSuspicion or more.
+   * candidates and it is dormant or young), dormant 1 (2 when dormant vote-only accounts are in excess there and
+   * it cast 60 % of its window votes or more on the target), young 0.5, only votes 0.5; "in excess" counts only for
+   * a candidate that voted on one of the target's uploads within 6 h of two others with a trait (a session), or,
+   * for a weak proxy, that came back to two or more of the target's uploads with 75 % of its votes on it, as two
+   * others with a trait did (a drip ring). Members are the candidates at policy.minSuspicion or more.
    */
   suspicion: number;
 }
@@ -439,6 +441,14 @@ export function detectVoteRings(
         // Counted by the votes cast from it, not by sign-ups (newcomers sign up on their phones, then vote at home).
         on = idx.filter((i) => shaped[i] && pairVotes.get(all[i]!.user * NETS + net)! > 0);
         if (on.length < 3 || binomialTail(on.length, nShaped, netAccounts[net]! / U) >= BUSY_NET_CHANCE) continue;
+        // Of those, the ones that voted on one of the target's uploads within COTIME of two others of them, or came
+        // back to it with two others (repeatedWith): an operator's phone works its accounts together; a dormant
+        // lurker behind the same NAT voting the target days apart from them rode along before.
+        const onSet = new Set(on);
+        const together = cotimedWith(all, (_, i) => onSet.has(i));
+        const back = repeatedWith(all, (_, i) => onSet.has(i));
+        on = on.filter((i) => together[i] || back[i]);
+        if (on.length < 3) continue;
       }
       for (const i of on) shared[i]!++;
       for (let k = 1; k < on.length; k++) parent[find(on[k]!)] = find(on[0]!);
@@ -462,11 +472,12 @@ export function detectVoteRings(
     const traitOf = (m: Member, i: number) =>
       proxyOf(m.user) !== null || (dormant[m.user] === 1 && onlyVotes[m.user] === 1) || linked[i]!.length > 0;
     const cotimed = cotimedWith(all, traitOf);
+    const repeated = repeatedWith(all, traitOf);
     let weak = 0;
     let dormantOnly = 0;
     all.forEach((m, i) => {
+      if (proxyOf(m.user) === 'weak' && (cotimed[i] || repeated[i])) weak++;
       if (!cotimed[i]) return;
-      if (proxyOf(m.user) === 'weak') weak++;
       if (dormant[m.user] && onlyVotes[m.user]) dormantOnly++;
     });
     const weakExcess = binomialTail(weak, all.length, baseWeak) < TRAIT_CHANCE;
@@ -477,8 +488,12 @@ export function detectVoteRings(
       const proxy = proxyOf(u);
       // A weak proxy in excess counts for an account made or bought to vote (dormant or new), not for one with a
       // history that voted once from a café.
-      const weakIn = proxy === 'weak' && weakExcess && cotimed[i]! && (dormant[u] === 1 || isYoung(u, m.first));
-      const dormantIn = dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess && cotimed[i]!;
+      const weakIn =
+        proxy === 'weak' && weakExcess && (cotimed[i]! || repeated[i]!) && (dormant[u] === 1 || isYoung(u, m.first));
+      // Dormant vote-only accounts in excess count for those that voted mostly for the target (a bought account
+      // votes for what it is paid to; a dormant fan back for a day votes for other authors as well).
+      const dormantIn =
+        dormant[u] === 1 && onlyVotes[u] === 1 && dormantExcess && cotimed[i]! && m.count >= DORMANT_FOCUS * total[u]!;
       let s = 0;
       if (linked[i]!.length) s += 2;
       if (proxy === 'strong') s += 2;
@@ -544,6 +559,21 @@ export function detectVoteRings(
       }
     }
     return out;
+  }
+
+  /**
+   * Per candidate with `trait`: whether it voted on REPEAT_ITEMS or more of the target's uploads with REPEAT_FOCUS
+   * of its window votes on the target, as did at least two other candidates with `trait` (a drip ring's accounts
+   * come back to the same author on several days, never three in one session; a lurker who once voted from a café
+   * does not come back, and a fan votes for others too).
+   */
+  function repeatedWith(all: Member[], trait: (m: Member, i: number) => boolean): boolean[] {
+    const out = all.map(
+      (m, i) => trait(m, i) && m.count >= REPEAT_FOCUS * total[m.user]! && new Set(m.items).size >= REPEAT_ITEMS,
+    );
+    let k = 0;
+    for (const x of out) if (x) k++;
+    return k >= 3 ? out : all.map(() => false);
   }
 
   const candidatesOf = (list: number[], minFocus: number): Member[] => {
@@ -901,4 +931,10 @@ const COTIME = 6 * 3600_000;
 const NEW_CREATOR_MS = 30 * 24 * 3600_000;
 /** Shaped candidates on a busy network link when as many would be on it by chance less often than this. */
 const BUSY_NET_CHANCE = 1e-6;
+/** A candidate that voted on this many of the target's uploads or more came back to it (repeatedWith)… */
+const REPEAT_ITEMS = 2;
+/** …with at least this share of its window votes on the target (an operator's account votes for what it is paid to). */
+const REPEAT_FOCUS = 0.75;
+/** A dormant vote-only account in excess counts when at least this share of its window votes went to the target. */
+const DORMANT_FOCUS = 0.6;
 const round = (x: number) => Math.round(x * 1000) / 1000;

@@ -576,25 +576,34 @@ export function detectVoteRings(
     return k >= 3 ? out : all.map(() => false);
   }
 
+  // Votes per voter on the target at hand (candidatesOf), zeroed again after each target.
+  const onTarget = new Int32Array(U);
+  /**
+   * The voters on a target whose focus makes them candidates, each with its votes on it, in order of first vote.
+   * Counted first and built only for those: most voters on a popular target are not candidates, and a Member with
+   * two arrays per voter and target was a quarter of the detector's time.
+   */
   const candidatesOf = (list: number[], minFocus: number): Member[] => {
+    const voters: number[] = [];
+    for (const i of list) if (onTarget[vUser[i]!]!++ === 0) voters.push(vUser[i]!);
     const members = new Map<number, Member>();
-    for (const i of list) {
-      const u = vUser[i]!;
-      const at = votes[i]!.at;
-      const m = members.get(u);
-      if (m) {
+    for (const u of voters) {
+      const focus = onTarget[u]! / total[u]!;
+      if (focus >= minFocus || (equipped[u] && focus >= minFocus / 3))
+        members.set(u, { user: u, count: 0, first: Infinity, items: [], times: [], suspicion: 0 });
+      onTarget[u] = 0;
+    }
+    if (members.size)
+      for (const i of list) {
+        const m = members.get(vUser[i]!);
+        if (!m) continue;
+        const at = votes[i]!.at;
         m.count++;
         if (at < m.first) m.first = at;
         m.items.push(vUpload[i]!);
         m.times.push(at);
-      } else members.set(u, { user: u, count: 1, first: at, items: [vUpload[i]!], times: [at], suspicion: 0 });
-    }
-    const all: Member[] = [];
-    for (const m of members.values()) {
-      const focus = m.count / total[m.user]!;
-      if (focus >= minFocus || (equipped[m.user] && focus >= minFocus / 3)) all.push(m);
-    }
-    return all;
+      }
+    return [...members.values()];
   };
 
   /** The suspects among `all`, with their per-account evidence, or null when too few. */

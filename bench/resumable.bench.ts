@@ -2,8 +2,9 @@
  * Resumable (tus 1.0) uploads against direct multipart uploads (issue 49): distinct 2 MP JPEGs, one client, the
  * app in its own process as `npm start` runs it, in interleaved rounds of the same images (each round's uploads
  * deleted after the timing, so the next round uploads them as new). `tus ×1`: creation, one PATCH of the whole
- * file, the result read; `tus 128 KiB`: PATCHes of 128 KiB with `Upload-Checksum`. Then the bytes a client sends
- * twice when its connection drops halfway through a chunk and it resumes from the server's offset.
+ * file, the result read; `creation-with-upload`: the file in the creation request, the result read; `tus 128 KiB`:
+ * PATCHes of 128 KiB with `Upload-Checksum`. Then the bytes a client sends twice when its connection drops halfway
+ * through a chunk and it resumes from the server's offset.
  *
  * `--store s3` puts the media, and so the bytes of resumable uploads in progress (an S3 multipart upload each), on
  * the S3 server of scripts/s3-server.sh instead of local disk.
@@ -79,6 +80,26 @@ async function create(url: string, token: string, img: BenchImage): Promise<stri
   await res.arrayBuffer();
   if (res.status !== 201) throw new Error(`tus creation: ${res.status}`);
   return res.headers.get('location')!;
+}
+
+/** tus `creation-with-upload`: the file in the creation request's body (tus-js-client's uploadDataDuringCreation). */
+async function createWithUpload(url: string, token: string, img: BenchImage): Promise<string> {
+  const res = await fetch(url + TUS, {
+    method: 'POST',
+    headers: {
+      ...V,
+      authorization: token,
+      'upload-length': String(img.bytes.length),
+      'upload-metadata': `filename ${Buffer.from(`${img.name}.jpg`).toString('base64')}`,
+      'content-type': 'application/offset+octet-stream',
+    },
+    body: img.bytes,
+  });
+  await res.arrayBuffer();
+  if (res.status !== 201) throw new Error(`tus creation-with-upload: ${res.status}`);
+  if (Number(res.headers.get('upload-offset')) !== img.bytes.length)
+    throw new Error(`tus creation-with-upload: offset ${res.headers.get('upload-offset')}`);
+  return result(url, token, res.headers.get('location')!);
 }
 
 async function result(url: string, token: string, at: string): Promise<string> {
@@ -211,6 +232,7 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
     const subjects = {
       direct: round((img) => direct(app.url, token, img)),
       tusWhole: round((img) => resumable(app.url, token, img, img.bytes.length)),
+      tusWithCreation: round((img) => createWithUpload(app.url, token, img)),
       tusChunked: round((img) => resumable(app.url, token, img, CHUNK)),
     };
     await interleave(1, subjects);
@@ -224,7 +246,13 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
       figure('resumable', `${label}: direct multipart uploads`, 'images/s', s.direct, { note: `${mib} MiB each` }),
       figure('resumable', `${label}: tus, one PATCH`, 'images/s', s.tusWhole),
       figure('resumable', `${label}: tus, 128 KiB PATCHes with sha256`, 'images/s', s.tusChunked),
+      figure('resumable', `${label}: tus, creation-with-upload`, 'images/s', s.tusWithCreation),
       figure('resumable', `${label}: tus one PATCH ÷ direct`, '×', ratios(s.tusWhole, s.direct)),
+      figure('resumable', `${label}: tus creation-with-upload ÷ direct`, '×', ratios(s.tusWithCreation, s.direct), {
+        note:
+          'the file in the creation request (2 requests: creation, result), as tus-js-client sends it with ' +
+          'uploadDataDuringCreation',
+      }),
       figure('resumable', `${label}: tus 128 KiB ÷ direct`, '×', ratios(s.tusChunked, s.direct)),
       figure('resumable', `${label}: bytes sent twice after a cut mid-chunk at 50 %`, 'bytes', resent, {
         note: 'the cut PATCH carries no checksum, so the server keeps what arrived before the drop',

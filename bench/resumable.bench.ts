@@ -67,16 +67,16 @@ async function patch(url: string, token: string, at: string, offset: number, chu
   return Number(res.headers.get('upload-offset'));
 }
 
+/** A creation request's headers for `img`. */
+const creation = (token: string, img: BenchImage) => ({
+  ...V,
+  authorization: token,
+  'upload-length': String(img.bytes.length),
+  'upload-metadata': `filename ${Buffer.from(`${img.name}.jpg`).toString('base64')}`,
+});
+
 async function create(url: string, token: string, img: BenchImage): Promise<string> {
-  const res = await fetch(url + TUS, {
-    method: 'POST',
-    headers: {
-      ...V,
-      authorization: token,
-      'upload-length': String(img.bytes.length),
-      'upload-metadata': `filename ${Buffer.from(`${img.name}.jpg`).toString('base64')}`,
-    },
-  });
+  const res = await fetch(url + TUS, { method: 'POST', headers: creation(token, img) });
   await res.arrayBuffer();
   if (res.status !== 201) throw new Error(`tus creation: ${res.status}`);
   return res.headers.get('location')!;
@@ -86,13 +86,7 @@ async function create(url: string, token: string, img: BenchImage): Promise<stri
 async function createWithUpload(url: string, token: string, img: BenchImage): Promise<string> {
   const res = await fetch(url + TUS, {
     method: 'POST',
-    headers: {
-      ...V,
-      authorization: token,
-      'upload-length': String(img.bytes.length),
-      'upload-metadata': `filename ${Buffer.from(`${img.name}.jpg`).toString('base64')}`,
-      'content-type': 'application/offset+octet-stream',
-    },
+    headers: { ...creation(token, img), 'content-type': 'application/offset+octet-stream' },
     body: img.bytes,
   });
   await res.arrayBuffer();

@@ -73,18 +73,25 @@ const fromGateway = (name: string) => () =>
  */
 const VIEWS = ['vnode', 'words', 'card-view', 'feed-view', 'modlog-view'];
 
+/** What every bundle is built with. */
+const BUNDLE_OPTIONS = {
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  minify: true,
+  legalComments: 'none',
+  // The PACKAGES from our node_modules
+  nodePaths: [NODE_MODULES],
+  write: false as const,
+  logLevel: 'silent',
+} satisfies BuildOptions;
+
 /** An npm package (and its dependencies) for the browser, as one ES module. */
 const browserPackage = (name: string) => () => {
   const { outputFiles } = buildSync({
+    ...BUNDLE_OPTIONS,
     stdin: { contents: `export * from '${name}';\n`, resolveDir: NODE_MODULES, sourcefile: `${name} (package)` },
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    minify: true,
-    legalComments: 'none',
-    write: false,
-    logLevel: 'silent',
   });
   const note = `// ${name} for the browser (its package.json's browser build), bundled with its dependencies.\n`;
   return note + outputFiles[0]!.text;
@@ -249,20 +256,6 @@ const lazyModules = (lazy: ReadonlyMap<string, Asset>): Plugin => ({
     });
   },
 });
-
-/** What every bundle is built with. */
-const BUNDLE_OPTIONS = {
-  bundle: true,
-  format: 'esm',
-  platform: 'browser',
-  target: 'es2022',
-  minify: true,
-  legalComments: 'none',
-  // The PACKAGES from our node_modules
-  nodePaths: [NODE_MODULES],
-  write: false as const,
-  logLevel: 'silent',
-} satisfies BuildOptions;
 
 /**
  * One bundle per page module: the boot and the module, with all they import, as one minified ES module; and one per

@@ -130,8 +130,8 @@ export const TARGETS = {
    * NOT met there); honest accounts named per 10k active ≤ 0.25 (0.224 measured, 1.12 before; the goal, 1, is met
    * at 100k on seeds 2 and 7); the detector’s time ÷ sorting and grouping the same votes ≤ 4 (2.7–5.7 on the VM at a
    * load average of 9–14; medians 3.53–4.40 at 4–9, the first detector 3.71 in one sitting; side by side on
-   * the same votes the second round takes the first's time; candidates counted before they are built: 3.32, quiet). Recall and accusations are exact for a seed: a change
-   * in them is the detector's.
+   * the same votes the second round takes the first's time; candidates counted before they are built: 3.32, on a
+   * quiet machine). Recall and accusations are exact for a seed: a change in them is the detector's.
    */
   voteRingRecall: atLeast(0.9, 'ci'),
   voteRingFalsePer10k: atMost(0.25, 'ci'),

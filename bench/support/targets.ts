@@ -128,14 +128,16 @@ export const TARGETS = {
    * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.9 (0.901 measured, 0.891 before the
    * second round of issue 45; a floor under the measure, a regression guard: the goal, 0.9 in every run at 100k, is
    * NOT met there); honest accounts named per 10k active ≤ 0.25 (0.224 measured, 1.12 before; the goal, 1, is met
-   * at 100k on seeds 2 and 7); the detector’s time ÷ sorting and grouping the same votes ≤ 4 (2.7–5.7 on the VM at a
+   * at 100k on seeds 2 and 7); the detector’s time ÷ sorting and grouping the same votes ≤ 5 (2.7–5.7 on the VM at a
    * load average of 9–14; medians 3.53–4.40 at 4–9, the first detector 3.71 in one sitting; side by side on
-   * the same votes the second round takes the first's time; candidates counted before they are built: 3.32, on a
-   * quiet machine). Recall and accusations are exact for a seed: a change in them is the detector's.
+   * the same votes the second round takes the first's time; candidates counted before they are built: 3.32 alone,
+   * and 3.25–4.12 per round in a fresh-clone .ci/run right after the suite, whose first run's median, 4.01, failed
+   * the ceiling of 4 then: a guard with no room above the machine's noise; a detector gone quadratic is 10× and
+   * more). Recall and accusations are exact for a seed: a change in them is the detector's.
    */
   voteRingRecall: atLeast(0.9, 'ci'),
   voteRingFalsePer10k: atMost(0.25, 'ci'),
-  voteRingVsSort: atMost(4, 'ci'),
+  voteRingVsSort: atMost(5, 'ci'),
   /**
    * Person filter (issue 32, bench/person-filter.md): people-free pictures refused (score ≥ the calibrated sure score)
    * among the generated ones bench/person-filter.bench.ts makes (seed 2, never tuned on; 300 pictures, ~70 s of CPU,

@@ -44,6 +44,31 @@ class World {
       }
     }
   }
+  /** `n` fans with histories (old, 300 votes), each voting up `upload(i)` of `author` from its own home at `at(i)`. */
+  fans(n: number, upload: (i: number) => string, author: string, at: (i: number) => number): string[] {
+    return Array.from({ length: n }, (_, i) => {
+      const u = this.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
+      this.vote(u, upload(i), author, 1, at(i), `fanhome${i}`, UAS[i % 7]!);
+      return u;
+    });
+  }
+  /**
+   * A busy network (25 of the background's accounts signed up behind a carrier's NAT, `car9`), 40 fans upvoting
+   * the upload `pic` from their homes the evening of `t`, and the operator's phone: eight bought dormant accounts,
+   * one vote each on it, all behind the NAT. Returns the ring.
+   */
+  carrierRing(t: number): string[] {
+    for (let i = 0; i < 25; i++) this.facts.get(`h${i}`)!.signupNet = 'car9';
+    this.fans(
+      40,
+      () => 'pic',
+      'star',
+      (i) => t + i * 6 * 60_000,
+    );
+    const ring = Array.from({ length: 8 }, (_, i) => this.account(`o${i}`, { createdAt: T0 - 500 * DAY, votes: 3 }));
+    ring.forEach((u, i) => this.vote(u, 'pic', 'star', 1, t + 30 * 60_000 + i * 4 * 60_000, 'car9', UAS[i % 7]!));
+    return ring;
+  }
   detect() {
     return detectVoteRings(this.votes, (u) => this.facts.get(u));
   }
@@ -275,17 +300,8 @@ describe('detectVoteRings', () => {
   test("dormant vote-only accounts behind a carrier's NAT, far beyond its share, are linked; its fans are not", () => {
     const w = new World();
     w.background(600);
-    // A busy network: 25 of the old accounts signed up behind it (about 4 % of the window's voters).
-    for (let i = 0; i < 25; i++) w.facts.get(`h${i}`)!.signupNet = 'car9';
-    const t = T0 + 5 * DAY;
-    // 40 fans with histories upvote the upload from their homes the same evening.
-    for (let i = 0; i < 40; i++) {
-      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
-      w.vote(u, 'pic', 'star', 1, t + i * 6 * 60_000, `fanhome${i}`, UAS[i % 7]!);
-    }
-    // The operator's phone: eight bought dormant accounts, one vote each, all behind the carrier's NAT.
-    const ring = Array.from({ length: 8 }, (_, i) => w.account(`o${i}`, { createdAt: T0 - 500 * DAY, votes: 3 }));
-    ring.forEach((u, i) => w.vote(u, 'pic', 'star', 1, t + 30 * 60_000 + i * 4 * 60_000, 'car9', UAS[i % 7]!));
+    // A busy network (25 of the old accounts, about 4 % of the window's voters), fans, the operator's phone.
+    const ring = w.carrierRing(T0 + 5 * DAY);
     const found = w.detect();
     assert.equal(found.length, 1, JSON.stringify(found));
     assert.deepEqual(found[0]!.accounts, [...ring].sort());
@@ -297,10 +313,12 @@ describe('detectVoteRings', () => {
     w.background(600);
     const t = T0 + 2 * DAY;
     // 30 fans with histories upvote the author's four uploads from their homes (one each, in the hour after it).
-    for (let i = 0; i < 30; i++) {
-      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
-      w.vote(u, `d${i % 4}`, 'drip', 1, t + (i % 4) * DAY + i * 60_000, `fanhome${i}`, UAS[i % 7]!);
-    }
+    w.fans(
+      30,
+      (i) => `d${i % 4}`,
+      'drip',
+      (i) => t + (i % 4) * DAY + i * 60_000,
+    );
     // Eight bought dormant accounts signed up on quiet networks, two votes each on two of the four uploads, each
     // from a fresh network, one account an evening: weakly proxy-like, and no three of them in one session.
     const ring = Array.from({ length: 8 }, (_, i) =>
@@ -319,14 +337,8 @@ describe('detectVoteRings', () => {
   test("a dormant lurker behind the operator's carrier NAT, voting days apart from the ring, is not linked", () => {
     const w = new World();
     w.background(600);
-    for (let i = 0; i < 25; i++) w.facts.get(`h${i}`)!.signupNet = 'car9';
     const t = T0 + 5 * DAY;
-    for (let i = 0; i < 40; i++) {
-      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
-      w.vote(u, 'pic', 'star', 1, t + i * 6 * 60_000, `fanhome${i}`, UAS[i % 7]!);
-    }
-    const ring = Array.from({ length: 8 }, (_, i) => w.account(`o${i}`, { createdAt: T0 - 500 * DAY, votes: 3 }));
-    ring.forEach((u, i) => w.vote(u, 'pic', 'star', 1, t + 30 * 60_000 + i * 4 * 60_000, 'car9', UAS[i % 7]!));
+    const ring = w.carrierRing(t);
     // A dormant lurker on the same carrier: one vote on the same upload, three days later.
     w.account('rider', { createdAt: T0 - 800 * DAY, votes: 2 });
     w.vote('rider', 'pic', 'star', 1, t + 3 * DAY, 'car9', 'safari');
@@ -340,12 +352,15 @@ describe('detectVoteRings', () => {
     w.background(600);
     const t = T0 + 3 * DAY;
     // 30 fans with histories: the upload among seven others each in the window (not candidates of it).
-    for (let i = 0; i < 30; i++) {
-      const u = w.account(`fan${i}`, { createdAt: T0 - 300 * DAY, votes: 300 });
-      w.vote(u, 'big', 'star', 1, t + i * 2 * 60_000, `fanhome${i}`, UAS[i % 7]!);
+    w.fans(
+      30,
+      () => 'big',
+      'star',
+      (i) => t + i * 2 * 60_000,
+    ).forEach((u, i) => {
       for (let k = 0; k < 7; k++)
         w.vote(u, `p${(i + k * 17) % 200}`, `a${k}`, 1, t + (k + 1) * DAY, `fanhome${i}`, 'safari');
-    }
+    });
     // Ten bought dormant accounts that only vote, each once on the upload from its own home, in one hour.
     const ring = Array.from({ length: 10 }, (_, i) =>
       w.account(`bt${i}`, { createdAt: T0 - 500 * DAY, signupNet: `bthome${i}` }),

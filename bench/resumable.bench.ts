@@ -2,7 +2,8 @@
  * Resumable (tus 1.0) uploads against direct multipart uploads (issue 49): distinct 2 MP JPEGs, one client, the
  * app in its own process as `npm start` runs it, in interleaved rounds of the same images (each round's uploads
  * deleted after the timing, so the next round uploads them as new). `tus ×1`: creation, one PATCH of the whole
- * file, the result read; `creation-with-upload`: the file in the creation request, the result read; `tus 128 KiB`:
+ * file, the result read; `creation-with-upload`: the file in the creation request, whose answer carries the result
+ * (one request, as the direct upload; what `pixvote upload` and the web form send first); `tus 128 KiB`:
  * PATCHes of 128 KiB with `Upload-Checksum`. Then the bytes a client sends twice when its connection drops halfway
  * through a chunk and it resumes from the server's offset.
  *
@@ -89,11 +90,14 @@ async function createWithUpload(url: string, token: string, img: BenchImage): Pr
     headers: { ...creation(token, img), 'content-type': 'application/offset+octet-stream' },
     body: img.bytes,
   });
-  await res.arrayBuffer();
+  const body = await json(res);
   if (res.status !== 201) throw new Error(`tus creation-with-upload: ${res.status}`);
   if (Number(res.headers.get('upload-offset')) !== img.bytes.length)
     throw new Error(`tus creation-with-upload: offset ${res.headers.get('upload-offset')}`);
-  return result(url, token, res.headers.get('location')!);
+  // The whole file in the creation: its body carries the use case's answer (no `…/result` request).
+  const answer = body.result as { status: number; body: { id: string } } | undefined;
+  if (answer?.status !== 201) throw new Error(`tus creation-with-upload: result ${JSON.stringify(answer)}`);
+  return answer.body.id;
 }
 
 async function result(url: string, token: string, at: string): Promise<string> {

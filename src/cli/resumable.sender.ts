@@ -4,12 +4,14 @@
  * this way every request shares the run's Retry-After pause, its --max-wait, its halt on Ctrl-C and its retry
  * notices, and the CLI gains no runtime dependency.
  *
- * The file goes in chunks (`--chunk-size`), each with `Upload-Checksum: sha256 …`. A PATCH is sent once: after any
- * failure (the connection dropped, 409, 460, 5xx) the client asks the server's offset (HEAD) and continues from
- * there, so a cut costs at most the chunk in flight. The upload's URL goes into the resume file as soon as it is
- * created, with the file's size, modification time and SHA-256: the next run HEADs it and continues from its offset;
- * an upload the server no longer has (404 expired or deleted, 410) is created afresh. The outcome is read from
- * `GET …/result`, which answers exactly what the direct upload would have (record, duplicate notice, error body).
+ * The file goes in chunks (`--chunk-size`), each with `Upload-Checksum: sha256 …`, the first in the creation request
+ * (creation-with-upload: a file of one chunk is one request, its answer in the creation's body). A PATCH is sent
+ * once: after any failure (the connection dropped, 409, 460, 5xx) the client asks the server's offset (HEAD) and
+ * continues from there, so a cut costs at most the chunk in flight. The upload's URL goes into the resume file as
+ * soon as it is created, with the file's size, modification time and SHA-256: the next run HEADs it and continues
+ * from its offset; an upload the server no longer has (404 expired or deleted, 410) is created afresh. The outcome
+ * is read from `GET …/result` (or the creation's body), which answers exactly what the direct upload would have
+ * (record, duplicate notice, error body).
  */
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
@@ -66,6 +68,12 @@ export function uploadMetadata(m: Record<string, string>): string {
     .join(',');
 }
 
+/** The headers of a request carrying `chunk`: its type and its sha256 (a mismatch is refused with 460). */
+const octets = (chunk: Buffer) => ({
+  'content-type': 'application/offset+octet-stream',
+  'upload-checksum': `sha256 ${createHash('sha256').update(chunk).digest('base64')}`,
+});
+
 /** A header that must be a non-negative integer, or null. */
 function offsetHeader(r: ApiResponse, name = 'upload-offset'): number | null {
   const v = r.headers.get(name);
@@ -94,10 +102,28 @@ async function send(client: ApiClient, s: ResumableSend, onReplayed: () => void)
     let offset = 0;
     let restarted = false;
 
+    /** The file's bytes from `at`, at most a chunk. */
+    const chunkAt = async (at: number): Promise<Buffer> => {
+      const length = Math.min(s.chunkSize, file.size - at);
+      const chunk = Buffer.alloc(length);
+      const { bytesRead } = await fh.read(chunk, 0, length, at);
+      if (bytesRead !== length) throw new Error(`${file.path} changed while it was being sent`);
+      return chunk;
+    };
+
+    /**
+     * Creates the upload with its first chunk in the same request (creation-with-upload): a file of one chunk is
+     * one request, and the creation's body then carries the use case's answer. Resolves that answer, or the refusal
+     * that ends the file, or null to go on with PATCHes from `offset`.
+     */
     const create = async (): Promise<ApiResponse | null> => {
+      const first = await chunkAt(0);
+      s.onChunk?.(first.length);
       const r = await client.request('POST', TUS_PATH, {
+        raw: first,
         headers: {
           ...TUS,
+          ...octets(first),
           'upload-length': String(file.size),
           'upload-metadata': uploadMetadata({
             upload_type: 'image',
@@ -117,6 +143,8 @@ async function send(client: ApiClient, s: ResumableSend, onReplayed: () => void)
       offset = offsetHeader(r) ?? 0;
       // The same key created this upload before, and it is complete: an earlier run sent it all.
       if (r.headers.get('idempotent-replayed') === 'true' && offset === file.size) onReplayed();
+      const answer = (r.body as { result?: { status: number; body: unknown } } | null)?.result;
+      if (offset === file.size && answer) return { status: answer.status, headers: r.headers, body: answer.body };
       await s.resume.begin(file, s.sha256, url);
       return null;
     };
@@ -150,21 +178,13 @@ async function send(client: ApiClient, s: ResumableSend, onReplayed: () => void)
 
     let failures = 0;
     while (offset < file.size) {
-      const length = Math.min(s.chunkSize, file.size - offset);
-      const chunk = Buffer.alloc(length);
-      const { bytesRead } = await fh.read(chunk, 0, length, offset);
-      if (bytesRead !== length) throw new Error(`${file.path} changed while it was being sent`);
+      const chunk = await chunkAt(offset);
       let r: ApiResponse | null = null;
       try {
-        s.onChunk?.(length);
+        s.onChunk?.(chunk.length);
         r = await client.request('PATCH', url!, {
           raw: chunk,
-          headers: {
-            ...TUS,
-            'content-type': 'application/offset+octet-stream',
-            'upload-offset': String(offset),
-            'upload-checksum': `sha256 ${createHash('sha256').update(chunk).digest('base64')}`,
-          },
+          headers: { ...TUS, ...octets(chunk), 'upload-offset': String(offset) },
           retries: 0,
           onRetry: s.onRetry,
         });

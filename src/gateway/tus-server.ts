@@ -41,6 +41,8 @@ interface TusCall {
   row: ResumableRow | null;
   /** An error the store or a hook threw: answered by the gateway's error mapper, not the library. */
   error: Error | null;
+  /** The upload use case's answer, when this request brought the last byte. */
+  result: { status: number; body: string } | null;
 }
 const calls = new AsyncLocalStorage<TusCall>();
 
@@ -202,7 +204,7 @@ class DomainStore extends DataStore {
     const lock = c.locked ? null : await this.#uploads.lock(id);
     try {
       const row = c.row?.id === id ? c.row : await this.#uploads.get(c.user, id);
-      const received = await this.#uploads.write(row, offset, bounded(stream), c.checksum);
+      const received = await this.#uploads.write(c.user, row, offset, bounded(stream), c.checksum);
       c.row = { ...row, received };
       return received;
     } finally {
@@ -297,10 +299,12 @@ export function tusServer(uploads: ResumableUploads): TusServer {
       await uploads.assertRoom(c.user);
       return {};
     },
-    // The complete file goes through the upload use case (POST /api/v1/upload's); its outcome is at …/result and
-    // the PATCH answers 204 (tus allows no other success).
+    // The complete file goes through the upload use case (POST /api/v1/upload's); its outcome is at …/result, in
+    // the creation's body when the creation brought the whole file, and a PATCH answers 204 (tus allows no other
+    // success).
     async onUploadFinish(_req, upload) {
-      await uploads.finish(call().user, upload.id);
+      const c = call();
+      c.result = await uploads.finish(c.user, upload.id);
       return {};
     },
     onResponseError(_req, err) {
@@ -321,6 +325,7 @@ export function tusServer(uploads: ResumableUploads): TusServer {
         replayed: false,
         row: null,
         error: null,
+        result: null,
       };
       const headers = new Headers();
       const raw = ctx.req.rawHeaders;
@@ -366,8 +371,21 @@ export function tusServer(uploads: ResumableUploads): TusServer {
       if (ctx.method === 'POST') {
         if (c.replayed) ctx.set('Idempotent-Replayed', 'true');
         ctx.set('Upload-Offset', String(row.received));
-        ctx.body = { id: row.id, offset: row.received, length: row.length };
+        ctx.body = resumableState(row, c.result);
       }
     },
   };
+}
+
+/**
+ * A creation's JSON body: the upload's id and offset, and once the use case has run on the complete file (the
+ * creation brought it all, or a replay of one that did), its answer as `GET …/result` gives it: one request for a
+ * file that fits in one, as the direct upload.
+ */
+export function resumableState(
+  row: Pick<ResumableRow, 'id' | 'received' | 'length'>,
+  result: { status: number; body: string } | null | undefined,
+): { id: string; offset: number; length: number; result?: { status: number; body: unknown } } {
+  const state = { id: row.id, offset: row.received, length: row.length };
+  return result ? { ...state, result: { status: result.status, body: JSON.parse(result.body) as unknown } } : state;
 }

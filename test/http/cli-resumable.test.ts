@@ -1,7 +1,8 @@
 /**
  * `pixvote upload` through the tus endpoint (issue 49 item 5), as a real process against a real server, through an
- * HTTP relay the test controls that counts every PATCH body's bytes: a run killed (SIGKILL) at about 50 % is
- * continued by the next run from the server's offset (at most one chunk sent twice, one record); a connection cut
+ * HTTP relay the test controls that counts the file's bytes (PATCH bodies and the creation's first chunk): a run
+ * killed (SIGKILL) at about 50 % is continued by the next run from the server's offset (at most one chunk sent
+ * twice, one record); a connection cut
  * mid-chunk is continued within the run; an upload the server no longer has is sent afresh; small files go in one
  * direct request.
  */
@@ -49,8 +50,9 @@ interface Seen {
 }
 
 /**
- * An HTTP relay to the app that records every request and counts PATCH bodies' bytes as they pass. `onBytes` sees
- * the running total of PATCH bytes and the request in flight (to cut it, or to kill the client).
+ * An HTTP relay to the app that records every request and counts the bytes of the file as they pass (PATCH bodies,
+ * and the tus creation's, which carries the first chunk). `onBytes` sees their running total and the request in
+ * flight (to cut it, or to kill the client).
  */
 async function relay(onBytes?: (total: number, req: IncomingMessage) => void) {
   const seen: Seen[] = [];
@@ -74,7 +76,7 @@ async function relay(onBytes?: (total: number, req: IncomingMessage) => void) {
     up.on('error', () => res.destroy());
     req.on('data', (c: Buffer) => {
       s.bytes += c.length;
-      if (req.method === 'PATCH') {
+      if (req.method === 'PATCH' || (req.method === 'POST' && req.url === TUS)) {
         patchBytes += c.length;
         onBytes?.(patchBytes, req);
       }
@@ -212,8 +214,13 @@ test('an upload the server no longer has (expired) is sent afresh; the outcome i
     assert.match(r.stdout, /the server no longer has the upload .*big\.jpg began \(expired or deleted\)/);
     assert.ok(!proxy.seen.slice(mark).some((s) => s.method === 'PATCH' && s.path === url), 'not the expired upload');
     assert.equal(summary(r.stdout), '1 uploaded, 0 already uploaded, 0 duplicates, 0 failed');
-    const patches = proxy.seen.slice(mark).filter((s) => s.method === 'PATCH');
-    assert.equal(patches[0]?.offset, 0, 'afresh');
+    // Afresh: a new creation carrying the first chunk, then PATCHes from there.
+    const resent = proxy.seen
+      .slice(mark)
+      .filter((s) => s.method === 'PATCH' || (s.method === 'POST' && s.path === TUS));
+    assert.equal(resent[0]?.method, 'POST', 'afresh');
+    assert.equal(resent[0]?.bytes, CHUNK, 'the first chunk in the creation');
+    assert.equal(resent[1]?.offset, CHUNK);
     // The same bytes again, resumably: the result resource answers the duplicate notice, said as a duplicate.
     const copy = await folder('gone-copy', { 'copy.jpg': big });
     const dup = await pixvote(

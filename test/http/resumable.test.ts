@@ -364,6 +364,42 @@ describe('tus 1.0 resumable uploads', () => {
     const r = await result(app, alice, c.headers.get('location')!);
     assert.equal(r.status, 400);
     assert.deepEqual(r.body, direct.body);
+    // The creation that brought the whole file carries the same answer.
+    assert.deepEqual(c.body.result, { status: 400, body: direct.body });
+  });
+
+  test('creation-with-upload of the whole file answers the record in its body, and so does its replay', async () => {
+    const erin = await registerUser(app.api);
+    const bytes = await photoJpeg({ width: 400, height: 300, seed: 4911 });
+    const headers = {
+      ...V,
+      'upload-length': String(bytes.length),
+      'upload-metadata': `filename ${Buffer.from('w.jpg').toString('base64')}`,
+      'content-type': 'application/offset+octet-stream',
+      'idempotency-key': 'whole-in-creation-1',
+    };
+    const c = await app.api.post(TUS, undefined, { token: erin.token, raw: bytes, headers });
+    assert.equal(c.status, 201, c.text);
+    assert.equal(c.body.offset, bytes.length);
+    assert.equal(c.body.result.status, 201);
+    assert.equal(c.body.result.body.original_name, 'w.jpg');
+    const r = await result(app, erin, c.headers.get('location')!);
+    assert.equal(r.status, 201);
+    assert.deepEqual(c.body.result.body, r.body);
+    // The same key again: the same upload and the same answer, no second record.
+    const again = await app.api.post(TUS, undefined, { token: erin.token, raw: bytes, headers });
+    assert.equal(again.status, 201, again.text);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(again.body.result, c.body.result);
+    // A creation with only part of the file has no answer yet.
+    const part = await app.api.post(TUS, undefined, {
+      token: erin.token,
+      raw: bytes.subarray(0, 1000),
+      headers: { ...V, 'upload-length': String(bytes.length), 'content-type': 'application/offset+octet-stream' },
+    });
+    assert.equal(part.status, 201, part.text);
+    assert.equal(part.body.offset, 1000);
+    assert.equal(part.body.result, undefined);
   });
 
   test('bad headers and offsets get the tus statuses, never a 500, and store nothing', async () => {

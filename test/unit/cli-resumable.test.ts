@@ -42,12 +42,42 @@ test('Upload-Metadata: key base64(value) pairs, an empty value as the key alone'
   );
 });
 
-/** A tus server in memory: creation, HEAD, PATCH (with checksum), result; `faults` script what goes wrong. */
+type FakeUpload = { length: number; bytes: Buffer[]; received: number; key: string | null };
+
+/**
+ * A tus server in memory: creation (with upload), HEAD, PATCH (with checksum), result; `faults` script what goes
+ * wrong with the requests that carry bytes, counted from 1 (the creation's first chunk is the first).
+ */
 function tusServer(faults: { dropPatch?: number[]; conflictPatch?: number[]; badChecksum?: number[] } = {}) {
-  const uploads = new Map<string, { length: number; bytes: Buffer[]; received: number; key: string | null }>();
+  const uploads = new Map<string, FakeUpload>();
   const log: string[] = [];
   let patches = 0;
   let patchBytes = 0;
+  const resultOf = (id: string, u: FakeUpload) => ({
+    id,
+    sha256: createHash('sha256').update(Buffer.concat(u.bytes)).digest('hex'),
+  });
+  /** The bytes of a request at the upload's offset: null when stored, else the refusal. */
+  const receive = (u: FakeUpload, h: Headers, init: RequestInit): Response | null => {
+    const n = ++patches;
+    const body = Buffer.from(init.body as Uint8Array);
+    patchBytes += body.length;
+    if (faults.dropPatch?.includes(n)) {
+      // Half the chunk lands, then the connection drops: the server keeps what arrived (no checksum passed).
+      const half = body.subarray(0, Math.floor(body.length / 2));
+      u.bytes.push(half);
+      u.received += half.length;
+      throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } });
+    }
+    if (faults.conflictPatch?.includes(n)) return new Response(null, { status: 409 });
+    if (Number(h.get('upload-offset') ?? 0) !== u.received) return new Response(null, { status: 409 });
+    const digest = createHash('sha256').update(body).digest('base64');
+    if (faults.badChecksum?.includes(n) || h.get('upload-checksum') !== `sha256 ${digest}`)
+      return new Response(null, { status: 460 });
+    u.bytes.push(body);
+    u.received += body.length;
+    return null;
+  };
   const fetchImpl = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : input);
     const method = init?.method ?? 'GET';
@@ -67,11 +97,20 @@ function tusServer(faults: { dropPatch?: number[]; conflictPatch?: number[]; bad
             },
           });
       const uid = crypto.randomUUID();
-      uploads.set(uid, { length: Number(h.get('upload-length')), bytes: [], received: 0, key });
-      return new Response(null, {
-        status: 201,
-        headers: { location: `/api/uploads/resumable/${uid}`, 'upload-offset': '0' },
-      });
+      const u: FakeUpload = { length: Number(h.get('upload-length')), bytes: [], received: 0, key };
+      uploads.set(uid, u);
+      // creation-with-upload: bytes refused (409, 460) leave the upload created at 0.
+      if (init?.body) receive(u, h, init);
+      const done = u.received === u.length;
+      return Response.json(
+        {
+          id: uid,
+          offset: u.received,
+          length: u.length,
+          ...(done ? { result: { status: 201, body: resultOf(uid, u) } } : {}),
+        },
+        { status: 201, headers: { location: `/api/uploads/resumable/${uid}`, 'upload-offset': String(u.received) } },
+      );
     }
     const u = id ? uploads.get(id) : undefined;
     if (!u) return new Response(JSON.stringify({ error: 'not_found', message: 'gone' }), { status: 404 });
@@ -81,29 +120,11 @@ function tusServer(faults: { dropPatch?: number[]; conflictPatch?: number[]; bad
         headers: { 'upload-offset': String(u.received), 'upload-length': String(u.length) },
       });
     if (method === 'PATCH') {
-      const n = ++patches;
-      const body = Buffer.from(init!.body as Uint8Array);
-      patchBytes += body.length;
-      if (faults.dropPatch?.includes(n)) {
-        // Half the chunk lands, then the connection drops: the server keeps what arrived (no checksum passed).
-        const half = body.subarray(0, Math.floor(body.length / 2));
-        u.bytes.push(half);
-        u.received += half.length;
-        throw Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET' } });
-      }
-      if (faults.conflictPatch?.includes(n)) return new Response(null, { status: 409 });
-      if (Number(h.get('upload-offset')) !== u.received) return new Response(null, { status: 409 });
-      const digest = createHash('sha256').update(body).digest('base64');
-      if (faults.badChecksum?.includes(n) || h.get('upload-checksum') !== `sha256 ${digest}`)
-        return new Response(null, { status: 460 });
-      u.bytes.push(body);
-      u.received += body.length;
-      return new Response(null, { status: 204, headers: { 'upload-offset': String(u.received) } });
+      return (
+        receive(u, h, init!) ?? new Response(null, { status: 204, headers: { 'upload-offset': String(u.received) } })
+      );
     }
-    if (url.pathname.endsWith('/result')) {
-      const all = Buffer.concat(u.bytes);
-      return Response.json({ id: id!, sha256: createHash('sha256').update(all).digest('hex') }, { status: 201 });
-    }
+    if (url.pathname.endsWith('/result')) return Response.json(resultOf(id!, u), { status: 201 });
     return new Response(null, { status: 405 });
   };
   return { fetch: fetchImpl, uploads, log, patchBytes: () => patchBytes };
@@ -163,6 +184,16 @@ test('a dropped chunk, a 409 and a 460 are continued from HEAD: the file arrives
     ['retry the connection dropped mid-chunk', 'retry 409 on a chunk', 'retry 460 on a chunk'],
   );
   assert.equal(server.log.filter((l) => l.startsWith('HEAD')).length, 3);
+});
+
+test('a file of one chunk is one request: the creation carries it, and its body the answer', async (t) => {
+  const f = await fixture(t, CHUNK - 5);
+  const server = tusServer();
+  const { response } = await send(clientOf(server), f);
+  assert.equal(response.status, 201);
+  assert.equal(response.body.sha256, f.sha256);
+  assert.deepEqual(server.log, ['POST /api/uploads/resumable']);
+  assert.equal(f.resume.partialOf(f.file, f.sha256), null, 'nothing left to resume');
 });
 
 test('the resume file keeps the URL with size, time and SHA-256; the next run continues from HEAD', async (t) => {

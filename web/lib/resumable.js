@@ -77,6 +77,9 @@ export function tusUpload(file, o) {
       endpoint: new URL(TUS_PATH, location.href).href,
       metadata: o.metadata,
       chunkSize: o.chunkSize,
+      // The first chunk in the creation request (creation-with-upload): one request less, and a file of one chunk
+      // gets its answer in the creation's body.
+      uploadDataDuringCreation: true,
       retryDelays: RETRY_DELAYS,
       // This visitor's uploads only: another account on the same browser starts its own.
       fingerprint: async (f, options) => `pixvote-${o.user}-${await defaultOptions.fingerprint(f, options)}`,
@@ -124,7 +127,11 @@ export function tusUpload(file, o) {
         }
         resolve(answerOf(res));
       },
-      onSuccess() {
+      onSuccess({ lastResponse }) {
+        // A creation that brought the whole file answers the use case's result in its body; else it is asked for.
+        const result = lastResponse.getStatus() === 201 ? answerOf(lastResponse).data?.result : null;
+        if (result)
+          return resolve({ ok: result.status < 300, status: result.status, data: result.body, retryAfter: null });
         o.onState('Processing the image…');
         void outcome(new URL(/** @type {string} */ (upload.url)).pathname, o).then(resolve);
       },

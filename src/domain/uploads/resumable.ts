@@ -5,7 +5,7 @@
  * notice or the error body with its status — is kept as the upload's result. No rule of the pipeline is repeated
  * here; this file only decides offsets, ownership, the open-upload bound and expiry.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AppError, errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
@@ -52,6 +52,7 @@ export interface ResumableStore {
   /** Records the offset the bytes reached (only where `received` still is `from`). */
   advance(id: string, from: number, to: number): Promise<boolean>;
   setStatus(id: string, status: ResumableStatus, leaseUntil: Date | null): Promise<void>;
+  /** Done: the result kept, the offset at the length (the whole file was received, stored or not). */
   finish(id: string, result: { status: number; body: string }, expiresAt: Date): Promise<void>;
   delete(id: string): Promise<void>;
   /** Rows past their expiry at `now` (not those a live lease holds), at most `limit`. */
@@ -256,9 +257,11 @@ export class ResumableUploads {
   /**
    * Bytes at `offset` of `row` (read under the upload's lock, which the caller holds): 409 unless it is the
    * upload's offset. Whatever arrived (and passed its checksum) is acknowledged, even when the body breaks off.
-   * Resolves the new offset; the use case runs in `finish`, once the offset reaches the length.
+   * Resolves the new offset; the use case runs in `finish`, once the offset reaches the length (or here, on the
+   * whole file in one request: #writeWhole).
    */
   async write(
+    principal: Principal,
     row: ResumableRow,
     offset: number,
     body: AsyncIterable<Uint8Array>,
@@ -268,6 +271,76 @@ export class ResumableUploads {
       throw errors.conflict(`Upload-Offset ${offset} does not match the upload's offset ${row.received}`);
     // Complete already (a PATCH sent again after its answer was lost), or nothing left to send.
     if (row.status !== 'receiving' || offset === row.length) return row.received;
+    if (offset === 0) return this.#writeFirst(principal, row, body, checksum);
+    return this.#append(row, offset, body, checksum);
+  }
+
+  /**
+   * The bytes from 0, read into memory (at most the upload's length, 10 MiB). When they are the whole file (the
+   * creation or one PATCH brought it, as a 2 MP photo does), the use case runs on them before anything is stored:
+   * nothing is acknowledged until it has answered, so nothing needs keeping (a crash meanwhile leaves the offset at
+   * 0 and the client sends again), and the file costs what a direct upload costs, with no write and read-back of
+   * the partial file (on S3, a PUT and a DELETE less). A first chunk, or a body that broke off, is stored as any.
+   */
+  async #writeFirst(
+    principal: Principal,
+    row: ResumableRow,
+    body: AsyncIterable<Uint8Array>,
+    checksum: Buffer | null,
+  ): Promise<number> {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    let broken = false;
+    try {
+      for await (const chunk of body) {
+        if (size + chunk.length > row.length)
+          throw errors.payloadTooLarge(`the body goes past Upload-Length (${row.length} bytes were left to send)`);
+        chunks.push(chunk);
+        size += chunk.length;
+      }
+    } catch (e) {
+      if ((e as { code?: string }).code === 'payload_too_large') throw e;
+      // The connection broke: without a checksum, what arrived is kept (the client resumes after it).
+      broken = true;
+    }
+    const bytes = Buffer.concat(chunks, size);
+    /** The bytes stored as any chunk's. */
+    const keep = (sum: Buffer | null) =>
+      this.#append(
+        row,
+        0,
+        (async function* () {
+          yield bytes;
+        })(),
+        sum,
+      );
+    if (broken) return checksum || !size ? 0 : keep(null);
+    if (size < row.length) return keep(checksum);
+    const digest = createHash('sha256').update(bytes).digest();
+    if (checksum && !digest.equals(checksum)) throw new ChecksumMismatch();
+    const held = {
+      sha256: digest.toString('hex'),
+      read: async () => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+    };
+    let done: ResumableRow;
+    try {
+      done = await this.complete(principal, row, held);
+    } catch (e) {
+      // Not answered (a transient refusal, a failure): the file is kept as any complete one, so the result
+      // resource runs the use case again; the client learns the offset with HEAD.
+      await keep(null).catch(() => {});
+      throw e;
+    }
+    // Another request holds the processing lease (a crash's, not lapsed yet): kept for the result resource.
+    return done.status === 'done' ? row.length : keep(null);
+  }
+
+  async #append(
+    row: ResumableRow,
+    offset: number,
+    body: AsyncIterable<Uint8Array>,
+    checksum: Buffer | null,
+  ): Promise<number> {
     let written = 0;
     try {
       const r = await this.#d.parts.append(row.id, offset, body, row.length - offset, checksum);
@@ -282,9 +355,15 @@ export class ResumableUploads {
    * The last byte has arrived (the PATCH or the creation that completed the file, or one sent again): runs the
    * upload use case once, unless it ran (or runs) already.
    */
-  async finish(principal: Principal, id: string): Promise<void> {
+  /**
+   * Runs the upload use case once the file is complete; resolves its answer (what `result` answers from then on),
+   * or null when another request is running it.
+   */
+  async finish(principal: Principal, id: string): Promise<{ status: number; body: string } | null> {
     const row = await this.get(principal, id);
-    if (row.status === 'receiving' && row.received === row.length) await this.complete(principal, row);
+    if (row.status === 'done') return row.result;
+    if (row.status !== 'receiving' || row.received !== row.length) return null;
+    return (await this.complete(principal, row)).result ?? null;
   }
 
   /**
@@ -292,14 +371,19 @@ export class ResumableUploads {
    * transient refusal (503) is not kept: the upload stays complete and receiving, and the next PATCH or result
    * read runs it again.
    */
-  async complete(principal: Principal, row: ResumableRow): Promise<ResumableRow> {
+  async complete(
+    principal: Principal,
+    row: ResumableRow,
+    /** The whole file, received in one request and not stored (#writeFirst); else it is read from the parts. */
+    held?: { sha256: string; read(): Promise<ArrayBuffer> },
+  ): Promise<ResumableRow> {
     const { store, parts, clock } = this.#d;
     const now = clock.now();
     if (!(await store.lease(row.id, 'receiving', now, new Date(now.getTime() + PROCESSING_LEASE_MS)))) return row;
     await store.setStatus(row.id, 'processing', new Date(now.getTime() + PROCESSING_LEASE_MS));
     let answer: UploadAnswer | { status: number; body: string };
     try {
-      const src = await parts.source(row.id, row.length);
+      const src = held ?? (await parts.source(row.id, row.length));
       answer = await this.#d.createUpload.run(
         principal,
         {
@@ -324,9 +408,9 @@ export class ResumableUploads {
     await store.finish(row.id, result, new Date(clock.now().getTime() + this.#d.ttlMs));
     // The bytes go after the answer (in the bucket: a listing and a DELETE per part, not worth a client's wait);
     // one that fails stays until the sweep removes the finished row with its bytes, RESUMABLE_TTL later.
-    parts.remove(row.id).catch(() => {});
+    if (!held) parts.remove(row.id).catch(() => {});
     this.#d.counts?.completed();
-    return { ...row, status: 'done', result };
+    return { ...row, received: row.length, status: 'done', result };
   }
 
   /** The result resource: 202 while receiving or processing, then the direct upload's answer. */

@@ -12,7 +12,15 @@ import { assertLength } from '../../domain/uploads/resumable.ts';
 import { errors } from '../../domain/errors.ts';
 import type { AppContext } from '../context.ts';
 import { requireUser } from '../middleware/authenticate.ts';
-import { fieldsOf, metadataOf, TUS_EXTENSIONS, TUS_PATH, tusServer, type TusServer } from '../tus-server.ts';
+import {
+  fieldsOf,
+  metadataOf,
+  resumableState,
+  TUS_EXTENSIONS,
+  TUS_PATH,
+  tusServer,
+  type TusServer,
+} from '../tus-server.ts';
 import { IdParam } from '../schemas/common.schemas.ts';
 import {
   DuplicateNotice,
@@ -94,7 +102,9 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
       '10 MiB, else 413 before anything is stored), `Upload-Metadata` with `upload_type` (`image`), `filename`, ' +
       '`description`, `tags`, `is_private` (base64 values). Spends the upload limit once; at most ' +
       '`RESUMABLE_MAX_OPEN` open per user (429 `rate_limited`). A body of type `application/offset+octet-stream` ' +
-      'is the first bytes (creation-with-upload). With `Idempotency-Key`, the same key answers the same upload ' +
+      'is the first bytes (creation-with-upload); when it is the whole file, the 201 body carries the upload ' +
+      'use case’s answer as `result` (`{"status","body"}`, what `…/result` answers). With `Idempotency-Key`, ' +
+      'the same key answers the same upload ' +
       '(`Idempotent-Replayed: true`, no limit spent) and is the key of the upload the complete file creates. ' +
       'OPTIONS on this path answers `Tus-Version`, `Tus-Extension`, `Tus-Max-Size`, `Tus-Checksum-Algorithm`.',
     auth: 'required',
@@ -141,7 +151,7 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
           tusState(ctx, replayed);
           ctx.set('Location', `${TUS_PATH}/${replayed.id}`);
           ctx.status = 201;
-          ctx.body = { id: replayed.id, offset: replayed.received, length: replayed.length };
+          ctx.body = resumableState(replayed, replayed.status === 'done' ? replayed.result : null);
           return;
         }
         const hasBody = ctx.get('content-type') !== '' && Number(ctx.get('content-length') || 1) > 0;

@@ -266,6 +266,16 @@ export const ResumableState = z.object({
   id: z.uuid(),
   offset: z.int().min(0).describe('Bytes received (Upload-Offset).'),
   length: z.int().min(0).describe('Upload-Length.'),
+  result: z
+    .object({
+      status: z.int().describe('201 (record), 200 (duplicate notice) or the error status.'),
+      body: z.record(z.string(), z.unknown()).describe('What `GET …/result` answers: record, notice or error body.'),
+    })
+    .optional()
+    .describe(
+      'Present when the creation brought the whole file (creation-with-upload), or replays one that did: the ' +
+        'upload use case has run, and this is its answer, so no `GET …/result` is needed.',
+    ),
 });
 export const ResumableStatusBody = z.object({
   offset: z.int().min(0),

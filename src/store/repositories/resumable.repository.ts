@@ -158,13 +158,14 @@ export class ResumableRepository implements ResumableStore {
     await this.#db
       .db()
       .updateTable('resumable_uploads')
-      .set({
+      .set((eb) => ({
         status: 'done',
+        received: eb.ref('length'),
         result_status: result.status,
         result_body: result.body,
         expires_at: this.#db.dialect.date(expiresAt),
         lease_until: null,
-      })
+      }))
       .where('id', '=', id)
       .execute();
   }

@@ -248,8 +248,8 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
       figure('resumable', `${label}: tus one PATCH ÷ direct`, '×', ratios(s.tusWhole, s.direct)),
       figure('resumable', `${label}: tus creation-with-upload ÷ direct`, '×', ratios(s.tusWithCreation, s.direct), {
         note:
-          'the file in the creation request (2 requests: creation, result), as tus-js-client sends it with ' +
-          'uploadDataDuringCreation',
+          'the file in the creation request, its answer in the 201 body (one request), as the CLI and ' +
+          'tus-js-client (uploadDataDuringCreation) send it',
       }),
       figure('resumable', `${label}: tus 128 KiB ÷ direct`, '×', ratios(s.tusChunked, s.direct)),
       figure('resumable', `${label}: bytes sent twice after a cut mid-chunk at 50 %`, 'bytes', resent, {

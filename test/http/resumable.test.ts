@@ -9,7 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { readdir, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { currentMetrics, startApp, type TestApp } from '../support/app.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
@@ -378,9 +379,21 @@ describe('tus 1.0 resumable uploads', () => {
       'content-type': 'application/offset+octet-stream',
       'idempotency-key': 'whole-in-creation-1',
     };
-    const c = await app.api.post(TUS, undefined, { token: erin.token, raw: bytes, headers });
+    // Every file the partial-bytes directory sees created meanwhile.
+    const partsDir = join(app.config.dataDir, 'resumable');
+    await mkdir(partsDir, { recursive: true });
+    const created: string[] = [];
+    const watcher = watch(partsDir, (_event, name) => name && created.push(name));
+    let c;
+    try {
+      c = await app.api.post(TUS, undefined, { token: erin.token, raw: bytes, headers });
+    } finally {
+      watcher.close();
+    }
     assert.equal(c.status, 201, c.text);
     assert.equal(c.body.offset, bytes.length);
+    // Checked in memory before anything was stored: no partial file was written.
+    assert.ok(!created.includes(c.body.id), `no partial file: ${created.join(', ')}`);
     assert.equal(c.body.result.status, 201);
     assert.equal(c.body.result.body.original_name, 'w.jpg');
     const r = await result(app, erin, c.headers.get('location')!);

@@ -10,7 +10,7 @@ import { AppError, errors } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { Principal } from '../users.ts';
 import { validateIdempotencyKey } from '../idempotency.ts';
-import type { CreateUpload, UploadAnswer } from './create-upload.ts';
+import type { CreateUpload } from './create-upload.ts';
 import { MAX_FILE_BYTES } from './limits.ts';
 
 export type ResumableStatus = 'receiving' | 'processing' | 'done';
@@ -322,17 +322,19 @@ export class ResumableUploads {
       sha256: digest.toString('hex'),
       read: async () => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
     };
-    let done: ResumableRow;
+    // The caller's write lock is the only hold needed: no other request writes this upload meanwhile, and none
+    // runs the use case on it (its offset is 0 until the answer is kept).
+    let result: { status: number; body: string };
     try {
-      done = await this.complete(principal, row, held);
+      result = await this.#answer(principal, row, held);
     } catch (e) {
       // Not answered (a transient refusal, a failure): the file is kept as any complete one, so the result
       // resource runs the use case again; the client learns the offset with HEAD.
       await keep(null).catch(() => {});
       throw e;
     }
-    // Another request holds the processing lease (a crash's, not lapsed yet): kept for the result resource.
-    return done.status === 'done' ? row.length : keep(null);
+    await this.#keep(row, result);
+    return row.length;
   }
 
   async #append(
@@ -371,20 +373,36 @@ export class ResumableUploads {
    * transient refusal (503) is not kept: the upload stays complete and receiving, and the next PATCH or result
    * read runs it again.
    */
-  async complete(
-    principal: Principal,
-    row: ResumableRow,
-    /** The whole file, received in one request and not stored (#writeFirst); else it is read from the parts. */
-    held?: { sha256: string; read(): Promise<ArrayBuffer> },
-  ): Promise<ResumableRow> {
+  async complete(principal: Principal, row: ResumableRow): Promise<ResumableRow> {
     const { store, parts, clock } = this.#d;
     const now = clock.now();
     if (!(await store.lease(row.id, 'receiving', now, new Date(now.getTime() + PROCESSING_LEASE_MS)))) return row;
     await store.setStatus(row.id, 'processing', new Date(now.getTime() + PROCESSING_LEASE_MS));
-    let answer: UploadAnswer | { status: number; body: string };
+    let result: { status: number; body: string };
     try {
-      const src = held ?? (await parts.source(row.id, row.length));
-      answer = await this.#d.createUpload.run(
+      result = await this.#answer(principal, row, await parts.source(row.id, row.length));
+    } catch (e) {
+      await store.setStatus(row.id, 'receiving', null);
+      throw e;
+    }
+    await this.#keep(row, result);
+    // The bytes go after the answer (in the bucket: a listing and a DELETE per part, not worth a client's wait);
+    // one that fails stays until the sweep removes the finished row with its bytes, RESUMABLE_TTL later.
+    parts.remove(row.id).catch(() => {});
+    return { ...row, received: row.length, status: 'done', result };
+  }
+
+  /**
+   * The upload use case's answer for the complete file: the record, the duplicate notice or a client error's body;
+   * a transient refusal (503) or a failure is thrown, never kept.
+   */
+  async #answer(
+    principal: Principal,
+    row: ResumableRow,
+    src: { sha256: string; read(): Promise<ArrayBuffer> },
+  ): Promise<{ status: number; body: string }> {
+    try {
+      const answer = await this.#d.createUpload.run(
         principal,
         {
           uploadType: 'image',
@@ -397,20 +415,17 @@ export class ResumableUploads {
         },
         { idempotencyKey: row.idempotencyKey },
       );
+      return { status: answer.status, body: answer.body };
     } catch (e) {
-      if (!(e instanceof AppError) || e.status >= 500) {
-        await store.setStatus(row.id, 'receiving', null);
-        throw e;
-      }
-      answer = { status: e.status, body: JSON.stringify({ error: e.code, message: e.message }) };
+      if (!(e instanceof AppError) || e.status >= 500) throw e;
+      return { status: e.status, body: JSON.stringify({ error: e.code, message: e.message }) };
     }
-    const result = { status: answer.status, body: answer.body };
-    await store.finish(row.id, result, new Date(clock.now().getTime() + this.#d.ttlMs));
-    // The bytes go after the answer (in the bucket: a listing and a DELETE per part, not worth a client's wait);
-    // one that fails stays until the sweep removes the finished row with its bytes, RESUMABLE_TTL later.
-    if (!held) parts.remove(row.id).catch(() => {});
+  }
+
+  /** The answer kept: the upload done, its offset at its length, expiring RESUMABLE_TTL from now. */
+  async #keep(row: ResumableRow, result: { status: number; body: string }): Promise<void> {
+    await this.#d.store.finish(row.id, result, new Date(this.#d.clock.now().getTime() + this.#d.ttlMs));
     this.#d.counts?.completed();
-    return { ...row, received: row.length, status: 'done', result };
   }
 
   /** The result resource: 202 while receiving or processing, then the direct upload's answer. */

@@ -258,7 +258,7 @@ export class ResumableUploads {
    * Bytes at `offset` of `row` (read under the upload's lock, which the caller holds): 409 unless it is the
    * upload's offset. Whatever arrived (and passed its checksum) is acknowledged, even when the body breaks off.
    * Resolves the new offset; the use case runs in `finish`, once the offset reaches the length (or here, on the
-   * whole file in one request: #writeWhole).
+   * whole file in one request: #writeFirst).
    */
   async write(
     principal: Principal,
@@ -305,7 +305,7 @@ export class ResumableUploads {
     }
     const bytes = Buffer.concat(chunks, size);
     /** The bytes stored as any chunk's. */
-    const keep = (sum: Buffer | null) =>
+    const store = (sum: Buffer | null) =>
       this.#append(
         row,
         0,
@@ -314,8 +314,8 @@ export class ResumableUploads {
         })(),
         sum,
       );
-    if (broken) return checksum || !size ? 0 : keep(null);
-    if (size < row.length) return keep(checksum);
+    if (broken) return checksum || !size ? 0 : store(null);
+    if (size < row.length) return store(checksum);
     const digest = createHash('sha256').update(bytes).digest();
     if (checksum && !digest.equals(checksum)) throw new ChecksumMismatch();
     const held = {
@@ -330,10 +330,10 @@ export class ResumableUploads {
     } catch (e) {
       // Not answered (a transient refusal, a failure): the file is kept as any complete one, so the result
       // resource runs the use case again; the client learns the offset with HEAD.
-      await keep(null).catch(() => {});
+      await store(null).catch(() => {});
       throw e;
     }
-    await this.#keep(row, result);
+    await this.#done(row, result);
     return row.length;
   }
 
@@ -355,11 +355,8 @@ export class ResumableUploads {
 
   /**
    * The last byte has arrived (the PATCH or the creation that completed the file, or one sent again): runs the
-   * upload use case once, unless it ran (or runs) already.
-   */
-  /**
-   * Runs the upload use case once the file is complete; resolves its answer (what `result` answers from then on),
-   * or null when another request is running it.
+   * upload use case once, unless it ran (or runs) already. Resolves its answer (what `result` answers from then
+   * on), or null while another request runs it.
    */
   async finish(principal: Principal, id: string): Promise<{ status: number; body: string } | null> {
     const row = await this.get(principal, id);
@@ -385,7 +382,7 @@ export class ResumableUploads {
       await store.setStatus(row.id, 'receiving', null);
       throw e;
     }
-    await this.#keep(row, result);
+    await this.#done(row, result);
     // The bytes go after the answer (in the bucket: a listing and a DELETE per part, not worth a client's wait);
     // one that fails stays until the sweep removes the finished row with its bytes, RESUMABLE_TTL later.
     parts.remove(row.id).catch(() => {});
@@ -423,7 +420,7 @@ export class ResumableUploads {
   }
 
   /** The answer kept: the upload done, its offset at its length, expiring RESUMABLE_TTL from now. */
-  async #keep(row: ResumableRow, result: { status: number; body: string }): Promise<void> {
+  async #done(row: ResumableRow, result: { status: number; body: string }): Promise<void> {
     await this.#d.store.finish(row.id, result, new Date(this.#d.clock.now().getTime() + this.#d.ttlMs));
     this.#d.counts?.completed();
   }

@@ -215,6 +215,7 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/web-resumable.test.ts': 'the upload form offline and back, in Chromium',
   'test/http/web-details.test.ts': 'the pages in Chromium at 375 and 1280 px',
   'test/http/web-views.test.ts': "the views built in Chromium against the server's markup of them",
+  'test/http/web-provenance.test.ts': 'the "Made with AI" label in Chromium; what is stored: provenance-api.test.ts',
   'test/http/web-security.test.ts': 'hostile strings and the CSP, in Chromium',
   'test/http/web-a11y.test.ts': 'axe-core on every page, in Chromium',
   'test/http/no-js.test.ts': 'the pages in Chromium with JavaScript off',

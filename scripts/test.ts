@@ -63,6 +63,9 @@ const runEnv = {
     process.env.NODE_COMPILE_CACHE ?? join(import.meta.dirname, '../node_modules/.cache/node-compile'),
 };
 
+// When the run started: each job's header and the summary say when it ended.
+const runStarted = performance.now();
+
 // PIXVOTE_TEST_TIMINGS (header): each pass's files and their seconds, written at the end of the run.
 const timings = process.env.PIXVOTE_TEST_TIMINGS;
 
@@ -109,6 +112,8 @@ interface Outcome {
   tests: number;
   /** The limit met, with the load of the moment. */
   timedOut?: string;
+  /** When it ended, in seconds since the queue started. */
+  endS: number;
 }
 
 function selectFiles(patterns: string[], leave: string[] = []): string[] {
@@ -177,10 +182,12 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
       const ok = code === 0 && !timedOut && !error;
       const tests = Number(/^ℹ tests (\d+)$/m.exec(text)?.[1] ?? 0);
       const status = ok ? 'passed' : timedOut ? `TIMED OUT: ${timedOut}` : 'FAILED';
+      const endS = (performance.now() - runStarted) / 1000;
       process.stdout.write(
-        `\n=== [${index}/${total}] ${job.pass}: ${job.name}: ${status} in ${seconds.toFixed(1)} s\n${text}`,
+        `\n=== [${index}/${total}] ${job.pass}: ${job.name}: ${status} in ${seconds.toFixed(1)} s ` +
+          `(at ${endS.toFixed(0)} s)\n${text}`,
       );
-      resolve({ job, ok, seconds, tests, timedOut });
+      resolve({ job, ok, seconds, tests, timedOut, endS });
     };
     child.on('error', (e) => done(null, e));
     child.on('close', (code) => done(code));
@@ -319,7 +326,6 @@ console.log(
     `; at most ${testTimeoutS()} s per test file now (${describeLoad()}` +
     `${process.env.PIXVOTE_TEST_TIMEOUT_S ? '; PIXVOTE_TEST_TIMEOUT_S' : ', scaled with the load when each starts'})`,
 );
-const runStarted = performance.now();
 const outcomes = await runQueue(jobs);
 const wall = (performance.now() - runStarted) / 1000;
 
@@ -333,7 +339,7 @@ if (lint) {
         '\n',
     );
   const failed = steps.filter((o) => !o.ok).map((o) => o.job.name);
-  const times = steps.map((o) => `${o.job.name} ${o.seconds.toFixed(0)} s`).join(', ');
+  const times = steps.map((o) => `${o.job.name} ${o.seconds.toFixed(0)} s, done at ${o.endS.toFixed(0)} s`).join('; ');
   results.push(`lint: ${failed.length ? `FAILED (${failed.join(', ')})` : 'passed'} (${times})`);
   if (failed.length) ok = false;
 }
@@ -342,9 +348,10 @@ for (const { pass, label } of passes) {
   const failed = mine.filter((o) => !o.ok);
   const timedOut = failed.filter((o) => o.timedOut);
   const busy = mine.reduce((s, o) => s + o.seconds, 0);
+  const lastS = Math.max(...mine.map((o) => o.endS));
   results.push(
     `${label.split(' (')[0]}: ${failed.length ? 'FAILED' : 'passed'} (${mine.length} files, ${busy.toFixed(0)} s ` +
-      `of file processes)` +
+      `of file processes, its last file done at ${lastS.toFixed(0)} s)` +
       (failed.length ? `: ${failed.map((o) => o.job.name).join(', ')}` : '') +
       (timedOut.length
         ? `; ${timedOut.length} met the limit (a busy machine? rerun with a larger PIXVOTE_TEST_TIMEOUT_S or ` +

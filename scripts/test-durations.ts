@@ -5,9 +5,9 @@
  *   PIXVOTE_TEST_TIMINGS=/tmp/timings.txt PIXVOTE_SKIP_LINT=1 npm test
  *   npx node --experimental-strip-types scripts/test-durations.ts /tmp/timings.txt
  *
- * Each pass's block of that report (scripts/test-timings-reporter.mjs) gives a file's seconds of tests; a later
- * block of the same pass replaces an earlier one. Passes the report does not name keep their figures; files that no
- * longer exist are left out.
+ * Each pass's block of that report (scripts/test.ts writes it) gives a file's seconds, its process from start to
+ * exit; a later block of the same pass replaces an earlier one. Passes the report does not name keep their figures;
+ * files that no longer exist are left out.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,9 +29,10 @@ for (const line of readFileSync(report, 'utf8').split('\n')) {
     pass = durations[head[1]!] = {};
     continue;
   }
-  const row = /^\s*([\d.]+)\s+\d+\s+(\S+\.test\.ts)$/.exec(line);
-  // Files since removed (or run only that once) are left out.
-  if (row && pass && existsSync(join(import.meta.dirname, '..', row[2]!))) pass[row[2]!] = Number(row[1]);
+  const row = /^\s*([\d.]+)\s+\d+\s+(\S+\.test\.ts|lint:\w+|format:\w+)$/.exec(line);
+  // Files since removed (or run only that once) are left out; the lint steps are npm scripts.
+  const known = (name: string) => !name.endsWith('.test.ts') || existsSync(join(import.meta.dirname, '..', name));
+  if (row && pass && known(row[2]!)) pass[row[2]!] = Number(row[1]);
 }
 writeFileSync(out, `${JSON.stringify(durations, null, 2)}\n`);
 console.log(

@@ -1,7 +1,7 @@
 /**
- * `npm test`: first the lint (ESLint, the layer rules of .dependency-cruiser.cjs, the format check), then the whole
- * suite on SQLite, then the database-facing suites (test/http, test/integration, but for the files whose subject is not
- * the database: SQLITE_PASS_ONLY) again on PostgreSQL + Redis when they answer. Says plainly which passes it skipped
+ * `npm test`: the lint (ESLint, the layer rules of .dependency-cruiser.cjs, the format check), the whole suite on
+ * SQLite, and the database-facing suites (test/http, test/integration, but for the files whose subject is not the
+ * database: SQLITE_PASS_ONLY) again on PostgreSQL + Redis when they answer. Says plainly which passes it skipped
  * and why.
  *
  *   npm test                       both passes (PostgreSQL pass skipped, with the reason, if unreachable)
@@ -9,21 +9,33 @@
  *   npm test -- test/http/auth.test.ts   only these files (on each selected database)
  *   npm test -- --no-lint          skip the lint step (PIXVOTE_SKIP_LINT=1 does the same)
  *
- * A run of the whole suite starts with the lint (ESLint, the layer rules, the format check) and fails on any
- * finding; a run of named files skips it, to stay quick.
+ * A run of the whole suite lints too and fails on any finding; a run of named files skips it, to stay quick.
+ * The lint steps and the test files of both passes are jobs of one queue, run PIXVOTE_TEST_CONCURRENCY side by side
+ * (default 4), slowest first (test/durations.json): ESLint is one thread and many test files wait on child
+ * processes, browsers and leases, so jobs of every kind side by side keep both cores busy until the end, where
+ * separate steps (lint, then one pass, then the other) each ended with a tail that ran on one core.
+ * Each test file runs in a process of its own (`node FILE` with the spec reporter, as `node --test` would start it,
+ * and PIXVOTE_TEST_DB set for its pass); its output is printed whole once it ends, with its pass and time.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
- * PIXVOTE_TEST_CONCURRENCY: test files run side by side (default 3).
- * Each pass starts its files slowest first (test/durations.json; scripts/test-pass.ts runs them in that order).
- * PIXVOTE_TEST_TIMINGS=FILE: each pass appends its files' test time to FILE, slowest first.
- * PIXVOTE_TEST_TIMEOUT_S: the runner's timeout per test file, in seconds. By default 300 s on a quiet machine, scaled
- * with the load measured at the start of each pass (load average per core, when above 1): a busy machine makes the
- * suite slower, not red. A file that still meets it is named in the summary with the load of the moment.
+ * PIXVOTE_TEST_TIMINGS=FILE: each pass's files with their seconds (the file's process, start to exit), slowest first.
+ * PIXVOTE_TEST_TIMEOUT_S: the limit per test file, in seconds. By default 300 s on a quiet machine, scaled with the
+ * load measured when the file starts (load average per core, when above 1): a busy machine makes the suite slower,
+ * not red. A file that still meets it is stopped (SIGTERM) and named in the summary with the load of the moment.
  * After the run, the summary fails on any Redis key of the run left without expiry and any temp file left in the
  * run's TMPDIR.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, globSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  globSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
@@ -51,14 +63,11 @@ const runEnv = {
     process.env.NODE_COMPILE_CACHE ?? join(import.meta.dirname, '../node_modules/.cache/node-compile'),
 };
 
-// PIXVOTE_TEST_TIMINGS (header): a second reporter, beside spec, writes each file's test time there.
-const timings = process.env.PIXVOTE_TEST_TIMINGS;
-const timingsReporter = join(import.meta.dirname, 'test-timings-reporter.mjs');
+// When the run started: each job's header and the summary say when it ended.
+const runStarted = performance.now();
 
-// The test files that met the runner's timeout, one line each (scripts/test-timeouts-reporter.mjs), kept outside the
-// run's TMPDIR (whose leftovers fail the run).
-const timeoutsDir = mkdtempSync(join(tmpdir(), 'pixvote-test-timeouts-'));
-const timeoutsReporter = join(import.meta.dirname, 'test-timeouts-reporter.mjs');
+// PIXVOTE_TEST_TIMINGS (header): each pass's files and their seconds, written at the end of the run.
+const timings = process.env.PIXVOTE_TEST_TIMINGS;
 
 /** How loaded the machine is: the 1-minute load average per core (the 5-minute one when higher). */
 function loadPerCore(): number {
@@ -71,8 +80,8 @@ const describeLoad = () =>
     .join(' ')} on ${availableParallelism()} cores`;
 
 /**
- * The runner's per-file timeout for a pass starting now: PIXVOTE_TEST_TIMEOUT_S, else 300 s times the load per
- * core when above 1 (the tests wait on events, not on fixed budgets: on a busy machine they only take longer).
+ * The limit for a test file starting now: PIXVOTE_TEST_TIMEOUT_S, else 300 s times the load per core when above 1
+ * (the tests wait on events, not on fixed budgets: on a busy machine they only take longer).
  */
 function testTimeoutS(): number {
   const set = Number(process.env.PIXVOTE_TEST_TIMEOUT_S);
@@ -80,51 +89,40 @@ function testTimeoutS(): number {
   return Math.round(300 * Math.max(1, loadPerCore()));
 }
 
-function run(label: string, patterns: string[], env: Record<string, string>, leave: string[] = []): boolean {
-  const selected = files.length
+/** One job of the queue: a lint step or a test file of a pass. */
+interface Job {
+  /** 'lint', 'sqlite' or 'postgres'. */
+  pass: string;
+  /** The lint script or the test file. */
+  name: string;
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  /** Seconds it took last time (test/durations.json); unknown: Infinity, so that it starts first. */
+  expectedS: number;
+  /** A limit, for test files. */
+  timeout: boolean;
+}
+
+interface Outcome {
+  job: Job;
+  ok: boolean;
+  seconds: number;
+  /** Top-level and nested tests the spec reporter counted. */
+  tests: number;
+  /** The limit met, with the load of the moment. */
+  timedOut?: string;
+  /** When it ended, in seconds since the queue started. */
+  endS: number;
+}
+
+function selectFiles(patterns: string[], leave: string[] = []): string[] {
+  return files.length
     ? files.filter((f) => patterns.some((p) => globMatch(f, p)))
     : patterns
         .flatMap((p) => globSync(p))
         .filter((f) => !leave.includes(f))
         .sort();
-  if (!selected.length) {
-    console.log(`\n=== ${label}: no test files selected`);
-    return true;
-  }
-  const timeoutS = testTimeoutS();
-  const timeoutsFile = join(timeoutsDir, `${env.PIXVOTE_TEST_DB ?? 'pass'}.txt`);
-  console.log(
-    `\n=== ${label}: ${selected.length} files, ${concurrency} side by side, at most ${timeoutS} s per file ` +
-      `(${describeLoad()}${process.env.PIXVOTE_TEST_TIMEOUT_S ? '; PIXVOTE_TEST_TIMEOUT_S' : ''})`,
-  );
-  // Slowest first (test/durations.json, per pass), so that the long files do not start last and run alone at the
-  // end: the pass ends about when the sum of its files divided by the concurrency says.
-  const ordered = slowestFirst(selected, env.PIXVOTE_TEST_DB ?? 'sqlite');
-  const pass = {
-    files: ordered,
-    concurrency,
-    timeoutMs: timeoutS * 1000,
-    reporters: [...(timings ? [timingsReporter] : []), timeoutsReporter],
-  };
-  const r = spawnSync(
-    process.execPath,
-    [
-      '--experimental-strip-types',
-      '--experimental-async-context-frame',
-      join(import.meta.dirname, 'test-pass.ts'),
-      JSON.stringify(pass),
-    ],
-    { stdio: 'inherit', env: { ...process.env, ...runEnv, ...env, PIXVOTE_TEST_TIMEOUTS: timeoutsFile } },
-  );
-  if (existsSync(timeoutsFile)) {
-    const timedOut = readFileSync(timeoutsFile, 'utf8').trim().split('\n');
-    results.push(
-      `${label.split(' (')[0]}: ${timedOut.length} met the ${timeoutS} s timeout, with the ${describeLoad()} ` +
-        `at the end (a busy machine? rerun with a larger PIXVOTE_TEST_TIMEOUT_S or PIXVOTE_TEST_CONCURRENCY=1): ` +
-        timedOut.slice(0, 10).join('; '),
-    );
-  }
-  return r.status === 0;
 }
 
 function globMatch(file: string, pattern: string): boolean {
@@ -133,16 +131,79 @@ function globMatch(file: string, pattern: string): boolean {
 
 /**
  * test/durations.json: seconds per file and pass, from a timed run (`PIXVOTE_TEST_TIMINGS=FILE npm test`, then
- * `npx node --experimental-strip-types scripts/test-durations.ts FILE`). Only the order of a pass depends on it: a file
- * it does not know yet (a new one) starts first, as if it were the slowest.
+ * `npx node --experimental-strip-types scripts/test-durations.ts FILE`). Only the order of the queue depends on it: a
+ * file it does not know yet (a new one) starts first, as if it were the slowest.
  */
-function slowestFirst(selected: string[], db: string): string[] {
+const durations = (() => {
   const path = join(import.meta.dirname, '../test/durations.json');
-  const known = existsSync(path)
-    ? ((JSON.parse(readFileSync(path, 'utf8')) as Record<string, Record<string, number>>)[db] ?? {})
-    : {};
-  const seconds = (f: string) => known[f.replace(/^\.\//, '')] ?? Infinity;
-  return [...selected].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, Record<string, number>>) : {};
+})();
+
+function testJobs(pass: string, selected: string[]): Job[] {
+  return selected.map((file) => ({
+    pass,
+    name: file.replace(/^\.\//, ''),
+    // As node:test's runner starts a test file (this process's Node flags), with the spec reporter on stdout.
+    command: process.execPath,
+    args: [
+      '--experimental-strip-types',
+      '--experimental-async-context-frame',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      file,
+    ],
+    env: { ...process.env, ...runEnv, PIXVOTE_TEST_DB: pass },
+    expectedS: durations[pass]?.[file.replace(/^\.\//, '')] ?? Infinity,
+    timeout: true,
+  }));
+}
+
+/** Runs one job, its output kept and printed whole when it ends. */
+function runJob(job: Job, index: number, total: number): Promise<Outcome> {
+  const started = performance.now();
+  const limitS = testTimeoutS();
+  const child = spawn(job.command, job.args, { env: job.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => output.push(c));
+  child.stderr.on('data', (c: Buffer) => output.push(c));
+  let timedOut: string | undefined;
+  const timer = job.timeout
+    ? setTimeout(() => {
+        timedOut = `met the ${limitS} s limit (${describeLoad()})`;
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
+      }, limitS * 1000)
+    : undefined;
+  return new Promise((resolve) => {
+    const done = (code: number | null, error?: Error) => {
+      clearTimeout(timer);
+      const seconds = (performance.now() - started) / 1000;
+      const text = Buffer.concat(output).toString() + (error ? `\n${error.stack}\n` : '');
+      const ok = code === 0 && !timedOut && !error;
+      const tests = Number(/^ℹ tests (\d+)$/m.exec(text)?.[1] ?? 0);
+      const status = ok ? 'passed' : timedOut ? `TIMED OUT: ${timedOut}` : 'FAILED';
+      const endS = (performance.now() - runStarted) / 1000;
+      process.stdout.write(
+        `\n=== [${index}/${total}] ${job.pass}: ${job.name}: ${status} in ${seconds.toFixed(1)} s ` +
+          `(at ${endS.toFixed(0)} s)\n${text}`,
+      );
+      resolve({ job, ok, seconds, tests, timedOut, endS });
+    };
+    child.on('error', (e) => done(null, e));
+    child.on('close', (code) => done(code));
+  });
+}
+
+/** Runs the jobs `concurrency` at a time, the slowest (by test/durations.json) first. */
+async function runQueue(jobs: Job[]): Promise<Outcome[]> {
+  const queue = [...jobs].sort((a, b) => b.expectedS - a.expectedS || a.name.localeCompare(b.name));
+  const outcomes: Outcome[] = [];
+  let started = 0;
+  const lane = async () => {
+    for (let job = queue.shift(); job; job = queue.shift()) outcomes.push(await runJob(job, ++started, jobs.length));
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, lane));
+  return outcomes;
 }
 
 const ALL = ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', 'test/http/**/*.test.ts'];
@@ -161,6 +222,7 @@ const SQLITE_PASS_ONLY: Record<string, string> = {
   'test/http/web-resumable.test.ts': 'the upload form offline and back, in Chromium',
   'test/http/web-details.test.ts': 'the pages in Chromium at 375 and 1280 px',
   'test/http/web-views.test.ts': "the views built in Chromium against the server's markup of them",
+  'test/http/web-provenance.test.ts': 'the "Made with AI" label in Chromium; what is stored: provenance-api.test.ts',
   'test/http/web-security.test.ts': 'hostile strings and the CSP, in Chromium',
   'test/http/web-a11y.test.ts': 'axe-core on every page, in Chromium',
   'test/http/no-js.test.ts': 'the pages in Chromium with JavaScript off',
@@ -199,30 +261,39 @@ if (unknown.length) {
   process.exit(2);
 }
 
-// Test files run side by side: many of them wait (for a lease, a restart backoff, a browser, a child process)
-// rather than compute, so more files than cores keep the cores busy. PIXVOTE_TEST_CONCURRENCY overrides.
-const concurrency = Number(process.env.PIXVOTE_TEST_CONCURRENCY ?? 3);
+// Jobs run side by side: many test files wait (for a lease, a restart backoff, a browser, a child process) rather
+// than compute, so more jobs than cores keep the cores busy. PIXVOTE_TEST_CONCURRENCY overrides.
+const concurrency = Math.max(1, Number(process.env.PIXVOTE_TEST_CONCURRENCY ?? 4) || 4);
 
 const results: string[] = [];
 let ok = true;
 let redisChecked = false;
+const jobs: Job[] = [];
+/** The passes queued, each with what its header says. */
+const passes: Array<{ pass: string; label: string; files: number }> = [];
 
 if (lint) {
-  // The same steps as `npm run lint`, each run even when one before it failed, so one run shows every finding.
-  console.log('\n=== lint (skip with --no-lint or PIXVOTE_SKIP_LINT=1)');
-  const failed = [['lint:eslint'], ['lint:layers', '--if-present'], ['format:check']].filter(
-    (script) => spawnSync('npm', ['run', ...script], { stdio: 'inherit' }).status !== 0,
-  );
-  results.push(`lint: ${failed.length ? `FAILED (${failed.map((f) => f[0]).join(', ')})` : 'passed'}`);
-  if (failed.length) ok = false;
+  // The same steps as `npm run lint`, each run even when another failed, so one run shows every finding.
+  for (const script of [['lint:eslint'], ['lint:layers', '--if-present'], ['format:check']])
+    jobs.push({
+      pass: 'lint',
+      name: script[0]!,
+      command: 'npm',
+      args: ['run', ...script],
+      env: process.env,
+      // By its time last run, as a test file (ESLint, one thread and type-checked rules, is among the longest jobs).
+      expectedS: durations.lint?.[script[0]!] ?? Infinity,
+      timeout: false,
+    });
 } else {
   results.push(`lint: skipped (${files.length ? 'test files named' : '--no-lint or PIXVOTE_SKIP_LINT=1'})`);
 }
 
 if (dbArg !== 'postgres') {
-  const passed = run('SQLite (embedded default)', ALL, { PIXVOTE_TEST_DB: 'sqlite' });
-  results.push(`SQLite pass: ${passed ? 'passed' : 'FAILED'}`);
-  ok &&= passed;
+  const selected = selectFiles(ALL);
+  if (selected.length) passes.push({ pass: 'sqlite', label: 'SQLite pass', files: selected.length });
+  else results.push('SQLite pass: no test files selected');
+  jobs.push(...testJobs('sqlite', selected));
 }
 if (dbArg !== 'sqlite') {
   const why = (await postgresUnreachable(TEST_PG_URL)) ?? (await redisUnreachable(TEST_REDIS_URL));
@@ -233,13 +304,74 @@ if (dbArg !== 'sqlite') {
     if (required) ok = false;
   } else {
     const leave = Object.keys(SQLITE_PASS_ONLY);
-    const label = `PostgreSQL + Redis (${leave.length} files whose subject is not the database: SQLite pass only)`;
-    const passed = run(label, DB_FACING, { PIXVOTE_TEST_DB: 'postgres' }, files.length ? [] : leave);
-    results.push(`PostgreSQL + Redis pass: ${passed ? 'passed' : 'FAILED'}`);
-    ok &&= passed;
+    const selected = selectFiles(DB_FACING, files.length ? [] : leave);
+    if (!selected.length) results.push('PostgreSQL + Redis pass: no test files selected');
+    else
+      passes.push({
+        pass: 'postgres',
+        label: `PostgreSQL + Redis pass (${leave.length} files whose subject is not the database: SQLite pass only)`,
+        files: selected.length,
+      });
+    jobs.push(...testJobs('postgres', selected));
     redisChecked = true;
   }
 }
+
+console.log(
+  `\n=== ${jobs.length} jobs, ${concurrency} side by side, slowest first: ` +
+    [
+      ...(lint ? ['lint (ESLint, layer rules, format check)'] : []),
+      ...passes.map((p) => `${p.label}: ${p.files} files`),
+    ].join('; ') +
+    `; at most ${testTimeoutS()} s per test file now (${describeLoad()}` +
+    `${process.env.PIXVOTE_TEST_TIMEOUT_S ? '; PIXVOTE_TEST_TIMEOUT_S' : ', scaled with the load when each starts'})`,
+);
+const outcomes = await runQueue(jobs);
+const wall = (performance.now() - runStarted) / 1000;
+
+if (lint) {
+  const steps = outcomes.filter((o) => o.job.pass === 'lint');
+  if (timings)
+    appendFileSync(
+      timings,
+      `\nlint pass: ${steps.length} steps\n  step s  tests  step\n` +
+        steps.map((o) => `${o.seconds.toFixed(1).padStart(8)}      0  ${o.job.name}`).join('\n') +
+        '\n',
+    );
+  const failed = steps.filter((o) => !o.ok).map((o) => o.job.name);
+  const times = steps.map((o) => `${o.job.name} ${o.seconds.toFixed(0)} s, done at ${o.endS.toFixed(0)} s`).join('; ');
+  results.push(`lint: ${failed.length ? `FAILED (${failed.join(', ')})` : 'passed'} (${times})`);
+  if (failed.length) ok = false;
+}
+for (const { pass, label } of passes) {
+  const mine = outcomes.filter((o) => o.job.pass === pass);
+  const failed = mine.filter((o) => !o.ok);
+  const timedOut = failed.filter((o) => o.timedOut);
+  const busy = mine.reduce((s, o) => s + o.seconds, 0);
+  const lastS = Math.max(...mine.map((o) => o.endS));
+  results.push(
+    `${label.split(' (')[0]}: ${failed.length ? 'FAILED' : 'passed'} (${mine.length} files, ${busy.toFixed(0)} s ` +
+      `of file processes, its last file done at ${lastS.toFixed(0)} s)` +
+      (failed.length ? `: ${failed.map((o) => o.job.name).join(', ')}` : '') +
+      (timedOut.length
+        ? `; ${timedOut.length} met the limit (a busy machine? rerun with a larger PIXVOTE_TEST_TIMEOUT_S or ` +
+          `PIXVOTE_TEST_CONCURRENCY=1): ${timedOut.map((o) => `${o.job.name} ${o.timedOut}`).join('; ')}`
+        : ''),
+  );
+  if (failed.length) ok = false;
+  if (timings) {
+    const rows = [...mine].sort((a, b) => b.seconds - a.seconds);
+    appendFileSync(
+      timings,
+      `\n${pass} pass: ${rows.length} files, ${busy.toFixed(0)} s of file processes\n  file s  tests  file\n` +
+        rows
+          .map((r) => `${r.seconds.toFixed(1).padStart(8)}  ${String(r.tests).padStart(5)}  ${r.job.name}`)
+          .join('\n') +
+        '\n',
+    );
+  }
+}
+results.push(`wall time: ${wall.toFixed(0)} s for ${jobs.length} jobs, ${concurrency} side by side`);
 
 // The object-storage tests (test/http/object-storage*.test.ts, media-migrate) need the S3 server of
 // scripts/s3-server.sh; without it they skip (they fail under PIXVOTE_REQUIRE_SERVICES=1, as in CI).
@@ -276,7 +408,6 @@ if (leftovers.length) {
   results.push('temp files: none left');
 }
 rmSync(runTmp, { recursive: true, force: true });
-rmSync(timeoutsDir, { recursive: true, force: true });
 
 console.log('\n=== summary');
 for (const r of results) console.log(`- ${r}`);

@@ -41,12 +41,11 @@ async function assertRefused(c: RawConnection): Promise<void> {
 
 /** A new connection once the server has seen enough of the closed ones go (their close reaches it shortly after). */
 async function admitted(): Promise<RawConnection> {
-  for (let i = 0; ; i++) {
+  for (;;) {
     const c = await openRaw(app.url);
     c.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     const r = await c.reply();
     if (r.status === 200) return c;
-    if (i >= 100) throw new Error(`still refused: ${r.status} ${r.text}`);
     await new Promise((res) => setTimeout(res, 20));
   }
 }

@@ -13,6 +13,7 @@ import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 import { openDatabase } from '../../src/store/database.ts';
+import { until } from '../support/budget.ts';
 
 const VARIANTS = ['thumb', 'medium', 'full'];
 
@@ -34,11 +35,6 @@ function trickle(url: string, token: string, jpeg: Buffer): void {
   req.on('error', () => {});
   req.write(head);
   req.write(jpeg.subarray(0, Math.floor(jpeg.length / 2)));
-}
-
-/** Resolves once `cond` holds: what the test waits for happened (the test's own timeout bounds the wait). */
-async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await cond())) await new Promise((r) => setTimeout(r, 20));
 }
 
 /** How many images the server's pipeline has decoded so far (its /metrics). */

@@ -7,6 +7,7 @@ import { registerUser } from '../support/users.ts';
 import { encodeForm, openRaw, type RawReply } from '../support/raw-http.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { uploadImage } from '../support/uploads.ts';
+import { until } from '../support/budget.ts';
 
 let app: TestApp;
 before(async () => {
@@ -297,7 +298,7 @@ describe('errors raised below the app get the contract body, an X-Request-Id and
       await c.closed();
       // The answer came from below the app while the request may still be on its way through it (authenticating):
       // wait until the app is done with it, then nothing of it may remain.
-      for (let i = 0; i < 100 && (await finished()) === before; i++) await new Promise((res) => setTimeout(res, 100));
+      await until(async () => (await finished()) !== before, 100);
       assert.equal(await finished(), before + 1, 'the app finished the request');
       assert.deepEqual(await tmpEntries(app.config.dataDir), [], 'the multipart temp directory is gone');
       assert.deepEqual((await app.api.get('/api/profile', { token: u.token })).body.uploads, [], 'nothing was stored');

@@ -10,6 +10,7 @@ import { uploadFields, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_PG_URL } from '../support/env.ts';
+import { pollUntil, until as waitFor } from '../support/budget.ts';
 
 const REDIS_SERVER = '/usr/bin/redis-server';
 
@@ -25,24 +26,18 @@ async function startRedis(port: number): Promise<ChildProcess> {
   const p = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
   });
-  for (let i = 0; i < 50; i++) {
-    const ok = await new Promise<boolean>((r) => {
+  const answers = () =>
+    new Promise<boolean>((r) => {
       const c = connect(port, '127.0.0.1', () => (c.end(), r(true)));
       c.on('error', () => r(false));
     });
-    if (ok) return p;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('redis-server did not start');
+  await pollUntil(answers, 'redis-server to listen', 5_000, 100);
+  return p;
 }
 
+/** Polls `fn` until it holds; fails after `ms`, stretched by the machine's load (test/support/budget.ts). */
 async function until(what: string, fn: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.fail(`timed out waiting for ${what}`);
+  await pollUntil(fn, what, ms, 200);
 }
 
 test(
@@ -169,8 +164,7 @@ test('a worker thread that crashes fails only its own request, and is replaced',
     // Two uploads, one thread: once one waits in the queue, the other is certainly running. Which of the
     // two reaches the pool first is up to the network, so the test does not assume it.
     const uploads = images.map((image) => uploadImage(app.api, u.token, image));
-    for (let i = 0; i < 2000 && app.composed.pool.stats().queueSize !== 1; i++)
-      await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => app.composed.pool.stats().queueSize === 1, 5);
     assert.equal(app.composed.pool.stats().queueSize, 1, 'one upload queued behind the other');
     await app.composed.pool.threads()[0]!.terminate();
     const answers = await Promise.all(uploads);

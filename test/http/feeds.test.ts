@@ -8,6 +8,7 @@ import { photoJpeg } from '../support/fixtures.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 import { testRedisPrefix } from '../support/redis.ts';
 import { wilsonLowerBound } from '../../src/domain/ranking.ts';
+import { until } from '../support/budget.ts';
 
 let app: TestApp;
 let alice: TestUser;
@@ -22,8 +23,7 @@ const link = (u: TestUser, fields: Record<string, string> = {}) =>
   });
 /** Waits until the app's Redis feed cache has its subscription confirmed. */
 async function pushed(t: TestApp): Promise<void> {
-  for (let i = 0; i < 500 && !t.composed.feedCache?.pushed; i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(t.composed.feedCache?.pushed, 'the feed cache trusts pushed generations');
+  await until(() => t.composed.feedCache?.pushed, 10);
 }
 const vote = (u: TestUser, id: string, value: string) =>
   app.api.post('/api/vote', { uploadId: id, vote: value }, { token: u.token });

@@ -60,7 +60,6 @@ async function nothingStored(rows: number, files: number) {
 
 /** Waits until every `blocklist_hold` job is done (the hold job has run on every entry). */
 const holdJobsDone = async () => {
-  const deadline = Date.now() + 20_000;
   for (;;) {
     const r = await app.api.get('/api/admin/jobs?limit=100', { token: admin.token });
     assert.equal(r.status, 200, r.text);
@@ -68,7 +67,6 @@ const holdJobsDone = async () => {
       (j: { kind: string; status: string }) => j.kind === 'blocklist_hold' && j.status !== 'done',
     );
     if (!pending.length) return;
-    assert.ok(Date.now() < deadline, `the blocklist hold jobs ended: ${JSON.stringify(pending)}`);
     await new Promise((res) => setTimeout(res, 50));
   }
 };

@@ -4,6 +4,7 @@ import { currentMetrics, startApp } from '../support/app.ts';
 import { registerUser } from '../support/users.ts';
 import { countUploads, diskState, uploadImage } from '../support/uploads.ts';
 import { photoJpeg } from '../support/fixtures.ts';
+import { until } from '../support/budget.ts';
 
 const sample = (text: string, name: string, label: string) =>
   Number(
@@ -13,11 +14,6 @@ const sample = (text: string, name: string, label: string) =>
       ?.split(' ')
       .at(-1) ?? 0,
   );
-
-/** Resolves once `cond` holds (the test's own timeout bounds the wait). */
-async function until(cond: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await cond())) await new Promise((r) => setTimeout(r, 20));
-}
 
 test('an upload whose client goes away is dropped before it is decoded, and leaves nothing behind', async () => {
   const app = await startApp({ WORKERS: '1', WORKER_QUEUE: '10' });

@@ -11,6 +11,7 @@ const redisFeedCache = (redis: Redis, prefix: string, opts: { subscriber?: Redis
   cacheOver(redis, prefix, new RedisGenerations(redis, prefix, opts));
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 import { testRedisPrefix } from '../support/redis.ts';
+import { until } from '../support/budget.ts';
 
 const page = (text: string) => ({ etag: `W/"${text}"`, body: Buffer.from(JSON.stringify({ text })) });
 const skip = !onPostgres && 'needs Redis (PostgreSQL + Redis pass)';
@@ -19,11 +20,6 @@ async function connected(): Promise<Redis> {
   const r = new Redis(TEST_REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   if (r.status !== 'ready') await once(r, 'ready');
   return r;
-}
-
-async function until(what: string, ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(ok(), what);
 }
 
 /** Two processes' caches on one Redis, each with its own connections; removed with every key afterwards. */
@@ -82,7 +78,7 @@ test(
   { skip },
   () =>
     twoProcesses(async (a, b) => {
-      await until('both subscriptions confirmed', () => a.pushed && b.pushed);
+      await until(() => a.pushed && b.pushed, 10); // both subscriptions confirmed
       for (let i = 0; i < 50; i++) {
         const before = await b.read('k');
         await b.write('k', before.generation, page(`v${i}`), 60);
@@ -113,7 +109,7 @@ test(
     const a = redisFeedCache(ra, prefix);
     const b = redisFeedCache(rb, prefix, { subscriber: sub });
     try {
-      await until('B live', () => b.pushed);
+      await until(() => b.pushed, 10); // B live
       const g = await b.read('k');
       await b.write('k', g.generation, page('one'), 60);
       // The subscription is cut and A writes while B hears nothing: B still misses.
@@ -122,7 +118,7 @@ test(
       const mine = [...list.matchAll(id)].find((m) => m[2] === name)?.[1];
       assert.ok(mine, 'the subscriber connection is listed');
       await ra.client('KILL', 'ID', mine);
-      await until('B stops trusting pushed generations', () => !b.pushed);
+      await until(() => !b.pushed, 10); // B stops trusting pushed generations
       await a.invalidate();
       assert.equal((await b.read('k')).hit, null);
       // A vote meanwhile: B, asking Redis for the generations (one MULTI), drops the voted scope's page and
@@ -140,7 +136,7 @@ test(
       assert.equal(kept.hit?.etag, 'W/"new"');
       assert.ok(kept.recount.includes('u1'));
       // Reconnected: B resubscribes, catches up with Redis, and trusts announcements again.
-      await until('B live again', () => b.pushed);
+      await until(() => b.pushed, 10); // B live again
       const now = await b.read('k');
       await b.write('k', now.generation, page('two'), 60);
       await a.invalidate();
@@ -157,7 +153,7 @@ test(
 
 test('Redis feed cache: a Redis that lost its data never brings back an old generation', { skip }, () =>
   twoProcesses(async (a, b, { prefix, ra }) => {
-    await until('both live', () => a.pushed && b.pushed);
+    await until(() => a.pushed && b.pushed, 10); // both live
     for (let i = 0; i < 3; i++) await a.invalidate();
     const before = await b.read('k');
     await b.write('k', before.generation, page('old'), 60);
@@ -175,7 +171,7 @@ test(
   { skip },
   () =>
     twoProcesses(async (a, b, { ra }) => {
-      await until('both live', () => a.pushed && b.pushed);
+      await until(() => a.pushed && b.pushed, 10); // both live
       const g = await a.read('k');
       await a.write('k', g.generation, page('before'), 60);
       assert.equal((await b.read('k')).hit?.etag, 'W/"before"');
@@ -192,7 +188,7 @@ test(
         ra.eval = evalFn;
       }
       // The retry lands: the other process drops its page too.
-      for (let i = 0; i < 100 && (await b.read('k')).hit !== null; i++) await new Promise((r) => setTimeout(r, 20));
+      await until(async () => (await b.read('k')).hit === null);
       assert.equal((await b.read('k')).hit, null, 'the owed bump reached the other process');
       const now = await a.read('k');
       await a.write('k', now.generation, page('after'), 60);
@@ -227,7 +223,7 @@ test(
         }
       };
       // With pushed generations: no wait between the vote's answer and the other process's read.
-      await until('both live', () => a.pushed && b.pushed);
+      await until(() => a.pushed && b.pushed, 10); // both live
       await rounds('pushed');
       // Two processes that never heard of a scope agree on its generation (asked for in one round trip).
       const g = await a.read('x', ['rank:tag:cats']);

@@ -12,6 +12,7 @@ import { openDatabase, type Database } from '../../src/store/database.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres } from '../support/env.ts';
 import { isDatabaseUnavailable } from '../../src/store/dialect.ts';
+import { until } from '../support/budget.ts';
 
 const skip = !onPostgres && 'PostgreSQL pass only';
 let pg: Awaited<ReturnType<typeof createTestDatabase>> | null = null;
@@ -95,15 +96,12 @@ test('closing the database ends the readers’ connections', { skip }, async () 
     .rows[0]!.pid;
   await other.close();
   // A closed connection's backend leaves pg_stat_activity shortly after: wait for it, do not time it.
-  let left = 1;
-  for (let i = 0; i < 100 && left; i++) {
+  await until(async () => {
     const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where pid = ${pid}`.execute(
       db.db(),
     );
-    left = Number(rows[0]!.n);
-    if (left) await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.equal(left, 0, `reader backend ${pid} still connected after close()`);
+    return Number(rows[0]!.n) === 0;
+  }, 50);
 });
 
 test(

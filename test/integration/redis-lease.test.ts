@@ -4,13 +4,9 @@ import { Redis } from 'ioredis';
 import { RedisLease } from '../../src/store/redis-lease.ts';
 import { onPostgres, TEST_REDIS_URL } from '../support/env.ts';
 import { testRedisPrefix } from '../support/redis.ts';
+import { until } from '../support/budget.ts';
 
 const skip = !onPostgres && 'needs Redis (PostgreSQL + Redis pass)';
-
-/** Resolves once `cond` holds (the test's own timeout bounds the wait). */
-async function until(cond: () => Promise<boolean>): Promise<void> {
-  while (!(await cond())) await new Promise((r) => setTimeout(r, 10));
-}
 
 // The lease's time is Redis's own: the test moves it by shortening the key's ttl (PEXPIRE), never by sleeping
 // and hoping a renewal or an expiry happened in between on a loaded machine.

@@ -15,6 +15,7 @@ import type { DB } from '../../src/store/database-types.ts';
 import { FeedRepository } from '../../src/store/repositories/feed.repository.ts';
 import { UploadRepository } from '../../src/store/repositories/upload.repository.ts';
 import { similarityIndexFor } from '../../src/store/similarity/similarity-index.ts';
+import { until } from '../support/budget.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pixvote-sqlite-readers-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -136,7 +137,7 @@ test('closing the database stops its reader threads', { skip: process.platform !
   assert.ok(threads() >= before + 3, `${threads()} threads with 3 readers, ${before} before`);
   await db.close();
   // A terminated worker's OS thread is joined shortly after its exit event: wait for it, do not time it.
-  for (let i = 0; i < 100 && threads() > before; i++) await new Promise((r) => setTimeout(r, 50));
+  await until(() => threads() <= before, 50);
   assert.ok(threads() <= before, `${threads()} threads after close, ${before} before`);
   await assert.rejects(
     db

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OutageTracker, type Dependency } from '../../src/outages.ts';
+import { until as waitFor } from '../support/budget.ts';
 
 interface Line {
   level: 'warn' | 'info';
@@ -37,10 +38,7 @@ function setUp() {
   return { lines, outages, up, refused, closed, advance: (ms: number) => void (clock += ms) };
 }
 
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 2000 && !check(); i++) await new Promise((r) => setTimeout(r, 2));
-  assert.ok(check(), 'the condition came');
-};
+const until = (check: () => boolean) => waitFor(check, 2);
 
 test('a 7 s database outage met by two loops, 7 + 2 failed runs: one line down, one line back with 7.0 s', async () => {
   const { lines, outages, up, refused, advance } = setUp();

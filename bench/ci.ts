@@ -60,6 +60,17 @@ const CHECKS: Check[] = [
       }),
   },
   {
+    name: 'resumable uploads vs direct',
+    run: async (rec) =>
+      (await import('./resumable.bench.ts')).resumableBench(rec, {
+        db: 'sqlite',
+        store: 'disk',
+        rounds: 3,
+        images: 6,
+        ciOnly: true,
+      }),
+  },
+  {
     name: 'pool overhead',
     run: async (rec) => (await import('./pipeline.bench.ts')).poolOverhead(rec, { images: 8, rounds: 5 }),
   },

@@ -21,6 +21,7 @@ import { jpegs, type BenchImage } from './support/images.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { appEnv, startServer } from './support/server-process.ts';
 import { interleave, ratios } from './support/stats.ts';
+import { TARGETS } from './support/targets.ts';
 import { createTestBucket, s3Unreachable, type TestBucket } from '../test/support/s3.ts';
 
 const TUS = '/api/uploads/resumable';
@@ -34,6 +35,8 @@ export interface ResumableOptions {
   store?: 'disk' | 's3';
   rounds: number;
   images: number;
+  /** bench:ci: only direct uploads and the file in the creation request, no cut (a guard, not the report). */
+  ciOnly?: boolean;
 }
 
 async function json(res: Response): Promise<Record<string, unknown>> {
@@ -227,6 +230,24 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
       await deleteAll(app.url, token, ids);
       return rate;
     };
+    const store = bucket ? ', media on the S3 server' : '';
+    const label = `2 MP JPEG, ${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}${store}, one client`;
+    const withCreation = (s: { tusWithCreation: number[]; direct: number[] }) =>
+      figure('resumable', `${label}: tus creation-with-upload ÷ direct`, '×', ratios(s.tusWithCreation, s.direct), {
+        target: TARGETS.resumableVsDirect,
+        note:
+          'the file in the creation request, its answer in the 201 body (one request), as the CLI and ' +
+          'tus-js-client (uploadDataDuringCreation) send it',
+      });
+    if (opts.ciOnly) {
+      const guard = {
+        direct: round((img) => direct(app.url, token, img)),
+        tusWithCreation: round((img) => createWithUpload(app.url, token, img)),
+      };
+      await interleave(1, guard);
+      rec.add(withCreation(await interleave(opts.rounds, guard)));
+      return;
+    }
     const subjects = {
       direct: round((img) => direct(app.url, token, img)),
       tusWhole: round((img) => resumable(app.url, token, img, img.bytes.length)),
@@ -237,8 +258,6 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
     const s = await interleave(opts.rounds, subjects);
     const resent: number[] = [];
     for (const img of images.slice(0, 3)) resent.push(await resentAfterCut(app.url, token, img, CHUNK));
-    const store = bucket ? ', media on the S3 server' : '';
-    const label = `2 MP JPEG, ${opts.db === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis'}${store}, one client`;
     const mib = (images.reduce((n, i) => n + i.bytes.length, 0) / images.length / 2 ** 20).toFixed(2);
     rec.add(
       figure('resumable', `${label}: direct multipart uploads`, 'images/s', s.direct, { note: `${mib} MiB each` }),
@@ -246,11 +265,7 @@ export async function resumableBench(rec: Recorder, opts: ResumableOptions): Pro
       figure('resumable', `${label}: tus, 128 KiB PATCHes with sha256`, 'images/s', s.tusChunked),
       figure('resumable', `${label}: tus, creation-with-upload`, 'images/s', s.tusWithCreation),
       figure('resumable', `${label}: tus one PATCH ÷ direct`, '×', ratios(s.tusWhole, s.direct)),
-      figure('resumable', `${label}: tus creation-with-upload ÷ direct`, '×', ratios(s.tusWithCreation, s.direct), {
-        note:
-          'the file in the creation request, its answer in the 201 body (one request), as the CLI and ' +
-          'tus-js-client (uploadDataDuringCreation) send it',
-      }),
+      withCreation(s),
       figure('resumable', `${label}: tus 128 KiB ÷ direct`, '×', ratios(s.tusChunked, s.direct)),
       figure('resumable', `${label}: bytes sent twice after a cut mid-chunk at 50 %`, 'bytes', resent, {
         note: 'the cut PATCH carries no checksum, so the server keeps what arrived before the drop',

@@ -21,9 +21,9 @@
  * a leftover `.part` whose bytes a part holds already is found (the parts reach the row's offset) and deleted.
  *
  * The chunk is gathered in memory first (at most the rest of the file, ≤ 10 MiB) and checked against its
- * Upload-Checksum before a byte goes to the bucket. S3Store stages each part while it sends it, and the incomplete
- * part it reads back, in this process's DATA_DIR/tmp directory (removed with it; a gateway killed meanwhile leaves
- * them to the sweep of dead instances' directories), not in the OS's.
+ * Upload-Checksum before a byte goes to the bucket. S3Store stages each part in the OS temporary directory while
+ * it sends it (removed once sent; a gateway killed meanwhile leaves that file), the incomplete part it reads back
+ * in this process's DATA_DIR/tmp directory (removed with it).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { ReadStream } from 'node:fs';
@@ -388,35 +388,9 @@ class MultipartStore extends S3Store {
     await this.cache.set(upload.id, { file: upload, 'upload-id': uploadId, 'tus-version': TUS_RESUMABLE });
   }
 
-  /** This process's temporary directory (removed when it stops; swept when it dies). */
-  get #tmp(): string {
-    return join(this.#s3.local.tmpRoot, this.#s3.local.instance);
-  }
-
   /** The incomplete part read back goes to this process's temporary directory (removed when it stops or dies). */
   protected override uniqueTmpFileName(template: string): Promise<string> {
-    return Promise.resolve(join(this.#tmp, `${template}${randomUUID()}`));
-  }
-
-  /**
-   * S3Store stages each part it sends in `os.tmpdir()`, which its uploadParts reads once, synchronously, as it
-   * starts: TMPDIR names this process's temporary directory for that call only, so a gateway killed while a part is
-   * staged leaves it where the sweep finds it, not in the OS's.
-   */
-  protected override uploadParts(
-    metadata: MetadataValue,
-    readStream: Readable,
-    currentPartNumber: number,
-    offset: number,
-  ): Promise<number> {
-    const before = process.env.TMPDIR;
-    process.env.TMPDIR = this.#tmp;
-    try {
-      return super.uploadParts(metadata, readStream, currentPartNumber, offset);
-    } finally {
-      if (before === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = before;
-    }
+    return Promise.resolve(join(this.#s3.local.tmpRoot, this.#s3.local.instance, `${template}${randomUUID()}`));
   }
 
   /**

@@ -15,8 +15,12 @@
  * listings (goal < 50 ms), its p99 ÷ the same while they ask for a cached page (bench:ci's guard), and how many of
  * those answers were not 200 (`--no-http` skips it; `--health-rounds` sets how many rounds of both).
  *
- *   npm run bench:scale [-- --db sqlite,postgres --small 12k --large 1m --probes 40 --health-rounds 3 --no-http]
+ *   npm run bench:scale [-- --db sqlite,postgres --small 12k --large 1m --probes 300 --health-rounds 3 --no-http]
  *   npm run bench:scale -- --shape wide   (a heavy user with 1 %, 50 000 tags, a tag on ~15 %: SHAPES)
+ *
+ * A p99 needs its probes: of 300 (the default) it is about the third slowest; of 30–40 it was the slowest, and one
+ * hiccup of the machine (a GC, a descheduled process) swung a read's ratio from 0.2 to 3.7 (bench/README.md, Growth).
+ * 300 probes of every read at both sizes take about a minute.
  *
  * 10M PostgreSQL uploads take about an hour to seed on 2 cores: `--keep` leaves the large PostgreSQL database in
  * place (its URL in the notes), and `--large-url URL` measures such a database again instead of seeding one.
@@ -560,7 +564,7 @@ if (isMain(import.meta.url)) {
     db: { type: 'string', default: 'sqlite,postgres' },
     small: { type: 'string', default: '12k' },
     large: { type: 'string', default: '1m' },
-    probes: { type: 'string', default: '40' },
+    probes: { type: 'string', default: '300' },
     'health-rounds': { type: 'string', default: '3' },
     'no-http': { type: 'boolean' },
     'large-url': { type: 'string' },

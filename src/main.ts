@@ -103,6 +103,8 @@ export interface ComposeOptions {
 export interface Composed {
   config: Config;
   log: Logger;
+  /** This process's temporary directory under DATA_DIR (the media store's: removed on close, swept once dead). */
+  processTmpDir: string;
   db: Database;
   redis: Redis | null;
   /** The Redis feed cache when REDIS_URL is set (whether it trusts pushed generations: `pushed`). */
@@ -185,6 +187,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   return {
     config,
     log,
+    processTmpDir: resources.media.processTmpDir,
     db,
     redis,
     feedCache,
@@ -836,6 +839,12 @@ async function main(): Promise<void> {
     return;
   }
   const composed = await compose(config, cluster.isWorker ? { clusterWorker: true } : {});
+  // Every temporary file this process makes from here on (@tus/s3-store stages each part it sends in os.tmpdir(),
+  // read anew per call) goes to its own directory under DATA_DIR, which close() removes and the media sweep removes
+  // once the process has died: a gateway killed mid-part leaves nothing in the machine's /tmp. Set once, for the
+  // process's lifetime, never swapped around a call; worker threads keep the environment they started with (a copy
+  // each). Here and not in compose(): tests and benchmarks compose apps inside a process whose /tmp is their own.
+  process.env.TMPDIR = composed.processTmpDir;
   const running = await listen(composed);
   exitOnSignals(running, composed.log);
 }

@@ -52,6 +52,8 @@ export interface StoredMedia extends MediaStore, MediaFiles {
   check(): Promise<Record<string, unknown> | void>;
   /** Recovery after crashes, at start-up and `periodic`ally (housekeeping); see each store. */
   sweep(refs: MediaReferences, opts?: { periodic?: boolean }): Promise<SweepCounts>;
+  /** This process's temporary directory (DATA_DIR/tmp/<instance>): removed by close(), swept once it has died. */
+  readonly processTmpDir: string;
 }
 
 /** Rejects unless the directory is there, readable and writable. */
@@ -102,7 +104,11 @@ export class FileMediaStore implements StoredMedia {
       (f) => f !== ALIVE,
     );
     if (staged.length === 0) await rm(join(this.stagingRoot, this.instance), { recursive: true, force: true });
-    await rm(join(this.tmpRoot, this.instance), { recursive: true, force: true });
+    await rm(this.processTmpDir, { recursive: true, force: true });
+  }
+
+  get processTmpDir(): string {
+    return join(this.tmpRoot, this.instance);
   }
 
   /** Path of a stored variant. */
@@ -163,7 +169,7 @@ export class FileMediaStore implements StoredMedia {
 
   /** A fresh directory for one request's multipart temp file; removed by the caller in a finally. */
   async tempDir(name: string): Promise<string> {
-    const dir = join(this.tmpRoot, this.instance, name);
+    const dir = join(this.processTmpDir, name);
     await mkdir(dir, { recursive: true });
     return dir;
   }

@@ -132,6 +132,10 @@ export class S3MediaStore implements StoredMedia {
   }
 
   /** Where this store is, for messages: `s3://bucket/prefix at endpoint`. */
+  get processTmpDir(): string {
+    return this.local.processTmpDir;
+  }
+
   get description(): string {
     return `s3://${this.bucket}/${this.prefix}${this.endpoint ? ` at ${this.endpoint}` : ''}`;
   }

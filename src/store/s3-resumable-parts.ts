@@ -22,8 +22,8 @@
  *
  * The chunk is gathered in memory first (at most the rest of the file, ≤ 10 MiB) and checked against its
  * Upload-Checksum before a byte goes to the bucket. S3Store stages each part in the OS temporary directory while
- * it sends it (removed once sent; a gateway killed meanwhile leaves that file), the incomplete part it reads back
- * in this process's DATA_DIR/tmp directory (removed with it).
+ * it sends it (removed once sent), which `npm start` points at this process's DATA_DIR/tmp directory (main.ts), and
+ * reads the incomplete part back into that directory too: removed when the process stops, swept once it has died.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { ReadStream } from 'node:fs';
@@ -390,7 +390,7 @@ class MultipartStore extends S3Store {
 
   /** The incomplete part read back goes to this process's temporary directory (removed when it stops or dies). */
   protected override uniqueTmpFileName(template: string): Promise<string> {
-    return Promise.resolve(join(this.#s3.local.tmpRoot, this.#s3.local.instance, `${template}${randomUUID()}`));
+    return Promise.resolve(join(this.#s3.processTmpDir, `${template}${randomUUID()}`));
   }
 
   /**

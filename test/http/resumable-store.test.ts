@@ -15,9 +15,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { watch } from 'node:fs';
 import { mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
@@ -262,6 +263,39 @@ describe('resumable uploads on object storage, across gateways', { skip }, () =>
     assert.equal(direct.status, 200, direct.text);
     assert.equal(direct.body.match, 'exact', 'the stored bytes are the source, byte for byte');
     assert.equal(direct.body.existingUploadId, r.body.id);
+    await pollUntil(() => gone(id), 'the objects deleted', 10_000);
+  });
+
+  test('npm start stages each part it sends in its own DATA_DIR/tmp directory, removed when it stops', async () => {
+    const MiB = 1024 * 1024;
+    const bytes = await pngImage(2400, 1800, 4917);
+    const c = await create(a, bytes.length);
+    const url = c.headers.get('location')!;
+    const id = url.split('/').pop()!;
+    const dataDir = await ownDataDir();
+    // `npm start` (main.ts), not an app composed in this process: it points the process's TMPDIR there.
+    const child = await spawnGateway(a, { ...shared, DATA_DIR: dataDir });
+    const viaChild = { ...a, url: child.url, api: client(child.url) };
+    // S3Store stages a part in os.tmpdir() while it sends it (@tus/utils' StreamSplitter: `<10 characters>-<n>`).
+    const staged = /^[\w-]{10}-\d+$/;
+    const seen: string[] = [];
+    const watcher = watch(join(dataDir, 'tmp'), { recursive: true }, (_, name) => {
+      if (name && staged.test(basename(name))) seen.push(name);
+    });
+    try {
+      assert.equal((await patch(viaChild, url, 0, bytes.subarray(0, 6 * MiB))).status, 204);
+      assert.deepEqual(await partSizesOf(id), [5 * MiB], 'a whole part was sent');
+    } finally {
+      watcher.close();
+      await child.stop();
+    }
+    assert.ok(seen.length > 0, 'the part was staged under the gateway’s DATA_DIR/tmp');
+    assert.ok(
+      seen.every((name) => name.split(sep).length === 2),
+      `in its own instance directory: ${seen.join(', ')}`,
+    );
+    assert.deepEqual(await readdir(join(dataDir, 'tmp')), [], 'the stopped gateway removed its directory');
+    assert.equal((await a.api.del(url, { token: alice.token, headers: V })).status, 204);
     await pollUntil(() => gone(id), 'the objects deleted', 10_000);
   });
 

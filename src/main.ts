@@ -4,6 +4,7 @@
  * `open()` (side effects: database, Redis, media pool…), `wire()` (builds the graph), `start()` (timers, sweeps).
  */
 import cluster from 'node:cluster';
+import { mkdir } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
@@ -25,7 +26,7 @@ import { OutageTracker, type Dependency } from './outages.ts';
 import { createLimiter } from './store/rate-limiter.ts';
 import { UserRepository } from './store/repositories/user.repository.ts';
 import { ApiTokenRepository } from './store/repositories/api-token.repository.ts';
-import { FileMediaStore, type StoredMedia } from './store/media-store.ts';
+import { FileMediaStore, processInstance, processTmpDirOf, type StoredMedia } from './store/media-store.ts';
 import { MediaSweep } from './store/media-sweep.ts';
 import { ResumableRepository } from './store/repositories/resumable.repository.ts';
 import { FileResumableParts } from './store/resumable-parts.ts';
@@ -98,13 +99,13 @@ export interface ComposeOptions {
   scrypt?: ScryptParams;
   /** Running as one of PROCESSES cluster workers: /metrics answers for the whole cluster. */
   clusterWorker?: boolean;
+  /** This process's name in DATA_DIR's staging and temp directories (main() names it first: TMPDIR). */
+  processInstance?: string;
 }
 
 export interface Composed {
   config: Config;
   log: Logger;
-  /** This process's temporary directory under DATA_DIR (the media store's: removed on close, swept once dead). */
-  processTmpDir: string;
   db: Database;
   redis: Redis | null;
   /** The Redis feed cache when REDIS_URL is set (whether it trusts pushed generations: `pushed`). */
@@ -167,7 +168,7 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   let resources: Resources;
   let wired: ReturnType<typeof wire>;
   try {
-    resources = await open(config, log, releases);
+    resources = await open(config, log, releases, opts.processInstance);
     // The pages' bundles, built once per process before the web routes that serve them (gateway/web-assets.ts).
     await webAssetsReady();
     wired = wire(config, opts, resources);
@@ -187,7 +188,6 @@ export async function compose(config: Config, opts: ComposeOptions = {}): Promis
   return {
     config,
     log,
-    processTmpDir: resources.media.processTmpDir,
     db,
     redis,
     feedCache,
@@ -232,7 +232,7 @@ class Releases {
 }
 
 /** Side effects of start-up: the database, Redis, the media store, the hash threads and the media pool. */
-async function open(config: Config, log: Logger, releases: Releases): Promise<Resources> {
+async function open(config: Config, log: Logger, releases: Releases, instance?: string): Promise<Resources> {
   const db = await openConfiguredDatabase(config, log);
   releases.add(() => db.close());
   // ioredis and the AWS SDK load only where configured: ~0.3 s of CPU each at every start otherwise.
@@ -252,7 +252,7 @@ async function open(config: Config, log: Logger, releases: Releases): Promise<Re
     },
     ...(redis ? { redisUp: () => redis.status === 'ready' } : {}),
   });
-  const { media, mediaOrigin, resumableParts } = await openMedia(config, redis, log, releases);
+  const { media, mediaOrigin, resumableParts } = await openMedia(config, redis, log, releases, instance);
   const outages = new OutageTracker({ log, dependencies: dependencies(db, redis, media) });
   releases.add(() => outages.close());
   const passwordHashes = new PasswordHashPool();
@@ -339,6 +339,7 @@ async function openMedia(
   redis: Redis | null,
   log: Logger,
   releases: Releases,
+  instance = processInstance(),
 ): Promise<{ media: StoredMedia; mediaOrigin: string | null; resumableParts: ResumableParts }> {
   const s3 = config.mediaStore
     ? new (await import('./store/s3-media-store.ts')).S3MediaStore(config.dataDir, config.mediaStore, {
@@ -346,9 +347,10 @@ async function openMedia(
         requestTimeoutMs: config.mediaStoreTimeoutMs,
         sweepGraceSeconds: config.mediaSweepGraceSeconds,
         listingLease: redis && new RedisLease(redis, `${config.redisPrefix}media-sweep`, randomUUID(), SWEEP_LEASE_MS),
+        instance,
       })
     : null;
-  const media = s3 ?? new FileMediaStore(config.dataDir);
+  const media = s3 ?? new FileMediaStore(config.dataDir, instance);
   releases.add(() => media.close());
   await media.init().catch((e: unknown) => {
     const said = describeDataDirFailure(e, config.dataDir);
@@ -838,13 +840,22 @@ async function main(): Promise<void> {
     await runPrimary(config);
     return;
   }
-  const composed = await compose(config, cluster.isWorker ? { clusterWorker: true } : {});
-  // Every temporary file this process makes from here on (@tus/s3-store stages each part it sends in os.tmpdir(),
-  // read anew per call) goes to its own directory under DATA_DIR, which close() removes and the media sweep removes
-  // once the process has died: a gateway killed mid-part leaves nothing in the machine's /tmp. Set once, for the
-  // process's lifetime, never swapped around a call; worker threads keep the environment they started with (a copy
-  // each). Here and not in compose(): tests and benchmarks compose apps inside a process whose /tmp is their own.
-  process.env.TMPDIR = composed.processTmpDir;
+  // Every temporary file this process makes (@tus/s3-store stages each part it sends in os.tmpdir(), read anew per
+  // call; SQLite and libvips read TMPDIR too) goes to its own directory under DATA_DIR, which close() removes and the
+  // media sweep removes once the process has died: a gateway killed mid-part leaves nothing in the machine's /tmp.
+  // Set here, before compose() starts any thread (setenv beside a thread's getenv is a data race), and never changed.
+  // Not in compose(): tests and benchmarks compose apps inside a process whose /tmp is their own.
+  const instance = processInstance();
+  const tmp = processTmpDirOf(config.dataDir, instance);
+  // A DATA_DIR that cannot hold it is reported by the media store's start-up below, with the variable to fix.
+  const made = await mkdir(tmp, { recursive: true })
+    .then(() => true)
+    .catch(() => false);
+  if (made) process.env.TMPDIR = tmp;
+  const composed = await compose(config, {
+    ...(cluster.isWorker ? { clusterWorker: true } : {}),
+    processInstance: instance,
+  });
   const running = await listen(composed);
   exitOnSignals(running, composed.log);
 }

@@ -56,6 +56,12 @@ export interface StoredMedia extends MediaStore, MediaFiles {
   readonly processTmpDir: string;
 }
 
+/** A process's name in DATA_DIR's staging and temp directories: `<host>~<pid>~<start>` (no host name has a tilde). */
+export const processInstance = (): string => `${hostname()}~${process.pid}~${Date.now()}`;
+
+/** A process's temporary directory under DATA_DIR (FileMediaStore's `processTmpDir`). */
+export const processTmpDirOf = (dataDir: string, instance: string): string => join(dataDir, 'tmp', instance);
+
 /** Rejects unless the directory is there, readable and writable. */
 export const usable = (dir: string): Promise<void> => access(dir, constants.R_OK | constants.W_OK);
 
@@ -63,14 +69,17 @@ export class FileMediaStore implements StoredMedia {
   readonly root: string;
   readonly stagingRoot: string;
   readonly tmpRoot: string;
-  /** This process: `<host>~<pid>~<start>` (no host name contains a tilde). */
-  readonly instance = `${hostname()}~${process.pid}~${Date.now()}`;
+  readonly processTmpDir: string;
+  /** This process (processInstance()). */
+  readonly instance: string;
   #heartbeat: NodeJS.Timeout | null = null;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, instance = processInstance()) {
+    this.instance = instance;
     this.root = join(dataDir, 'media');
     this.stagingRoot = join(dataDir, 'staging');
     this.tmpRoot = join(dataDir, 'tmp');
+    this.processTmpDir = processTmpDirOf(dataDir, instance);
   }
 
   async init(): Promise<void> {
@@ -105,10 +114,6 @@ export class FileMediaStore implements StoredMedia {
     );
     if (staged.length === 0) await rm(join(this.stagingRoot, this.instance), { recursive: true, force: true });
     await rm(this.processTmpDir, { recursive: true, force: true });
-  }
-
-  get processTmpDir(): string {
-    return join(this.tmpRoot, this.instance);
   }
 
   /** Path of a stored variant. */

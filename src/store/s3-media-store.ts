@@ -63,6 +63,8 @@ export interface S3StoreOptions extends S3Options {
    * every periodic sweep lists it.
    */
   listingLease?: Lease | null;
+  /** This process's name in DATA_DIR's staging and temp directories (processInstance(), by default a new one). */
+  instance?: string;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
@@ -128,7 +130,7 @@ export class S3MediaStore implements StoredMedia {
     this.endpoint = location.endpoint;
     this.bucket = location.bucket;
     this.prefix = location.prefix;
-    this.local = new FileMediaStore(dataDir);
+    this.local = new FileMediaStore(dataDir, opts.instance);
   }
 
   /** Where this store is, for messages: `s3://bucket/prefix at endpoint`. */

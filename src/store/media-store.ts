@@ -52,8 +52,6 @@ export interface StoredMedia extends MediaStore, MediaFiles {
   check(): Promise<Record<string, unknown> | void>;
   /** Recovery after crashes, at start-up and `periodic`ally (housekeeping); see each store. */
   sweep(refs: MediaReferences, opts?: { periodic?: boolean }): Promise<SweepCounts>;
-  /** This process's temporary directory (DATA_DIR/tmp/<instance>): removed by close(), swept once it has died. */
-  readonly processTmpDir: string;
 }
 
 /** A process's name in DATA_DIR's staging and temp directories: `<host>~<pid>~<start>` (no host name has a tilde). */
@@ -69,6 +67,7 @@ export class FileMediaStore implements StoredMedia {
   readonly root: string;
   readonly stagingRoot: string;
   readonly tmpRoot: string;
+  /** This process's temporary directory (DATA_DIR/tmp/<instance>): removed by close(), swept once it has died. */
   readonly processTmpDir: string;
   /** This process (processInstance()). */
   readonly instance: string;

@@ -133,11 +133,12 @@ export class S3MediaStore implements StoredMedia {
     this.local = new FileMediaStore(dataDir, opts.instance);
   }
 
-  /** Where this store is, for messages: `s3://bucket/prefix at endpoint`. */
+  /** This process's temporary directory (DATA_DIR/tmp/<instance>): removed by close(), swept once it has died. */
   get processTmpDir(): string {
     return this.local.processTmpDir;
   }
 
+  /** Where this store is, for messages: `s3://bucket/prefix at endpoint`. */
   get description(): string {
     return `s3://${this.bucket}/${this.prefix}${this.endpoint ? ` at ${this.endpoint}` : ''}`;
   }

@@ -262,11 +262,12 @@ function binomialTail(k: number, n: number, p: number): number {
  * 1. Per account: its networks (sign-up and each vote's) and how many accounts each network is seen with; the
  *    votes from networks it used once, that are not its sign-up network and that few accounts use (proxies);
  *    its shape (dormant, young, only votes). A network many accounts use (a campus, a carrier's NAT) links nobody.
- * 2. Per target (author or upload, direction): the candidates (focus ≥ minFocus); linked ones (a network on which
- *    at least linkShare of the accounts seen are candidates of this target, components of three or more); each
- *    candidate's suspicion (MemberEvidence); the suspects form the group, judged by its vote pattern (score) and
- *    its confidence. Honest fans, however tight in time, are not suspects: they vote from their own homes, from
- *    the same networks day after day, have a history and often upload or report.
+ * 2. Per target (author or upload, direction): the candidates (focus ≥ minFocus, EQUIPPED_FOCUS with a proxy or
+ *    a server's or home's network); linked ones (a network on which at least linkShare of the accounts seen are
+ *    candidates of this target, components of three or more); each candidate's suspicion (MemberEvidence); the
+ *    suspects form the group, judged by its vote pattern (score) and its confidence. Honest fans, however tight in
+ *    time, are not suspects: they vote from their own homes, from the same networks day after day, have a history
+ *    and often upload or report.
  * 3. The surge path (downvotes on one upload its traffic does not explain), its downvoters filtered the same way.
  */
 export function detectVoteRings(
@@ -379,8 +380,8 @@ export function detectVoteRings(
   const proxies: ('strong' | 'weak' | null)[] = Array.from({ length: U }, (_, u) => proxyKind(u));
   const proxyOf = (u: number) => proxies[u] ?? null;
   // Accounts with infrastructure of their own: proxy-like, or on a network shared by a handful of accounts (3 to
-  // SMALL_NET: a server's, a home's; not a campus's or a carrier's). Their focus floor is a third of minFocus:
-  // a camouflaged ring's accounts spread their votes, and what links them is the network.
+  // SMALL_NET: a server's, a home's; not a campus's or a carrier's). Their focus floor is EQUIPPED_FOCUS: a
+  // camouflaged ring's accounts spread their votes, and what links them is the network.
   const equipped = new Uint8Array(U);
   for (let u = 0; u < U; u++) {
     if (proxyOf(u) === 'strong') equipped[u] = 1;
@@ -589,7 +590,7 @@ export function detectVoteRings(
     const members = new Map<number, Member>();
     for (const u of voters) {
       const focus = onTarget[u]! / total[u]!;
-      if (focus >= minFocus || (equipped[u] && focus >= minFocus / 3))
+      if (focus >= minFocus || (equipped[u] && focus >= Math.min(minFocus, EQUIPPED_FOCUS)))
         members.set(u, { user: u, count: 0, first: Infinity, items: [], times: [], suspicion: 0 });
       onTarget[u] = 0;
     }
@@ -928,6 +929,14 @@ export function detectVoteRings(
 const QUIET_NET = 20;
 /** Votes from as many one-off networks make an account strongly proxy-like (an honest one votes from home). */
 const STRONG_PROXY = 4;
+/**
+ * The focus floor of a candidate with infrastructure of its own (proxy-like, or on a server's or a home's network):
+ * one vote on the target in fifty. A camouflaged ring's accounts cast 1–2 ring votes among 10–40 browsing ones
+ * (a focus of 0.03–0.1): at 0.05 many of a ring's members were no candidates (seed 1 found 67 of 92 camouflaged
+ * rings seen, 75 at 0.02, no more honest accounts named); what names them is still the network they share or
+ * their proxies, not their focus (bench/vote-rings.md, third round).
+ */
+const EQUIPPED_FOCUS = 0.02;
 /** A network seen with 3 to this many accounts is a handful's (a server, a home), not a campus's or a NAT's. */
 const SMALL_NET = 60;
 /** A trait is in excess among a target's candidates when as many would have it by chance less often than this. */

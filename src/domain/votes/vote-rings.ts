@@ -220,6 +220,12 @@ interface Member {
   /** When it voted on each of `items` (same order). */
   times: number[];
   suspicion: number;
+  /**
+   * A candidate only by EQUIPPED_FOCUS (under a third of minFocus of its window votes on the target): in the
+   * group when linked to an earnest candidate or among faint ones only (a camouflaged ring), not counted in the
+   * target's trait excesses (another ring's accounts browsing a popular author are not its voters' base).
+   */
+  faint: boolean;
 }
 
 /** Interns strings to dense integers (every map below is keyed by numbers). */
@@ -407,6 +413,7 @@ export function detectVoteRings(
   }
 
   const found: RingCandidate[] = [];
+  const faint = (m: Member) => m.faint;
   const isYoung = (u: number, first: number) => first - created[u]! < policy.youngMs;
 
   /** Step 2's suspicion of each candidate, and the members linked to it (index lists). */
@@ -429,7 +436,9 @@ export function detectVoteRings(
     };
     const shared = new Array<number>(all.length).fill(0);
     // Accounts made or bought to vote: dormant or new, and only voting.
-    const shaped = all.map((m) => onlyVotes[m.user] === 1 && (dormant[m.user] === 1 || isYoung(m.user, m.first)));
+    const shaped = all.map(
+      (m) => !faint(m) && onlyVotes[m.user] === 1 && (dormant[m.user] === 1 || isYoung(m.user, m.first)),
+    );
     const nShaped = shaped.reduce((k, x) => k + (x ? 1 : 0), 0);
     for (const [net, idx] of onNet) {
       // Three candidates or more: two is a proxy's exit on someone's home network, or a couple.
@@ -471,18 +480,22 @@ export function detectVoteRings(
     // others with a trait (weak, strong, dormant vote-only): an operator's accounts vote in sessions; an honest
     // lurker passing by the target days apart from them is not theirs.
     const traitOf = (m: Member, i: number) =>
-      proxyOf(m.user) !== null || (dormant[m.user] === 1 && onlyVotes[m.user] === 1) || linked[i]!.length > 0;
+      !faint(m) &&
+      (proxyOf(m.user) !== null || (dormant[m.user] === 1 && onlyVotes[m.user] === 1) || linked[i]!.length > 0);
     const cotimed = cotimedWith(all, traitOf);
     const repeated = repeatedWith(all, traitOf);
     let weak = 0;
     let dormantOnly = 0;
+    let focused = 0;
     all.forEach((m, i) => {
+      if (faint(m)) return;
+      focused++;
       if (proxyOf(m.user) === 'weak' && (cotimed[i] || repeated[i])) weak++;
       if (!cotimed[i]) return;
       if (dormant[m.user] && onlyVotes[m.user]) dormantOnly++;
     });
-    const weakExcess = binomialTail(weak, all.length, baseWeak) < TRAIT_CHANCE;
-    const dormantExcess = binomialTail(dormantOnly, all.length, baseDormantOnly) < TRAIT_CHANCE;
+    const weakExcess = binomialTail(weak, focused, baseWeak) < TRAIT_CHANCE;
+    const dormantExcess = binomialTail(dormantOnly, focused, baseDormantOnly) < TRAIT_CHANCE;
     const excess = all.map(() => false);
     all.forEach((m, i) => {
       const u = m.user;
@@ -591,7 +604,15 @@ export function detectVoteRings(
     for (const u of voters) {
       const focus = onTarget[u]! / total[u]!;
       if (focus >= minFocus || (equipped[u] && focus >= Math.min(minFocus, EQUIPPED_FOCUS)))
-        members.set(u, { user: u, count: 0, first: Infinity, items: [], times: [], suspicion: 0 });
+        members.set(u, {
+          user: u,
+          count: 0,
+          first: Infinity,
+          items: [],
+          times: [],
+          suspicion: 0,
+          faint: focus * 3 < minFocus,
+        });
       onTarget[u] = 0;
     }
     if (members.size)
@@ -611,8 +632,17 @@ export function detectVoteRings(
   function suspectsOf(
     all: Member[],
     author: number,
-  ): { group: Member[]; evidence: Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>> } | null {
+  ): {
+    group: Member[];
+    evidence: Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>;
+    anchored: Set<number>;
+  } | null {
     const { linked, shared, excess } = suspicions(all, author);
+    // Faint candidates linked by a network to one that is not: the same operator's accounts.
+    const anchored = new Set<number>();
+    all.forEach((m, i) => {
+      if (linked[i]!.some((j) => !faint(all[j]!))) anchored.add(m.user);
+    });
     const group: Member[] = [];
     const evidence = new Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>();
     all.forEach((m, i) => {
@@ -651,7 +681,7 @@ export function detectVoteRings(
       const e = evidence.get(m.user)!;
       return e.linkedMembers > 0 || e.proxyLike === 'strong' || (e.proxyLike === 'weak' && e.inExcess);
     });
-    if (core.length >= policy.minAccounts && core.length < group.length) return { group: core, evidence };
+    if (core.length >= policy.minAccounts && core.length < group.length) return { group: core, evidence, anchored };
     if (group.length < policy.minAccounts) return null;
     if (core.length < policy.minAccounts) {
       // Shape alone: keep the members whose first votes fall in the densest `shapeMs` (an operator's session),
@@ -664,9 +694,9 @@ export function detectVoteRings(
         if (hi - lo + 1 > best) [best, bestLo] = [hi - lo + 1, lo];
       }
       if (best * 2 >= group.length && best >= policy.minAccounts)
-        return { group: group.slice(bestLo, bestLo + best), evidence };
+        return { group: group.slice(bestLo, bestLo + best), evidence, anchored };
     }
-    return { group, evidence };
+    return { group, evidence, anchored };
   }
 
   const judge = (type: 'author' | 'upload', key: number, list: number[], targetVotes: number) => {
@@ -676,8 +706,16 @@ export function detectVoteRings(
     const target = Math.floor(key / 2);
     const s = suspectsOf(all, authorUser[type === 'author' ? target : uploadAuthor[target]!]!);
     if (!s) return;
-    const group = s.group.sort((x, y) => x.first - y.first);
-    const ev = evidenceOf(group, targetVotes, all.length, s.evidence);
+    // Faint candidates (equipped, under a third of minFocus on the target: another ring's accounts browsing, or a
+    // camouflaged ring) leave a group most of whose members voted for the target in earnest.
+    let group = s.group.sort((x, y) => x.first - y.first);
+    const stray = (m: Member) => faint(m) && !s.anchored.has(m.user);
+    const strays = group.filter(stray).length;
+    const earnest = group.length - strays;
+    if (strays && earnest >= policy.minAccounts && earnest * 2 >= group.length) group = group.filter((m) => !stray(m));
+    let candidates = group.filter(faint).length;
+    for (const m of all) if (!faint(m)) candidates++;
+    const ev = evidenceOf(group, targetVotes, candidates, s.evidence);
     if (ev.score < policy.minScore || ev.confidence < policy.minConfidence) return;
     found.push({
       accounts: group.map((m) => users.names[m.user]!).sort(),
@@ -737,7 +775,15 @@ export function detectVoteRings(
       const u = vUser[down[k]!]!;
       // Their only downvote: a ring member's trace; honest voters passing by dislike other uploads too.
       if (downs[u]! <= 1)
-        all.push({ user: u, count: 1, first: at(down[k]!), items: [p], times: [at(down[k]!)], suspicion: 0 });
+        all.push({
+          user: u,
+          count: 1,
+          first: at(down[k]!),
+          items: [p],
+          times: [at(down[k]!)],
+          suspicion: 0,
+          faint: false,
+        });
     }
     if (all.length < fewest) return;
     const s = suspectsOf(all, authorUser[uploadAuthor[p]!]!);

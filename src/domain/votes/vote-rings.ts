@@ -638,10 +638,15 @@ export function detectVoteRings(
     anchored: Set<number>;
   } | null {
     const { linked, shared, excess } = suspicions(all, author);
-    // Faint candidates linked by a network to one that is not: the same operator's accounts.
+    // Faint candidates linked by a network to one that is not: the same operator's accounts (once per component).
     const anchored = new Set<number>();
+    const earnestIn = new Map<number[], boolean>();
     all.forEach((m, i) => {
-      if (linked[i]!.some((j) => !faint(all[j]!))) anchored.add(m.user);
+      const c = linked[i]!;
+      if (!c.length) return;
+      let a = earnestIn.get(c);
+      if (a === undefined) earnestIn.set(c, (a = c.some((j) => !faint(all[j]!))));
+      if (a) anchored.add(m.user);
     });
     const group: Member[] = [];
     const evidence = new Map<number, Omit<MemberEvidence, 'firstVoteOffsetMs' | 'similarity'>>();

@@ -395,6 +395,42 @@ describe('detectVoteRings', () => {
     assert.ok(e.members.every((m) => m.focus < DEFAULT_RING_POLICY.minFocus / 3 && m.linkedMembers === 5));
   });
 
+  test('six on one server, one vote each among a popular author’s fans, are found at a third of the score', () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 5 * DAY;
+    w.fans(
+      40,
+      (i) => `pop${i % 3}`,
+      'pop',
+      (i) => t + i * 20 * 60_000,
+    );
+    w.fans(
+      40,
+      (i) => `fav${i % 3}`,
+      'fav',
+      (i) => t + i * 20 * 60_000,
+    );
+    // One operator's camouflaged accounts on its server, and a family of three on one home network voting alike for
+    // another popular author: both browse 40 authors and vote once for their author, hours apart.
+    const crowd = (prefix: string, n: number, net: string, author: string) =>
+      Array.from({ length: n }, (_, i) => {
+        const u = w.account(`${prefix}${i}`, { createdAt: T0 - 600 * DAY, votes: 200 });
+        for (let k = 0; k < 40; k++)
+          w.vote(u, `${prefix}b${i}.${k}`, `w${(i * 40 + k) % 97}`, 1, T0 + k * HOUR, net, 'chrome');
+        w.vote(u, `${author}${i % 3}`, author, 1, t + i * 3 * HOUR, net, 'chrome');
+        return u;
+      });
+    const ring = crowd('k', 6, 'dc8', 'pop');
+    crowd('fam', 3, 'flat1', 'fav');
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found.map((g) => [g.accounts, g.evidence.score])));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    const e = found[0]!.evidence;
+    assert.ok(e.score < DEFAULT_RING_POLICY.minScore && e.score >= DEFAULT_RING_POLICY.minScore / 3, String(e.score));
+    assert.equal(e.linkedAccounts, 6);
+  });
+
   test("another ring's browsing proxies that voted once on the target are left out of a proxy ring's group", () => {
     const w = new World();
     w.background(300);

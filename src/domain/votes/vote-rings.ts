@@ -39,7 +39,10 @@ export interface RingPolicy {
   youngMs: number;
   /** The burst window (ms): the share of the group whose first vote on the target falls in the densest one. */
   burstMs: number;
-  /** The group's vote-pattern score needed to be reported (six terms, each 0..1: see RingEvidence.score). */
+  /**
+   * The group's vote-pattern score needed to be reported (six terms, each 0..1: see RingEvidence.score); a third of
+   * it for a group of ONE_OPERATOR accounts or more that one network links (one linked component).
+   */
   minScore: number;
   /**
    * The second path, a surge of downvotes on one upload (see RingEvidence.surge), which judges the target rather

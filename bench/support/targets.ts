@@ -132,17 +132,20 @@ export const TARGETS = {
   blocklistMissVsHit: atMost(1.1),
   /**
    * Vote rings (issues 27 and 45, bench/vote-rings.md), on the 28-day community seed 2 (never tuned on) at 40k
-   * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.9 (0.901 measured, 0.891 before the
-   * second round of issue 45; a floor under the measure, a regression guard: the goal, 0.9 in every run at 100k, is
-   * NOT met there); honest accounts named per 10k active ≤ 0.25 (0.224 measured, 1.12 before; the goal, 1, is met
-   * at 100k on seeds 2 and 7); the detector’s time ÷ sorting and grouping the same votes ≤ 5 (2.7–5.7 on the VM at a
-   * load average of 9–14; medians 3.53–4.40 at 4–9, the first detector 3.71 in one sitting; side by side on
-   * the same votes the second round takes the first's time; candidates counted before they are built: 3.32 alone,
-   * and 3.25–4.12 per round in a fresh-clone .ci/run right after the suite, whose first run's median, 4.01, failed
-   * the ceiling of 4 then: a guard with no room above the machine's noise; a detector gone quadratic is 10× and
-   * more). Recall and accusations are exact for a seed: a change in them is the detector's.
+   * honest accounts, worst of two job runs: recall of rings of ≥ 5 accounts ≥ 0.91 (0.911 measured, 0.901 before the
+   * third round of issue 45, when the floor was 0.9, 0.891 before the second; a floor under the measure, a regression
+   * guard: the goal, 0.9 in every run at 100k, is NOT met there); honest accounts named per 10k active ≤ 0.25
+   * (0.224 measured, the same before the third round, 1.12 before the second; the goal, 1, is met at 100k on seeds
+   * 2 and 7); the detector’s time ÷
+   * sorting and grouping the same votes ≤ 5 (2.7–5.7 on the VM at a load average of 9–14; medians 3.53–4.40 at 4–9,
+   * the first detector 3.71 in one sitting; side by side on the same votes the second round takes the first's time;
+   * candidates counted before they are built: 3.32 alone, and 3.25–4.12 per round in a fresh-clone .ci/run right
+   * after the suite, whose first run's median, 4.01, failed the ceiling of 4 then: a guard with no room above the
+   * machine's noise; the third round's faint candidates: 2.95–3.31, then 2.62 and 2.95, against the second round's
+   * 2.27–3.23 in alternating sittings at a load average of 1–3; a detector gone quadratic is 10× and more). Recall and
+   * accusations are exact for a seed: a change in them is the detector's.
    */
-  voteRingRecall: atLeast(0.9, 'ci'),
+  voteRingRecall: atLeast(0.91, 'ci'),
   voteRingFalsePer10k: atMost(0.25, 'ci'),
   voteRingVsSort: atMost(5, 'ci'),
   /**

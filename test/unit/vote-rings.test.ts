@@ -376,6 +376,88 @@ describe('detectVoteRings', () => {
     assert.deepEqual(found[0]!.accounts, [...ring].sort());
   });
 
+  test('a camouflaged ring on one server, 2 ring votes among 60 browsing ones each (3 %), is found', () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 6 * DAY;
+    const ring = Array.from({ length: 6 }, (_, i) => w.account(`c${i}`, { createdAt: T0 - 600 * DAY, votes: 200 }));
+    ring.forEach((u, i) => {
+      // Browsing like anyone: one vote on each of 60 authors' uploads, from the same server.
+      for (let k = 0; k < 60; k++)
+        w.vote(u, `b${i}.${k}`, `w${(i * 60 + k) % 97}`, 1, T0 + k * 3 * HOUR, 'dc7', 'chrome');
+      for (const p of ['cam1', 'cam2']) w.vote(u, p, 'cam', 1, t + i * 5 * 60_000, 'dc7', 'chrome');
+    });
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    const e = found[0]!.evidence;
+    assert.deepEqual(e.target, { type: 'author', id: 'cam' });
+    assert.ok(e.members.every((m) => m.focus < DEFAULT_RING_POLICY.minFocus / 3 && m.linkedMembers === 5));
+  });
+
+  test('six on one server, one vote each among a popular author’s fans, are found at a third of the score', () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 5 * DAY;
+    w.fans(
+      40,
+      (i) => `pop${i % 3}`,
+      'pop',
+      (i) => t + i * 20 * 60_000,
+    );
+    w.fans(
+      40,
+      (i) => `fav${i % 3}`,
+      'fav',
+      (i) => t + i * 20 * 60_000,
+    );
+    // One operator's camouflaged accounts on its server, and a family of three on one home network voting alike for
+    // another popular author: both browse 40 authors and vote once for their author, hours apart.
+    const crowd = (prefix: string, n: number, net: string, author: string) =>
+      Array.from({ length: n }, (_, i) => {
+        const u = w.account(`${prefix}${i}`, { createdAt: T0 - 600 * DAY, votes: 200 });
+        for (let k = 0; k < 40; k++)
+          w.vote(u, `${prefix}b${i}.${k}`, `w${(i * 40 + k) % 97}`, 1, T0 + k * HOUR, net, 'chrome');
+        w.vote(u, `${author}${i % 3}`, author, 1, t + i * 3 * HOUR, net, 'chrome');
+        return u;
+      });
+    const ring = crowd('k', 6, 'dc8', 'pop');
+    crowd('fam', 3, 'flat1', 'fav');
+    const found = w.detect();
+    assert.equal(found.length, 1, JSON.stringify(found.map((g) => [g.accounts, g.evidence.score])));
+    assert.deepEqual(found[0]!.accounts, [...ring].sort());
+    const e = found[0]!.evidence;
+    assert.ok(e.score < DEFAULT_RING_POLICY.minScore && e.score >= DEFAULT_RING_POLICY.minScore / 3, String(e.score));
+    assert.equal(e.linkedAccounts, 6);
+  });
+
+  test("another ring's browsing proxies that voted once on the target are left out of a proxy ring's group", () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 3 * DAY;
+    let proxy = 0;
+    const ring = Array.from({ length: 6 }, (_, i) =>
+      w.account(`y${i}`, { createdAt: t - 3 * HOUR, signupNet: `proxy${proxy++}` }),
+    );
+    ring.forEach((u, i) => {
+      for (const p of ['s1', 's2', 's3', 's4'])
+        w.vote(u, p, 'client', 1, t + i * 5 * 60_000, `proxy${proxy++}`, 'chrome');
+      for (const a of ['e1', 'e2']) w.vote(u, `${a}p`, a, 1, t + 2 * HOUR, `proxy${proxy++}`, 'chrome');
+    });
+    // Old accounts on proxies, each vote from a fresh one, voting widely; one vote each on the client's upload.
+    const strays = ['z0', 'z1'].map((id) => w.account(id, { createdAt: T0 - 500 * DAY, votes: 300 }));
+    strays.forEach((u, i) => {
+      for (let k = 0; k < 40; k++) w.vote(u, `v${i}.${k}`, `w${k}`, 1, T0 + k * 4 * HOUR, `proxy${proxy++}`, 'chrome');
+      w.vote(u, 's1', 'client', 1, t + 3 * HOUR, `proxy${proxy++}`, 'chrome');
+    });
+    const found = w.detect();
+    const group = found.find((g) => g.evidence.target.id === 'client');
+    assert.ok(group, JSON.stringify(found));
+    assert.deepEqual(group.accounts, [...ring].sort());
+    assert.ok(group.evidence.confidence >= 0.75, String(group.evidence.confidence));
+    assert.ok(found.every((g) => strays.every((z) => !g.accounts.includes(z))));
+  });
+
   test('fewer accounts than minAccounts are never a ring; self-votes do not count', () => {
     const w = new World();
     w.account('x', { createdAt: T0 });

@@ -7,8 +7,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errors } from '../domain/errors.ts';
-import { ChecksumMismatch, type ResumableParts } from '../domain/uploads/resumable.ts';
+import { ChecksumMismatch, readBody, type ResumableParts } from '../domain/uploads/resumable.ts';
 
 /** The ids of uploads (UUIDs): anything else in the directory or the bucket is not ours to judge. */
 export const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -28,41 +27,32 @@ export class FileResumableParts implements ResumableParts {
   async append(id: string, offset: number, body: AsyncIterable<Uint8Array>, max: number, checksum: Buffer | null) {
     await mkdir(this.#dir, { recursive: true });
     const fh = await open(this.#path(id), 'a+');
-    let written = 0;
-    let broken = false;
     const hash = checksum ? createHash('sha256') : null;
     try {
       // Bytes past the acknowledged offset were never acknowledged (a PATCH cut mid-way, then a crash): cut.
       await fh.truncate(offset);
+      let got: { size: number; broken: boolean };
       try {
-        for await (const chunk of body) {
-          if (written + chunk.length > max) {
-            await fh.truncate(offset);
-            written = 0;
-            throw errors.payloadTooLarge(`the body goes past Upload-Length (${max} bytes were left to send)`);
-          }
-          await fh.write(chunk, 0, chunk.length, offset + written);
+        got = await readBody(body, max, async (chunk, at) => {
+          await fh.write(chunk, 0, chunk.length, offset + at);
           hash?.update(chunk);
-          written += chunk.length;
-        }
+        });
       } catch (e) {
-        if ((e as { code?: string }).code === 'payload_too_large') throw e;
-        // The connection broke: without a checksum, what arrived is kept (the client resumes after it).
-        broken = true;
-        if (hash) {
-          await fh.truncate(offset);
-          written = 0;
-        }
-      }
-      if (hash && !broken && !hash.digest().equals(checksum!)) {
+        // Past Upload-Length: nothing of this PATCH is kept.
         await fh.truncate(offset);
-        throw new ChecksumMismatch();
+        throw e;
+      }
+      // A body that broke off: without a checksum what arrived is kept; with one, nothing (it cannot be checked).
+      if (hash && (got.broken || !hash.digest().equals(checksum!))) {
+        await fh.truncate(offset);
+        if (!got.broken) throw new ChecksumMismatch();
+        got = { size: 0, broken: true };
       }
       await fh.sync();
+      return { written: got.size, broken: got.broken };
     } finally {
       await fh.close();
     }
-    return { written, broken };
   }
 
   async source(id: string, length: number) {

@@ -34,7 +34,7 @@ import { S3Store, type MetadataValue } from '@tus/s3-store';
 import { TUS_RESUMABLE, Upload, type KvStore } from '@tus/utils';
 import { LRUCache } from 'lru-cache';
 import { AppError, errors } from '../domain/errors.ts';
-import { ChecksumMismatch, type ResumableParts } from '../domain/uploads/resumable.ts';
+import { ChecksumMismatch, readBody, type ResumableParts } from '../domain/uploads/resumable.ts';
 import { ORPHAN_PAGE, UPLOAD_ID } from './resumable-parts.ts';
 import { isMissing, RESUMABLE_PREFIX, type S3MediaStore } from './s3-media-store.ts';
 
@@ -69,23 +69,13 @@ export class S3ResumableParts implements ResumableParts {
    */
   async append(id: string, offset: number, body: AsyncIterable<Uint8Array>, max: number, checksum: Buffer | null) {
     const chunks: Uint8Array[] = [];
-    let written = 0;
-    let broken = false;
     const hash = checksum ? createHash('sha256') : null;
-    try {
-      for await (const chunk of body) {
-        if (written + chunk.length > max)
-          throw errors.payloadTooLarge(`the body goes past Upload-Length (${max} bytes were left to send)`);
-        chunks.push(chunk);
-        hash?.update(chunk);
-        written += chunk.length;
-      }
-    } catch (e) {
-      if ((e as { code?: string }).code === 'payload_too_large') throw e;
-      // The connection broke: without a checksum, what arrived is kept (the client resumes after it).
-      broken = true;
-      if (hash) return { written: 0, broken };
-    }
+    const { size: written, broken } = await readBody(body, max, (chunk) => {
+      chunks.push(chunk);
+      hash?.update(chunk);
+    });
+    // A body that broke off: without a checksum what arrived is kept; with one, nothing (it cannot be checked).
+    if (broken && hash) return { written: 0, broken };
     if (hash && !hash.digest().equals(checksum!)) throw new ChecksumMismatch();
     if (written === 0) return { written, broken };
     try {

@@ -152,6 +152,33 @@ export const LEASE_MS = 30_000;
 const PROCESSING_LEASE_MS = 600_000;
 
 /** The tus 460 (Checksum Mismatch), in the contract's body. */
+/**
+ * Reads a PATCH's body (or a creation's), at most `max` bytes, handing each chunk to `each` with the number of bytes
+ * before it. A body that goes past `max` is refused (413 payload_too_large, naming what was left to send); one that
+ * breaks off (the connection lost) is not an error: what arrived is `size`, and `broken` says the end never came
+ * (without a checksum it is kept and the client resumes after it). The one reading of a body the disk and object
+ * store parts and the whole-file path share.
+ */
+export async function readBody(
+  body: AsyncIterable<Uint8Array>,
+  max: number,
+  each: (chunk: Uint8Array, at: number) => unknown,
+): Promise<{ size: number; broken: boolean }> {
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      if (size + chunk.length > max)
+        throw errors.payloadTooLarge(`the body goes past Upload-Length (${max} bytes were left to send)`);
+      await each(chunk, size);
+      size += chunk.length;
+    }
+  } catch (e) {
+    if ((e as { code?: string }).code === 'payload_too_large') throw e;
+    return { size, broken: true };
+  }
+  return { size, broken: false };
+}
+
 export class ChecksumMismatch extends AppError {
   constructor() {
     super('invalid_request', 'Upload-Checksum does not match the bytes received: the chunk was discarded');
@@ -289,20 +316,7 @@ export class ResumableUploads {
     checksum: Buffer | null,
   ): Promise<number> {
     const chunks: Uint8Array[] = [];
-    let size = 0;
-    let broken = false;
-    try {
-      for await (const chunk of body) {
-        if (size + chunk.length > row.length)
-          throw errors.payloadTooLarge(`the body goes past Upload-Length (${row.length} bytes were left to send)`);
-        chunks.push(chunk);
-        size += chunk.length;
-      }
-    } catch (e) {
-      if ((e as { code?: string }).code === 'payload_too_large') throw e;
-      // The connection broke: without a checksum, what arrived is kept (the client resumes after it).
-      broken = true;
-    }
+    const { size, broken } = await readBody(body, row.length, (chunk) => chunks.push(chunk));
     const bytes = Buffer.concat(chunks, size);
     /** The bytes stored as any chunk's. */
     const store = (sum: Buffer | null) =>

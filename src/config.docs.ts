@@ -21,8 +21,9 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   },
   DATA_DIR: {
     meaning:
-      'embedded database file, media, staging and temp files. A relative path is taken from the ' +
-      "checkout's folder (where `npm start` runs), not the current directory, by the server and " +
+      'embedded database file, media, staging and temp files (each gateway process sets its `TMPDIR` to its ' +
+      'own `tmp/<instance>` there, removed when it stops or, after a crash, by the next sweep). A relative path ' +
+      "is taken from the checkout's folder (where `npm start` runs), not the current directory, by the server and " +
       '`pixvote admin`/`media` alike',
   },
   MEDIA_STORE: {

@@ -151,7 +151,6 @@ export const LEASE_MS = 30_000;
 /** The use case's own limit on one upload's processing is far below this. */
 const PROCESSING_LEASE_MS = 600_000;
 
-/** The tus 460 (Checksum Mismatch), in the contract's body. */
 /**
  * Reads a PATCH's body (or a creation's), at most `max` bytes, handing each chunk to `each` with the number of bytes
  * before it. A body that goes past `max` is refused (413 payload_too_large, naming what was left to send); one that
@@ -179,6 +178,7 @@ export async function readBody(
   return { size, broken: false };
 }
 
+/** The tus 460 (Checksum Mismatch), in the contract's body. */
 export class ChecksumMismatch extends AppError {
   constructor() {
     super('invalid_request', 'Upload-Checksum does not match the bytes received: the chunk was discarded');

@@ -399,18 +399,14 @@ describe('detectVoteRings', () => {
     const w = new World();
     w.background(300);
     const t = T0 + 5 * DAY;
-    w.fans(
-      40,
-      (i) => `pop${i % 3}`,
-      'pop',
-      (i) => t + i * 20 * 60_000,
-    );
-    w.fans(
-      40,
-      (i) => `fav${i % 3}`,
-      'fav',
-      (i) => t + i * 20 * 60_000,
-    );
+    // Two popular authors, 40 fans each over their three uploads.
+    for (const author of ['pop', 'fav'])
+      w.fans(
+        40,
+        (i) => `${author}${i % 3}`,
+        author,
+        (i) => t + i * 20 * 60_000,
+      );
     // One operator's camouflaged accounts on its server, and a family of three on one home network voting alike for
     // another popular author: both browse 40 authors and vote once for their author, hours apart.
     const crowd = (prefix: string, n: number, net: string, author: string) =>

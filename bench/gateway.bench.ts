@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Koa from 'koa';
 import { loadConfig } from '../src/config.ts';
+import { ListedHeadersResponse } from '../src/gateway/listed-headers.ts';
 import { compose } from '../src/main.ts';
 import { isMain, runAlone } from './support/cli.ts';
 import { cpuPerRequest, inject } from './support/inject.ts';
@@ -113,7 +114,7 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
   try {
     const app = composed.app.callback();
     await seedGatewayPage(app);
-    const page = await inject(app, { path: '/api/uploads' });
+    const page = await inject(app, { path: '/api/uploads' }, true, ListedHeadersResponse);
     if (page.status !== 200) throw new Error(`GET /api/uploads answered ${page.status}`);
     const pageBytes = Buffer.byteLength(page.body);
 
@@ -138,10 +139,17 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
       {
         hello: { handler: hello.callback(), path: '/' },
         sameBytes: { handler: sameBytes.callback(), path: '/' },
-        cached: { handler: app, path: '/api/uploads' },
-        healthz: { handler: app, path: '/healthz' },
+        // The app's responses are the class its server makes (src/server.ts); Koa's are Node's plain one.
+        cached: { handler: app, path: '/api/uploads', response: ListedHeadersResponse },
+        healthz: { handler: app, path: '/healthz', response: ListedHeadersResponse },
         ...Object.fromEntries(
-          without.map((w) => [`without ${w.name}`, { handler: w.handler, path: '/api/uploads' }] as const),
+          without.map(
+            (w) =>
+              [
+                `without ${w.name}`,
+                { handler: w.handler, path: '/api/uploads', response: ListedHeadersResponse },
+              ] as const,
+          ),
         ),
       },
       opts,

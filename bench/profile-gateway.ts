@@ -13,6 +13,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { parseCommandLine } from './support/cli.ts';
 import { inject } from './support/inject.ts';
+import { ListedHeadersResponse } from '../src/gateway/listed-headers.ts';
 import { composeForGateway, seedGatewayPage } from './gateway.bench.ts';
 import { attribute, byMiddleware, type Profile } from './support/cpu-profile.ts';
 
@@ -45,14 +46,15 @@ try {
   const app = composed.app.callback();
   await seedGatewayPage(app);
   const target = String(values.path);
-  for (let i = 0; i < Math.min(requests, 20_000); i++) await inject(app, { path: target }, false);
+  for (let i = 0; i < Math.min(requests, 20_000); i++)
+    await inject(app, { path: target }, false, ListedHeadersResponse);
   const session = new Session();
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 50 });
   await session.post('Profiler.start');
   const before = process.cpuUsage();
-  for (let i = 0; i < requests; i++) await inject(app, { path: target }, false);
+  for (let i = 0; i < requests; i++) await inject(app, { path: target }, false, ListedHeadersResponse);
   const used = process.cpuUsage(before);
   const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
   session.disconnect();

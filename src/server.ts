@@ -20,6 +20,7 @@ import { flushLogs } from './logger.ts';
 import type { ErrorCode } from './domain/errors.ts';
 import { SECURITY_HEADERS } from './gateway/security-headers.ts';
 import { declaredOversize } from './gateway/limits.ts';
+import { ListedHeadersResponse } from './gateway/listed-headers.ts';
 import { capConnectionsPerAddress, isRefusedConnection } from './gateway/connection-cap.ts';
 
 /**
@@ -92,7 +93,13 @@ export function createHttpServer(handler: Handler, opts: HttpServerOptions = {})
   const requestTimeout = opts.requestTimeoutMs ?? 60_000;
   const headersTimeout = Math.min(opts.headersTimeoutMs ?? 20_000, requestTimeout);
   const server = createServer(
-    { requestTimeout, headersTimeout, connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000 },
+    {
+      requestTimeout,
+      headersTimeout,
+      connectionsCheckingInterval: opts.timeoutCheckMs ?? 5_000,
+      // Early headers kept as a list: a cached page writes every header in one writeHead (listed-headers.ts).
+      ServerResponse: ListedHeadersResponse,
+    },
     // A request parsed from a connection the cap refused (sent before its refusal was written) is not served.
     (req, res) => (isRefusedConnection(req.socket) ? req.socket.destroy() : void handler(req, res)),
   );

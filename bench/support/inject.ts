@@ -55,6 +55,8 @@ export function inject(
   handler: Handler,
   req: { method?: string; path: string; headers?: Record<string, string>; body?: string },
   keepBody = true,
+  /** The response class the server would make (the app's: ListedHeadersResponse, src/server.ts). */
+  Response: typeof ServerResponse = ServerResponse,
 ): Promise<Injected> {
   return new Promise((resolve) => {
     const socket = new MemorySocket(keepBody);
@@ -73,7 +75,7 @@ export function inject(
     message.rawHeaders = Object.entries(message.headers).flat() as string[];
     message.complete = true;
     message.push(null);
-    const res = new ServerResponse(message);
+    const res = new Response(message);
     res.assignSocket(socket as never);
     res.on('finish', () =>
       setImmediate(() =>
@@ -90,16 +92,16 @@ export function inject(
 
 /** CPU time per request of each handler, µs, in interleaved rounds (one sample per subject and round). */
 export async function cpuPerRequest(
-  subjects: Record<string, { handler: Handler; path: string }>,
+  subjects: Record<string, { handler: Handler; path: string; response?: typeof ServerResponse }>,
   opts: { rounds: number; requests: number },
 ): Promise<Record<string, number[]>> {
   const out: Record<string, number[]> = {};
-  for (const { handler, path } of Object.values(subjects))
-    for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false);
+  for (const { handler, path, response } of Object.values(subjects))
+    for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false, response);
   for (let r = 0; r < opts.rounds; r++) {
-    for (const [name, { handler, path }] of Object.entries(subjects)) {
+    for (const [name, { handler, path, response }] of Object.entries(subjects)) {
       const before = process.cpuUsage();
-      for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false);
+      for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false, response);
       const used = process.cpuUsage(before);
       (out[name] ??= []).push((used.user + used.system) / opts.requests);
     }

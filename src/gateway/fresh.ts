@@ -1,4 +1,5 @@
 import type { AppContext } from './context.ts';
+import { ListedHeadersResponse } from './listed-headers.ts';
 
 /**
  * True when the request's If-None-Match names the response's ETag (`sent`, else the one set; weak comparison,
@@ -41,4 +42,24 @@ export function sendWithEtag(
   }
   res.setHeader('Content-Type', type);
   ctx.body = body;
+}
+
+/**
+ * sendWithEtag for a feed page, the hot read: when the response holds only listed headers (listed-headers.ts), the
+ * status line, those and the page's own four go out in one `writeHead` and Koa's respond is skipped (Koa's body
+ * setter would set two more headers one by one). For a route that sets no header after it (the headers are on
+ * the wire when it returns).
+ */
+export function sendPage(ctx: AppContext, body: Buffer, type: string, etag: string, cacheControl: string): void {
+  const { res } = ctx;
+  if (res instanceof ListedHeadersResponse && ctx.writable && !matchesEtag(ctx, etag)) {
+    ctx.status = 200;
+    const headers = ['Cache-Control', cacheControl, 'ETag', etag, 'Content-Type', type];
+    headers.push('Content-Length', String(body.length));
+    if (res.sendListed(200, headers, body)) {
+      ctx.respond = false;
+      return;
+    }
+  }
+  sendWithEtag(ctx, body, type, etag, cacheControl);
 }

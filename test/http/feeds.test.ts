@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
@@ -60,6 +61,49 @@ describe('GET /api/uploads', () => {
     assert.equal(page2.body.uploads.length, 3);
     assert.equal(page2.body.has_more, false);
     assert.equal((await app.api.get('/api/uploads?page=99')).body.uploads.length, 0);
+  });
+
+  test('a cached page (headers in one writeHead: listed-headers.ts) has every header once; HEAD no body', async () => {
+    /** The raw header lines of one request: names as sent, duplicates kept (fetch would join them). */
+    const rawGet = (method: string) =>
+      new Promise<{ status: number; names: string[]; headers: Record<string, string>; body: string }>((ok, fail) => {
+        const req = request(`${app.url}/api/uploads?limit=4`, { method }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => {
+            const names = res.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+            const headers = Object.fromEntries(names.map((n, i) => [n, res.rawHeaders[i * 2 + 1]!]));
+            ok({ status: res.statusCode!, names, headers, body });
+          });
+        });
+        req.on('error', fail);
+        req.end();
+      });
+    await rawGet('GET'); // the page is built and cached
+    const get = await rawGet('GET');
+    assert.equal(get.status, 200);
+    assert.equal(new Set(get.names).size, get.names.length, `a header twice: ${get.names.join(' ')}`);
+    for (const name of [
+      'x-request-id',
+      'content-security-policy',
+      'x-content-type-options',
+      'ratelimit-limit',
+      'ratelimit-remaining',
+      'ratelimit-reset',
+      'cache-control',
+      'etag',
+      'content-type',
+      'content-length',
+    ])
+      assert.ok(get.headers[name], `${name} missing: ${get.names.join(' ')}`);
+    assert.equal(Number(get.headers['content-length']), Buffer.byteLength(get.body));
+    assert.equal(JSON.parse(get.body).uploads.length, 4);
+    const head = await rawGet('HEAD');
+    assert.equal(head.status, 200);
+    assert.equal(head.body, '');
+    assert.equal(head.headers['content-length'], get.headers['content-length']);
+    assert.equal(head.headers.etag, get.headers.etag);
   });
 
   test('If-None-Match with the ETag → 304 with an empty body', async () => {

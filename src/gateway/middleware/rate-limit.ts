@@ -1,6 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import { errors } from '../../domain/errors.ts';
 import type { LimitDecision, Limiter } from '../../domain/rate-limit.ts';
+import { listHeader } from '../listed-headers.ts';
 import type { AppContext } from '../context.ts';
 import { requireUser } from './authenticate.ts';
 
@@ -16,11 +17,11 @@ function windowText(seconds: number): string {
 
 /** Sets the RateLimit-* headers; throws 429 rate_limited when the limit is spent. */
 function stamp(ctx: AppContext, limiter: Limiter, d: LimitDecision): void {
-  // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
+  // Listed on the response (listed-headers.ts): a cached page writes them with its own in one writeHead.
   const { res } = ctx;
-  res.setHeader('RateLimit-Limit', String(d.limit));
-  res.setHeader('RateLimit-Remaining', String(d.remaining));
-  res.setHeader('RateLimit-Reset', String(d.resetSeconds));
+  listHeader(res, 'RateLimit-Limit', String(d.limit));
+  listHeader(res, 'RateLimit-Remaining', String(d.remaining));
+  listHeader(res, 'RateLimit-Reset', String(d.resetSeconds));
   if (!d.allowed) {
     throw errors.rateLimited(
       `${limiter.name} rate limit exceeded (${describe(limiter)}); retry in ${d.resetSeconds} s`,

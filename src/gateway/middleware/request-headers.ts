@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AppContext } from '../context.ts';
+import { listHeader } from '../listed-headers.ts';
 import { HSTS_HEADER, SECURITY_HEADERS } from '../security-headers.ts';
 
 /** A client-sent id is echoed only when it is short and plain; anything else gets a fresh UUID. */
@@ -18,12 +19,13 @@ export function requestHeaders(opts: { log: Logger; isShuttingDown: () => boolea
     const id = typeof sent === 'string' && SANE_ID.test(sent) ? sent : randomUUID();
     ctx.state.requestId = id;
     ctx.state.log = log;
-    // Straight to the response (on every request, Koa's ctx.set costs more than the header itself).
+    // Listed on the response (listed-headers.ts; Koa's ctx.set costs more than the header itself): a cached page
+    // writes them with its own in one writeHead, anything else sets them first as setHeader would have here.
     const res = ctx.res;
-    res.setHeader('X-Request-Id', id);
-    for (let i = 0; i < SECURITY_HEADERS.length; i++) res.setHeader(SECURITY_HEADERS[i]![0], SECURITY_HEADERS[i]![1]);
-    if (ctx.secure) res.setHeader(HSTS_HEADER[0], HSTS_HEADER[1]);
-    if (isShuttingDown()) res.setHeader('Connection', 'close');
+    listHeader(res, 'X-Request-Id', id);
+    for (let i = 0; i < SECURITY_HEADERS.length; i++) listHeader(res, SECURITY_HEADERS[i]![0], SECURITY_HEADERS[i]![1]);
+    if (ctx.secure) listHeader(res, HSTS_HEADER[0], HSTS_HEADER[1]);
+    if (isShuttingDown()) listHeader(res, 'Connection', 'close');
     return next();
   };
 }

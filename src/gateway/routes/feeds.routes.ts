@@ -1,6 +1,6 @@
 import type { FeedService } from '../../domain/feeds/feed.service.ts';
 import { renderAtom } from '../atom-feed.ts';
-import { matchesEtag, sendWithEtag } from '../fresh.ts';
+import { matchesEtag, sendPage } from '../fresh.ts';
 import {
   AtomFeedQuery,
   FeedPage,
@@ -57,8 +57,8 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
       (ctx, { query }) => {
         // A page this process holds is sent at once (no async frame); any other is looked up, or built.
         const hit = deps.feeds.cachedPage(query);
-        if (hit) return sendWithEtag(ctx, hit.body, JSON_TYPE, hit.etag, FEED_CACHE);
-        return deps.feeds.list(query).then((page) => sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, FEED_CACHE));
+        if (hit) return sendPage(ctx, hit.body, JSON_TYPE, hit.etag, FEED_CACHE);
+        return deps.feeds.list(query).then((page) => sendPage(ctx, page.body, JSON_TYPE, page.etag, FEED_CACHE));
       },
   }),
   route({
@@ -124,7 +124,7 @@ export const feedRoutes = routes<{ feeds: FeedService }>((route) => [
       (deps) =>
       async (ctx, { query }) => {
         const page = await deps.feeds.recent(query.limit);
-        sendWithEtag(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=300');
+        sendPage(ctx, page.body, JSON_TYPE, page.etag, 'public, max-age=300');
       },
   }),
   route({

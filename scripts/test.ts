@@ -61,6 +61,11 @@ const runEnv = {
   // Every process the run starts (test files, servers, the CLI) compiles the same modules: cached once.
   NODE_COMPILE_CACHE:
     process.env.NODE_COMPILE_CACHE ?? join(import.meta.dirname, '../node_modules/.cache/node-compile'),
+  // … and strips the same TypeScript: stripped once, by content (scripts/ts-strip-cache.mjs; ~0.5 s of CPU per
+  // process, ~240 processes a run).
+  NODE_OPTIONS: [process.env.NODE_OPTIONS, `--import=${join(import.meta.dirname, 'ts-strip-cache.mjs')}`]
+    .filter(Boolean)
+    .join(' '),
 };
 
 // When the run started: each job's header and the summary say when it ended.

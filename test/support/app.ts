@@ -25,8 +25,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Cheap password hashing for fixtures; one test proves the production cost separately. */
-export const TEST_SCRYPT = { N: 2 ** 12, r: 8, p: 1 };
+/** Cheap password hashing for fixtures (N = 2¹⁰: ~1.7 ms a hash, against 8.3 ms at 2¹²; the suite registers and logs in
+ * thousands of users); one test proves the production cost separately. */
+export const TEST_SCRYPT = { N: 2 ** 10, r: 8, p: 1 };
 
 export async function startApp(
   env: Record<string, string> = {},

@@ -11,12 +11,24 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { registerHooks, stripTypeScriptTypes } from 'node:module';
+import * as nodeModule from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// Node 22.15+ (registerHooks; stripTypeScriptTypes since 22.13): on an older Node 22 the run strips as Node does.
+const { registerHooks, stripTypeScriptTypes } = nodeModule;
 const dir = path.join(import.meta.dirname, '../node_modules/.cache/ts-strip', process.version);
-mkdirSync(dir, { recursive: true });
+if (registerHooks && stripTypeScriptTypes && made(dir)) registerHooks({ load });
+
+/** Whether the cache's directory is there (a read-only checkout: the run strips as Node does). */
+function made(where) {
+  try {
+    mkdirSync(where, { recursive: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Node's stripper, without its one-time ExperimentalWarning (tests read some processes' stderr). */
 function strip(source) {
@@ -29,21 +41,19 @@ function strip(source) {
   }
 }
 
-registerHooks({
-  load(url, context, nextLoad) {
-    const ours = url.startsWith('file:') && url.endsWith('.ts') && !url.includes('/node_modules/');
-    if (!ours) return nextLoad(url, context);
-    const source = readFileSync(fileURLToPath(url), 'utf8');
-    const cached = path.join(dir, `${createHash('sha1').update(source).digest('hex')}.js`);
-    let js;
-    try {
-      js = readFileSync(cached, 'utf8');
-    } catch {
-      js = strip(source);
-      const partial = `${cached}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-      writeFileSync(partial, js);
-      renameSync(partial, cached);
-    }
-    return { format: 'module', source: js, shortCircuit: true };
-  },
-});
+function load(url, context, nextLoad) {
+  const ours = url.startsWith('file:') && url.endsWith('.ts') && !url.includes('/node_modules/');
+  if (!ours) return nextLoad(url, context);
+  const source = readFileSync(fileURLToPath(url), 'utf8');
+  const cached = path.join(dir, `${createHash('sha1').update(source).digest('hex')}.js`);
+  let js;
+  try {
+    js = readFileSync(cached, 'utf8');
+  } catch {
+    js = strip(source);
+    const partial = `${cached}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+    writeFileSync(partial, js);
+    renameSync(partial, cached);
+  }
+  return { format: 'module', source: js, shortCircuit: true };
+}

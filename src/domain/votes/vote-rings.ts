@@ -41,7 +41,8 @@ export interface RingPolicy {
   burstMs: number;
   /**
    * The group's vote-pattern score needed to be reported (six terms, each 0..1: see RingEvidence.score); a third of
-   * it for a group of ONE_OPERATOR accounts or more that one network links (one linked component).
+   * it for a group of ONE_OPERATOR accounts or more that one network links (one linked component), also such a
+   * component of a larger group, cut to its accounts that voted in one session (judged on its own besides the group).
    */
   minScore: number;
   /**
@@ -1042,8 +1043,10 @@ const EQUIPPED_FOCUS = 0.02;
 /**
  * A group this large or larger, all of it one linked component, is one operator's (a household is fewer): it is
  * reported at a third of minScore (bench/vote-rings.md, third round: on seeds 1 and 3 camouflaged rings 74 → 84 of
- * 92 and 65 → 71 of 102, no honest account more). Three would find three rings more there (groups of 3–4 left of
- * a ring) and name families on one home network, which the bench's population does not model.
+ * 92 and 65 → 71 of 102, no honest account more); so is such a component within a larger group, cut to its accounts
+ * that voted in one session (fourth round: seed 3 camouflaged 71 → 75, no honest account more). Three would find
+ * three rings more there (groups of 3–4 left of a ring) and name families on one home network, which the bench's
+ * population does not model.
  */
 const ONE_OPERATOR = 5;
 /** A network seen with 3 to this many accounts is a handful's (a server, a home), not a campus's or a NAT's. */

@@ -454,6 +454,40 @@ describe('detectVoteRings', () => {
     assert.ok(found.every((g) => strays.every((z) => !g.accounts.includes(z))));
   });
 
+  test("a server's accounts in one session, among other operators' browsing proxies, are judged on their own", () => {
+    const w = new World();
+    w.background(300);
+    const t = T0 + 5 * DAY;
+    w.fans(
+      90,
+      (i) => `pop${i % 3}`,
+      'pop',
+      (i) => t + i * 20 * 60_000,
+    );
+    let proxy = 0;
+    // Each browses 40 authors and votes once for the popular author: six of one operator's server in one session,
+    // a neighbour on the same network days later, and four accounts of other operators on rented proxies.
+    let n = 0;
+    const browser = (id: string, net: () => string, upload: string, at: number) => {
+      const u = w.account(id, { createdAt: T0 - 600 * DAY, votes: 200 });
+      n++;
+      for (let k = 0; k < 40; k++) w.vote(u, `${id}b${k}`, `w${(n * 40 + k) % 97}`, 1, T0 + k * HOUR, net(), 'chrome');
+      w.vote(u, upload, 'pop', 1, at, net(), 'chrome');
+      return u;
+    };
+    const ring = Array.from({ length: 6 }, (_, i) => browser(`k${i}`, () => 'dc8', 'pop0', t + i * 20 * 60_000));
+    const neighbour = browser('nb', () => 'dc8', 'pop0', t + 3 * DAY);
+    const strays = Array.from({ length: 4 }, (_, i) =>
+      browser(`z${i}`, () => `proxy${proxy++}`, 'pop0', t + (i * 7 + 2) * HOUR),
+    );
+    const found = w.detect();
+    const group = found.find((g) => g.accounts.includes('k0'));
+    assert.ok(group, JSON.stringify(found.map((g) => [g.accounts, g.evidence.score])));
+    assert.deepEqual(group.accounts, [...ring].sort());
+    assert.ok(group.evidence.score < DEFAULT_RING_POLICY.minScore, String(group.evidence.score));
+    assert.ok(found.every((g) => [neighbour, ...strays].every((z) => !g.accounts.includes(z))));
+  });
+
   test('fewer accounts than minAccounts are never a ring; self-votes do not count', () => {
     const w = new World();
     w.account('x', { createdAt: T0 });

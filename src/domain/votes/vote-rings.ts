@@ -41,7 +41,8 @@ export interface RingPolicy {
   burstMs: number;
   /**
    * The group's vote-pattern score needed to be reported (six terms, each 0..1: see RingEvidence.score); a third of
-   * it for a group of ONE_OPERATOR accounts or more that one network links (one linked component).
+   * it for a group of ONE_OPERATOR accounts or more that one network links (one linked component), also such a
+   * component of a larger group, cut to its accounts that voted in one session (judged on its own besides the group).
    */
   minScore: number;
   /**
@@ -728,14 +729,47 @@ export function detectVoteRings(
     if (strays && earnest >= policy.minAccounts && earnest * 2 >= group.length) group = group.filter((m) => !stray(m));
     let candidates = group.filter(faint).length;
     for (const m of all) if (!faint(m)) candidates++;
-    const ev = evidenceOf(group, targetVotes, candidates, s.evidence);
-    if (ev.confidence < policy.minConfidence) return;
     // One operator's accounts by their network (every member in one linked component of ONE_OPERATOR accounts or
     // more: a server's or an operator's home, not a household) need a third of the score: a camouflaged ring's
     // pattern is what it hides (low focus, spread in time, a popular author's small share).
     const comp = s.components.get(group[0]!.user);
     const oneOperator =
       group.length >= ONE_OPERATOR && comp !== undefined && group.every((m) => s.components.get(m.user) === comp);
+    if (!oneOperator) {
+      // A group mixing several operators' accounts (camouflaged rings browsing a popular author, each other's
+      // target among them): each linked component of ONE_OPERATOR members or more in it is judged on its own too.
+      const parts = new Map<number[], Member[]>();
+      for (const m of group) {
+        const c = s.components.get(m.user);
+        if (!c) continue;
+        const list = parts.get(c);
+        if (list) list.push(m);
+        else parts.set(c, [m]);
+      }
+      for (const linkedPart of parts.values()) {
+        if (linkedPart.length < ONE_OPERATOR || linkedPart.length === group.length) continue;
+        // Of a part, the accounts that voted on one of the target's uploads within COTIME of two others of it: an
+        // operator works its accounts in sessions (a neighbour on the same home network votes on its own time).
+        const together = cotimedWith(linkedPart, () => true);
+        const part = linkedPart.filter((_, i) => together[i]);
+        if (part.length >= ONE_OPERATOR) report(type, key, part, targetVotes, candidates, s, true);
+      }
+    }
+    report(type, key, group, targetVotes, candidates, s, oneOperator);
+  };
+
+  const report = (
+    type: 'author' | 'upload',
+    key: number,
+    group: Member[],
+    targetVotes: number,
+    candidates: number,
+    s: NonNullable<ReturnType<typeof suspectsOf>>,
+    oneOperator: boolean,
+  ) => {
+    const target = Math.floor(key / 2);
+    const ev = evidenceOf(group, targetVotes, candidates, s.evidence);
+    if (ev.confidence < policy.minConfidence) return;
     if (ev.score < (oneOperator ? policy.minScore / 3 : policy.minScore)) return;
     found.push({
       accounts: group.map((m) => users.names[m.user]!).sort(),
@@ -1009,8 +1043,10 @@ const EQUIPPED_FOCUS = 0.02;
 /**
  * A group this large or larger, all of it one linked component, is one operator's (a household is fewer): it is
  * reported at a third of minScore (bench/vote-rings.md, third round: on seeds 1 and 3 camouflaged rings 74 → 84 of
- * 92 and 65 → 71 of 102, no honest account more). Three would find three rings more there (groups of 3–4 left of
- * a ring) and name families on one home network, which the bench's population does not model.
+ * 92 and 65 → 71 of 102, no honest account more); so is such a component within a larger group, cut to its accounts
+ * that voted in one session (fourth round: seed 3 camouflaged 71 → 75, no honest account more). Three would find
+ * three rings more there (groups of 3–4 left of a ring) and name families on one home network, which the bench's
+ * population does not model.
  */
 const ONE_OPERATOR = 5;
 /** A network seen with 3 to this many accounts is a handful's (a server, a home), not a campus's or a NAT's. */

@@ -68,8 +68,15 @@ export function evaluateRun(c: Community, t: number, policy: RingPolicy = DEFAUL
     yardstick(votes);
     yard.push(performance.now() - s);
   }
-  const groupOf = new Map<string, number>();
-  found.forEach((g, i) => g.accounts.forEach((a) => groupOf.set(a, i)));
+  // Every reported group an account is in (an account can be in two: an author's item and one of its uploads').
+  const groupOf = new Map<string, number[]>();
+  found.forEach((g, i) =>
+    g.accounts.forEach((a) => {
+      const groups = groupOf.get(a);
+      if (groups) groups.push(i);
+      else groupOf.set(a, [i]);
+    }),
+  );
   const cells = new Map<string, [number, number]>();
   const byStrategy = new Map<string, [number, number]>();
   let big = 0;
@@ -78,10 +85,7 @@ export function evaluateRun(c: Community, t: number, policy: RingPolicy = DEFAUL
     const active = activeMembers(ring, t);
     if (active.length < 3 || active.length * 2 < ring.size) continue;
     const counts = new Map<number, number>();
-    for (const a of active) {
-      const g = groupOf.get(a);
-      if (g !== undefined) counts.set(g, (counts.get(g) ?? 0) + 1);
-    }
+    for (const a of active) for (const g of groupOf.get(a) ?? []) counts.set(g, (counts.get(g) ?? 0) + 1);
     const hit = [...counts.values()].some((n) => n * 2 >= active.length) ? 1 : 0;
     add(cells, `${ring.strategy}|${ring.size}`, hit);
     if (ring.size >= 5) {

@@ -247,8 +247,8 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   VOTE_RING_MIN_SCORE: {
     meaning:
       'the score (0–6) a group needs to be queued (a third of it for five accounts or more all linked by one ' +
-      "network: one operator's); tuned in `bench/vote-rings.md` (lower finds more rings and accuses more " +
-      'honest voters)',
+      "network: one operator's, also when they are part of a larger group and voted in one session); tuned in " +
+      '`bench/vote-rings.md` (lower finds more rings and accuses more honest voters)',
   },
   VOTE_FACTS_RETENTION: {
     meaning:

@@ -62,9 +62,11 @@ export const TARGETS = {
    * above 0.35 would fail on the machine's noise, not on a regression; the in-process floors guard the chain.
    * Fresh-clone .ci/run figures since: 0.69–0.81 on both stores; with the headers in one writeHead (2026-11-30,
    * load ~2, against feb8f09 alternated): SQLite 0.59/0.68 → 0.68/0.67, PostgreSQL + Redis 0.58/0.64 → 0.62/0.65.
-   * CI fails below 0.45.
+   * A floor of 0.45 was tried: the next fresh-clone .ci/run (2026-11-30 02:15Z, a host ~2× slower per core, hello-world
+   * at 13.8k requests/s) measured SQLite 0.468 (rounds 0.462–0.689), PostgreSQL + Redis 0.589: too near to guard
+   * anything but noise. CI fails below 0.35; the in-process floors (0.770 and 0.712 in that run) guard the chain.
    */
-  cachedFeedVsHello: atLeast(0.45, 'ci', 0.75),
+  cachedFeedVsHello: atLeast(0.35, 'ci', 0.75),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
    * what the middleware chain costs, measured without the network's noise. It was 0.44 when a floor was first set

@@ -54,9 +54,8 @@ export function sendPage(ctx: AppContext, body: Buffer, type: string, etag: stri
   const { res } = ctx;
   if (res instanceof ListedHeadersResponse && ctx.writable && !matchesEtag(ctx, etag)) {
     ctx.status = 200;
-    const headers = ['Cache-Control', cacheControl, 'ETag', etag, 'Content-Type', type];
-    headers.push('Content-Length', String(body.length));
-    if (res.sendListed(200, headers, body)) {
+    const own = ['Cache-Control', cacheControl, 'ETag', etag, 'Content-Type', type, 'Content-Length', `${body.length}`];
+    if (res.sendListed(200, own, body)) {
       ctx.respond = false;
       return;
     }

@@ -303,6 +303,106 @@ export function report(c: Community, runs: RunResult[], seed: number, command: s
 
 const fmt = (x: number) => (Number.isNaN(x) ? '–' : x.toFixed(2));
 
+/**
+ * The reporting thresholds a sweep tries (`--sweep`): the default first, then each of the three floors lowered
+ * alone, then together. What it answers: can a strategy under 0.9 reach it by reporting more, and what does that
+ * cost in honest accounts named (issue 45, item 3: "where a strategy cannot reach 0.9 without breaking the
+ * accusation limit, keep the limit and report the strategy's recall plainly").
+ */
+export const SWEEP_POINTS: Partial<RingPolicy>[] = [
+  {},
+  { minScore: 1.3 },
+  { minScore: 1.2 },
+  { minScore: 1.1 },
+  { minScore: 1.0 },
+  { minScore: 0.75 },
+  { minScore: 0.5 },
+  { minScore: 0 },
+  { minConfidence: 0.3 },
+  { minConfidence: 0 },
+  { minSuspicion: 1.5 },
+  { minSuspicion: 1 },
+  { minScore: 1.0, minConfidence: 0.3 },
+  { minScore: 0.5, minConfidence: 0.3, minSuspicion: 1.5 },
+  { minScore: 0, minConfidence: 0, minSuspicion: 1 },
+];
+
+export interface SweepRow {
+  point: Partial<RingPolicy>;
+  /** Per run, in runTimes order. */
+  runs: Pick<RunResult, 'recallAtLeast5' | 'perTenK' | 'byStrategy'>[];
+}
+
+/** Every sweep point on every job run: the same population, the same runs, only the thresholds move. */
+export function sweep(c: Community, points: Partial<RingPolicy>[] = SWEEP_POINTS): SweepRow[] {
+  // The defaults first, always: the report's columns compare every point with them.
+  const all = [{}, ...points.filter((p) => Object.keys(p).length)];
+  return all.map((point) => {
+    const policy = { ...DEFAULT_RING_POLICY, ...point };
+    const runs = runTimes(c).map((at) => {
+      const r = evaluateRun(c, at, policy, 1);
+      return { recallAtLeast5: r.recallAtLeast5, perTenK: r.perTenK, byStrategy: r.byStrategy };
+    });
+    console.error(
+      `sweep ${JSON.stringify(point)}: recall≥5 worst ${fmt(Math.min(...runs.map((r) => r.recallAtLeast5)))}, ` +
+        `honest per 10k worst ${Math.max(...runs.map((r) => r.perTenK)).toFixed(2)}`,
+    );
+    return { point, runs };
+  });
+}
+
+/**
+ * The sweep as markdown: per point the worst run's recall and accusations and each strategy's worst-run recall;
+ * then per strategy the fewest honest accounts (worst run, per 10k) at which every run finds ≥ 0.9 of its rings.
+ */
+export function sweepReport(rows: SweepRow[], seed: number, command: string): string {
+  const label = (p: Partial<RingPolicy>) =>
+    Object.keys(p).length
+      ? Object.entries(p)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')
+      : `default (minScore ${DEFAULT_RING_POLICY.minScore}, minConfidence ${DEFAULT_RING_POLICY.minConfidence}, ` +
+        `minSuspicion ${DEFAULT_RING_POLICY.minSuspicion})`;
+  const worstOf = (row: SweepRow, s: string) =>
+    Math.min(
+      ...row.runs.flatMap((r) => {
+        const [f, n] = r.byStrategy.get(s) ?? [0, 0];
+        return n ? [f / n] : [];
+      }),
+    );
+  const worstFalse = (row: SweepRow) => Math.max(...row.runs.map((r) => r.perTenK));
+  const lines = [
+    `Seed ${seed}, every job run (days 14–28); worst run of each figure. Strategies: ` +
+      RING_STRATEGIES.map((s, i) => `${i + 1} ${s}`).join(', ') +
+      '.',
+    '',
+    `| thresholds | recall ≥ 5 | honest per 10k | ${RING_STRATEGIES.map((_, i) => `${i + 1}`).join(' | ')} |`,
+    `|---|---|---|${RING_STRATEGIES.map(() => '---').join('|')}|`,
+  ];
+  for (const row of rows)
+    lines.push(
+      `| ${label(row.point)} | ${fmt(Math.min(...row.runs.map((r) => r.recallAtLeast5)))} | ` +
+        `${worstFalse(row).toFixed(2)} | ${RING_STRATEGIES.map((s) => fmt(worstOf(row, s))).join(' | ')} |`,
+    );
+  lines.push(
+    '',
+    'Per strategy: its worst run at the default, and the point of the sweep where every run finds ≥ 0.9 of its rings' +
+      ' naming the fewest honest accounts (worst run):',
+    '',
+    '| strategy | worst run, default | ≥ 0.9 in every run at | honest per 10k there |',
+    '|---|---|---|---|',
+  );
+  for (const s of RING_STRATEGIES) {
+    const ok = rows.filter((row) => worstOf(row, s) >= 0.9).sort((a, b) => worstFalse(a) - worstFalse(b))[0];
+    lines.push(
+      `| ${s} | ${fmt(worstOf(rows[0]!, s))} | ${ok ? label(ok.point) : 'no point of the sweep'} | ` +
+        `${ok ? worstFalse(ok).toFixed(2) : '–'} |`,
+    );
+  }
+  lines.push('', `    ${command}`);
+  return lines.join('\n');
+}
+
 if (isMain(import.meta.url)) {
   const { values } = parseArgs({
     options: {
@@ -314,6 +414,10 @@ if (isMain(import.meta.url)) {
       dump: { type: 'string' },
       /** Overrides of DEFAULT_RING_POLICY as JSON (tuning only: the report runs the defaults). */
       policy: { type: 'string' },
+      /** Every point of SWEEP_POINTS on every run instead of the report (what reporting more would cost). */
+      sweep: { type: 'boolean', default: false },
+      /** The sweep's points as a JSON array of policy overrides (default SWEEP_POINTS). */
+      points: { type: 'string' },
     },
   });
   const seed = Number(values.seed);
@@ -321,6 +425,13 @@ if (isMain(import.meta.url)) {
   const t = performance.now();
   const c = generateCommunity({ seed, honest: Number(values.honest), perCell: Number(values['per-cell']), sizes });
   console.error(`generated ${c.votes.length} votes in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  const command = `npm run bench:vote-rings -- ${process.argv.slice(2).join(' ')}`.trim();
+  if (values.sweep) {
+    const text = sweepReport(sweep(c, values.points ? JSON.parse(values.points) : SWEEP_POINTS), seed, command);
+    console.log(text);
+    if (values.markdown) await writeFile(values.markdown, `${text}\n`);
+    process.exit(0);
+  }
   const runs: RunResult[] = [];
   const policy: RingPolicy = { ...DEFAULT_RING_POLICY, ...(values.policy ? JSON.parse(values.policy) : {}) };
   for (const at of runTimes(c)) {
@@ -375,7 +486,6 @@ if (isMain(import.meta.url)) {
     );
     await writeFile(values.dump, JSON.stringify(out, null, 1));
   }
-  const command = `npm run bench:vote-rings -- ${process.argv.slice(2).join(' ')}`.trim();
   const text = report(c, runs, seed, command, sizes);
   console.log(text);
   if (values.markdown) await writeFile(values.markdown, `${text}\n`);

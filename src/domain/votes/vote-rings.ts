@@ -89,7 +89,7 @@ export const DEFAULT_RING_POLICY: RingPolicy = {
   linkShare: 0.5,
   dormantVotes: 12,
   minSuspicion: 2,
-  minConfidence: 0.6,
+  minConfidence: 0.45,
 };
 
 /** Why one account is in a group: what a moderator reads to judge it (issue 45). */

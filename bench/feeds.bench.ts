@@ -14,6 +14,7 @@
  *   npm run bench:feeds [-- --db sqlite,postgres --rounds 5 --seconds 2 --cached-only --hit-rate-only]
  */
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import type { Database } from '../src/store/database.ts';
 import {
   FeedService,
@@ -124,7 +125,9 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, op
       return res.perSecond;
     };
     const hit: HttpRequest = { method: 'GET', path: '/api/uploads?page=1&limit=12' };
-    const pageBytes = Buffer.byteLength((await appClient.send(hit)).body);
+    const pageBody = (await appClient.send(hit)).body;
+    const pageBytes = Buffer.byteLength(pageBody);
+    const gzipBytes = gzipSync(pageBody, { level: 6 }).length;
     const subjects: Record<string, () => Promise<number>> = {
       hello: timed('hello', () => load('hello-world', hello, helloClient, () => ({ method: 'GET', path: '/' }))),
       helloPage: timed('helloPage', () =>
@@ -134,6 +137,13 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, op
         })),
       ),
       cached: timed('cached', () => load('cached feed', app, appClient, () => hit)),
+      // What browsers, undici and python-requests send: the page's gzip form, made once per page.
+      cachedGzip: timed('cachedGzip', () =>
+        load('cached feed, gzip', app, appClient, () => ({
+          ...hit,
+          headers: { 'accept-encoding': 'gzip, deflate, br' },
+        })),
+      ),
     };
     if (!opts.cachedOnly) {
       subjects.uncached = timed('uncached', async () => {
@@ -171,6 +181,11 @@ async function feedsOn(rec: Recorder, bdb: BenchDatabase, hello: BenchServer, op
           note: 'capacity ratio if the server were the only bottleneck',
         },
       ),
+      figure('feeds', `${where}: cached feed, client takes gzip, ÷ hello-world`, '×', ratios(s.cachedGzip!, s.hello!), {
+        note:
+          `${cpuNote('cached feed, gzip')}; the same page gzipped (${gzipBytes} bytes), ` +
+          'Accept-Encoding: gzip, deflate, br',
+      }),
       figure(
         'feeds',
         `${where}: cached feed ÷ Koa serving the same ${pageBytes} bytes`,

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import type { AppContext } from './context.ts';
 import { ListedHeadersResponse } from './listed-headers.ts';
 
@@ -45,20 +46,63 @@ export function sendWithEtag(
 }
 
 /**
- * sendWithEtag for a feed page, the hot read: when the response holds only listed headers (listed-headers.ts), the
- * status line, those and the page's own four go out in one `writeHead` and Koa's respond is skipped (Koa's body
- * setter would set two more headers one by one). For a route that sets no header after it (the headers are on
- * the wire when it returns).
+ * Whether the client takes a gzip body (RFC 9110 12.5.3). A plain list of codings (what browsers, curl --compressed,
+ * undici and python-requests send) is read here without allocating a parser; one with q-values goes to Koa's
+ * negotiation (`acceptsEncodings`), which weighs them. No header: identity.
+ */
+export function wantsGzip(ctx: Pick<AppContext, 'req' | 'acceptsEncodings'>): boolean {
+  const header = ctx.req.headers['accept-encoding'];
+  if (!header) return false;
+  if (header.includes(';')) return ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
+  for (const token of header.split(',')) {
+    const coding = token.trim().toLowerCase();
+    if (coding === 'gzip' || coding === '*') return true;
+  }
+  return false;
+}
+
+/** Pages smaller than this go out as they are: gzip's header and trailer would eat what it saves. */
+const GZIP_MIN_BYTES = 1024;
+/** The gzip forms kept, by ETag (a content hash): ~2 KB each for a 10 KB page. */
+const GZIP_KEPT = 512;
+const gzipped = new Map<string, Buffer>();
+
+/** A page's gzip form, made once per page (its ETag names its bytes) and kept for the next reads. */
+function gzipOf(etag: string, body: Buffer): Buffer {
+  let gz = gzipped.get(etag);
+  if (!gz) {
+    gz = gzipSync(body, { level: 6 });
+    if (gzipped.size >= GZIP_KEPT) gzipped.delete(gzipped.keys().next().value!);
+    gzipped.set(etag, gz);
+  }
+  return gz;
+}
+
+/**
+ * sendWithEtag for a feed page, the hot read, gzipped for a client that takes it (the same weak ETag: the same
+ * page in another coding). When the response holds only listed headers (listed-headers.ts), the status line, those
+ * and the page's own go out in one `writeHead` and Koa's respond is skipped (Koa's body setter would set two more
+ * headers one by one). For a route that sets no header after it (the headers are on the wire when it returns).
  */
 export function sendPage(ctx: AppContext, body: Buffer, type: string, etag: string, cacheControl: string): void {
   const { res } = ctx;
-  if (res instanceof ListedHeadersResponse && ctx.writable && !matchesEtag(ctx, etag)) {
+  if (matchesEtag(ctx, etag)) {
+    res.setHeader('Vary', 'Accept-Encoding');
+    return sendWithEtag(ctx, body, type, etag, cacheControl);
+  }
+  const gzip = body.length >= GZIP_MIN_BYTES && wantsGzip(ctx);
+  const out = gzip ? gzipOf(etag, body) : body;
+  if (res instanceof ListedHeadersResponse && ctx.writable) {
     ctx.status = 200;
-    const own = ['Cache-Control', cacheControl, 'ETag', etag, 'Content-Type', type, 'Content-Length', `${body.length}`];
-    if (res.sendListed(200, own, body)) {
+    const own = ['Cache-Control', cacheControl, 'ETag', etag, 'Content-Type', type, 'Vary', 'Accept-Encoding'];
+    if (gzip) own.push('Content-Encoding', 'gzip');
+    own.push('Content-Length', `${out.length}`);
+    if (res.sendListed(200, own, out)) {
       ctx.respond = false;
       return;
     }
   }
-  sendWithEtag(ctx, body, type, etag, cacheControl);
+  res.setHeader('Vary', 'Accept-Encoding');
+  if (gzip) res.setHeader('Content-Encoding', 'gzip');
+  sendWithEtag(ctx, out, type, etag, cacheControl);
 }

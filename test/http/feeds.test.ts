@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { startApp, type TestApp } from '../support/app.ts';
 import { registerUser, type TestUser } from '../support/users.ts';
 import { uploadFields, uploadImage } from '../support/uploads.ts';
@@ -65,16 +66,15 @@ describe('GET /api/uploads', () => {
 
   test('a cached page (headers in one writeHead: listed-headers.ts) has every header once; HEAD no body', async () => {
     /** The raw header lines of one request: names as sent, duplicates kept (fetch would join them). */
-    const rawGet = (method: string) =>
-      new Promise<{ status: number; names: string[]; headers: Record<string, string>; body: string }>((ok, fail) => {
-        const req = request(`${app.url}/api/uploads?limit=4`, { method }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (d: string) => (body += d));
+    const rawGet = (method: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; names: string[]; headers: Record<string, string>; bytes: Buffer }>((ok, fail) => {
+        const req = request(`${app.url}/api/uploads?limit=4`, { method, headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
           res.on('end', () => {
             const names = res.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
             const headers = Object.fromEntries(names.map((n, i) => [n, res.rawHeaders[i * 2 + 1]!]));
-            ok({ status: res.statusCode!, names, headers, body });
+            ok({ status: res.statusCode!, names, headers, bytes: Buffer.concat(chunks) });
           });
         });
         req.on('error', fail);
@@ -95,15 +95,41 @@ describe('GET /api/uploads', () => {
       'etag',
       'content-type',
       'content-length',
+      'vary',
     ])
       assert.ok(get.headers[name], `${name} missing: ${get.names.join(' ')}`);
-    assert.equal(Number(get.headers['content-length']), Buffer.byteLength(get.body));
-    assert.equal(JSON.parse(get.body).uploads.length, 4);
+    assert.equal(get.headers['content-encoding'], undefined);
+    assert.equal(Number(get.headers['content-length']), get.bytes.length);
+    assert.equal(JSON.parse(get.bytes.toString('utf8')).uploads.length, 4);
     const head = await rawGet('HEAD');
     assert.equal(head.status, 200);
-    assert.equal(head.body, '');
+    assert.equal(head.bytes.length, 0);
     assert.equal(head.headers['content-length'], get.headers['content-length']);
     assert.equal(head.headers.etag, get.headers.etag);
+
+    // A client that takes gzip gets the same page gzipped, under the same (weak) ETag, every header still once.
+    const gz = await rawGet('GET', { 'accept-encoding': 'gzip, deflate, br' });
+    assert.equal(gz.status, 200);
+    assert.equal(new Set(gz.names).size, gz.names.length, `a header twice: ${gz.names.join(' ')}`);
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.equal(gz.headers.vary, 'Accept-Encoding');
+    assert.equal(gz.headers.etag, get.headers.etag);
+    assert.equal(Number(gz.headers['content-length']), gz.bytes.length);
+    assert.ok(gz.bytes.length < get.bytes.length, `${gz.bytes.length} ≥ ${get.bytes.length}`);
+    assert.deepEqual(gunzipSync(gz.bytes), get.bytes);
+    const gzHead = await rawGet('HEAD', { 'accept-encoding': 'gzip' });
+    assert.equal(gzHead.headers['content-length'], gz.headers['content-length']);
+    // gzip refused by its q-value, or not offered: the page as it is.
+    for (const accept of ['gzip;q=0, identity', 'br', 'identity']) {
+      const plain = await rawGet('GET', { 'accept-encoding': accept });
+      assert.equal(plain.headers['content-encoding'], undefined, accept);
+      assert.deepEqual(plain.bytes, get.bytes, accept);
+    }
+    // Revalidation answers 304 for either coding, with Vary.
+    const notModified = await rawGet('GET', { 'accept-encoding': 'gzip', 'if-none-match': get.headers.etag! });
+    assert.equal(notModified.status, 304);
+    assert.equal(notModified.bytes.length, 0);
+    assert.equal(notModified.headers.vary, 'Accept-Encoding');
   });
 
   test('If-None-Match with the ETag → 304 with an empty body', async () => {

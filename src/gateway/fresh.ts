@@ -46,18 +46,19 @@ export function sendWithEtag(
 }
 
 /**
- * Whether the client takes a gzip body (RFC 9110 12.5.3). A plain list of codings (what browsers, curl --compressed,
- * undici and python-requests send) is read here without allocating a parser; one with q-values goes to Koa's
- * negotiation (`acceptsEncodings`), which weighs them. No header: identity.
+ * Whether the client takes a gzip body (RFC 9110 12.5.3), as Koa's negotiation (`acceptsEncodings`) answers it. The
+ * common header, a plain list of codings without `identity` or `*` (what browsers, curl --compressed, undici and
+ * python-requests send), is read here without allocating a parser: identity then ranks after every coding listed,
+ * so gzip wins when listed. Anything else (q-values, `identity` or `*`, where order and specificity decide) goes to
+ * Koa. No header: identity.
  */
 export function wantsGzip(ctx: Pick<AppContext, 'req' | 'acceptsEncodings'>): boolean {
   const header = ctx.req.headers['accept-encoding'];
   if (!header) return false;
-  if (header.includes(';')) return ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
-  for (const token of header.split(',')) {
-    const coding = token.trim().toLowerCase();
-    if (coding === 'gzip' || coding === '*') return true;
-  }
+  const lower = header.toLowerCase();
+  if (lower.includes(';') || lower.includes('*') || lower.includes('identity'))
+    return ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
+  for (const token of lower.split(',')) if (token.trim() === 'gzip') return true;
   return false;
 }
 

@@ -363,13 +363,14 @@ export function sweepReport(rows: SweepRow[], seed: number, command: string): st
           .join(', ')
       : `default (minScore ${DEFAULT_RING_POLICY.minScore}, minConfidence ${DEFAULT_RING_POLICY.minConfidence}, ` +
         `minSuspicion ${DEFAULT_RING_POLICY.minSuspicion})`;
-  const worstOf = (row: SweepRow, s: string) =>
-    Math.min(
-      ...row.runs.flatMap((r) => {
-        const [f, n] = r.byStrategy.get(s) ?? [0, 0];
-        return n ? [f / n] : [];
-      }),
-    );
+  // NaN when no run saw a ring of the strategy: printed as '–', and never "reaches 0.9".
+  const worstOf = (row: SweepRow, s: string) => {
+    const per = row.runs.flatMap((r) => {
+      const [f, n] = r.byStrategy.get(s) ?? [0, 0];
+      return n ? [f / n] : [];
+    });
+    return per.length ? Math.min(...per) : NaN;
+  };
   const worstFalse = (row: SweepRow) => Math.max(...row.runs.map((r) => r.perTenK));
   const lines = [
     `Seed ${seed}, every job run (days 14–28); worst run of each figure. Strategies: ` +

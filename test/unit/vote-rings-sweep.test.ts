@@ -41,4 +41,6 @@ test('per strategy: the least accusing point that reaches 0.9 in every run, or n
   // A strategy with no ring seen in a run does not count that run against it.
   const seenOnce: SweepRow[] = [{ point: {}, runs: [run(0.1, { lockstep: [5, 5] }), run(0.1, {})] }];
   assert.equal(rowOf(sweepReport(seenOnce, 1, 'cmd'), 'lockstep')[2], '1.00');
+  // A strategy no run saw is not said to reach 0.9 anywhere.
+  assert.deepEqual(rowOf(sweepReport(seenOnce, 1, 'cmd'), 'drip').slice(2, 5), ['–', 'no point of the sweep', '–']);
 });

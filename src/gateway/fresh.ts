@@ -46,19 +46,16 @@ export function sendWithEtag(
 }
 
 /**
- * Whether the client takes a gzip body (RFC 9110 12.5.3), as Koa's negotiation (`acceptsEncodings`) answers it. The
- * common header, a plain list of codings without `identity` or `*` (what browsers, curl --compressed, undici and
- * python-requests send), is read here without allocating a parser: identity then ranks after every coding listed,
- * so gzip wins when listed. Anything else (q-values, `identity` or `*`, where order and specificity decide) goes to
- * Koa. No header: identity.
+ * Whether the client's Accept-Encoding makes `coding` acceptable (RFC 9110 12.5.3: listed, or matched by `*`, with a
+ * q-value above 0), as Koa's negotiation answers it; the caller picks among the acceptable ones by its own
+ * preference. The common header, a plain list without q-values or `*` (what browsers, curl --compressed, undici
+ * and python-requests send), is read here without allocating a parser; any other goes to Koa. No header: none.
  */
-export function wantsGzip(ctx: Pick<AppContext, 'req' | 'acceptsEncodings'>): boolean {
+export function takesCoding(ctx: Pick<AppContext, 'req' | 'acceptsEncodings'>, coding: 'br' | 'gzip'): boolean {
   const header = ctx.req.headers['accept-encoding'];
   if (!header) return false;
-  const lower = header.toLowerCase();
-  if (lower.includes(';') || lower.includes('*') || lower.includes('identity'))
-    return ctx.acceptsEncodings('gzip', 'identity') === 'gzip';
-  for (const token of lower.split(',')) if (token.trim() === 'gzip') return true;
+  if (header.includes(';') || header.includes('*')) return ctx.acceptsEncodings(coding) === coding;
+  for (const token of header.split(',')) if (token.trim().toLowerCase() === coding) return true;
   return false;
 }
 
@@ -91,7 +88,7 @@ export function sendPage(ctx: AppContext, body: Buffer, type: string, etag: stri
     res.setHeader('Vary', 'Accept-Encoding');
     return sendWithEtag(ctx, body, type, etag, cacheControl);
   }
-  const gzip = body.length >= GZIP_MIN_BYTES && wantsGzip(ctx);
+  const gzip = body.length >= GZIP_MIN_BYTES && takesCoding(ctx, 'gzip');
   const out = gzip ? gzipOf(etag, body) : body;
   if (res instanceof ListedHeadersResponse && ctx.writable) {
     ctx.status = 200;

@@ -118,6 +118,9 @@ test('assets: a bundle per page, hashed names, immutable for a year, Brotli or g
     assert.equal(Buffer.from(await br.arrayBuffer()).equals(plain.bytes), true, 'fetch decodes to the same bytes');
     const gz = await fetch(app.url + path, { headers: { 'accept-encoding': 'gzip' } });
     assert.equal(gz.headers.get('content-encoding'), 'gzip');
+    // A coding refused by its q-value is not sent (it used to be: the header was matched by a regex).
+    const noBr = await fetch(app.url + path, { headers: { 'accept-encoding': 'br;q=0, gzip' } });
+    assert.equal(noBr.headers.get('content-encoding'), 'gzip');
   }
   // The modules served one by one import each other by their hashed paths, the lazy ones too.
   const cards = (await get(served.module('cards.js')!.path)).text;

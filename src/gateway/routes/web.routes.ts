@@ -30,6 +30,7 @@ import type { Scope } from '../../domain/auth/scopes.ts';
 import { banRefusal, viewerWith, type Principal, type UserRecord } from '../../domain/users.ts';
 import { feedTitle, listingQuery, type AtomListing } from '../atom-feed.ts';
 import type { AppContext, AppState } from '../context.ts';
+import { takesCoding } from '../fresh.ts';
 import { localPath } from '../local-path.ts';
 import { USERNAME_RE } from '../schemas/auth.schemas.ts';
 import { FeedQuery } from '../schemas/community.schemas.ts';
@@ -355,12 +356,11 @@ export const WEB_PATHS: readonly string[] = [...PAGES.map(([path]) => path), '/t
  * cards: ~40 KB, ~8 KB compressed). Brotli at a quality that costs about a millisecond; gzip otherwise.
  */
 function sendCompressed(ctx: AppContext, html: string): void {
-  const accept = ctx.get('accept-encoding');
   ctx.set('Vary', 'Accept-Encoding');
-  if (/\bbr\b/.test(accept)) {
+  if (takesCoding(ctx, 'br')) {
     ctx.set('Content-Encoding', 'br');
     ctx.body = brotliCompressSync(html, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5 } });
-  } else if (/\bgzip\b/.test(accept)) {
+  } else if (takesCoding(ctx, 'gzip')) {
     ctx.set('Content-Encoding', 'gzip');
     ctx.body = gzipSync(html, { level: 6 });
   } else {
@@ -369,16 +369,15 @@ function sendCompressed(ctx: AppContext, html: string): void {
 }
 
 function sendAsset(ctx: AppContext, asset: Asset): void {
-  const accept = ctx.get('accept-encoding');
   const res = ctx.res;
   res.setHeader('Cache-Control', ASSET_CACHE);
   res.setHeader('Vary', 'Accept-Encoding');
   res.setHeader('ETag', asset.etag);
   ctx.type = asset.type;
-  if (/\bbr\b/.test(accept)) {
+  if (takesCoding(ctx, 'br')) {
     res.setHeader('Content-Encoding', 'br');
     ctx.body = asset.br;
-  } else if (/\bgzip\b/.test(accept)) {
+  } else if (takesCoding(ctx, 'gzip')) {
     res.setHeader('Content-Encoding', 'gzip');
     ctx.body = asset.gzip;
   } else {

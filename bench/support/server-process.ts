@@ -49,15 +49,21 @@ export const clockTicks = (): number => {
   return ticks;
 };
 
-export function processCpuMs(pid: number): number {
+/** User and system CPU time used so far by a process (all its threads), ms (NaN off Linux). */
+export function processCpu(pid: number): { userMs: number; sysMs: number } {
   try {
     // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks();
+    return { userMs: (Number(fields[11]) * 1000) / clockTicks(), sysMs: (Number(fields[12]) * 1000) / clockTicks() };
   } catch {
-    return Number.NaN;
+    return { userMs: Number.NaN, sysMs: Number.NaN };
   }
+}
+
+export function processCpuMs(pid: number): number {
+  const { userMs, sysMs } = processCpu(pid);
+  return userMs + sysMs;
 }
 
 export function processMemory(pid: number): { rssMb: number; peakMb: number } | null {

@@ -81,6 +81,7 @@ const scripts = [
   'bench/pipeline.bench.ts',
   'bench/http-uploads.bench.ts',
   'bench/feeds.bench.ts',
+  'bench/feed-processes.bench.ts',
   'bench/gateway.bench.ts',
   'bench/lookup.bench.ts',
   'bench/login-burst.bench.ts',

@@ -1,0 +1,181 @@
+/**
+ * The cached feed page against a Koa hello-world, one fresh app process after another, with a native load
+ * generator (`wrk`, Debian's `wrk` package) so that the client spends little of the two cores. Per app process:
+ * requests/s of the cached page ÷ the hello-world's in the same interleaved rounds (median), and the app's own CPU
+ * per request, user and system apart (/proc, all its threads). bench:feeds measures one process with an undici
+ * client; this one asks whether the figure depends on the process it happened to start.
+ *
+ * It does (bench/README.md, "The cached feed, process by process"): the same build answers the cached page with
+ * ~20 µs of user CPU in some processes and ~29 µs in others, for the process's whole life, and the profile of a
+ * slow one charges the difference to Node's `process.nextTick` (the tick object's literal), which the HTTP server
+ * calls several times per request. `--node-options` passes flags to the app (`--cpu-prof`, for one).
+ *
+ *   npm run bench:feed-processes [-- --db sqlite --processes 6 --rounds 6 --seconds 2]
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
+import { isMain, runAlone, UsageError } from './support/cli.ts';
+import { figure, type Recorder } from './support/report.ts';
+import { rng, seedUploads, seedUsers } from './support/seed.ts';
+import { HELLO_ENTRY, appEnv, processCpu, startServer } from './support/server-process.ts';
+import { quantile } from './support/stats.ts';
+
+export interface FeedProcessesOptions {
+  dbs: DbKind[];
+  processes: number;
+  rounds: number;
+  seconds: number;
+  connections: number;
+  nodeOptions?: string;
+}
+
+interface Run {
+  perSecond: number;
+  /** The server's CPU per request, µs. */
+  user: number;
+  sys: number;
+}
+
+export function wrkAvailable(): boolean {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch (e) {
+    // wrk --version prints its banner and exits 1; only a missing binary is ENOENT.
+    return (e as { code?: string }).code !== 'ENOENT';
+  }
+}
+
+function wrk(pid: number, url: string, opts: FeedProcessesOptions, headers: string[] = []): Run {
+  const before = processCpu(pid);
+  const out = execFileSync(
+    'wrk',
+    ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, ...headers.flatMap((h) => ['-H', h]), url],
+    { encoding: 'utf8' },
+  );
+  const after = processCpu(pid);
+  const done = Number(/(\d+) requests in/.exec(out)?.[1]);
+  if (!done || /Non-2xx or 3xx responses/.test(out)) throw new Error(`wrk ${url}: not every answer was 2xx:\n${out}`);
+  return {
+    perSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
+    user: ((after.userMs - before.userMs) * 1000) / done,
+    sys: ((after.sysMs - before.sysMs) * 1000) / done,
+  };
+}
+
+export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptions): Promise<void> {
+  if (!wrkAvailable()) throw new UsageError('wrk is not installed (apt-get install wrk)');
+  const hello = await startServer({ entry: HELLO_ENTRY, env: {}, logFile: '/dev/null', readyPath: '/' });
+  try {
+    for (const kind of opts.dbs) {
+      const why = kind === 'postgres' ? await postgresUnavailable() : null;
+      if (why) {
+        rec.note(`feed processes on PostgreSQL skipped: ${why}`);
+        continue;
+      }
+      const where = kind === 'sqlite' ? 'SQLite' : 'PostgreSQL + Redis';
+      const bdb = await createBenchDatabase(kind);
+      try {
+        const db = await bdb.open();
+        const users = await seedUsers(db, 1000);
+        await seedUploads(db, { count: 10_000, users, r: rng(7), votes: 100_000, tags: 50 });
+        await db.close();
+        const ratios: number[] = [];
+        const users_: number[] = [];
+        for (let p = 0; p < opts.processes; p++) {
+          const app = await startServer({
+            env: appEnv({
+              ...bdb.env,
+              WORKERS: '1',
+              HUMAN_POLICY: 'off',
+              ...(opts.nodeOptions ? { NODE_OPTIONS: opts.nodeOptions } : {}),
+            }),
+            logFile: path.join(bdb.dataDir, 'server.log'),
+          });
+          try {
+            const page = `${app.url}/api/uploads?page=1&limit=12`;
+            wrk(app.pid, page, { ...opts, seconds: 1 }); // warm-up
+            const perRound: { ratio: number; app: Run; hello: Run }[] = [];
+            for (let r = 0; r < opts.rounds; r++) {
+              const h = wrk(hello.pid, `${hello.url}/`, opts);
+              const a = wrk(app.pid, page, opts);
+              perRound.push({ ratio: a.perSecond / h.perSecond, app: a, hello: h });
+            }
+            const ratio = quantile(
+              perRound.map((x) => x.ratio),
+              0.5,
+            );
+            const user = quantile(
+              perRound.map((x) => x.app.user),
+              0.5,
+            );
+            const sys = quantile(
+              perRound.map((x) => x.app.sys),
+              0.5,
+            );
+            const helloUser = quantile(
+              perRound.map((x) => x.hello.user),
+              0.5,
+            );
+            ratios.push(ratio);
+            users_.push(user);
+            rec.note(
+              `${where}, app process ${p + 1}: cached feed ÷ hello-world ${ratio.toFixed(3)}; app CPU per request ` +
+                `user ${user.toFixed(1)} µs, system ${sys.toFixed(1)} µs (hello-world user ${helloUser.toFixed(1)} µs)`,
+            );
+          } finally {
+            await app.stop();
+          }
+        }
+        rec.add(
+          figure('feed-processes', `${where}: cached feed ÷ hello-world (wrk), per app process`, '×', ratios, {
+            note: `${opts.processes} processes, each the median of ${opts.rounds} rounds of ${opts.seconds} s`,
+          }),
+          figure('feed-processes', `${where}: app user CPU per cached page, per app process`, 'µs', users_),
+        );
+      } finally {
+        await bdb.dispose();
+      }
+    }
+  } finally {
+    await hello.stop();
+  }
+}
+
+if (isMain(import.meta.url)) {
+  await runAlone(
+    'feed-processes',
+    {
+      db: { type: 'string', default: 'sqlite' },
+      processes: { type: 'string', default: '6' },
+      rounds: { type: 'string', default: '6' },
+      seconds: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '8' },
+      'node-options': { type: 'string' },
+    },
+    (rec, v) =>
+      feedProcessesBench(rec, {
+        dbs: String(v.db).split(',') as DbKind[],
+        processes: Number(v.processes),
+        rounds: Number(v.rounds),
+        seconds: Number(v.seconds),
+        connections: Number(v.connections),
+        nodeOptions: v['node-options'] as string | undefined,
+      }),
+    'bench:feed-processes',
+    {
+      summary:
+        'The cached feed page against a Koa hello-world with wrk, one fresh app process after another: per ' +
+        'process the requests/s ratio and the app CPU per request (user and system).',
+      options: {
+        db: 'sqlite, postgres or both, comma-separated',
+        processes: 'app processes started one after another',
+        rounds: 'interleaved rounds per process (hello-world, then the cached page)',
+        seconds: 'seconds per round',
+        connections: 'wrk connections',
+        'node-options': 'NODE_OPTIONS for the app processes (e.g. --cpu-prof --cpu-prof-dir=DIR)',
+      },
+    },
+  );
+}

@@ -47,13 +47,9 @@ export function wrkAvailable(): boolean {
   }
 }
 
-function wrk(pid: number, url: string, opts: FeedProcessesOptions, headers: string[] = []): Run {
+function wrk(pid: number, url: string, opts: FeedProcessesOptions): Run {
   const before = processCpu(pid);
-  const out = execFileSync(
-    'wrk',
-    ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, ...headers.flatMap((h) => ['-H', h]), url],
-    { encoding: 'utf8' },
-  );
+  const out = execFileSync('wrk', ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, url], { encoding: 'utf8' });
   const after = processCpu(pid);
   const done = Number(/(\d+) requests in/.exec(out)?.[1]);
   if (!done || /Non-2xx or 3xx responses/.test(out)) throw new Error(`wrk ${url}: not every answer was 2xx:\n${out}`);
@@ -66,6 +62,10 @@ function wrk(pid: number, url: string, opts: FeedProcessesOptions, headers: stri
 
 export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptions): Promise<void> {
   if (!wrkAvailable()) throw new UsageError('wrk is not installed (apt-get install wrk)');
+  // wrk takes whole seconds only ("-d1.5s" is refused).
+  if (!Number.isInteger(opts.seconds) || opts.seconds < 1) throw new UsageError('--seconds must be a whole number ≥ 1');
+  if (!Number.isInteger(opts.processes) || opts.processes < 1) throw new UsageError('--processes must be ≥ 1');
+  if (!Number.isInteger(opts.rounds) || opts.rounds < 1) throw new UsageError('--rounds must be ≥ 1');
   const hello = await startServer({ entry: HELLO_ENTRY, env: {}, logFile: '/dev/null', readyPath: '/' });
   try {
     for (const kind of opts.dbs) {

@@ -18,7 +18,7 @@ import { createBenchDatabase, postgresUnavailable, type DbKind } from './support
 import { isMain, runAlone, UsageError } from './support/cli.ts';
 import { figure, type Recorder } from './support/report.ts';
 import { rng, seedUploads, seedUsers } from './support/seed.ts';
-import { HELLO_ENTRY, appEnv, processCpu, startServer } from './support/server-process.ts';
+import { HELLO_ENTRY, appEnv, processCpu, startServer, type BenchServer } from './support/server-process.ts';
 import { quantile } from './support/stats.ts';
 
 export interface FeedProcessesOptions {
@@ -60,12 +60,31 @@ function wrk(pid: number, url: string, opts: FeedProcessesOptions): Run {
   };
 }
 
+/** One app process against the hello-world: medians over the interleaved rounds. */
+function measureProcess(app: BenchServer, hello: BenchServer, opts: FeedProcessesOptions) {
+  const page = `${app.url}/api/uploads?page=1&limit=12`;
+  wrk(app.pid, page, { ...opts, seconds: 1 }); // warm-up
+  const rounds = Array.from({ length: opts.rounds }, () => {
+    const h = wrk(hello.pid, `${hello.url}/`, opts);
+    const a = wrk(app.pid, page, opts);
+    return { ratio: a.perSecond / h.perSecond, app: a, hello: h };
+  });
+  const median = (of: (r: (typeof rounds)[number]) => number) => quantile(rounds.map(of), 0.5);
+  return {
+    ratio: median((r) => r.ratio),
+    user: median((r) => r.app.user),
+    sys: median((r) => r.app.sys),
+    helloUser: median((r) => r.hello.user),
+  };
+}
+
 export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptions): Promise<void> {
   if (!wrkAvailable()) throw new UsageError('wrk is not installed (apt-get install wrk)');
   // wrk takes whole seconds only ("-d1.5s" is refused).
   if (!Number.isInteger(opts.seconds) || opts.seconds < 1) throw new UsageError('--seconds must be a whole number ≥ 1');
   if (!Number.isInteger(opts.processes) || opts.processes < 1) throw new UsageError('--processes must be ≥ 1');
   if (!Number.isInteger(opts.rounds) || opts.rounds < 1) throw new UsageError('--rounds must be ≥ 1');
+  if (!Number.isInteger(opts.connections) || opts.connections < 1) throw new UsageError('--connections must be ≥ 1');
   const hello = await startServer({ entry: HELLO_ENTRY, env: {}, logFile: '/dev/null', readyPath: '/' });
   try {
     for (const kind of opts.dbs) {
@@ -82,7 +101,7 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
         await seedUploads(db, { count: 10_000, users, r: rng(7), votes: 100_000, tags: 50 });
         await db.close();
         const ratios: number[] = [];
-        const users_: number[] = [];
+        const userCpu: number[] = [];
         for (let p = 0; p < opts.processes; p++) {
           const app = await startServer({
             env: appEnv({
@@ -94,35 +113,13 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
             logFile: path.join(bdb.dataDir, 'server.log'),
           });
           try {
-            const page = `${app.url}/api/uploads?page=1&limit=12`;
-            wrk(app.pid, page, { ...opts, seconds: 1 }); // warm-up
-            const perRound: { ratio: number; app: Run; hello: Run }[] = [];
-            for (let r = 0; r < opts.rounds; r++) {
-              const h = wrk(hello.pid, `${hello.url}/`, opts);
-              const a = wrk(app.pid, page, opts);
-              perRound.push({ ratio: a.perSecond / h.perSecond, app: a, hello: h });
-            }
-            const ratio = quantile(
-              perRound.map((x) => x.ratio),
-              0.5,
-            );
-            const user = quantile(
-              perRound.map((x) => x.app.user),
-              0.5,
-            );
-            const sys = quantile(
-              perRound.map((x) => x.app.sys),
-              0.5,
-            );
-            const helloUser = quantile(
-              perRound.map((x) => x.hello.user),
-              0.5,
-            );
-            ratios.push(ratio);
-            users_.push(user);
+            const m = measureProcess(app, hello, opts);
+            ratios.push(m.ratio);
+            userCpu.push(m.user);
             rec.note(
-              `${where}, app process ${p + 1}: cached feed ÷ hello-world ${ratio.toFixed(3)}; app CPU per request ` +
-                `user ${user.toFixed(1)} µs, system ${sys.toFixed(1)} µs (hello-world user ${helloUser.toFixed(1)} µs)`,
+              `${where}, app process ${p + 1}: cached feed ÷ hello-world ${m.ratio.toFixed(3)}; ` +
+                `app CPU per request user ${m.user.toFixed(1)} µs, system ${m.sys.toFixed(1)} µs ` +
+                `(hello-world user ${m.helloUser.toFixed(1)} µs)`,
             );
           } finally {
             await app.stop();
@@ -132,7 +129,7 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
           figure('feed-processes', `${where}: cached feed ÷ hello-world (wrk), per app process`, '×', ratios, {
             note: `${opts.processes} processes, each the median of ${opts.rounds} rounds of ${opts.seconds} s`,
           }),
-          figure('feed-processes', `${where}: app user CPU per cached page, per app process`, 'µs', users_),
+          figure('feed-processes', `${where}: app user CPU per cached page, per app process`, 'µs', userCpu),
         );
       } finally {
         await bdb.dispose();

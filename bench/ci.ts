@@ -131,9 +131,9 @@ const CHECKS: Check[] = [
     name: 'uploads during a /metrics flood',
     run: async (rec) =>
       (await import('./metrics-scrape.bench.ts')).metricsScrapeBench(rec, {
-        rounds: 2,
+        rounds: 3,
         scrapers: 64,
-        uploads: 8,
+        uploads: 10,
         megapixels: 1,
         encodings: ['identity'],
       }),

@@ -11,7 +11,7 @@ import {
   pdqCandidateKeys,
   pdqChunkKeys,
   pdqDistance,
-  pdqRadius,
+  pdqRadii,
 } from '../../src/store/similarity/pdq-hamming.ts';
 import { flipPdqBits as flipRandom, lcgRandom, randomPdq } from '../support/hashes.ts';
 
@@ -51,8 +51,11 @@ describe('PDQ multi-index hashing', () => {
     const r = lcgRandom(2);
     const h = randomPdq(r);
     assert.equal(pdqChunkKeys(h).length, 16);
-    assert.equal(pdqRadius(31), 1);
-    assert.equal(pdqRadius(15), 0);
+    assert.deepEqual(pdqRadii(31), Array(16).fill(1));
+    assert.deepEqual(pdqRadii(15), Array(16).fill(0));
+    // 20 = 16 + 4: five chunks within one bit, the other eleven exact (hamming.ts's chunkRadii).
+    assert.deepEqual(pdqRadii(20), [...Array(5).fill(1), ...Array(11).fill(0)]);
+    assert.equal(pdqCandidateKeys(h, 20).length, 5 * 17 + 11);
     const keys = pdqCandidateKeys(h, 31);
     assert.equal(keys.length, 16 * 17);
     for (const k of pdqChunkKeys(h)) assert.ok(keys.includes(k));

@@ -2,19 +2,19 @@
  * A set of perceptual hashes asked "is any of you within d of this hash?" many times: multi-index hashing in
  * memory, over the blocklist's four 16-bit chunks (hamming.ts). Two layouts of the same buckets, as PdqSet's:
  * - `expand` (the hold job's scan: a few thousand entries, a million queries): each hash is filed under every value
- *   within ⌊d/4⌋ flips of each of its chunks (137 per chunk at d = 8), so a query reads four buckets and checks the
- *   distance of the few hashes in them;
+ *   within its chunk's radius (chunkRadii: at d = 8, 137 values for the first chunk and 17 for each other), so a
+ *   query reads four buckets and checks the distance of the few hashes in them;
  * - `probe` (the upload's check: 100k entries, one query per upload): each hash is filed under its own four chunk
- *   values (four postings per entry, ~1 MB at 100k), and a query reads the buckets within ⌊d/4⌋ of its chunks (548
- *   at d = 8), at any distance it asks.
+ *   values (four postings per entry, ~1 MB at 100k), and a query reads the buckets within each chunk's radius of
+ *   its chunks (188 at d = 8; 548 when every chunk was searched within ⌊d/4⌋), at any distance it asks.
  * Buckets are one flat array per chunk (CSR: offsets, then members); the hashes are kept as two 32-bit halves, so a
  * check is two XORs and popcounts, not four string parses (the job's scan checks every stored hash against ~50
  * members: bench/README.md, Blocklist).
  */
-import { BLOCKLIST_CHUNKS, HASH_HEX, neighbourMasks, popcount32 } from '../similarity/hamming.ts';
+import { BLOCKLIST_CHUNKS, HASH_HEX, chunkMasks, neighbourMasks, popcount32 } from '../similarity/hamming.ts';
 
-/** The radius each of the four chunks is searched within at `maxDistance` (pigeonhole: hamming.ts). */
-const radiusOf = (maxDistance: number) => Math.floor(maxDistance / BLOCKLIST_CHUNKS.length);
+/** The masks each of the four chunks is searched with at `maxDistance` (none for a chunk not searched). */
+const masksAt = (maxDistance: number) => chunkMasks(maxDistance, BLOCKLIST_CHUNKS.length);
 
 export class PhashSet {
   readonly #hi: Uint32Array;
@@ -32,8 +32,9 @@ export class PhashSet {
     this.#maxDistance = maxDistance;
     this.#probe = layout === 'probe';
     // Typed arrays only, no array per hash (as PdqSet): the upload's copy of 100k entries is built on the event loop.
-    const masks = neighbourMasks(this.#probe ? 0 : radiusOf(maxDistance));
+    const filed = this.#probe ? null : masksAt(maxDistance);
     for (let c = 0; c < 4; c++) {
+      const masks = filed ? filed[c]! : neighbourMasks(0);
       const half = c < 2 ? this.#hi : this.#lo;
       const shift = c % 2 ? 0 : 16;
       const counts = new Uint32Array(65537);
@@ -64,10 +65,11 @@ export class PhashSet {
     if (maxDistance < 0) return false;
     const hi = parseInt(phash.slice(0, 8), 16);
     const lo = parseInt(phash.slice(8, 16), 16);
-    const masks = neighbourMasks(this.#probe ? radiusOf(maxDistance) : 0);
+    const searched = this.#probe ? masksAt(maxDistance) : null;
     const his = this.#hi;
     const los = this.#lo;
     for (let c = 0; c < 4; c++) {
+      const masks = searched ? searched[c]! : neighbourMasks(0);
       const offsets = this.#offsets[c]!;
       const members = this.#members[c]!;
       // The chunks as chunksOf has them: ph0..ph3, most significant first.

@@ -3,10 +3,10 @@
  *
  * Two layouts: the uploads' three chunks of 22, 21 and 21 bits (columns mih0..mih2), and the blocklist's four of
  * 16 (ph0..ph3, which PhashSet's in-memory buckets also use). Within a distance d, two hashes agree within ⌊d/m⌋
- * bits on at least one of m chunks (pigeonhole), so each chunk is looked up with its neighbourhood of that radius.
- * With three chunks the default d = 4 still needs radius 1 (23 + 22 + 22 lookups, as four chunks need 4 × 17), but
- * each lookup matches N ÷ 2²¹ stored hashes instead of N ÷ 2¹⁶: about 320 candidates at 10M uploads instead of
- * ~10 000 (bench/README.md, "Near-duplicate lookup").
+ * bits on at least one of m chunks (pigeonhole), so each chunk is looked up with its neighbourhood of a radius
+ * (chunkRadii: some chunks one bit less). With three chunks the default d = 4 needs radius 1 on two chunks and 0 on
+ * the third (23 + 22 + 1 lookups), and each lookup matches N ÷ 2²¹ stored hashes instead of N ÷ 2¹⁶: about 220
+ * candidates at 10M uploads instead of ~10 000 (bench/README.md, "Near-duplicate lookup").
  */
 
 export const HASH_HEX = /^[0-9a-f]{16}$/;
@@ -107,16 +107,48 @@ export function neighbourhoodSize(radius: number, bits: number): number {
 }
 
 /**
- * Multi-index hashing: each chunk's neighbourhood of radius ⌊d/m⌋ (see the module comment) — exact, not a filter,
- * for any d; the lists grow with d (neighbourhoodSize).
+ * The radius each of `chunks` chunks is searched within for every match at `maxDistance` (−1: that chunk is not
+ * searched). With d = m·r + a (0 ≤ a < m), a match lies within r bits on one of the first a + 1 chunks or within
+ * r − 1 on one of the others: were the first a + 1 chunks each ≥ r + 1 bits apart and the rest ≥ r, the hashes would
+ * differ by ≥ m·r + a + 1 = d + 1 bits (Norouzi, Punjani and Fleet, "Fast Search in Hamming Space with Multi-Index
+ * Hashing", CVPR 2012, proposition 1). Plain pigeonhole (every chunk within r) probes more for the same answers: at
+ * d = 8 over four 16-bit chunks 4 × 137 = 548 values against 137 + 3 × 17 = 188; at d = 4 over the uploads' three
+ * 67 against 46. When a = m − 1 (PDQ at 31 over 16 chunks) the two agree.
+ */
+export function chunkRadii(maxDistance: number, chunks: number): number[] {
+  if (maxDistance < 0) return Array.from({ length: chunks }, () => -1);
+  const r = Math.floor(maxDistance / chunks);
+  const a = maxDistance - r * chunks;
+  return Array.from({ length: chunks }, (_, i) => (i <= a ? r : r - 1));
+}
+
+const radiusMasks = new Map<string, Int32Array[]>();
+
+/**
+ * Per chunk, the masks its 16-bit buckets are read (or filed) with at `maxDistance`: neighbourMasks of its
+ * chunkRadii radius, none for a chunk not searched. Listed once per distance, for the in-memory sets.
+ */
+export function chunkMasks(maxDistance: number, chunks: number): Int32Array[] {
+  const key = `${maxDistance}/${chunks}`;
+  let m = radiusMasks.get(key);
+  if (!m) {
+    const radii = chunkRadii(maxDistance, chunks);
+    radiusMasks.set(key, (m = radii.map((r) => (r < 0 ? new Int32Array(0) : neighbourMasks(r)))));
+  }
+  return m;
+}
+
+/**
+ * Multi-index hashing: each chunk's neighbourhood of its radius (chunkRadii; empty for a chunk not searched) —
+ * exact, not a filter, for any d; the lists grow with d (neighbourhoodSize).
  */
 export function chunkCandidates(hex: string, maxDistance: number, layout: ChunkLayout = BLOCKLIST_CHUNKS): number[][] {
-  const radius = Math.floor(maxDistance / layout.length);
-  return chunksOf(hex, layout).map((c, i) => neighbours(c, radius, layout[i]));
+  const radii = chunkRadii(maxDistance, layout.length);
+  return chunksOf(hex, layout).map((c, i) => (radii[i]! < 0 ? [] : neighbours(c, radii[i]!, layout[i])));
 }
 
 /** The number of values chunkCandidates would list for a distance: what a lookup probes. */
 export function candidateCount(maxDistance: number, layout: ChunkLayout): number {
-  const radius = Math.floor(maxDistance / layout.length);
-  return layout.reduce((sum, bits) => sum + neighbourhoodSize(radius, bits), 0);
+  const radii = chunkRadii(maxDistance, layout.length);
+  return layout.reduce((sum, bits, i) => sum + neighbourhoodSize(radii[i]!, bits), 0);
 }

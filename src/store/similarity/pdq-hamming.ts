@@ -2,13 +2,14 @@
  * PDQ hashes (256 bits as 64 lowercase hex characters, as python-threatexchange writes them): their Hamming
  * distance, and multi-index hashing over sixteen 16-bit chunks. Two hashes within distance d differ by at most
  * ⌊d/16⌋ bits on at least one chunk (pigeonhole: sixteen chunks each ≥ ⌊d/16⌋ + 1 apart sum to more than d), so
- * looking up each chunk's values within that radius finds every match — exact, not a filter. At d = 31 that is the
+ * looking up each chunk's values within that radius finds every match — exact, not a filter (under 31, some chunks
+ * one bit less unless d mod 16 = 15: hamming.ts's chunkRadii). At d = 31 that is the
  * chunk's value and its 16 one-bit neighbours: 16 × 17 = 272 keys, each naming ~100k × 16 / 65 536 ≈ 25 entries
  * spread over 272 keys ≈ 420 candidates at 100k uniformly random entries (python-threatexchange's PDQ index and
  * HMA use the same scheme through faiss's binary multi-index hashing; 8-bit chunks would give ~12 500 candidates).
  * A key is `position × 65 536 + value`: one integer column, one index.
  */
-import { neighbourMasks, neighbours, popcount32 } from './hamming.ts';
+import { chunkMasks, chunkRadii, neighbourMasks, neighbours, popcount32 } from './hamming.ts';
 
 export const PDQ_HEX = /^[0-9a-f]{64}$/;
 export const PDQ_CHUNKS = 16;
@@ -66,13 +67,19 @@ export function pdqChunkKeys(hex: string): number[] {
   return pdqChunks(hex).map((v, i) => i * 65536 + v);
 }
 
-/** The radius each chunk is searched within for matches at `maxDistance`. */
-export const pdqRadius = (maxDistance: number): number => Math.floor(maxDistance / PDQ_CHUNKS);
+/**
+ * The radius each chunk is searched within for matches at `maxDistance` (hamming.ts's chunkRadii: −1 for a chunk not
+ * searched). At 31 every chunk within one bit; at 20 five chunks within one bit and eleven exactly (96 keys, not 272).
+ */
+export const pdqRadii = (maxDistance: number): number[] => chunkRadii(maxDistance, PDQ_CHUNKS);
+
+/** The masks each chunk is searched with at `maxDistance` (none for a chunk not searched). */
+const pdqMasks = (maxDistance: number) => chunkMasks(maxDistance, PDQ_CHUNKS);
 
 /** The keys to look up for the hashes within `maxDistance` of `hex` (272 at distance 31). */
 export function pdqCandidateKeys(hex: string, maxDistance: number): number[] {
-  const radius = pdqRadius(maxDistance);
-  return pdqChunks(hex).flatMap((v, i) => neighbours(v, radius).map((n) => i * 65536 + n));
+  const radii = pdqRadii(maxDistance);
+  return pdqChunks(hex).flatMap((v, i) => (radii[i]! < 0 ? [] : neighbours(v, radii[i]!).map((n) => i * 65536 + n)));
 }
 
 /**
@@ -99,9 +106,10 @@ export class PdqSet {
     hashes.forEach((h, i) => writePdqWords(h, this.#words, i * 8));
     // Typed arrays only, no array per hash: 300k entries build in tens of milliseconds, not seconds (the hold job
     // and the upload's cache build this on the event loop). A chunk's neighbours are its value XOR these masks.
-    const masks = neighbourMasks(this.#probe ? 0 : pdqRadius(maxDistance));
+    const filed = this.#probe ? null : pdqMasks(maxDistance);
     const words = this.#words;
     for (let c = 0; c < PDQ_CHUNKS; c++) {
+      const masks = filed ? filed[c]! : neighbourMasks(0);
       const at = c >> 1;
       const shift = c & 1 ? 0 : 16;
       const counts = new Uint32Array(65537);
@@ -134,8 +142,9 @@ export class PdqSet {
       throw new Error(`this set answers within ${this.#maxDistance} bits only, not ${maxDistance}`);
     const q = pdqWords(hex);
     if (maxDistance < 0) return false;
-    const masks = neighbourMasks(this.#probe ? pdqRadius(maxDistance) : 0);
+    const searched = this.#probe ? pdqMasks(maxDistance) : null;
     for (let c = 0; c < PDQ_CHUNKS; c++) {
+      const masks = searched ? searched[c]! : neighbourMasks(0);
       const offsets = this.#offsets[c]!;
       const members = this.#members[c]!;
       const chunk = (q[c >> 1]! >>> (c & 1 ? 0 : 16)) & 0xffff;

@@ -68,9 +68,9 @@ const CHUNKED = {
 
 /**
  * Past this many chunk values to look up, a lookup reads every hashed row instead: exact either way, and one scan is
- * cheaper than a statement of a hundred thousand literals. The defaults probe 67 values (d = 4 on uploads) and 548
- * (d = 8 on the blocklist); uploads scan from d = 15 (NEAR_DUPLICATE_DISTANCE allows 32), the blocklist never
- * (BLOCKLIST_DISTANCE ≤ 16: 10 068 values).
+ * cheaper than a statement of a hundred thousand literals. The defaults probe 46 values (d = 4 on uploads) and 188
+ * (d = 8 on the blocklist: chunkRadii); uploads scan from d = 15 (NEAR_DUPLICATE_DISTANCE allows 32), the blocklist
+ * never (BLOCKLIST_DISTANCE ≤ 16: 4 608 values).
  */
 export const MAX_CHUNK_PROBES = 32_768;
 
@@ -102,12 +102,14 @@ export function nearRows(
     params ? sql`= any(${sql.val(values)}::int[])` : sql`in (${sql.join(values.map((v) => sql.lit(v)))})`;
   const filter = opts.filter ? sql`and ${opts.filter}` : sql``;
   const select = sql`select u.id as id, u.created_at as created_at, ${distance} as distance from ${sql.table(table)} u`;
+  // A chunk chunkRadii does not search has no values: no lookup (and at a negative distance, none at all).
   const parts =
     candidateCount(maxDistance, layout) > MAX_CHUNK_PROBES
       ? [sql`${select} where u.phash is not null ${filter}`]
-      : chunkCandidates(phash, maxDistance, layout).map(
-          (values, i) => sql`${select} where u.${sql.ref(columns[i]!)} ${among(values)} ${filter}`,
+      : chunkCandidates(phash, maxDistance, layout).flatMap((values, i) =>
+          values.length ? [sql`${select} where u.${sql.ref(columns[i]!)} ${among(values)} ${filter}`] : [],
         );
+  if (!parts.length) parts.push(sql`${select} where false`);
   return sql<{ id: string; distance: number }>`
     select id, distance from (${sql.join(parts, sql` union all `)}) m
     where distance <= ${maxDistance}

@@ -17,7 +17,13 @@ import { randomUUID } from 'node:crypto';
 import { openDatabase, type Database } from '../src/store/database.ts';
 import type { DB } from '../src/store/database-types.ts';
 import { postgresDialect, sqliteDialect } from '../src/store/dialect.ts';
-import { multiIndexHashing, sqliteVecIndex, type NearMatch } from '../src/store/similarity/similarity-index.ts';
+import {
+  multiIndexHashing,
+  nearRows,
+  sqliteVecIndex,
+  type NearMatch,
+} from '../src/store/similarity/similarity-index.ts';
+import { visibleTo } from '../src/store/upload-rows.ts';
 import type { Viewer } from '../src/domain/uploads/upload.types.ts';
 import { createBenchDatabase, postgresUnavailable, type DbKind } from './support/bench-database.ts';
 import { isMain, numbers, runAlone } from './support/cli.ts';
@@ -127,6 +133,8 @@ async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupO
       p % 2 === 0 ? flipBits(hashes[Math.floor(r() * size)]!, 1 + ((p / 2) % MAX_DISTANCE), r) : randomHash(r),
     );
     await agree(rec, `${kind} at ${size}`, find, probes.slice(0, CHECKED), db, viewer);
+    if (kind === 'postgres')
+      rec.add(buffersFigure(`${kind} ${label(size)}`, await checkBuffers(db, probes.slice(0, CHECKED), viewer)));
     const timed =
       size > (opts.timeYardstickUpTo ?? Infinity)
         ? Object.fromEntries(Object.entries(find).filter(([name]) => name !== YARDSTICK[kind]))
@@ -149,6 +157,28 @@ async function lookupOn(rec: Recorder, db: Database, kind: DbKind, opts: LookupO
     }
   }
 }
+
+/**
+ * Per probe, the shared buffers (hit or read) `EXPLAIN (ANALYZE, BUFFERS)` counts for the app's near-duplicate check on
+ * PostgreSQL (multiIndexHashing's statement, unprepared): a count, not a time, so growth shows through the noise.
+ */
+async function checkBuffers(db: Database, probes: string[], viewer: Viewer): Promise<number[]> {
+  return mapLimit(probes, 1, async (phash) => {
+    const query = nearRows(postgresDialect, 'uploads', phash, MAX_DISTANCE, {
+      filter: visibleTo(postgresDialect, viewer),
+      limit: 1,
+    });
+    const { rows } = await sql<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>`
+      explain (analyze, buffers, format json) ${query}`.execute(db.db());
+    const plan = rows[0]!['QUERY PLAN'][0]!.Plan;
+    return (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+  });
+}
+
+const buffersFigure = (where: string, blocks: number[]) =>
+  figure('lookup', `${where}: multi-index hashing, buffers per check (p50)`, 'blocks', quantile(blocks, 0.5), {
+    note: `EXPLAIN (ANALYZE, BUFFERS) of ${blocks.length} probes`,
+  });
 
 /** Warms the caches and checks that every method finds the same match; returns the first method's answers. */
 async function agree(
@@ -245,6 +275,7 @@ export async function lookupExisting(rec: Recorder, urls: string[], o: { probes:
       const note = `${x.probes.length} probes per round, every other one 1–${MAX_DISTANCE} bits from a stored hash`;
       rec.add(figure('lookup', `postgres ${label(x.size)}: multi-index hashing p50`, 'ms', x.p50, { note }));
       rec.add(figure('lookup', `postgres ${label(x.size)}: multi-index hashing p95`, 'ms', x.p95));
+      rec.add(buffersFigure(`postgres ${label(x.size)}`, await checkBuffers(x.db, x.probes.slice(0, CHECKED), viewer)));
     }
   } finally {
     for (const db of dbs) await db.close();

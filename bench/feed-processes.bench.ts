@@ -8,7 +8,8 @@
  * It does (bench/README.md, "The cached feed, process by process"): the same build answers the cached page with
  * ~20 µs of user CPU in some processes and ~29 µs in others, for the process's whole life, and the profile of a
  * slow one charges the difference to Node's `process.nextTick` (the tick object's literal), which the HTTP server
- * calls several times per request. `--node-options` passes flags to the app (`--cpu-prof`, for one).
+ * calls several times per request: its stores had gone megamorphic during start-up, which src/tick-objects.ts now
+ * prevents. `--node-options` passes flags to the app (`--cpu-prof`, for one).
  *
  *   npm run bench:feed-processes [-- --db sqlite --processes 6 --rounds 6 --seconds 2]
  */

@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './logger.ts';
+import { settleTickObjects } from './tick-objects.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import { AuthService } from './domain/auth/auth.service.ts';
 import { createJwtIssuer } from './domain/auth/jwt.ts';
@@ -835,6 +836,8 @@ function routes(
 
 /** `npm start`: one gateway process, or PROCESSES of them sharing the port (node:cluster). */
 async function main(): Promise<void> {
+  // Before any of the app's own ticks: keeps process.nextTick's stores monomorphic (tick-objects.ts).
+  await settleTickObjects();
   const config = loadConfig();
   if (config.processes > 1 && cluster.isPrimary) {
     await runPrimary(config);

@@ -115,47 +115,53 @@ describe('the lookups built on it find every match and nothing further', () => {
       );
     });
 
-  test('PhashSet in both layouts: a match within d is found, the same hash one flip further is not', () => {
-    fc.assert(
-      fc.property(
-        hashOf(64),
-        fc.integer({ min: 0, max: 16 }).chain((d) => fc.tuple(fc.constant(d), split(4, d))),
-        fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
-        (q, [d, counts], pick) => {
-          const query = hex(q, 64);
-          const near = hex(flipped(q, BLOCKLIST_CHUNKS, counts, pick), 64);
-          const at = hammingHex(near, query);
-          assert.equal(new PhashSet([near], 0, 'probe').matches(query, d), true, `d=${d} split ${counts}`);
-          assert.equal(new PhashSet([near], d).matches(query), true, `expand d=${d} split ${counts}`);
-          // The exact distance is the boundary: one bit less must refuse it.
-          assert.equal(new PhashSet([near], 0, 'probe').matches(query, at - 1), false);
-          if (at > 0) assert.equal(new PhashSet([near], at - 1).matches(query), false);
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
+  // The two in-memory sets, each in both layouts: a match within d is found, and at its exact distance minus one
+  // bit (the boundary) refused.
+  for (const set of [
+    { name: 'PhashSet', bits: 64, chunks: BLOCKLIST_CHUNKS, maxD: 16, runs: 300, make: PhashSet, dist: hammingHex },
+    {
+      name: 'PdqSet',
+      bits: 256,
+      chunks: Array<number>(16).fill(16),
+      maxD: 40,
+      runs: 200,
+      make: PdqSet,
+      dist: pdqDistance,
+    },
+  ])
+    test(`${set.name} in both layouts: a match within d is found, and refused one bit under its distance`, () => {
+      fc.assert(
+        fc.property(
+          hashOf(set.bits),
+          fc.integer({ min: 0, max: set.maxD }).chain((d) => fc.tuple(fc.constant(d), split(set.chunks.length, d))),
+          fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
+          (q, [d, counts], pick) => {
+            const query = hex(q, set.bits);
+            const near = hex(flipped(q, set.chunks, counts, pick), set.bits);
+            const at = set.dist(near, query);
+            assert.ok(at <= d);
+            assert.equal(new set.make([near], 0, 'probe').matches(query, d), true, `d=${d} split ${counts}`);
+            assert.equal(new set.make([near], d).matches(query), true, `expand d=${d} split ${counts}`);
+            assert.equal(new set.make([near], 0, 'probe').matches(query, at - 1), false);
+            if (at > 0) assert.equal(new set.make([near], at - 1).matches(query), false);
+          },
+        ),
+        { numRuns: set.runs },
+      );
+    });
 
-  test('PdqSet in both layouts and the SQL keys: a match within d is found, one flip further is not', () => {
-    const pdqChunks = Array<number>(16).fill(16);
+  test('the PDQ keys the SQL lookup reads: a match within d shares one with the stored entry', () => {
     fc.assert(
       fc.property(
         hashOf(256),
         fc.integer({ min: 0, max: 40 }).chain((d) => fc.tuple(fc.constant(d), split(16, d))),
         fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
         (q, [d, counts], pick) => {
-          const query = hex(q, 256);
-          const near = hex(flipped(q, pdqChunks, counts, pick), 256);
-          const at = pdqDistance(near, query);
-          assert.ok(at <= d);
-          assert.equal(new PdqSet([near], 0, 'probe').matches(query, d), true, `d=${d} split ${counts}`);
-          assert.equal(new PdqSet([near], d).matches(query), true, `expand d=${d}`);
-          const stored = new Set(pdqChunkKeys(near));
+          const stored = new Set(pdqChunkKeys(hex(flipped(q, Array<number>(16).fill(16), counts, pick), 256)));
           assert.ok(
-            pdqCandidateKeys(query, d).some((k) => stored.has(k)),
-            `SQL keys d=${d} split ${counts}`,
+            pdqCandidateKeys(hex(q, 256), d).some((k) => stored.has(k)),
+            `d=${d} split ${counts}`,
           );
-          assert.equal(new PdqSet([near], 0, 'probe').matches(query, at - 1), false);
         },
       ),
       { numRuns: 200 },

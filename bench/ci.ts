@@ -9,7 +9,8 @@
  *   ThumbHash CPU ÷ encoding the three variants of the same 2 MP images           ≤ 0.015
  *   near-duplicate lookup at 100k hashes on PostgreSQL ÷ a full scan (p50)       ≤ 0.1
  *   blocklist check (100k entries: SHA-256, pHash, PDQ) ÷ a primary-key lookup (p50)  ≤ 5 (issue 48)
- *   cached feed page ÷ a Koa hello-world (requests/s), SQLite and PostgreSQL+Redis ≥ 0.35 (goal 0.75, issue 48)
+ *   cached feed page ÷ a Koa hello-world (requests/s, wrk), per app process, SQLite and PostgreSQL+Redis ≥ 0.65
+ *     (goal 0.75, issue 48)
  *   Koa sending the same bytes ÷ a cached feed read, CPU in process (no sockets)  ≥ 0.55
  *   Koa hello-world ÷ a cached feed read, CPU in process                         ≥ 0.6 (issue 48: the goal)
  *     (and a cost line per middleware, reported: bench/gateway.bench.ts)
@@ -104,16 +105,17 @@ const CHECKS: Check[] = [
         ci: true,
       }),
   })),
+  // Per fresh app process, with wrk (Debian's, .ci/run installs it): the undici client of bench:feeds took so much of
+  // the two cores that its ratio said more of the client than of the gateway (0.35 was the floor it allowed).
   {
     name: 'cached feed vs hello-world',
     run: async (rec) =>
-      (await import('./feeds.bench.ts')).feedsBench(rec, {
+      (await import('./feed-processes.bench.ts')).feedProcessesBench(rec, {
         dbs: ['sqlite', 'postgres'],
+        processes: 3,
         rounds: 3,
-        seconds: 1.5,
+        seconds: 1,
         connections: 8,
-        cachedOnly: true,
-        at100k: false,
       }),
   },
   // 16 logins already keep libuv's 4 threads busy; 50 (bench:login-burst) take longer to drain between rounds.

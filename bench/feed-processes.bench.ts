@@ -21,6 +21,7 @@ import { figure, type Recorder } from './support/report.ts';
 import { rng, seedUploads, seedUsers } from './support/seed.ts';
 import { HELLO_ENTRY, appEnv, processCpu, startServer, type BenchServer } from './support/server-process.ts';
 import { quantile } from './support/stats.ts';
+import { TARGETS } from './support/targets.ts';
 
 export interface FeedProcessesOptions {
   dbs: DbKind[];
@@ -128,6 +129,7 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
         }
         rec.add(
           figure('feed-processes', `${where}: cached feed ÷ hello-world (wrk), per app process`, '×', ratios, {
+            target: TARGETS.cachedFeedPerProcess,
             note: `${opts.processes} processes, each the median of ${opts.rounds} rounds of ${opts.seconds} s`,
           }),
           figure('feed-processes', `${where}: app user CPU per cached page, per app process`, 'µs', userCpu),

@@ -64,9 +64,22 @@ export const TARGETS = {
    * load ~2, against feb8f09 alternated): SQLite 0.59/0.68 → 0.68/0.67, PostgreSQL + Redis 0.58/0.64 → 0.62/0.65.
    * A floor of 0.45 was tried: the next fresh-clone .ci/run (2026-11-30 02:15Z, a host ~2× slower per core, hello-world
    * at 13.8k requests/s) measured SQLite 0.468 (rounds 0.462–0.689), PostgreSQL + Redis 0.589: too near to guard
-   * anything but noise. CI fails below 0.35; the in-process floors (0.770 and 0.712 in that run) guard the chain.
+   * anything but noise. CI failed below 0.35; the in-process floors (0.770 and 0.712 in that run) guard the chain.
+   * Since 2026-11-30 (stop 62) only reported, by bench:feeds: bench:ci guards cachedFeedPerProcess below instead.
    */
-  cachedFeedVsHello: atLeast(0.35, 'ci', 0.75),
+  cachedFeedVsHello: atLeast(0.75),
+  /**
+   * The same ratio per app process with wrk (bench/feed-processes.bench.ts: a C load generator, so the client's share
+   * of the two cores no longer decides it; the median over fresh app processes, each the median of its rounds), on
+   * SQLite and on PostgreSQL + Redis: the issue-48 goal 0.75. It replaced the undici measure above as bench:ci's guard
+   * (2026-11-30, stop 62): two runs of bench:ci's settings (3 processes × 3 rounds of 1 s) on a quiet 2-core VM gave
+   * SQLite 0.733 and 0.751 (processes 0.718–0.988), PostgreSQL + Redis 0.829 and 0.797 (0.691–0.842). The regressions
+   * it is there for: the megamorphic nextTick of stop 61 (0.55–0.58 per process with 6 processes × 5 rounds of 2 s;
+   * with src/main.ts's settleTickObjects() call taken out, these settings measured 0.644, processes 0.626–0.724: the
+   * floor fails it), a cached read that goes back to the database (~0.3). CI fails below 0.65; bench:ci's own run the
+   * same day said 0.797 and 0.766.
+   */
+  cachedFeedPerProcess: atLeast(0.65, 'ci', 0.75),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
    * what the middleware chain costs, measured without the network's noise. It was 0.44 when a floor was first set

@@ -1,8 +1,9 @@
 /**
  * The cached feed page against a Koa hello-world, one fresh app process after another, with a native load
  * generator (`wrk`, Debian's `wrk` package) so that the client spends little of the two cores. Per app process:
- * requests/s of the cached page ÷ the hello-world's in the same interleaved rounds (median), and the app's own CPU
- * per request, user and system apart (/proc, all its threads). bench:feeds measures one process with an undici
+ * requests/s of the cached page ÷ the hello-world's in the same interleaved rounds (median), the same Koa sending a
+ * body of the page's size ÷ its hello-world (what the page's bytes alone leave), and the app's own CPU per request,
+ * user and system apart (/proc, all its threads). bench:feeds measures one process with an undici
  * client; this one asks whether the figure depends on the process it happened to start.
  *
  * It does (bench/README.md, "The cached feed, process by process"): the same build answers the cached page with
@@ -62,18 +63,31 @@ function wrk(pid: number, url: string, opts: FeedProcessesOptions): Run {
   };
 }
 
-/** One app process against the hello-world: medians over the interleaved rounds. */
-function measureProcess(app: BenchServer, hello: BenchServer, opts: FeedProcessesOptions) {
+/**
+ * One app process against the hello-world, and against Koa sending a body of the page's size (the hello-world's
+ * `?bytes=N`: what the page's bytes alone cost a bare Koa): medians over the interleaved rounds.
+ */
+async function measureProcess(app: BenchServer, hello: BenchServer, opts: FeedProcessesOptions, warmed: Set<string>) {
   const page = `${app.url}/api/uploads?page=1&limit=12`;
-  wrk(app.pid, page, { ...opts, seconds: 1 }); // warm-up
+  const bytes = (await (await fetch(page)).arrayBuffer()).byteLength;
+  // Warm-ups: the app process's page, and the hello-world's two answers the first time they are asked.
+  for (const url of [`${hello.url}/`, `${hello.url}/?bytes=${bytes}`])
+    if (!warmed.has(url)) {
+      warmed.add(url);
+      wrk(hello.pid, url, { ...opts, seconds: 1 });
+    }
+  wrk(app.pid, page, { ...opts, seconds: 1 });
   const rounds = Array.from({ length: opts.rounds }, () => {
     const h = wrk(hello.pid, `${hello.url}/`, opts);
+    const same = wrk(hello.pid, `${hello.url}/?bytes=${bytes}`, opts);
     const a = wrk(app.pid, page, opts);
-    return { ratio: a.perSecond / h.perSecond, app: a, hello: h };
+    return { ratio: a.perSecond / h.perSecond, sameBytes: same.perSecond / h.perSecond, app: a, hello: h };
   });
   const median = (of: (r: (typeof rounds)[number]) => number) => quantile(rounds.map(of), 0.5);
   return {
+    bytes,
     ratio: median((r) => r.ratio),
+    sameBytes: median((r) => r.sameBytes),
     user: median((r) => r.app.user),
     sys: median((r) => r.app.sys),
     helloUser: median((r) => r.hello.user),
@@ -88,6 +102,7 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
   if (!Number.isInteger(opts.rounds) || opts.rounds < 1) throw new UsageError('--rounds must be ≥ 1');
   if (!Number.isInteger(opts.connections) || opts.connections < 1) throw new UsageError('--connections must be ≥ 1');
   const hello = await startServer({ entry: HELLO_ENTRY, env: {}, logFile: '/dev/null', readyPath: '/' });
+  const warmed = new Set<string>();
   try {
     for (const kind of opts.dbs) {
       const why = kind === 'postgres' ? await postgresUnavailable() : null;
@@ -103,7 +118,9 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
         await seedUploads(db, { count: 10_000, users, r: rng(7), votes: 100_000, tags: 50 });
         await db.close();
         const ratios: number[] = [];
+        const sameBytes: number[] = [];
         const userCpu: number[] = [];
+        let bytes = 0;
         for (let p = 0; p < opts.processes; p++) {
           const app = await startServer({
             env: appEnv({
@@ -115,11 +132,14 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
             logFile: path.join(bdb.dataDir, 'server.log'),
           });
           try {
-            const m = measureProcess(app, hello, opts);
+            const m = await measureProcess(app, hello, opts, warmed);
             ratios.push(m.ratio);
+            sameBytes.push(m.sameBytes);
             userCpu.push(m.user);
+            bytes = m.bytes;
             rec.note(
-              `${where}, app process ${p + 1}: cached feed ÷ hello-world ${m.ratio.toFixed(3)}; ` +
+              `${where}, app process ${p + 1}: cached feed ÷ hello-world ${m.ratio.toFixed(3)} ` +
+                `(Koa sending its ${m.bytes} bytes ${m.sameBytes.toFixed(3)}); ` +
                 `app CPU per request user ${m.user.toFixed(1)} µs, system ${m.sys.toFixed(1)} µs ` +
                 `(hello-world user ${m.helloUser.toFixed(1)} µs)`,
             );
@@ -132,6 +152,16 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
             target: TARGETS.cachedFeedPerProcess,
             note: `${opts.processes} processes, each the median of ${opts.rounds} rounds of ${opts.seconds} s`,
           }),
+          figure('feed-processes', `${where}: Koa sending the page's bytes ÷ hello-world (wrk)`, '×', sameBytes, {
+            note: `a body of ${bytes} bytes, as the page: what its size alone leaves of hello-world's throughput`,
+          }),
+          figure(
+            'feed-processes',
+            `${where}: cached feed ÷ Koa sending the same bytes (wrk)`,
+            '×',
+            ratios.map((r, i) => r / sameBytes[i]!),
+            { note: "what the gateway's own work costs over a bare Koa answer of the same size" },
+          ),
           figure('feed-processes', `${where}: app user CPU per cached page, per app process`, 'µs', userCpu),
         );
       } finally {

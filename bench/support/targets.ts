@@ -76,10 +76,14 @@ export const TARGETS = {
    * SQLite 0.733 and 0.751 (processes 0.718–0.988), PostgreSQL + Redis 0.829 and 0.797 (0.691–0.842). The regressions
    * it is there for: the megamorphic nextTick of stop 61 (0.55–0.58 per process with 6 processes × 5 rounds of 2 s;
    * with src/main.ts's settleTickObjects() call taken out, these settings measured 0.644, processes 0.626–0.724: the
-   * floor fails it), a cached read that goes back to the database (~0.3). CI fails below 0.65; bench:ci's own run the
-   * same day said 0.797 and 0.766.
+   * floor of 0.65 failed it), a cached read that goes back to the database (~0.3). bench:ci's own run the same day said
+   * 0.797 and 0.766; but the fresh-clone .ci/run of that afternoon, on a host ~1.5× slower per request (hello-world
+   * at 23–28 µs of user CPU, npm test 960 s), measured SQLite 0.661 (processes 0.646–0.741) and PostgreSQL + Redis
+   * 0.734 (0.526–0.766): a floor of 0.65 would fail such a host now and then on noise. CI fails below 0.6. That still
+   * fails a cached read gone back to the database, and the megamorphic nextTick wherever the host is slow enough to
+   * fail the fixed build near 0.65; on a quiet host (0.644) it does not. A floor is a trade between the two.
    */
-  cachedFeedPerProcess: atLeast(0.65, 'ci', 0.75),
+  cachedFeedPerProcess: atLeast(0.6, 'ci', 0.75),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
    * what the middleware chain costs, measured without the network's noise. It was 0.44 when a floor was first set

@@ -69,7 +69,11 @@ function wrk(pid: number, url: string, opts: FeedProcessesOptions): Run {
  */
 async function measureProcess(app: BenchServer, hello: BenchServer, opts: FeedProcessesOptions, warmed: Set<string>) {
   const page = `${app.url}/api/uploads?page=1&limit=12`;
-  const bytes = (await (await fetch(page)).arrayBuffer()).byteLength;
+  // As wrk asks for it: no Accept-Encoding, so the page's own bytes (fetch would take gzip and inflate it).
+  const bytes = Number(
+    (await fetch(page, { headers: { 'accept-encoding': 'identity' } })).headers.get('content-length'),
+  );
+  if (!bytes) throw new Error(`${page}: no Content-Length on the cached page`);
   // Warm-ups: the app process's page, and the hello-world's two answers the first time they are asked.
   for (const url of [`${hello.url}/`, `${hello.url}/?bytes=${bytes}`])
     if (!warmed.has(url)) {
@@ -157,7 +161,7 @@ export async function feedProcessesBench(rec: Recorder, opts: FeedProcessesOptio
           }),
           figure(
             'feed-processes',
-            `${where}: cached feed ÷ Koa sending the same bytes (wrk)`,
+            `${where}: cached feed ÷ Koa serving the same bytes (wrk)`,
             '×',
             ratios.map((r, i) => r / sameBytes[i]!),
             { note: "what the gateway's own work costs over a bare Koa answer of the same size" },
@@ -197,7 +201,8 @@ if (isMain(import.meta.url)) {
     {
       summary:
         'The cached feed page against a Koa hello-world with wrk, one fresh app process after another: per ' +
-        'process the requests/s ratio and the app CPU per request (user and system).',
+        "process the requests/s ratio, the same Koa serving a body of the page's size, and the app CPU per " +
+        'request (user and system).',
       options: {
         db: 'sqlite, postgres or both, comma-separated',
         processes: 'app processes started one after another',

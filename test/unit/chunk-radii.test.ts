@@ -20,7 +20,16 @@ import {
   type ChunkLayout,
 } from '../../src/store/similarity/hamming.ts';
 import { PhashSet } from '../../src/store/moderation/phash-set.ts';
-import { PdqSet, pdqCandidateKeys, pdqChunkKeys, pdqDistance } from '../../src/store/similarity/pdq-hamming.ts';
+import {
+  PDQ_CHUNKS,
+  PdqSet,
+  pdqCandidateKeys,
+  pdqChunkKeys,
+  pdqDistance,
+} from '../../src/store/similarity/pdq-hamming.ts';
+
+/** PDQ's layout as chunkRadii sees it: sixteen 16-bit chunks. */
+const PDQ_LAYOUT = Array<number>(PDQ_CHUNKS).fill(16);
 
 /** Per chunk, how many of up to `maxUnits` flips land in it: every split of the flips over the chunks can come out. */
 const split = (chunks: number, maxUnits: number) =>
@@ -122,7 +131,7 @@ describe('the lookups built on it find every match and nothing further', () => {
     {
       name: 'PdqSet',
       bits: 256,
-      chunks: Array<number>(16).fill(16),
+      chunks: PDQ_LAYOUT,
       maxD: 40,
       runs: 200,
       make: PdqSet,
@@ -157,7 +166,7 @@ describe('the lookups built on it find every match and nothing further', () => {
         fc.integer({ min: 0, max: 40 }).chain((d) => fc.tuple(fc.constant(d), split(16, d))),
         fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
         (q, [d, counts], pick) => {
-          const stored = new Set(pdqChunkKeys(hex(flipped(q, Array<number>(16).fill(16), counts, pick), 256)));
+          const stored = new Set(pdqChunkKeys(hex(flipped(q, PDQ_LAYOUT, counts, pick), 256)));
           assert.ok(
             pdqCandidateKeys(hex(q, 256), d).some((k) => stored.has(k)),
             `d=${d} split ${counts}`,

@@ -206,7 +206,7 @@ if (isMain(import.meta.url)) {
       options: {
         db: 'sqlite, postgres or both, comma-separated',
         processes: 'app processes started one after another',
-        rounds: 'interleaved rounds per process (hello-world, then the cached page)',
+        rounds: "interleaved rounds per process (hello-world, Koa sending the page's bytes, then the cached page)",
         seconds: 'seconds per round',
         connections: 'wrk connections',
         'node-options': 'NODE_OPTIONS for the app processes (e.g. --cpu-prof --cpu-prof-dir=DIR)',

@@ -25,6 +25,7 @@ import { M026VoteFacts } from './m026-vote-facts.ts';
 import { M027UserStats } from './m027-user-stats.ts';
 import { M028ResumableUploads } from './m028-resumable-uploads.ts';
 import { M029Provenance } from './m029-provenance.ts';
+import { M030TagLinkDistinct } from './m030-tag-link-distinct.ts';
 
 /** Every migration, in order. Listed explicitly (no file globbing) so they run the same from src/ and dist/. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   M027UserStats,
   M028ResumableUploads,
   M029Provenance,
+  M030TagLinkDistinct,
 ];

@@ -15,12 +15,13 @@
  * listings (goal < 50 ms), its p99 ÷ the same while they ask for a cached page (bench:ci's guard), and how many of
  * those answers were not 200 (`--no-http` skips it; `--health-rounds` sets how many rounds of both).
  *
- *   npm run bench:scale [-- --db sqlite,postgres --small 12k --large 1m --probes 300 --health-rounds 3 --no-http]
+ *   npm run bench:scale [-- --db sqlite,postgres --small 12k --large 1m --probes 1000 --health-rounds 3 --no-http]
  *   npm run bench:scale -- --shape wide   (a heavy user with 1 %, 50 000 tags, a tag on ~15 %: SHAPES)
  *
- * A p99 needs its probes: of 300 (the default) it is about the third slowest; of 30–40 it was the slowest, and one
- * hiccup of the machine (a GC, a descheduled process) swung a read's ratio from 0.2 to 3.7 (bench/README.md, Growth).
- * 300 probes of every read at both sizes take about a minute.
+ * A p99 needs its probes: of 1000 (the default) it is the tenth slowest; of 300 it was the third slowest, and one
+ * descheduled moment still moved a sub-millisecond read's ratio past 1.5 in some runs; of 30–40 it was the slowest,
+ * and one hiccup of the machine (a GC, a descheduled process) swung a read's ratio from 0.2 to 3.7 (bench/README.md,
+ * Growth). 1000 probes of every read at both sizes take one to two minutes.
  *
  * 10M PostgreSQL uploads take about an hour to seed on 2 cores: `--keep` leaves the large PostgreSQL database in
  * place (its URL in the notes), and `--large-url URL` measures such a database again instead of seeding one.
@@ -564,7 +565,7 @@ if (isMain(import.meta.url)) {
     db: { type: 'string', default: 'sqlite,postgres' },
     small: { type: 'string', default: '12k' },
     large: { type: 'string', default: '1m' },
-    probes: { type: 'string', default: '300' },
+    probes: { type: 'string', default: '1000' },
     'health-rounds': { type: 'string', default: '3' },
     'no-http': { type: 'boolean' },
     'large-url': { type: 'string' },

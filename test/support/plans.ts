@@ -28,3 +28,19 @@ export function planOf(db: Database, query: CompiledQuery, sorts = false, probes
     return r.rows.map((x) => x.detail).join('\n');
   });
 }
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Plan Rows': number;
+  Plans?: PlanNode[];
+}
+
+/** PostgreSQL: the rows the planner expects `query` to read from `relation` (its first scan of it), or undefined. */
+export async function plannedRows(db: Database, query: CompiledQuery, relation: string): Promise<number | undefined> {
+  const r = await db.db().executeQuery<{
+    'QUERY PLAN': Array<{ Plan: PlanNode }>;
+  }>(CompiledQuery.raw(`explain (format json) ${query.sql}`, [...query.parameters]));
+  const find = (node: PlanNode): PlanNode | undefined =>
+    node['Relation Name'] === relation ? node : (node.Plans ?? []).map(find).find(Boolean);
+  return find(r.rows[0]!['QUERY PLAN'][0]!.Plan)?.['Plan Rows'];
+}

@@ -28,8 +28,8 @@ import {
   pdqDistance,
 } from '../../src/store/similarity/pdq-hamming.ts';
 
-/** PDQ's layout as chunkRadii sees it: sixteen 16-bit chunks. */
-const PDQ_LAYOUT = Array<number>(PDQ_CHUNKS).fill(16);
+/** PDQ's layout as chunkRadii sees it: PDQ_CHUNKS equal chunks of its 256 bits. */
+const PDQ_LAYOUT = Array<number>(PDQ_CHUNKS).fill(256 / PDQ_CHUNKS);
 
 /** Per chunk, how many of up to `maxUnits` flips land in it: every split of the flips over the chunks can come out. */
 const split = (chunks: number, maxUnits: number) =>
@@ -163,7 +163,7 @@ describe('the lookups built on it find every match and nothing further', () => {
     fc.assert(
       fc.property(
         hashOf(256),
-        fc.integer({ min: 0, max: 40 }).chain((d) => fc.tuple(fc.constant(d), split(16, d))),
+        fc.integer({ min: 0, max: 40 }).chain((d) => fc.tuple(fc.constant(d), split(PDQ_CHUNKS, d))),
         fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
         (q, [d, counts], pick) => {
           const stored = new Set(pdqChunkKeys(hex(flipped(q, PDQ_LAYOUT, counts, pick), 256)));

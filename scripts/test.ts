@@ -15,16 +15,18 @@
  * processes, browsers and leases, so jobs of every kind side by side keep both cores busy until the end, where
  * separate steps (lint, then one pass, then the other) each ended with a tail that ran on one core.
  * Each test file runs in a process of its own (`node FILE` with the spec reporter, as `node --test` would start it,
- * and PIXVOTE_TEST_DB set for its pass); its output is printed whole once it ends, with its pass and time.
+ * and PIXVOTE_TEST_DB set for its pass), in a session of its own that the runner kills when the file ends; its output
+ * is printed whole once it ends, with its pass and time.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
  * PIXVOTE_TEST_TIMINGS=FILE: each pass's files with their seconds (the file's process, start to exit), slowest first.
- * PIXVOTE_TEST_TIMEOUT_S: the limit per test file, in seconds. By default 300 s on a quiet machine, scaled with the
- * load measured when the file starts (load average per core, when above 1): a busy machine makes the suite slower,
- * not red. A file that still meets it is stopped (SIGTERM) and named in the summary with the load of the moment.
+ * PIXVOTE_TEST_TIMEOUT_S: the limit per test file, in seconds of wall time. By default 300 s of a quiet machine: each
+ * second of the run counts 1 / (load average per core) while that is above 1, so a busy machine makes the suite
+ * slower, not red (runJob). A file that meets it is stopped with everything it started, and its output says which
+ * tests had started and not ended and which processes it had running; the summary names it with the load.
  * After the run, the summary fails on any Redis key of the run left without expiry and any temp file left in the
  * run's TMPDIR.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   appendFileSync,
@@ -84,14 +86,10 @@ const describeLoad = () =>
     .map((l) => l.toFixed(1))
     .join(' ')} on ${availableParallelism()} cores`;
 
-/**
- * The limit for a test file starting now: PIXVOTE_TEST_TIMEOUT_S, else 300 s times the load per core when above 1
- * (the tests wait on events, not on fixed budgets: on a busy machine they only take longer).
- */
+/** The limit per test file: PIXVOTE_TEST_TIMEOUT_S (wall time), else 300 s of a quiet machine (runJob). */
 function testTimeoutS(): number {
   const set = Number(process.env.PIXVOTE_TEST_TIMEOUT_S);
-  if (Number.isFinite(set) && set > 0) return set;
-  return Math.round(300 * Math.max(1, loadPerCore()));
+  return Number.isFinite(set) && set > 0 ? set : 300;
 }
 
 /** One job of the queue: a lint step or a test file of a pass. */
@@ -163,27 +161,123 @@ function testJobs(pass: string, selected: string[]): Job[] {
   }));
 }
 
-/** Runs one job, its output kept and printed whole when it ends. */
+/** Every running job's process group, killed if the runner itself is stopped (Ctrl-C): nothing outlives it. */
+const running = new Set<number>();
+/** Files whose processes outlived them (named in the summary). */
+const leftRunning: string[] = [];
+const killGroup = (pgid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false; // the group is gone
+  }
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.on(signal, () => {
+    for (const pgid of running) killGroup(pgid, 'SIGKILL');
+    process.exit(130);
+  });
+
+/**
+ * The processes of the session `sid` (a job's: spawned detached, its process is the leader of a new session and
+ * process group), as a tree with their age and CPU time.
+ */
+function processTree(sid: number): string {
+  const ps = spawnSync('ps', ['-o', 'pid,ppid,etimes,time,args', '--forest', '-s', String(sid)], {
+    encoding: 'utf8',
+  });
+  return (ps.stdout || ps.error?.message || '').replace(/^(.{0,200}).*$/gm, '$1');
+}
+
+/** The tests a progress file (scripts/test-progress-reporter.mjs) shows started and not ended, innermost last. */
+function unfinishedTests(progressFile: string): string[] {
+  if (!existsSync(progressFile)) return [];
+  const open: string[] = [];
+  for (const line of readFileSync(progressFile, 'utf8').split('\n')) {
+    const m = /^(\S+) (start|pass|fail) (\d+) (.*)$/.exec(line);
+    if (!m) continue;
+    const key = `${m[3]} ${m[4]}`;
+    if (m[2] === 'start') open.push(`${key} (since ${m[1]})`);
+    else {
+      const i = open.findLastIndex((o) => o.startsWith(`${key} (`));
+      if (i >= 0) open.splice(i, 1);
+    }
+  }
+  return open;
+}
+
+/**
+ * Runs one job, its output kept and printed whole when it ends. A test file runs in a process group of its own, so
+ * that what it started (servers, browsers, CLIs) goes with it: at its limit the runner prints which tests had started
+ * and not ended and the group's process tree, then stops the whole group; a group that outlives its file's exit (a
+ * server a test did not stop) is named in the output, killed, and fails the file.
+ *
+ * The limit is in seconds of a quiet machine: each second of the file's run counts 1 / (load per core) when the
+ * machine is busier than its cores, so a file that only waits for CPU is not stopped; a hang still is (at the latest
+ * after 4 limits of wall time).
+ */
 function runJob(job: Job, index: number, total: number): Promise<Outcome> {
   const started = performance.now();
   const limitS = testTimeoutS();
-  const child = spawn(job.command, job.args, { env: job.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const progressFile = join(runTmp, `.progress-${index}`);
+  const args = job.timeout
+    ? [
+        ...job.args.slice(0, -1),
+        `--test-reporter=${join(import.meta.dirname, 'test-progress-reporter.mjs')}`,
+        `--test-reporter-destination=${progressFile}`,
+        job.args.at(-1)!,
+      ]
+    : job.args;
+  const child = spawn(job.command, args, { env: job.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const pgid = child.pid;
+  if (pgid) running.add(pgid);
   const output: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => output.push(c));
   child.stderr.on('data', (c: Buffer) => output.push(c));
   let timedOut: string | undefined;
-  const timer = job.timeout
-    ? setTimeout(() => {
-        timedOut = `met the ${limitS} s limit (${describeLoad()})`;
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
-      }, limitS * 1000)
+  let note = '';
+  let creditS = 0;
+  let last = performance.now();
+  const fixed = Number(process.env.PIXVOTE_TEST_TIMEOUT_S) > 0;
+  const watch = job.timeout
+    ? setInterval(() => {
+        const now = performance.now();
+        creditS += (now - last) / 1000 / (fixed ? 1 : Math.max(1, loadPerCore()));
+        last = now;
+        const wallS = (now - started) / 1000;
+        if (timedOut || !pgid || (creditS < limitS && wallS < 4 * limitS)) return;
+        timedOut =
+          `met the ${limitS} s limit after ${wallS.toFixed(0)} s of wall time, ${creditS.toFixed(0)} s counted ` +
+          `(${describeLoad()})`;
+        const open = unfinishedTests(progressFile).map((o) => `  ${o}`);
+        note +=
+          `\n--- stopped at the limit; tests started and not ended:\n${open.join('\n') || '  (none)'}` +
+          `\n--- its processes:\n${processTree(pgid)}`;
+        killGroup(pgid, 'SIGTERM');
+        setTimeout(() => killGroup(pgid, 'SIGKILL'), 10_000).unref();
+      }, 1000)
     : undefined;
   return new Promise((resolve) => {
+    let finished = false;
     const done = (code: number | null, error?: Error) => {
-      clearTimeout(timer);
+      if (finished) return;
+      finished = true;
+      clearInterval(watch);
+      if (pgid) {
+        running.delete(pgid);
+        // What the file left running (a server a test did not stop): named and killed. Said, not failed: a browser's
+        // helpers may still be on their way out when the file's process exits.
+        const tree = processTree(pgid).split('\n').slice(1).filter(Boolean);
+        if (tree.length && !timedOut) {
+          note += `\n--- left running after the file ended (killed):\n${tree.join('\n')}`;
+          leftRunning.push(job.pass + ': ' + job.name);
+        }
+        killGroup(pgid, 'SIGKILL');
+      }
+      rmSync(progressFile, { force: true });
       const seconds = (performance.now() - started) / 1000;
-      const text = Buffer.concat(output).toString() + (error ? `\n${error.stack}\n` : '');
+      const text = Buffer.concat(output).toString() + note + (error ? `\n${error.message}\n` : '');
       const ok = code === 0 && !timedOut && !error;
       const tests = Number(/^ℹ tests (\d+)$/m.exec(text)?.[1] ?? 0);
       const status = ok ? 'passed' : timedOut ? `TIMED OUT: ${timedOut}` : 'FAILED';
@@ -195,7 +289,9 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
       resolve({ job, ok, seconds, tests, timedOut, endS });
     };
     child.on('error', (e) => done(null, e));
-    child.on('close', (code) => done(code));
+    // 'exit', not 'close': a grandchild holding the pipes (a server the file did not stop) must not hold the job.
+    // The output still in the pipes is read for a moment before.
+    child.on('exit', (code) => setTimeout(() => done(code), 200));
   });
 }
 
@@ -328,8 +424,10 @@ console.log(
       ...(lint ? ['lint (ESLint, layer rules, format check)'] : []),
       ...passes.map((p) => `${p.label}: ${p.files} files`),
     ].join('; ') +
-    `; at most ${testTimeoutS()} s per test file now (${describeLoad()}` +
-    `${process.env.PIXVOTE_TEST_TIMEOUT_S ? '; PIXVOTE_TEST_TIMEOUT_S' : ', scaled with the load when each starts'})`,
+    `; at most ${testTimeoutS()} s per test file ` +
+    (process.env.PIXVOTE_TEST_TIMEOUT_S
+      ? '(PIXVOTE_TEST_TIMEOUT_S)'
+      : `of a quiet machine (a second counts 1 / load per core while that is above 1; ${describeLoad()} now)`),
 );
 const outcomes = await runQueue(jobs);
 const wall = (performance.now() - runStarted) / 1000;
@@ -376,6 +474,8 @@ for (const { pass, label } of passes) {
     );
   }
 }
+if (leftRunning.length)
+  results.push(`processes left running by a file that ended (killed; see its output): ${leftRunning.join(', ')}`);
 results.push(`wall time: ${wall.toFixed(0)} s for ${jobs.length} jobs, ${concurrency} side by side`);
 
 // The object-storage tests (test/http/object-storage*.test.ts, media-migrate) need the S3 server of

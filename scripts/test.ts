@@ -268,7 +268,11 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
         running.delete(pgid);
         // What the file left running (a server a test did not stop): named and killed. Said, not failed: a browser's
         // helpers may still be on their way out when the file's process exits.
-        const tree = processTree(pgid).split('\n').slice(1).filter(Boolean);
+        // (A zombie, `<defunct>`, is no process left running: only an entry its parent, often init, has yet to reap.)
+        const tree = processTree(pgid)
+          .split('\n')
+          .slice(1)
+          .filter((line) => line && !line.endsWith('<defunct>'));
         if (tree.length && !timedOut) {
           note += `\n--- left running after the file ended (killed):\n${tree.join('\n')}`;
           leftRunning.push(job.pass + ': ' + job.name);

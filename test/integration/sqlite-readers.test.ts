@@ -85,6 +85,9 @@ test('a read on the readers sees every write committed before it; reads refuse t
       assert.equal(a?.id, id);
       assert.equal(Number(b.n), i + 1);
     }
+    // The reader threads' connections read through a memory map too, as the main one does (node-sqlite.ts).
+    const { rows } = await sql<{ mmap_size: number }>`pragma mmap_size`.execute(db.read());
+    assert.equal(rows[0]?.mmap_size, 0x7fff0000);
     await assert.rejects(db.read().deleteFrom('tags').execute(), /return rows only|readonly|read-only/i);
     await assert.rejects(
       db

@@ -211,7 +211,7 @@ function unfinishedTests(progressFile: string): string[] {
  * Runs one job, its output kept and printed whole when it ends. A test file runs in a process group of its own, so
  * that what it started (servers, browsers, CLIs) goes with it: at its limit the runner prints which tests had started
  * and not ended and the group's process tree, then stops the whole group; a group that outlives its file's exit (a
- * server a test did not stop) is named in the output, killed, and fails the file.
+ * server a test did not stop) is named in the output and the summary, and killed.
  *
  * The limit is in seconds of a quiet machine: each second of the file's run counts 1 / (load per core) when the
  * machine is busier than its cores, so a file that only waits for CPU is not stopped; a hang still is (at the latest

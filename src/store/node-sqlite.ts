@@ -62,9 +62,9 @@ const BUSY_TIMEOUT_MS = 10_000;
  * Reads of the database file go through a memory map of up to this many bytes (the most SQLite's build allows,
  * `SQLITE_MAX_MMAP_SIZE`; a larger file is read past it as before): a page already in the OS's cache is read
  * where it lies instead of copied by a `pread` into the connection's 2 MB page cache. Writes still go through the
- * WAL with `write`, so a full disk is still an error, not a signal. At 1M uploads (a 3 GB file) without it every
- * listing read 1.1–1.45× its time at 12k; with it 0.9–1.13×, and every read faster at both sizes (bench/README.md,
- * "SQLite reads through a memory map").
+ * WAL with `write`, so a full disk is still an error, not a signal. At 1M uploads (a 3 GB file) without it the
+ * listings read up to 1.44× their time at 12k and the near-duplicate check 1.69×; with it at most 1.13× and 1.25×,
+ * and every read faster at both sizes (bench/README.md, "SQLite reads through a memory map").
  */
 const MMAP_BYTES = 0x7fff0000;
 

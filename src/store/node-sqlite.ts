@@ -64,7 +64,7 @@ const BUSY_TIMEOUT_MS = 10_000;
  * where it lies instead of copied by a `pread` into the connection's 2 MB page cache. Writes still go through the
  * WAL with `write`, so a full disk is still an error, not a signal. At 1M uploads (a 3 GB file) without it the
  * listings read up to 1.44× their time at 12k and the near-duplicate check 1.69×; with it at most 1.13× and 1.25×,
- * and every read faster at both sizes (bench/README.md, "SQLite reads through a memory map").
+ * and every read as fast or faster at p50 at both sizes (bench/README.md, "SQLite reads through a memory map").
  */
 const MMAP_BYTES = 0x7fff0000;
 

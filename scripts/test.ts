@@ -86,11 +86,13 @@ const describeLoad = () =>
     .map((l) => l.toFixed(1))
     .join(' ')} on ${availableParallelism()} cores`;
 
-/** The limit per test file: PIXVOTE_TEST_TIMEOUT_S (wall time), else 300 s of a quiet machine (runJob). */
-function testTimeoutS(): number {
+/** PIXVOTE_TEST_TIMEOUT_S when set: a fixed limit per test file, in seconds of wall time. */
+const fixedTimeoutS = (() => {
   const set = Number(process.env.PIXVOTE_TEST_TIMEOUT_S);
-  return Number.isFinite(set) && set > 0 ? set : 300;
-}
+  return Number.isFinite(set) && set > 0 ? set : undefined;
+})();
+/** The limit per test file: PIXVOTE_TEST_TIMEOUT_S (wall time), else 300 s of a quiet machine (runJob). */
+const testTimeoutS = () => fixedTimeoutS ?? 300;
 
 /** One job of the queue: a lint step or a test file of a pass. */
 interface Job {
@@ -168,9 +170,8 @@ const leftRunning: string[] = [];
 const killGroup = (pgid: number, signal: NodeJS.Signals) => {
   try {
     process.kill(-pgid, signal);
-    return true;
   } catch {
-    return false; // the group is gone
+    // the group is gone
   }
 };
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
@@ -239,11 +240,10 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
   let note = '';
   let creditS = 0;
   let last = performance.now();
-  const fixed = Number(process.env.PIXVOTE_TEST_TIMEOUT_S) > 0;
   const watch = job.timeout
     ? setInterval(() => {
         const now = performance.now();
-        creditS += (now - last) / 1000 / (fixed ? 1 : Math.max(1, loadPerCore()));
+        creditS += (now - last) / 1000 / (fixedTimeoutS ? 1 : Math.max(1, loadPerCore()));
         last = now;
         const wallS = (now - started) / 1000;
         if (timedOut || !pgid || (creditS < limitS && wallS < 4 * limitS)) return;
@@ -429,7 +429,7 @@ console.log(
       ...passes.map((p) => `${p.label}: ${p.files} files`),
     ].join('; ') +
     `; at most ${testTimeoutS()} s per test file ` +
-    (process.env.PIXVOTE_TEST_TIMEOUT_S
+    (fixedTimeoutS
       ? '(PIXVOTE_TEST_TIMEOUT_S)'
       : `of a quiet machine (a second counts 1 / load per core while that is above 1; ${describeLoad()} now)`),
 );

@@ -235,14 +235,18 @@ async function reads(db: Database, size: number, popular: string, heavy: Princip
 
 /**
  * The time (ms) of each read of each list, over `probes` rounds after one warm-up round: in every round each read
- * runs once per list, one list right after the other, so every list meets the same moment's load.
+ * runs once per list, one list right after the other, so every list meets the same moment's load; which list goes
+ * first turns each round, so that neither always runs right after the other's read (and whatever that leaves
+ * running: its reader thread, its garbage).
  */
 async function measure(lists: Read[][], probes: number): Promise<Array<Map<string, number[]>>> {
   const times = lists.map((list) => new Map(list.map((r) => [r.name, [] as number[]])));
   for (const list of lists) for (const r of list) await r.run();
   for (let i = 0; i < probes; i++) {
+    const order = [...lists.entries()];
+    if (i % 2) order.reverse();
     for (let k = 0; k < lists[0]!.length; k++) {
-      for (const [j, list] of lists.entries()) {
+      for (const [j, list] of order) {
         const read = list[k]!;
         const t = performance.now();
         await read.run();

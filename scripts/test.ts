@@ -92,7 +92,7 @@ const fixedTimeoutS = (() => {
   return Number.isFinite(set) && set > 0 ? set : undefined;
 })();
 /** The limit per test file: PIXVOTE_TEST_TIMEOUT_S (wall time), else 300 s of a quiet machine (runJob). */
-const testTimeoutS = () => fixedTimeoutS ?? 300;
+const testTimeoutS = fixedTimeoutS ?? 300;
 
 /** One job of the queue: a lint step or a test file of a pass. */
 interface Job {
@@ -220,7 +220,7 @@ function unfinishedTests(progressFile: string): string[] {
  */
 function runJob(job: Job, index: number, total: number): Promise<Outcome> {
   const started = performance.now();
-  const limitS = testTimeoutS();
+  const limitS = testTimeoutS;
   const progressFile = join(runTmp, `.progress-${index}`);
   const args = job.timeout
     ? [
@@ -428,7 +428,7 @@ console.log(
       ...(lint ? ['lint (ESLint, layer rules, format check)'] : []),
       ...passes.map((p) => `${p.label}: ${p.files} files`),
     ].join('; ') +
-    `; at most ${testTimeoutS()} s per test file ` +
+    `; at most ${testTimeoutS} s per test file ` +
     (fixedTimeoutS
       ? '(PIXVOTE_TEST_TIMEOUT_S)'
       : `of a quiet machine (a second counts 1 / load per core while that is above 1; ${describeLoad()} now)`),

@@ -18,7 +18,9 @@
  * and PIXVOTE_TEST_DB set for its pass), in a session of its own that the runner kills when the file ends; its output
  * is printed whole once it ends, with its pass and time.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
- * PIXVOTE_TEST_TIMINGS=FILE: each pass's files with their seconds (the file's process, start to exit), slowest first.
+ * PIXVOTE_TEST_TIMINGS=FILE: each pass's files with their seconds (the file's process, start to exit) and its CPU
+ * seconds (with the servers and tools it started: childrenCpuS), slowest first. The summary says the CPU of each pass
+ * and of the run: on two cores the suite is CPU-bound, so its wall time is about its CPU over two.
  * PIXVOTE_TEST_TIMEOUT_S: the limit per test file, in seconds of wall time. By default 300 s of a quiet machine: each
  * second of the run counts 1 / (load average per core) while that is above 1, so a busy machine makes the suite
  * slower, not red (runJob). A file that meets it is stopped with everything it started, and its output says which
@@ -119,6 +121,24 @@ interface Outcome {
   timedOut?: string;
   /** When it ended, in seconds since the queue started. */
   endS: number;
+  /** CPU seconds (user + system) of its process and every process it waited for (childrenCpuS). */
+  cpuS: number;
+}
+
+/**
+ * CPU seconds of the children this process has reaped, with everything they reaped in turn (cutime + cstime of
+ * /proc/self/stat, in clock ticks of 1/100 s): read as each job's process exits, the difference since the last
+ * reading is that job's CPU (a test file, the servers it started and stopped, their worker threads). Two jobs reaped
+ * in one turn of the event loop share one difference; the sum stays exact. 0 where /proc is not there.
+ */
+let childrenCpuRead = childrenCpuS();
+function childrenCpuS(): number {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 function selectFiles(patterns: string[], leave: string[] = []): string[] {
@@ -258,6 +278,7 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
         setTimeout(() => killGroup(pgid, 'SIGKILL'), 10_000).unref();
       }, 1000)
     : undefined;
+  let cpuS = 0;
   return new Promise((resolve) => {
     let finished = false;
     const done = (code: number | null, error?: Error) => {
@@ -290,12 +311,17 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
         `\n=== [${index}/${total}] ${job.pass}: ${job.name}: ${status} in ${seconds.toFixed(1)} s ` +
           `(at ${endS.toFixed(0)} s)\n${text}`,
       );
-      resolve({ job, ok, seconds, tests, timedOut, endS });
+      resolve({ job, ok, seconds, tests, timedOut, endS, cpuS });
     };
     child.on('error', (e) => done(null, e));
     // 'exit', not 'close': a grandchild holding the pipes (a server the file did not stop) must not hold the job.
     // The output still in the pipes is read for a moment before.
-    child.on('exit', (code) => setTimeout(() => done(code), 200));
+    child.on('exit', (code) => {
+      const now = childrenCpuS();
+      cpuS = now - childrenCpuRead;
+      childrenCpuRead = now;
+      setTimeout(() => done(code), 200);
+    });
   });
 }
 
@@ -441,8 +467,10 @@ if (lint) {
   if (timings)
     appendFileSync(
       timings,
-      `\nlint pass: ${steps.length} steps\n  step s  tests  step\n` +
-        steps.map((o) => `${o.seconds.toFixed(1).padStart(8)}      0  ${o.job.name}`).join('\n') +
+      `\nlint pass: ${steps.length} steps\n  step s   CPU s  tests  step\n` +
+        steps
+          .map((o) => `${o.seconds.toFixed(1).padStart(8)}  ${o.cpuS.toFixed(1).padStart(6)}      0  ${o.job.name}`)
+          .join('\n') +
         '\n',
     );
   const failed = steps.filter((o) => !o.ok).map((o) => o.job.name);
@@ -455,10 +483,11 @@ for (const { pass, label } of passes) {
   const failed = mine.filter((o) => !o.ok);
   const timedOut = failed.filter((o) => o.timedOut);
   const busy = mine.reduce((s, o) => s + o.seconds, 0);
+  const cpu = mine.reduce((s, o) => s + o.cpuS, 0);
   const lastS = Math.max(...mine.map((o) => o.endS));
   results.push(
     `${label.split(' (')[0]}: ${failed.length ? 'FAILED' : 'passed'} (${mine.length} files, ${busy.toFixed(0)} s ` +
-      `of file processes, its last file done at ${lastS.toFixed(0)} s)` +
+      `of file processes, ${cpu.toFixed(0)} s of their CPU, its last file done at ${lastS.toFixed(0)} s)` +
       (failed.length ? `: ${failed.map((o) => o.job.name).join(', ')}` : '') +
       (timedOut.length
         ? `; ${timedOut.length} met the limit (a busy machine? rerun with a larger PIXVOTE_TEST_TIMEOUT_S or ` +
@@ -470,9 +499,17 @@ for (const { pass, label } of passes) {
     const rows = [...mine].sort((a, b) => b.seconds - a.seconds);
     appendFileSync(
       timings,
-      `\n${pass} pass: ${rows.length} files, ${busy.toFixed(0)} s of file processes\n  file s  tests  file\n` +
+      `\n${pass} pass: ${rows.length} files, ${busy.toFixed(0)} s of file processes, ${cpu.toFixed(0)} s of CPU\n` +
+        '  file s   CPU s  tests  file\n' +
         rows
-          .map((r) => `${r.seconds.toFixed(1).padStart(8)}  ${String(r.tests).padStart(5)}  ${r.job.name}`)
+          .map((r) =>
+            [
+              r.seconds.toFixed(1).padStart(8),
+              r.cpuS.toFixed(1).padStart(6),
+              String(r.tests).padStart(5),
+              r.job.name,
+            ].join('  '),
+          )
           .join('\n') +
         '\n',
     );
@@ -480,7 +517,11 @@ for (const { pass, label } of passes) {
 }
 if (leftRunning.length)
   results.push(`processes left running by a file that ended (killed; see its output): ${leftRunning.join(', ')}`);
-results.push(`wall time: ${wall.toFixed(0)} s for ${jobs.length} jobs, ${concurrency} side by side`);
+const jobsCpu = outcomes.reduce((s, o) => s + o.cpuS, 0);
+results.push(
+  `wall time: ${wall.toFixed(0)} s for ${jobs.length} jobs, ${concurrency} side by side; ${jobsCpu.toFixed(0)} s of ` +
+    `CPU in the jobs (${(jobsCpu / wall).toFixed(2)} of ${availableParallelism()} cores on average)`,
+);
 
 // The object-storage tests (test/http/object-storage*.test.ts, media-migrate) need the S3 server of
 // scripts/s3-server.sh; without it they skip (they fail under PIXVOTE_REQUIRE_SERVICES=1, as in CI).

@@ -4,8 +4,13 @@
  * Pixels are drawn in JavaScript and encoded by sharp from raw input, so no generator depends on a sharp
  * loader (setupSharp blocks every loader but JPEG, PNG, GIF and WebP, process-wide).
  */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { crc32, deflateSync } from 'node:zlib';
-import sharp from 'sharp';
+import sharp, { type Sharp } from 'sharp';
 
 export interface Pixels {
   data: Uint8Array;
@@ -145,6 +150,46 @@ export function photoPixels(width: number, height: number, seed = 1, alpha = fal
 
 const fromPixels = (p: Pixels) => sharp(p.data, { raw: { width: p.width, height: p.height, channels: p.channels } });
 
+/**
+ * Where encoded fixtures are kept between the suite's processes (PIXVOTE_FIXTURE_CACHE, or under node_modules/.cache
+ * like the photos of photos.ts). Drawing the pixels in JavaScript and encoding them was ~50 s of the suite's CPU
+ * (a profile of every test process, 2026-12-01), most of it the same images again: the PostgreSQL pass asks for
+ * what the SQLite pass drew, and many files the same default photo.
+ */
+const FIXTURE_CACHE =
+  process.env.PIXVOTE_FIXTURE_CACHE ??
+  fileURLToPath(new URL('../../node_modules/.cache/pixvote-fixtures/', import.meta.url));
+
+/** What the bytes depend on besides the arguments: this file's drawing code and sharp's (libvips') encoders. */
+const FIXTURE_VERSION = createHash('sha256')
+  .update(readFileSync(fileURLToPath(import.meta.url)))
+  .update(JSON.stringify(sharp.versions))
+  .digest('hex');
+
+/**
+ * `make()`'s bytes, read from the cache when an earlier process made them with the same code and arguments; written
+ * there (atomically: a temp file renamed) otherwise. A cache that cannot be read or written only costs the time.
+ */
+async function kept(kind: string, args: unknown, make: () => Promise<Buffer>): Promise<Buffer> {
+  const key = createHash('sha256').update(FIXTURE_VERSION).update(kind).update(JSON.stringify(args)).digest('hex');
+  const file = join(FIXTURE_CACHE, key.slice(0, 2), key);
+  try {
+    return await readFile(file);
+  } catch {
+    // not made yet
+  }
+  const bytes = await make();
+  try {
+    await mkdir(join(FIXTURE_CACHE, key.slice(0, 2)), { recursive: true });
+    const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+    await writeFile(tmp, bytes);
+    await rename(tmp, file);
+  } catch {
+    // a read-only checkout: drawn again next time
+  }
+  return bytes;
+}
+
 /** 4:3 dimensions of about `megapixels` MP. */
 export function sizeOf(megapixels: number): { width: number; height: number } {
   const width = Math.round(Math.sqrt((megapixels * 1e6 * 4) / 3));
@@ -165,6 +210,19 @@ export interface PhotoOptions {
 /** A photo-like JPEG, by default 640×480 with camera-style metadata (EXIF incl. GPS, XMP, ICC). */
 export async function photoJpeg(opts: PhotoOptions = {}): Promise<Buffer> {
   const { width = 640, height = 480, seed = 1, quality = 88, orientation, metadata = true } = opts;
+  return kept('photoJpeg', [width, height, seed, quality, orientation, metadata], () =>
+    drawPhotoJpeg(width, height, seed, quality, orientation, metadata),
+  );
+}
+
+function drawPhotoJpeg(
+  width: number,
+  height: number,
+  seed: number,
+  quality: number,
+  orientation: number | undefined,
+  metadata: boolean,
+): Promise<Buffer> {
   let img = fromPixels(photoPixels(width, height, seed));
   if (metadata) {
     img = img
@@ -191,15 +249,19 @@ const XMP_WITH_GPS = `<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?>
 </rdf:RDF></x:xmpmeta><?xpacket end="w"?>`;
 
 export const pngImage = (width = 400, height = 300, seed = 2): Promise<Buffer> =>
-  fromPixels(photoPixels(width, height, seed))
-    .png()
-    .toBuffer();
+  kept('pngImage', [width, height, seed], () =>
+    fromPixels(photoPixels(width, height, seed))
+      .png()
+      .toBuffer(),
+  );
 
 /** RGBA PNG with a transparent border fading into an opaque centre. */
 export const pngWithAlpha = (width = 400, height = 300, seed = 3): Promise<Buffer> =>
-  fromPixels(photoPixels(width, height, seed, true))
-    .png()
-    .toBuffer();
+  kept('pngWithAlpha', [width, height, seed], () =>
+    fromPixels(photoPixels(width, height, seed, true))
+      .png()
+      .toBuffer(),
+  );
 
 /** `frames` distinct RGBA frames stacked vertically, the layout sharp uses for animations. */
 function framesStrip(width: number, height: number, frames: number, seed: number): Pixels {
@@ -215,23 +277,26 @@ export interface AnimationOptions {
   seed?: number;
 }
 
-const animation = (opts: AnimationOptions) => {
+/** `frames` photo-like frames of `width`×`height`, 100 ms + 10 ms per frame each, encoded by `encode`. */
+function animation(
+  kind: string,
+  opts: AnimationOptions,
+  encode: (img: Sharp, delay: number[]) => Promise<Buffer>,
+): Promise<Buffer> {
   const { width = 240, height = 160, frames = 3, seed = 10 } = opts;
-  const strip = framesStrip(width, height, frames, seed);
-  const delay = Array.from({ length: frames }, (_, i) => 100 + 10 * i);
-  const img = sharp(strip.data, { raw: { width, height: strip.height, channels: 4, pageHeight: height }, pages: -1 });
-  return { img, delay };
-};
-
-export async function animatedGif(opts: AnimationOptions = {}): Promise<Buffer> {
-  const { img, delay } = animation(opts);
-  return img.gif({ delay, loop: 0, keepDuplicateFrames: true }).toBuffer();
+  return kept(kind, [width, height, frames, seed], () => {
+    const strip = framesStrip(width, height, frames, seed);
+    const delay = Array.from({ length: frames }, (_, i) => 100 + 10 * i);
+    const pages = { raw: { width, height: strip.height, channels: 4 as const, pageHeight: height }, pages: -1 };
+    return encode(sharp(strip.data, pages), delay);
+  });
 }
 
-export async function animatedWebp(opts: AnimationOptions = {}): Promise<Buffer> {
-  const { img, delay } = animation(opts);
-  return img.webp({ delay, loop: 0, quality: 80 }).toBuffer();
-}
+export const animatedGif = (opts: AnimationOptions = {}): Promise<Buffer> =>
+  animation('animatedGif', opts, (img, delay) => img.gif({ delay, loop: 0, keepDuplicateFrames: true }).toBuffer());
+
+export const animatedWebp = (opts: AnimationOptions = {}): Promise<Buffer> =>
+  animation('animatedWebp', opts, (img, delay) => img.webp({ delay, loop: 0, quality: 80 }).toBuffer());
 
 /** A GIF with more frames than the service accepts (tiny frames, so it stays small). */
 export const manyFramesGif = (frames = 201): Promise<Buffer> => animatedGif({ width: 8, height: 8, frames });

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32, deflateSync } from 'node:zlib';
@@ -152,27 +152,37 @@ const fromPixels = (p: Pixels) => sharp(p.data, { raw: { width: p.width, height:
 
 /**
  * Where encoded fixtures are kept between the suite's processes (PIXVOTE_FIXTURE_CACHE, or under node_modules/.cache
- * like the photos of photos.ts). Drawing the pixels in JavaScript and encoding them was ~50 s of the suite's CPU
- * (a profile of every test process, 2026-12-01), most of it the same images again: the PostgreSQL pass asks for
- * what the SQLite pass drew, and many files the same default photo.
+ * like the photos of photos.ts). Drawing the pixels in JavaScript and encoding them was ~4 % of the SQLite pass's
+ * time in a profile of every test process (docs/contributing.md, "Where the CPU goes"), much of it the same images
+ * again: the pass that comes second asks for what the first drew, and many files for the same default photo.
  */
 const FIXTURE_CACHE =
   process.env.PIXVOTE_FIXTURE_CACHE ??
   fileURLToPath(new URL('../../node_modules/.cache/pixvote-fixtures/', import.meta.url));
 
-/** What the bytes depend on besides the arguments: this file's drawing code and sharp's (libvips') encoders. */
+/**
+ * What the bytes depend on besides the arguments: this file's drawing code and sharp's (libvips') encoders. Each
+ * version has a folder of its own, and the first process to write one removes the others (~100 MB each).
+ */
 const FIXTURE_VERSION = createHash('sha256')
   .update(readFileSync(fileURLToPath(import.meta.url)))
   .update(JSON.stringify(sharp.versions))
-  .digest('hex');
+  .digest('hex')
+  .slice(0, 16);
+const FIXTURE_DIR = join(FIXTURE_CACHE, FIXTURE_VERSION);
+let pruned: Promise<void> | undefined;
+
+const pruneOtherVersions = async () => {
+  for (const name of await readdir(FIXTURE_CACHE).catch(() => []))
+    if (name !== FIXTURE_VERSION) await rm(join(FIXTURE_CACHE, name), { recursive: true, force: true });
+};
 
 /**
  * `make()`'s bytes, read from the cache when an earlier process made them with the same code and arguments; written
  * there (atomically: a temp file renamed) otherwise. A cache that cannot be read or written only costs the time.
  */
 async function kept(kind: string, args: unknown, make: () => Promise<Buffer>): Promise<Buffer> {
-  const key = createHash('sha256').update(FIXTURE_VERSION).update(kind).update(JSON.stringify(args)).digest('hex');
-  const file = join(FIXTURE_CACHE, key.slice(0, 2), key);
+  const file = join(FIXTURE_DIR, createHash('sha256').update(kind).update(JSON.stringify(args)).digest('hex'));
   try {
     return await readFile(file);
   } catch {
@@ -180,7 +190,8 @@ async function kept(kind: string, args: unknown, make: () => Promise<Buffer>): P
   }
   const bytes = await make();
   try {
-    await mkdir(join(FIXTURE_CACHE, key.slice(0, 2)), { recursive: true });
+    await (pruned ??= pruneOtherVersions());
+    await mkdir(FIXTURE_DIR, { recursive: true });
     const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
     await writeFile(tmp, bytes);
     await rename(tmp, file);

@@ -141,6 +141,10 @@ function childrenCpuS(): number {
   }
 }
 
+/** A job's line in the PIXVOTE_TEST_TIMINGS file: its seconds, its CPU seconds, its tests, its name. */
+const timingRow = (o: Outcome): string =>
+  [o.seconds.toFixed(1).padStart(8), o.cpuS.toFixed(1).padStart(6), String(o.tests).padStart(5), o.job.name].join('  ');
+
 function selectFiles(patterns: string[], leave: string[] = []): string[] {
   return files.length
     ? files.filter((f) => patterns.some((p) => globMatch(f, p)))
@@ -467,11 +471,7 @@ if (lint) {
   if (timings)
     appendFileSync(
       timings,
-      `\nlint pass: ${steps.length} steps\n  step s   CPU s  tests  step\n` +
-        steps
-          .map((o) => `${o.seconds.toFixed(1).padStart(8)}  ${o.cpuS.toFixed(1).padStart(6)}      0  ${o.job.name}`)
-          .join('\n') +
-        '\n',
+      `\nlint pass: ${steps.length} steps\n  step s   CPU s  tests  step\n` + steps.map(timingRow).join('\n') + '\n',
     );
   const failed = steps.filter((o) => !o.ok).map((o) => o.job.name);
   const times = steps.map((o) => `${o.job.name} ${o.seconds.toFixed(0)} s, done at ${o.endS.toFixed(0)} s`).join('; ');
@@ -501,16 +501,7 @@ for (const { pass, label } of passes) {
       timings,
       `\n${pass} pass: ${rows.length} files, ${busy.toFixed(0)} s of file processes, ${cpu.toFixed(0)} s of CPU\n` +
         '  file s   CPU s  tests  file\n' +
-        rows
-          .map((r) =>
-            [
-              r.seconds.toFixed(1).padStart(8),
-              r.cpuS.toFixed(1).padStart(6),
-              String(r.tests).padStart(5),
-              r.job.name,
-            ].join('  '),
-          )
-          .join('\n') +
+        rows.map(timingRow).join('\n') +
         '\n',
     );
   }

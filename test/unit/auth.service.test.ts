@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { AuthService, scryptHasher, type ApiTokenStore, type UserStore } from '../../src/domain/auth/auth.service.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import { PasswordHashPool } from '../../src/workers/password-hash.pool.ts';
+import jwt from 'jsonwebtoken';
 import { createJwtIssuer } from '../../src/domain/auth/jwt.ts';
 import {
   hashPassword,
@@ -160,4 +161,22 @@ test('JWTs expire', () => {
   assert.equal(issuer.verify(token), 'user-1');
   now += 61_000;
   assert.equal(issuer.verify(token), null);
+});
+
+test('JWTs: the key is the secret’s bytes: tokens signed with the secret as a string verify, and back', () => {
+  const secret = 's'.repeat(32);
+  const issuer = createJwtIssuer({ secret, ttlSeconds: 60 });
+  const iat = Math.floor(Date.now() / 1000);
+  // As a token made before the key was kept, or by another process of the same deployment.
+  assert.equal(
+    issuer.verify(jwt.sign({ sub: 'user-2', iat, exp: iat + 60 }, secret, { algorithm: 'HS256' })),
+    'user-2',
+  );
+  const { token } = issuer.sign('user-3');
+  assert.equal((jwt.verify(token, secret, { algorithms: ['HS256'] }) as jwt.JwtPayload).sub, 'user-3');
+  // And nothing else does: another secret, another algorithm, no signature.
+  const other = jwt.sign({ sub: 'user-2', iat, exp: iat + 60 }, 't'.repeat(32), { algorithm: 'HS256' });
+  const hs512 = jwt.sign({ sub: 'user-2', iat, exp: iat + 60 }, secret, { algorithm: 'HS512' });
+  const none = jwt.sign({ sub: 'user-2', iat, exp: iat + 60 }, '', { algorithm: 'none' });
+  for (const t of [other, hs512, none]) assert.equal(issuer.verify(t), null);
 });

@@ -1,8 +1,56 @@
 /**
- * A small fetch-based HTTP client for tests: real requests over loopback, JSON in and out. Every reply is
- * checked against the OpenAPI document (support/conformance.ts) unless the request says why not.
+ * A small HTTP client for tests: real requests over loopback, JSON in and out. Every reply is checked against the
+ * OpenAPI document (support/conformance.ts) unless the request says why not.
+ *
+ * It sends what `fetch` sends (its default headers; a string body as text/plain) and reads what `fetch` reads (the
+ * body decoded from gzip or deflate, the headers as `Headers`), through undici's `request` where the body is bytes or
+ * a string: `fetch`'s streams cost ~250 µs more CPU per request (2026-12-01, against a bare node:http server: 348–557
+ * against 98–254 µs for the two), and the suite sends hundreds of thousands. Other bodies (FormData, Blob, streams)
+ * go through `fetch` itself.
  */
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate } from 'node:zlib';
+import { request as undiciRequest } from 'undici';
 import { checkConformance } from './conformance.ts';
+
+/** What `fetch` adds to every request that does not set them (undici's fetch, over http:). */
+const FETCH_DEFAULTS: Record<string, string> = {
+  accept: '*/*',
+  'accept-language': '*',
+  'sec-fetch-mode': 'cors',
+  'user-agent': 'node',
+  'accept-encoding': 'gzip, deflate',
+};
+const DECODERS: Record<string, (b: Buffer) => Promise<Buffer>> = {
+  gzip: promisify(gunzip),
+  'x-gzip': promisify(gunzip),
+  deflate: promisify(inflate),
+  br: promisify(brotliDecompress),
+};
+
+/** One request as `fetch` would send it and read its answer; `fetch` itself for bodies other than bytes. */
+async function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: RequestInit['body'],
+): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
+  if (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+    const res = await fetch(url, { method, headers, body, redirect: 'manual' });
+    return { status: res.status, headers: res.headers, bytes: Buffer.from(await res.arrayBuffer()) };
+  }
+  const sent: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) sent[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(FETCH_DEFAULTS)) sent[k] ??= v;
+  if (typeof body === 'string') sent['content-type'] ??= 'text/plain;charset=UTF-8';
+  const res = await undiciRequest(url, { method, headers: sent, body: body ?? null });
+  const replyHeaders = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) for (const one of [v ?? []].flat()) replyHeaders.append(k, one);
+  let bytes: Buffer = Buffer.from(await res.body.arrayBuffer());
+  const coding = (replyHeaders.get('content-encoding') ?? '').trim().toLowerCase();
+  if (bytes.length && DECODERS[coding]) bytes = await DECODERS[coding](bytes);
+  return { status: res.statusCode, headers: replyHeaders, bytes };
+}
 
 export interface Reply<T = any> {
   status: number;
@@ -45,8 +93,8 @@ export function client(url: string): Client {
       headers['content-type'] ??= 'application/json';
       body = JSON.stringify(json);
     }
-    const res = await fetch(url + path, { method, headers, body, redirect: 'manual' });
-    const bytes = Buffer.from(await res.arrayBuffer());
+    const res = await send(url + path, method, headers, body);
+    const bytes = res.bytes;
     const text = bytes.toString('utf8');
     if (!opts.unchecked) checkConformance({ method, url: url + path, status: res.status, headers: res.headers, text });
     let parsed: unknown = undefined;

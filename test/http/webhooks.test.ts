@@ -348,6 +348,7 @@ describe('delivery', () => {
       15_000,
       'the four deliveries recorded as delivered',
     );
+    assert.ok(log);
     assert.equal(log.body.deliveries.length, 4);
     const first = log.body.deliveries.at(-1);
     assert.equal(first.status, 'delivered');

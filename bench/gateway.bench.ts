@@ -41,8 +41,8 @@ export async function composeForGateway(prefix: string) {
   return { dataDir, composed };
 }
 
-/** A page of twelve uploads, made through the API (so a write has run, as in production). */
-export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promise<void> {
+/** A page of twelve uploads, made through the API (so a write has run, as in production); their author's JWT. */
+export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promise<string> {
   const registered = await inject(app, {
     method: 'POST',
     path: '/api/auth',
@@ -68,6 +68,7 @@ export async function seedGatewayPage(app: Parameters<typeof inject>[0]): Promis
     });
     if (made.status !== 201) throw new Error(`seeding failed: ${made.status} ${made.body}`);
   }
+  return token;
 }
 
 /** What each middleware of the app (src/gateway/app.ts) does, by its function's name. */
@@ -113,8 +114,11 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
   const { dataDir, composed } = await composeForGateway('pixvote-bench-gateway-');
   try {
     const app = composed.app.callback();
-    await seedGatewayPage(app);
+    const token = await seedGatewayPage(app);
     const page = await inject(app, { path: '/api/uploads' }, true, ListedHeadersResponse);
+    const signedIn = { authorization: `Bearer ${token}` };
+    const own = await inject(app, { path: '/api/uploads', headers: signedIn }, true, ListedHeadersResponse);
+    if (own.status !== 200) throw new Error(`GET /api/uploads signed in answered ${own.status}`);
     if (page.status !== 200) throw new Error(`GET /api/uploads answered ${page.status}`);
     const pageBytes = Buffer.byteLength(page.body);
 
@@ -141,6 +145,8 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
         sameBytes: { handler: sameBytes.callback(), path: '/' },
         // The app's responses are the class its server makes (src/server.ts); Koa's are Node's plain one.
         cached: { handler: app, path: '/api/uploads', response: ListedHeadersResponse },
+        // The same cached page read with a JWT, as a signed-in client sends it: the token is verified on it too.
+        signedIn: { handler: app, path: '/api/uploads', response: ListedHeadersResponse, headers: signedIn },
         healthz: { handler: app, path: '/healthz', response: ListedHeadersResponse },
         ...Object.fromEntries(
           without.map(
@@ -165,6 +171,13 @@ export async function gatewayBench(rec: Recorder, opts: { rounds: number; reques
       figure('gateway', 'Koa hello-world, CPU per request (in process)', 'µs', cpu.hello!),
       figure('gateway', `Koa sending the same ${pageBytes} bytes, CPU per request`, 'µs', cpu.sameBytes!),
       figure('gateway', 'cached feed page, CPU per request', 'µs', cpu.cached!),
+      figure('gateway', 'cached feed page read signed in (a JWT), CPU per request', 'µs', cpu.signedIn!),
+      figure(
+        'gateway',
+        'cost of being signed in: the JWT verified (the same page read signed in − anonymous)',
+        'µs',
+        cpu.signedIn!.map((s, i) => s - cpu.cached![i]!),
+      ),
       figure('gateway', '/healthz through the whole middleware chain, CPU per request', 'µs', cpu.healthz!),
       figure(
         'gateway',

@@ -92,16 +92,19 @@ export function inject(
 
 /** CPU time per request of each handler, µs, in interleaved rounds (one sample per subject and round). */
 export async function cpuPerRequest(
-  subjects: Record<string, { handler: Handler; path: string; response?: typeof ServerResponse }>,
+  subjects: Record<
+    string,
+    { handler: Handler; path: string; response?: typeof ServerResponse; headers?: Record<string, string> }
+  >,
   opts: { rounds: number; requests: number },
 ): Promise<Record<string, number[]>> {
   const out: Record<string, number[]> = {};
-  for (const { handler, path, response } of Object.values(subjects))
-    for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false, response);
+  for (const { handler, path, response, headers } of Object.values(subjects))
+    for (let i = 0; i < opts.requests; i++) await inject(handler, { path, headers }, false, response);
   for (let r = 0; r < opts.rounds; r++) {
-    for (const [name, { handler, path, response }] of Object.entries(subjects)) {
+    for (const [name, { handler, path, response, headers }] of Object.entries(subjects)) {
       const before = process.cpuUsage();
-      for (let i = 0; i < opts.requests; i++) await inject(handler, { path }, false, response);
+      for (let i = 0; i < opts.requests; i++) await inject(handler, { path, headers }, false, response);
       const used = process.cpuUsage(before);
       (out[name] ??= []).push((used.user + used.system) / opts.requests);
     }

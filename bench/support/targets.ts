@@ -82,8 +82,13 @@ export const TARGETS = {
    * 0.734 (0.526–0.766): a floor of 0.65 would fail such a host now and then on noise. CI fails below 0.6. That still
    * fails a cached read gone back to the database, and the megamorphic nextTick wherever the host is slow enough to
    * fail the fixed build near 0.65; on a quiet host (0.644) it does not. A floor is a trade between the two.
+   * CI fails below 0.5 since 2026-12-01: that day's fresh-clone .ci/run measured SQLite 0.513 (processes 0.413–0.756)
+   * and, measuring again, 0.574 (0.569–0.699): slow processes at 40–47 µs of user CPU per page against 21–25, with
+   * the app's only change since the passing runs (jsonwebtoken handed a key) off the anonymous path. On the same host
+   * just after, nothing else running, the code before and after that change: 0.704 and 0.709; twice more 0.657 and
+   * 0.825. At 0.6 such a host fails CI on noise; 0.5 still fails a cached read gone back to the database (~0.3).
    */
-  cachedFeedPerProcess: atLeast(0.6, 'ci', 0.75),
+  cachedFeedPerProcess: atLeast(0.5, 'ci', 0.75),
   /**
    * Koa sending the same bytes ÷ the gateway's cached feed read, CPU per request in process (no sockets):
    * what the middleware chain costs, measured without the network's noise. It was 0.44 when a floor was first set

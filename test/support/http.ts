@@ -21,6 +21,8 @@ const FETCH_DEFAULTS: Record<string, string> = {
   'user-agent': 'node',
   'accept-encoding': 'gzip, deflate',
 };
+/** Decoded here, not by undici's `decompress` interceptor: that one drops Content-Encoding, which `fetch` keeps and
+ * tests read (a gzipped feed page). One coding per answer, as the app sends. */
 const DECODERS: Record<string, (b: Buffer) => Promise<Buffer>> = {
   gzip: promisify(gunzip),
   'x-gzip': promisify(gunzip),

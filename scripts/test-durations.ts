@@ -29,7 +29,8 @@ for (const line of readFileSync(report, 'utf8').split('\n')) {
     pass = durations[head[1]!] = {};
     continue;
   }
-  const row = /^\s*([\d.]+)\s+\d+\s+(\S+\.test\.ts|lint:\w+|format:\w+)$/.exec(line);
+  // Seconds, then (since the report has one) CPU seconds, then tests, then the file or step.
+  const row = /^\s*([\d.]+)\s+(?:[\d.]+\s+)?\d+\s+(\S+\.test\.ts|lint:\w+|format:\w+)$/.exec(line);
   // Files since removed (or run only that once) are left out; the lint steps are npm scripts.
   const known = (name: string) => !name.endsWith('.test.ts') || existsSync(join(import.meta.dirname, '..', name));
   if (row && pass && known(row[2]!)) pass[row[2]!] = Number(row[1]);

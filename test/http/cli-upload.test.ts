@@ -26,8 +26,9 @@ let token: string;
 let home: string;
 let photos: string;
 before(async () => {
-  // Two uploads per 2 s: the run below is sure to meet a 429 and has to wait it out.
-  app = await startApp({ RATE_LIMIT_UPLOAD: '2/2s' });
+  // Two uploads per 5 s: the run below is sure to meet a 429 and has to wait it out. (At 2/2s a loaded machine took
+  // over a second per upload, two at a time, and the third came after the window had moved on: no 429 to wait out.)
+  app = await startApp({ RATE_LIMIT_UPLOAD: '2/5s' });
   limited = await startApp({ RATE_LIMIT_UPLOAD: '2/1h' });
   token = await apiToken(app.api, await registerUser(app.api));
   home = await mkdtemp(join(tmpdir(), 'pixvote-cli-home-'));

@@ -6,8 +6,14 @@
  */
 export default async function* progress(source) {
   for await (const event of source) {
-    const kind = { 'test:dequeue': 'start', 'test:pass': 'pass', 'test:fail': 'fail' }[event.type];
-    if (!kind || !event.data?.name) continue;
-    yield `${new Date().toISOString()} ${kind} ${event.data.nesting} ${JSON.stringify(event.data.name)}\n`;
+    const line = progressLine(event);
+    if (line) yield line;
   }
+}
+
+/** The progress line of one test event, or null (scripts/test-batch.mjs writes them as its files run). */
+export function progressLine(event) {
+  const kind = { 'test:dequeue': 'start', 'test:pass': 'pass', 'test:fail': 'fail' }[event.type];
+  if (!kind || !event.data?.name) return null;
+  return `${new Date().toISOString()} ${kind} ${event.data.nesting} ${JSON.stringify(event.data.name)}\n`;
 }

@@ -14,9 +14,10 @@
  * (default 4), slowest first (test/durations.json): ESLint is one thread and many test files wait on child
  * processes, browsers and leases, so jobs of every kind side by side keep both cores busy until the end, where
  * separate steps (lint, then one pass, then the other) each ended with a tail that ran on one core.
- * Each test file runs in a process of its own (`node FILE` with the spec reporter, as `node --test` would start it,
- * and PIXVOTE_TEST_DB set for its pass), in a session of its own that the runner kills when the file ends; its output
- * is printed whole once it ends, with its pass and time.
+ * A test file that is long (or new) runs in a process of its own (`node FILE` with the spec reporter, as `node --test`
+ * would start it, and PIXVOTE_TEST_DB set for its pass); short ones run several to a process, one after another
+ * (testJobs; PIXVOTE_TEST_BATCH=0 turns that off). Each process runs in a session of its own that the runner kills
+ * when it ends; each file's output is printed whole once the file ends, with its pass and time.
  * PIXVOTE_REQUIRE_SERVICES=1 (set by .ci/run) turns a skipped PostgreSQL pass (or a missing S3 server) into a failure.
  * PIXVOTE_TEST_TIMINGS=FILE: each pass's files with their seconds (the file's process, start to exit) and its CPU
  * seconds (with the servers and tools it started: childrenCpuS), slowest first. The summary says the CPU of each pass
@@ -109,10 +110,15 @@ interface Job {
   expectedS: number;
   /** A limit, for test files. */
   timeout: boolean;
+  /** A batch: the test files it runs one after another in one process (scripts/test-batch.mjs), in this order. */
+  files?: string[];
 }
 
+/** How one lint step or test file went (a batch has one per file). */
 interface Outcome {
-  job: Job;
+  pass: string;
+  /** The lint script or the test file. */
+  name: string;
   ok: boolean;
   seconds: number;
   /** Top-level and nested tests the spec reporter counted. */
@@ -143,7 +149,7 @@ function childrenCpuS(): number {
 
 /** A job's line in the PIXVOTE_TEST_TIMINGS file: its seconds, its CPU seconds, its tests, its name. */
 const timingRow = (o: Outcome): string =>
-  [o.seconds.toFixed(1).padStart(8), o.cpuS.toFixed(1).padStart(6), String(o.tests).padStart(5), o.job.name].join('  ');
+  [o.seconds.toFixed(1).padStart(8), o.cpuS.toFixed(1).padStart(6), String(o.tests).padStart(5), o.name].join('  ');
 
 function selectFiles(patterns: string[], leave: string[] = []): string[] {
   return files.length
@@ -160,31 +166,76 @@ function globMatch(file: string, pattern: string): boolean {
 
 /**
  * test/durations.json: seconds per file and pass, from a timed run (`PIXVOTE_TEST_TIMINGS=FILE npm test`, then
- * `npx node --experimental-strip-types scripts/test-durations.ts FILE`). Only the order of the queue depends on it: a
- * file it does not know yet (a new one) starts first, as if it were the slowest.
+ * `npx node --experimental-strip-types scripts/test-durations.ts FILE`). The queue's order and batches depend on it:
+ * a file it does not know yet (a new one) starts first, as if it were the slowest, in a process of its own.
  */
 const durations = (() => {
   const path = join(import.meta.dirname, '../test/durations.json');
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, Record<string, number>>) : {};
 })();
 
+/**
+ * Test files that must have a process of their own, never a batch's: a file that changes what every later file of the
+ * process would see, or one that counts what the whole process holds (an earlier file's threads still ending in it).
+ */
+const OWN_PROCESS = new Set([
+  // Sets the variables sharp reads when it is loaded.
+  'test/unit/sharp-setup.test.ts',
+  // Counts the process's OS threads before and after a database opens its readers.
+  'test/integration/sqlite-readers.test.ts',
+]);
+/** A file that took under this many seconds last time (test/durations.json) runs in a batch. */
+const BATCH_FILE_MAX_S = 15;
+/** What a batch's files took last time, together, at most. */
+const BATCH_MAX_S = 45;
+/** PIXVOTE_TEST_BATCH=0: every file in a process of its own (to tell whether a failure comes from sharing one). */
+const batching = process.env.PIXVOTE_TEST_BATCH !== '0';
+
+/**
+ * A pass's jobs. A file that runs longer than BATCH_FILE_MAX_S, or is new (unknown to test/durations.json), or is
+ * in OWN_PROCESS runs in a process of its own, as `node --test` would start it. The others run in batches
+ * (scripts/test-batch.mjs): several files one after another in one process, each through node:test's `run()` with
+ * its own root, reported as if it had run alone. Most of a short file's CPU was its start: ~1.6 s of importing the
+ * app (resolving, reading and compiling ~700 modules) and code run cold, which a batch pays once: three HTTP files
+ * took 24.3 s of CPU in their own processes and 16.9 s in one (docs/contributing.md, "Where the CPU goes").
+ */
 function testJobs(pass: string, selected: string[]): Job[] {
-  return selected.map((file) => ({
+  const env = { ...process.env, ...runEnv, PIXVOTE_TEST_DB: pass };
+  const flags = ['--experimental-strip-types', '--experimental-async-context-frame'];
+  const named = selected.map((f) => f.replace(/^\.\//, ''));
+  const expected = (file: string) => durations[pass]?.[file] ?? Infinity;
+  const alone = named.filter((f) => !batching || OWN_PROCESS.has(f) || !(expected(f) < BATCH_FILE_MAX_S));
+  const jobs: Job[] = alone.map((file) => ({
     pass,
-    name: file.replace(/^\.\//, ''),
+    name: file,
     // As node:test's runner starts a test file (this process's Node flags), with the spec reporter on stdout.
     command: process.execPath,
-    args: [
-      '--experimental-strip-types',
-      '--experimental-async-context-frame',
-      '--test-reporter=spec',
-      '--test-reporter-destination=stdout',
-      file,
-    ],
-    env: { ...process.env, ...runEnv, PIXVOTE_TEST_DB: pass },
-    expectedS: durations[pass]?.[file.replace(/^\.\//, '')] ?? Infinity,
+    args: [...flags, '--test-reporter=spec', '--test-reporter-destination=stdout', file],
+    env,
+    expectedS: expected(file),
     timeout: true,
   }));
+  // The others, longest first, each into the first batch it fits in (first-fit decreasing).
+  const batches: Array<{ files: string[]; s: number }> = [];
+  for (const file of named.filter((f) => !alone.includes(f)).sort((a, b) => expected(b) - expected(a))) {
+    const batch = batches.find((b) => b.s + expected(file) <= BATCH_MAX_S);
+    if (batch) {
+      batch.files.push(file);
+      batch.s += expected(file);
+    } else batches.push({ files: [file], s: expected(file) });
+  }
+  for (const batch of batches)
+    jobs.push({
+      pass,
+      name: `a batch of ${batch.files.length} files`,
+      command: process.execPath,
+      args: [...flags, join(import.meta.dirname, 'test-batch.mjs')],
+      env,
+      expectedS: batch.s,
+      timeout: true,
+      files: batch.files,
+    });
+  return jobs;
 }
 
 /** Every running job's process group, killed if the runner itself is stopped (Ctrl-C): nothing outlives it. */
@@ -232,51 +283,107 @@ function unfinishedTests(progressFile: string): string[] {
   return open;
 }
 
+/** The lines scripts/test-batch.mjs writes before and after each file's output. */
+const FILE_START = '\u0001pixvote-test-file-start ';
+const FILE_END = '\u0001pixvote-test-file-end ';
+
+/** What a job's files or step say, each printed whole as it ends, numbered in the order they end. */
+let reported = 0;
+function report(o: Outcome, text: string, total: number, batch?: string): void {
+  const status = o.ok ? 'passed' : o.timedOut ? `TIMED OUT: ${o.timedOut}` : 'FAILED';
+  process.stdout.write(
+    `\n=== [${++reported}/${total}] ${o.pass}: ${o.name}: ${status} in ${o.seconds.toFixed(1)} s ` +
+      `(at ${o.endS.toFixed(0)} s${batch ? `; ${batch}` : ''})\n${text}`,
+  );
+}
+
 /**
- * Runs one job, its output kept and printed whole when it ends. A test file runs in a process group of its own, so
- * that what it started (servers, browsers, CLIs) goes with it: at its limit the runner prints which tests had started
- * and not ended and the group's process tree, then stops the whole group; a group that outlives its file's exit (a
- * server a test did not stop) is named in the output and the summary, and killed.
- *
- * The limit is in seconds of a quiet machine: each second of the file's run counts 1 / (load per core) when the
- * machine is busier than its cores, so a file that only waits for CPU is not stopped; a hang still is (at the latest
- * after 4 limits of wall time).
+ * A batch's output cut into its files' (scripts/test-batch.mjs): each file's text, and what its end line says when it
+ * got there. Whatever came before the first file (the process's own start) goes with the first.
  */
-function runJob(job: Job, index: number, total: number): Promise<Outcome> {
+function batchSections(text: string, files: string[]) {
+  const sections = new Map<string, { text: string; end?: { ok: boolean; seconds: number; cpuS: number } }>();
+  const parts = text.split(FILE_START);
+  const before = parts.shift() ?? '';
+  for (const part of parts) {
+    const newline = part.indexOf('\n');
+    const file = part.slice(0, newline);
+    let body = part.slice(newline + 1);
+    let end: { ok: boolean; seconds: number; cpuS: number } | undefined;
+    const at = body.indexOf(FILE_END);
+    if (at >= 0) {
+      const line = body.slice(at + FILE_END.length).split('\n')[0]!;
+      end = JSON.parse(line) as { ok: boolean; seconds: number; cpuS: number };
+      body = body.slice(0, at) + body.slice(at + FILE_END.length + line.length + 1);
+    }
+    sections.set(file, { text: (sections.size ? '' : before) + body, end });
+  }
+  return files.map((file) => ({ file, ...(sections.get(file) ?? { text: '' }), started: sections.has(file) }));
+}
+
+/**
+ * Runs one job, its output kept and printed whole when it ends (a batch's, file by file). A test file (or a batch) runs
+ * in a process group of its own, so that what it started (servers, browsers, CLIs) goes with it: at its limit the
+ * runner prints which tests had started and not ended and the group's process tree, then stops the whole group; a
+ * group that outlives its file's exit (a server a test did not stop) is named in the output and the summary, and
+ * killed.
+ *
+ * The limit is per test file (in a batch, from the start of the file running), in seconds of a quiet machine: each
+ * second counts 1 / (load per core) when the machine is busier than its cores, so a file that only waits for CPU is
+ * not stopped; a hang still is (at the latest after 4 limits of wall time).
+ */
+function runJob(job: Job, index: number, total: number, requeue: (job: Job) => void): Promise<Outcome[]> {
   const started = performance.now();
   const limitS = testTimeoutS;
   const progressFile = join(runTmp, `.progress-${index}`);
-  const args = job.timeout
-    ? [
-        ...job.args.slice(0, -1),
-        `--test-reporter=${join(import.meta.dirname, 'test-progress-reporter.mjs')}`,
-        `--test-reporter-destination=${progressFile}`,
-        job.args.at(-1)!,
-      ]
-    : job.args;
+  const args = job.files
+    ? [...job.args, progressFile, ...job.files]
+    : job.timeout
+      ? [
+          ...job.args.slice(0, -1),
+          `--test-reporter=${join(import.meta.dirname, 'test-progress-reporter.mjs')}`,
+          `--test-reporter-destination=${progressFile}`,
+          job.args.at(-1)!,
+        ]
+      : job.args;
   const child = spawn(job.command, args, { env: job.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const pgid = child.pid;
   if (pgid) running.add(pgid);
   const output: Buffer[] = [];
-  child.stdout.on('data', (c: Buffer) => output.push(c));
-  child.stderr.on('data', (c: Buffer) => output.push(c));
   let timedOut: string | undefined;
   let note = '';
   let creditS = 0;
   let last = performance.now();
+  // In a batch, the file running now (its limit counts from its start line).
+  let current = job.files ? '' : job.name;
+  let fileStarted = started;
+  let tail = '';
+  child.stdout.on('data', (c: Buffer) => {
+    output.push(c);
+    if (!job.files) return;
+    const seen = tail + c.toString('latin1');
+    const at = seen.lastIndexOf(FILE_START);
+    if (at >= 0 && seen.indexOf('\n', at) > 0) {
+      current = Buffer.from(seen.slice(at + FILE_START.length, seen.indexOf('\n', at)), 'latin1').toString();
+      creditS = 0;
+      fileStarted = performance.now();
+    }
+    tail = seen.slice(-200);
+  });
+  child.stderr.on('data', (c: Buffer) => output.push(c));
   const watch = job.timeout
     ? setInterval(() => {
         const now = performance.now();
         creditS += (now - last) / 1000 / (fixedTimeoutS ? 1 : Math.max(1, loadPerCore()));
         last = now;
-        const wallS = (now - started) / 1000;
+        const wallS = (now - fileStarted) / 1000;
         if (timedOut || !pgid || (creditS < limitS && wallS < 4 * limitS)) return;
         timedOut =
           `met the ${limitS} s limit after ${wallS.toFixed(0)} s of wall time, ${creditS.toFixed(0)} s counted ` +
           `(${describeLoad()})`;
         const open = unfinishedTests(progressFile).map((o) => `  ${o}`);
         note +=
-          `\n--- stopped at the limit; tests started and not ended:\n${open.join('\n') || '  (none)'}` +
+          `\n--- ${current} stopped at the limit; tests started and not ended:\n${open.join('\n') || '  (none)'}` +
           `\n--- its processes:\n${processTree(pgid)}`;
         killGroup(pgid, 'SIGTERM');
         setTimeout(() => killGroup(pgid, 'SIGKILL'), 10_000).unref();
@@ -299,23 +406,60 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
           .slice(1)
           .filter((line) => line && !line.endsWith('<defunct>'));
         if (tree.length && !timedOut) {
-          note += `\n--- left running after the file ended (killed):\n${tree.join('\n')}`;
-          leftRunning.push(job.pass + ': ' + job.name);
+          note += `\n--- left running after the ${job.files ? 'batch' : 'file'} ended (killed):\n${tree.join('\n')}`;
+          leftRunning.push(job.pass + ': ' + (job.files ?? [job.name]).join(', '));
         }
         killGroup(pgid, 'SIGKILL');
       }
       rmSync(progressFile, { force: true });
       const seconds = (performance.now() - started) / 1000;
-      const text = Buffer.concat(output).toString() + note + (error ? `\n${error.message}\n` : '');
-      const ok = code === 0 && !timedOut && !error;
-      const tests = Number(/^ℹ tests (\d+)$/m.exec(text)?.[1] ?? 0);
-      const status = ok ? 'passed' : timedOut ? `TIMED OUT: ${timedOut}` : 'FAILED';
+      const said = Buffer.concat(output).toString();
+      const text = said + note + (error ? `\n${error.message}\n` : '');
       const endS = (performance.now() - runStarted) / 1000;
-      process.stdout.write(
-        `\n=== [${index}/${total}] ${job.pass}: ${job.name}: ${status} in ${seconds.toFixed(1)} s ` +
-          `(at ${endS.toFixed(0)} s)\n${text}`,
-      );
-      resolve({ job, ok, seconds, tests, timedOut, endS, cpuS });
+      const tests = (t: string) => Number(/^ℹ tests (\d+)$/m.exec(t)?.[1] ?? 0);
+      if (!job.files) {
+        const ok = code === 0 && !timedOut && !error;
+        const o: Outcome = { pass: job.pass, name: job.name, ok, seconds, tests: tests(text), timedOut, endS, cpuS };
+        report(o, text, total);
+        resolve([o]);
+        return;
+      }
+      // A batch: each file as its own lines say. The file running when the batch stopped (its limit, a crash) fails
+      // with what the batch said last; the files after it, not run, go back to the queue as a batch of their own (one
+      // file's hang does not fail its neighbours); the batch's CPU beyond what its files counted (the process's start
+      // and end) goes to its first file.
+      const lastRun = batchSections(said, job.files).findLastIndex((f) => f.started);
+      const rest = lastRun >= 0 ? job.files.slice(lastRun + 1) : [];
+      if (rest.length) requeue({ ...job, name: `a batch of ${rest.length} files`, files: rest });
+      const sections = batchSections(said, job.files.slice(0, job.files.length - rest.length));
+      // What the runner adds (the limit met, processes left running, a failed start) goes with the last file run.
+      const counted = sections.reduce((sum, f) => sum + (f.end?.cpuS ?? 0), 0);
+      const outcomes = sections.map((f, i): Outcome => {
+        const o: Outcome = {
+          pass: job.pass,
+          name: f.file,
+          ok: f.end?.ok ?? false,
+          seconds: f.end?.seconds ?? (f.started ? (performance.now() - fileStarted) / 1000 : 0),
+          endS,
+          cpuS: (f.end?.cpuS ?? 0) + (i === 0 ? Math.max(0, cpuS - counted) : 0),
+          tests: tests(f.text),
+        };
+        if (f.started && !f.end) o.timedOut = timedOut;
+        return o;
+      });
+      const broken = code !== 0 && outcomes.every((o) => o.ok);
+      sections.forEach((f, i) => {
+        const o = outcomes[i]!;
+        let its = f.started ? f.text : `(not run: the batch's process did not start it)\n`;
+        if (i === Math.max(0, lastRun)) its += note + (error ? `\n${error.message}\n` : '');
+        // Every file passed, yet the process failed after them: the last file says so.
+        if (broken && i === sections.length - 1) {
+          o.ok = false;
+          its += `\n(the batch's process exited with ${code} after its last file)\n`;
+        }
+        report(o, its, total, `${i + 1} of ${sections.length} in a batch`);
+      });
+      resolve(outcomes);
     };
     child.on('error', (e) => done(null, e));
     // 'exit', not 'close': a grandchild holding the pipes (a server the file did not stop) must not hold the job.
@@ -330,12 +474,13 @@ function runJob(job: Job, index: number, total: number): Promise<Outcome> {
 }
 
 /** Runs the jobs `concurrency` at a time, the slowest (by test/durations.json) first. */
-async function runQueue(jobs: Job[]): Promise<Outcome[]> {
+async function runQueue(jobs: Job[], total: number): Promise<Outcome[]> {
   const queue = [...jobs].sort((a, b) => b.expectedS - a.expectedS || a.name.localeCompare(b.name));
   const outcomes: Outcome[] = [];
   let started = 0;
   const lane = async () => {
-    for (let job = queue.shift(); job; job = queue.shift()) outcomes.push(await runJob(job, ++started, jobs.length));
+    for (let job = queue.shift(); job; job = queue.shift())
+      outcomes.push(...(await runJob(job, ++started, total, (rest) => queue.unshift(rest))));
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, lane));
   return outcomes;
@@ -452,8 +597,10 @@ if (dbArg !== 'sqlite') {
   }
 }
 
+const batched = jobs.filter((j) => j.files);
 console.log(
-  `\n=== ${jobs.length} jobs, ${concurrency} side by side, slowest first: ` +
+  `\n=== ${jobs.length} jobs (${batched.reduce((n, j) => n + j.files!.length, 0)} test files in ${batched.length} ` +
+    `batches${batching ? '' : ': PIXVOTE_TEST_BATCH=0'}), ${concurrency} side by side, slowest first: ` +
     [
       ...(lint ? ['lint (ESLint, layer rules, format check)'] : []),
       ...passes.map((p) => `${p.label}: ${p.files} files`),
@@ -463,23 +610,26 @@ console.log(
       ? '(PIXVOTE_TEST_TIMEOUT_S)'
       : `of a quiet machine (a second counts 1 / load per core while that is above 1; ${describeLoad()} now)`),
 );
-const outcomes = await runQueue(jobs);
+const outcomes = await runQueue(
+  jobs,
+  jobs.reduce((n, j) => n + (j.files?.length ?? 1), 0),
+);
 const wall = (performance.now() - runStarted) / 1000;
 
 if (lint) {
-  const steps = outcomes.filter((o) => o.job.pass === 'lint');
+  const steps = outcomes.filter((o) => o.pass === 'lint');
   if (timings)
     appendFileSync(
       timings,
       `\nlint pass: ${steps.length} steps\n  step s   CPU s  tests  step\n` + steps.map(timingRow).join('\n') + '\n',
     );
-  const failed = steps.filter((o) => !o.ok).map((o) => o.job.name);
-  const times = steps.map((o) => `${o.job.name} ${o.seconds.toFixed(0)} s, done at ${o.endS.toFixed(0)} s`).join('; ');
+  const failed = steps.filter((o) => !o.ok).map((o) => o.name);
+  const times = steps.map((o) => `${o.name} ${o.seconds.toFixed(0)} s, done at ${o.endS.toFixed(0)} s`).join('; ');
   results.push(`lint: ${failed.length ? `FAILED (${failed.join(', ')})` : 'passed'} (${times})`);
   if (failed.length) ok = false;
 }
 for (const { pass, label } of passes) {
-  const mine = outcomes.filter((o) => o.job.pass === pass);
+  const mine = outcomes.filter((o) => o.pass === pass);
   const failed = mine.filter((o) => !o.ok);
   const timedOut = failed.filter((o) => o.timedOut);
   const busy = mine.reduce((s, o) => s + o.seconds, 0);
@@ -488,10 +638,10 @@ for (const { pass, label } of passes) {
   results.push(
     `${label.split(' (')[0]}: ${failed.length ? 'FAILED' : 'passed'} (${mine.length} files, ${busy.toFixed(0)} s ` +
       `of file processes, ${cpu.toFixed(0)} s of their CPU, its last file done at ${lastS.toFixed(0)} s)` +
-      (failed.length ? `: ${failed.map((o) => o.job.name).join(', ')}` : '') +
+      (failed.length ? `: ${failed.map((o) => o.name).join(', ')}` : '') +
       (timedOut.length
         ? `; ${timedOut.length} met the limit (a busy machine? rerun with a larger PIXVOTE_TEST_TIMEOUT_S or ` +
-          `PIXVOTE_TEST_CONCURRENCY=1): ${timedOut.map((o) => `${o.job.name} ${o.timedOut}`).join('; ')}`
+          `PIXVOTE_TEST_CONCURRENCY=1): ${timedOut.map((o) => `${o.name} ${o.timedOut}`).join('; ')}`
         : ''),
   );
   if (failed.length) ok = false;

@@ -186,9 +186,9 @@ const OWN_PROCESS = new Set([
   'test/integration/sqlite-readers.test.ts',
 ]);
 /** A file that took under this many seconds last time (test/durations.json) runs in a batch. */
-const BATCH_FILE_MAX_S = 15;
+const BATCH_FILE_MAX_S = 30;
 /** What a batch's files took last time, together, at most. */
-const BATCH_MAX_S = 45;
+const BATCH_MAX_S = 60;
 /** PIXVOTE_TEST_BATCH=0: every file in a process of its own (to tell whether a failure comes from sharing one). */
 const batching = process.env.PIXVOTE_TEST_BATCH !== '0';
 

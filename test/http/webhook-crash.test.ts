@@ -86,7 +86,9 @@ test('SIGKILL mid-delivery: after restart every event reaches the receiver once 
     })();
     await dead;
     await uploading;
-    assert.ok(accepted.length >= 8, `${accepted.length} uploads accepted before the kill`);
+    // The upload whose delivery set off the kill may have lost its 201 with the server: the delivery loop can send
+    // its event between the commit and the answer (seen once, the test's process busy with others' files).
+    assert.ok(accepted.length >= killAt - 1, `${accepted.length} uploads accepted before the kill`);
     const inFlight = receiver.all.filter((x) => x.path === '/a').at(-1)!;
 
     s = server = await spawnServer(env);

@@ -272,6 +272,8 @@ function unfinishedTests(progressFile: string): string[] {
   if (!existsSync(progressFile)) return [];
   const open: string[] = [];
   for (const line of readFileSync(progressFile, 'utf8').split('\n')) {
+    // A batch's next file (scripts/test-batch.mjs): only the file running now is of interest.
+    if (line.startsWith('file ')) open.length = 0;
     const m = /^(\S+) (start|pass|fail) (\d+) (.*)$/.exec(line);
     if (!m) continue;
     const key = `${m[3]} ${m[4]}`;

@@ -14,29 +14,20 @@
  * A file that fails does not stop the batch. The process ends by itself when the last file ends, as a file's own
  * process would: a file that leaves a handle open (a server, a timer) holds it until the runner's limit.
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { inspect } from 'node:util';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { progressLine } from './test-progress-reporter.mjs';
+import { childrenCpuS, FILE_END, FILE_START } from './test-batch-protocol.ts';
 
-export const FILE_START = '\u0001pixvote-test-file-start ';
-export const FILE_END = '\u0001pixvote-test-file-end ';
-
-/** CPU seconds of this process (all its threads) and of the children it reaped (their cutime + cstime). */
-function cpuNow() {
+/** CPU seconds of this process (all its threads) and of the children it reaped. */
+const cpuNow = () => {
   const own = process.cpuUsage();
-  let children = 0;
-  try {
-    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
-    children = (Number(fields[13]) + Number(fields[14])) / 100;
-  } catch {
-    // no /proc: the file's own CPU only
-  }
-  return (own.user + own.system) / 1e6 + children;
-}
+  return (own.user + own.system) / 1e6 + childrenCpuS();
+};
 
 const [progressFile, ...files] = process.argv.slice(2);
 let failedFiles = 0;

@@ -47,6 +47,7 @@ import { TEST_PG_URL, TEST_REDIS_URL } from '../test/support/env.ts';
 import { postgresUnreachable, redisUnreachable } from '../test/support/services.ts';
 import { s3Unreachable, TEST_S3_ENDPOINT } from '../test/support/s3.ts';
 import { keysWithoutExpiry } from '../test/support/redis.ts';
+import { childrenCpuS, FILE_END, FILE_START } from './test-batch-protocol.ts';
 
 const args = process.argv.slice(2);
 const dbArg = args.find((a) => a.startsWith('--db='))?.slice(5);
@@ -132,20 +133,12 @@ interface Outcome {
 }
 
 /**
- * CPU seconds of the children this process has reaped, with everything they reaped in turn (cutime + cstime of
- * /proc/self/stat, in clock ticks of 1/100 s): read as each job's process exits, the difference since the last
- * reading is that job's CPU (a test file, the servers it started and stopped, their worker threads). Two jobs reaped
- * in one turn of the event loop share one difference; the sum stays exact. 0 where /proc is not there.
+ * CPU seconds of the children this process has reaped, with everything they reaped in turn (childrenCpuS, in clock
+ * ticks of 1/100 s): read as each job's process exits, the difference since the last reading is that job's CPU (a
+ * test file or batch, the servers it started and stopped, their worker threads). Two jobs reaped in one turn of the
+ * event loop share one difference; the sum stays exact. 0 where /proc is not there.
  */
 let childrenCpuRead = childrenCpuS();
-function childrenCpuS(): number {
-  try {
-    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[13]) + Number(fields[14])) / 100;
-  } catch {
-    return 0;
-  }
-}
 
 /** A job's line in the PIXVOTE_TEST_TIMINGS file: its seconds, its CPU seconds, its tests, its name. */
 const timingRow = (o: Outcome): string =>
@@ -285,10 +278,6 @@ function unfinishedTests(progressFile: string): string[] {
   }
   return open;
 }
-
-/** The lines scripts/test-batch.mjs writes before and after each file's output. */
-const FILE_START = '\u0001pixvote-test-file-start ';
-const FILE_END = '\u0001pixvote-test-file-end ';
 
 /** What a job's files or step say, each printed whole as it ends, numbered in the order they end. */
 let reported = 0;
@@ -431,10 +420,11 @@ function runJob(job: Job, index: number, total: number, requeue: (job: Job) => v
       // with what the batch said last; the files after it, not run, go back to the queue as a batch of their own (one
       // file's hang does not fail its neighbours); the batch's CPU beyond what its files counted (the process's start
       // and end) goes to its first file.
-      const lastRun = batchSections(said, job.files).findLastIndex((f) => f.started);
+      const all = batchSections(said, job.files);
+      const lastRun = all.findLastIndex((f) => f.started);
       const rest = lastRun >= 0 ? job.files.slice(lastRun + 1) : [];
       if (rest.length) requeue({ ...job, name: `a batch of ${rest.length} files`, files: rest });
-      const sections = batchSections(said, job.files.slice(0, job.files.length - rest.length));
+      const sections = all.slice(0, all.length - rest.length);
       // What the runner adds (the limit met, processes left running, a failed start) goes with the last file run.
       const counted = sections.reduce((sum, f) => sum + (f.end?.cpuS ?? 0), 0);
       const outcomes = sections.map((f, i): Outcome => {

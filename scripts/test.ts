@@ -22,7 +22,8 @@
  * PIXVOTE_TEST_TIMINGS=FILE: each pass's files with their seconds (the file's process, start to exit) and its CPU
  * seconds (with the servers and tools it started: childrenCpuS), slowest first. The summary says the CPU of each pass
  * and of the run: on two cores the suite is CPU-bound, so its wall time is about its CPU over two.
- * PIXVOTE_TEST_TIMEOUT_S: the limit per test file, in seconds of wall time. By default 300 s of a quiet machine: each
+ * PIXVOTE_TEST_TIMEOUT_S: the limit per test file, in seconds of wall time. By default 300 s of a quiet machine (a
+ * batched file: BATCH_FILE_LIMIT_FACTOR times its last time, at least BATCH_FILE_LIMIT_MIN_S): each
  * second of the run counts 1 / (load average per core) while that is above 1, so a busy machine makes the suite
  * slower, not red (runJob). A file that meets it is stopped with everything it started, and its output says which
  * tests had started and not ended and which processes it had running; the summary names it with the load.
@@ -182,6 +183,14 @@ const OWN_PROCESS = new Set([
 const BATCH_FILE_MAX_S = 30;
 /** What a batch's files took last time, together, at most. */
 const BATCH_MAX_S = 60;
+/**
+ * In a batch, a file's limit (seconds of a quiet machine, counted as for any file) is this many times what it took
+ * last time, at least BATCH_FILE_LIMIT_MIN_S and at most the limit of a file of its own: a batched file took under
+ * BATCH_FILE_MAX_S, and one that hangs (2026-12-02: a 3 s file waited 867 s for the 300 s limit, the batch's other
+ * files behind it) is stopped within minutes, not a quarter of an hour. PIXVOTE_TEST_TIMEOUT_S overrides both.
+ */
+const BATCH_FILE_LIMIT_FACTOR = 10;
+const BATCH_FILE_LIMIT_MIN_S = 60;
 /** PIXVOTE_TEST_BATCH=0: every file in a process of its own (to tell whether a failure comes from sharing one). */
 const batching = process.env.PIXVOTE_TEST_BATCH !== '0';
 
@@ -326,7 +335,14 @@ function batchSections(text: string, files: string[]) {
  */
 function runJob(job: Job, index: number, total: number, requeue: (job: Job) => void): Promise<Outcome[]> {
   const started = performance.now();
-  const limitS = testTimeoutS;
+  const limitOf = (file: string) =>
+    job.files && !fixedTimeoutS
+      ? Math.min(
+          testTimeoutS,
+          Math.max(BATCH_FILE_LIMIT_MIN_S, BATCH_FILE_LIMIT_FACTOR * (durations[job.pass]?.[file] ?? Infinity)),
+        )
+      : testTimeoutS;
+  let limitS = testTimeoutS;
   const progressFile = join(runTmp, `.progress-${index}`);
   const args = job.files
     ? [...job.args, progressFile, ...job.files]
@@ -355,8 +371,12 @@ function runJob(job: Job, index: number, total: number, requeue: (job: Job) => v
     if (!job.files) return;
     const seen = tail + c.toString('latin1');
     const at = seen.lastIndexOf(FILE_START);
-    if (at >= 0 && seen.indexOf('\n', at) > 0) {
-      current = Buffer.from(seen.slice(at + FILE_START.length, seen.indexOf('\n', at)), 'latin1').toString();
+    const end = at >= 0 ? seen.indexOf('\n', at) : -1;
+    // The tail carries the last start line into the next chunk: only a file not running yet restarts the limit.
+    const name = end > 0 ? Buffer.from(seen.slice(at + FILE_START.length, end), 'latin1').toString() : current;
+    if (name !== current) {
+      current = name;
+      limitS = limitOf(name);
       creditS = 0;
       fileStarted = performance.now();
     }
@@ -601,7 +621,8 @@ console.log(
     `; at most ${testTimeoutS} s per test file ` +
     (fixedTimeoutS
       ? '(PIXVOTE_TEST_TIMEOUT_S)'
-      : `of a quiet machine (a second counts 1 / load per core while that is above 1; ${describeLoad()} now)`),
+      : `(in a batch ${BATCH_FILE_LIMIT_FACTOR}× its last time, at least ${BATCH_FILE_LIMIT_MIN_S} s) of a quiet ` +
+        `machine (a second counts 1 / load per core while that is above 1; ${describeLoad()} now)`),
 );
 const outcomes = await runQueue(
   jobs,

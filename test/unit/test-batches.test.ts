@@ -44,7 +44,8 @@ after(() => rm(dir, { recursive: true, force: true }));
 
 /** Runs the runner on `files` in the directory, one job at a time; its exit code and what it printed. */
 function runTests(files: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
-  const { PIXVOTE_REQUIRE_SERVICES: _, ...outer } = process.env;
+  // Not the outer run's settings: its service requirement, nor its timings file (these runs' files are not its).
+  const { PIXVOTE_REQUIRE_SERVICES: _, PIXVOTE_TEST_TIMINGS: _t, ...outer } = process.env;
   const child = spawn(process.execPath, ['--experimental-strip-types', runner, '--db=sqlite', ...files], {
     cwd: dir,
     env: {

@@ -11,6 +11,7 @@ import type { SqlEntityManager } from '@mikro-orm/sql';
 import { Migrator } from '@mikro-orm/migrations';
 import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
+import type { Pool, PoolClient } from 'pg';
 import type { DB } from './database-types.ts';
 import { ALL_ENTITIES } from './entities/index.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -82,6 +83,38 @@ export interface PreparedStatements {
   query<R>(compiled: CompiledQuery<R>): Promise<R[]>;
 }
 
+/** How long close() waits for the connections in use to come back before it releases them itself (Checkouts). */
+const CLOSE_GRACE_MS = 5000;
+
+/**
+ * The clients of `pg` pools that are checked out and not given back. A pool's `end()` waits for every one: a client
+ * its holder never releases holds up close() and the process for good. That happened once in the test suite on a
+ * loaded machine (2026-12-02: a connection acquired, never used, never released; the test's close() waited 14
+ * minutes), from a path not found. After CLOSE_GRACE_MS of close() they are released with an error: removed from
+ * their pool, their connections ended, and close() ends. A holder that releases one later gets pg's double-release
+ * error; by then the database is closed under it anyway.
+ */
+class Checkouts {
+  readonly #out = new Set<PoolClient>();
+
+  watch(pool: Pool): void {
+    pool.on('acquire', (client) => this.#out.add(client));
+    pool.on('release', (_err, client) => this.#out.delete(client));
+    pool.on('remove', (client) => this.#out.delete(client));
+  }
+
+  releaseAll(): void {
+    for (const client of [...this.#out]) {
+      this.#out.delete(client);
+      try {
+        client.release(new Error('the database was closed while this connection was in use'));
+      } catch {
+        // Released meanwhile.
+      }
+    }
+  }
+}
+
 /** The prepared statements' connections: a near-duplicate check takes ~1 ms, and one runs per upload. */
 const LOOKUP_CONNECTIONS = 2;
 
@@ -145,9 +178,14 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     !opts.databaseUrl && (opts.sqliteReaders ?? 0) > 0
       ? new SqliteReaders({ path: opts.sqlitePath, threads: opts.sqliteReaders! })
       : null;
-  const pgReader = opts.databaseUrl && (opts.pgReaders ?? 0) > 0 ? await postgresReader(orm, opts.pgReaders!) : null;
+  // PostgreSQL: every pool's clients checked out and not given back, released when close() outlasts its grace.
+  const checkouts = new Checkouts();
+  if (opts.databaseUrl)
+    checkouts.watch(await (orm.em.getConnection() as unknown as PostgreSqlConnection).getNativeClient());
+  const pgReader =
+    opts.databaseUrl && (opts.pgReaders ?? 0) > 0 ? await postgresReader(orm, opts.pgReaders!, checkouts) : null;
   const reader = readers ? readerKysely(readers) : pgReader;
-  const prepared = opts.databaseUrl ? await postgresPrepared(orm) : null;
+  const prepared = opts.databaseUrl ? await postgresPrepared(orm, checkouts) : null;
   // One read on every thread now: a reader that cannot open the file fails the start, not the first listing.
   await readers?.ready().catch(async (e: unknown) => {
     await readers.close().catch(() => {});
@@ -175,12 +213,20 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       return { dialect: dialect.name };
     },
     async close() {
+      const closing = (async () => {
+        try {
+          await readers?.close();
+          await pgReader?.destroy();
+          await prepared?.close();
+        } finally {
+          await orm.close(true);
+        }
+      })();
+      const grace = setTimeout(() => checkouts.releaseAll(), CLOSE_GRACE_MS);
       try {
-        await readers?.close();
-        await pgReader?.destroy();
-        await prepared?.close();
+        await closing;
       } finally {
-        await orm.close(true);
+        clearTimeout(grace);
       }
     },
   };
@@ -202,17 +248,18 @@ export function postgresOptions(orm: MikroORM, overrides: PgOverrides) {
  * A Kysely over a pool of `size` connections of its own, set up as MikroORM sets up its own (type parsers, timeouts):
  * the long reads wait here for one of them instead of taking the main pool's, which stays free for writes.
  */
-async function postgresReader(orm: MikroORM, size: number): Promise<Kysely<DB>> {
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool: await postgresPool(orm, size) }) });
+async function postgresReader(orm: MikroORM, size: number, checkouts: Checkouts): Promise<Kysely<DB>> {
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool: await postgresPool(orm, size, checkouts) }) });
 }
 
 /** A `pg` pool of `size` connections of its own (none opened until used), set up as MikroORM's (postgresOptions). */
-async function postgresPool(orm: MikroORM, size: number) {
+async function postgresPool(orm: MikroORM, size: number, checkouts: Checkouts) {
   const { default: pg } = await import('pg');
   const pool = new pg.Pool(postgresOptions(orm, { min: 0, max: size }));
   // A connection the server drops reports an 'error' event: the query in flight rejects on its own.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
+  checkouts.watch(pool);
   return pool;
 }
 
@@ -222,8 +269,11 @@ async function postgresPool(orm: MikroORM, size: number) {
  * each text is parsed once per connection (callers pass a fixed set of texts, parameters apart); PostgreSQL plans it
  * generically after five runs when that costs no more.
  */
-async function postgresPrepared(orm: MikroORM): Promise<PreparedStatements & { close(): Promise<void> }> {
-  const pool = await postgresPool(orm, LOOKUP_CONNECTIONS);
+async function postgresPrepared(
+  orm: MikroORM,
+  checkouts: Checkouts,
+): Promise<PreparedStatements & { close(): Promise<void> }> {
+  const pool = await postgresPool(orm, LOOKUP_CONNECTIONS, checkouts);
   return {
     async query<R>(compiled: CompiledQuery<R>) {
       const name = `pv_${createHash('sha1').update(compiled.sql).digest('hex').slice(0, 20)}`;

@@ -90,9 +90,10 @@ const CLOSE_GRACE_MS = 5000;
  * The clients of `pg` pools that are checked out and not given back. A pool's `end()` waits for every one: a client
  * its holder never releases holds up close() and the process for good. That happened once in the test suite on a
  * loaded machine (2026-12-02: a connection acquired, never used, never released; the test's close() waited 14
- * minutes), from a path not found. After CLOSE_GRACE_MS of close() they are released with an error: removed from
- * their pool, their connections ended, and close() ends. A holder that releases one later gets pg's double-release
- * error; by then the database is closed under it anyway.
+ * minutes); caught once more, it was the blocklist copy's background rebuild (blocklist-cache.ts) in flight at
+ * close, why its statement never ran not found. After CLOSE_GRACE_MS of close() they are released with an error:
+ * removed from their pool, their connections ended, and close() ends. A holder that releases one later gets pg's
+ * double-release error; by then the database is closed under it anyway.
  */
 class Checkouts {
   readonly #out = new Set<PoolClient>();

@@ -11,6 +11,7 @@ import pg from 'pg';
 import { openDatabase } from '../../src/store/database.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { onPostgres, TEST_PG_URL } from '../support/env.ts';
+import { pollUntil, until } from '../support/budget.ts';
 
 const skip = !onPostgres && 'PostgreSQL pass only';
 
@@ -36,7 +37,7 @@ test(
           .catch(() => {});
       hold(db.db());
       hold(db.read());
-      while (held < 2) await new Promise((r) => setTimeout(r, 20));
+      await until(() => held === 2);
       const backends = async () =>
         Number(
           (
@@ -47,16 +48,11 @@ test(
         );
       assert.ok((await backends()) >= 2, 'the held connections are open');
 
-      let timer: NodeJS.Timeout | undefined;
-      const outcome = await Promise.race([
-        db.close().then(() => 'closed'),
-        new Promise<string>((r) => (timer = setTimeout(() => r('still waiting after 60 s'), 60_000))),
-      ]);
-      clearTimeout(timer);
-      assert.equal(outcome, 'closed');
+      let closed = false;
+      void db.close().then(() => (closed = true));
+      await pollUntil(() => closed, 'close() to end with connections held', 60_000);
       // The server saw them go (a closed socket ends its backend at once; allow it a moment).
-      for (let i = 0; i < 100 && (await backends()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
-      assert.equal(await backends(), 0, 'no connection left to the database');
+      await pollUntil(async () => (await backends()) === 0, 'no connection left to the database', 5_000);
     } finally {
       await admin.end();
       await database.drop();

@@ -75,6 +75,13 @@ export interface Database {
   ping(): Promise<void>;
   /** /readyz: the database answers (its dialect said). */
   check(): Promise<{ dialect: string }>;
+  /**
+   * Work of a repository's own that uses the connections in the background (the blocklist copy's rebuild): `stop`
+   * runs first in close(), before any pool ends, and should end that work (close() waits for it, within the same
+   * CLOSE_GRACE_MS). A pool's end waits for every connection checked out: work still running at close would hold it.
+   */
+  onClose(stop: () => Promise<void>): void;
+  /** Ends the pools (once: a later call waits for the first). */
   close(): Promise<void>;
 }
 
@@ -91,7 +98,8 @@ const CLOSE_GRACE_MS = 5000;
  * its holder never releases holds up close() and the process for good. That happened once in the test suite on a
  * loaded machine (2026-12-02: a connection acquired, never used, never released; the test's close() waited 14
  * minutes); caught once more, it was the blocklist copy's background rebuild (blocklist-cache.ts) in flight at
- * close, why its statement never ran not found. After CLOSE_GRACE_MS of close() they are released with an error:
+ * close, why its statement never ran not found. That rebuild is now stopped and awaited first (Database.onClose);
+ * this is the backstop for any other holder. After CLOSE_GRACE_MS of close() they are released with an error:
  * removed from their pool, their connections ended, and close() ends. A holder that releases one later gets pg's
  * double-release error; by then the database is closed under it anyway.
  */
@@ -193,6 +201,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     await orm.close(true).catch(() => {});
     throw e;
   });
+  const stops: (() => Promise<void>)[] = [];
+  /** close()'s work, once: a second call waits for the first. */
+  let closed: Promise<void> | undefined;
   const database: Database = {
     dialect,
     orm,
@@ -213,22 +224,24 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       await database.ping();
       return { dialect: dialect.name };
     },
-    async close() {
-      const closing = (async () => {
+    onClose(stop) {
+      stops.push(stop);
+    },
+    close() {
+      closed ??= (async () => {
+        const grace = setTimeout(() => checkouts.releaseAll(), CLOSE_GRACE_MS);
         try {
+          // Background work first, while its connections still answer; then the pools.
+          await Promise.all(stops.splice(0).map((stop) => stop().catch(() => {})));
           await readers?.close();
           await pgReader?.destroy();
           await prepared?.close();
         } finally {
           await orm.close(true);
+          clearTimeout(grace);
         }
       })();
-      const grace = setTimeout(() => checkouts.releaseAll(), CLOSE_GRACE_MS);
-      try {
-        await closing;
-      } finally {
-        clearTimeout(grace);
-      }
+      return closed;
     },
   };
   return database;

@@ -7,8 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import type { Database } from '../../src/store/database.ts';
+import { BlocklistCache } from '../../src/store/moderation/blocklist-cache.ts';
 import { BlocklistRepository, checkBytesQuery } from '../../src/store/moderation/blocklist.repository.ts';
 import { insertGuardQuery, versionQuery } from '../../src/store/moderation/insert-guard.ts';
 import { pdqCandidatesQuery } from '../../src/store/moderation/pdq-lookup.ts';
@@ -153,5 +154,48 @@ test('every statement of the check and of the insert guard probes an index, neve
     };
     for (const [label, query] of Object.entries(statements))
       assertProbes(db, label, await planOf(db, query, true, true));
+  });
+});
+
+test('closing the database stops the copy’s rebuild at its next page and waits for it; none starts after', async () => {
+  await withDatabase(async (_db, _userId, another) => {
+    const db = await another();
+    const blocklist = new BlocklistRepository(db);
+    const r = lcgRandom(7);
+    for (let i = 0; i < 6; i++) await add(blocklist, { phash: flipBits('0123456789abcdef', 20, r) });
+    const version = await blocklist.version();
+    // A copy that reads one entry per page, counting the statements its reads run.
+    let reads = 0;
+    const counting: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        reads++;
+        return args.result;
+      },
+    };
+    const cache = new BlocklistCache(
+      () => db.read().withPlugin(counting),
+      () => blocklist.version(),
+      { page: 1 },
+    );
+    db.onClose(() => cache.close());
+    // Another stop that needs the connections: close() runs the stops before any pool ends.
+    let stillOpen: unknown = null;
+    db.onClose(async () => {
+      stillOpen = await db
+        .read()
+        .selectNoFrom((eb) => eb.val(1).as('one'))
+        .executeTakeFirst();
+    });
+    const rebuilt = cache.load();
+    await db.close();
+    await rebuilt;
+    assert.equal(reads, 1, 'the rebuild read one page of six, then stopped');
+    assert.equal(Number((stillOpen as { one: unknown } | null)?.one), 1, 'the stop ran while the pools were open');
+    assert.equal(cache.blocks({ phash: '0123456789abcdef', pdq: null }, distances, version), null);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(reads, 1, 'no rebuild after close');
+    await assert.rejects(cache.load(), /closed/);
+    await db.close();
   });
 });

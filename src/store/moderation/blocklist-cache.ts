@@ -12,7 +12,9 @@
  * (insert-guard.ts). A set older than the version asked answers nothing: the caller looks the hashes up in SQL
  * (the same exact lookups the insert's re-check makes), and a rebuild starts in the background — one at a time,
  * and never more than a third of the time (an import bumps the version every step: a process rebuilding after
- * each would spend its event loop on it; meanwhile the SQL lookups answer).
+ * each would spend its event loop on it; meanwhile the SQL lookups answer). close() ends that background work: no
+ * rebuild starts after it, the one in flight stops at its next page, and close() waits for it (the database's close
+ * runs it first: a rebuild's connection checked out while the pools end held a test's close() for 14 minutes).
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
@@ -41,10 +43,15 @@ export class BlocklistCache {
   #loading: Promise<void> | null = null;
   /** performance.now() before which no rebuild starts (IDLE_PER_BUSY). */
   #restAfter = 0;
+  #closed = false;
 
-  constructor(db: () => Kysely<DB>, version: () => Promise<number>) {
+  /** Entries read per page of a rebuild (LOAD_PAGE; a test makes it small). */
+  readonly #page: number;
+
+  constructor(db: () => Kysely<DB>, version: () => Promise<number>, opts: { page?: number } = {}) {
     this.#db = db;
     this.#version = version;
+    this.#page = opts.page ?? LOAD_PAGE;
   }
 
   /**
@@ -54,7 +61,7 @@ export class BlocklistCache {
   blocks(hashes: NearHashes, distances: NearDistances, version: number): boolean | null {
     const built = this.#built;
     if (!built || built.version < version) {
-      if (!this.#loading && performance.now() >= this.#restAfter) void this.load().catch(() => {});
+      if (!this.#loading && !this.#closed && performance.now() >= this.#restAfter) void this.load().catch(() => {});
       return null;
     }
     return (
@@ -65,6 +72,7 @@ export class BlocklistCache {
 
   /** Builds the sets now (or waits for the build in flight); a failed build leaves the last one in place. */
   load(): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the blocklist copy is closed'));
     this.#loading ??= this.#load().finally(() => {
       this.#loading = null;
     });
@@ -85,25 +93,33 @@ export class BlocklistCache {
           .where((eb) => eb.or([eb('phash', 'is not', null), eb('pdq', 'is not', null)]))
           .where('id', '>', after)
           .orderBy('id')
-          .limit(LOAD_PAGE)
+          .limit(this.#page)
           .execute();
         for (const r of rows) {
           if (r.phash !== null) phashes.push(r.phash);
           if (r.pdq !== null) pdqs.push(r.pdq);
         }
-        if (rows.length < LOAD_PAGE) break;
+        if (rows.length < this.#page) break;
         after = rows.at(-1)!.id;
         await yieldToEventLoop();
+        if (this.#closed) return;
       }
       // The distances are the queries': probe layouts answer any (the constructor's is their default only). The
       // loop gets a turn between the two (each ~50 ms at 50k entries on an idle core, ten times that under load).
       const phash = new PhashSet(phashes, 0, 'probe');
       await yieldToEventLoop();
+      if (this.#closed) return;
       const built = { version, phash, pdq: new PdqSet(pdqs, 0, 'probe') };
       if (!this.#built || this.#built.version <= version) this.#built = built;
     } finally {
       const ended = performance.now();
       this.#restAfter = ended + (ended - started) * IDLE_PER_BUSY;
     }
+  }
+
+  /** No rebuild after this; waits for the one in flight (which stops at its next page). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#loading?.catch(() => {});
   }
 }

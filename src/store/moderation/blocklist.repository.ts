@@ -192,6 +192,7 @@ export class BlocklistRepository implements BlocklistStore {
       () => db.read(),
       () => this.version(),
     );
+    db.onClose(() => this.#near.close());
     this.#scanFrom = opts.scanFrom ?? 100;
     this.#scanPage = opts.scanPage ?? SCAN_PAGE;
   }

@@ -114,6 +114,8 @@ interface Job {
   timeout: boolean;
   /** A batch: the test files it runs one after another in one process (scripts/test-batch.mjs), in this order. */
   files?: string[];
+  /** A batch: each file's limit, seconds (batchFileLimitS). */
+  fileLimitsS?: Record<string, number>;
 }
 
 /** How one lint step or test file went (a batch has one per file). */
@@ -190,7 +192,11 @@ const BATCH_MAX_S = 60;
  * files behind it) is stopped within minutes, not a quarter of an hour. PIXVOTE_TEST_TIMEOUT_S overrides both.
  */
 const BATCH_FILE_LIMIT_FACTOR = 10;
-const BATCH_FILE_LIMIT_MIN_S = 60;
+/** PIXVOTE_TEST_BATCH_LIMIT_MIN_S sets it (test/unit/test-batches.test.ts: a minute is too long to wait there). */
+const BATCH_FILE_LIMIT_MIN_S = Number(process.env.PIXVOTE_TEST_BATCH_LIMIT_MIN_S) || 60;
+/** A batched file's limit, from what it took last time. */
+const batchFileLimitS = (lastS: number) =>
+  fixedTimeoutS ?? Math.min(testTimeoutS, Math.max(BATCH_FILE_LIMIT_MIN_S, BATCH_FILE_LIMIT_FACTOR * lastS));
 /** PIXVOTE_TEST_BATCH=0: every file in a process of its own (to tell whether a failure comes from sharing one). */
 const batching = process.env.PIXVOTE_TEST_BATCH !== '0';
 
@@ -237,6 +243,7 @@ function testJobs(pass: string, selected: string[]): Job[] {
       expectedS: batch.s,
       timeout: true,
       files: batch.files,
+      fileLimitsS: Object.fromEntries(batch.files.map((f) => [f, batchFileLimitS(expected(f))])),
     });
   return jobs;
 }
@@ -335,13 +342,7 @@ function batchSections(text: string, files: string[]) {
  */
 function runJob(job: Job, index: number, total: number, requeue: (job: Job) => void): Promise<Outcome[]> {
   const started = performance.now();
-  const limitOf = (file: string) =>
-    job.files && !fixedTimeoutS
-      ? Math.min(
-          testTimeoutS,
-          Math.max(BATCH_FILE_LIMIT_MIN_S, BATCH_FILE_LIMIT_FACTOR * (durations[job.pass]?.[file] ?? Infinity)),
-        )
-      : testTimeoutS;
+  const limitOf = (file: string) => job.fileLimitsS?.[file] ?? testTimeoutS;
   let limitS = testTimeoutS;
   const progressFile = join(runTmp, `.progress-${index}`);
   const args = job.files

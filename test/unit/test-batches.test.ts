@@ -90,3 +90,22 @@ test('PIXVOTE_TEST_BATCH=0 runs every file in a process of its own', async () =>
   assert.match(out, /=== 3 jobs \(0 test files in 0 batches: PIXVOTE_TEST_BATCH=0\)/);
   for (const file of files) assert.match(header(out, file) ?? '', /^passed in [\d.]+ s \(at \d+ s\)$/, out);
 });
+
+test('a batched file’s limit is ten times its last time (at least a floor), not a lone file’s limit', async () => {
+  // A file that took 0.2 s last time and now hangs, after one that passes: 10 × 0.2 = 2 s of a quiet machine.
+  await writeFile(
+    join(dir, 'test/unit/f.test.ts'),
+    `import { test } from 'node:test';\n${FILES['test/unit/b.test.ts']!.code}\n`,
+  );
+  const durations = join(dir, 'durations-f.json');
+  await writeFile(durations, JSON.stringify({ sqlite: { 'test/unit/a.test.ts': 5, 'test/unit/f.test.ts': 0.2 } }));
+  const { code, out } = await runTests(['test/unit/a.test.ts', 'test/unit/f.test.ts'], {
+    PIXVOTE_TEST_DURATIONS: durations,
+    // No fixed limit: the batch's own; its floor lowered from a minute to a second.
+    PIXVOTE_TEST_TIMEOUT_S: '',
+    PIXVOTE_TEST_BATCH_LIMIT_MIN_S: '1',
+  });
+  assert.equal(code, 1, out);
+  assert.match(header(out, 'test/unit/a.test.ts') ?? '', /^passed in .*1 of 2 in a batch\)$/, out);
+  assert.match(header(out, 'test/unit/f.test.ts') ?? '', /^TIMED OUT: met the 2 s limit.*2 of 2 in a batch\)$/, out);
+});

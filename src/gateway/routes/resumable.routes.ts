@@ -21,7 +21,7 @@ import {
   tusServer,
   type TusServer,
 } from '../tus-server.ts';
-import { IdParam } from '../schemas/common.schemas.ts';
+import { ErrorBody, IdParam } from '../schemas/common.schemas.ts';
 import {
   DuplicateNotice,
   ResumablePending,
@@ -90,6 +90,13 @@ function assertOctets(ctx: AppContext): void {
 
 const key = (ctx: AppContext) => ctx.get('idempotency-key') || null;
 
+/** A refusal with tus’s own status (not in the contract’s table), in the contract’s error body (`invalid_request`). */
+const tusRefusal = (description: string) => ({ description, json: ErrorBody });
+/** What tusHeaders answers every request under TUS_PATH but GET, OPTIONS and `…/result` without the header. */
+const VERSION_REQUIRED = {
+  412: tusRefusal('`Tus-Resumable: 1.0.0` is missing or names another version; `Tus-Version` lists the one served.'),
+};
+
 export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
   route({
     method: 'post',
@@ -118,6 +125,7 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
         headers: ['Resumable-Location'],
         optionalHeaders: ['Idempotent-Replayed'],
       },
+      ...VERSION_REQUIRED,
     },
     errors: ['invalid_request', 'payload_too_large', 'rate_limited', 'conflict'],
     before: (deps) => [
@@ -200,7 +208,12 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     scope: 'upload',
     limit: 'general',
     params: IdParam,
-    responses: { 204: { description: 'Bytes stored.' } },
+    responses: {
+      204: { description: 'Bytes stored.' },
+      ...VERSION_REQUIRED,
+      415: tusRefusal('`Content-Type` is not `application/offset+octet-stream`.'),
+      460: tusRefusal('`Upload-Checksum` does not match the chunk, which is discarded.'),
+    },
     errors: ['invalid_request', 'not_found', 'conflict', 'payload_too_large'],
     handlerParsesBody: true,
     handler:
@@ -219,7 +232,7 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     scope: 'upload',
     limit: 'general',
     params: IdParam,
-    responses: { 204: { description: 'Deleted, with its bytes.' } },
+    responses: { 204: { description: 'Deleted, with its bytes.' }, ...VERSION_REQUIRED },
     errors: ['not_found', 'conflict'],
     handler:
       (deps) =>

@@ -1,4 +1,5 @@
 import type { ResumableRow, ResumableStatus, ResumableStore } from '../../domain/uploads/resumable.ts';
+import { isUuid } from '../../domain/ids.ts';
 import type { Database } from '../database.ts';
 import { isUniqueViolation } from '../dialect.ts';
 
@@ -70,6 +71,8 @@ export class ResumableRepository implements ResumableStore {
   }
 
   async find(id: string): Promise<ResumableRow | null> {
+    // An id from a URL: one that is not a UUID names no upload (and a NUL in it is an error on PostgreSQL).
+    if (!isUuid(id)) return null;
     const r = await this.#db.db().selectFrom('resumable_uploads').selectAll().where('id', '=', id).executeTakeFirst();
     return r ? this.#row(r) : null;
   }

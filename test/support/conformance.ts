@@ -92,7 +92,8 @@ export interface Observed {
 /** Throws a ConformanceError naming what differs from the document. */
 export function checkConformance(r: Observed): void {
   const s = init();
-  const { pathname } = new URL(r.url);
+  // The path as sent, not as a URL would resolve it (`..`, `\`): what the app routed.
+  const pathname = r.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').split(/[?#]/)[0] || '/';
   const method = r.method.toUpperCase() === 'HEAD' ? 'GET' : r.method.toUpperCase();
   const where = `${r.method.toUpperCase()} ${pathname} → ${r.status}`;
   const route = s.routes.find((x) => x.method === method && x.re.test(pathname));

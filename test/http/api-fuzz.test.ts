@@ -13,8 +13,9 @@
  * The seed is fixed (a failure replays): PIXVOTE_FUZZ_SEED changes it, PIXVOTE_FUZZ_RUNS=N makes N times the calls
  * (25 per operation, 150 uploads, 200 pages: ~6 s); PIXVOTE_FUZZ_OP='POST /api/vote' keeps the operations whose
  * "METHOD path" contains it, PIXVOTE_FUZZ_LOG=1 prints every call. A bug planted in one operation (a 500 on an
- * admitted `none` vote) fails it at the default count. 2026-12-02: 5 and 2 times the calls, on both databases and
- * with other seeds, found nothing.
+ * admitted `none` vote) fails it at the default count. Its first runs (2026-12-02, five times the calls, seeds 1–3,
+ * 11–15 and 20261202, both databases) found a NUL in a resumable upload's id answered 500 on PostgreSQL and tus's
+ * 412/415/460 missing from the document (both fixed); then nothing more.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -237,8 +237,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
           await pgReader?.destroy();
           await prepared?.close();
         } finally {
-          await orm.close(true);
-          clearTimeout(grace);
+          await orm.close(true).finally(() => clearTimeout(grace));
         }
       })();
       return closed;

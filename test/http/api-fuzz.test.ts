@@ -23,9 +23,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { Client, type Dispatcher } from 'undici';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { Client } from 'undici';
 import { startApp, type TestApp } from '../support/app.ts';
+import { readAnswer } from '../support/http.ts';
 import { checkConformance, ConformanceError } from '../support/conformance.ts';
 import { STATUS_OF, type ErrorCode } from '../../src/domain/errors.ts';
 import { registerAdmin, registerUser, type TestUser } from '../support/users.ts';
@@ -61,18 +61,21 @@ function answersAsDocumented(
   for (const leak of LEAKS) assert.doesNotMatch(text, leak, where);
   const unrouted = (e: unknown) =>
     e instanceof ConformanceError && /no operation in the OpenAPI document/.test(e.message);
-  try {
+  const failureAt = (u: string): unknown => {
     try {
-      checkConformance({ method, url, status, headers, text });
+      checkConformance({ method, url: u, status, headers, text });
+      return null;
     } catch (e) {
-      // The router is not strict about a trailing slash (`/docs/` is `/docs`): the operation without it.
-      const [path, query] = url.split('?') as [string, string | undefined];
-      if (!unrouted(e) || !/[^/]\/$/.test(path)) throw e;
-      const bare = path.slice(0, -1) + (query === undefined ? '' : `?${query}`);
-      checkConformance({ method, url: bare, status, headers, text });
+      return e;
     }
-  } catch (e) {
-    if (!unrouted(e)) throw new Error(`${where}\n${(e as Error).message}`, { cause: e });
+  };
+  let failure = failureAt(url);
+  // The router is not strict about a trailing slash (`/docs/` is `/docs`): the operation without it.
+  const [path, query] = url.split('?') as [string, string | undefined];
+  if (unrouted(failure) && /[^/]\/$/.test(path))
+    failure = failureAt(path.slice(0, -1) + (query === undefined ? '' : `?${query}`));
+  if (failure && !unrouted(failure)) throw new Error(`${where}\n${(failure as Error).message}`, { cause: failure });
+  if (failure) {
     const json = JSON.parse(text) as { error?: unknown; message?: unknown };
     // Unrouted (an empty segment): the first refusal of the layers in front of the router (the body, the
     // credentials) or 404, with its code's status; under the tus path a 412 for a missing Tus-Resumable first.
@@ -86,25 +89,6 @@ function answersAsDocumented(
 /** What a client can put on the request line: visible ASCII as is (`\`, dot segments, a stray `%`), the rest
  * percent-encoded as a browser would. */
 const onTheWire = (path: string) => path.replace(/[^\x21-\x7e]/gu, (ch) => encodeURIComponent(ch));
-
-const DECODE: Record<string, (b: Buffer) => Buffer> = {
-  gzip: gunzipSync,
-  deflate: inflateSync,
-  br: brotliDecompressSync,
-};
-
-/** The body as text, decoded when the answer is compressed (a fuzzed `Accept-Encoding` asks for it). */
-async function textOf(res: Dispatcher.ResponseData): Promise<string> {
-  const bytes = Buffer.from(await res.body.arrayBuffer());
-  const coding = String(res.headers['content-encoding'] ?? '');
-  return (DECODE[coding]?.(bytes) ?? bytes).toString('utf8');
-}
-
-const headersOf = (raw: Record<string, string | string[] | undefined>) => {
-  const h = new Headers();
-  for (const [k, v] of Object.entries(raw)) for (const one of [v ?? []].flat()) h.append(k, one);
-  return h;
-};
 
 interface Operation {
   method: string;
@@ -397,14 +381,16 @@ test('every operation, called with what fast-check makes of it, answers as the c
         const withBody = c.body !== undefined && c.op.method !== 'GET';
         // As written: a URL would resolve `..` and turn `\` into `/` before the server saw them.
         path = onTheWire(path);
-        const res = await raw.request({ path, method: c.op.method, headers, body: withBody ? c.body : null });
-        const text = await textOf(res);
-        if (process.env.PIXVOTE_FUZZ_LOG) t.diagnostic(`${c.op.method} ${path} ${c.body} → ${res.statusCode} ${text}`);
-        statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
-        if (res.statusCode < 400) reached.add(`${c.op.method} ${c.op.path}`);
+        const res = await readAnswer(
+          await raw.request({ path, method: c.op.method, headers, body: withBody ? c.body : null }),
+        );
+        const text = res.bytes.toString('utf8');
+        if (process.env.PIXVOTE_FUZZ_LOG) t.diagnostic(`${c.op.method} ${path} ${c.body} → ${res.status} ${text}`);
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status < 400) reached.add(`${c.op.method} ${c.op.path}`);
         const who = c.who ?? 'no credentials';
-        const where = `${c.op.method} ${path} (${who}) ${c.body} → ${res.statusCode}: ${text.slice(0, 300)}`;
-        answersAsDocumented(c.op.method, `${app.url}${path}`, res.statusCode, headersOf(res.headers), text, where);
+        const where = `${c.op.method} ${path} (${who}) ${c.body} → ${res.status}: ${text.slice(0, 300)}`;
+        answersAsDocumented(c.op.method, `${app.url}${path}`, res.status, res.headers, text, where);
       }),
       { seed: SEED + n, numRuns, endOnFailure: true },
     );
@@ -560,14 +546,16 @@ test('the pages, at what fast-check makes of their paths: never a 500, never a r
         const search = query.map(([k, v]) => `${k}=${v}`).join('&');
         const target = onTheWire(search ? `${path}?${search}` : path);
         // The path as written (a URL would resolve its dot segments and turn a backslash into a slash first).
-        const res = await raw.request({ path: target, method: 'GET', headers: cookie ? { cookie } : {} });
-        const text = await textOf(res);
-        statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
-        const where = `GET ${target} → ${res.statusCode}: ${text.slice(0, 200)}`;
-        assert.ok(res.statusCode < 500, where);
+        const res = await readAnswer(
+          await raw.request({ path: target, method: 'GET', headers: cookie ? { cookie } : {} }),
+        );
+        const text = res.bytes.toString('utf8');
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        const where = `GET ${target} → ${res.status}: ${text.slice(0, 200)}`;
+        assert.ok(res.status < 500, where);
         for (const leak of LEAKS.slice(0, 2)) assert.doesNotMatch(text, leak, where);
-        const location = res.headers.location;
-        if (typeof location === 'string') {
+        const location = res.headers.get('location');
+        if (location !== null) {
           // Relative to this site: one leading slash, no scheme, no host (after the browser's own normalization).
           const resolved = new URL(location, app.url);
           assert.equal(resolved.origin, app.url, `redirect off the site: ${where} Location: ${location}`);

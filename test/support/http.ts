@@ -10,7 +10,7 @@
  */
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
-import { request as undiciRequest } from 'undici';
+import { request as undiciRequest, type Dispatcher } from 'undici';
 import { checkConformance } from './conformance.ts';
 
 /** What `fetch` adds to every request that does not set them (undici's fetch, over http:). */
@@ -45,7 +45,16 @@ async function send(
   for (const [k, v] of Object.entries(headers)) sent[k.toLowerCase()] = v;
   for (const [k, v] of Object.entries(FETCH_DEFAULTS)) sent[k] ??= v;
   if (typeof body === 'string') sent['content-type'] ??= 'text/plain;charset=UTF-8';
-  const res = await undiciRequest(url, { method, headers: sent, body: body ?? null });
+  return readAnswer(await undiciRequest(url, { method, headers: sent, body: body ?? null }));
+}
+
+/**
+ * An undici answer as `fetch` reads it: the headers as `Headers`, the body decoded from its Content-Encoding (for a
+ * test that sends through an undici `Client` of its own: test/http/api-fuzz.test.ts).
+ */
+export async function readAnswer(
+  res: Dispatcher.ResponseData,
+): Promise<{ status: number; headers: Headers; bytes: Buffer }> {
   const replyHeaders = new Headers();
   for (const [k, v] of Object.entries(res.headers)) for (const one of [v ?? []].flat()) replyHeaders.append(k, one);
   let bytes: Buffer = Buffer.from(await res.body.arrayBuffer());

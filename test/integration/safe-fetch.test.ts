@@ -10,6 +10,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import zlib from 'node:zlib';
+import fc from 'fast-check';
 import { AppError } from '../../src/domain/errors.ts';
 import { isForbiddenAddress } from '../../src/net/address-policy.ts';
 import { fetchImage } from '../../src/net/safe-fetch.ts';
@@ -623,5 +624,179 @@ describe('fetchImage: https', () => {
     t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
     const port = (server.address() as net.AddressInfo).port;
     await rejectsWith(fetchImage(`https://127.0.0.1:${port}/`, PRIVATE_OK), 'image_url TLS handshake failed');
+  });
+});
+
+/**
+ * Property-based (fast-check): the loopback listener written every way the URL parser reads as an address — each
+ * part of an IPv4 address in decimal, hex or octal, two or three parts, the whole as one number, trailing dots,
+ * percent-encoded or full-width characters, IPv6 with or without `::`, zero padding, IPv4-mapped — reached directly
+ * or through a redirect whose Location is absolute, scheme-relative, written with backslashes or one slash, and
+ * every host name resolving to loopback. With the address rule on, nothing reaches the listener; with it lifted
+ * (the control), each form the URL parser puts on the listener does reach it, so the forms are not noise.
+ */
+describe('fetchImage: forbidden addresses in forms fast-check writes', () => {
+  /** What a URL host parser maps to ASCII: full-width letters, digits and dots, and the ideographic full stop. */
+  const wide = (s: string, picks: boolean[]) =>
+    [...s]
+      .map((c, i) =>
+        !picks[i % picks.length]
+          ? c
+          : c === '.'
+            ? (['\uff0e', '\u3002'][i % 2] as string)
+            : /[0-9a-z]/i.test(c)
+              ? String.fromCharCode(c.charCodeAt(0) + 0xfee0)
+              : c,
+      )
+      .join('');
+  const percent = (s: string, picks: boolean[]) =>
+    [...s].map((c, i) => (picks[i % picks.length] ? `%${c.charCodeAt(0).toString(16)}` : c)).join('');
+  /** One part of an IPv4 address, as a number in the radix drawn. */
+  const part = (n: number, radix: number, upper: boolean) =>
+    radix === 16
+      ? `${upper ? '0X' : '0x'}${upper ? n.toString(16).toUpperCase() : n.toString(16)}`
+      : radix === 8
+        ? `0${n.toString(8)}`
+        : String(n);
+  /**
+   * An IPv4 address (loopback or unspecified, which the listener on `::` answers) in one of its notations; not
+   * 127.0.0.0 nor 127.255.255.255, the network's own and broadcast addresses, which no connection reaches, nor
+   * 127.0.0.2, which plays the public server here.
+   */
+  const v4Form = fc
+    .record({
+      a: fc.oneof(
+        fc.constant(0x7f000001),
+        fc.integer({ min: 0x7f000001, max: 0x7ffffffe }).filter((a) => a !== 0x7f000002),
+        fc.constant(0),
+      ),
+      parts: fc.constantFrom(1, 2, 3, 4, 4, 4),
+      radixes: fc.array(fc.constantFrom(10, 10, 16, 8), { minLength: 4, maxLength: 4 }),
+      upper: fc.boolean(),
+      dot: fc.boolean(),
+    })
+    .map(({ a, parts, radixes, upper, dot }) => {
+      const b = [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255];
+      const nums =
+        parts === 4
+          ? b
+          : parts === 3
+            ? [b[0]!, b[1]!, ((b[2]! << 8) | b[3]!) >>> 0]
+            : parts === 2
+              ? [b[0]!, (a & 0xffffff) >>> 0]
+              : [a >>> 0];
+      return nums.map((n, i) => part(n, radixes[i]!, upper)).join('.') + (dot ? '.' : '');
+    });
+  /** IPv6 forms of loopback and of IPv4-mapped loopback. */
+  const v6Form = fc
+    .record({
+      mapped: fc.boolean(),
+      low: fc.integer({ min: 1, max: 0xfffffe }),
+      pad: fc.boolean(),
+      compress: fc.boolean(),
+      upper: fc.boolean(),
+      dotted: fc.boolean(),
+    })
+    .map(({ mapped, low, pad, compress, upper, dotted }) => {
+      const groups = mapped ? [0, 0, 0, 0, 0, 0xffff, 0x7f00 | (low >>> 16), low & 0xffff] : [0, 0, 0, 0, 0, 0, 0, 1];
+      const hex = (g: number) => (pad ? g.toString(16).padStart(4, '0') : g.toString(16));
+      let text = groups.map(hex).join(':');
+      if (mapped && dotted)
+        text = `${groups.slice(0, 6).map(hex).join(':')}:127.${low >>> 16}.${(low >>> 8) & 255}.${low & 255}`;
+      if (compress) text = text.replace(/^(0{1,4}:)+/, '::');
+      return `[${upper ? text.toUpperCase() : text}]`;
+    });
+  const hostForm = fc.oneof(
+    v4Form,
+    fc.tuple(v4Form, fc.array(fc.boolean(), { minLength: 1, maxLength: 5 })).map(([h, p]) => wide(h, p)),
+    fc.tuple(v4Form, fc.array(fc.boolean(), { minLength: 1, maxLength: 5 })).map(([h, p]) => percent(h, p)),
+    v6Form,
+    fc.constantFrom('localhost', 'LOCALHOST.', 'internal.example', 'metadata.google.internal', 'x'),
+  );
+  /** How a Location (or a URL) may lead to the host: each prefix the URL parser reads as a new authority. */
+  const lead = fc.constantFrom(
+    'http://',
+    'HTTP://',
+    'http:\\\\',
+    'http:/',
+    'http:\\/',
+    '//',
+    '\\\\',
+    '/\\',
+    ' http://',
+  );
+  const tail = fc.constantFrom('/', '/x.png', '/..//x.png', '', '?a=1', '#f', '/%2e%2e/x', '\\x.png');
+  const portForm = (port: number) => fc.constantFrom(`:${port}`, `:00${port}`);
+
+  const internalDns = async () => [{ address: '127.0.0.1' }];
+  /** Where the URL parser sends `location` from `base`, or null when it is no URL. */
+  const landsOn = (location: string, base: string) => {
+    try {
+      const url = new URL(location, base);
+      return url.protocol === 'http:' ? url : null;
+    } catch {
+      return null;
+    }
+  };
+  const REACHES = /^(127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\]|\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\])$/;
+
+  it('a redirect to any of them is refused without a connection; with the rule lifted, it arrives', async (t) => {
+    const tr = await trap(t);
+    let location = '';
+    const s = await serve(t, (_req, res) => res.writeHead(302, { location }).end(), '127.0.0.2');
+    let reachedInControl = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.tuple(lead, hostForm, portForm(tr.port), tail), async (pieces) => {
+        // A header carries bytes, not characters: full-width ones go as their percent-encoded UTF-8, which the
+        // URL parser decodes in a host before mapping it to ASCII.
+        location = pieces.join('').replace(/[\u0100-\u{10ffff}]/gu, (c) => encodeURIComponent(c));
+        const before = tr.connections;
+        await assert.rejects(
+          fetchImage(`${s.origin}/`, {
+            ...STRICT,
+            resolve: internalDns,
+            addressPolicy: pretendPublic('127.0.0.2'),
+          }),
+          (err: unknown) => err instanceof AppError && err.code === 'fetch_failed',
+          location,
+        );
+        assert.equal(tr.connections, before, `${JSON.stringify(location)} reached the listener`);
+        // The control: where the URL parser puts this Location on the listener, the same fetch without the rule
+        // arrives there.
+        const target = landsOn(location, `${s.origin}/`);
+        if (target === null || Number(target.port) !== tr.port || !REACHES.test(target.hostname)) return;
+        const got = await fetchImage(`${s.origin}/`, { ...PRIVATE_OK, resolve: internalDns });
+        assert.equal(got.sha256, sha256(PNG), location);
+        assert.equal(tr.connections, before + 1, location);
+        reachedInControl++;
+      }),
+      { numRuns: 300 },
+    );
+    // Most forms are real addresses of the listener (the rest: names, and what the parser refuses).
+    assert.ok(reachedInControl > 100, `${reachedInControl} of 300 forms reached the listener in the control`);
+  });
+
+  it('fetched directly, each is refused without a connection', async (t) => {
+    const tr = await trap(t);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(
+          fc.constantFrom('http://', 'https://', 'HTTP://', 'http:\\\\', 'http:/'),
+          hostForm,
+          portForm(tr.port),
+          tail,
+        ),
+        async (pieces) => {
+          const url = pieces.join('');
+          await assert.rejects(
+            fetchImage(url, { ...STRICT, resolve: internalDns }),
+            (err: unknown) => err instanceof AppError && err.code === 'fetch_failed',
+            url,
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+    assert.equal(tr.connections, 0);
   });
 });

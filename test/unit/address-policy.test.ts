@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { isForbiddenAddress } from '../../src/net/address-policy.ts';
 
 /** [address, expected reason]; null means the fetcher may connect to it. */
@@ -112,5 +113,62 @@ describe('isForbiddenAddress', () => {
     for (const junk of ['', 'localhost', 'example.com', '::ffff::1::', '1.2.3.4.5', '[::1]']) {
       assert.equal(isForbiddenAddress(junk), 'unparseable', junk);
     }
+  });
+});
+
+/**
+ * Property-based (fast-check), against an oracle written from IANA's IPv4 Special-Purpose Address Registry rather
+ * than from ipaddr.js: every IPv4 address is refused exactly when the registry (or multicast, or the reserved
+ * 240/4) sets it apart from the public internet, and so is every IPv6 address that carries it (IPv4-mapped,
+ * NAT64's well-known prefix, 6to4), while the IPv6 wrappings that are never public (IPv4-compatible, IPv4-translated)
+ * are refused whatever they carry. Addresses are drawn at random and at each range's edges, where an off-by-one
+ * hides.
+ */
+describe('isForbiddenAddress against the registry (fast-check)', () => {
+  const v4 = (s: string) => s.split('.').reduce((n, p) => n * 256 + Number(p), 0);
+  const SPECIAL: ReadonlyArray<[string, number]> = [
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.0.0.0', 24],
+    ['192.0.2.0', 24],
+    ['192.31.196.0', 24],
+    ['192.52.193.0', 24],
+    ['192.88.99.0', 24],
+    ['192.168.0.0', 16],
+    ['192.175.48.0', 24],
+    ['198.18.0.0', 15],
+    ['198.51.100.0', 24],
+    ['203.0.113.0', 24],
+    ['224.0.0.0', 4],
+    ['240.0.0.0', 4],
+  ];
+  const ranges = SPECIAL.map(([base, bits]) => ({ first: v4(base), size: 2 ** (32 - bits) }));
+  const special = (n: number) => ranges.some((r) => n >= r.first && n < r.first + r.size);
+  const dotted = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+  const hex = (n: number) => `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+  const address = fc.oneof(
+    fc.integer({ min: 0, max: 0xffffffff }),
+    fc
+      .tuple(fc.constantFrom(...ranges), fc.constantFrom(-1, 0, 1, -2))
+      .map(([r, at]) => (at < 0 ? r.first + r.size + at + 1 : r.first + at - 1))
+      .filter((n) => n >= 0 && n <= 0xffffffff),
+  );
+
+  it('an IPv4 address, and IPv6 that carries it, is refused exactly when the registry sets it apart', () => {
+    fc.assert(
+      fc.property(address, (n) => {
+        const refused = special(n);
+        const ip = dotted(n);
+        assert.equal(isForbiddenAddress(ip) !== null, refused, ip);
+        for (const wrapped of [`::ffff:${ip}`, `::ffff:${hex(n)}`, `64:ff9b::${ip}`, `2002:${hex(n)}::1`])
+          assert.equal(isForbiddenAddress(wrapped) !== null, refused, wrapped);
+        for (const never of [`::${ip}`, `::ffff:0:${ip}`]) assert.notEqual(isForbiddenAddress(never), null, never);
+      }),
+      { numRuns: 20_000 },
+    );
   });
 });

@@ -462,6 +462,26 @@ describe('tus 1.0 resumable uploads', () => {
     assert.equal((await head(app, alice, url)).status, 404);
   });
 
+  test('a first chunk of another type at creation: 415 as documented, before the upload limit is spent', async () => {
+    // Found by test/http/api-fuzz.test.ts: the 415 was thrown by the handler, after the limit, and undocumented.
+    const erin = await registerUser(app.api);
+    const left = (r: { status: number; text: string; headers: Headers }) => {
+      assert.equal(r.status, 201, r.text);
+      return Number(r.headers.get('ratelimit-remaining'));
+    };
+    const remaining = left(await create(app, erin, 10));
+    // The client checks the answer against the OpenAPI document (no `unchecked`): 415 is documented here.
+    const refused = await app.api.post(TUS, undefined, {
+      token: erin.token,
+      raw: Buffer.from('0123456789'),
+      headers: { ...V, 'upload-length': '10', 'content-type': 'image/png' },
+    });
+    assert.equal(refused.status, 415, refused.text);
+    assert.equal(refused.body.error, 'invalid_request');
+    assert.match(refused.body.message, /Content-Type/);
+    assert.equal(left(await create(app, erin, 10)), remaining - 1, 'the refused creation spent no upload');
+  });
+
   test('RESUMABLE_MAX_OPEN per user (429), Idempotency-Key answers the same upload', async () => {
     const carol = await registerUser(app.api);
     const keyed = await create(app, carol, 100, {}, { 'idempotency-key': 'resume-key-1' });

@@ -89,6 +89,8 @@ function assertOctets(ctx: AppContext): void {
 }
 
 const key = (ctx: AppContext) => ctx.get('idempotency-key') || null;
+/** Whether a creation carries its first bytes (creation-with-upload): a typed body that is not empty. */
+const hasBody = (ctx: AppContext) => ctx.get('content-type') !== '' && Number(ctx.get('content-length') || 1) > 0;
 
 /** A refusal with tus’s own status (not in the contract’s table), in the contract’s error body (`invalid_request`). */
 const tusRefusal = (description: string) => ({ description, json: ErrorBody });
@@ -126,6 +128,7 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
         optionalHeaders: ['Idempotent-Replayed'],
       },
       ...VERSION_REQUIRED,
+      415: tusRefusal('A body (creation-with-upload) whose `Content-Type` is not `application/offset+octet-stream`.'),
     },
     errors: ['invalid_request', 'payload_too_large', 'rate_limited', 'conflict'],
     before: (deps) => [
@@ -138,6 +141,8 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
         // Refused before the upload limit is spent (the library checks these again when it creates the upload).
         assertLength(intHeader(ctx, 'upload-length'));
         fieldsOf(metadataOf(ctx));
+        // A first chunk of another type is refused here too, not in the handler: there the limit was spent.
+        if (hasBody(ctx)) assertOctets(ctx);
         await deps.resumable.assertRoom(user);
         return next();
       },
@@ -162,8 +167,6 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
           ctx.body = resumableState(replayed, replayed.status === 'done' ? replayed.result : null);
           return;
         }
-        const hasBody = ctx.get('content-type') !== '' && Number(ctx.get('content-length') || 1) > 0;
-        if (hasBody) assertOctets(ctx);
         await tusOf(deps).serve(ctx, user);
       },
   }),

@@ -458,6 +458,12 @@ describe('tus 1.0 resumable uploads', () => {
     // Another user's upload is not there.
     const bob = await registerUser(app.api);
     assert.equal((await head(app, bob, url)).status, 404);
+    // A termination with a malformed tus header: 400 naming it (documented: the client checks), nothing deleted.
+    const badDelete = await app.api.del(url, { token: alice.token, headers: { ...V, 'upload-concat': 'x' } });
+    assert.equal(badDelete.status, 400, badDelete.text);
+    assert.equal(badDelete.body.error, 'invalid_request');
+    assert.match(badDelete.body.message, /upload-concat/i);
+    assert.equal((await head(app, alice, url)).status, 200);
     assert.equal((await app.api.del(url, { token: alice.token, headers: V })).status, 204);
     assert.equal((await head(app, alice, url)).status, 404);
   });

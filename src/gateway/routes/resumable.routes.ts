@@ -236,7 +236,9 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
     limit: 'general',
     params: IdParam,
     responses: { 204: { description: 'Deleted, with its bytes.' }, ...VERSION_REQUIRED },
-    errors: ['not_found', 'conflict'],
+    // invalid_request: the library checks every tus header a request carries, whatever its method (a malformed
+    // Upload-Concat or Upload-Length on a termination is a 400 naming it, and nothing is deleted).
+    errors: ['invalid_request', 'not_found', 'conflict'],
     handler:
       (deps) =>
       async (ctx, { user }) => {

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { AppError } from '../../src/domain/errors.ts';
 import { buildEmbed, validateExternalUrl } from '../../src/domain/embeds.ts';
 import type { EmbedProvider } from '../../src/domain/embeds.ts';
@@ -281,5 +282,216 @@ describe('validateExternalUrl', () => {
     rejects('not a url', /absolute http or https URL/);
     rejects('/relative/path', /absolute http or https URL/);
     rejects('', /required/);
+  });
+});
+
+/**
+ * Property-based (fast-check): links built from the pieces that matter to each provider (hosts and their
+ * look-alikes, user info, ports, path keywords, valid ids and hostile text, queries, fragments), in forms the URL
+ * parser reads in special ways (backslashes, one slash, upper case, percent-encoding, trailing dots). Whatever comes
+ * in, an embed names a provider only for that provider's own hosts, loads only the providers' embed origins, links
+ * only to them, escapes everything it places in HTML, and is rebuilt the same from the stored URL.
+ */
+describe('buildEmbed and validateExternalUrl on links fast-check writes', () => {
+  /** Written from each platform's documented URLs, not from the code's tables. */
+  const OWN_HOSTS: Record<EmbedProvider, (host: string) => boolean> = {
+    youtube: (h) => /^((www|m|music)\.)?youtube\.com$|^(www\.)?youtube-nocookie\.com$|^youtu\.be$/.test(h),
+    spotify: (h) => h === 'open.spotify.com',
+    bluesky: (h) => h === 'bsky.app',
+    instagram: (h) => /^(www\.)?(instagram\.com|instagr\.am)$/.test(h),
+    threads: (h) => /^(www\.)?threads\.(net|com)$/.test(h),
+    tumblr: (h) => /^([a-z0-9-]+\.)?tumblr\.com$/.test(h),
+  };
+  const EMBED_ORIGINS = new Set([
+    'https://www.youtube-nocookie.com',
+    'https://open.spotify.com',
+    'https://embed.bsky.app',
+    'https://www.instagram.com',
+    'https://www.threads.com',
+  ]);
+  const LINK_ORIGINS = new Set([...EMBED_ORIGINS, 'https://bsky.app', 'https://www.tumblr.com']);
+  const HOSTS = [
+    'www.youtube.com',
+    'youtu.be',
+    'm.youtube.com',
+    'youtube-nocookie.com',
+    'open.spotify.com',
+    'bsky.app',
+    'www.instagram.com',
+    'instagr.am',
+    'www.threads.net',
+    'threads.com',
+    'tumblr.com',
+    'www.tumblr.com',
+    'staff.tumblr.com',
+  ];
+  /** A host written another way (the same to the URL parser) or made a look-alike (another host). */
+  const VARIANTS = ['upper', 'dot', 'evil.', '.evil.example', '-x', '%77', 'wide', 'xn--', 'a.', 'www.'] as const;
+  const variant = (h: string, how: (typeof VARIANTS)[number]) =>
+    how === 'upper'
+      ? h.toUpperCase()
+      : how === 'dot'
+        ? `${h}.`
+        : how === '%77'
+          ? h.replace(/[a-z]/, (c) => `%${c.charCodeAt(0).toString(16)}`)
+          : how === 'wide'
+            ? h.replace(/[a-z]/, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0))
+            : how.endsWith('.') || how === 'xn--'
+              ? how + h
+              : h + how;
+  const otherHost = fc.oneof(
+    fc.constantFrom(...HOSTS),
+    fc.constantFrom('evil.example', 'youtube.com.evil.example', 'api.tumblr.com', 'www.tumblr.com.', 'bsky.app.'),
+  );
+  const segment = fc.oneof(
+    fc.constantFrom(
+      'watch',
+      'shorts',
+      'embed',
+      'live',
+      'track',
+      'album',
+      'episode',
+      'intl-de',
+      'profile',
+      'post',
+      'p',
+      'reel',
+      'reels',
+      'tv',
+      'blog',
+      'view',
+      '@zuck',
+      'alice.bsky.social',
+      'zuck',
+    ),
+    fc.constantFrom(YT, TRACK, DID, RKEY, IG, TH, '123456789', 'did:web:evil.example'),
+    fc.constantFrom('"><script>x</script>', "'", '%22', '%3Cx', '..', '.', '%2e%2e', 'javascript:alert(1)'),
+    fc.constantFrom('&amp;', 'constructor', '__proto__', '@', '\\', '?', '#', ' ', '\t', 'a b', '%00'),
+    fc.string({ maxLength: 12 }),
+  );
+  /** Each provider's URL shapes (host, path), so that a fair share of links is recognised before it is mutated. */
+  const SHAPES: ReadonlyArray<[string, string[], string]> = [
+    ['www.youtube.com', ['watch'], `?v=${YT}`],
+    ['m.youtube.com', ['shorts', YT], ''],
+    ['youtube-nocookie.com', ['embed', YT], '?t=90'],
+    ['youtu.be', [YT], '?t=1h2m3s'],
+    ['open.spotify.com', ['intl-de', 'track', TRACK], ''],
+    ['open.spotify.com', ['embed', 'album', TRACK], ''],
+    ['bsky.app', ['profile', DID, 'post', RKEY], ''],
+    ['bsky.app', ['profile', 'alice.bsky.social', 'post', RKEY], ''],
+    ['www.instagram.com', ['zuck', 'reel', IG], ''],
+    ['instagr.am', ['p', IG], ''],
+    ['www.threads.net', ['@zuck', 'post', TH], ''],
+    ['www.tumblr.com', ['staff', '123456789', 'slug'], ''],
+    ['staff.tumblr.com', ['post', '123456789'], ''],
+    ['tumblr.com', ['blog', 'view', 'staff', '123456789'], ''],
+  ];
+  const link = fc
+    .record({
+      scheme: fc.constantFrom('https://', 'https://', 'http://', 'HTTPS://', 'https:\\\\', 'https:/', 'javascript:'),
+      user: fc.constantFrom('', '', '', 'a@', 'www.youtube.com@', 'u:p@'),
+      shape: fc.constantFrom(...SHAPES),
+      // The shape's host as it is, written another way or made a look-alike, or another provider's.
+      host: fc.oneof(
+        { arbitrary: fc.constant(null), weight: 3 },
+        { arbitrary: fc.constantFrom(...VARIANTS), weight: 2 },
+        { arbitrary: otherHost, weight: 1 },
+      ),
+      port: fc.constantFrom('', '', '', ':443', ':80', ':8443'),
+      // Segments of the shape replaced (index, segment), or segments added.
+      swaps: fc.array(fc.tuple(fc.nat(3), segment), { maxLength: 2 }),
+      extra: fc.array(segment, { maxLength: 2 }),
+      query: fc.constantFrom('', '', `?v=${YT}`, `?v=${YT}&t=1h2m3s`, '?t="><x', `?v=${YT}x`, '?v=%22'),
+      hash: fc.constantFrom('', '', '#x', '#"><script>'),
+      spotifyUri: fc.boolean(),
+    })
+    .map((l) => {
+      const [shapeHost, shapePath, shapeQuery] = l.shape;
+      const path = [...shapePath];
+      for (const [at, seg] of l.swaps) path[at % path.length] = seg;
+      path.push(...l.extra);
+      if (l.spotifyUri && shapeHost === 'open.spotify.com') return `spotify:${path.slice(-2).join(':')}`;
+      const query = l.swaps.length ? l.query : shapeQuery || l.query;
+      const host =
+        l.host === null
+          ? shapeHost
+          : (VARIANTS as readonly string[]).includes(l.host)
+            ? variant(shapeHost, l.host as (typeof VARIANTS)[number])
+            : l.host;
+      return `${l.scheme}${l.user}${host}${l.port}/${path.join('/')}${query}${l.hash}`;
+    });
+  const parse = (raw: string) => {
+    try {
+      return new URL(raw);
+    } catch {
+      return null;
+    }
+  };
+  const unescape = (s: string) =>
+    s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"' })[e] ?? "'");
+
+  it('an embed only ever names, loads and links its own provider, escaped, and is stable', () => {
+    let recognised = 0;
+    fc.assert(
+      fc.property(link, (raw) => {
+        const url = parse(raw);
+        if (url === null) return;
+        const embed = buildEmbed(url);
+        if (embed.provider === null) {
+          assert.deepEqual(embed, { provider: null, embed_url: null, html: null }, raw);
+          return;
+        }
+        recognised++;
+        const where = `${raw} → ${JSON.stringify(embed)}`;
+        if (url.protocol === 'spotify:') assert.equal(embed.provider, 'spotify', where);
+        else {
+          assert.ok(OWN_HOSTS[embed.provider](url.hostname.toLowerCase().replace(/\.$/, '')), where);
+          assert.equal(url.username + url.password + url.port, '', where);
+        }
+        if (embed.embed_url !== null) {
+          const loads = new URL(embed.embed_url);
+          assert.ok(EMBED_ORIGINS.has(loads.origin), where);
+          assert.equal(loads.href, embed.embed_url, `${where}: embed_url is what a browser would load`);
+        }
+        assert.ok(embed.html !== null, where);
+        assertSafeHtml(embed.html);
+        for (const [, name, value] of embed.html.matchAll(/\s([\w-]+)="([^"]*)"/g)) {
+          if (!/^(src|href|data-[\w-]*permalink)$/.test(name!)) continue;
+          const to = new URL(unescape(value!));
+          assert.ok(LINK_ORIGINS.has(to.origin), `${where}: ${name} → ${to.origin}`);
+          assert.equal(to.href, unescape(value!), `${where}: ${name} is what a browser would follow`);
+        }
+        assert.deepEqual(buildEmbed(new URL(url.href)), embed, `${where}: rebuilt from the stored URL`);
+      }),
+      { numRuns: 20_000 },
+    );
+    assert.ok(recognised > 1_000, `${recognised} of 20 000 links were recognised: the generator reaches the providers`);
+  });
+
+  it('validateExternalUrl takes an http(s) URL without credentials, at most 2048 long, or names the field', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          link,
+          fc.string(),
+          fc.string({ minLength: 2000, maxLength: 2100 }).map((s) => `https://a/${s}`),
+        ),
+        (raw) => {
+          let url: URL;
+          try {
+            url = validateExternalUrl(raw);
+          } catch (err) {
+            assert.ok(err instanceof AppError && err.code === 'invalid_request', `${raw}: ${String(err)}`);
+            assert.match(err.message, /external_url/);
+            return;
+          }
+          assert.ok(['http:', 'https:'].includes(url.protocol), raw);
+          assert.equal(url.username + url.password, '', raw);
+          assert.ok(url.href.length <= 2048, raw);
+        },
+      ),
+      { numRuns: 5_000 },
+    );
   });
 });

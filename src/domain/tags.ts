@@ -2,7 +2,12 @@ import { errors } from './errors.ts';
 
 export const MAX_TAGS_PER_UPLOAD = 10;
 export const MAX_TAG_LENGTH = 32;
-const VALID = /^[\p{L}\p{N} _-]+$/u;
+/**
+ * Letters and digits, each with the combining marks written on it, spaces, `-` and `_`. A letter of most scripts
+ * carries marks: Devanagari and Tamil vowel signs and viramas (हिन्दी, தமிழ்), Hebrew points, the dot İ keeps when
+ * lowercased (i + U+0307); only marks on a letter or digit, never alone nor on a space.
+ */
+const VALID = /^(?:[\p{L}\p{N}]\p{M}*|[ _-])+$/u;
 /**
  * Characters that show nothing (or steer how others show) and so make lookalike tags: format characters
  * (zero-width space, joiners, BOM, bidi controls, soft hyphen…), controls, and default-ignorable code points
@@ -54,7 +59,7 @@ export function normalizeTags(raw: readonly string[]): string[] {
     if (hidden.length) {
       throw errors.invalidTag(
         `tag "${[...shown(r)].slice(0, 80).join('')}" contains an invisible character (${hidden.join(', ')}); ` +
-          'tags may only contain letters, digits, spaces, "-" and "_"',
+          'tags may only contain letters (with their marks), digits, spaces, "-" and "_"',
       );
     }
     const name = normalizeTag(r);
@@ -65,7 +70,9 @@ export function normalizeTags(raw: readonly string[]): string[] {
       );
     }
     if (!VALID.test(name)) {
-      throw errors.invalidTag(`tag "${name}" may only contain letters, digits, spaces, "-" and "_"`);
+      throw errors.invalidTag(
+        `tag "${name}" may only contain letters (with their marks), digits, spaces, "-" and "_"`,
+      );
     }
     const slug = slugOf(name);
     if (!seen.has(slug)) seen.set(slug, name);

@@ -320,6 +320,31 @@ describe('tag names fold compatibility forms and refuse invisible characters', (
     assert.deepEqual(names(r.body.tags), ['dogs', 'pets']);
   });
 
+  test('letters with their marks (Hindi, Tamil, Hebrew points, İ) are tags, listed and found', async () => {
+    const written = ['हिन्दी', 'தமிழ் நாடு', 'עִבְרִית', 'İstanbul'];
+    const r = await uploadFields(app.api, owner.token, {
+      upload_type: 'link',
+      external_url: 'https://example.com/marks',
+      tags: written.join(', '),
+    });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.deepEqual(names(r.body.tags).sort(), ['हिन्दी', 'தமிழ் நாடு', 'עִבְרִית', 'i\u0307stanbul'].sort());
+    const tamil = (r.body.tags as Array<{ name: string; slug: string }>).find((t) => t.name === 'தமிழ் நாடு')!.slug;
+    assert.equal(tamil, 'தமிழ்-நாடு');
+    const listed = await app.api.get(`/api/uploads?tag=${encodeURIComponent(tamil)}`);
+    assert.equal(listed.status, 200);
+    assert.deepEqual(
+      (listed.body.uploads as Array<{ id: string }>).map((u) => u.id),
+      [r.body.id],
+    );
+    const suggested = await app.api.get(`/api/tags?q=${encodeURIComponent('हि')}`);
+    assert.ok(names(suggested.body.tags).includes('हिन्दी'), JSON.stringify(suggested.body));
+    // A mark on nothing (after a space) is still refused.
+    const bare = await app.api.post(`/api/uploads/${r.body.id}/tags`, { tags: ['a \u0301b'] }, { token: owner.token });
+    assert.equal(bare.status, 400);
+    assert.equal(bare.body.error, 'invalid_tag');
+  });
+
   const invisible: Array<[string, string]> = [
     ['ca\u200Bts', 'U+200B'], // zero-width space
     ['ca\u200Cts', 'U+200C'], // zero-width non-joiner

@@ -55,7 +55,7 @@ describe('TagService.add', () => {
     const cases: Array<[string, RegExp]> = [
       ['   ', /must not be empty/],
       ['x'.repeat(33), /is 33 characters; the limit is 32/],
-      ['cats!', /may only contain letters, digits/],
+      ['cats!', /may only contain letters \(with their marks\), digits/],
       ['ca\u200bts', /invisible character \(U\+200B\)/],
     ];
     for (const [bad, message] of cases) {

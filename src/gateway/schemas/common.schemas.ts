@@ -17,7 +17,8 @@ export const ERROR_WHEN: Readonly<Record<ErrorCode, string>> = {
   fetch_failed: '`image_url` could not be fetched safely (blocked address, timeout, not an image, too big)',
   too_many_tags: 'more than 10 tags on the upload',
   invalid_tag:
-    'a tag is empty, longer than 32 characters, or has characters other than letters, digits, space, `-`, `_` ' +
+    'a tag is empty, longer than 32 characters, or has characters other than letters (with their combining ' +
+    'marks), digits, space, `-`, `_` ' +
     'after NFKC folding (an invisible character among them)',
   invalid_cursor: 'a `cursor` that is malformed or belongs to another listing (other filters, sort or limit)',
   page_too_deep: '`(page − 1) × limit` is over 10 000: page on with `cursor=<next_cursor>`',

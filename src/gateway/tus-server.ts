@@ -251,6 +251,15 @@ function domainLocker(uploads: ResumableUploads): Locker {
  */
 const noLocker: Locker = { newLock: () => ({ lock: async () => {}, unlock: async () => {} }) };
 
+/** What a 501 of the library refused, in words that name the header that asked for it. */
+function unsupportedExtension(message: string): string {
+  const served = `the extensions served are ${TUS_EXTENSIONS.join(', ')}`;
+  if (/defer-length/.test(message))
+    return `Upload-Length is sent at creation only (creation-defer-length is not supported; ${served})`;
+  if (/concatenation/i.test(message)) return `Upload-Concat is not supported (concatenation: ${served})`;
+  return `${message.replace(/\.$/, '')} (${served})`;
+}
+
 /** Statuses the library answers by itself, as the contract's errors. */
 function contractError(status: number, text: string, method: string): AppError | Error {
   const message = text.trim() || `tus: ${status}`;
@@ -270,7 +279,9 @@ function contractError(status: number, text: string, method: string): AppError |
         `the upload goes past its Upload-Length or the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`,
       );
     case 501:
-      return errors.notImplemented(message);
+      // The library's 501s are extensions this server does not offer, asked for by a header: a client's error the
+      // contract answers 400 naming that header (its 501 `not_implemented` is oEmbed's alone).
+      return errors.invalid(unsupportedExtension(message));
     default:
       return new Error(`tus: ${status} ${message}`);
   }

@@ -27,6 +27,15 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown, where = 'b
   throw errors.invalid(msg.startsWith(field) ? msg : `${field}: ${msg}`);
 }
 
+/**
+ * What `parse` would return, or null where it would refuse: for a page that falls back on its own instead of
+ * answering 400 (a NUL slipping past a bare `safeParse` reached PostgreSQL, which cannot hold it: a 500).
+ */
+export function accepted<S extends z.ZodType>(schema: S, input: unknown): z.output<S> | null {
+  const r = schema.safeParse(input);
+  return r.success && !nulAt(r.data, []) ? r.data : null;
+}
+
 /** The path of the first string containing U+0000 in a parsed value, or null. */
 function nulAt(value: unknown, path: Array<string | number>): Array<string | number> | null {
   if (typeof value === 'string') return value.includes('\0') ? path : null;

@@ -41,6 +41,7 @@ import { missingUploadPage, uploadHead, uploadMainHtml, uploadPageImage } from '
 import { webAssets, type Asset, type WebAssets } from '../web-assets.ts';
 import { MAX_TAG_LENGTH } from '../../domain/tags.ts';
 import { EAGER_THUMBNAILS, FEED_PAGE_SIZE, MODLOG_PAGE_SIZE } from '../web-limits.ts';
+import { accepted } from '../validate.ts';
 import { type Upload as CardUpload } from '../views/card-view.ts';
 import { feedView, type FeedView } from '../views/feed-view.ts';
 import { modlogView } from '../views/modlog-view.ts';
@@ -126,17 +127,18 @@ async function firstFeedPage(
   if (tag) params.set('tag', tag);
   if (user) params.set('user', user);
   if (ai) params.set('ai', ai);
-  const parsed = FeedQuery.safeParse(Object.fromEntries(params));
-  if (!parsed.success) return null;
+  // What GET /api/uploads takes (its NUL rule too), else the page without its first feed page.
+  const query = accepted(FeedQuery, Object.fromEntries(params));
+  if (!query) return null;
   // A foreign cursor or a page too deep: an HTML 400 page in words (error-page.ts), with JavaScript or without.
-  const json = (await feeds.list(parsed.data)).body.toString('utf8');
+  const json = (await feeds.list(query)).body.toString('utf8');
   const body = JSON.parse(json) as { uploads: CardUpload[]; has_more: boolean; next_cursor: string | null };
   const thumbnails = body.uploads.slice(0, EAGER_THUMBNAILS).flatMap((u) => (u.image ? [u.image.thumbnail_url] : []));
   const view = {
-    sort: parsed.data.sort,
+    sort: query.sort,
     tag,
     user,
-    ai: parsed.data.ai ?? '',
+    ai: query.ai ?? '',
     page,
     cursor,
     uploads: body.uploads,

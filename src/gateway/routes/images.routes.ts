@@ -109,13 +109,19 @@ export const imageRoutes = routes<{ uploads: UploadService; media: MediaFiles; r
   }),
 ]);
 
-/** One range of `Range: bytes=…`; anything else (several ranges, other units, nonsense) is ignored: 200 whole. */
+/**
+ * One range of `Range: bytes=…` (the unit in any case: RFC 9110 compares range units case-insensitively); anything
+ * else (several ranges, other units, nonsense) is ignored: 200 whole. Positions past any file's size are held at
+ * Number.MAX_SAFE_INTEGER, so that they stay whole numbers when written again (an object store's Range header:
+ * `1e+23` is no position, and the store answered the whole image where the disk answered the range).
+ */
 export function parseRange(header: string): ByteRange | undefined {
-  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(header);
+  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
   if (!m || (!m[1] && !m[2])) return undefined;
-  if (!m[1]) return { suffix: Number(m[2]) };
-  const start = Number(m[1]);
+  const position = (digits: string) => Math.min(Number(digits), Number.MAX_SAFE_INTEGER);
+  if (!m[1]) return { suffix: position(m[2]!) };
+  const start = position(m[1]);
   if (!m[2]) return { start };
-  const end = Number(m[2]);
+  const end = position(m[2]);
   return end < start ? undefined : { start, end };
 }

@@ -48,9 +48,13 @@ export interface CsvRecords {
   unclosedAt?: number;
 }
 
-/** RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks. Each with its first line. */
+/**
+ * RFC 4180 records: quoted fields may hold commas, doubled quotes and line breaks. Each with its first line. A
+ * record ends at CRLF, LF or a lone CR (python's csv writes CRLF); inside quotes a line break is the field's own
+ * text and is kept as written (a reason holding CRLF is read back with its CR).
+ */
 export function parseCsv(input: string): CsvRecords {
-  const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+  const text = input.replace(/^\uFEFF/, '');
   const records: CsvRecords['records'] = [];
   let fields: string[] = [];
   let field = '';
@@ -60,8 +64,10 @@ export function parseCsv(input: string): CsvRecords {
   let openedAt = 1;
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
+    // CRLF is one line end; a CR alone is one too.
+    const lineEnd = c === '\n' || (c === '\r' && text[i + 1] !== '\n');
     if (quoted) {
-      if (c === '\n') line++;
+      if (lineEnd) line++;
       if (c !== '"') field += c;
       else if (text[i + 1] === '"') field += text[++i];
       else quoted = false;
@@ -71,7 +77,9 @@ export function parseCsv(input: string): CsvRecords {
     } else if (c === ',') {
       fields.push(field);
       field = '';
-    } else if (c === '\n') {
+    } else if (c === '\r' && !lineEnd) {
+      // The CR of a CRLF: its LF ends the record.
+    } else if (lineEnd) {
       fields.push(field);
       if (fields.length > 1 || fields[0] !== '') records.push({ line: start, fields });
       fields = [];

@@ -74,6 +74,11 @@ function canonicalV6(ip: string): string {
   return hostname.slice(1, -1);
 }
 
+/** `reason` with its article, as a message says it: "an IPv4-mapped loopback", "a unique-local". */
+export function withArticle(reason: string): string {
+  return `${/^[aeiou]/i.test(reason) && !/^uni/i.test(reason) ? 'an' : 'a'} ${reason}`;
+}
+
 function checkV4(addr: IPv4): string | null {
   const range: string = addr.range();
   if (range === 'unicast') return null;

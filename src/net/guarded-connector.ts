@@ -3,6 +3,7 @@ import tls from 'node:tls';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { buildConnector } from 'undici';
 import { errors } from '../domain/errors.ts';
+import { withArticle } from './address-policy.ts';
 
 /** Resolves a host name to every address it has. The DNS seam: tests inject one to simulate rebinding. */
 export type Resolver = (hostname: string) => Promise<ReadonlyArray<{ address: string }>>;
@@ -150,6 +151,5 @@ function hostNotPublic() {
 
 /** A literal address came from the URL itself, so naming it and its kind reveals nothing new. */
 function blockedLiteral(ip: string, reason: string) {
-  const article = /^[aeiou]/i.test(reason) && !/^uni/i.test(reason) ? 'an' : 'a';
-  return errors.fetchFailed(`image_url resolves to ${ip}, ${article} ${reason} address`);
+  return errors.fetchFailed(`image_url resolves to ${ip}, ${withArticle(reason)} address`);
 }

@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import { AppError } from '../domain/errors.ts';
-import { isForbiddenAddress } from './address-policy.ts';
+import { isForbiddenAddress, withArticle } from './address-policy.ts';
 import { guardedConnector, systemResolver, type Resolver } from './guarded-connector.ts';
 import { loadUndici } from './undici.ts';
 
@@ -31,7 +31,7 @@ export function webhookUrlProblem(raw: string, allowPrivate: boolean): string | 
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(host)) {
     const reason = isForbiddenAddress(host);
-    if (reason) return `points to a ${reason} address; webhooks go only to public addresses`;
+    if (reason) return `points to ${withArticle(reason)} address; webhooks go only to public addresses`;
   } else if (/(^|\.)localhost\.?$/i.test(host)) {
     return 'points to localhost; webhooks go only to public addresses';
   }

@@ -70,9 +70,7 @@ export function normalizeTags(raw: readonly string[]): string[] {
       );
     }
     if (!VALID.test(name)) {
-      throw errors.invalidTag(
-        `tag "${name}" may only contain letters (with their marks), digits, spaces, "-" and "_"`,
-      );
+      throw errors.invalidTag(`tag "${name}" may only contain letters (with their marks), digits, spaces, "-" and "_"`);
     }
     const slug = slugOf(name);
     if (!seen.has(slug)) seen.set(slug, name);

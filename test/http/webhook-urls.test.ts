@@ -279,8 +279,11 @@ describe('webhook target URLs', () => {
         assert.equal(listener.connections, before + 1, url);
         reached++;
       }),
-      { numRuns: 60 },
+      { numRuns: 150 },
     );
-    assert.ok(reached > 20, `${reached} of 60 forms reached the listener`);
+    // About a third of the forms land on the listener (the rest: names, other hosts, what the parser refuses); the
+    // bar is far under that, so a seed never fails it by chance (20 of 60 once did), and still fails a generator
+    // whose forms stop meaning the listener.
+    assert.ok(reached >= 20, `${reached} of 150 forms reached the listener`);
   });
 });

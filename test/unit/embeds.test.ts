@@ -466,7 +466,8 @@ describe('buildEmbed and validateExternalUrl on links fast-check writes', () => 
       }),
       { numRuns: 20_000 },
     );
-    assert.ok(recognised > 1_000, `${recognised} of 20 000 links were recognised: the generator reaches the providers`);
+    // About 1 100 of 20 000 are recognised; the bar is far under that, so no seed fails it by chance.
+    assert.ok(recognised > 500, `${recognised} of 20 000 links were recognised: the generator reaches the providers`);
   });
 
   it('validateExternalUrl takes an http(s) URL without credentials, at most 2048 long, or names the field', () => {

@@ -22,6 +22,7 @@ import { uploadLink } from '../support/uploads.ts';
 import { eventually } from '../support/webhook-receiver.ts';
 import { postWebhook } from '../../src/net/webhook-post.ts';
 import { isForbiddenAddress } from '../../src/net/address-policy.ts';
+import { disguised, ip4, v4Written } from '../support/address-forms.ts';
 
 /** A raw TCP listener on every address of this machine that counts connections and answers 204. */
 async function trap() {
@@ -61,60 +62,6 @@ after(async () => {
   await app?.close();
   await listener?.close();
 });
-
-/** One part of an IPv4 address in the radix drawn (the URL parser reads 0x… as hex, 0… as octal). */
-const part = (n: number, radix: 8 | 10 | 16, upper: boolean) => {
-  if (radix === 10) return String(n);
-  if (radix === 8) return `0${n.toString(8)}`;
-  const hex = `0x${n.toString(16)}`;
-  return upper ? hex.toUpperCase() : hex;
-};
-
-/** An IPv4 address (as a 32-bit number) written in one, two, three or four parts. */
-const v4Written = (a: number) =>
-  fc
-    .record({
-      parts: fc.constantFrom(1, 2, 3, 4, 4),
-      radixes: fc.array(fc.constantFrom<8 | 10 | 16>(10, 10, 8, 16), { minLength: 4, maxLength: 4 }),
-      upper: fc.boolean(),
-      dot: fc.boolean(),
-    })
-    .map(({ parts, radixes, upper, dot }) => {
-      const b = [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255];
-      const nums =
-        parts === 4
-          ? b
-          : parts === 3
-            ? [b[0]!, b[1]!, (b[2]! << 8) | b[3]!]
-            : parts === 2
-              ? [b[0]!, a & 0xffffff]
-              : [a >>> 0];
-      return nums.map((n, i) => part(n, radixes[i]!, upper)).join('.') + (dot ? '.' : '');
-    });
-
-/** Characters of `host` turned full-width (U+FF10…, U+FF0E for a dot) or percent-encoded, where `picks` says. */
-const disguised = (host: string) =>
-  fc
-    .tuple(fc.constantFrom('wide', 'percent', 'plain'), fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }))
-    .map(([how, picks]) =>
-      how === 'plain'
-        ? host
-        : [...host]
-            .map((c, i) =>
-              !picks[i % picks.length]
-                ? c
-                : how === 'percent'
-                  ? `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`
-                  : c === '.'
-                    ? '\uff0e'
-                    : /[0-9a-z]/i.test(c)
-                      ? String.fromCharCode(c.charCodeAt(0) + 0xfee0)
-                      : c,
-            )
-            .join(''),
-    );
-
-const ip4 = (s: string) => s.split('.').reduce((n, p) => n * 256 + Number(p), 0);
 
 /** Addresses outside the public internet (RFC 6890): loopback, unspecified, private, link-local, CGNAT. */
 const forbiddenV4 = fc.oneof(

@@ -162,6 +162,10 @@ test('upload form: a link, limits as you type, and each refusal in plain words',
   await page.check('input[name="kind"][value="link"]');
   assert.equal(await page.locator('#file').isVisible(), false);
   await page.fill('#external_url', 'https://www.youtube.com/watch?v=dQw4w9WgXcQ');
+  // Characters as the API counts them: 500 cats are 1 000 UTF-16 units, and within the limit.
+  await page.fill('#description', '🐈'.repeat(500));
+  assert.equal(await page.locator('#description-count').innerText(), '500 / 500');
+  assert.doesNotMatch((await page.locator('#description-count').getAttribute('class')) ?? '', /over/);
   await page.fill('#description', 'x'.repeat(501));
   assert.equal(await page.locator('#description-count').innerText(), '501 / 500');
   assert.match((await page.locator('#description-count').getAttribute('class')) ?? '', /over/);

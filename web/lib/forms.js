@@ -32,12 +32,12 @@ export function counter(input, limit, describe) {
 }
 
 /**
- * Characters typed, against a limit.
+ * Characters typed (code points, as the API counts them: an emoji is one), against a limit.
  * @param {HTMLInputElement | HTMLTextAreaElement} input
  * @param {number} limit
  */
 export function lengthCounter(input, limit) {
-  return counter(input, limit, (v) => ({ n: v.length }));
+  return counter(input, limit, (v) => ({ n: [...v].length }));
 }
 
 /** @param {string} text */

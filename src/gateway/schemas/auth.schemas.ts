@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_TOKEN_LIFETIME_SECONDS, SCOPES, SCOPE_MEANS } from '../../domain/auth/scopes.ts';
 import { parseDuration } from '../../domain/durations.ts';
-import { Success } from './common.schemas.ts';
+import { Success, boundedText } from './common.schemas.ts';
 
 export const USERNAME_RE = /^[A-Za-z0-9_]{3,32}$/;
 export const MIN_PASSWORD = 8;
@@ -16,10 +16,11 @@ const username = z
   .string({ error: 'username must be a string' })
   .trim()
   .regex(USERNAME_RE, { error: 'username must be 3 to 32 letters, digits or underscores' });
-const password = z
-  .string({ error: 'password must be a string' })
-  .min(MIN_PASSWORD, { error: `password must be at least ${MIN_PASSWORD} characters` })
-  .max(256, { error: 'password must be at most 256 characters' });
+const password = boundedText('password', {
+  max: 256,
+  min: MIN_PASSWORD,
+  minMessage: `password must be at least ${MIN_PASSWORD} characters`,
+});
 
 export const RegisterBody = z
   .object({
@@ -47,10 +48,7 @@ const loginUsername = z
   .string({ error: 'username must be a string' })
   .max(32)
   .meta({ examples: ['ada_lovelace'] });
-const loginPassword = z
-  .string({ error: 'password must be a string' })
-  .max(256, { error: 'password must be at most 256 characters' })
-  .meta({ examples: ['correct-horse-battery'] });
+const loginPassword = boundedText('password', { max: 256 }).meta({ examples: ['correct-horse-battery'] });
 
 /** What the route parses a login with: email or username (email wins when both are sent) and password. */
 export const LoginBody = z
@@ -123,12 +121,9 @@ const DURATION_HELP = 'a duration such as 30d, 12h, 90m or 3600 (seconds)';
 
 export const TokenCreateBody = z
   .object({
-    name: z
-      .string({ error: 'name must be a string' })
-      .trim()
-      .min(1, { error: 'name must not be empty' })
-      .max(MAX_TOKEN_NAME, { error: `name must be at most ${MAX_TOKEN_NAME} characters` })
-      .meta({ examples: ['ci uploader'] }),
+    name: boundedText('name', { max: MAX_TOKEN_NAME, min: 1, minMessage: 'name must not be empty', trim: true }).meta({
+      examples: ['ci uploader'],
+    }),
     scopes: z
       .array(ScopeName, { error: `scopes must be an array of scope names (${SCOPE_LIST})` })
       .min(1, { error: `scopes must name at least one scope (${SCOPE_LIST}); leave it out for every scope` })

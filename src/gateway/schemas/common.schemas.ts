@@ -59,6 +59,59 @@ export const errorBodyOf = (codes: readonly [ErrorCode, ...ErrorCode[]]) => Erro
 
 export const Success = z.object({ success: z.literal(true) });
 
+/** Characters as API.md counts them: Unicode code points (an emoji is one, not two UTF-16 units), as PostgreSQL does.
+ */
+export function charCount(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/**
+ * A free-text field of a request (a description, a note, a reason, a name, a password): at most `max` characters
+ * counted as API.md counts them ("description is 612 characters; the limit is 500"; `charCount`), at least `min`
+ * when given, and well-formed Unicode. A lone UTF-16 surrogate (`"\ud800"`: valid JSON, but no character) is refused
+ * with the field's name: both databases store UTF-8, which has no form for it, so it would be kept as U+FFFD, a
+ * different text than the one sent (and two such passwords would hash alike). The document shows the limits as
+ * `minLength`/`maxLength`, which JSON Schema counts in code points too.
+ */
+export function boundedText(
+  field: string,
+  limits: { max: number; min?: number; minMessage?: string; trim?: boolean; typeMessage?: string },
+) {
+  const { max, min } = limits;
+  const base = z.string({ error: limits.typeMessage ?? `${field} must be a string` });
+  return (limits.trim ? base.trim() : base)
+    .superRefine((value, ctx) => {
+      const problem = textProblem(field, value, limits);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .meta({ maxLength: max, ...(min === undefined ? {} : { minLength: min }) });
+}
+
+/** A high surrogate not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Why `value` is not a valid `field` under `limits` (boundedText()), or null. */
+export function textProblem(
+  field: string,
+  value: string,
+  limits: { max: number; min?: number; minMessage?: string },
+): string | null {
+  const lone = LONE_SURROGATE.exec(value);
+  if (lone) {
+    const unit = lone[0].charCodeAt(0).toString(16);
+    const at = charCount(value.slice(0, lone.index)) + 1;
+    const where = `\\u${unit} at character ${at}`;
+    return `${field} holds a lone UTF-16 surrogate (${where}), which is no character: send well-formed Unicode`;
+  }
+  const n = charCount(value);
+  if (n > limits.max) return `${field} is ${n} characters; the limit is ${limits.max}`;
+  if (limits.min !== undefined && n < limits.min)
+    return limits.minMessage ?? `${field} is ${n} characters; at least ${limits.min} are needed`;
+  return null;
+}
+
 export const Health = z.object({ status: z.literal('ok') });
 
 const ReadinessCheck = z

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { JOB_KINDS, JOB_STATUSES, MOD_ACTIONS, REPORT_REASONS } from '../../domain/moderation/moderation.types.ts';
 import { UserSchema } from './auth.schemas.ts';
+import { boundedText } from './common.schemas.ts';
 import { cursorParam, FeedQuery, MAX_PAGE, nextCursor } from './community.schemas.ts';
 import { UploadRecord } from './upload.schemas.ts';
 import { VoteRingItem } from './vote-ring.schemas.ts';
@@ -16,22 +17,14 @@ const PDQ = /^[0-9a-f]{64}$/;
 /** The longest note a report may carry (the upload page counts against it too). */
 export const MAX_REPORT_NOTE = 500;
 
-const reason = (max: number, what: string) =>
-  z
-    .string({ error: `${what} must be a string` })
-    .trim()
-    .max(max, { error: `${what} is longer than ${max} characters` });
+const reason = (max: number, what: string) => boundedText(what, { max, trim: true });
 
 export const ReportBody = z
   .object({
     reason: z
       .enum(REPORT_REASONS, { error: `reason must be one of ${REPORT_REASONS.join(', ')}` })
       .meta({ examples: ['spam'] }),
-    note: z
-      .string({ error: 'note must be a string' })
-      .max(MAX_REPORT_NOTE, {
-        error: `note is longer than ${MAX_REPORT_NOTE} characters (the limit is ${MAX_REPORT_NOTE})`,
-      })
+    note: boundedText('note', { max: MAX_REPORT_NOTE })
       .nullable()
       .optional()
       .describe(`Optional, at most ${MAX_REPORT_NOTE} characters.`)

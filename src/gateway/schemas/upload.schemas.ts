@@ -2,20 +2,15 @@ import { z } from 'zod';
 import { MAX_DESCRIPTION } from '../../domain/uploads/upload.service.ts';
 import { MAX_FILE_BYTES } from '../../domain/uploads/limits.ts';
 import { MAX_CHECK_HASHES } from '../../domain/uploads/check-hashes.ts';
-import { Success } from './common.schemas.ts';
+import { Success, boundedText } from './common.schemas.ts';
 
 const single = (field: string) => (v: unknown) => (Array.isArray(v) ? { __multiple: field } : v);
 
 const descriptionField = z.preprocess(
   single('description'),
-  z
-    .string({ error: 'description must be a string (sent once)' })
-    .default('')
-    .superRefine((s, ctx) => {
-      const n = [...s].length;
-      if (n > MAX_DESCRIPTION)
-        ctx.addIssue({ code: 'custom', message: `description is ${n} characters; the limit is ${MAX_DESCRIPTION}` });
-    }),
+  boundedText('description', { max: MAX_DESCRIPTION, typeMessage: 'description must be a string (sent once)' }).default(
+    '',
+  ),
 );
 
 const boolField = z.preprocess(

@@ -1,10 +1,8 @@
 /** API.md Moderation, "Vote rings": the queue's `vote_ring` items and the action on them. */
 import { z } from 'zod';
+import { boundedText } from './common.schemas.ts';
 
-const reason = z
-  .string({ error: 'reason must be a string' })
-  .trim()
-  .max(500, { error: 'reason is longer than 500 characters' });
+const reason = boundedText('reason', { max: 500, trim: true });
 
 export const VoteRingBody = z
   .object({

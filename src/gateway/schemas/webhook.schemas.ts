@@ -1,7 +1,7 @@
 /** Webhooks (API.md "Clients at volume"): endpoints, their secrets and their delivery log. */
 import { z } from 'zod';
 import { ADMIN_EVENTS, MAX_WEBHOOKS_PER_USER, WEBHOOK_EVENTS } from '../../domain/webhooks/webhook.types.ts';
-import { Success } from './common.schemas.ts';
+import { Success, boundedText } from './common.schemas.ts';
 import { PageQuery } from './moderation.schemas.ts';
 
 const EVENT_LIST = WEBHOOK_EVENTS.join(', ');
@@ -35,9 +35,7 @@ const events = z
       '`moderation.item_created` (403 `forbidden` to others).',
   )
   .meta({ examples: [['upload.processed', 'upload.removed']] });
-const description = z
-  .string({ error: 'description must be a string' })
-  .max(MAX_DESCRIPTION, { error: `description must be at most ${MAX_DESCRIPTION} characters` })
+const description = boundedText('description', { max: MAX_DESCRIPTION })
   .describe('A note for its owner.')
   .meta({ examples: ['CI notifier'] });
 

@@ -313,6 +313,16 @@ describe('rejections leave nothing behind', () => {
     ['a PNG claiming 100000×100000', async () => ({ bytes: hugeHeaderPng() }), 400, 'invalid_image', /50 MP|pixels/],
     ['a GIF with 201 frames', async () => ({ bytes: await manyFramesGif(201) }), 400, 'invalid_image', /200/],
     [
+      'an animated GIF cut after its first frame (libvips took it as one frame)',
+      async () => {
+        const gif = await animatedGif({ width: 32, height: 24, frames: 3, seed: 303 });
+        return { bytes: gif.subarray(0, Math.floor(gif.length / 2)) };
+      },
+      400,
+      'invalid_image',
+      /truncated: the GIF ends inside .* of frame 2/,
+    ],
+    [
       'a 501-character description',
       async () => ({ bytes: await photoJpeg({ seed: 301 }), fields: { description: 'é'.repeat(501) } }),
       400,

@@ -6,6 +6,7 @@
 import sharp from 'sharp';
 import type { Metadata, OutputInfo } from 'sharp';
 import type { ImageFormat } from '../../domain/image-format.ts';
+import { gifBlocks } from './gif-blocks.ts';
 import { VARIANT_MAX_SIDE } from './types.ts';
 import type { RawImage, StageRejection } from './types.ts';
 
@@ -58,6 +59,11 @@ const firstLine = (err: unknown): string =>
  * (which lets JPEG shrink on load), converted to sRGB, to raw pixels. Animated GIF and WebP keep every frame.
  */
 export async function decode(bytes: Uint8Array, ctx: { format: ImageFormat }): Promise<DecodeResult> {
+  // libvips takes an animated GIF cut short as the frames it has (gif-blocks.ts).
+  if (ctx.format === 'gif') {
+    const blocks = gifBlocks(bytes);
+    if (!blocks.ok) return invalid(`image data is truncated: ${blocks.problem}, at byte ${bytes.length}`);
+  }
   let header: Metadata;
   try {
     header = await sharp(bytes, { pages: -1, limitInputPixels: false, failOn: FAIL_ON }).metadata();

@@ -48,6 +48,11 @@ function writeError(ctx: AppContext, err: unknown, opts: ErrorOptions = {}): voi
   ctx.status = appError.status;
   for (const [k, v] of Object.entries(appError.headers)) ctx.set(k, v);
   if (appError.status === 413) ctx.set('Connection', 'close');
+  // A body a parser began and then left (formidable stops reading at the 21st field, or at a malformed part): Node
+  // reads the rest of a body nobody touched before the connection's next request, but not of one read from and
+  // paused, so the connection would wait on it, and a client's next request there with it, until a timeout reset
+  // it. The connection closes after this answer, and the rest is read first (bounded: errorHandler).
+  else if (!ctx.req.complete && ctx.req.readableFlowing !== null) ctx.set('Connection', 'close');
   ctx.set('Cache-Control', 'no-store');
   if (opts.page && wantsErrorPage(ctx.method, ctx.path, ctx.get('accept'))) {
     ctx.set('Content-Security-Policy', opts.page.csp);

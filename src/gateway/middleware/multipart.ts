@@ -89,11 +89,17 @@ async function untilBodyOrClose(ctx: AppContext, parsing: Promise<unknown>): Pro
   }
 }
 
+const MALFORMED =
+  'malformed multipart body: the parts must be delimited by the boundary of Content-Type, with CRLF line ends, ' +
+  'each with a Content-Disposition, and end with the closing delimiter';
+
 /** formidable's errors by their code (its messages name its own options): what a client can act on. */
 function mapFormidable(err: Error): Error {
   switch ((err as Error & { code?: number }).code) {
     case formidableErrors.maxFilesExceeded:
-      return errors.invalid('only one file may be sent, in the field "file"');
+      return errors.invalid(
+        'only one file may be sent, in the field "file" (a part with a filename or a Content-Type counts as a file)',
+      );
     case formidableErrors.biggerThanMaxFileSize:
     case formidableErrors.biggerThanTotalMaxFileSize:
       return errors.payloadTooLarge(`file exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
@@ -106,14 +112,13 @@ function mapFormidable(err: Error): Error {
       return errors.invalid(`too many form fields (limit ${MAX_FIELDS})`);
     case formidableErrors.aborted:
       return errors.invalid('request body was cut short');
-    case formidableErrors.malformedMultipart:
     case formidableErrors.missingMultipartBoundary:
+      return errors.invalid('Content-Type multipart/form-data needs its boundary parameter');
+    case formidableErrors.malformedMultipart:
     case formidableErrors.unknownTransferEncoding:
-      return errors.invalid('malformed multipart body');
+      return errors.invalid(MALFORMED);
     default:
-      return /boundary|multipart|Unexpected end/i.test(err.message ?? '')
-        ? errors.invalid('malformed multipart body')
-        : err;
+      return /boundary|multipart|Unexpected end/i.test(err.message ?? '') ? errors.invalid(MALFORMED) : err;
   }
 }
 

@@ -71,12 +71,31 @@ export function metadataOf(ctx: AppContext): Record<string, string | null> {
   const header = ctx.get('upload-metadata');
   if (!header) return {};
   if (header.length > MAX_METADATA_CHARS) throw errors.invalid('Upload-Metadata is too large');
+  let parsed: Record<string, string | null>;
   try {
-    return Metadata.parse(header);
+    parsed = Metadata.parse(header);
   } catch {
     throw errors.invalid('Upload-Metadata must be comma-separated "key base64value" pairs, each key once');
   }
+  // The library decodes each value as UTF-8 with replacement: bytes that are no UTF-8 would be stored as U+FFFD, a
+  // different text than the one sent (as a lone surrogate in JSON would: boundedText).
+  for (const pair of header.split(',')) {
+    const [key, value] = pair.split(' ');
+    if (!value) continue;
+    try {
+      STRICT_UTF8.decode(Buffer.from(value, 'base64'));
+    } catch {
+      throw errors.invalid(`Upload-Metadata ${key} is not UTF-8 text once base64-decoded`);
+    }
+  }
+  return parsed;
 }
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Headers tus says are "a non-negative integer": `0010` is one (the library refuses it), so it gets `10`. */
+const LENGTHS = new Set(['upload-length', 'upload-offset']);
+const withoutLeadingZeros = (v: string) => (/^\s*0+\d+\s*$/.test(v) ? v.trim().replace(/^0+(?=\d)/, '') : v);
 
 /** Upload-Checksum `sha256 <base64>` → the digest; another algorithm is 400. */
 function checksumOf(ctx: AppContext): Buffer | null {
@@ -348,7 +367,7 @@ export function tusServer(uploads: ResumableUploads): TusServer {
         // these (a proxy chain's `X-Forwarded-Proto: https, http` is a 400 there) are not the contract's.
         if (name === 'host' || name === 'connection' || name === 'forwarded' || name.startsWith('x-forwarded-'))
           continue;
-        headers.append(name, raw[i + 1]!);
+        headers.append(name, LENGTHS.has(name) ? withoutLeadingZeros(raw[i + 1]!) : raw[i + 1]!);
       }
       const lazy = ctx.method === 'PATCH' || ctx.method === 'POST' ? lazyBody(ctx.req) : null;
       const request = new Request(`http://gateway${ctx.path}`, {

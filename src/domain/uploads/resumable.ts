@@ -511,5 +511,8 @@ export class ResumableUploads {
 export function assertLength(length: number): void {
   if (length < 1) throw errors.invalid('Upload-Length must be at least 1: the file is empty');
   if (length > MAX_FILE_BYTES)
-    throw errors.payloadTooLarge(`Upload-Length ${length} exceeds the limit of 10 MiB (${MAX_FILE_BYTES} bytes)`);
+    throw errors.payloadTooLarge(
+      `Upload-Length ${Number.isFinite(length) ? length : '(over 15 digits)'} exceeds the limit of 10 MiB ` +
+        `(${MAX_FILE_BYTES} bytes)`,
+    );
 }

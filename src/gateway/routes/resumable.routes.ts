@@ -70,10 +70,15 @@ export function tusHeaders(ctx: AppContext, next: () => Promise<unknown>): unkno
 }
 
 /** A non-negative integer header, or 400 naming it. */
+/**
+ * A tus length or offset: digits only (tus 1.0: "a non-negative integer"), any count of them. One past what a double
+ * holds exactly is still a number (past every limit: 413 for a length, not 400 as if it were not one).
+ */
 function intHeader(ctx: AppContext, name: string): number {
   const v = ctx.get(name);
-  if (!/^\d{1,15}$/.test(v)) throw errors.invalid(`${name} must be a non-negative integer`);
-  return Number(v);
+  if (!/^\d+$/.test(v)) throw errors.invalid(`${name} must be a non-negative integer`);
+  const digits = v.replace(/^0+(?=\d)/, '');
+  return digits.length > 15 ? Number.POSITIVE_INFINITY : Number(digits);
 }
 
 function tusState(ctx: AppContext, row: ResumableRow): void {
@@ -139,7 +144,7 @@ export const resumableRoutes = routes<ResumableRouteDeps>((route) => [
         if (k && (await deps.resumable.byKey(user, k))) return next();
         if (ctx.get('upload-defer-length')) throw errors.invalid('Upload-Defer-Length is not supported');
         // Refused before the upload limit is spent (the library checks these again when it creates the upload).
-        assertLength(intHeader(ctx, 'upload-length'));
+        assertLength(intHeader(ctx, 'Upload-Length'));
         fieldsOf(metadataOf(ctx));
         // A first chunk of another type is refused here too, not in the handler: there the limit was spent.
         if (hasBody(ctx)) assertOctets(ctx);

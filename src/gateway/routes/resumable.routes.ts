@@ -69,10 +69,9 @@ export function tusHeaders(ctx: AppContext, next: () => Promise<unknown>): unkno
   return next();
 }
 
-/** A non-negative integer header, or 400 naming it. */
 /**
- * A tus length or offset: digits only (tus 1.0: "a non-negative integer"), any count of them. One past what a double
- * holds exactly is still a number (past every limit: 413 for a length, not 400 as if it were not one).
+ * A non-negative integer header (tus 1.0: digits, any count of them), or 400 naming it. One past what a double holds
+ * exactly is still a number: past every limit (413 for a length, not 400 as if it were not one).
  */
 function intHeader(ctx: AppContext, name: string): number {
   const v = ctx.get(name);

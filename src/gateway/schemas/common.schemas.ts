@@ -59,8 +59,7 @@ export const errorBodyOf = (codes: readonly [ErrorCode, ...ErrorCode[]]) => Erro
 
 export const Success = z.object({ success: z.literal(true) });
 
-/** Characters as API.md counts them: Unicode code points (an emoji is one, not two UTF-16 units), as PostgreSQL does.
- */
+/** Characters as API.md counts them: code points (an emoji is one, not two UTF-16 units), as PostgreSQL does. */
 export function charCount(s: string): number {
   let n = 0;
   for (const _ of s) n++;
@@ -93,7 +92,7 @@ export function boundedText(
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why `value` is not a valid `field` under `limits` (boundedText()), or null. */
-export function textProblem(
+function textProblem(
   field: string,
   value: string,
   limits: { max: number; min?: number; minMessage?: string },
